@@ -1,0 +1,80 @@
+"""The ``parity`` command."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import click
+
+from parity import __version__
+from parity.cli.lazy import LazyGroup
+from parity.model.errors import ParityError
+
+COMMANDS = {
+    "run": "parity.cli.run:run",
+    "runs": "parity.cli.runs:runs",
+    "doctor": "parity.cli.doctor:doctor",
+    "gemm": "parity.cli.gemm:gemm",
+    "membw": "parity.cli.membw:membw",
+    "latency": "parity.cli.latency:latency",
+    "trace": "parity.cli.trace:trace",
+}
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="parity")
+@click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Measure AI accelerators fairly: the same tests on any PyTorch device, every condition
+    recorded, every figure with its method and scope.
+
+    \b
+    Example:
+      parity run --quick            # benchmark the best local device, store and summarise
+      parity trace analyze rank0.json.gz --json out.json
+    """
+    level = logging.WARNING - 10 * verbose
+    logging.basicConfig(level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: library errors become one line on stderr and exit status 2.
+
+    Set ``PARITY_DEBUG=1`` to see the traceback of an unexpected error.
+    """
+    try:
+        status = cli.main(args=argv, prog_name="parity", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("parity: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except ParityError as exc:
+        click.echo(f"parity: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("parity: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback by default
+        if os.environ.get("PARITY_DEBUG"):
+            raise
+        message = str(exc).splitlines()[0] if str(exc) else ""
+        click.echo(
+            f"parity: internal error: {type(exc).__name__}: {message} "
+            "(set PARITY_DEBUG=1 for the traceback and report it)",
+            err=True,
+        )
+        sys.exit(1)
+    # Commands return None for success or an int exit status (1: the run FAILED its checks).
+    sys.exit(status if isinstance(status, int) else 0)

@@ -1,0 +1,62 @@
+"""What every command shares: the ``--json PATH`` option and writing JSON with the schema version."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from parity.model.errors import ParityError
+from parity.model.schema import envelope
+
+
+def json_option(function):
+    """``--json PATH``: also write the command's result as JSON (``-`` for standard output)."""
+    return click.option(
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        default=None,
+        help="Also write the result as JSON with a schema_version to PATH ('-' for stdout).",
+    )(function)
+
+
+def dumps(data: Any) -> bytes:
+    """Serialise to indented JSON; numpy scalars and arrays, dataclasses and paths are handled."""
+    return orjson.dumps(
+        data,
+        option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
+        default=_default,
+    )
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+
+
+def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:
+    """Write ``payload`` wrapped with ``schema_version`` and ``kind`` to ``path`` if given."""
+    if path is None:
+        return
+    data = dumps(envelope(kind, payload)) + b"\n"
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    except OSError as exc:
+        raise ParityError(f"cannot write JSON to {path}: {exc.strerror}; choose a writable path")

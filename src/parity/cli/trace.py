@@ -1,0 +1,24 @@
+"""``parity trace``: study profiler traces (no torch needed)."""
+
+from __future__ import annotations
+
+import click
+
+from parity.cli.lazy import LazyGroup
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands={
+        "analyze": "parity.cli.trace_analyze:analyze",
+        "whatif": "parity.cli.trace_whatif:whatif",
+    },
+)
+def trace() -> None:
+    """Analyse real profiler traces: streams, overlap, idle and what-if predictions.
+
+    \b
+    Example:
+      parity trace analyze ASCEND_PROFILER_OUTPUT/ --json out.json
+      parity trace whatif rank0.json.gz --scale matrix=2
+    """

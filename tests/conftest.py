@@ -1,0 +1,68 @@
+"""Shared fixtures and the hardware layering of the suite.
+
+Tests marked ``accelerator`` need a non-CPU PyTorch device and are skipped, with the reason,
+where there is none; tests marked ``torch`` are skipped where PyTorch is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "traces"
+
+
+def _torch_available() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def _accelerator_available() -> str | None:
+    """The name of a usable non-CPU torch backend, or None."""
+    if not _torch_available():
+        return None
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if hasattr(torch, "xpu") and torch.xpu.is_available():
+        return "xpu"
+    if torch.backends.mps.is_available():
+        return "mps"
+    if importlib.util.find_spec("torch_npu") is not None:
+        import torch_npu  # noqa: F401
+
+        if torch.npu.is_available():  # type: ignore[attr-defined]
+            return "npu"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    has_torch = _torch_available()
+    accelerator = _accelerator_available() if has_torch else None
+    has_cuda = accelerator == "cuda"
+    for item in items:
+        if "torch" in item.keywords and not has_torch:
+            item.add_marker(pytest.mark.skip(reason="needs PyTorch: pip install -e '.[bench]'"))
+        if "accelerator" in item.keywords and accelerator is None:
+            item.add_marker(pytest.mark.skip(reason="needs a non-CPU PyTorch device; none here"))
+        if "cuda" in item.keywords and not has_cuda:
+            item.add_marker(pytest.mark.skip(reason="needs torch.cuda (NVIDIA or AMD GPU)"))
+
+
+@pytest.fixture(scope="session")
+def traces_dir() -> Path:
+    """The shared folder of real profiler traces; skipped with the reason when absent."""
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"shared traces not found at {SHARED_TRACES}")
+    return SHARED_TRACES
+
+
+@pytest.fixture()
+def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh results store path, also exported as PARITY_DB for CLI tests."""
+    path = tmp_path / "parity.sqlite"
+    monkeypatch.setenv("PARITY_DB", str(path))
+    return path
