@@ -1,0 +1,248 @@
+"""Vectorised interval algebra on int64 nanosecond arrays.
+
+An interval set is a pair of equal-length ``int64`` arrays ``(starts, ends)`` of half-open
+intervals ``[start, end)``. The functions here sort, take cumulative maxima and cumulative sums;
+none loops over intervals in Python and none modifies its inputs (they work on copies made by
+sorting or fancy indexing). Results are *normalised*: sorted, disjoint, non-touching, non-empty.
+
+:class:`IntervalSet` wraps a normalised pair for readable set algebra
+(``compute.subtract(comm).length_ns``); the module functions take raw arrays so analyses over
+whole columns avoid building objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_INT = np.int64
+
+
+def _as_pair(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.asarray(starts, dtype=_INT)
+    ends = np.asarray(ends, dtype=_INT)
+    if starts.shape != ends.shape or starts.ndim != 1:
+        raise ValueError(f"starts and ends must be 1-d and equal length: {starts.shape} vs {ends.shape}")
+    if len(starts) and bool(np.any(ends < starts)):
+        bad = int(np.argmax(ends < starts))
+        raise ValueError(f"interval {bad} ends before it starts: [{starts[bad]}, {ends[bad]})")
+    return starts, ends
+
+
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as sorted, disjoint intervals.
+
+    Method: sort by start; an interval opens a new merged run when it starts after the running
+    maximum of all earlier ends (``np.maximum.accumulate``); each run ends at its largest end
+    (``np.maximum.reduceat``). Touching intervals (``start == previous end``) join one run, and
+    empty intervals are dropped. O(n log n).
+    """
+    starts, ends = _as_pair(starts, ends)
+    keep = ends > starts
+    if not keep.all():
+        starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return np.empty(0, _INT), np.empty(0, _INT)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    running_end = np.maximum.accumulate(e)
+    opens = np.empty(len(s), dtype=bool)
+    opens[0] = True
+    opens[1:] = s[1:] > running_end[:-1]
+    first = np.flatnonzero(opens)
+    merged_s = s[first]
+    merged_e = np.maximum.reduceat(e, first)
+    return merged_s, merged_e
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of intervals, ns: ``|∪ [s_i, e_i)| = Σ (E_j - S_j)`` over merged runs."""
+    s, e = merge_intervals(starts, ends)
+    total = int(np.sum(e - s))
+    assert total >= 0
+    return total
+
+
+def clip_intervals(
+    starts: np.ndarray, ends: np.ndarray, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals cut to the window ``[lo, hi)``: ``[max(s, lo), min(e, hi))``, empty ones dropped.
+
+    Order is kept, so a clipped normalised set stays normalised.
+    """
+    starts, ends = _as_pair(starts, ends)
+    if hi < lo:
+        raise ValueError(f"window ends before it starts: [{lo}, {hi})")
+    s = np.maximum(starts, _INT(lo))
+    e = np.minimum(ends, _INT(hi))
+    keep = e > s
+    return s[keep], e[keep]
+
+
+def _elementary_segments(
+    sets: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cut the line at every boundary of every set; count each set's cover of each piece.
+
+    Returns ``(bounds, cover)``: ``bounds`` has the ``m + 1`` sorted distinct boundaries and
+    ``cover[k, j]`` is how many intervals of set ``k`` cover ``[bounds[j], bounds[j+1])``,
+    found as ``#starts <= x - #ends <= x`` by binary search on sorted copies.
+    """
+    pairs = [_as_pair(s, e) for s, e in sets]
+    everything = [a for pair in pairs for a in pair]
+    bounds = np.unique(np.concatenate(everything)) if everything else np.empty(0, _INT)
+    if len(bounds) < 2:
+        return bounds, np.zeros((len(pairs), 0), dtype=_INT)
+    left = bounds[:-1]
+    cover = np.empty((len(pairs), len(left)), dtype=_INT)
+    for k, (s, e) in enumerate(pairs):
+        opened = np.searchsorted(np.sort(s), left, side="right")
+        closed = np.searchsorted(np.sort(e), left, side="right")
+        cover[k] = opened - closed
+    return bounds, cover
+
+
+def _runs_where(bounds: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised intervals made of the elementary pieces selected by ``mask``."""
+    if not mask.any():
+        return np.empty(0, _INT), np.empty(0, _INT)
+    edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
+    first = np.flatnonzero(edges == 1)
+    last = np.flatnonzero(edges == -1)  # one past the last selected piece
+    return bounds[first], bounds[last]
+
+
+def intersect_intervals(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``A ∩ B``: the time covered by at least one interval of ``a`` and one of ``b``."""
+    bounds, cover = _elementary_segments([a, b])
+    if cover.shape[1] == 0:
+        return np.empty(0, _INT), np.empty(0, _INT)
+    return _runs_where(bounds, (cover[0] > 0) & (cover[1] > 0))
+
+
+def subtract_intervals(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``A \\ B``: the time covered by ``a`` and by no interval of ``b``."""
+    bounds, cover = _elementary_segments([a, b])
+    if cover.shape[1] == 0:
+        return np.empty(0, _INT), np.empty(0, _INT)
+    return _runs_where(bounds, (cover[0] > 0) & (cover[1] == 0))
+
+
+def intersection_length(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> int:
+    """``|A ∩ B|``, ns: the overlap of two interval sets (DESIGN.md, Traces)."""
+    s, e = intersect_intervals(a, b)
+    return int(np.sum(e - s))
+
+
+def difference_length(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> int:
+    """``|A \\ B| = |A| - |A ∩ B|``, ns (e.g. exposed communication = comm minus compute)."""
+    s, e = subtract_intervals(a, b)
+    return int(np.sum(e - s))
+
+
+def grouped_union_lengths(
+    groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int
+) -> np.ndarray:
+    """Union length of each group's intervals, ns, for all groups at once.
+
+    ``groups`` holds dense group codes ``0 .. n_groups-1`` (e.g. stream indices). The groups are
+    laid end to end on one line (group ``g`` shifted by ``g · (span + 1)``) so one merge handles
+    them all without a Python loop; runs cannot cross groups because the shifted ranges are
+    disjoint. Falls back to a loop over groups if the shifted line would overflow int64.
+    """
+    starts, ends = _as_pair(starts, ends)
+    groups = np.asarray(groups, dtype=_INT)
+    out = np.zeros(n_groups, dtype=_INT)
+    if len(starts) == 0:
+        return out
+    base = int(starts.min())
+    span = int(ends.max()) - base + 1
+    if span * max(n_groups, 1) < 2**62:
+        shift = groups * _INT(span) - _INT(base)
+        s, e = merge_intervals(starts + shift, ends + shift)
+        owner = s // _INT(span)
+        np.add.at(out, owner, e - s)
+    else:
+        for g in range(n_groups):
+            mine = groups == g
+            out[g] = union_length(starts[mine], ends[mine])
+    return out
+
+
+def concurrency_histogram(
+    sets: Sequence[tuple[np.ndarray, np.ndarray]], lo: int, hi: int
+) -> np.ndarray:
+    """Time, ns, during which exactly ``c`` of the given sets are active, for ``c = 0 .. len(sets)``.
+
+    Each set is first merged (so a stream counts once however many of its kernels overlap) and
+    clipped to ``[lo, hi)``. Sweep: +1 at every start, -1 at every end, sorted by position;
+    ``np.cumsum`` gives the number active after each event, and the time to the next event is
+    credited to that number. ``Σ_c hist[c] = hi - lo`` and ``Σ_c c·hist[c] = Σ busy``.
+    """
+    if hi < lo:
+        raise ValueError(f"window ends before it starts: [{lo}, {hi})")
+    hist = np.zeros(len(sets) + 1, dtype=_INT)
+    merged = [merge_intervals(*clip_intervals(s, e, lo, hi)) for s, e in sets]
+    pos = np.concatenate([np.array([lo, hi], _INT)] + [a for m in merged for a in m])
+    delta = np.concatenate(
+        [np.zeros(2, _INT)] + [d for s, e in merged for d in (np.ones(len(s), _INT), -np.ones(len(e), _INT))]
+    )
+    order = np.argsort(pos, kind="stable")
+    pos, level = pos[order], np.cumsum(delta[order])
+    widths = np.diff(pos)  # level[i] holds on [pos[i], pos[i+1]) after all events at pos[i]
+    np.add.at(hist, level[:-1], widths)
+    assert int(hist.sum()) == hi - lo
+    return hist
+
+
+@dataclass(frozen=True)
+class IntervalSet:
+    """A normalised set of half-open ns intervals; build with :meth:`of`."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, starts: np.ndarray, ends: np.ndarray) -> IntervalSet:
+        """Merge arbitrary intervals into a normalised set."""
+        s, e = merge_intervals(starts, ends)
+        return cls(s, e)
+
+    @classmethod
+    def empty(cls) -> IntervalSet:
+        return cls(np.empty(0, _INT), np.empty(0, _INT))
+
+    @property
+    def pair(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.starts, self.ends
+
+    @property
+    def length_ns(self) -> int:
+        return int(np.sum(self.ends - self.starts))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def union(self, other: IntervalSet) -> IntervalSet:
+        return IntervalSet.of(
+            np.concatenate([self.starts, other.starts]), np.concatenate([self.ends, other.ends])
+        )
+
+    def intersect(self, other: IntervalSet) -> IntervalSet:
+        return IntervalSet(*intersect_intervals(self.pair, other.pair))
+
+    def subtract(self, other: IntervalSet) -> IntervalSet:
+        return IntervalSet(*subtract_intervals(self.pair, other.pair))
+
+    def clip(self, lo: int, hi: int) -> IntervalSet:
+        return IntervalSet(*clip_intervals(self.starts, self.ends, lo, hi))
