@@ -1,0 +1,253 @@
+"""Kernel categories by ordered, user-overridable rules (DESIGN.md, Traces).
+
+A category is one of :data:`STANDARD_CATEGORIES` (a user's rules may add more). Rules are tried
+in order and the first match wins; the default rules ship as ``rules/default.toml`` beside this
+module. On Ascend, the reader's ``accelerator_core`` column (kernel_details.csv's
+``Accelerator Core``) decides the category through the rules' ``[accelerator_core]`` table and
+wins over names, except that a name matching a *communication* rule stays communication (an MC2
+fused kernel runs on the AI cores yet is a collective). Device time no rule matches is
+categorised :data:`UNMATCHED` and reported, never hidden; host rows get :data:`NOT_DEVICE`.
+
+Matching runs once per distinct name (``table.names``), then maps to rows by ``name_id``, so
+categorising a million kernels costs a few thousand regex searches.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.table import ActivityTable, Kind
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib
+
+COMMUNICATION = "communication"
+ATTENTION = "attention"
+MATRIX = "matrix"
+VECTOR = "vector"
+MEMORY = "memory"
+OTHER = "other"
+UNMATCHED = "unmatched"
+NOT_DEVICE = "host"  # host rows (runtime calls, CPU ops, markers): never counted as device time
+STANDARD_CATEGORIES = (COMMUNICATION, ATTENTION, MATRIX, VECTOR, MEMORY, OTHER, UNMATCHED)
+COMPUTE_EXCLUDED = (COMMUNICATION, MEMORY)  # "compute" = device work in neither of these
+
+_KIND_NAMES = {k.name.lower(): k for k in Kind}
+_RULE_KEYS = {"category", "patterns", "kinds"}
+_TOP_KEYS = {"rules", "accelerator_core", "replace"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """One ordered rule: a category, case-insensitive name regexes, and optionally kinds."""
+
+    category: str
+    patterns: tuple[str, ...]
+    kinds: tuple[Kind, ...] = ()
+    regex: re.Pattern = field(repr=False, compare=False)
+
+    def matches(self, name: str, kind: Kind) -> bool:
+        if self.kinds and kind not in self.kinds:
+            return False
+        return self.regex.search(name) is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rules:
+    """An ordered rule list plus the Ascend accelerator-core table; build with :func:`load_rules`."""
+
+    rules: tuple[Rule, ...]
+    accelerator_core: dict[str, str]
+    source: str
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Every category these rules can give: the standard ones first, then user additions."""
+        extra = [r.category for r in self.rules] + list(self.accelerator_core.values())
+        seen = list(STANDARD_CATEGORIES)
+        for label in extra:
+            if label not in seen:
+                seen.append(label)
+        return (*seen, NOT_DEVICE)
+
+    def category_of(self, name: str, kind: Kind, core: str | None = None) -> str:
+        """The category of one activity: communication names first, then the core, then names."""
+        if not Kind(kind).on_device:
+            return NOT_DEVICE
+        first = next((r for r in self.rules if r.matches(name, kind)), None)
+        if first is not None and first.category == COMMUNICATION:
+            return COMMUNICATION
+        if core and core in self.accelerator_core:
+            return self.accelerator_core[core]
+        return first.category if first is not None else UNMATCHED
+
+
+@dataclass(frozen=True, kw_only=True)
+class Categorization:
+    """Per-row category codes: ``labels[codes[i]]`` is row ``i``'s category."""
+
+    codes: np.ndarray  # int16, one per table row
+    labels: tuple[str, ...]
+    source: str
+
+    def code(self, label: str) -> int:
+        return self.labels.index(label)
+
+    def mask(self, *labels: str) -> np.ndarray:
+        """Rows whose category is any of ``labels``."""
+        wanted = [self.labels.index(x) for x in labels if x in self.labels]
+        return np.isin(self.codes, np.array(wanted, dtype=self.codes.dtype))
+
+    def compute_mask(self) -> np.ndarray:
+        """Device rows that are compute: neither communication, memory nor host."""
+        return ~self.mask(*COMPUTE_EXCLUDED, NOT_DEVICE)
+
+    def of_rows(self) -> np.ndarray:
+        """Category names per row (object array), for exports."""
+        return np.array(self.labels, dtype=object)[self.codes]
+
+
+def default_rules_path() -> Path:
+    return Path(str(resources.files("parity.trace") / "rules" / "default.toml"))
+
+
+def _read_rules_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ParityError(f"cannot read rules file {path}: {exc.strerror}; check the path") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise ParityError(f"rules file {path} is YAML but PyYAML is not installed; "
+                              "pip install pyyaml or write the rules as TOML") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            line = getattr(getattr(exc, "problem_mark", None), "line", None)
+            where = f" at line {line + 1}" if line is not None else ""
+            raise ParityError(f"rules file {path} is not valid YAML{where}; fix the syntax") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ParityError(f"rules file {path} is not valid TOML ({exc}); fix the syntax") from None
+    if not isinstance(data, dict):
+        raise ParityError(f"rules file {path} must hold a table with a 'rules' list")
+    return data
+
+
+def _parse_rule(path: Path, index: int, raw: Any) -> Rule:
+    where = f"rules file {path}, rule {index + 1}"
+    if not isinstance(raw, dict):
+        raise ParityError(f"{where}: each rule must be a table with 'category' and 'patterns'")
+    unknown = set(raw) - _RULE_KEYS
+    if unknown:
+        raise ParityError(f"{where}: unknown key {sorted(unknown)[0]!r}; use {sorted(_RULE_KEYS)}")
+    category = raw.get("category")
+    if not isinstance(category, str) or not category.strip() or category in (UNMATCHED, NOT_DEVICE):
+        raise ParityError(f"{where}: 'category' must be a name such as 'matrix', got {category!r}")
+    patterns = raw.get("patterns")
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
+        raise ParityError(f"{where}: 'patterns' must be a non-empty list of regular expressions")
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ParityError(f"{where}: bad regular expression {pattern!r} ({exc}); fix it") from None
+    kinds = raw.get("kinds", [])
+    if not isinstance(kinds, list) or any(str(k).lower() not in _KIND_NAMES for k in kinds):
+        raise ParityError(f"{where}: 'kinds' must list kinds from {sorted(_KIND_NAMES)}, got {kinds!r}")
+    regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    return Rule(
+        category=category.strip(),
+        patterns=tuple(patterns),
+        kinds=tuple(_KIND_NAMES[str(k).lower()] for k in kinds),
+        regex=regex,
+    )
+
+
+def _parse(path: Path, data: dict[str, Any]) -> tuple[list[Rule], dict[str, str], bool]:
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise ParityError(f"rules file {path}: unknown key {sorted(unknown)[0]!r}; use {sorted(_TOP_KEYS)}")
+    raw_rules = data.get("rules", [])
+    if not isinstance(raw_rules, list):
+        raise ParityError(f"rules file {path}: 'rules' must be a list of tables ([[rules]] in TOML)")
+    rules = [_parse_rule(path, i, raw) for i, raw in enumerate(raw_rules)]
+    cores = data.get("accelerator_core", {})
+    if not isinstance(cores, dict) or not all(isinstance(v, str) and v for v in cores.values()):
+        raise ParityError(f"rules file {path}: 'accelerator_core' must map core names to categories")
+    replace = data.get("replace", False)
+    if not isinstance(replace, bool):
+        raise ParityError(f"rules file {path}: 'replace' must be true or false, got {replace!r}")
+    return rules, {str(k): v for k, v in cores.items()}, replace
+
+
+def load_rules(path: str | Path | None = None) -> Rules:
+    """The default rules, or a user's rules file (TOML, or YAML with the same keys).
+
+    A user's rules are tried before the defaults and its ``[accelerator_core]`` entries override
+    the default ones; with ``replace = true`` only the user's rules are used.
+    """
+    default_path = default_rules_path()
+    rules, cores, _ = _parse(default_path, _read_rules_file(default_path))
+    if path is None:
+        return Rules(rules=tuple(rules), accelerator_core=cores, source="default")
+    user_path = Path(path)
+    user_rules, user_cores, replace = _parse(user_path, _read_rules_file(user_path))
+    if replace:
+        if not user_rules:
+            raise ParityError(f"rules file {user_path} sets replace = true but has no rules")
+        return Rules(rules=tuple(user_rules), accelerator_core=user_cores, source=str(user_path))
+    return Rules(
+        rules=tuple(user_rules + rules),
+        accelerator_core={**cores, **user_cores},
+        source=f"{user_path} + default",
+    )
+
+
+def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorization:
+    """Categorise every row of ``table`` (host rows get ``"host"``).
+
+    Names are matched once per distinct ``(name, kind, accelerator core)`` combination present.
+    """
+    rules = rules or load_rules()
+    labels = rules.labels
+    index = {label: i for i, label in enumerate(labels)}
+    n = len(table)
+    cores = table.extra.get("accelerator_core")
+    if cores is None:
+        core_codes = np.zeros(n, dtype=np.int64)
+        core_values: list[str | None] = [None]
+    else:
+        core_values_arr, core_codes = np.unique(
+            np.array([c if isinstance(c, str) else "" for c in cores], dtype=object), return_inverse=True
+        )
+        core_values = [c or None for c in core_values_arr]
+    n_names = max(len(table.names), 1)
+    n_kinds = len(Kind)
+    key = (core_codes.astype(np.int64) * n_kinds + table.kind.astype(np.int64)) * n_names + table.name_id
+    unique_keys, inverse = np.unique(key, return_inverse=True)
+    lookup = np.empty(len(unique_keys), dtype=np.int16)
+    for j, k in enumerate(unique_keys.tolist()):
+        name_id = k % n_names
+        kind = Kind((k // n_names) % n_kinds)
+        core = core_values[k // (n_names * n_kinds)]
+        name = table.names[name_id] if table.names else ""
+        lookup[j] = index[rules.category_of(name, kind, core)]
+    codes = lookup[inverse.reshape(-1)] if n else np.empty(0, dtype=np.int16)
+    return Categorization(codes=codes, labels=labels, source=rules.source)

@@ -1,0 +1,125 @@
+"""Kernel categories: default rules, Ascend cores, user overrides and their errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from parity.model.errors import ParityError
+from parity.trace.builder import build_table
+from parity.trace.categories import (
+    NOT_DEVICE,
+    UNMATCHED,
+    categorize,
+    default_rules_path,
+    load_rules,
+)
+from parity.trace.table import Kind
+
+DEFAULT = load_rules()
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "expected"),
+    [
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*)", Kind.KERNEL, "communication"),
+        ("void deep_ep::intranode::dispatch<8, 768>(int4*)", Kind.KERNEL, "communication"),
+        ("dpsk::ep::combine_kernel", Kind.KERNEL, "communication"),
+        ("hcom_allReduce__466_0_1", Kind.KERNEL, "communication"),
+        ("MatmulAllReduce", Kind.KERNEL, "communication"),
+        ("AllGatherMatmul_13", Kind.KERNEL, "communication"),
+        ("aclnnMatmulReduceScatter_MatmulReduceScatter", Kind.KERNEL, "communication"),
+        ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>", Kind.KERNEL, "attention"),
+        ("fmha_cutlassF_f16_aligned_64x64_rf_sm80", Kind.KERNEL, "attention"),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", Kind.KERNEL, "matrix"),
+        ("ampere_sgemm_128x64_nn", Kind.KERNEL, "matrix"),
+        ("MatMulV2", Kind.KERNEL, "matrix"),
+        ("void at::native::vectorized_elementwise_kernel<4, add>", Kind.KERNEL, "vector"),
+        ("triton_poi_fused_add_0", Kind.KERNEL, "vector"),
+        ("Memcpy HtoD (Pageable -> Device)", Kind.MEMCPY, "memory"),
+        ("Memset (Device)", Kind.MEMSET, "memory"),
+        ("zzz_mystery_op", Kind.KERNEL, UNMATCHED),
+        ("aten::mm", Kind.CPU_OP, NOT_DEVICE),
+        ("cudaLaunchKernel", Kind.RUNTIME, NOT_DEVICE),
+    ],
+)
+def test_default_rules(name: str, kind: Kind, expected: str) -> None:
+    assert DEFAULT.category_of(name, kind) == expected
+
+
+def test_ascend_core_wins_over_names_except_communication() -> None:
+    # trace names say MatMul, kernel_details says it ran on the vector core: the core wins
+    assert DEFAULT.category_of("MatMulV2", Kind.KERNEL, "AI_VECTOR_CORE") == "vector"
+    assert DEFAULT.category_of("TransData", Kind.KERNEL, "AI_CORE") == "matrix"
+    assert DEFAULT.category_of("FlashAttentionScore", Kind.KERNEL, "MIX_AIC") == "matrix"
+    assert DEFAULT.category_of("Add", Kind.KERNEL, "MIX_AIV") == "vector"
+    # an MC2 fused op runs on AI cores, yet it is a collective
+    assert DEFAULT.category_of("MatmulAllReduce", Kind.KERNEL, "MIX_AIC") == "communication"
+    assert DEFAULT.category_of("hcom_allReduce_", Kind.KERNEL, "HCCL") == "communication"
+
+
+def test_categorize_table_maps_every_row() -> None:
+    table = build_table(
+        [
+            dict(name="ampere_sgemm", start_ns=0, end_ns=10, accelerator_core=None),
+            dict(name="MatMulV2", start_ns=10, end_ns=20, accelerator_core="AI_VECTOR_CORE"),
+            dict(name="MatMulV2", start_ns=20, end_ns=30, accelerator_core="AI_CORE"),
+            dict(name="ncclKernel", start_ns=0, end_ns=5, stream=2, accelerator_core=None),
+            dict(name="aten::mm", start_ns=0, end_ns=5, kind=Kind.CPU_OP, accelerator_core=None),
+            dict(name="odd", start_ns=0, end_ns=5, accelerator_core=None),
+        ]
+    )
+    cats = categorize(table, DEFAULT)
+    assert cats.of_rows().tolist() == ["matrix", "vector", "matrix", "communication", "host", "unmatched"]
+    assert cats.compute_mask().tolist() == [True, True, True, False, False, True]
+    assert cats.mask("communication").sum() == 1
+
+
+def test_user_rules_come_first_and_can_replace(tmp_path: Path) -> None:
+    user = tmp_path / "rules.toml"
+    user.write_text('[[rules]]\ncategory = "moe"\npatterns = ["grouped_?gemm"]\n')
+    rules = load_rules(user)
+    assert rules.category_of("cutlass_grouped_gemm_kernel", Kind.KERNEL) == "moe"
+    assert rules.category_of("ampere_sgemm", Kind.KERNEL) == "matrix"
+    assert "moe" in rules.labels
+    user.write_text('replace = true\n[[rules]]\ncategory = "matrix"\npatterns = ["gemm"]\n')
+    only = load_rules(user)
+    assert only.category_of("ampere_sgemm", Kind.KERNEL) == "matrix"
+    assert only.category_of("ncclKernel", Kind.KERNEL) == UNMATCHED
+
+
+def test_yaml_rules(tmp_path: Path) -> None:
+    user = tmp_path / "rules.yaml"
+    user.write_text("rules:\n  - category: attention\n    patterns: [my_attn_kernel]\n")
+    assert load_rules(user).category_of("my_attn_kernel_v2", Kind.KERNEL) == "attention"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[rules]]\ncategory = "matrix"\npatterns = ["(unclosed"]\n', "bad regular expression"),
+        ('[[rules]]\npatterns = ["x"]\n', "'category' must be"),
+        ('[[rules]]\ncategory = "matrix"\n', "'patterns' must be"),
+        ('[[rules]]\ncategory = "matrix"\npatterns = ["x"]\nkinds = ["gpu"]\n', "'kinds' must list"),
+        ('[[rules]]\ncategory = "matrix"\npatterns = ["x"]\ncolour = 1\n', "unknown key 'colour'"),
+        ("rules = [\n", "not valid TOML"),
+        ('[[rule]]\ncategory = "x"\n', "unknown key 'rule'"),
+    ],
+)
+def test_bad_rules_give_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
+    user = tmp_path / "bad.toml"
+    user.write_text(text)
+    with pytest.raises(ParityError, match=message) as info:
+        load_rules(user)
+    assert str(user) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_missing_rules_file(tmp_path: Path) -> None:
+    with pytest.raises(ParityError, match="cannot read rules file"):
+        load_rules(tmp_path / "absent.toml")
+
+
+def test_default_rules_ship_with_the_package() -> None:
+    assert default_rules_path().is_file()
+    assert DEFAULT.rules[0].category == "communication"
