@@ -1,0 +1,77 @@
+"""ns per load, plateau naming and knee detection on synthetic curves with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parity.metrics.latency import find_knees, find_plateaus, name_plateaus, ns_per_load
+from parity.model.errors import ParityError
+
+KIB, MIB = 1024, 1024 * 1024
+CACHES = [("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 32 * MIB)]
+
+
+def test_slope_cancels_the_fixed_cost() -> None:
+    # t(N) = 50 us + N * 80 ns: the slope between 1e5 and 3e5 loads is 80 ns whatever t0 is.
+    t = lambda n: 50e-6 + n * 80e-9  # noqa: E731
+    assert ns_per_load(short_s=t(1e5), long_s=t(3e5), short_loads=100_000, long_loads=300_000) == pytest.approx(80.0)
+    with pytest.raises(ParityError):
+        ns_per_load(short_s=1.0, long_s=2.0, short_loads=10, long_loads=10)
+
+
+def _staircase(sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """1.2 ns to 32 KiB, 3.5 ns to 512 KiB, 12 ns to 32 MiB, 110 ns beyond, 3% noise."""
+    lat = np.where(sizes <= 32 * KIB, 1.2, np.where(sizes <= 512 * KIB, 3.5, np.where(sizes <= 32 * MIB, 12.0, 110.0)))
+    return lat * (1 + 0.03 * rng.standard_normal(sizes.size))
+
+
+def test_plateaus_found_named_and_sized_on_a_synthetic_staircase() -> None:
+    sizes = (2.0 ** np.arange(12, 29, 0.5)).astype(np.int64)  # 4 KiB .. 256 MiB, 2 per octave
+    lat = _staircase(sizes, np.random.default_rng(3))
+    plateaus = name_plateaus(find_plateaus(sizes, lat), caches=CACHES, memory_bytes=24 * 2**30)
+    assert [p.level for p in plateaus] == ["L1", "L2", "L3", "DRAM"]
+    for p, (_, reported) in zip(plateaus[:3], CACHES):
+        assert p.reported_bytes == reported
+        assert 0.5 <= p.size_ratio <= 2.0
+    assert plateaus[0].latency_ns == pytest.approx(1.2, rel=0.05)
+    assert plateaus[1].latency_ns == pytest.approx(3.5, rel=0.05)
+    assert plateaus[2].latency_ns == pytest.approx(12.0, rel=0.05)
+    assert plateaus[-1].latency_ns == pytest.approx(110, rel=0.05)
+    assert plateaus[-1].start_bytes > 32 * MIB
+
+
+def test_transition_points_between_levels_are_not_plateaus() -> None:
+    sizes = [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB]
+    lat = [1.0, 1.0, 1.0, 2.0, 3.5, 3.5, 3.5]  # 32 KiB is half-way: a transition, not a level
+    found = find_plateaus(sizes, lat)
+    assert [(s, e) for s, e, _, _ in found] == [(4 * KIB, 16 * KIB), (64 * KIB, 256 * KIB)]
+
+
+def test_naming_without_reported_caches_counts_levels() -> None:
+    found = [(4096, 16384, 1.0, 3), (65536, 262144, 4.0, 3), (2**22, 2**24, 90.0, 3)]
+    assert [p.level for p in name_plateaus(found, caches=[], memory_name="HBM")] == ["L1", "L2", "HBM"]
+
+
+def test_published_blocks_curve_has_knees_at_18_and_56() -> None:
+    """The Ascend 950PR test: ~134 ns to 18 blocks, 182 ns at 56, 391 ns at 64."""
+    blocks = np.arange(1, 65)
+    lat = np.where(blocks <= 18, 134.0, 134.0 + (blocks - 18) * (182.0 - 134.0) / 38)
+    lat = np.where(blocks > 56, 182.0 + (blocks - 56) * (391.0 - 182.0) / 8, lat)
+    lat = lat * (1 + 0.01 * np.random.default_rng(0).standard_normal(blocks.size))
+    knees = find_knees(blocks, lat)
+    assert [k.blocks for k in knees] == [18, 56]
+    assert knees[0].slope_before_ns == pytest.approx(0.0, abs=0.3)
+    assert knees[-1].slope_after_ns == pytest.approx(26.1, rel=0.1)
+
+
+def test_cpu_threads_curve_bends_at_the_core_count() -> None:
+    # 2 cores: 1 and 2 threads run side by side, 3 and 4 share the cores.
+    knees = find_knees([1, 2, 3, 4], [1.0, 1.02, 1.5, 2.0])
+    assert [k.blocks for k in knees] == [2]
+
+
+def test_flat_noisy_curve_has_no_knee() -> None:
+    rng = np.random.default_rng(5)
+    lat = 100 * (1 + 0.02 * rng.standard_normal(32))
+    assert find_knees(np.arange(1, 33), lat) == []
