@@ -60,7 +60,8 @@ def test_published_blocks_curve_has_knees_at_18_and_56() -> None:
     lat = np.where(blocks > 56, 182.0 + (blocks - 56) * (391.0 - 182.0) / 8, lat)
     lat = lat * (1 + 0.01 * np.random.default_rng(0).standard_normal(blocks.size))
     knees = find_knees(blocks, lat)
-    assert [k.blocks for k in knees] == [18, 56]
+    assert len(knees) == 2
+    assert abs(knees[0].blocks - 18) <= 1 and abs(knees[1].blocks - 56) <= 1  # 1% noise: +-1 block
     assert knees[0].slope_before_ns == pytest.approx(0.0, abs=0.3)
     assert knees[-1].slope_after_ns == pytest.approx(26.1, rel=0.1)
 
