@@ -1,0 +1,342 @@
+"""The embedded results store: one SQLite file holding runs and their measured cases.
+
+Durability: the database runs in WAL mode with ``synchronous=FULL`` and every write is its own
+``BEGIN IMMEDIATE ... COMMIT``, so a process killed at any moment loses at most the case it was
+measuring, and two processes writing at once wait for each other (``busy_timeout``) instead of
+corrupting the file or dropping rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from parity.model.errors import ParityError
+from parity.model.findings import Finding
+from parity.model.result import CaseResult, RunRecord
+from parity.model.samples import Samples
+from parity.store.schema import migrate
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "PARITY_DB"
+BUSY_TIMEOUT_MS = 60_000
+RUN_STATUSES = ("running", "complete", "failed")
+
+
+def default_path() -> Path:
+    """``$PARITY_DB`` if set, else ``results.sqlite`` in the user's data directory."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("parity")) / "results.sqlite"
+
+
+def now_utc() -> str:
+    """The current time as an ISO 8601 UTC string with microseconds (sorts as text)."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def new_run_id() -> str:
+    """A short readable id: UTC date and time to the second plus 4 random hex digits."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(
+        value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=_default
+    ).decode()
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} as JSON")
+
+
+def _loads(text: str | None) -> Any:
+    return orjson.loads(text) if text else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseCounts:
+    """How many cases a run holds: all, those that are not ok, and those with an error."""
+
+    total: int = 0
+    failed: int = 0
+    errors: int = 0
+
+
+class Store:
+    """A results database. Open with :meth:`Store.open`; use as a context manager to close."""
+
+    def __init__(self, *, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
+        """Open (creating if needed) the store at ``path``, ``$PARITY_DB`` or the default path.
+
+        A file that is not SQLite, not a parity store, or from a newer parity raises
+        :class:`ParityError` naming the file.
+        """
+        target = Path(path).expanduser() if path is not None else default_path()
+        if target.is_dir():
+            raise ParityError(f"results store {target} is a directory; pass a file path to --db")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ParityError(f"cannot create {target.parent} for the results store: {exc.strerror}")
+        try:
+            conn = sqlite3.connect(str(target), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise ParityError(f"cannot open results store {target}: {exc}; check the path") from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                log.warning("%s: journal mode %s, not wal; concurrent writers may wait", target, mode)
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            found = migrate(conn, source=str(target))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise ParityError(
+                f"{target} is not a usable results store ({exc}); move it aside or pass --db"
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        log.debug("opened results store %s (schema found: %d)", target, found)
+        return cls(conn=conn, path=target)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One committed write transaction; waits for other writers up to ``busy_timeout``."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise ParityError(f"results store {self.path} is busy or read-only ({exc})") from None
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def create_run(self, *, config: dict[str, Any], provenance: dict[str, Any]) -> RunRecord:
+        """Start a run in state ``running`` and return its record."""
+        created = now_utc()
+        for _ in range(8):
+            run_id = new_run_id()
+            with self._write() as conn:
+                taken = conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
+                if taken:
+                    continue
+                conn.execute(
+                    "INSERT INTO runs (id, created_at, updated_at, status, config, provenance,"
+                    " summary) VALUES (?, ?, ?, 'running', ?, ?, '{}')",
+                    (run_id, created, created, _dumps(config), _dumps(provenance)),
+                )
+            return RunRecord(run_id=run_id, created_at=created, config=config, provenance=provenance)
+        raise ParityError("could not draw an unused run id after 8 tries; retry the command")
+
+    def finish_run(self, run_id: str, *, status: str, summary: dict[str, Any]) -> None:
+        """Record a run's final status (``complete`` or ``failed``) and its summary."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status {status!r} is not one of {RUN_STATUSES}")
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = ?, summary = ?, updated_at = ? WHERE id = ?",
+                (status, _dumps(summary), now_utc(), run_id),
+            )
+            if cur.rowcount != 1:
+                raise self._unknown(run_id)
+
+    def update_provenance(self, run_id: str, provenance: dict[str, Any]) -> None:
+        """Replace a run's provenance (the runner appends each resume to it)."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET provenance = ?, updated_at = ? WHERE id = ?",
+                (_dumps(provenance), now_utc(), run_id),
+            )
+            if cur.rowcount != 1:
+                raise self._unknown(run_id)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run with this id, a unique prefix of it, or ``latest``."""
+        return _run_from_row(self._run_row(run_id))
+
+    def resolve_run_id(self, run_id: str) -> str:
+        """The full id of ``run_id`` (an id, a unique prefix, or ``latest``)."""
+        return str(self._run_row(run_id)[0])
+
+    def _run_row(self, run_id: str) -> tuple[Any, ...]:
+        cols = "id, created_at, status, config, provenance, summary"
+        if run_id == "latest":
+            row = self._conn.execute(
+                f"SELECT {cols} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                raise ParityError(f"no runs in {self.path} yet; start one with parity run")
+            return row
+        row = self._conn.execute(f"SELECT {cols} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is not None:
+            return row
+        escaped = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._conn.execute(
+            f"SELECT {cols} FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+            (escaped + "%",),
+        ).fetchall()
+        if len(rows) == 1:
+            return rows[0]
+        if len(rows) > 1:
+            some = ", ".join(r[0] for r in rows[:5])
+            raise ParityError(f"run id {run_id!r} is ambiguous ({some}...); give more of it")
+        raise self._unknown(run_id)
+
+    def _unknown(self, run_id: str) -> ParityError:
+        return ParityError(f"no run {run_id!r} in {self.path}; see parity runs list")
+
+    def list_runs(self, *, limit: int | None = None) -> list[RunRecord]:
+        """Runs, newest first."""
+        sql = "SELECT id, created_at, status, config, provenance, summary FROM runs"
+        sql += " ORDER BY created_at DESC, id DESC"
+        params: tuple[Any, ...] = ()
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (int(limit),)
+        return [_run_from_row(row) for row in self._conn.execute(sql, params)]
+
+    def case_counts(self) -> dict[str, CaseCounts]:
+        """Per run id: how many cases, how many not ok, how many errors."""
+        rows = self._conn.execute(
+            "SELECT run_id, count(*), sum(ok = 0), sum(error IS NOT NULL) FROM cases GROUP BY run_id"
+        )
+        return {r[0]: CaseCounts(total=r[1], failed=r[2] or 0, errors=r[3] or 0) for r in rows}
+
+    # -- cases ---------------------------------------------------------------------------------
+
+    def add_case(self, run_id: str, case: CaseResult) -> None:
+        """Store one measured case and commit it before returning.
+
+        A case with the same ``(suite, key)`` already in the run is replaced, so the run holds
+        each case exactly once whatever the order of writers.
+        """
+        row = (
+            run_id,
+            case.suite,
+            case.key,
+            _dumps(case.params),
+            _dumps({name: s.to_dict() for name, s in case.samples.items()}),
+            _dumps(case.metrics),
+            _dumps(case.check),
+            _dumps([f.to_dict() for f in case.findings]),
+            _dumps(case.telemetry),
+            case.error,
+            int(case.ok),
+            now_utc(),
+        )
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO cases (run_id, suite, key, params, samples, metrics, check_result,"
+                    " findings, telemetry, error, ok, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (run_id, suite, key) DO UPDATE SET params = excluded.params,"
+                    " samples = excluded.samples, metrics = excluded.metrics,"
+                    " check_result = excluded.check_result, findings = excluded.findings,"
+                    " telemetry = excluded.telemetry, error = excluded.error, ok = excluded.ok,"
+                    " created_at = excluded.created_at",
+                    row,
+                )
+            except sqlite3.IntegrityError:
+                raise self._unknown(run_id) from None
+            conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (row[-1], run_id))
+
+    def done_keys(self, run_id: str, suite: str) -> set[str]:
+        """Keys of the cases of ``suite`` already stored in the run (what a resume skips)."""
+        rows = self._conn.execute(
+            "SELECT key FROM cases WHERE run_id = ? AND suite = ?", (run_id, suite)
+        )
+        return {r[0] for r in rows}
+
+    def cases(self, run_id: str, suite: str | None = None) -> list[CaseResult]:
+        """The run's cases in the order they were first stored, optionally of one suite."""
+        sql = (
+            "SELECT suite, key, params, samples, metrics, check_result, findings, telemetry, error"
+            " FROM cases WHERE run_id = ?"
+        )
+        params: tuple[Any, ...] = (run_id,)
+        if suite is not None:
+            sql += " AND suite = ?"
+            params += (suite,)
+        return [_case_from_row(row) for row in self._conn.execute(sql + " ORDER BY id", params)]
+
+    def export(self, run_id: str, fmt: str, path: str | os.PathLike[str]) -> Path:
+        """Write run ``run_id`` as ``json``, ``csv`` or ``parquet`` to ``path``."""
+        from parity.store.export import write_export
+
+        run = self.get_run(run_id)
+        return write_export(run, self.cases(run.run_id), fmt=fmt, path=Path(path))
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` verdict (``ok`` when the file is sound)."""
+        return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
+    return RunRecord(
+        run_id=row[0],
+        created_at=row[1],
+        status=row[2],
+        config=_loads(row[3]) or {},
+        provenance=_loads(row[4]) or {},
+        summary=_loads(row[5]) or {},
+    )
+
+
+def _case_from_row(row: tuple[Any, ...]) -> CaseResult:
+    samples = _loads(row[3]) or {}
+    return CaseResult(
+        suite=row[0],
+        key=row[1],
+        params=_loads(row[2]) or {},
+        samples={name: Samples.from_dict(s) for name, s in samples.items()},
+        metrics=_loads(row[4]) or {},
+        check=_loads(row[5]) or {},
+        findings=tuple(Finding.from_dict(f) for f in _loads(row[6]) or []),
+        telemetry=_loads(row[7]) or {},
+        error=row[8],
+    )

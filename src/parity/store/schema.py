@@ -1,0 +1,116 @@
+"""The results database's schema and how an older database is brought up to date.
+
+The version lives in SQLite's ``PRAGMA user_version``; ``PRAGMA application_id`` marks the file
+as a parity store so a foreign SQLite file is refused instead of being written into.
+
+Migration path: ``MIGRATIONS[n]`` is the list of statements that turns version ``n`` into
+``n + 1`` (``MIGRATIONS[0]`` creates the first schema on an empty file). :func:`migrate` applies
+the missing steps in order inside one ``BEGIN IMMEDIATE`` transaction, so two processes opening
+an old file at once migrate it exactly once, and a crash mid-way leaves the old version intact.
+To change the schema: append a step, bump :data:`STORE_VERSION`, add a history line below and a
+test that opens a file of the previous version.
+
+History:
+    1: runs (id, created_at, updated_at, status, config, provenance, summary) and cases
+       (run_id, suite, key, params, samples, metrics, check_result, findings, telemetry, error,
+       ok, created_at) with UNIQUE(run_id, suite, key). JSON columns hold UTF-8 JSON text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from parity.model.errors import ParityError
+
+# "PRTY" as a big-endian 32-bit integer: identifies a parity results file (``file`` shows it).
+APPLICATION_ID = 0x50525459
+
+STORE_VERSION = 1
+
+_V1 = [
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        config TEXT NOT NULL,
+        provenance TEXT NOT NULL,
+        summary TEXT NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE cases (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        suite TEXT NOT NULL,
+        key TEXT NOT NULL,
+        params TEXT NOT NULL,
+        samples TEXT NOT NULL,
+        metrics TEXT NOT NULL,
+        check_result TEXT NOT NULL,
+        findings TEXT NOT NULL,
+        telemetry TEXT NOT NULL,
+        error TEXT,
+        ok INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (run_id, suite, key)
+    )
+    """,
+    "CREATE INDEX cases_by_run ON cases (run_id, suite)",
+    "CREATE INDEX runs_by_time ON runs (created_at)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {0: _V1}
+
+
+def read_version(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(application_id, user_version)`` of an open database."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return int(app_id), int(version)
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()
+    return bool(row[0])
+
+
+def check_compatible(conn: sqlite3.Connection, *, source: str) -> int:
+    """Refuse foreign or newer files; return the file's schema version (0: empty file)."""
+    app_id, version = read_version(conn)
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and version == 0 and _has_tables(conn)):
+        raise ParityError(
+            f"{source} is an sqlite database but not a parity results store; "
+            "pass --db with another path"
+        )
+    if version > STORE_VERSION:
+        raise ParityError(
+            f"{source} has store schema {version}, newer than this parity ({STORE_VERSION}); "
+            "upgrade parity to use it"
+        )
+    return version
+
+
+def migrate(conn: sqlite3.Connection, *, source: str) -> int:
+    """Bring the schema to :data:`STORE_VERSION`; return the version found before migrating.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``) so the transaction here is
+    the only one.
+    """
+    found = check_compatible(conn, source=source)
+    if found == STORE_VERSION:
+        return found
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = check_compatible(conn, source=source)  # another process may have migrated
+        for version in range(found, STORE_VERSION):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return found
