@@ -1,0 +1,241 @@
+"""The device interface every backend implements, its registry, and the host-clock timer.
+
+A backend is a ``Device`` subclass registered under torch's device type name (``cuda``, ``npu``,
+``xpu``, ``mps``, ``cpu``) plus ``fake`` for harness tests. Nothing here imports torch at module
+level: backends import it inside methods, so provenance and trace analysis work without it.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from parity.model.errors import ParityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from parity.device.telemetry import TelemetrySampler
+
+# Where a device reports no last-level cache size, flush this much (bytes): above every L2 and
+# LLC shipped on an accelerator to date, as Triton's do_bench does with its 256 MB buffer.
+DEFAULT_FLUSH_BYTES = 256 * 1024 * 1024
+# Write this many times the last-level cache so nothing useful survives the flush.
+FLUSH_FACTOR = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceProperties:
+    """What a device says about itself. Sizes in bytes, clock in MHz; None where unknown.
+
+    ``compute_units`` is the backend's own unit (SMs on NVIDIA, CUs on AMD, AI cores on Ascend,
+    execution units on Intel, logical CPUs on the CPU); ``compute_unit_kind`` names it.
+    """
+
+    name: str
+    vendor: str
+    type: str
+    compute_units: int | None = None
+    compute_unit_kind: str = ""
+    memory_bytes: int | None = None
+    l1_bytes: int | None = None
+    l2_bytes: int | None = None
+    llc_bytes: int | None = None
+    clock_max_mhz: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "vendor": self.vendor,
+            "type": self.type,
+            "compute_units": self.compute_units,
+            "compute_unit_kind": self.compute_unit_kind,
+            "memory_bytes": self.memory_bytes,
+            "l1_bytes": self.l1_bytes,
+            "l2_bytes": self.l2_bytes,
+            "llc_bytes": self.llc_bytes,
+            "clock_max_mhz": self.clock_max_mhz,
+            "extra": dict(self.extra),
+        }
+
+
+class EventTimer(Protocol):
+    """Times one call: ``start()``, the work, ``stop()``; ``elapsed_s()`` after a synchronize."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def elapsed_s(self) -> float: ...
+
+
+class HostTimer:
+    """Host ``perf_counter`` bracketed by device synchronizes, for backends without events.
+
+    Bias: includes the synchronize's own cost and the host's launch overhead, so short calls read
+    long; the timing core flags samples under 100x the timer resolution.
+    """
+
+    def __init__(self, *, synchronize: Any) -> None:
+        self._synchronize = synchronize
+        self._start: float | None = None
+        self._stop: float | None = None
+
+    def start(self) -> None:
+        self._synchronize()
+        self._start = time.perf_counter()
+
+    def stop(self) -> None:
+        self._synchronize()
+        self._stop = time.perf_counter()
+
+    def elapsed_s(self) -> float:
+        if self._start is None or self._stop is None:
+            raise RuntimeError("timer read before start() and stop()")
+        return self._stop - self._start
+
+
+def perf_counter_resolution_s() -> float:
+    """The host clock's resolution in seconds: the OS's claim, or the smallest step observed."""
+    claimed = time.get_clock_info("perf_counter").resolution
+    smallest = float("inf")
+    for _ in range(200):
+        t0 = time.perf_counter()
+        t1 = time.perf_counter()
+        while t1 == t0:
+            t1 = time.perf_counter()
+        smallest = min(smallest, t1 - t0)
+    return max(claimed, smallest)
+
+
+class Device(abc.ABC):
+    """One torch device. Construct with ``get_device(name)``, never directly from user input."""
+
+    type: ClassVar[str] = ""
+    has_events: ClassVar[bool] = False
+    supports_graphs: ClassVar[bool] = False
+
+    def __init__(self, *, index: int | None = None) -> None:
+        self.index = index
+        self._flush_buffer: Any = None
+
+    @property
+    def name(self) -> str:
+        """``cuda:0``, or just ``cpu`` for devices without an index."""
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+    @property
+    def torch_device(self) -> torch.device:
+        import torch
+
+        return torch.device(self.name)
+
+    # --- availability ---------------------------------------------------------------------
+    @classmethod
+    @abc.abstractmethod
+    def unusable_reason(cls, index: int | None) -> str | None:
+        """Why ``type:index`` cannot be used here, or None when it can. Never raises."""
+
+    @classmethod
+    def default_index(cls) -> int | None:
+        """The index ``get_device("cuda")`` picks: 0 on indexed backends, None on the CPU."""
+        return 0
+
+    # --- operations -----------------------------------------------------------------------
+    def mark(self, phase: str) -> None:
+        """Called by the timing core at each protocol phase; only the fake device records it."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None:
+        """Wait until all queued work on the device has finished."""
+
+    def event_timer(self) -> EventTimer:
+        """A fresh timer for one call: device events where available, host clock otherwise."""
+        return HostTimer(synchronize=self.synchronize)
+
+    def timer_resolution_s(self) -> float:
+        """Smallest duration the timer distinguishes, in seconds."""
+        return perf_counter_resolution_s()
+
+    def flush_cache(self) -> None:
+        """Write a buffer of ``FLUSH_FACTOR`` x the last-level cache, evicting earlier data.
+
+        The buffer is allocated once per device and rewritten with a new value each time.
+        """
+        import torch
+
+        if self._flush_buffer is None:
+            llc = self.properties().llc_bytes
+            size = FLUSH_FACTOR * llc if llc else DEFAULT_FLUSH_BYTES
+            self._flush_buffer = torch.empty(size // 4, dtype=torch.int32, device=self.torch_device)
+            self._flush_value = 0
+        self._flush_value = (self._flush_value + 1) % 1024
+        self._flush_buffer.fill_(self._flush_value)
+
+    def flush_bytes(self) -> int:
+        """How many bytes ``flush_cache`` writes."""
+        llc = self.properties().llc_bytes
+        return FLUSH_FACTOR * llc if llc else DEFAULT_FLUSH_BYTES
+
+    def random_tensor(self, shape: tuple[int, ...] | list[int], dtype: Any, *, generator: Any = None) -> Any:
+        """Random values on this device, never zero (see ``parity.device.tensors``)."""
+        from parity.device.tensors import random_tensor
+
+        return random_tensor(shape, dtype, device=self.torch_device, generator=generator)
+
+    def supports_dtype(self, dtype: Any) -> bool:
+        """True when a small tensor of ``dtype`` can be created and multiplied on this device."""
+        from parity.device.tensors import probe_dtype
+
+        return probe_dtype(self, dtype)
+
+    @abc.abstractmethod
+    def properties(self) -> DeviceProperties:
+        """Name, vendor, compute units, memory and caches."""
+
+    def telemetry_sampler(self, interval_s: float = 0.1) -> TelemetrySampler:
+        """Samples clocks, power, temperature and throttling on a background thread."""
+        from parity.device.telemetry import TelemetrySampler
+
+        return TelemetrySampler(sources=self.telemetry_sources(), interval_s=interval_s)
+
+    def telemetry_sources(self) -> list[Any]:
+        """The readers behind ``telemetry_sampler``; backends add vendor tools."""
+        return []
+
+    def graph_replay(self, fn: Any, *, calls: int) -> Any:
+        """Capture ``calls`` calls of ``fn`` into a replayable graph (CUDA only)."""
+        raise ParityError(f"device '{self.name}' has no graph capture; run without --graph")
+
+
+_BACKENDS: dict[str, type[Device]] = {}
+
+
+def register_backend(cls: type[Device]) -> type[Device]:
+    """Class decorator: make ``cls`` reachable by its ``type`` name; duplicates are a bug."""
+    if not cls.type:
+        raise TypeError(f"{cls.__name__} has no device type name")
+    if cls.type in _BACKENDS and _BACKENDS[cls.type] is not cls:
+        raise TypeError(f"device type {cls.type!r} registered twice")
+    _BACKENDS[cls.type] = cls
+    return cls
+
+
+def backend(type_name: str) -> type[Device]:
+    """The registered class for ``type_name``; a ParityError naming the known types otherwise."""
+    try:
+        return _BACKENDS[type_name]
+    except KeyError:
+        known = ", ".join(sorted(_BACKENDS))
+        raise ParityError(f"unknown device type {type_name!r}; known types: {known}") from None
+
+
+def backends() -> dict[str, type[Device]]:
+    """All registered backends by type name."""
+    return dict(_BACKENDS)

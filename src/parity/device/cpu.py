@@ -1,0 +1,84 @@
+"""The CPU as a first-class device: host clock timing, sysfs caches and telemetry."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from parity.device import host
+from parity.device.base import Device, DeviceProperties, register_backend
+
+
+@register_backend
+class CpuDevice(Device):
+    """``cpu``: work runs synchronously on the calling thread (and torch's intra-op pool).
+
+    Timing uses the host clock; ``synchronize`` has nothing to wait for. The cache flush writes
+    twice the last-level cache size read from sysfs.
+    """
+
+    type = "cpu"
+    has_events = False
+    supports_graphs = False
+
+    @classmethod
+    def unusable_reason(cls, index: int | None) -> str | None:
+        if importlib.util.find_spec("torch") is None:
+            return "PyTorch is not installed; pip install 'parity[bench]'"
+        if index not in (None, 0):
+            return f"there is one cpu device (cpu or cpu:0), not cpu:{index}"
+        return None
+
+    @classmethod
+    def default_index(cls) -> int | None:
+        return None
+
+    def synchronize(self) -> None:
+        """Nothing is queued on the CPU: torch CPU ops return when they are done."""
+
+    def properties(self) -> DeviceProperties:
+        caches = host.cache_sizes()
+        extra: dict[str, Any] = {
+            "architecture": host.architecture(),
+            "physical_cores": host.physical_cores(),
+            "caches": [c.to_dict() for c in host.cpu_caches()],
+        }
+        threads = _torch_threads()
+        if threads is not None:
+            extra["torch_threads"] = threads
+        return DeviceProperties(
+            name=host.cpu_model(),
+            vendor=_vendor(),
+            type=self.type,
+            compute_units=len(host.affinity() or host.online_cpus()),
+            compute_unit_kind="logical CPUs available to this process",
+            memory_bytes=host.memory_bytes(),
+            l1_bytes=caches["l1_bytes"],
+            l2_bytes=caches["l2_bytes"],
+            llc_bytes=caches["llc_bytes"],
+            clock_max_mhz=host.max_clock_mhz(),
+            extra=extra,
+        )
+
+    def telemetry_sources(self) -> list[Any]:
+        from parity.device.telemetry import CpuTelemetry
+
+        return [CpuTelemetry()]
+
+
+def _vendor() -> str:
+    vendor_id = host.cpuinfo_fields().get("vendor_id", "")
+    names = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD", "HygonGenuine": "Hygon"}
+    if vendor_id in names:
+        return names[vendor_id]
+    implementer = host.cpuinfo_fields().get("CPU implementer", "")
+    arm = {"0x41": "Arm", "0x48": "HiSilicon", "0x61": "Apple", "0xc0": "Ampere", "0x4e": "NVIDIA"}
+    return arm.get(implementer, vendor_id or implementer or "unknown")
+
+
+def _torch_threads() -> int | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.get_num_threads()

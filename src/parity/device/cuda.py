@@ -1,0 +1,113 @@
+"""``cuda``: NVIDIA GPUs and AMD GPUs (ROCm builds of torch also answer to ``torch.cuda``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from typing import Any
+
+from parity.device.accelerator import TorchAcceleratorDevice, torch_version
+from parity.device.base import DeviceProperties, register_backend
+
+log = logging.getLogger(__name__)
+
+# Captures of the work run on a side stream before a graph capture, as torch's docs advise,
+# so lazy initialisation (cuBLAS handles, workspaces) happens outside the graph.
+GRAPH_WARMUP_CALLS = 3
+
+
+@register_backend
+class CudaDevice(TorchAcceleratorDevice):
+    """``cuda:N``: device events, CUDA graphs, NVML telemetry on NVIDIA."""
+
+    type = "cuda"
+    supports_graphs = True
+
+    @classmethod
+    def unusable_reason(cls, index: int | None) -> str | None:
+        version = torch_version()
+        if version is None:
+            return "PyTorch is not installed; pip install 'parity[bench]'"
+        import torch
+
+        if torch.version.cuda is None and torch.version.hip is None:
+            return f"torch {version} has no CUDA or ROCm"
+        if not torch.cuda.is_available():
+            build = f"CUDA {torch.version.cuda}" if torch.version.cuda else f"ROCm {torch.version.hip}"
+            return f"torch {version} ({build}) sees no GPU (driver missing or devices hidden)"
+        count = torch.cuda.device_count()
+        if index is not None and not 0 <= index < count:
+            return f"torch {version} sees {count} GPU(s): cuda:0..cuda:{count - 1}"
+        return None
+
+    @property
+    def is_rocm(self) -> bool:
+        import torch
+
+        return torch.version.hip is not None
+
+    def properties(self) -> DeviceProperties:
+        import torch
+
+        props = torch.cuda.get_device_properties(self.index)
+        extra: dict[str, Any] = {
+            "capability": f"{props.major}.{props.minor}",
+            "warp_size": getattr(props, "warp_size", None),
+            "memory_bus_width_bits": getattr(props, "memory_bus_width", None),
+            "shared_memory_per_multiprocessor_bytes": getattr(
+                props, "shared_memory_per_multiprocessor", None
+            ),
+            "uuid": str(getattr(props, "uuid", "")) or None,
+        }
+        if self.is_rocm:
+            extra["gcn_arch"] = getattr(props, "gcnArchName", None)
+        clock_khz = getattr(props, "clock_rate", 0) or 0
+        l2 = getattr(props, "L2_cache_size", 0) or None
+        return DeviceProperties(
+            name=props.name,
+            vendor="AMD" if self.is_rocm else "NVIDIA",
+            type=self.type,
+            compute_units=props.multi_processor_count,
+            compute_unit_kind="CUs" if self.is_rocm else "SMs",
+            memory_bytes=props.total_memory,
+            l2_bytes=l2,
+            llc_bytes=l2,
+            clock_max_mhz=clock_khz / 1000.0 if clock_khz else None,
+            extra=extra,
+        )
+
+    def telemetry_sources(self) -> list[Any]:
+        if self.is_rocm:
+            from parity.device.telemetry import UnavailableTelemetry
+
+            return [UnavailableTelemetry(name="rocm", reason="AMD telemetry (amdsmi) is not read yet")]
+        from parity.device.nvml import NvmlTelemetry
+
+        return [NvmlTelemetry(device=self)]
+
+    def graph_replay(self, fn: Any, *, calls: int) -> Any:
+        """Capture ``calls`` invocations of ``fn()`` into one CUDA graph; return its ``replay``.
+
+        Replaying launches all captured kernels with one host call, so per-call launch overhead
+        disappears: the figure is the device's time per call, a lower bound on eager timing.
+        """
+        import torch
+
+        side = torch.cuda.Stream(self.index)
+        side.wait_stream(torch.cuda.current_stream(self.index))
+        with torch.cuda.stream(side):
+            for _ in range(GRAPH_WARMUP_CALLS):
+                fn()
+        torch.cuda.current_stream(self.index).wait_stream(side)
+        self.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        self.synchronize()
+        return graph.replay
+
+
+def nvml_installed() -> bool:
+    """True when the ``pynvml`` module (from nvidia-ml-py) can be found."""
+    return importlib.util.find_spec("pynvml") is not None

@@ -1,0 +1,125 @@
+"""A scripted device for deterministic tests of the timing harness and the runner.
+
+Its timers return the scripted durations in order (cycling when the script runs out), and every
+operation the harness performs on it is appended to ``ops``: ``mark:<phase>``, ``flush``,
+``start``, ``stop``, ``sync``, ``capture``, ``replay``. Work functions can add ``call`` with
+``device.record("call")``, so a test can assert the whole protocol order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from parity.device.base import Device, DeviceProperties, register_backend
+from parity.model.errors import ParityError
+
+DEFAULT_DURATION_S = 1e-3
+
+
+class FakeTimer:
+    """Takes the next scripted duration when stopped."""
+
+    def __init__(self, device: FakeDevice) -> None:
+        self._device = device
+        self._value: float | None = None
+
+    def start(self) -> None:
+        self._device.record("start")
+
+    def stop(self) -> None:
+        self._device.record("stop")
+        self._value = self._device.next_duration()
+
+    def elapsed_s(self) -> float:
+        if self._value is None:
+            raise RuntimeError("fake timer read before stop()")
+        return self._value
+
+
+@register_backend
+class FakeDevice(Device):
+    """``fake``: no hardware. ``durations_s`` scripts what its timers measure, in seconds."""
+
+    type = "fake"
+    has_events = True
+
+    def __init__(
+        self,
+        *,
+        durations_s: Sequence[float] = (DEFAULT_DURATION_S,),
+        index: int | None = None,
+        resolution_s: float = 1e-9,
+        llc_bytes: int = 1 << 20,
+        graphs: bool = False,
+    ) -> None:
+        super().__init__(index=index)
+        if not durations_s or any(d < 0 for d in durations_s):
+            raise ParityError("fake device needs a non-empty list of non-negative durations")
+        self.durations_s = [float(d) for d in durations_s]
+        self.resolution_s = resolution_s
+        self.llc_bytes = llc_bytes
+        self.supports_graphs = graphs  # type: ignore[misc]
+        self.ops: list[str] = []
+        self._next = 0
+
+    @classmethod
+    def unusable_reason(cls, index: int | None) -> str | None:
+        return None
+
+    @classmethod
+    def default_index(cls) -> int | None:
+        return None
+
+    @property
+    def torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def record(self, op: str) -> None:
+        """Append ``op`` to the operation log."""
+        self.ops.append(op)
+
+    def next_duration(self) -> float:
+        """The next scripted duration (seconds), cycling through the script."""
+        value = self.durations_s[self._next % len(self.durations_s)]
+        self._next += 1
+        return value
+
+    def mark(self, phase: str) -> None:
+        self.record(f"mark:{phase}")
+
+    def synchronize(self) -> None:
+        self.record("sync")
+
+    def event_timer(self) -> FakeTimer:
+        return FakeTimer(self)
+
+    def timer_resolution_s(self) -> float:
+        return self.resolution_s
+
+    def flush_cache(self) -> None:
+        self.record("flush")
+
+    def flush_bytes(self) -> int:
+        return 2 * self.llc_bytes
+
+    def properties(self) -> DeviceProperties:
+        return DeviceProperties(
+            name="fake device",
+            vendor="parity",
+            type=self.type,
+            compute_units=1,
+            compute_unit_kind="fake units",
+            llc_bytes=self.llc_bytes,
+        )
+
+    def graph_replay(self, fn: Any, *, calls: int) -> Any:
+        """Run ``fn`` ``calls`` times as the "capture"; each replay logs ``replay``."""
+        if not self.supports_graphs:
+            return super().graph_replay(fn, calls=calls)
+        self.record("capture")
+        for _ in range(calls):
+            fn()
+        return lambda: self.record("replay")

@@ -1,0 +1,142 @@
+"""``npu``: Huawei Ascend through ``torch_npu``, with telemetry from ``npu-smi``."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+import shutil
+import subprocess
+from typing import Any
+
+from parity.device.accelerator import TorchAcceleratorDevice, torch_version
+from parity.device.base import DeviceProperties, register_backend
+
+log = logging.getLogger(__name__)
+
+NPU_SMI_TIMEOUT_S = 5.0
+
+
+def import_torch_npu() -> str | None:
+    """Import torch_npu (it registers ``torch.npu``); the reason as text when that fails."""
+    if importlib.util.find_spec("torch_npu") is None:
+        return "torch_npu is not installed; install the torch-npu build matching torch and CANN"
+    try:
+        import torch_npu  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - a broken CANN install raises anything
+        return f"import torch_npu failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return None
+
+
+@register_backend
+class NpuDevice(TorchAcceleratorDevice):
+    """``npu:N``: device events from ``torch.npu``; no graph replay here."""
+
+    type = "npu"
+
+    @classmethod
+    def unusable_reason(cls, index: int | None) -> str | None:
+        version = torch_version()
+        if version is None:
+            return "PyTorch is not installed; pip install 'parity[bench]'"
+        problem = import_torch_npu()
+        if problem:
+            return f"torch {version}: {problem}"
+        import torch
+
+        if not torch.npu.is_available():  # type: ignore[attr-defined]
+            return f"torch {version} with torch_npu sees no NPU (driver or CANN environment missing)"
+        count = torch.npu.device_count()  # type: ignore[attr-defined]
+        if index is not None and not 0 <= index < count:
+            return f"torch_npu sees {count} NPU(s): npu:0..npu:{count - 1}"
+        return None
+
+    def properties(self) -> DeviceProperties:
+        import torch
+
+        props = torch.npu.get_device_properties(self.index)  # type: ignore[attr-defined]
+        cube = getattr(props, "cube_core_num", None)
+        vector = getattr(props, "vector_core_num", None)
+        l2 = getattr(props, "L2_cache_size", None) or None
+        return DeviceProperties(
+            name=str(props.name),
+            vendor="Huawei",
+            type=self.type,
+            compute_units=cube,
+            compute_unit_kind="AI cores (Cube)",
+            memory_bytes=getattr(props, "total_memory", None),
+            l2_bytes=l2,
+            llc_bytes=l2,
+            extra={"vector_cores": vector},
+        )
+
+    def telemetry_sources(self) -> list[Any]:
+        return [NpuSmiTelemetry(npu_id=self.index or 0)]
+
+
+# npu-smi "Key(unit) : value" lines -> our metric names.
+NPU_SMI_KEYS = (
+    (re.compile(r"^aicore\s*cur\s*freq", re.I), "clock_mhz"),
+    (re.compile(r"^aicore\s*freq", re.I), "clock_mhz"),
+    (re.compile(r"^(npu\s*real-time\s*)?power(\s*dissipation)?\s*\(w\)", re.I), "power_w"),
+    (re.compile(r"^temperature", re.I), "temperature_c"),
+)
+
+
+def parse_npu_smi(text: str) -> dict[str, float]:
+    """Metrics from ``npu-smi info -t ... -i ID`` output (one ``key : value`` pair a line)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip(), value.strip()
+        for pattern, metric in NPU_SMI_KEYS:
+            if pattern.search(key) and metric not in out:
+                try:
+                    out[metric] = float(value.split()[0])
+                except (ValueError, IndexError):
+                    pass
+                break
+    return out
+
+
+class NpuSmiTelemetry:
+    """Ascend clocks, power and temperature from ``npu-smi`` (chip 0 of NPU ``npu_id``).
+
+    Assumes torch's ``npu:N`` is npu-smi's NPU N, which holds unless ASCEND_RT_VISIBLE_DEVICES
+    renumbers devices. npu-smi does not report throttle reasons.
+    """
+
+    name = "npu-smi"
+
+    def __init__(self, *, npu_id: int) -> None:
+        self.npu_id = npu_id
+        self._tool = shutil.which("npu-smi")
+
+    def read(self) -> dict[str, Any]:
+        if self._tool is None:
+            return {}
+        out: dict[str, Any] = {}
+        for kind in ("common", "power"):
+            try:
+                proc = subprocess.run(
+                    [self._tool, "info", "-t", kind, "-i", str(self.npu_id)],
+                    capture_output=True, text=True, timeout=NPU_SMI_TIMEOUT_S,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.debug("npu-smi failed: %s", exc)
+                continue
+            for key, value in parse_npu_smi(proc.stdout).items():
+                out.setdefault(key, value)
+        return out
+
+    def unavailable(self) -> dict[str, str]:
+        if self._tool is None:
+            from parity.device.telemetry import METRICS
+
+            return {m: "npu-smi is not on PATH" for m in METRICS}
+        return {
+            "throttle_reasons": "npu-smi does not report throttle reasons",
+            "memory_clock_mhz": "not read from npu-smi",
+        }

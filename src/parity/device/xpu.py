@@ -1,0 +1,49 @@
+"""``xpu``: Intel GPUs through ``torch.xpu``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.device.accelerator import TorchAcceleratorDevice, torch_version
+from parity.device.base import DeviceProperties, register_backend
+
+
+@register_backend
+class XpuDevice(TorchAcceleratorDevice):
+    """``xpu:N``: device events from ``torch.xpu``; telemetry is not read on this backend."""
+
+    type = "xpu"
+
+    @classmethod
+    def unusable_reason(cls, index: int | None) -> str | None:
+        version = torch_version()
+        if version is None:
+            return "PyTorch is not installed; pip install 'parity[bench]'"
+        import torch
+
+        if not hasattr(torch, "xpu") or not torch.xpu.is_available():
+            return f"torch {version} sees no Intel XPU"
+        count = torch.xpu.device_count()
+        if index is not None and not 0 <= index < count:
+            return f"torch {version} sees {count} XPU(s): xpu:0..xpu:{count - 1}"
+        return None
+
+    def properties(self) -> DeviceProperties:
+        import torch
+
+        props = torch.xpu.get_device_properties(self.index)
+        units = getattr(props, "gpu_eu_count", None) or getattr(props, "max_compute_units", None)
+        return DeviceProperties(
+            name=str(props.name),
+            vendor="Intel",
+            type=self.type,
+            compute_units=units,
+            compute_unit_kind="execution units",
+            memory_bytes=getattr(props, "total_memory", None),
+            extra={"driver_version": getattr(props, "driver_version", None)},
+        )
+
+    def telemetry_sources(self) -> list[Any]:
+        from parity.device.telemetry import UnavailableTelemetry
+
+        return [UnavailableTelemetry(name="xpu", reason="Intel GPU telemetry is not read yet")]
