@@ -1,1 +1,20 @@
-"""parity.timing"""
+"""Timing strategies that return raw samples: device events, host clock, graph replay.
+
+``measure(fn, device=...)`` is the one entry point; see ``protocol.py`` for the order of
+operations and the biases of each method.
+"""
+
+from parity.timing.graph import calls_per_replay
+from parity.timing.measurement import Measurement
+from parity.timing.protocol import measure, samples_for_budget, throttle_findings
+from parity.timing.rotation import InputRotation, sets_to_exceed_cache
+
+__all__ = [
+    "InputRotation",
+    "Measurement",
+    "calls_per_replay",
+    "measure",
+    "samples_for_budget",
+    "sets_to_exceed_cache",
+    "throttle_findings",
+]

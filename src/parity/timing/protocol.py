@@ -1,0 +1,237 @@
+"""The timing protocol of DESIGN.md: warm up, estimate, turn a budget into a count, time.
+
+``measure`` runs, in this order:
+
+1. warm-up: calls timed one by one (each followed by a synchronize) until ``warmup_s`` of
+   measured time has passed, at least one call; their median is the per-call estimate. The
+   synchronize makes the estimate a little long for tiny kernels, so the count errs low.
+2. estimate the flush: one timed cache flush, when flushing.
+3. budget -> count: ``n = clamp(floor(budget_s / (per_call + flush)), min_samples, max_samples)``.
+4. for each sample: flush the cache (when asked), record the start event, call, record the stop
+   event; after the last sample, one synchronize; then read every elapsed time.
+
+With device events the flush runs before the start event on the same queue, so it is never
+timed; with the host clock (CPU) the timer synchronizes before reading the clock. Known bias of
+per-call events: when a call is shorter than its launch, the device waits for the host between
+start and call, so tiny kernels read long; use ``graph=True`` (CUDA) for those.
+
+Budget: ``budget_s`` bounds the time spent in step 4 including flushes, not only the timed part.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from parity.device.base import Device
+from parity.model.findings import Finding, Severity
+from parity.model.samples import Samples
+from parity.stats.checks import check_samples
+from parity.stats.summary import summarize
+from parity.timing.measurement import Measurement
+from parity.timing.rotation import InputRotation
+
+log = logging.getLogger(__name__)
+
+# Caps on the warm-up, so a timer that reads zero (a broken or fake clock) cannot loop forever.
+MAX_WARMUP_CALLS = 100_000
+WARMUP_WALL_CAP_S = 10.0
+
+
+def samples_for_budget(
+    *, budget_s: float, per_sample_s: float, min_samples: int, max_samples: int
+) -> int:
+    """How many samples fit the budget: ``clamp(floor(budget_s / per_sample_s), min, max)``.
+
+    Example: 0.2 s budget, 1 ms per sample (call plus flush), bounds 5..10000 -> 200 samples.
+    A per-sample estimate of zero (timer too coarse) gives ``max_samples``.
+    """
+    if min_samples < 1 or max_samples < min_samples:
+        raise ValueError(f"need 1 <= min_samples <= max_samples, got {min_samples}, {max_samples}")
+    if budget_s < 0:
+        raise ValueError(f"budget {budget_s!r} s is negative")
+    if per_sample_s <= 0:
+        return max_samples
+    return max(min_samples, min(max_samples, math.floor(budget_s / per_sample_s)))
+
+
+def call_with(fn: Callable[..., Any], inputs: InputRotation | None) -> Callable[[int], Any]:
+    """``call(i)`` runs ``fn(inputs[i])``; without inputs, ``fn()`` if it takes no argument."""
+    if inputs is not None:
+        return lambda i: fn(inputs[i])
+    try:
+        params = inspect.signature(fn).parameters.values()
+        takes_arg = any(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+        )
+    except (TypeError, ValueError):
+        takes_arg = True
+    return (lambda i: fn(None)) if takes_arg else (lambda i: fn())
+
+
+def warm_up(device: Device, call: Callable[[int], Any], *, warmup_s: float) -> tuple[int, float]:
+    """Call and time one call at a time until ``warmup_s`` of measured time; ``(calls, per_call_s)``.
+
+    The per-call estimate is the median of the warm-up calls after the first (the first pays
+    for lazy initialisation), or the only call when there was one.
+    """
+    device.mark("warmup")
+    times: list[float] = []
+    wall_start = time.perf_counter()
+    while True:
+        timer = device.event_timer()
+        timer.start()
+        call(len(times))
+        timer.stop()
+        device.synchronize()
+        times.append(timer.elapsed_s())
+        wall = time.perf_counter() - wall_start
+        if sum(times) >= warmup_s or len(times) >= MAX_WARMUP_CALLS or wall > WARMUP_WALL_CAP_S:
+            steady = times[1:] or times
+            return len(times), statistics.median(steady)
+
+
+def time_flush(device: Device) -> float:
+    """Seconds one cache flush takes, measured with the device's timer."""
+    device.mark("estimate-flush")
+    timer = device.event_timer()
+    timer.start()
+    device.flush_cache()
+    timer.stop()
+    device.synchronize()
+    return timer.elapsed_s()
+
+
+def time_calls(
+    device: Device, run: Callable[[int], Any], *, count: int, flush: bool
+) -> list[float]:
+    """``count`` samples: [flush,] start, ``run(i)``, stop; one synchronize; elapsed seconds."""
+    device.mark("measure")
+    timers = [device.event_timer() for _ in range(count)]
+    for i, timer in enumerate(timers):
+        if flush:
+            device.flush_cache()
+        timer.start()
+        run(i)
+        timer.stop()
+    device.synchronize()
+    return [timer.elapsed_s() for timer in timers]
+
+
+def measure(
+    fn: Callable[..., Any],
+    *,
+    device: Device,
+    inputs: InputRotation | None = None,
+    warmup_s: float = 0.025,
+    budget_s: float = 0.2,
+    min_samples: int = 5,
+    max_samples: int = 10_000,
+    flush_cache: bool = True,
+    telemetry: bool = False,
+    graph: bool = False,
+) -> Measurement:
+    """Time ``fn(inputs[i])`` per call on ``device`` following the protocol above.
+
+    ``graph=True`` captures calls into a CUDA graph and times replays (see ``graph.py``); on a
+    device without graphs it times eagerly and adds a ``graph-unavailable`` finding, so one
+    suite can run everywhere. ``telemetry=True`` samples clocks, power and temperature during
+    the timed calls and raises a ``throttled`` finding when power or heat held the clock down.
+    """
+    from parity.timing.graph import measure_graph_samples
+
+    call = call_with(fn, inputs)
+    extra: list[Finding] = []
+    warmup_calls, per_call_s = warm_up(device, call, warmup_s=warmup_s)
+    flush_s = time_flush(device) if flush_cache else 0.0
+    if graph and not device.supports_graphs:
+        extra.append(
+            Finding(
+                code="graph-unavailable",
+                severity=Severity.INFO,
+                message=f"graph replay was asked for but {device.name} has no graph capture",
+                hint="timed eagerly with per-call events instead",
+            )
+        )
+        graph = False
+    meta: dict[str, Any] = {
+        "device": device.name,
+        "per_call_estimate_s": per_call_s,
+        "flush_s": flush_s,
+        "flush_cache": flush_cache,
+        "budget_s": budget_s,
+    }
+    if inputs is not None:
+        meta["inputs"] = inputs.to_dict()
+        extra.extend(_rotation_findings(inputs, flush_cache))
+    sampler = device.telemetry_sampler() if telemetry else None
+    if sampler is not None:
+        sampler.__enter__()
+    try:
+        if graph:
+            values, method, per_sample_calls = measure_graph_samples(
+                device, call, per_call_s=per_call_s, flush_s=flush_s, flush=flush_cache,
+                budget_s=budget_s, min_samples=min_samples, max_samples=max_samples,
+                inputs=len(inputs) if inputs is not None else 1,
+            )
+        else:
+            count = samples_for_budget(
+                budget_s=budget_s, per_sample_s=per_call_s + flush_s,
+                min_samples=min_samples, max_samples=max_samples,
+            )
+            values = time_calls(device, lambda i: call(warmup_calls + i), count=count, flush=flush_cache)
+            method, per_sample_calls = _method(device), 1
+    finally:
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+    samples = Samples(
+        values_s=tuple(values), method=method, resolution_s=device.timer_resolution_s(),
+        calls_per_sample=per_sample_calls, warmup_calls=warmup_calls, meta=meta,
+    )
+    seen = sampler.result() if sampler is not None else {}
+    findings = tuple(check_samples(samples)) + tuple(extra) + tuple(throttle_findings(seen))
+    return Measurement(samples=samples, summary=summarize(values), findings=findings, telemetry=seen)
+
+
+def _method(device: Device) -> str:
+    if device.type == "fake":
+        return "fake"
+    return "device-events" if device.has_events else "host-clock"
+
+
+def _rotation_findings(inputs: InputRotation, flush: bool) -> list[Finding]:
+    if inputs.exceeds_cache or flush or inputs.cache_bytes == 0:
+        return []
+    return [
+        Finding(
+            code="inputs-fit-in-cache",
+            severity=Severity.WARNING,
+            message=(
+                f"{len(inputs)} input sets of {inputs.bytes_per_set} B fit in the "
+                f"{inputs.cache_bytes} B cache and the cache is not flushed"
+            ),
+            hint="raise max_sets or enable the cache flush; inputs are likely served from cache",
+        )
+    ]
+
+
+def throttle_findings(telemetry: dict[str, Any]) -> list[Finding]:
+    """A ``throttled`` warning when telemetry saw power or thermal clock limits."""
+    from parity.device.telemetry import throttling
+
+    reasons = throttling(telemetry.get("throttle_reasons", []))
+    if not reasons:
+        return []
+    return [
+        Finding(
+            code="throttled",
+            severity=Severity.WARNING,
+            message=f"clocks were limited during the measurement: {', '.join(reasons)}",
+            hint="cool the device, check the power limit, or pause between cases",
+        )
+    ]
