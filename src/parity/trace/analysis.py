@@ -1,0 +1,265 @@
+"""``analyze(table)``: per-stream busy time, overlap and idle in the steady-state window.
+
+Everything is computed per rank on the device rows (kernels, copies, sets) clipped to that
+rank's window, with the named formulas of :mod:`parity.trace.metrics`. A stream is the pair
+(device, stream id); the device figures of a rank take all its streams together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.model.findings import Finding, Severity
+from parity.trace import metrics
+from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, is_ascend
+from parity.trace.blocks import find_blocks
+from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
+from parity.trace.intervals import grouped_union_lengths, merge_intervals
+from parity.trace.ranks import rank_spread
+from parity.trace.results import (
+    CategoryStats,
+    CommOverlap,
+    DeviceStats,
+    KernelStats,
+    RankAnalysis,
+    StreamOverlap,
+    StreamStats,
+    TraceAnalysis,
+)
+from parity.trace.table import ActivityTable, Kind
+from parity.trace.window import Window, choose_window
+
+log = logging.getLogger(__name__)
+
+TOP_KERNELS = 20
+MAX_OVERLAP_STREAMS = 16  # pairwise overlap among the busiest streams only (S² pairs)
+UNMATCHED_WARN_FRACTION = 0.10
+
+
+class _Clipped:
+    """One rank's device rows in its window: clipped starts/ends plus codes, computed once."""
+
+    def __init__(self, table: ActivityTable, rows: np.ndarray, window: Window, cats: Categorization):
+        lo, hi = window.start_ns, window.end_ns
+        s, e = table.start_ns[rows], table.end_ns[rows]
+        inside = (e > lo) & (s < hi) | ((s == e) & (s >= lo) & (s < hi))
+        self.rows = rows[inside]
+        self.start = np.maximum(s[inside], lo)
+        self.end = np.minimum(e[inside], hi)
+        pairs = table.device[self.rows].astype(np.int64) << 40 | (table.stream[self.rows] & ((1 << 40) - 1))
+        self.stream_keys, self.stream_code = np.unique(pairs, return_inverse=True)
+        self.stream_code = self.stream_code.reshape(-1)
+        first = np.zeros(len(self.stream_keys), dtype=np.int64)
+        first[self.stream_code[::-1]] = np.arange(len(self.rows))[::-1]
+        self.stream_ids = table.stream[self.rows[first]] if len(self.rows) else np.empty(0, np.int64)
+        self.cat = cats.codes[self.rows].astype(np.int64)
+        self.window = window
+
+    def pair(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return merge_intervals(self.start[mask], self.end[mask])
+
+
+def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int) -> tuple[list[StreamStats], np.ndarray]:
+    n_streams, n_cats = len(c.stream_keys), len(cats.labels)
+    busy = grouped_union_lengths(c.stream_code, c.start, c.end, n_streams)
+    by_cat = grouped_union_lengths(c.stream_code * n_cats + c.cat, c.start, c.end, n_streams * n_cats)
+    by_cat = by_cat.reshape(n_streams, n_cats)
+    counts = np.bincount(c.stream_code, minlength=n_streams)
+    w = c.window.length_ns
+    out = []
+    for i, key in enumerate(c.stream_keys.tolist()):
+        b = int(busy[i])
+        assert b <= w, f"stream busy {b} ns exceeds the window {w} ns"
+        out.append(StreamStats(
+            rank=rank,
+            device=int(key >> 40),
+            stream=int(c.stream_ids[i]),
+            kernels=int(counts[i]),
+            busy_ns=b,
+            busy_fraction=metrics.busy_fraction(b, w),
+            share_of_summed=metrics.share_of_summed(b, busy.tolist()),
+            categories={cats.labels[k]: int(by_cat[i, k]) for k in np.flatnonzero(by_cat[i])},
+        ))
+    return out, busy
+
+
+def _device(c: _Clipped, busy: np.ndarray) -> DeviceStats:
+    w = c.window.length_ns
+    union = metrics.busy_ns(c.start, c.end, w) if w else 0
+    sets = [c.pair(c.stream_code == i) for i in range(len(c.stream_keys))]
+    hist = metrics.streams_at_once(sets, c.window.start_ns, c.window.end_ns)
+    return DeviceStats(
+        window_ns=w,
+        busy_ns=union,
+        idle_ns=metrics.idle_ns(union, w),
+        summed_busy_ns=int(busy.sum()),
+        mean_concurrency=metrics.mean_concurrency(busy.tolist(), w),
+        streams_at_once_ns=tuple(int(v) for v in hist),
+    )
+
+
+def _categories(c: _Clipped, cats: Categorization, device_busy: int) -> list[CategoryStats]:
+    n_cats = len(cats.labels)
+    time = grouped_union_lengths(c.cat, c.start, c.end, n_cats)
+    summed = np.bincount(c.cat, weights=c.end - c.start, minlength=n_cats)
+    counts = np.bincount(c.cat, minlength=n_cats)
+    out = []
+    for k, label in enumerate(cats.labels):
+        if counts[k] == 0 and label != UNMATCHED:
+            continue
+        out.append(CategoryStats(
+            category=label,
+            time_ns=int(time[k]),
+            summed_ns=int(summed[k]),
+            kernels=int(counts[k]),
+            share_of_busy=time[k] / device_busy if device_busy else 0.0,
+        ))
+    return sorted(out, key=lambda x: -x.time_ns)
+
+
+def _overlaps(c: _Clipped, table: ActivityTable, busy: np.ndarray) -> list[StreamOverlap]:
+    top = np.argsort(-busy, kind="stable")[:MAX_OVERLAP_STREAMS]
+    top = [int(i) for i in top if busy[i] > 0]
+    sets = {i: c.pair(c.stream_code == i) for i in top}
+    ids = {i: int(c.stream_ids[i]) for i in top}
+    out = []
+    for x, a in enumerate(top):
+        for b in top[x + 1:]:
+            out.append(StreamOverlap(stream_a=ids[a], stream_b=ids[b], overlap_ns=metrics.overlap_ns(sets[a], sets[b])))
+    return out
+
+
+def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
+    comm_mask = c.cat == cats.code(COMMUNICATION)
+    compute_mask = cats.compute_mask()[c.rows]
+    comm, compute = c.pair(comm_mask), c.pair(compute_mask)
+    return CommOverlap(
+        compute_ns=int(np.sum(compute[1] - compute[0])),
+        communication_ns=int(np.sum(comm[1] - comm[0])),
+        overlap_ns=metrics.overlap_ns(compute, comm),
+        exposed_communication_ns=metrics.exposed_ns(comm, compute),
+    )
+
+
+def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> list[KernelStats]:
+    ids = table.name_id[c.rows]
+    total = np.bincount(ids, weights=c.end - c.start, minlength=len(table.names))
+    count = np.bincount(ids, minlength=len(table.names))
+    first_row = np.full(len(table.names), -1)
+    first_row[ids[::-1]] = c.rows[::-1]
+    grand = float(total.sum())
+    out = []
+    for i in np.argsort(-total, kind="stable")[:TOP_KERNELS]:
+        if count[i] == 0:
+            break
+        out.append(KernelStats(
+            name=table.names[i],
+            category=cats.labels[cats.codes[first_row[i]]],
+            count=int(count[i]),
+            total_ns=int(total[i]),
+            share_of_summed=float(total[i]) / grand if grand else 0.0,
+        ))
+    return out
+
+
+def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, window=None, steps=None) -> RankAnalysis:
+    """One rank's analysis; ``table`` holds that rank's rows and ``cats`` their categories."""
+    chosen = choose_window(table, window=window, steps=steps)
+    device_rows = np.flatnonzero(table.device_mask())
+    c = _Clipped(table, device_rows, chosen, cats)
+    streams, busy = _streams(table, c, cats, rank)
+    device = _device(c, busy)
+    kernel_rows = c.rows[table.kind[c.rows] == Kind.KERNEL]
+    blocks = None
+    if len(streams):
+        busiest = max(streams, key=lambda s: s.busy_ns)
+        blocks = find_blocks(table, kernel_rows, busiest.stream)
+    return RankAnalysis(
+        rank=rank,
+        window=chosen,
+        streams=tuple(streams),
+        device=device,
+        categories=tuple(_categories(c, cats, device.busy_ns)),
+        overlaps=tuple(_overlaps(c, table, busy)),
+        comm=_comm(c, cats),
+        top_kernels=tuple(_top_kernels(table, c, cats)),
+        blocks=blocks,
+        ascend_steps=tuple(ascend_steps(table, cats)) if is_ascend(table) else (),
+    )
+
+
+def _split_ranks(table: ActivityTable, cats: Categorization, progress: Callable | None):
+    ranks = np.unique(table.rank)
+    if len(ranks) == 1:
+        yield int(ranks[0]), table, cats
+        return
+    for i, r in enumerate(ranks.tolist()):
+        mask = table.rank == r
+        sub = table.take(mask)
+        parts = [p for p in table.meta.get("parts", []) if r in (p.get("ranks") or [])]
+        if len(parts) == 1:
+            sub = ActivityTable(**{k: getattr(sub, k) for k in ActivityTable.COLUMNS}, names=sub.names,
+                                extra=sub.extra, meta={**parts[0], "parts": []})
+        if progress:
+            progress(i, len(ranks))
+        yield int(r), sub, Categorization(codes=cats.codes[mask], labels=cats.labels, source=cats.source)
+
+
+def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
+    out = []
+    for r in ranks:
+        unmatched = next((c for c in r.categories if c.category == UNMATCHED), None)
+        if unmatched and r.device.busy_ns and unmatched.time_ns > UNMATCHED_WARN_FRACTION * r.device.busy_ns:
+            out.append(Finding(code="unmatched-kernels", severity=Severity.WARNING,
+                               message=f"rank {r.rank}: {unmatched.share_of_busy:.0%} of device busy time matches no category rule",
+                               hint="add rules for those kernel names with --rules FILE (see the top kernels)"))
+        if r.window.source == "span":
+            out.append(Finding(code="no-steady-state", severity=Severity.INFO,
+                               message=f"rank {r.rank}: no step markers or repeating kernels; the whole span is analysed",
+                               hint="choose the steady state with --steps A-B or --window START_US:END_US"))
+        for s in r.ascend_steps:
+            dev = s.max_deviation_us
+            if dev is not None and dev > TOLERANCE_US:
+                out.append(Finding(code="step-trace-mismatch", severity=Severity.ERROR,
+                                   message=f"rank {r.rank} step {s.step}: rebuilt figures differ from step_trace_time.csv by {dev:.3f} us",
+                                   hint="report this trace: the Ascend step rules do not match this profiler version"))
+    return out
+
+
+def analyze(
+    table: ActivityTable,
+    *,
+    window: tuple[int, int] | None = None,
+    steps: tuple[int, int] | None = None,
+    rules: Rules | str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> TraceAnalysis:
+    """Analyse a loaded trace: per rank, the window, streams, device, categories and the rest.
+
+    ``window`` is ``(start_ns, end_ns)`` on the trace clock; ``steps`` is ``(first, last)``;
+    ``rules`` is a :class:`Rules` or a rules file path. ``progress(done, total)`` is called per
+    rank. Raises ParityError when the table has no device activity at all.
+    """
+    if not isinstance(rules, Rules):
+        rules = load_rules(rules)
+    if len(table) == 0 or not table.device_mask().any():
+        source = table.meta.get("source", "the trace")
+        raise ParityError(f"{source} has no device activity (kernels, copies or sets) to analyse; "
+                          "profile with the device activities enabled")
+    cats = categorize(table, rules)
+    results = [analyze_rank(sub, sub_cats, r, window=window, steps=steps)
+               for r, sub, sub_cats in _split_ranks(table, cats, progress)]
+    return TraceAnalysis(
+        source=str(table.meta.get("source", "")),
+        format=str(table.meta.get("format", "")),
+        rules=rules.source,
+        ranks=tuple(results),
+        spread=rank_spread(results),
+        findings=tuple(_findings(results)),
+        warnings=tuple(str(w) for w in table.meta.get("warnings", []) or []),
+    )

@@ -1,0 +1,167 @@
+"""Ascend's per-step Computing / Communication / Overlapped / Free, rebuilt from raw tasks.
+
+The torch_npu profiler writes these figures to ``step_trace_time.csv`` (and ``analysis.db``'s
+``StepTraceTime``). Studying its output on real traces (msinsight level0/level1 text and db
+exports) shows exactly what it counts:
+
+- *Computing* is the union of the step's operator tasks: the tasks ``kernel_details.csv`` lists
+  (AI Core, AI Vector Core, MIX, AI CPU and DSA tasks), not the runtime tasks that share their
+  streams (``EVENT_RECORD``/``EVENT_WAIT``, ``MEMCPY_ASYNC`` DMA, ``PROFILING_*`` place holders)
+  and not the tasks on the HCCL stream (``Notify Wait``, ``Write Value``, ``SDMA``).
+- *Communication* is the union of the HCCL operators (``hcom_allReduce_...``, the ``Group N
+  Communication`` row), not their per-plane tasks.
+- the step's span runs from the first start to the last end among those two sets (not the host
+  ``ProfilerStep`` span), and ``Free = span - |Computing ∪ Communication|``.
+- ``Overlapped = |Computing ∩ Communication|`` and
+  ``Communication(Not Overlapped) = Communication - Overlapped``.
+
+A reader's ``accelerator_core`` column marks operator tasks (kernel_details rows; level-0
+exports write ``N/A`` there, still a value); without it, a ``task_type`` column or the runtime
+task names above tell them apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from parity.trace.categories import COMMUNICATION, Categorization
+from parity.trace.intervals import merge_intervals
+from parity.trace.metrics import free_ns, overlap_ns
+from parity.trace.table import ActivityTable, Kind
+from parity.trace.window import device_steps
+
+RUNTIME_TASK_NAMES = frozenset({
+    "EVENT_RECORD", "EVENT_WAIT", "MEMCPY_ASYNC", "PROFILING_ENABLE", "PROFILING_DISABLE",
+    "Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "Write Value", "SDMA",
+    "Reduce_Inline", "Reduce Inline", "Memcpy", "STARS_COMMON_EVENT", "PLACE_HOLDER",
+})  # fmt: skip
+COMPUTE_TASK_TYPES = frozenset({
+    "AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE", "KERNEL_AICORE",
+    "KERNEL_AIVEC", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV", "KERNEL_AICPU", "STARS_COMMON",
+})  # fmt: skip
+TOLERANCE_US = 2.0  # how close the rebuild must be to the profiler's own figures
+
+
+@dataclass(frozen=True, kw_only=True)
+class AscendStep:
+    """One step's figures in µs, and the profiler's own figures when the trace carries them."""
+
+    step: int
+    span_us: float
+    computing_us: float
+    communication_us: float
+    overlapped_us: float
+    communication_not_overlapped_us: float
+    free_us: float
+    reference: dict[str, float] | None = None  # step_trace_time.csv's figures, same keys
+
+    @property
+    def max_deviation_us(self) -> float | None:
+        """Largest |ours - profiler's| over the compared figures, µs (None without reference)."""
+        if not self.reference:
+            return None
+        return max(abs(getattr(self, k) - v) for k, v in self.reference.items())
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in (
+            "step", "span_us", "computing_us", "communication_us", "overlapped_us",
+            "communication_not_overlapped_us", "free_us")}  # fmt: skip
+        out["reference"] = self.reference
+        out["max_deviation_us"] = self.max_deviation_us
+        return out
+
+
+def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
+    """Rows that Ascend counts as Computing: device operator tasks that are not communication."""
+    mask = (table.kind == Kind.KERNEL) & ~cats.mask(COMMUNICATION)
+    cores = table.extra.get("accelerator_core")
+    if cores is not None:
+        has_core = np.array([isinstance(c, str) and c != "" for c in cores], dtype=bool)
+        if has_core[mask].any():
+            return mask & has_core
+    types = table.extra.get("task_type")
+    if types is not None:
+        return mask & np.isin(np.asarray(types, dtype=object), list(COMPUTE_TASK_TYPES))
+    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
+    return mask & ~np.isin(table.name_id, runtime_ids)
+
+
+def communication_op_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
+    """Rows that Ascend counts as Communication: device rows categorised communication."""
+    return table.device_mask() & cats.mask(COMMUNICATION)
+
+
+_REFERENCE_KEYS = {
+    "computing": "computing_us",
+    "communication(not overlapped)": "communication_not_overlapped_us",
+    "communication_not_overlapped": "communication_not_overlapped_us",
+    "overlapped": "overlapped_us",
+    "communication": "communication_us",
+    "free": "free_us",
+}
+
+
+def reference_steps(meta: dict) -> dict[int, dict[str, float]]:
+    """The profiler's own per-step figures from ``meta["step_trace"]`` (rows of
+    step_trace_time.csv or analysis.db StepTraceTime, µs), keyed by step number."""
+    out: dict[int, dict[str, float]] = {}
+    for row in meta.get("step_trace") or []:
+        lowered = {str(k).strip().lower(): v for k, v in dict(row).items()}
+        step = lowered.get("step", lowered.get("step id", lowered.get("id")))
+        try:
+            number = int(float(str(step)))
+        except (TypeError, ValueError):
+            continue
+        figures = {}
+        for key, ours in _REFERENCE_KEYS.items():
+            if key in lowered and lowered[key] not in (None, ""):
+                figures[ours] = float(lowered[key])
+        if figures:
+            out[number] = figures
+    return out
+
+
+def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None) -> AscendStep:
+    both_s, both_e = merge_intervals(np.concatenate([comp[0], comm[0]]), np.concatenate([comp[1], comm[1]]))
+    span = int(both_e.max() - both_s.min()) if len(both_s) else 0
+    computing = int(np.sum(comp[1] - comp[0]))
+    communication = int(np.sum(comm[1] - comm[0]))
+    overlapped = overlap_ns(comp, comm)
+    free = free_ns(span, int(np.sum(both_e - both_s)))
+    return AscendStep(
+        step=step,
+        span_us=span / 1e3,
+        computing_us=computing / 1e3,
+        communication_us=communication / 1e3,
+        overlapped_us=overlapped / 1e3,
+        communication_not_overlapped_us=(communication - overlapped) / 1e3,
+        free_us=free / 1e3,
+        reference=reference,
+    )
+
+
+def ascend_steps(table: ActivityTable, cats: Categorization) -> list[AscendStep]:
+    """Per-step Computing/Communication/Overlapped/Free of one rank's table, per the module's rule.
+
+    Only steps with device activity are reported; rows outside every step are ignored.
+    """
+    row_steps = device_steps(table)
+    compute = operator_task_mask(table, cats)
+    comm = communication_op_mask(table, cats)
+    references = reference_steps(table.meta)
+    out = []
+    for step in np.unique(row_steps[(compute | comm) & (row_steps >= 0)]).tolist():
+        here = row_steps == step
+        comp_pair = merge_intervals(table.start_ns[compute & here], table.end_ns[compute & here])
+        comm_pair = merge_intervals(table.start_ns[comm & here], table.end_ns[comm & here])
+        out.append(_step_figures(int(step), comp_pair, comm_pair, references.get(int(step))))
+    return out
+
+
+def is_ascend(table: ActivityTable) -> bool:
+    """Whether the table comes from an Ascend profiler (text or db export)."""
+    fmt = str(table.meta.get("format", ""))
+    parts = table.meta.get("parts") or []
+    return fmt.startswith("ascend") or any(str(p.get("format", "")).startswith("ascend") for p in parts)

@@ -1,0 +1,77 @@
+"""Named trace metrics: each is one function whose docstring gives its formula (DESIGN.md, Traces).
+
+Inputs are interval arrays in ns (see :mod:`parity.trace.intervals`) already clipped to the
+window ``W``; outputs are ns or dimensionless ratios. Invariants (busy <= |W|, overlap <= each
+side) are asserted, because a violated one means a wrong number, not a slow one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from parity.trace.intervals import (
+    concurrency_histogram,
+    difference_length,
+    intersection_length,
+    union_length,
+)
+
+Pair = tuple[np.ndarray, np.ndarray]
+
+
+def busy_ns(starts: np.ndarray, ends: np.ndarray, window_ns: int) -> int:
+    """``busy(s) = |∪ intervals of s ∩ W|``: the stream's union length in the window, ns."""
+    busy = union_length(starts, ends)
+    assert 0 <= busy <= window_ns, f"busy {busy} ns exceeds the window {window_ns} ns"
+    return busy
+
+
+def busy_fraction(busy: int, window_ns: int) -> float:
+    """``busy(s) / |W|``: the share of the window a stream is busy ("busy 88.8% of the time")."""
+    return busy / window_ns if window_ns > 0 else 0.0
+
+
+def share_of_summed(busy: int, busy_all: Sequence[int]) -> float:
+    """``busy(s) / Σ_t busy(t)``: a stream's share of summed device time (the "72.6%" figure)."""
+    total = int(sum(busy_all))
+    return busy / total if total > 0 else 0.0
+
+
+def mean_concurrency(busy_all: Sequence[int], window_ns: int) -> float:
+    """``Σ_s busy(s) / |W|``: how many streams run at once on average over the window."""
+    return int(sum(busy_all)) / window_ns if window_ns > 0 else 0.0
+
+
+def idle_ns(device_busy: int, window_ns: int) -> int:
+    """``|W| - |∪_s busy(s)|``: window time during which no stream of the device runs."""
+    assert 0 <= device_busy <= window_ns
+    return window_ns - device_busy
+
+
+def overlap_ns(a: Pair, b: Pair) -> int:
+    """``|A ∩ B|``: time during which both interval sets are active (pairwise stream overlap,
+    compute/communication overlap)."""
+    both = intersection_length(a, b)
+    assert both <= min(union_length(*a), union_length(*b))
+    return both
+
+
+def exposed_ns(comm: Pair, compute: Pair) -> int:
+    """``|C \\ K|``: exposed communication, the communication time no compute hides."""
+    return difference_length(comm, compute)
+
+
+def streams_at_once(sets: Sequence[Pair], lo: int, hi: int) -> np.ndarray:
+    """``h[c]`` = ns of ``[lo, hi)`` during which exactly ``c`` streams are busy, ``c = 0..S``.
+
+    ``h[0]`` is the idle time and ``Σ_c c·h[c] / |W|`` equals :func:`mean_concurrency`.
+    """
+    return concurrency_histogram(sets, lo, hi)
+
+
+def free_ns(span_ns: int, computing_or_communication_ns: int) -> int:
+    """Ascend ``Free = span - |Computing ∪ Communication|`` of a step, ns."""
+    assert 0 <= computing_or_communication_ns <= span_ns
+    return span_ns - computing_or_communication_ns

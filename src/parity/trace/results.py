@@ -1,0 +1,257 @@
+"""Result records of a trace analysis: frozen, plain data, ``to_dict()`` for JSON.
+
+Times are integer ns inside (``*_ns``); ``to_dict`` gives µs (``*_us``) because that is the
+unit trace viewers and profiler CSVs show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from parity.model.findings import Finding
+from parity.trace.ascend_steps import AscendStep
+from parity.trace.window import Window
+
+
+def _us(ns: int) -> float:
+    return ns / 1e3
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamStats:
+    """One device stream in the window."""
+
+    rank: int
+    device: int
+    stream: int
+    kernels: int  # device activities starting or running in the window (kernels, copies, sets)
+    busy_ns: int
+    busy_fraction: float
+    share_of_summed: float
+    categories: dict[str, int]  # category -> union ns on this stream
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "device": self.device,
+            "stream": self.stream,
+            "kernels": self.kernels,
+            "busy_us": _us(self.busy_ns),
+            "busy_fraction": self.busy_fraction,
+            "share_of_summed": self.share_of_summed,
+            "categories_us": {k: _us(v) for k, v in self.categories.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceStats:
+    """All streams of one rank together in the window."""
+
+    window_ns: int
+    busy_ns: int  # |∪ all device intervals ∩ W|
+    idle_ns: int
+    summed_busy_ns: int  # Σ per-stream busy
+    mean_concurrency: float
+    streams_at_once_ns: tuple[int, ...]  # [c] = ns with exactly c streams busy
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "window_us": _us(self.window_ns),
+            "busy_us": _us(self.busy_ns),
+            "idle_us": _us(self.idle_ns),
+            "busy_fraction": self.busy_ns / self.window_ns if self.window_ns else 0.0,
+            "summed_busy_us": _us(self.summed_busy_ns),
+            "mean_concurrency": self.mean_concurrency,
+            "streams_at_once_us": [_us(v) for v in self.streams_at_once_ns],
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class CategoryStats:
+    """One category: its union time over all streams, its summed kernel time, its count."""
+
+    category: str
+    time_ns: int  # |∪ of the category's intervals ∩ W| over all streams
+    summed_ns: int  # Σ durations clipped to W (counts concurrent kernels twice)
+    kernels: int
+    share_of_busy: float  # time / device busy
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "time_us": _us(self.time_ns),
+            "summed_us": _us(self.summed_ns),
+            "kernels": self.kernels,
+            "share_of_busy": self.share_of_busy,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamOverlap:
+    """Time two streams of one rank are busy together in the window."""
+
+    stream_a: int
+    stream_b: int
+    overlap_ns: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stream_a": self.stream_a, "stream_b": self.stream_b, "overlap_us": _us(self.overlap_ns)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommOverlap:
+    """Compute (not communication, not memory) against communication in the window."""
+
+    compute_ns: int
+    communication_ns: int
+    overlap_ns: int
+    exposed_communication_ns: int  # communication minus compute
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compute_us": _us(self.compute_ns),
+            "communication_us": _us(self.communication_ns),
+            "overlap_us": _us(self.overlap_ns),
+            "exposed_communication_us": _us(self.exposed_communication_ns),
+            "hidden_fraction": self.overlap_ns / self.communication_ns if self.communication_ns else 0.0,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelStats:
+    """One kernel name: how often it ran in the window and its summed time there."""
+
+    name: str
+    category: str
+    count: int
+    total_ns: int
+    share_of_summed: float  # total / Σ all device durations in W
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "category": self.category,
+            "count": self.count,
+            "total_us": _us(self.total_ns),
+            "mean_us": _us(self.total_ns) / self.count if self.count else 0.0,
+            "share_of_summed": self.share_of_summed,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockStats:
+    """A repeated block of kernels (a layer) on one stream: how long each repetition took."""
+
+    stream: int
+    kernels_per_block: int
+    repeats: int
+    first_kernel: str
+    block_ns: tuple[int, ...]  # start of repetition i to start of i+1 (last: to its last end)
+    busy_ns: tuple[int, ...]  # Σ kernel time inside each repetition
+
+    def to_dict(self) -> dict[str, Any]:
+        times = sorted(self.block_ns)
+        return {
+            "stream": self.stream,
+            "kernels_per_block": self.kernels_per_block,
+            "repeats": self.repeats,
+            "first_kernel": self.first_kernel,
+            "median_block_us": _us(times[len(times) // 2]) if times else 0.0,
+            "block_us": [_us(v) for v in self.block_ns],
+            "busy_us": [_us(v) for v in self.busy_ns],
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankAnalysis:
+    """Everything measured for one rank inside its window."""
+
+    rank: int
+    window: Window
+    streams: tuple[StreamStats, ...]
+    device: DeviceStats
+    categories: tuple[CategoryStats, ...]
+    overlaps: tuple[StreamOverlap, ...]
+    comm: CommOverlap
+    top_kernels: tuple[KernelStats, ...]
+    blocks: BlockStats | None
+    ascend_steps: tuple[AscendStep, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "window": self.window.to_dict(),
+            "streams": [s.to_dict() for s in self.streams],
+            "device": self.device.to_dict(),
+            "categories": [c.to_dict() for c in self.categories],
+            "stream_overlap": [o.to_dict() for o in self.overlaps],
+            "compute_communication": self.comm.to_dict(),
+            "top_kernels": [k.to_dict() for k in self.top_kernels],
+            "blocks": self.blocks.to_dict() if self.blocks else None,
+            "ascend_steps": [s.to_dict() for s in self.ascend_steps],
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankSpread:
+    """How ranks differ: the slowest rank is the one with the most compute time in its window
+    (the others wait for it in collectives), a straggler when it exceeds the median by more
+    than ``threshold``."""
+
+    compute_ns: dict[int, int]
+    window_ns: dict[int, int]
+    slowest_rank: int
+    median_compute_ns: float
+    excess_fraction: float  # (slowest - median) / median
+    straggler: bool
+    threshold: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compute_us": {str(k): _us(v) for k, v in self.compute_ns.items()},
+            "window_us": {str(k): _us(v) for k, v in self.window_ns.items()},
+            "slowest_rank": self.slowest_rank,
+            "median_compute_us": self.median_compute_ns / 1e3,
+            "excess_fraction": self.excess_fraction,
+            "straggler": self.straggler,
+            "threshold": self.threshold,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceAnalysis:
+    """The result of :func:`parity.trace.analyze`: one :class:`RankAnalysis` per rank."""
+
+    source: str
+    format: str
+    rules: str
+    ranks: tuple[RankAnalysis, ...]
+    spread: RankSpread | None
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def first(self) -> RankAnalysis:
+        return self.ranks[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form. Top-level ``window``/``device``/``categories`` are the first rank's (the only
+        one for a single-rank trace); ``streams`` and ``ascend_steps`` list every rank's rows,
+        each carrying ``rank``; ``ranks`` has everything per rank."""
+        first = self.first
+        return {
+            "source": self.source,
+            "format": self.format,
+            "rules": self.rules,
+            "window": first.window.to_dict(),
+            "streams": [s.to_dict() for r in self.ranks for s in r.streams],
+            "device": first.device.to_dict(),
+            "categories": [c.to_dict() for c in first.categories],
+            "compute_communication": first.comm.to_dict(),
+            "ascend_steps": [dict(s.to_dict(), rank=r.rank) for r in self.ranks for s in r.ascend_steps],
+            "ranks": [r.to_dict() for r in self.ranks],
+            "rank_spread": self.spread.to_dict() if self.spread else None,
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": list(self.warnings),
+        }

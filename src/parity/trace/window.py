@@ -1,0 +1,224 @@
+"""The steady-state window ``W`` an analysis looks at, and how it was chosen (DESIGN.md, Traces).
+
+Rule, in order:
+
+1. ``window=(start_ns, end_ns)`` given by the user: that span (source ``user-window``).
+2. ``steps=(a, b)`` given by the user: the device time of steps ``a..b`` (source ``user-steps``).
+3. Step markers (Kineto ``ProfilerStep#N``, Ascend step ids): with two or more steps the first
+   is skipped as warm-up (allocator, autotuning, lazy init and the profiler's own start-up land
+   there) and the window covers the rest; with one step, that step (source ``steps``).
+4. No markers: a block of kernel names repeating at least three times on the busiest stream is
+   taken as the step; the first repetition is skipped as warm-up and the window runs from the
+   second repetition's first kernel to the end of the last repetition (source ``detected``).
+5. Otherwise the whole span of device activity (source ``span``).
+
+The device time of a step runs from the start of the first device activity launched in it to
+the end of the last one: device work lags its host launch, so the host marker span would clip
+the step's tail and include the previous step's. A device row belongs to a step through the
+table's ``step`` column when the reader filled it, else through its launching runtime call
+(``correlation``) falling inside a step marker, else through its own start time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.repeats import find_repeats
+from parity.trace.table import NO_ID, ActivityTable, Kind
+
+_STEP_NUMBER = re.compile(r"(\d+)\s*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    """A half-open span ``[start_ns, end_ns)`` on the trace clock and how it was chosen."""
+
+    start_ns: int
+    end_ns: int
+    source: str  # user-window | user-steps | steps | detected | span | empty
+    detail: str  # one human sentence: which steps, what was skipped, what repeats
+    steps: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.end_ns < self.start_ns:
+            raise ValueError(f"window ends before it starts: {self.start_ns} > {self.end_ns}")
+
+    @property
+    def length_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    def to_dict(self) -> dict:
+        return {
+            "start_us": self.start_ns / 1e3,
+            "end_us": self.end_ns / 1e3,
+            "length_us": self.length_ns / 1e3,
+            "source": self.source,
+            "detail": self.detail,
+            "steps": list(self.steps) if self.steps else None,
+        }
+
+
+def parse_steps(text: str) -> tuple[int, int]:
+    """``"3-8"`` -> ``(3, 8)``; ``"5"`` -> ``(5, 5)``. Raises ParityError on anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text or "")
+    if not match:
+        raise ParityError(f"bad --steps {text!r}; write A-B with step numbers, e.g. 3-8")
+    a = int(match.group(1))
+    b = int(match.group(2)) if match.group(2) else a
+    if b < a:
+        raise ParityError(f"bad --steps {text!r}: the last step is before the first; write A-B with A <= B")
+    return a, b
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    """``"START_US:END_US"`` (microseconds on the trace clock) -> ``(start_ns, end_ns)``."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*:\s*([0-9.eE+-]+)\s*", text or "")
+    try:
+        start_us, end_us = float(match.group(1)), float(match.group(2))  # type: ignore[union-attr]
+    except (AttributeError, ValueError):
+        raise ParityError(f"bad --window {text!r}; write START_US:END_US, e.g. 1000:5000") from None
+    if not end_us > start_us:
+        raise ParityError(f"bad --window {text!r}: the end must be after the start")
+    return round(start_us * 1000), round(end_us * 1000)
+
+
+def step_markers(table: ActivityTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step numbers with their marker spans ``(steps, start_ns, end_ns)``, sorted by start.
+
+    The number comes from the marker's ``step`` column, else from the digits ending its name
+    (``ProfilerStep#12`` -> 12). Markers repeated for one step (one per thread) are merged.
+    """
+    rows = np.flatnonzero(table.kind == Kind.STEP)
+    if len(rows) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    numbers = table.step[rows].astype(np.int64)
+    for i, row in enumerate(rows.tolist()):
+        if numbers[i] < 0:
+            found = _STEP_NUMBER.search(table.name_of(row))
+            numbers[i] = int(found.group(1)) if found else -1
+    keep = numbers >= 0
+    rows, numbers = rows[keep], numbers[keep]
+    steps, inverse = np.unique(numbers, return_inverse=True)
+    starts = np.full(len(steps), np.iinfo(np.int64).max, dtype=np.int64)
+    ends = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(starts, inverse, table.start_ns[rows])
+    np.maximum.at(ends, inverse, table.end_ns[rows])
+    order = np.argsort(starts, kind="stable")
+    return steps[order], starts[order], ends[order]
+
+
+def device_steps(table: ActivityTable) -> np.ndarray:
+    """The step each row was launched in (``-1`` when none), per the module's rule.
+
+    A reader's ``step`` column wins where it is set; other rows are placed by step markers.
+    """
+    out = table.step.astype(np.int64)
+    steps, m_start, m_end = step_markers(table)
+    missing = out < 0
+    if len(steps) == 0 or not missing.any():
+        return out
+    when = table.start_ns.copy()
+    has_corr = table.correlation != NO_ID
+    runtime = np.flatnonzero((table.kind == Kind.RUNTIME) & has_corr)
+    if len(runtime):
+        key = table.correlation[runtime] * 4096 + table.rank[runtime]
+        order = np.argsort(key, kind="stable")
+        sorted_key, sorted_rows = key[order], runtime[order]
+        device = np.flatnonzero(table.device_mask() & has_corr & missing)
+        dkey = table.correlation[device] * 4096 + table.rank[device]
+        pos = np.clip(np.searchsorted(sorted_key, dkey), 0, len(sorted_key) - 1)
+        found = sorted_key[pos] == dkey
+        when[device[found]] = table.start_ns[sorted_rows[pos[found]]]
+    idx = np.searchsorted(m_start, when, side="right") - 1
+    inside = missing & (idx >= 0) & (when < m_end[np.clip(idx, 0, None)])
+    out[inside] = steps[idx[inside]]
+    return out
+
+
+def _device_span(table: ActivityTable, rows: np.ndarray) -> tuple[int, int]:
+    return int(table.start_ns[rows].min()), int(table.end_ns[rows].max())
+
+
+def _window_of_steps(
+    table: ActivityTable, row_steps: np.ndarray, first: int, last: int, *, source: str, detail: str
+) -> Window:
+    device = table.device_mask()
+    rows = np.flatnonzero(device & (row_steps >= first) & (row_steps <= last))
+    if len(rows) == 0:
+        steps, m_start, m_end = step_markers(table)
+        chosen = (steps >= first) & (steps <= last)
+        if not chosen.any():
+            have = f"{steps.min()}-{steps.max()}" if len(steps) else "none"
+            raise ParityError(f"steps {first}-{last} are not in the trace (steps present: {have}); "
+                              "choose steps from that range")
+        start, end = int(m_start[chosen].min()), int(m_end[chosen].max())
+        detail += " (no device activity tied to them; host marker span used)"
+    else:
+        start, end = _device_span(table, rows)
+    return Window(start_ns=start, end_ns=end, source=source, detail=detail, steps=(first, last))
+
+
+def _detected_window(table: ActivityTable) -> Window | None:
+    kernels = np.flatnonzero(table.kind == Kind.KERNEL)
+    if len(kernels) < 6:
+        return None
+    streams, inverse = np.unique(table.stream[kernels], return_inverse=True)
+    busiest = np.argmax(np.bincount(inverse, weights=table.duration_ns[kernels]))
+    rows = kernels[inverse == busiest]
+    rows = rows[np.argsort(table.start_ns[rows], kind="stable")]
+    repeat = find_repeats(table.name_id[rows])
+    if repeat is None or repeat.count < 3:
+        return None
+    first_row = rows[repeat.starts[1]]
+    last_index = min(repeat.starts[-1] + repeat.length, len(rows)) - 1
+    start = int(table.start_ns[first_row])
+    end = int(table.end_ns[rows[repeat.starts[1] : last_index + 1]].max())
+    detail = (f"a block of {repeat.length} kernels repeats {repeat.count} times on stream "
+              f"{int(streams[busiest])}; first repetition skipped as warm-up")
+    return Window(start_ns=start, end_ns=end, source="detected", detail=detail)
+
+
+def choose_window(
+    table: ActivityTable,
+    *,
+    window: tuple[int, int] | None = None,
+    steps: tuple[int, int] | None = None,
+) -> Window:
+    """The analysis window of ``table`` (one rank) per the module's rule; never fails silently."""
+    if window is not None and steps is not None:
+        raise ParityError("give either --window or --steps, not both")
+    if window is not None:
+        start, end = int(window[0]), int(window[1])
+        if end <= start:
+            raise ParityError(f"window {start / 1e3}:{end / 1e3} us is empty; the end must be after the start")
+        return Window(start_ns=start, end_ns=end, source="user-window", detail="given with --window")
+    row_steps = device_steps(table)
+    if steps is not None:
+        return _window_of_steps(table, row_steps, *steps, source="user-steps",
+                                detail=f"steps {steps[0]}-{steps[1]} given with --steps")
+    numbers, _, _ = step_markers(table)
+    if len(numbers) == 0:
+        tied = np.unique(row_steps[table.device_mask() & (row_steps >= 0)])
+        numbers = tied
+    if len(numbers) >= 2:
+        first, last = int(numbers[1]), int(numbers[-1])
+        return _window_of_steps(table, row_steps, first, last, source="steps",
+                                detail=f"steps {first}-{last} of {int(numbers[0])}-{last}; "
+                                       f"step {int(numbers[0])} skipped as warm-up")
+    if len(numbers) == 1:
+        only = int(numbers[0])
+        return _window_of_steps(table, row_steps, only, only, source="steps",
+                                detail=f"step {only}, the only step in the trace")
+    detected = _detected_window(table)
+    if detected is not None:
+        return detected
+    device = np.flatnonzero(table.device_mask())
+    if len(device) == 0:
+        return Window(start_ns=0, end_ns=0, source="empty", detail="no device activity in the trace")
+    start, end = _device_span(table, device)
+    return Window(start_ns=start, end_ns=end, source="span",
+                  detail="no step markers and no repeating kernel sequence: whole device span")

@@ -1,0 +1,119 @@
+"""analyze() on hand-built tables whose every figure is computed by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from parity.model.errors import ParityError
+from parity.trace import analyze, metrics
+from parity.trace.builder import build_table
+from parity.trace.table import Kind
+
+K, M = Kind.KERNEL, Kind.MEMCPY
+
+
+def two_stream_rows(rank: int = 0, shift: int = 0) -> list[dict]:
+    return [
+        dict(rank=rank, stream=7, name="ampere_sgemm_128x64", start_ns=0 + shift, end_ns=40 + shift),
+        dict(rank=rank, stream=7, name="ampere_sgemm_128x64", start_ns=30 + shift, end_ns=60 + shift),
+        dict(rank=rank, stream=7, name="vectorized_elementwise_kernel", start_ns=80 + shift, end_ns=90 + shift),
+        dict(rank=rank, stream=9, name="ncclDevKernel_AllReduce", start_ns=50 + shift, end_ns=75 + shift),
+        dict(rank=rank, stream=11, kind=M, name="Memcpy DtoD", start_ns=95 + shift, end_ns=110 + shift),
+        dict(rank=rank, stream=1, kind=Kind.CPU_OP, device=-1, name="aten::mm", start_ns=0, end_ns=500),
+    ]
+
+
+@pytest.fixture()
+def result():
+    return analyze(build_table(two_stream_rows()), window=(0, 100))
+
+
+def test_streams_hand_computed(result) -> None:
+    by_stream = {s.stream: s for s in result.first.streams}
+    # stream 7: [0,60) ∪ [80,90) = 70 ns of a 100 ns window; Σ busy = 70 + 25 + 5 = 100
+    assert by_stream[7].busy_ns == 70 and by_stream[7].busy_fraction == pytest.approx(0.70)
+    assert by_stream[7].share_of_summed == pytest.approx(0.70)
+    assert by_stream[7].kernels == 3
+    assert by_stream[7].categories == {"matrix": 60, "vector": 10}
+    assert by_stream[9].busy_ns == 25 and by_stream[9].share_of_summed == pytest.approx(0.25)
+    assert by_stream[11].busy_ns == 5  # [95,110) clipped to [95,100)
+
+
+def test_device_hand_computed(result) -> None:
+    device = result.first.device
+    # union [0,75) ∪ [80,90) ∪ [95,100) = 90; idle 10; mean concurrency Σbusy/|W| = 100/100
+    assert (device.busy_ns, device.idle_ns, device.summed_busy_ns) == (90, 10, 100)
+    assert device.mean_concurrency == pytest.approx(1.0)
+    # 0 streams: [75,80)+[90,95) = 10; 2 streams: [50,60) = 10; 1 stream: the remaining 80
+    assert device.streams_at_once_ns == (10, 80, 10, 0)
+
+
+def test_overlap_and_exposed_communication(result) -> None:
+    comm = result.first.comm
+    # compute [0,60) ∪ [80,90) = 70; comm [50,75) = 25; overlap [50,60) = 10; exposed 15
+    assert (comm.compute_ns, comm.communication_ns, comm.overlap_ns, comm.exposed_communication_ns) == (70, 25, 10, 15)
+    pairs = {(o.stream_a, o.stream_b): o.overlap_ns for o in result.first.overlaps}
+    assert pairs[(7, 9)] == 10 and sum(pairs.values()) == 10
+
+
+def test_categories_and_unmatched_always_shown(result) -> None:
+    cats = {c.category: c for c in result.first.categories}
+    assert cats["matrix"].time_ns == 60 and cats["matrix"].summed_ns == 70 and cats["matrix"].kernels == 2
+    assert cats["communication"].time_ns == 25 and cats["memory"].time_ns == 5
+    assert cats["unmatched"].time_ns == 0
+    assert "host" not in cats
+
+
+def test_top_kernels(result) -> None:
+    top = result.first.top_kernels[0]
+    assert (top.name, top.category, top.count, top.total_ns) == ("ampere_sgemm_128x64", "matrix", 2, 70)
+    assert top.share_of_summed == pytest.approx(70 / 110)
+
+
+def test_json_keys(result) -> None:
+    data = json.loads(json.dumps(result.to_dict()))
+    assert {"start_us", "end_us", "source"} <= set(data["window"])
+    assert data["window"]["source"] == "user-window"
+    assert {"stream", "busy_us", "busy_fraction", "share_of_summed"} <= set(data["streams"][0])
+    assert {"busy_us", "idle_us", "mean_concurrency"} <= set(data["device"])
+    assert data["device"]["busy_us"] == pytest.approx(0.090)
+    assert data["categories"] and data["ascend_steps"] == []
+
+
+def test_named_metric_formulas() -> None:
+    assert metrics.busy_fraction(888, 1000) == pytest.approx(0.888)
+    assert metrics.share_of_summed(726, [726, 200, 74]) == pytest.approx(0.726)
+    assert metrics.mean_concurrency([726, 200, 74], 500) == pytest.approx(2.0)
+    assert metrics.idle_ns(70, 100) == 30
+    assert metrics.free_ns(100, 64) == 36
+
+
+def test_multi_rank_spread() -> None:
+    rows = two_stream_rows(rank=0) + two_stream_rows(rank=1)
+    rows.append(dict(rank=1, stream=7, name="ampere_sgemm_128x64", start_ns=60, end_ns=80))
+    rows.append(dict(rank=2, stream=7, name="ampere_sgemm_128x64", start_ns=0, end_ns=70))
+    result = analyze(build_table(rows), window=(0, 100))
+    assert [r.rank for r in result.ranks] == [0, 1, 2]
+    spread = result.spread
+    # compute per rank: 70, 90 ([0,90) on stream 7), 70 -> slowest rank 1, median 70, +28.6%
+    assert spread.compute_ns == {0: 70, 1: 90, 2: 70}
+    assert spread.slowest_rank == 1 and spread.straggler
+    assert spread.excess_fraction == pytest.approx(20 / 70)
+    assert {s["rank"] for s in result.to_dict()["streams"]} == {0, 1, 2}
+
+
+def test_no_device_activity_is_a_clear_error() -> None:
+    table = build_table([dict(kind=Kind.CPU_OP, name="aten::mm", start_ns=0, end_ns=5)])
+    with pytest.raises(ParityError, match="no device activity"):
+        analyze(table)
+
+
+def test_inputs_untouched() -> None:
+    table = build_table(two_stream_rows())
+    before = {c: getattr(table, c).copy() for c in table.COLUMNS}
+    analyze(table)
+    for c, values in before.items():
+        assert np.array_equal(getattr(table, c), values)
