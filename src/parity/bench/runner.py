@@ -1,0 +1,282 @@
+"""Walk the selected suites' cases, commit each result as it is measured, summarise the run.
+
+The runner owns the order of operations that makes a run safe to kill: a case is written to
+the store (and committed) before the next one starts, so ``parity run --resume RUN_ID`` loses at
+most the case in flight and never measures a stored case twice. A suite's ``measure`` that
+raises is stored as a case with ``error`` set, and the sweep goes on. Progress is reported
+through a callback; the runner never prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from parity.bench.suite import CaseSpec, Suite
+from parity.model.errors import ParityError
+from parity.model.result import CaseResult, RunRecord
+from parity.store.database import Store, now_utc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgressEvent:
+    """Where a run stands, sent to the progress callback.
+
+    ``phase`` is ``start`` (cases counted), ``case`` (about to measure ``suite``/``key``),
+    ``measured`` (that case is stored; ``ok`` says how it went), ``summary`` (summarising) or
+    ``done``. ``done``/``total`` count cases including those a resume skipped; ``eta_s`` is the
+    cost-weighted estimate of the time left (None until one case has been timed).
+    """
+
+    phase: str
+    done: int
+    total: int
+    run_id: str = ""
+    skipped: int = 0
+    suite: str = ""
+    key: str = ""
+    ok: bool | None = None
+    elapsed_s: float = 0.0
+    eta_s: float | None = None
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteOutcome:
+    """One suite's share of a run: its summary (or why summarising failed) and case counts."""
+
+    name: str
+    summary: dict[str, Any]
+    cases: int
+    failed: int
+    errors: int
+    summary_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.summary_error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.name,
+            "ok": self.ok,
+            "cases": self.cases,
+            "failed": self.failed,
+            "errors": self.errors,
+            "summary": self.summary,
+            "summary_error": self.summary_error,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOutcome:
+    """What ``run_suites`` returns: the finished run record, its cases and per-suite outcomes."""
+
+    run: RunRecord
+    cases: list[CaseResult]
+    suites: list[SuiteOutcome] = field(default_factory=list)
+    measured: int = 0
+    skipped: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.suites)
+
+
+def estimate_eta_s(*, elapsed_s: float, done_cost: float, remaining_cost: float) -> float | None:
+    """Seconds left, assuming time is proportional to the cases' declared ``cost``.
+
+    ``eta = elapsed_s / done_cost * remaining_cost``: the time per unit of cost measured so far
+    in this process (skipped cases excluded), times the cost still to go. None before any cost
+    has been timed.
+    """
+    if done_cost <= 0:
+        return None
+    return elapsed_s / done_cost * max(remaining_cost, 0.0)
+
+
+def run_config(*, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]) -> dict[str, Any]:
+    """The stored ``config`` of a run: what was asked, enough to resume it."""
+    return {
+        "device": getattr(device, "name", str(device)),
+        "suites": [s.name for s in suites],
+        "quick": bool(quick),
+        "options": options,
+    }
+
+
+def _device_identity(device: Any) -> str | None:
+    """The device's model name from its properties (what a resume must match), or None."""
+    try:
+        return str(device.properties().to_dict().get("name"))
+    except Exception:  # noqa: BLE001 - identity is a guard, not a requirement
+        log.debug("device %r reports no properties", device, exc_info=True)
+        return None
+
+
+def _collect_provenance(device: Any, argv: Sequence[str] | None) -> dict[str, Any]:
+    from parity.device.provenance import collect_provenance
+
+    provenance = dict(collect_provenance(device, argv=list(argv if argv is not None else sys.argv)))
+    provenance.setdefault("device_identity", _device_identity(device))
+    return provenance
+
+
+def _start_or_resume(
+    store: Store, *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any],
+    resume_run_id: str | None, argv: Sequence[str] | None,
+) -> RunRecord:
+    if resume_run_id is None:
+        config = run_config(device=device, suites=suites, quick=quick, options=options)
+        return store.create_run(config=config, provenance=_collect_provenance(device, argv))
+    run = store.get_run(resume_run_id)
+    stored = run.provenance.get("device_identity")
+    here = _device_identity(device)
+    if stored and here and stored != here:
+        raise ParityError(
+            f"run {run.run_id} was measured on {stored!r}, this device is {here!r}; "
+            "resume it on the same device or start a new run"
+        )
+    provenance = dict(run.provenance)
+    resumes = list(provenance.get("resumes", []))
+    resumes.append({"at": now_utc(), "argv": list(argv if argv is not None else sys.argv)})
+    provenance["resumes"] = resumes
+    store.update_provenance(run.run_id, provenance)
+    return store.get_run(run.run_id)
+
+
+def _list_cases(suite: Suite, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+    """The suite's cases, checked for the unique keys ``--resume`` relies on."""
+    try:
+        cases = list(suite.cases(device=device, quick=quick, options=options.get(suite.name, {})))
+    except ParityError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - name the suite instead of a traceback
+        log.debug("listing %s cases raised", suite.name, exc_info=True)
+        raise ParityError(f"suite {suite.name!r} could not list its cases: {type(exc).__name__}: {exc}") from None
+    keys = [c.key for c in cases]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ParityError(f"suite {suite.name!r} lists case key {dup!r} twice; keys must be unique")
+    return cases
+
+
+def _measure_one(suite: Suite, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+    """The suite's result for ``case``, or an error row when it raises or answers wrongly."""
+    try:
+        result = suite.measure(case, device=device, options=options)
+    except Exception as exc:  # noqa: BLE001 - errors are data; the sweep goes on
+        log.debug("%s/%s raised", case.suite, case.key, exc_info=True)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        return CaseResult(
+            suite=case.suite,
+            key=case.key,
+            params=dict(case.params),
+            error=f"{type(exc).__name__}: {first}".rstrip(": "),
+            telemetry={"raised_at": f"{where.filename}:{where.lineno}"} if where else {},
+        )
+    if not isinstance(result, CaseResult) or (result.suite, result.key) != (case.suite, case.key):
+        got = (result.suite, result.key) if isinstance(result, CaseResult) else type(result).__name__
+        return CaseResult(
+            suite=case.suite,
+            key=case.key,
+            params=dict(case.params),
+            error=f"suite bug: measure({case.suite}/{case.key}) returned {got!r}",
+        )
+    return result
+
+
+def _summarize(suite: Suite, results: list[CaseResult], *, options: dict[str, Any]) -> SuiteOutcome:
+    summary: dict[str, Any] = {}
+    error: str | None = None
+    measured = [r for r in results if r.error is None]
+    try:
+        summary = dict(suite.summarize(results, options=options)) if measured else {}
+    except Exception as exc:  # noqa: BLE001 - a broken summary fails the run, not the process
+        log.debug("summarising %s raised", suite.name, exc_info=True)
+        error = f"{type(exc).__name__}: {exc}"
+    return SuiteOutcome(
+        name=suite.name,
+        summary=summary,
+        cases=len(results),
+        failed=sum(not r.ok for r in results),
+        errors=sum(r.error is not None for r in results),
+        summary_error=error,
+    )
+
+
+def run_suites(
+    store: Store,
+    *,
+    device: Any,
+    suites: Sequence[Suite],
+    quick: bool = False,
+    options: dict[str, dict[str, Any]] | None = None,
+    resume_run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+    argv: Sequence[str] | None = None,
+) -> RunOutcome:
+    """Measure every case of ``suites`` on ``device`` into ``store`` and summarise the run.
+
+    ``options`` maps a suite name to the options that suite receives. With ``resume_run_id``
+    the run's stored cases are skipped and the rest measured into the same run.
+    """
+    options = dict(options or {})
+    report = progress or (lambda event: None)
+    plan = [(suite, _list_cases(suite, device=device, quick=quick, options=options)) for suite in suites]
+    run = _start_or_resume(
+        store, device=device, suites=suites, quick=quick, options=options,
+        resume_run_id=resume_run_id, argv=argv,
+    )
+    done_by_suite = {suite.name: store.done_keys(run.run_id, suite.name) for suite in suites}
+    todo = [c for suite, cases in plan for c in cases if c.key not in done_by_suite[suite.name]]
+    total = sum(len(cases) for _, cases in plan)
+    todo_cost = sum(c.cost for c in todo)
+    skipped = total - len(todo)
+    done, measured, spent_cost, started = skipped, 0, 0.0, time.perf_counter()
+    report(ProgressEvent(run_id=run.run_id, phase="start", done=done, total=total, skipped=skipped))
+    for suite, cases in plan:
+        for case in cases:
+            if case.key in done_by_suite[suite.name]:
+                continue
+            elapsed = time.perf_counter() - started
+            eta = estimate_eta_s(elapsed_s=elapsed, done_cost=spent_cost, remaining_cost=todo_cost - spent_cost)
+            report(ProgressEvent(run_id=run.run_id, phase="case", done=done, total=total, skipped=skipped,
+                                 suite=suite.name, key=case.key, elapsed_s=elapsed, eta_s=eta))
+            result = _measure_one(suite, case, device=device, options=options.get(suite.name, {}))
+            store.add_case(run.run_id, result)
+            done, measured, spent_cost = done + 1, measured + 1, spent_cost + case.cost
+            done_by_suite[suite.name].add(case.key)
+            elapsed = time.perf_counter() - started
+            eta = estimate_eta_s(elapsed_s=elapsed, done_cost=spent_cost, remaining_cost=todo_cost - spent_cost)
+            report(ProgressEvent(run_id=run.run_id, phase="measured", done=done, total=total, skipped=skipped,
+                                 suite=suite.name, key=case.key, ok=result.ok,
+                                 elapsed_s=elapsed, eta_s=eta))
+    report(ProgressEvent(run_id=run.run_id, phase="summary", done=done, total=total, skipped=skipped,
+                         elapsed_s=time.perf_counter() - started, eta_s=0.0))
+    outcomes = [
+        _summarize(suite, store.cases(run.run_id, suite.name), options=options.get(suite.name, {}))
+        for suite in suites
+    ]
+    ok = all(o.ok for o in outcomes)
+    summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}}
+    store.finish_run(run.run_id, status="complete" if ok else "failed", summary=summary)
+    report(ProgressEvent(run_id=run.run_id, phase="done", done=done, total=total, skipped=skipped,
+                         elapsed_s=time.perf_counter() - started, eta_s=0.0))
+    return RunOutcome(
+        run=store.get_run(run.run_id),
+        cases=store.cases(run.run_id),
+        suites=outcomes,
+        measured=measured,
+        skipped=skipped,
+    )
