@@ -285,21 +285,33 @@ def memory_bytes() -> int | None:
         return None
 
 
-def max_clock_mhz(*, root: Path = SYS_CPU) -> float | None:
-    """The highest clock: cpufreq ``cpuinfo_max_freq`` (kHz), else lscpu, else ``cpu MHz``."""
-    khz = _read(root / "cpu0" / "cpufreq" / "cpuinfo_max_freq")
+def max_clock() -> tuple[float | None, str]:
+    """``(MHz, source)``: cpufreq ``cpuinfo_max_freq`` (kHz), else lscpu, else ``cpu MHz``.
+
+    The last is the current clock, not the maximum (VMs often show only that); ``source`` says
+    which one was used so a reader can tell.
+    """
+    khz = _read(SYS_CPU / "cpu0" / "cpufreq" / "cpuinfo_max_freq")
     if khz:
-        return int(khz) / 1000.0
+        return int(khz) / 1000.0, "cpufreq cpuinfo_max_freq"
     fields = lscpu_fields()
     if fields.get("CPU max MHz"):
-        return float(fields["CPU max MHz"])
+        return float(fields["CPU max MHz"]), "lscpu CPU max MHz"
     mhz = cpuinfo_fields().get("cpu MHz")
-    return float(mhz) if mhz else None
+    if mhz:
+        return float(mhz), "/proc/cpuinfo cpu MHz (current clock; no maximum exposed)"
+    return None, "no clock exposed"
+
+
+def max_clock_mhz() -> float | None:
+    """The highest clock the OS reports, in MHz (see ``max_clock`` for the source)."""
+    return max_clock()[0]
 
 
 def host_summary() -> dict[str, object]:
     """Everything above in one JSON-ready dictionary (used by provenance and CPU properties)."""
     flags = cpu_flags()
+    clock, clock_source = max_clock()
     return {
         "cpu_model": cpu_model(),
         "architecture": architecture(),
@@ -309,7 +321,8 @@ def host_summary() -> dict[str, object]:
         "memory_bytes": memory_bytes(),
         "caches": [c.to_dict() for c in cpu_caches()],
         **cache_sizes(),
-        "max_clock_mhz": max_clock_mhz(),
+        "max_clock_mhz": clock,
+        "max_clock_source": clock_source,
         "flags_of_interest": {flag: flag in flags for flag in FLAGS_OF_INTEREST if _relevant(flag)},
         **placement(),
     }
