@@ -1,1 +1,1 @@
-"""parity.report"""
+"""Rendering for humans: terminal tables, markdown, plots, HTML. Never measures; takes records."""

@@ -1,0 +1,117 @@
+"""``parity run``: measure the registered suites on one device into the results store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import orjson
+
+from parity.cli.output import json_option, write_json
+from parity.cli.progress import ProgressRenderer
+from parity.cli.runs import db_option, stdout_console
+from parity.model.errors import ParityError
+from parity.store import Store
+
+
+def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """``SUITE.KEY=VALUE`` items into ``{suite: {key: value}}``; VALUE is JSON when it parses
+    (``3``, ``0.5``, ``true``, ``["bf16","fp32"]``), else kept as text."""
+    options: dict[str, dict[str, Any]] = {}
+    for item in settings:
+        name, sep, raw = item.partition("=")
+        suite, dot, key = name.partition(".")
+        if not sep or not dot or not suite or not key:
+            raise ParityError(f"--set {item!r}: expected SUITE.KEY=VALUE, e.g. gemm.dtypes=bf16")
+        try:
+            value: Any = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = raw
+        options.setdefault(suite.strip(), {})[key.strip()] = value
+    return options
+
+
+def _resume_settings(store: Store, run_id: str, *, suites: tuple[str, ...], quick: bool,
+                     settings: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """The stored run's id and config; refuses flags that would change what it measures."""
+    run = store.get_run(run_id)
+    given = [flag for flag, used in (("--suite", suites), ("--quick", quick), ("--set", settings))
+             if used]
+    if given:
+        raise ParityError(
+            f"--resume continues run {run.run_id} with its stored settings; drop {', '.join(given)}"
+        )
+    return run.run_id, dict(run.config)
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="Fewer, smaller cases: a smoke run in about a minute.")
+@click.option("--device", "device_name", default=None, metavar="DEV",
+              help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
+@click.option("--suite", "suite_names", multiple=True, metavar="NAMES",
+              help="Suites to run, comma-separated or repeated. Default: all registered.")
+@click.option("--set", "settings", multiple=True, metavar="SUITE.KEY=VALUE",
+              help="A suite option, repeatable; VALUE is read as JSON when it parses.")
+@click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
+              help="Continue a run that was interrupted: measure only the cases it lacks.")
+@db_option
+@json_option
+def run(quick: bool, device_name: str | None, suite_names: tuple[str, ...],
+        settings: tuple[str, ...], resume_id: str | None, db_path: str | None,
+        json_path: str | None) -> int:
+    """Measure the registered benchmarks on one device, store every case as it is measured,
+    and print a summary with an overall OK or FAILED (exit status 1).
+
+    A run killed at any moment keeps every finished case; continue it with --resume.
+
+    \b
+    Example:
+      parity run --quick
+      parity run --device cuda:0 --suite gemm,membw --json run.json
+      parity run --resume 20261129-230512-a3f9
+    """
+    from parity.bench.registry import resolve
+    from parity.bench.runner import run_suites
+    from parity.device import get_device
+    from parity.report.run_summary import render_run_summary, run_ok
+
+    with Store.open(db_path) as store:
+        options = parse_settings(settings)
+        if resume_id is not None:
+            resume_id, config = _resume_settings(store, resume_id, suites=suite_names,
+                                                 quick=quick, settings=settings)
+            suite_names = tuple(config.get("suites", []))
+            quick = bool(config.get("quick", False))
+            options = dict(config.get("options", {}))
+            device_name = device_name or config.get("device")
+        suites = resolve(list(suite_names))
+        device = get_device(device_name)
+        renderer = ProgressRenderer(label="parity run")
+        started: dict[str, str] = {}
+
+        def progress(event: Any) -> None:
+            if event.phase == "start":
+                started["run_id"] = event.run_id
+                renderer.note(f"run {event.run_id} on {device.name} (store {store.path})")
+            renderer(event)
+
+        try:
+            with renderer:
+                outcome = run_suites(store, device=device, suites=suites, quick=quick,
+                                     options=options, resume_run_id=resume_id, progress=progress)
+        except KeyboardInterrupt:
+            if started:
+                click.echo(f"parity: continue with: parity run --resume {started['run_id']}", err=True)
+            raise
+    stdout_console(json_path).print(render_run_summary(outcome.run, outcome.cases))
+    ok = run_ok(outcome.run, outcome.cases)
+    write_json(json_path, "run", {
+        "run": outcome.run.to_dict(),
+        "cases": [c.to_dict() for c in outcome.cases],
+        "suites": [s.to_dict() for s in outcome.suites],
+        "ok": ok,
+        "measured": outcome.measured,
+        "skipped": outcome.skipped,
+        "db": str(store.path),
+    })
+    return 0 if ok else 1

@@ -1,0 +1,170 @@
+"""``parity runs``: list, show and export the runs in the results store."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from parity.cli.output import json_option, write_json
+from parity.store import EXPORT_FORMATS, Store
+
+PIPE_WIDTH = 120
+
+
+def db_option(function):
+    """``--db PATH``: the results store (default ``$PARITY_DB``, else the user data directory)."""
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Results store (SQLite). Default: $PARITY_DB, else results.sqlite in the user data "
+        "directory.",
+    )(function)
+
+
+def stdout_console(json_path: str | None) -> Console:
+    """Where human output goes: standard output, or standard error when JSON takes stdout.
+
+    Off a terminal (logs, pipes) tables get 120 columns instead of rich's 80, so run ids and
+    headlines are not cut.
+    """
+    console = Console(stderr=json_path == "-", highlight=False)
+    if not console.is_terminal:
+        console.width = PIPE_WIDTH
+    return console
+
+
+def _short_time(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return iso
+
+
+@click.group()
+def runs() -> None:
+    """List, show and export the runs in the results store.
+
+    \b
+    Example:
+      parity runs list
+      parity runs show latest
+      parity runs export latest --format parquet --output h200.parquet
+    """
+
+
+@runs.command("list")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Show at most this many runs, newest first.")
+@db_option
+@json_option
+def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
+    """List stored runs, newest first, with their status and case counts.
+
+    \b
+    Example:
+      parity runs list --limit 5
+      parity runs list --db results.sqlite --json runs.json
+    """
+    with Store.open(db_path) as store:
+        records = store.list_runs(limit=limit)
+        counts = store.case_counts()
+        path = store.path
+    entries: list[dict[str, Any]] = []
+    table = Table(title=f"runs in {path}", title_justify="left")
+    for column in ("run", "created", "status", "device", "suites", "cases", "not ok"):
+        table.add_column(column, justify="right" if column in ("cases", "not ok") else "left",
+                         no_wrap=column in ("run", "created", "status"))
+    for run in records:
+        count = counts.get(run.run_id)
+        total, failed = (count.total, count.failed) if count else (0, 0)
+        entries.append({
+            "run_id": run.run_id, "created_at": run.created_at, "status": run.status,
+            "config": run.config, "ok": run.summary.get("ok"), "cases": total, "not_ok": failed,
+        })
+        table.add_row(run.run_id, _short_time(run.created_at), run.status,
+                      str(run.config.get("device", "?")), ",".join(run.config.get("suites", [])),
+                      str(total), str(failed), style=None if failed == 0 else "red")
+    console = stdout_console(json_path)
+    if records:
+        console.print(table)
+    else:
+        console.print(f"no runs in {path} yet; start one with: parity run --quick")
+    write_json(json_path, "run-list", {"db": str(path), "runs": entries})
+
+
+@runs.command("show")
+@click.argument("run_id")
+@db_option
+@json_option
+def show_run(run_id: str, db_path: str | None, json_path: str | None) -> None:
+    """Show one run's summary table, failed cases and provenance highlights.
+
+    RUN_ID is a run id, a unique prefix of one, or 'latest'. The JSON holds the run with its
+    full provenance and every case with its raw samples.
+
+    \b
+    Example:
+      parity runs show latest
+      parity runs show 20261129-2303 --json run.json
+    """
+    from parity.report.run_summary import render_run_summary
+
+    with Store.open(db_path) as store:
+        run = store.get_run(run_id)
+        cases = store.cases(run.run_id)
+    console = stdout_console(json_path)
+    console.print(render_run_summary(run, cases))
+    console.print(_provenance_line(run.provenance), style="dim")
+    write_json(json_path, "run", {"run": run.to_dict(), "cases": [c.to_dict() for c in cases],
+                                  "ok": run.summary.get("ok")})
+
+
+def _provenance_line(provenance: dict[str, Any]) -> str:
+    keys = [k for k in provenance if k != "resumes"]
+    resumes = len(provenance.get("resumes", []))
+    resumed = f"; resumed {resumes} time(s)" if resumes else ""
+    return f"provenance: {', '.join(keys) or 'none'}{resumed} (all of it with --json)"
+
+
+@runs.command("export")
+@click.argument("run_id")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="json",
+              show_default=True, help="json: the full run; csv, parquet: one row per case.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True),
+              default=None, help="Where to write ('-' for stdout, json and csv). "
+              "Default: parity-RUN_ID.FORMAT in the current directory.")
+@db_option
+@json_option
+def export_run(run_id: str, fmt: str, output: str | None, db_path: str | None,
+               json_path: str | None) -> None:
+    """Export a run for DuckDB, Spark or pandas: JSON, CSV or Parquet (parity[parquet]).
+
+    \b
+    Example:
+      parity runs export latest --format csv --output run.csv
+      duckdb -c "select suite, key, ok from 'run.csv'"
+      parity runs export 20261129-2303 --format parquet --json export.json
+    """
+    from parity.store.export import export_bytes, write_export
+
+    with Store.open(db_path) as store:
+        run = store.get_run(run_id)
+        cases = store.cases(run.run_id)
+    target = output or f"parity-{run.run_id}.{fmt}"
+    if target == "-":
+        click.get_binary_stream("stdout").write(export_bytes(run, cases, fmt=fmt))
+        written: Path | None = None
+    else:
+        written = write_export(run, cases, fmt=fmt, path=target)
+        click.echo(f"wrote {len(cases)} cases of run {run.run_id} to {written}", err=json_path == "-")
+    write_json(json_path, "run-export-result", {
+        "run_id": run.run_id, "format": fmt, "path": str(written) if written else "-",
+        "cases": len(cases),
+    })

@@ -1,0 +1,169 @@
+"""A run's summary for the terminal: one row per suite, the cases that failed, OK or FAILED.
+
+Takes plain records (``RunRecord`` and ``CaseResult``) and returns rich renderables; it never
+measures and never prints, the caller chooses the console.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from parity.model.findings import Severity
+from parity.model.result import CaseResult, RunRecord
+
+MAX_FAILED_SHOWN = 10
+MAX_HEADLINE_FIGURES = 4
+
+# Key suffix -> (unit, scale ladder) for humans; values inside parity are SI.
+_SI_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteRow:
+    """One suite's line in the summary table."""
+
+    suite: str
+    cases: int
+    passed: int
+    failed: int
+    errors: int
+    warnings: int
+    headline: str
+    ok: bool
+
+
+def format_value(key: str, value: Any) -> str:
+    """A figure for humans, scaled by the unit its key names (``_s``, ``_bytes``, ``_flops``,
+    ``_bps``, ``_fraction``); other numbers get 4 significant digits."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if value != value:
+        return "nan"
+    if key.endswith("_fraction"):
+        return f"{value:.1%}"
+    if key.endswith("_s") and not key.endswith("_per_s"):
+        return _scaled(value, _TIME_UNITS)
+    for suffix, unit in (("_flop_per_s", "FLOP/s"), ("_flops", "FLOP/s"), ("_bytes_per_s", "B/s"),
+                         ("_bps", "B/s"), ("_bytes", "B"), ("_flop", "FLOP")):
+        if key.endswith(suffix):
+            return _si(value, unit)
+    return f"{value:.4g}"
+
+
+def _scaled(value: float, ladder: tuple[tuple[float, str], ...]) -> str:
+    for scale, unit in ladder:
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {unit}"
+    scale, unit = ladder[-1]
+    return f"{value / scale:.4g} {unit}"
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in _SI_PREFIXES:
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}"
+
+
+def headline(summary: dict[str, Any], *, limit: int = MAX_HEADLINE_FIGURES) -> str:
+    """The first scalar figures of a suite's summary, as ``name value`` pairs."""
+    parts = [
+        f"{key} {format_value(key, value)}"
+        for key, value in summary.items()
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool)
+    ]
+    return "; ".join(parts[:limit])
+
+
+def suite_rows(run: RunRecord, cases: list[CaseResult]) -> list[SuiteRow]:
+    """Per-suite counts from the cases, with the headline of the run's stored summary."""
+    stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
+    order = list(run.config.get("suites", [])) or []
+    order += [c.suite for c in cases if c.suite not in order]
+    rows = []
+    for name in dict.fromkeys(order):
+        mine = [c for c in cases if c.suite == name]
+        entry = stored.get(name, {})
+        summary_error = entry.get("summary_error")
+        failed = sum(not c.ok for c in mine)
+        rows.append(SuiteRow(
+            suite=name,
+            cases=len(mine),
+            passed=len(mine) - failed,
+            failed=failed,
+            errors=sum(c.error is not None for c in mine),
+            warnings=sum(f.severity is Severity.WARNING for c in mine for f in c.findings),
+            headline=(f"summary failed: {summary_error}" if summary_error
+                      else headline(entry.get("summary", {}))),
+            ok=failed == 0 and not summary_error,
+        ))
+    return rows
+
+
+def run_ok(run: RunRecord, cases: list[CaseResult]) -> bool:
+    """The run's verdict: its stored one when finished, else whether every case is ok."""
+    if run.status in ("complete", "failed") and "ok" in run.summary:
+        return bool(run.summary["ok"])
+    return run.status != "failed" and all(c.ok for c in cases)
+
+
+def failure_reason(case: CaseResult) -> str:
+    """Why a case is not ok: its error, its failed check, or its error findings."""
+    if case.error:
+        return case.error
+    if case.check and not case.check.get("passed", False):
+        detail = {k: v for k, v in case.check.items() if k != "passed"}
+        return "check failed" + (f": {detail}" if detail else "")
+    codes = [f"{f.code}: {f.message}" for f in case.findings if f.severity is Severity.ERROR]
+    return "; ".join(codes) or "not ok"
+
+
+def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableType:
+    """The summary table, the failed cases (up to 10) and the verdict line."""
+    device = run.config.get("device", "?")
+    title = f"run {run.run_id} on {device} ({run.status})"
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for column, justify in (("suite", "left"), ("cases", "right"), ("ok", "right"),
+                            ("failed", "right"), ("errors", "right"), ("warnings", "right"),
+                            ("headline", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for row in suite_rows(run, cases):
+        style = None if row.ok else "red"
+        table.add_row(row.suite, str(row.cases), str(row.passed), str(row.failed),
+                      str(row.errors), str(row.warnings), row.headline, style=style)
+    parts: list[RenderableType] = [table]
+    failed = [c for c in cases if not c.ok]
+    if failed:
+        lines = Text()
+        for case in failed[:MAX_FAILED_SHOWN]:
+            lines.append(f"  {case.suite}/{case.key}: {failure_reason(case)}\n", style="red")
+        if len(failed) > MAX_FAILED_SHOWN:
+            lines.append(f"  ... and {len(failed) - MAX_FAILED_SHOWN} more "
+                         f"(parity runs show {run.run_id} --json -)\n")
+        lines.rstrip()
+        parts.append(lines)
+    codes = Counter(f.code for c in cases for f in c.findings if f.severity is Severity.WARNING)
+    if codes:
+        parts.append(Text("warnings: " + ", ".join(f"{code} x{n}" for code, n in codes.most_common()),
+                          style="yellow"))
+    parts.append(verdict_text(run, cases))
+    return Group(*parts)
+
+
+def verdict_text(run: RunRecord, cases: list[CaseResult]) -> Text:
+    """``OK``, ``FAILED`` or ``INCOMPLETE`` (a run still marked running) with counts."""
+    bad = sum(not c.ok for c in cases)
+    counts = f"{len(cases)} cases, {bad} not ok"
+    if run.status == "running":
+        return Text(f"INCOMPLETE ({counts}); continue with parity run --resume {run.run_id}",
+                    style="bold yellow")
+    if run_ok(run, cases):
+        return Text(f"OK ({counts})", style="bold green")
+    return Text(f"FAILED ({counts})", style="bold red")
