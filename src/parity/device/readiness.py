@@ -14,7 +14,8 @@ import logging
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from parity.device.provenance import distribution_version
@@ -51,8 +52,16 @@ def row(name: str, kind: str, **fields: Any) -> dict[str, Any]:
     return base
 
 
-def check_stack(device: Device | None, *, timeout_s: float = CHILD_TIMEOUT_S) -> list[dict[str, Any]]:
-    """The readiness matrix for ``device`` (None: the CPU), one dict per row, in fixed order."""
+def check_stack(
+    device: Device | None,
+    *,
+    timeout_s: float = CHILD_TIMEOUT_S,
+    progress: Callable[[dict[str, Any], int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The readiness matrix for ``device`` (None: the CPU), one dict per row, in fixed order.
+
+    ``progress(row, done, total)`` is called as each row finishes (in completion order).
+    """
     target = device.name if device is not None else "cpu"
     jobs = [(name, "backend") for name in BACKENDS] + [(name, "library") for name in LIBRARIES]
     with ThreadPoolExecutor(max_workers=PARALLEL_CHILDREN) as pool:
@@ -60,6 +69,9 @@ def check_stack(device: Device | None, *, timeout_s: float = CHILD_TIMEOUT_S) ->
             pool.submit(backend_row if kind == "backend" else library_row, name, target, timeout_s)
             for name, kind in jobs
         ]
+        if progress is not None:
+            for done, future in enumerate(as_completed(futures), start=1):
+                progress(future.result(), done, len(futures))
         return [f.result() for f in futures]
 
 
