@@ -1,0 +1,370 @@
+"""Edge builders of the dependency graph, one function per kind of dependency.
+
+Each returns an :class:`EdgeSet` of point ids (``2i`` start, ``2i + 1`` end of node ``i``) and
+latencies in ns. Builders that discover a host call which only waits (a blocking synchronize or
+copy) set that node's own duration to 0 in the ``own`` array they are given (the graph's working
+copy), so its end is decided by what it waits on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.whatif.timeline import Timeline
+
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class EdgeSet:
+    src: np.ndarray
+    dst: np.ndarray
+    lat: np.ndarray
+
+    @staticmethod
+    def of(src, dst, lat=None) -> EdgeSet:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        lat = np.zeros(len(src)) if lat is None else np.asarray(lat, dtype=np.float64)
+        return EdgeSet(src, dst, lat)
+
+
+def _times(timeline: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    origin = int(timeline.start_ns.min()) if len(timeline) else 0
+    return ((timeline.start_ns - origin).astype(np.float64),
+            (timeline.end_ns - origin).astype(np.float64))
+
+
+def lane_edges(timeline: Timeline) -> EdgeSet:
+    """Order on each lane: the latest-ending earlier node -> the next node.
+
+    The next node waits for the end of the node with the largest end so far on its lane (its
+    running maximum), so a nested or overlapping pair does not let later work jump ahead. When
+    the two overlap in observed time the edge ties the starts instead.
+    """
+    n = len(timeline)
+    if n < 2:
+        return EdgeSet.of(_EMPTY, _EMPTY)
+    order = np.lexsort((timeline.end_ns, timeline.start_ns, timeline.lane))
+    lane = timeline.lane[order].astype(np.int64)
+    end = timeline.end_ns[order] - int(timeline.start_ns.min())
+    span = int(end.max()) + 1
+    key = end + lane * span
+    running = np.maximum.accumulate(key)
+    owner = np.maximum.accumulate(np.where(key == running, np.arange(n), 0))
+    same = lane[1:] == lane[:-1]
+    prev = order[owner[:-1]][same]
+    nxt = order[1:][same]
+    overlap = timeline.end_ns[prev] > timeline.start_ns[nxt]
+    src = np.where(overlap, 2 * prev, 2 * prev + 1)
+    return EdgeSet.of(src, 2 * nxt)
+
+
+def _runtime_index(table: ActivityTable, timeline: Timeline):
+    """A lookup ``(rank, correlation) -> runtime node index`` (``-1`` when absent)."""
+    runtime = np.flatnonzero(~timeline.compute)
+    corr = table.correlation[timeline.row[runtime]]
+    keep = corr != NO_ID
+    runtime, corr = runtime[keep], corr[keep]
+    keys = table.rank[timeline.row[runtime]].astype(np.int64) * (1 << 40) + corr
+    order = np.argsort(keys, kind="stable")
+    keys, runtime = keys[order], runtime[order]
+
+    def lookup(rank: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+        wanted = np.asarray(rank, np.int64) * (1 << 40) + np.asarray(correlation, np.int64)
+        at = np.clip(np.searchsorted(keys, wanted), 0, max(len(keys) - 1, 0))
+        if not len(keys):
+            return np.full(len(wanted), -1, dtype=np.int64)
+        found = (keys[at] == wanted) & (np.asarray(correlation) != NO_ID)
+        return np.where(found, runtime[at], -1)
+
+    return lookup
+
+
+def launch_edges(table: ActivityTable, timeline: Timeline):
+    """Runtime launch call -> its device op, by correlation id.
+
+    Latency: the median of ``op start - launch start`` over ops whose stream was idle when the
+    launch began (they waited for their launch, so the gap is the launch latency); each edge
+    uses ``min(latency, its observed gap)`` so the trace stays reproducible. Returns the edges,
+    the latency (ns, or None without launches), ``launch_of`` (per node, its launching runtime
+    node or -1) and the number of device ops with no launch record.
+    """
+    start, end = _times(timeline)
+    device = np.flatnonzero(timeline.compute)
+    lookup = _runtime_index(table, timeline)
+    launcher = lookup(table.rank[timeline.row[device]], table.correlation[timeline.row[device]])
+    launch_of = np.full(len(timeline), -1, dtype=np.int64)
+    launch_of[device] = launcher
+    has = launcher >= 0
+    dev, rt = device[has], launcher[has]
+    gap = start[dev] - start[rt]
+    if not len(dev):
+        return EdgeSet.of(_EMPTY, _EMPTY), None, launch_of, int(len(device))
+    previous_end = _previous_end_on_lane(timeline, end)
+    idle = (previous_end[dev] <= start[rt]) & (gap >= 0)
+    pool = gap[idle] if idle.any() else gap[gap >= 0]
+    latency = float(np.median(pool)) if len(pool) else 0.0
+    lat = np.minimum(latency, gap)
+    return EdgeSet.of(2 * rt, 2 * dev, lat), latency, launch_of, int((~has).sum())
+
+
+def _previous_end_on_lane(timeline: Timeline, end: np.ndarray) -> np.ndarray:
+    """Per node, the end of the node before it on its lane (-inf for the first)."""
+    order = np.lexsort((timeline.start_ns, timeline.lane))
+    out = np.full(len(timeline), -np.inf)
+    same = timeline.lane[order][1:] == timeline.lane[order][:-1]
+    out[order[1:][same]] = end[order[:-1][same]]
+    return out
+
+
+class _DeviceLanes:
+    """Device nodes of each ``(rank, stream)`` sorted by launch time, for "last launched before"."""
+
+    def __init__(self, timeline: Timeline, launch_of: np.ndarray, start: np.ndarray):
+        device = np.flatnonzero(timeline.compute)
+        when = np.where(launch_of[device] >= 0, start[np.maximum(launch_of[device], 0)], start[device])
+        self.by_lane: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        keys = timeline.lane_keys
+        for lane in np.unique(timeline.lane[device]).tolist():
+            mine = timeline.lane[device] == lane
+            order = np.argsort(when[mine], kind="stable")
+            rank, _, stream = keys[lane]
+            self.by_lane[(rank, stream)] = (when[mine][order], device[mine][order])
+        self.ranks: dict[int, list[tuple[int, int]]] = {}
+        for rank, stream in self.by_lane:
+            self.ranks.setdefault(rank, []).append((rank, stream))
+
+    def last_before(self, rank: int, stream: int, t: float) -> int:
+        entry = self.by_lane.get((rank, stream))
+        if entry is None:
+            return -1
+        at = int(np.searchsorted(entry[0], t, side="left")) - 1
+        return int(entry[1][at]) if at >= 0 else -1
+
+    def first_after(self, rank: int, stream: int, t: float) -> int:
+        entry = self.by_lane.get((rank, stream))
+        if entry is None:
+            return -1
+        at = int(np.searchsorted(entry[0], t, side="right"))
+        return int(entry[1][at]) if at < len(entry[1]) else -1
+
+
+def _sync_rows(table: ActivityTable, wait: bool) -> np.ndarray:
+    rows = np.flatnonzero(table.kind == Kind.SYNC)
+    types = table.extra.get("sync_type")
+    if types is None or not len(rows):
+        return _EMPTY
+    is_wait = np.array(["wait" in str(t).lower() for t in types[rows]], dtype=bool)
+    return rows[is_wait] if wait else rows[~is_wait]
+
+
+def _extra_int(table: ActivityTable, column: str, rows: np.ndarray) -> np.ndarray:
+    values = table.extra.get(column)
+    if values is None:
+        return np.full(len(rows), NO_ID, dtype=np.int64)
+    return np.array([v if isinstance(v, (int, np.integer)) else NO_ID for v in values[rows]],
+                    dtype=np.int64)
+
+
+def stream_wait_edges(table: ActivityTable, timeline: Timeline, launch_of: np.ndarray):
+    """Event record on stream A -> first op on stream B launched after B's wait on that event.
+
+    From Kineto ``cuda_sync`` "Stream Wait Event" rows: ``wait_on_event_corr`` names the
+    ``cudaEventRecord`` call (the record covers the ops launched on ``wait_on_stream`` before
+    it); the row's own stream is the waiting one. Returns edges and the count of rows whose
+    record or streams were not found.
+    """
+    start, _ = _times(timeline)
+    rows = _sync_rows(table, wait=True)
+    if not len(rows):
+        return EdgeSet.of(_EMPTY, _EMPTY), 0
+    lookup = _runtime_index(table, timeline)
+    lanes = _DeviceLanes(timeline, launch_of, start)
+    origin = int(timeline.start_ns.min())
+    rank = table.rank[rows].astype(np.int64)
+    record = lookup(rank, _extra_int(table, "wait_on_event_corr", rows))
+    call = lookup(rank, table.correlation[rows])
+    on_stream = _extra_int(table, "wait_on_stream", rows)
+    src, dst, bad = [], [], 0
+    for i, row in enumerate(rows.tolist()):
+        t_wait = start[call[i]] if call[i] >= 0 else float(table.start_ns[row] - origin)
+        awaited = (lanes.last_before(int(rank[i]), int(on_stream[i]), start[record[i]])
+                   if record[i] >= 0 else -1)
+        waiter = lanes.first_after(int(rank[i]), int(table.stream[row]), t_wait)
+        if record[i] < 0:
+            bad += 1
+            continue
+        if awaited < 0 or on_stream[i] == table.stream[row]:
+            continue  # nothing launched on the recorded stream before the record: a no-op wait
+        if waiter >= 0:
+            src.append(2 * awaited + 1)
+            dst.append(2 * waiter)
+    return EdgeSet.of(src, dst), bad
+
+
+def host_sync_edges(table: ActivityTable, timeline: Timeline, launch_of: np.ndarray,
+                    own: np.ndarray):
+    """Device work -> end of the host call that waits for it.
+
+    Recorded (``cuda_sync`` rows linked to their runtime call by correlation): context/device
+    sync waits on every stream of its rank, stream sync on its stream, event sync on the ops
+    launched on ``wait_on_stream`` before the event's record. Calls named ``*Synchronize`` with
+    no sync row are assumed to wait on every stream of their rank (recorded semantics for
+    ``cudaDeviceSynchronize``). Polling calls (``cudaEventQuery``) never block. A call that
+    blocked (its targets ended after it began) gets own duration 0 and latency ``end - latest
+    target end``, so it returns when the work does.
+    """
+    start, end = _times(timeline)
+    lookup = _runtime_index(table, timeline)
+    lanes = _DeviceLanes(timeline, launch_of, start)
+    rows = _sync_rows(table, wait=False)
+    pairs: list[tuple[int, int, bool]] = []  # (host call, target, assumed)
+    covered: set[int] = set()
+    bad = 0
+    if len(rows):
+        rank = table.rank[rows].astype(np.int64)
+        call = lookup(rank, table.correlation[rows])
+        record = lookup(rank, _extra_int(table, "wait_on_event_corr", rows))
+        on_stream = _extra_int(table, "wait_on_stream", rows)
+        types = table.extra["sync_type"][rows]
+        for i, row in enumerate(rows.tolist()):
+            h = int(call[i])
+            if h < 0 or "synchroniz" not in str(timeline.name[h]).lower():
+                continue
+            covered.add(h)
+            kind = str(types[i]).lower()
+            r = int(rank[i])
+            if "event" in kind:
+                if record[i] < 0 or on_stream[i] == NO_ID:
+                    bad += 1
+                    continue
+                targets = [lanes.last_before(r, int(on_stream[i]), start[record[i]])]
+            elif "stream" in kind:
+                stream = int(table.stream[row]) if table.stream[row] >= 0 else int(on_stream[i])
+                targets = [lanes.last_before(r, stream, start[h])]
+            else:
+                targets = [lanes.last_before(r, s, start[h]) for _, s in lanes.ranks.get(r, [])]
+            pairs.extend((h, t, False) for t in targets if t >= 0)
+    runtime = np.flatnonzero(~timeline.compute)
+    for h in runtime.tolist():
+        name = str(timeline.name[h]).lower()
+        if "synchroniz" in name and h not in covered:
+            r = timeline.lane_keys[timeline.lane[h]][0]
+            assumed = "device" not in name and "context" not in name
+            pairs.extend((h, lanes.last_before(r, s, start[h]), assumed)
+                         for _, s in lanes.ranks.get(r, []))
+    pairs = [p for p in pairs if p[1] >= 0]
+    return _waiting_edges(pairs, start, end, own, assumed=False), \
+        _waiting_edges(pairs, start, end, own, assumed=True), bad
+
+
+def _waiting_edges(pairs, start, end, own, *, assumed: bool) -> EdgeSet:
+    """End edges target -> host call, with the shared return latency of each call."""
+    chosen = [(h, t) for h, t, a in pairs if a == assumed]
+    if not chosen:
+        return EdgeSet.of(_EMPTY, _EMPTY)
+    calls = np.array([h for h, _ in chosen], dtype=np.int64)
+    targets = np.array([t for _, t in chosen], dtype=np.int64)
+    latest = np.full(len(start), -np.inf)
+    np.maximum.at(latest, calls, end[targets])
+    blocked = latest[calls] > start[calls]
+    own[calls[blocked]] = 0.0
+    lat = np.where(blocked, end[calls] - latest[calls], 0.0)
+    return EdgeSet.of(2 * targets + 1, 2 * calls + 1, lat)
+
+
+def blocking_call_edges(table: ActivityTable, timeline: Timeline, own: np.ndarray) -> EdgeSet:
+    """A copy/set call whose copy ends while the call is still running was waiting for it.
+
+    ``cudaMemcpy`` always does; ``cudaMemcpyAsync`` does too when the host side is pageable
+    memory. The call returns when its copy ends, so it gets an end edge from the copy.
+    """
+    start, end = _times(timeline)
+    device = np.flatnonzero(timeline.compute)
+    lookup = _runtime_index(table, timeline)
+    launcher = lookup(table.rank[timeline.row[device]], table.correlation[timeline.row[device]])
+    has = launcher >= 0
+    dev, rt = device[has], launcher[has]
+    names = [str(timeline.name[h]).lower() for h in rt.tolist()]
+    sync_call = np.array([("memcpy" in s or "memset" in s) for s in names], dtype=bool)
+    inside = (end[dev] <= end[rt]) & (end[dev] > start[rt])
+    pick = sync_call & inside
+    dev, rt = dev[pick], rt[pick]
+    own[rt] = 0.0
+    return EdgeSet.of(2 * dev + 1, 2 * rt + 1, end[rt] - end[dev])
+
+
+def collective_edges(timeline: Timeline, own: np.ndarray) -> EdgeSet:
+    """The n-th communication kernel of one name on each rank ends together.
+
+    Rank ``i``'s kernel ends at ``max_j start_j + w_i`` with ``w_i = end_i - max_j start_j``
+    (its work after the last rank arrived, at least 0): edges from every peer's start.
+    """
+    start, end = _times(timeline)
+    comm = np.flatnonzero(timeline.compute & (timeline.category == "communication"))
+    ranks = np.array([timeline.lane_keys[lane][0] for lane in timeline.lane[comm]], dtype=np.int64)
+    if len(np.unique(ranks)) < 2:
+        return EdgeSet.of(_EMPTY, _EMPTY)
+    _, name_code = np.unique(timeline.name[comm].astype(str), return_inverse=True)
+    order = np.lexsort((start[comm], ranks, name_code))
+    comm, ranks, name_code = comm[order], ranks[order], name_code[order]
+    group_key = name_code.astype(np.int64) * (1 << 32) + ranks
+    first = np.r_[True, group_key[1:] != group_key[:-1]]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(comm)), 0))
+    ordinal = np.arange(len(comm)) - group_start
+    match_key = name_code.astype(np.int64) * (1 << 32) + ordinal
+    src, dst, lat = [], [], []
+    by_match: dict[int, list[int]] = {}
+    for node, key in zip(comm.tolist(), match_key.tolist()):
+        by_match.setdefault(key, []).append(node)
+    for members in by_match.values():
+        if len(members) < 2:
+            continue
+        arrive = max(start[m] for m in members)
+        for i in members:
+            work = max(0.0, end[i] - arrive)
+            own[i] = work
+            for j in members:
+                if j != i:
+                    src.append(2 * j)
+                    dst.append(2 * i + 1)
+                    lat.append(end[i] - arrive)
+    return EdgeSet.of(src, dst, lat)
+
+
+def barrier_edges(timeline: Timeline, boundaries: dict[tuple[int, int, int], list[int]]) -> EdgeSet:
+    """Host threads join at each step boundary of their rank's marker thread (assumed).
+
+    For each boundary ``b`` and each other thread ``L``: the last node of ``L`` starting before
+    ``b`` -> the marker thread's first node at or after ``b``, and the marker thread's last node
+    before ``b`` -> ``L``'s first node at or after ``b``.
+    """
+    src: list[int] = []
+    dst: list[int] = []
+    keys = timeline.lane_keys
+    lane_nodes = {}
+    for lane in range(len(keys)):
+        nodes = np.flatnonzero(timeline.lane == lane)
+        nodes = nodes[np.argsort(timeline.start_ns[nodes], kind="stable")]
+        lane_nodes[lane] = (timeline.start_ns[nodes], nodes)
+    for marker_key, bounds in boundaries.items():
+        if marker_key not in keys:
+            continue
+        m = keys.index(marker_key)
+        b = np.asarray(bounds, dtype=np.int64)
+        for lane in range(len(keys)):
+            if lane == m or keys[lane][0] != marker_key[0]:
+                continue
+            for a, z in ((lane, m), (m, lane)):
+                a_starts, a_nodes = lane_nodes[a]
+                z_starts, z_nodes = lane_nodes[z]
+                last = np.searchsorted(a_starts, b, side="left") - 1
+                first = np.searchsorted(z_starts, b, side="left")
+                ok = (last >= 0) & (first < len(z_nodes))
+                src.extend((2 * a_nodes[last[ok]] + 1).tolist())
+                dst.extend((2 * z_nodes[first[ok]]).tolist())
+    return EdgeSet.of(src, dst)

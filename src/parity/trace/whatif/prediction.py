@@ -1,0 +1,181 @@
+"""One what-if prediction with every method, its assumptions and its sensitivity table.
+
+``predict(table, [parse_scale("matrix=2")])`` returns a :class:`Prediction` whose ``to_dict()``
+has the keys the CLI writes: ``first_order``, ``bounds`` (``low``, ``high``), ``replay`` (or
+``{"error": reason}``), ``assumptions``, ``sensitivity``, ``window`` and ``scales``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.categories import Rules, load_rules
+from parity.trace.table import ActivityTable, Kind
+from parity.trace.whatif.bounds import Bounds, bounds
+from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_ns
+from parity.trace.whatif.graph import DependencyGraph, build_graph
+from parity.trace.whatif.replay import Replay, baseline_steps, replay
+from parity.trace.whatif.selection import Scale, Window, choose_window, scale_factors
+from parity.trace.whatif.sensitivity import Sensitivity, sensitivity
+from parity.trace.whatif.timeline import Timeline, build_timeline
+
+log = logging.getLogger(__name__)
+
+METHODS = ("first-order", "replay", "all")
+REPRODUCTION_TOLERANCE = 0.01  # k = 1 must reproduce the measured step within 1%
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """All methods' answers for one set of scales on one trace window."""
+
+    scales: tuple[Scale, ...]
+    mode: str
+    window: Window
+    first_order: FirstOrder | None
+    bounds: Bounds | None
+    replay: Replay | None
+    replay_error: str | None
+    graph: dict | None
+    assumptions: tuple[str, ...]
+    sensitivity: Sensitivity | None
+    findings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        return {
+            "scales": [s.to_dict() for s in self.scales],
+            "mode": self.mode,
+            "window": self.window.to_dict(),
+            "first_order": self.first_order.to_dict() if self.first_order else None,
+            "bounds": self.bounds.to_dict() if self.bounds else None,
+            "replay": self.replay.to_dict() if self.replay else {"error": self.replay_error},
+            "graph": self.graph,
+            "assumptions": list(self.assumptions),
+            "sensitivity": self.sensitivity.to_dict() if self.sensitivity else None,
+            "findings": list(self.findings),
+        }
+
+
+def predict(
+    table: ActivityTable,
+    scales: list[Scale],
+    *,
+    method: str = "all",
+    window: tuple[int, int] | None = None,
+    steps: tuple[int, int] | None = None,
+    rules: Rules | str | None = None,
+    with_sensitivity: bool = True,
+    progress: Progress | None = None,
+) -> Prediction:
+    """Predict the step of ``table`` with ``scales`` applied, by the chosen methods.
+
+    ``method``: ``first-order`` (first order and bounds), ``replay`` (the dependency replay),
+    or ``all``. ``window`` is an explicit ``(start_ns, end_ns)``; ``steps`` picks step markers.
+    """
+    if method not in METHODS:
+        raise ParityError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    if not scales:
+        raise ParityError("no scale given; say what gets faster, e.g. --scale matrix=2")
+    rules = load_rules(rules) if not isinstance(rules, Rules) else rules
+    timeline = build_timeline(table, rules)
+    win = choose_window(table, timeline, span_ns=window, steps=steps)
+    _check_selection(timeline, scales)
+    notes = [f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s)"]
+    fo = bd = None
+    if method in ("first-order", "all"):
+        fo = first_order(timeline, win, scales)
+        bd = bounds(timeline, win, scales)
+        notes += _first_order_notes(timeline, win, fo)
+    rp, graph, error = None, None, None
+    if method in ("replay", "all"):
+        rp, graph, error = _run_replay(table, timeline, win, scales, progress)
+        if graph is not None:
+            notes += graph.assumptions()
+    findings = _findings(fo, bd, rp)
+    sens = None
+    if with_sensitivity:
+        sens = sensitivity(timeline, win, graph if rp else None, progress=progress)
+    return Prediction(scales=tuple(scales), mode=timeline.mode, window=win, first_order=fo,
+                      bounds=bd, replay=rp, replay_error=error,
+                      graph=graph.to_dict() if graph else None, assumptions=tuple(notes),
+                      sensitivity=sens, findings=tuple(findings))
+
+
+def _check_selection(timeline: Timeline, scales: list[Scale]) -> None:
+    for sc in scales:
+        if not sc.mask(timeline).any():
+            present = sorted(set(timeline.category[timeline.compute].tolist()))
+            log.warning("scale %s selects no activity; categories present: %s", sc.label,
+                        ", ".join(present))
+
+
+def _first_order_notes(timeline: Timeline, win: Window, fo: FirstOrder) -> list[str]:
+    busy = lane_busy_ns(timeline, win)
+    union_all = _compute_union_ns(timeline, win)
+    idle = 1 - union_all / win.length_ns if win.length_ns else 0.0
+    lanes = int((busy > 0).sum())
+    what = "thread" if timeline.mode == "host" else "stream"
+    return [
+        f"first order: T_c measured on the critical (busiest) {what}, {fo.critical_lane} "
+        f"(busy {fo.critical_busy_ns / win.length_ns:.1%} of the window); overlap and idle held fixed",
+        f"bounds: other {what}s' work ({lanes} busy {what}s) may hide the scaled work (low) or "
+        f"none of it does (high); idle gaps ({idle:.1%} of the window with no work on any "
+        f"{what}) held fixed as in the first order",
+    ]
+
+
+def _compute_union_ns(timeline: Timeline, win: Window) -> int:
+    from parity.trace.intervals import clip_intervals, union_length
+
+    m = timeline.compute
+    s, e = clip_intervals(timeline.start_ns[m], timeline.end_ns[m], win.start_ns, win.end_ns)
+    return union_length(s, e)
+
+
+def _run_replay(table, timeline, win, scales, progress):
+    try:
+        if progress:
+            progress("dependency graph", 0, 1)
+        graph = build_graph(table, timeline, step_boundaries=_boundaries(table, timeline))
+        if progress:
+            progress("dependency graph", 1, 1)
+        base = baseline_steps(graph, win)
+        result = replay(graph, win, scale_factors(timeline, scales), baseline=base)
+    except ParityError as exc:
+        return None, None, str(exc)
+    if result.reproduction_error > REPRODUCTION_TOLERANCE:
+        return None, graph, (f"with k = 1 the replay gives a step {result.reproduction_error:.1%} "
+                             "off the measured one; the graph does not explain this trace")
+    return result, graph, None
+
+
+def _boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
+    """Step starts per marker thread, for host-mode step barriers between threads."""
+    if timeline.mode != "host" or len(timeline.lane_keys) < 2:
+        return None
+    marks = np.flatnonzero(table.kind == Kind.STEP)
+    out: dict[tuple[int, int, int], list[int]] = {}
+    for row in marks.tolist():
+        key = (int(table.rank[row]), -1, int(table.stream[row]))
+        out.setdefault(key, []).extend([int(table.start_ns[row]), int(table.end_ns[row])])
+    return {k: sorted(set(v)) for k, v in out.items()} or None
+
+
+def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
+    out = []
+    if fo and bd and not (bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9):
+        out.append(f"first-order speedup {fo.speedup:.3f} lies outside the bounds "
+                   f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
+                   "lane, so the first order misses it")
+    if rp and bd and not (bd.low - 1e-9 <= rp.speedup <= bd.high + 1e-9):
+        out.append(f"replay speedup {rp.speedup:.3f} lies outside the bounds "
+                   f"[{bd.low:.3f}, {bd.high:.3f}]: idle gaps are not fixed (the device waits on "
+                   "the host, or threads wait on each other), which the bounds assume")
+    return out

@@ -1,0 +1,85 @@
+"""Sensitivity: speedup against k for each category, every method, ready to plot.
+
+For each category with compute time in the window and each ``k`` in :data:`FACTORS`
+(``1.25, 1.5, 2, 4, inf``): the first-order speedup, the bounds, and the replayed speedup when
+a dependency graph is given. One replay per (category, k) point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from parity.trace.whatif.bounds import bounds
+from parity.trace.whatif.first_order import first_order
+from parity.trace.whatif.graph import DependencyGraph
+from parity.trace.whatif.replay import baseline_steps, replay
+from parity.trace.whatif.selection import Scale, Window, scale_factors
+from parity.trace.whatif.timeline import Timeline
+
+FACTORS = (1.25, 1.5, 2.0, 4.0, math.inf)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sensitivity:
+    """``rows``: one dict per (category, k) with ``first_order``, ``low``, ``high``, ``replay``."""
+
+    factors: tuple[float, ...]
+    categories: tuple[str, ...]
+    rows: tuple[dict, ...]
+
+    def series(self, category: str, method: str) -> list[float | None]:
+        """Speedups of one category by one method, in the order of ``factors``."""
+        return [r[method] for r in self.rows if r["category"] == category]
+
+    def to_dict(self) -> dict:
+        return {
+            "factors": ["inf" if math.isinf(k) else k for k in self.factors],
+            "categories": list(self.categories),
+            "rows": [dict(r, k="inf" if math.isinf(r["k"]) else r["k"]) for r in self.rows],
+            "series": {c: {m: self.series(c, m) for m in ("first_order", "low", "high", "replay")}
+                       for c in self.categories},
+        }
+
+
+def categories_present(timeline: Timeline, window: Window) -> list[str]:
+    """Categories of compute nodes inside the window, largest summed time first."""
+    m = timeline.compute & (timeline.end_ns > window.start_ns) & (timeline.start_ns < window.end_ns)
+    labels = timeline.category[m].astype(str)
+    if not len(labels):
+        return []
+    dur = (np.minimum(timeline.end_ns[m], window.end_ns)
+           - np.maximum(timeline.start_ns[m], window.start_ns))
+    unique, inverse = np.unique(labels, return_inverse=True)
+    total = np.bincount(inverse.reshape(-1), weights=dur)
+    return [str(unique[i]) for i in np.argsort(-total, kind="stable") if total[i] > 0]
+
+
+def sensitivity(
+    timeline: Timeline,
+    window: Window,
+    graph: DependencyGraph | None,
+    *,
+    factors: tuple[float, ...] = FACTORS,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Sensitivity:
+    """The speedup table over ``categories x factors``."""
+    cats = categories_present(timeline, window)
+    base = baseline_steps(graph, window) if graph is not None else None
+    rows = []
+    total = len(cats) * len(factors)
+    for c in cats:
+        for k in factors:
+            scale = [Scale(selector=c, k=k)]
+            fo = first_order(timeline, window, scale)
+            bd = bounds(timeline, window, scale)
+            rp = (replay(graph, window, scale_factors(timeline, scale), baseline=base).speedup
+                  if graph is not None else None)
+            rows.append({"category": c, "k": k, "first_order": fo.speedup, "low": bd.low,
+                         "high": bd.high, "replay": rp})
+            if progress:
+                progress("sensitivity", len(rows), total)
+    return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows))
