@@ -1,0 +1,172 @@
+"""Memory bandwidth across transfer sizes: copy, read, write, triad and host<->device copies.
+
+Each case is one operation at one size (the size of one operand array); the harness times it
+(``parity.timing.measure``: warm-up, cache flushed before each call unless ``flush`` is false,
+raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
+every point against the measured ceiling (the largest device-to-device copy, bytes read plus
+written) and the datasheet peak where the device has an entry.
+
+On the CPU, torch runs these operations on several threads: the count is set from the
+``threads`` option when given and always recorded with each case.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
+from parity.bench.membw_summary import summarize_membw
+from parity.bench.suite import CaseSpec
+from parity.metrics.bandwidth import (
+    NVBANDWIDTH_CONVENTION,
+    STREAM_CONVENTION,
+    bandwidth_gbps,
+    bytes_moved,
+)
+from parity.model.errors import ParityError
+from parity.model.result import CaseResult
+
+log = logging.getLogger(__name__)
+
+KIB = 1024
+MIN_BYTES = KIB
+MAX_BYTES = 4 * KIB**3
+# --quick stops here: the largest size a 2-core CPU sweeps, four operations, within a minute.
+QUICK_MAX_BYTES = 64 * KIB**2
+# Never let a case's operands take more than this share of the free memory.
+FREE_MEMORY_SHARE = 0.5
+
+
+def transfer_sizes(*, min_bytes: int, max_bytes: int, per_octave: int) -> list[int]:
+    """Log-spaced sizes ``min·2^(k/per_octave)`` up to ``max``, rounded to multiples of 256 B
+    (1 KiB and up are exact powers of two when ``per_octave`` is 1)."""
+    if min_bytes < 4 or max_bytes < min_bytes or per_octave < 1:
+        raise ParityError(
+            f"size range {min_bytes}..{max_bytes} B with {per_octave} per octave is invalid; "
+            "give 4 <= min <= max and at least one point per octave"
+        )
+    steps = int(math.floor(math.log2(max_bytes / min_bytes) * per_octave + 1e-9))
+    sizes = {int(round(min_bytes * 2 ** (k / per_octave) / 256.0)) * 256 or min_bytes for k in range(steps + 1)}
+    return sorted(s for s in sizes if min_bytes <= s <= max_bytes)
+
+
+def free_memory_bytes(device: Any) -> int | None:
+    """Bytes free for new tensors on ``device`` (host MemAvailable on the CPU), None if unknown."""
+    if device.type == "cpu":
+        try:
+            for line in open("/proc/meminfo", encoding="ascii"):
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return device.properties().memory_bytes
+    import torch
+
+    backend = getattr(torch, device.type, None)
+    if backend is not None and hasattr(backend, "mem_get_info"):
+        free, _ = backend.mem_get_info(device.index or 0)
+        return int(free)
+    return device.properties().memory_bytes
+
+
+def _ops(device: Any, options: dict[str, Any]) -> list[str]:
+    wanted = options.get("ops")
+    available = list(DEVICE_OPS) + ([] if device.type == "cpu" else list(HOST_OPS))
+    if not wanted:
+        return available
+    ops = [o.strip() for o in (wanted.split(",") if isinstance(wanted, str) else wanted)]
+    for op in ops:
+        if op not in DEVICE_OPS + HOST_OPS:
+            raise ParityError(f"unknown membw op {op!r}; known: {', '.join(DEVICE_OPS + HOST_OPS)}")
+        if op in HOST_OPS and device.type == "cpu":
+            raise ParityError(f"op {op!r} needs an accelerator; the CPU has no host-device copy")
+    return ops
+
+
+class MembwSuite:
+    """Bandwidth against transfer size for each memory operation."""
+
+    name = "membw"
+    description = "memory bandwidth across transfer sizes: copy, read, write, triad, host<->device"
+
+    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+        per_octave = int(options.get("per_octave", 1 if quick else 2))
+        top = int(options.get("max_bytes", QUICK_MAX_BYTES if quick else MAX_BYTES))
+        bottom = int(options.get("min_bytes", MIN_BYTES))
+        free = free_memory_bytes(device)
+        props = device.properties()
+        common = {
+            "device": device.name,
+            "device_name": props.name,
+            "llc_bytes": props.llc_bytes,
+            "dtype": str(options.get("dtype", "float32")),
+            "flush": bool(options.get("flush", True)),
+        }
+        cases = []
+        for op in _ops(device, options):
+            cap = top if free is None else min(top, int(free * FREE_MEMORY_SHARE / operand_count(op)))
+            for size in transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave):
+                cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
+                cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}",
+                                      params={**common, "op": op, "bytes": size}, cost=cost))
+        if free is not None and top > cap:
+            log.info("sizes capped at %d B by free memory (%d B free)", cap, free)
+        return cases
+
+    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+        from parity.timing import measure
+
+        threads = _set_threads(device, options.get("threads"))
+        params = {**case.params, "threads": threads}
+        work = MemoryOp(op=params["op"], nbytes=int(params["bytes"]), device=device, dtype=params["dtype"])
+        try:
+            work.prepare()
+        except RuntimeError as exc:  # out of memory is a row with an error, the sweep goes on
+            return CaseResult(suite=self.name, key=case.key, params=params, error=f"allocation failed: {exc}".splitlines()[0])
+        try:
+            m = measure(
+                work, device=device, warmup_s=float(options.get("warmup_s", 0.02)),
+                budget_s=float(options.get("budget_s", 0.1)), min_samples=int(options.get("min_samples", 5)),
+                max_samples=int(options.get("max_samples", 2000)), flush_cache=params["flush"],
+            )
+            check = work.check()
+        finally:
+            work.release()
+        moved = bytes_moved(base_op(params["op"]), work.numel * _itemsize(params["dtype"]))
+        median_s = m.summary.median
+        metrics = {
+            "operand_bytes": work.numel * _itemsize(params["dtype"]),
+            "bytes_moved": moved,
+            "median_s": median_s,
+            "iqr_s": m.summary.iqr,
+            "ci95_s": [m.summary.ci_low, m.summary.ci_high],
+            "gbps": bandwidth_gbps(moved, median_s),
+            "convention": STREAM_CONVENTION,
+            "operand_gbps": bandwidth_gbps(moved / bytes_moved(base_op(params["op"]), 1), median_s),
+            "operand_convention": NVBANDWIDTH_CONVENTION,
+            "threads": threads,
+        }
+        return CaseResult(suite=self.name, key=case.key, params=params, samples={"main": m.samples},
+                          metrics=metrics, check=check, findings=m.findings, telemetry=m.telemetry)
+
+    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+        return summarize_membw(results)
+
+
+def _itemsize(dtype: str) -> int:
+    import torch
+
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def _set_threads(device: Any, threads: Any) -> int | None:
+    """Set torch's intra-op thread count on the CPU when asked; return the count in use."""
+    if device.type != "cpu":
+        return None
+    import torch
+
+    if threads:
+        torch.set_num_threads(int(threads))
+    return int(torch.get_num_threads())
