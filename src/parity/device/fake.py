@@ -2,7 +2,8 @@
 
 Its timers return the scripted durations in order (cycling when the script runs out), and every
 operation the harness performs on it is appended to ``ops``: ``mark:<phase>``, ``flush``,
-``start``, ``stop``, ``sync``, ``capture``, ``replay``. Work functions can add ``call`` with
+``start``, ``stop``, ``sync``, ``capture``, ``replay``. Scripted telemetry readings let tests
+exercise the throttling checks. Work functions can add ``call`` with
 ``device.record("call")``, so a test can assert the whole protocol order.
 """
 
@@ -52,6 +53,7 @@ class FakeDevice(Device):
         resolution_s: float = 1e-9,
         llc_bytes: int = 1 << 20,
         graphs: bool = False,
+        telemetry: Sequence[dict[str, Any]] = (),
     ) -> None:
         super().__init__(index=index)
         if not durations_s or any(d < 0 for d in durations_s):
@@ -60,6 +62,7 @@ class FakeDevice(Device):
         self.resolution_s = resolution_s
         self.llc_bytes = llc_bytes
         self.supports_graphs = graphs  # type: ignore[misc]
+        self.telemetry_script = [dict(r) for r in telemetry]
         self.ops: list[str] = []
         self._next = 0
 
@@ -115,6 +118,10 @@ class FakeDevice(Device):
             llc_bytes=self.llc_bytes,
         )
 
+    def telemetry_sources(self) -> list[Any]:
+        """A source that returns the scripted readings in order (the last one repeats)."""
+        return [ScriptedTelemetry(self.telemetry_script)] if self.telemetry_script else []
+
     def graph_replay(self, fn: Any, *, calls: int) -> Any:
         """Run ``fn`` ``calls`` times as the "capture"; each replay logs ``replay``."""
         if not self.supports_graphs:
@@ -123,3 +130,23 @@ class FakeDevice(Device):
         for _ in range(calls):
             fn()
         return lambda: self.record("replay")
+
+
+class ScriptedTelemetry:
+    """Telemetry readings from a script, for tests of throttling findings."""
+
+    name = "scripted"
+
+    def __init__(self, readings: list[dict[str, Any]]) -> None:
+        self._readings = readings
+        self._next = 0
+
+    def read(self) -> dict[str, Any]:
+        reading = self._readings[min(self._next, len(self._readings) - 1)]
+        self._next += 1
+        return dict(reading)
+
+    def unavailable(self) -> dict[str, str]:
+        from parity.device.telemetry import METRICS
+
+        return {m: "not in the script" for m in METRICS if m not in self._readings[0]}
