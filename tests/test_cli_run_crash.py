@@ -1,0 +1,80 @@
+"""A real ``parity run`` killed with SIGKILL mid-way, then resumed: every case exactly once.
+
+The run measures the test-only ``tiny`` suite (``tests/test_runner.py``) on the real CPU device,
+loaded through ``PARITY_PLUGINS``, into a real SQLite file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+CASES = 20
+
+
+def _env(db: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
+    env["PARITY_PLUGINS"] = "test_runner:TinySuite"
+    env["PARITY_DB"] = str(db)
+    return env
+
+
+def _stored(db: Path) -> list[tuple[str, str, int]]:
+    """(run_id, key, copies) for every stored case, read by an independent connection."""
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return conn.execute(
+            "SELECT run_id, key, count(*) FROM cases GROUP BY run_id, key ORDER BY key"
+        ).fetchall()
+    except sqlite3.OperationalError:  # tables not created yet
+        return []
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_sigkill_mid_run_then_resume_keeps_every_case_once(tmp_path: Path) -> None:
+    db = tmp_path / "crash.sqlite"
+    command = [sys.executable, "-m", "parity", "run", "--device", "cpu", "--suite", "tiny",
+               "--set", f"tiny.cases={CASES}", "--set", "tiny.sleep_s=0.1"]
+    proc = subprocess.Popen(command, env=_env(db), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(_stored(db)) < 3:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the run stored no case within 60 s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    before = _stored(db)
+    assert 3 <= len(before) < CASES, "the kill should land mid-run"
+    (run_id,) = {row[0] for row in before}
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "parity", "run", "--resume", run_id, "--json", str(tmp_path / "r.json")],
+        env=_env(db), capture_output=True, text=True, timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    after = _stored(db)
+    assert [key for _, key, _ in after] == [f"case-{i:03d}" for i in range(CASES)]
+    assert all(copies == 1 and rid == run_id for rid, _, copies in after)
+    doc = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert doc["ok"] is True and doc["run"]["status"] == "complete"
+    assert (doc["skipped"], doc["measured"]) == (len(before), CASES - len(before))
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
