@@ -84,20 +84,26 @@ NPU_SMI_KEYS = (
 
 
 def parse_npu_smi(text: str) -> dict[str, float]:
-    """Metrics from ``npu-smi info -t ... -i ID`` output (one ``key : value`` pair a line)."""
-    out: dict[str, float] = {}
+    """Metrics from ``npu-smi info -t ... -i ID`` output (one ``key : value`` pair a line).
+
+    Patterns are tried in order, so the current AI-core clock wins over the nominal one.
+    """
+    pairs = []
     for line in text.splitlines():
         key, sep, value = line.partition(":")
-        if not sep:
+        if sep:
+            pairs.append((key.strip(), value.strip()))
+    out: dict[str, float] = {}
+    for pattern, metric in NPU_SMI_KEYS:
+        if metric in out:
             continue
-        key, value = key.strip(), value.strip()
-        for pattern, metric in NPU_SMI_KEYS:
-            if pattern.search(key) and metric not in out:
+        for key, value in pairs:
+            if pattern.search(key):
                 try:
                     out[metric] = float(value.split()[0])
+                    break
                 except (ValueError, IndexError):
-                    pass
-                break
+                    continue
     return out
 
 
