@@ -1,0 +1,151 @@
+"""Load profiler traces of any supported format into one :class:`ActivityTable`.
+
+``load_trace`` takes a file, a folder or a list of them. Each file (or Ascend ``*_ascend_pt``
+folder) is one rank; its format is detected from its content (:mod:`.readers.detect`). A folder
+that is not itself an Ascend output is a folder of ranks: its trace files (``*.json``,
+``*.json.gz``, ``*.sqlite``, ``*.db``) and Ascend output folders are read. Several ranks are
+stacked into one table with the ``rank`` column set from each file (Kineto
+``distributedInfo.rank``, Ascend ``rank_id``, else a ``rank`` number in the file name).
+
+Choices on bad input (each documented again in the reader that makes it):
+    - unreadable, truncated or corrupt file, empty trace: :class:`ParityError` naming the file;
+    - two files claiming the same rank: ParityError naming both (a mixed folder, e.g. two runs);
+    - device activities overlapping on one stream: kept, and a counted warning in
+      ``meta["warnings"]`` (busy time is a union, so overlap never counts twice).
+
+Progress: ``progress(done, total, label)`` is called as reading advances, ``done`` and
+``total`` in bytes of input over all files.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from parity.model.errors import ParityError
+from parity.trace.readers.ascend_db import read_ascend_db
+from parity.trace.readers.ascend_text import OUTPUT, read_ascend_text
+from parity.trace.readers.columns import stream_overlap_warning
+from parity.trace.readers.detect import ascend_db_in, detect
+from parity.trace.readers.kineto import read_kineto
+from parity.trace.readers.nsys import read_nsys
+from parity.trace.table import ActivityTable
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int, str], None]
+_TRACE_FILE = re.compile(r"\.(json|json\.gz|gz|sqlite|sqlite3|db)$", re.IGNORECASE)
+_NOT_RANKS = {"analysis.db"}
+
+
+def load_trace(paths: str | Path | list, *, progress: Progress | None = None) -> ActivityTable:
+    """Read every trace in ``paths`` (see the module docstring) into one table."""
+    items = [Path(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+    if not items:
+        raise ParityError("no trace paths given; pass a trace file or folder")
+    units = [unit for item in items for unit in _expand(item)]
+    sizes = [_size(u) for u in units]
+    total, done = sum(sizes), 0
+    tables = []
+    for unit, size in zip(units, sizes):
+        offset = done
+
+        def report(now: int, _of: int, label: str, offset=offset, size=size) -> None:
+            if progress is not None:
+                progress(offset + min(now, size), total, label)
+
+        table = read_one(unit, progress=report)
+        warning = stream_overlap_warning(table)
+        if warning:
+            table.meta["warnings"].append(warning)
+        for message in table.meta["warnings"]:
+            log.warning("%s: %s", unit, message)
+        tables.append(table)
+        done += size
+        if progress is not None:
+            progress(done, total, str(unit))
+    _check_ranks(tables)
+    if len(tables) == 1:
+        return tables[0]
+    return _stack(tables)
+
+
+def read_one(path: Path, *, progress: Progress | None = None) -> ActivityTable:
+    """One rank's trace, in whichever format :func:`detect` finds."""
+    fmt = detect(path)
+    if fmt == "ascend-text":
+        return read_ascend_text(path, progress=progress)
+    if fmt == "ascend-db":
+        if path.is_dir():
+            output = path / OUTPUT if (path / OUTPUT).is_dir() else path
+            path = ascend_db_in(output)
+        return read_ascend_db(path, progress=progress)
+    if fmt == "nsys":
+        return read_nsys(path, progress=progress)
+    return read_kineto(path, progress=progress)
+
+
+def _expand(path: Path) -> list[Path]:
+    """A file, an Ascend folder, or the traces inside a folder of ranks."""
+    if not path.exists():
+        raise ParityError(f"{path}: no such file or folder")
+    if not path.is_dir() or _is_ascend_folder(path):
+        return [path]
+    units = [
+        child
+        for child in sorted(path.iterdir())
+        if (child.is_dir() and _is_ascend_folder(child))
+        or (child.is_file() and _TRACE_FILE.search(child.name) and child.name not in _NOT_RANKS)
+    ]
+    if not units:
+        raise ParityError(
+            f"{path}: folder holds no trace files (*.json, *.json.gz, *.sqlite, *.db) or "
+            f"Ascend output folders; pass the trace files themselves"
+        )
+    return units
+
+
+def _is_ascend_folder(path: Path) -> bool:
+    return (path / OUTPUT).is_dir() or path.name == OUTPUT
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) or 1
+
+
+def _check_ranks(tables: list[ActivityTable]) -> None:
+    """Two inputs claiming one rank mean mixed runs or a copied file: refuse to merge them."""
+    if len(tables) < 2:
+        return
+    seen: dict[int, ActivityTable] = {}
+    for table in tables:
+        for rank in table.meta.get("ranks", [0]):
+            if rank in seen:
+                first = seen[rank].meta
+                raise ParityError(
+                    f"{first['source']} and {table.meta['source']} both claim rank {rank} "
+                    f"(from {first.get('rank_source')} and {table.meta.get('rank_source')}); "
+                    "pass the files of one run, one per rank"
+                )
+            seen[rank] = table
+
+
+def _stack(tables: list[ActivityTable]) -> ActivityTable:
+    stacked = ActivityTable.concat(tables)
+    formats = sorted({t.meta.get("format") for t in tables})
+    meta = dict(stacked.meta)
+    meta.update(
+        source=[t.meta.get("source") for t in tables],
+        format=formats[0] if len(formats) == 1 else "mixed",
+        ranks=sorted(r for t in tables for r in t.meta.get("ranks", [])),
+        warnings=[f"{t.meta.get('source')}: {w}" for t in tables for w in t.meta["warnings"]],
+        step_trace=[dict(row, rank=t.meta["ranks"][0]) for t in tables
+                    for row in t.meta.get("step_trace") or []],
+    )  # fmt: skip
+    return ActivityTable(
+        **{c: getattr(stacked, c) for c in ActivityTable.COLUMNS},
+        names=stacked.names, extra=stacked.extra, meta=meta,
+    )

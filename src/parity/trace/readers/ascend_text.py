@@ -1,0 +1,354 @@
+"""torch_npu's Ascend profiler text output: ``*_ascend_pt/ASCEND_PROFILER_OUTPUT``.
+
+``trace_view.json`` is a Chrome trace (a top-level array) with string microsecond timestamps.
+Its processes are told apart by their ``process_name`` metadata:
+
+- ``Ascend Hardware``: device tasks, one thread per stream (``Stream N``). ``MEMCPY_ASYNC``
+  tasks become ``Kind.MEMCPY``, ``EVENT_RECORD``/``EVENT_WAIT`` become ``Kind.SYNC``
+  (``sync_type`` holds the name), all others ``Kind.KERNEL``. ``args["Task Type"]`` is kept
+  in the ``task_type`` extra column, ``connection_id`` in ``correlation``.
+- ``HCCL``: a ``Group N Communication`` thread holds the collective operations (``hcom_*``):
+  they become ``Kind.KERNEL`` rows with ``task_type = "HCCL"`` on the stream their plane
+  tasks name (``args["stream id"]``); the ``Plane N`` sub-tasks, which repeat the hardware
+  tasks of that stream, are kept as ``Kind.OTHER``.
+- ``CANN``: ``AscendCL@...`` API calls, ``Kind.RUNTIME`` (their ``connection_id`` links to
+  the tasks they launched).
+- the Python process: ``cpu_op`` rows are ``Kind.CPU_OP``, ``ProfilerStep#N`` is
+  ``Kind.STEP``, the rest ``Kind.OTHER``.
+- ``Overlap Analysis`` (the profiler's own derived Computing/Communication/Free lanes) and
+  counters are not read: the analysis recomputes those figures from the tasks.
+
+``kernel_details.csv`` is joined to the task rows by name and start time: its ``Accelerator
+Core`` (AI_CORE, AI_VECTOR_CORE, MIX_AIV, ...) wins over the trace's ``Task Type`` in the
+``accelerator_core`` column, and its ``Step Id`` sets the row's step. ``step_trace_time.csv``
+rows go to ``meta["step_trace"]`` as dicts of floats (µs) keyed by the CSV header.
+
+Bad input: as for Kineto JSON (see :mod:`.kineto`); a ``kernel_details.csv`` row that matches
+no task is counted in ``meta["warnings"]``; an unreadable CSV is a :class:`ParityError`.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from parity.model.errors import ParityError
+from parity.trace.readers.columns import Columns, assign_steps, parse_us_text, times_to_ns
+from parity.trace.readers.jsonstream import EventStream
+from parity.trace.table import NO_ID, ActivityTable, Kind
+
+OUTPUT = "ASCEND_PROFILER_OUTPUT"
+TRACE_VIEW = "trace_view.json"
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+_NUMBER = re.compile(r"(\d+)\s*$")
+_RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
+JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
+COMM_TASK_TYPES = {"Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "SDMA",
+                   "Write Value", "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy"}  # fmt: skip
+CORE_TYPES = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}
+EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
+             tid=np.int64)  # fmt: skip
+Progress = Callable[[int, int, str], None]
+
+
+def output_dir(path: Path) -> Path:
+    """The ``ASCEND_PROFILER_OUTPUT`` folder for a ``*_ascend_pt`` folder, itself, or a file in it."""
+    if path.is_file():
+        return path.parent
+    if (path / OUTPUT).is_dir():
+        return path / OUTPUT
+    return path
+
+
+def read_ascend_text(path: Path, *, progress: Progress | None = None) -> ActivityTable:
+    """Read one rank's Ascend text output (folder or its ``trace_view.json``)."""
+    folder = output_dir(path)
+    trace = folder / TRACE_VIEW
+    if not trace.is_file():
+        raise ParityError(f"{path}: no {OUTPUT}/{TRACE_VIEW}; export the profile as text")
+    stream = EventStream(trace)
+    events: list = []
+    for _first, block in stream:
+        events.extend(block)
+        if progress is not None:
+            progress(stream.bytes_read, stream.total_bytes, str(trace))
+    lanes = _lanes(events)
+    cols = Columns()
+    warnings: list[str] = []
+    _rows(trace, events, lanes, cols, warnings)
+    del events
+    if cols.rows == 0:
+        raise ParityError(f"{trace}: empty trace (no complete 'X' events)")
+    rank, rank_source = _rank(folder)
+    meta = {
+        "source": str(path), "format": "ascend-text", "clock_unit": "us", "ranks": [rank],
+        "rank_source": rank_source, "warnings": warnings,
+        "step_trace": read_step_trace(folder / "step_trace_time.csv"),
+    }  # fmt: skip
+    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = _join_kernel_details(table, folder / "kernel_details.csv", warnings)
+    return _finish(table, rank)
+
+
+def _lanes(events: list) -> dict:
+    """pid -> process name and (pid, tid) -> thread name from the metadata events."""
+    process, thread = {}, {}
+    for e in events:
+        if type(e) is dict and e.get("ph") == "M" and isinstance(e.get("args"), dict):
+            name = e["args"].get("name")
+            if e.get("name") == "process_name" and isinstance(name, str):
+                process[e.get("pid")] = name
+            elif e.get("name") == "thread_name" and isinstance(name, str):
+                thread[(e.get("pid"), e.get("tid"))] = name
+    return {"process": process, "thread": thread}
+
+
+def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list) -> None:
+    process, thread = lanes["process"], lanes["thread"]
+    kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where = (
+        [] for _ in range(12)
+    )
+    plane_streams: list[tuple[int, int]] = []  # (row, stream id) of HCCL plane tasks
+    skipped = 0
+    for i, e in enumerate(events):
+        if type(e) is not dict:
+            skipped += 1
+            continue
+        if e.get("ph") != "X":
+            continue
+        try:
+            row = _classify(e, process.get(e.get("pid"), ""), thread)
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise ParityError(f"{trace}: event {i} is malformed ({exc}); the trace is corrupt") from None
+        if row is None:
+            continue
+        kind, stream, task_type, plane_stream = row
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        corr = args.get("connection_id")
+        kinds.append(int(kind))
+        names.append(cols.intern(str(e.get("name", ""))))
+        ts.append(e.get("ts"))
+        durs.append(e.get("dur"))
+        devs.append(0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID)
+        streams.append(stream)
+        corrs.append(corr if type(corr) is int else _int_text(corr))
+        types.append(task_type)
+        syncs.append(e.get("name") if kind == Kind.SYNC else None)
+        pids.append(e.get("pid") if type(e.get("pid")) is int else NO_ID)
+        tids.append(e.get("tid") if type(e.get("tid")) is int else NO_ID)
+        where.append(i)
+        if plane_stream is not None:
+            plane_streams.append((len(kinds) - 1, plane_stream))
+    if skipped:
+        warnings.append(f"{skipped} entries of the event array are not objects; skipped")
+    if not kinds:
+        return
+    index = np.asarray(where)
+    start = times_to_ns(ts, path=trace, first=0, what="ts", index=index)
+    dur = times_to_ns(durs, path=trace, first=0, what="dur", index=index)
+    if (dur < 0).any():
+        bad = int(index[np.flatnonzero(dur < 0)[0]])
+        raise ParityError(f"{trace}: event {bad} has a negative dur; the trace is corrupt")
+    stream_col = np.asarray(streams, dtype=np.int64)
+    kind_col = np.asarray(kinds, dtype=np.int8)
+    _place_hccl_ops(kind_col, np.asarray(types, dtype=object), stream_col, start, start + dur,
+                    plane_streams)  # fmt: skip
+    n = len(kinds)
+    cols.add(
+        rank=np.zeros(n, np.int32), device=np.asarray(devs, np.int32), stream=stream_col,
+        kind=kind_col, name_id=np.asarray(names, np.int32), start_ns=start, end_ns=start + dur,
+        correlation=np.asarray(corrs, np.int64), step=np.full(n, -1, np.int32),
+        task_type=np.asarray(types, dtype=object), accelerator_core=np.full(n, None, object),
+        sync_type=np.asarray(syncs, dtype=object), pid=np.asarray(pids, np.int64),
+        tid=np.asarray(tids, np.int64),
+    )  # fmt: skip
+
+
+def _classify(e: dict, process: str, thread: dict):
+    """(kind, stream, task_type, plane_stream) for one complete event, or None to skip it."""
+    pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
+    args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    tid_int = tid if type(tid) is int else NO_ID
+    if process == "Ascend Hardware":
+        task_type = args.get("Task Type")
+        stream = _number(thread.get((pid, tid), ""), tid_int)
+        if name == "MEMCPY_ASYNC":
+            return Kind.MEMCPY, stream, task_type, None
+        if name in _SYNC_TASKS:
+            return Kind.SYNC, stream, task_type, None
+        return Kind.KERNEL, stream, task_type, None
+    if process == "HCCL":
+        if thread.get((pid, tid), "").endswith("Communication"):
+            return Kind.KERNEL, NO_ID, "HCCL", None
+        plane = args.get("stream id")
+        return Kind.OTHER, tid_int, args.get("task type"), plane if type(plane) is int else None
+    if process == "CANN":
+        return Kind.RUNTIME, tid_int, None, None
+    if process == "Overlap Analysis":
+        return None
+    if isinstance(name, str) and _STEP.match(name):
+        return Kind.STEP, tid_int, None, None
+    if e.get("cat") == "cpu_op":
+        return Kind.CPU_OP, tid_int, None, None
+    return Kind.OTHER, tid_int, None, None
+
+
+def _place_hccl_ops(kind, types, stream, start, end, plane_streams) -> None:
+    """Give each HCCL operation the stream its tasks ran on (in place).
+
+    The stream comes from the first HCCL plane task inside the operation (``stream id``), or,
+    without plane rows (profiler level 0), from the first hardware task of a communication
+    type (Notify Wait, SDMA, ...) inside it; 0 when neither exists.
+    """
+    ops = np.flatnonzero((types == "HCCL") & (kind == Kind.KERNEL))
+    if len(ops) == 0:
+        return
+    if plane_streams:
+        rows = np.array([r for r, _ in plane_streams])
+        lanes = np.array([s for _, s in plane_streams])
+    else:
+        rows = np.flatnonzero(np.isin(types, list(COMM_TASK_TYPES)) & (kind == Kind.KERNEL))
+        lanes = stream[rows]
+    for op in ops:
+        inside = (start[rows] >= start[op]) & (start[rows] <= end[op])
+        stream[op] = int(lanes[inside][0]) if inside.any() else 0
+
+
+def _number(label: str, default: int) -> int:
+    match = _NUMBER.search(label)
+    return int(match.group(1)) if match else default
+
+
+def _int_text(value) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return NO_ID
+
+
+def _rank(folder: Path) -> tuple[int, str]:
+    for info in sorted(folder.parent.glob("profiler_info_*.json")):
+        try:
+            rank = orjson.loads(info.read_bytes()).get("rank_id")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if type(rank) is int and rank >= 0:
+            return rank, "profiler_info"
+    match = _RANK_DIR.search(folder.parent.name) or _RANK_DIR.search(folder.name)
+    if match:
+        return int(match.group(1)), "folder name"
+    return 0, "assumed"
+
+
+def read_step_trace(path: Path) -> list[dict]:
+    """Rows of ``step_trace_time.csv`` as dicts (numbers as floats, µs; ``Step`` as int)."""
+    if not path.is_file():
+        return []
+    rows = []
+    for record in _csv_rows(path):
+        row = {}
+        for key, value in record.items():
+            if key is None:
+                continue
+            text = (value or "").strip()
+            try:
+                row[key.strip()] = float(text) if key.strip() != "Step" else int(float(text))
+            except ValueError:
+                row[key.strip()] = text
+        rows.append(row)
+    return rows
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            return list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ParityError(f"{path}: unreadable CSV ({exc}); export the profile again") from None
+
+
+def _join_kernel_details(table: ActivityTable, path: Path, warnings: list) -> ActivityTable:
+    """Set ``accelerator_core`` (kernel_details wins, else Task Type) and steps from the CSV."""
+    cores = np.array(table.extra["task_type"], dtype=object)
+    cores = np.where(np.isin(cores, list(CORE_TYPES)), cores, None)
+    step = table.step.copy()
+    if path.is_file():
+        lookup = _TaskLookup(table)
+        unmatched = 0
+        for record in _csv_rows(path):
+            try:
+                start = parse_us_text(record["Start Time(us)"].strip(" \t\""))
+                row = lookup.find(record["Name"], start)
+            except (KeyError, ValueError, AttributeError):
+                row = None
+            if row is None:
+                unmatched += 1
+                continue
+            core = (record.get("Accelerator Core") or "").strip()
+            if core and core != "N/A":
+                cores[row] = core
+            step_id = (record.get("Step Id") or "").strip()
+            if step_id.isdigit():
+                step[row] = int(step_id)
+        if unmatched:
+            warnings.append(f"{unmatched} rows of {path.name} match no task in {TRACE_VIEW}")
+    extra = dict(table.extra, accelerator_core=cores)
+    return ActivityTable(**{c: getattr(table, c) for c in ActivityTable.COLUMNS if c != "step"},
+                         step=step, names=table.names, extra=extra, meta=table.meta)  # fmt: skip
+
+
+class _TaskLookup:
+    """Device rows by name and start time, matched to within :data:`JOIN_TOLERANCE_NS`.
+
+    kernel_details.csv and trace_view.json round the same start differently in the last
+    digit (``...175.672`` against ``...175.673``), so the join takes the nearest unused row of
+    that name within the tolerance.
+    """
+
+    def __init__(self, table: ActivityTable) -> None:
+        self.by_name: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        rows = np.flatnonzero(np.isin(table.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC)))
+        order = rows[np.argsort(table.start_ns[rows], kind="stable")]
+        groups: dict[str, list[int]] = {}
+        for row in order.tolist():
+            groups.setdefault(table.names[table.name_id[row]], []).append(row)
+        for name, members in groups.items():
+            idx = np.array(members)
+            self.by_name[name] = (table.start_ns[idx], idx)
+        self.used: set[int] = set()
+
+    def find(self, name: str, start_ns: int) -> int | None:
+        if name not in self.by_name:
+            return None
+        starts, rows = self.by_name[name]
+        pos = int(np.searchsorted(starts, start_ns))
+        best = None
+        for j in (pos - 1, pos, pos + 1):
+            if 0 <= j < len(starts) and int(rows[j]) not in self.used:
+                gap = abs(int(starts[j]) - start_ns)
+                if gap <= JOIN_TOLERANCE_NS and (best is None or gap < best[0]):
+                    best = (gap, int(rows[j]))
+        if best is None:
+            return None
+        self.used.add(best[1])
+        return best[1]
+
+
+def _finish(table: ActivityTable, rank: int) -> ActivityTable:
+    """Rank column, ProfilerStep numbers, and steps for rows kernel_details did not place."""
+    numbers = np.array([int(m.group(1)) if (m := _STEP.match(n)) else -1 for n in table.names]
+                       or [-1], dtype=np.int64)  # fmt: skip
+    step = table.step.copy()
+    is_step = table.kind == Kind.STEP
+    step[is_step] = numbers[table.name_id[is_step]]
+    placed = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
+                          correlation=table.correlation, step=step)  # fmt: skip
+    step = np.where(step >= 0, step, placed).astype(np.int32)
+    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
+    columns.update(rank=np.full(len(table), rank, np.int32), step=step)
+    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)

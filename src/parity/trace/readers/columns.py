@@ -1,0 +1,226 @@
+"""Shared pieces of every reader: column accumulation, exact time conversion, step assignment.
+
+Times: trace formats give microseconds as floats (Kineto), strings (Ascend) or integer
+nanoseconds (SQLite exports). Everything becomes ``int64`` nanoseconds. A microsecond float is
+split into its integer part (exact in a float64 below 2**53) and its fraction, which is rounded
+to the nanosecond, so ``1736408883704643.212`` becomes ``1736408883704643212`` exactly whenever
+the float still holds the nanosecond (below about 4.4e12 us; larger fractional values are
+handled by :mod:`.jsonstream` rewriting the text before parsing).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.table import NO_ID, ActivityTable, Kind
+
+INT64_DTYPES = dict(
+    rank=np.int32, device=np.int32, stream=np.int64, kind=np.int8, name_id=np.int32,
+    start_ns=np.int64, end_ns=np.int64, correlation=np.int64, step=np.int32,
+)  # fmt: skip
+MAX_US = 9.0e15  # |t| above this (in us) overflows int64 nanoseconds
+
+
+class Columns:
+    """Numpy column blocks appended by a reader, plus the name dictionary.
+
+    ``names`` maps a string to its id; readers look names up with ``names.get`` and add new
+    ones with :meth:`intern` (a dict lookup per event, the cheapest dictionary encoding).
+    """
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.blocks: dict[str, list[np.ndarray]] = defaultdict(list)
+        self.rows = 0
+
+    def intern(self, name: str) -> int:
+        ident = self.names.get(name)
+        if ident is None:
+            ident = self.names[name] = len(self.names)
+        return ident
+
+    def add(self, **columns: np.ndarray) -> None:
+        """Append one block; every column must have the same length."""
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"ragged block: {lengths}")
+        for key, values in columns.items():
+            self.blocks[key].append(values)
+        self.rows += lengths.pop() if lengths else 0
+
+    def column(self, key: str, dtype, fill=None) -> np.ndarray:
+        """The concatenated column; ``fill`` for a column no block added."""
+        parts = self.blocks.get(key)
+        if not parts:
+            return np.full(self.rows, NO_ID if fill is None else fill, dtype=dtype)
+        return np.concatenate(parts).astype(dtype, copy=False)
+
+    def table(self, *, extra_keys: dict[str, object], meta: dict) -> ActivityTable:
+        """Build the table; ``extra_keys`` maps each extra column to its dtype."""
+        core = {c: self.column(c, d) for c, d in INT64_DTYPES.items()}
+        extra = {k: self.column(k, d) for k, d in extra_keys.items() if k in self.blocks}
+        return ActivityTable(**core, names=tuple(self.names), extra=extra, meta=meta)
+
+
+def us_to_ns(values: np.ndarray) -> np.ndarray:
+    """Float microseconds to int64 nanoseconds, integer part and fraction converted apart."""
+    whole = np.floor(values)
+    return whole.astype(np.int64) * 1000 + np.rint((values - whole) * 1000.0).astype(np.int64)
+
+
+def parse_us_text(text: str) -> int:
+    """A decimal microsecond string (``"1736408883688177.930"``, maybe padded) to int ns.
+
+    Digits past the nanosecond are rounded half up. Raises ``ValueError`` on anything else.
+    """
+    text = text.strip()
+    negative = text.startswith("-")
+    whole, dot, frac = text.lstrip("+-").partition(".")
+    if not whole.isdigit() or (frac and not frac.isdigit()) or (dot and not (whole or frac)):
+        if "e" in text.lower():
+            value = float(text)
+            return int(round(value * 1000.0))
+        raise ValueError(f"not a number: {text!r}")
+    ns = int(whole) * 1000 + int((frac + "000")[:3])
+    if len(frac) > 3 and frac[3] >= "5":
+        ns += 1
+    return -ns if negative else ns
+
+
+def times_to_ns(
+    values: list, *, path: Path, first: int, what: str, index: np.ndarray | None = None
+) -> np.ndarray:
+    """A list of microsecond values (numbers or strings) to int64 ns, naming bad events.
+
+    Raises :class:`ParityError` with the event index (``first + index[i]``, or ``first + i``
+    without ``index``) for a missing, non-numeric, non-finite or out-of-range value.
+    """
+    position = (lambda i: first + int(index[i])) if index is not None else (lambda i: first + i)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is not None and not any(isinstance(v, str) for v in values[:1]):
+        bad = ~np.isfinite(array) | (np.abs(array) > MAX_US)
+        if bad.any():
+            bad_at = int(np.flatnonzero(bad)[0])
+            raise ParityError(
+                f"{path}: event {position(bad_at)} has {what} {values[bad_at]!r} out of range; "
+                "the trace is corrupt"
+            )
+        return us_to_ns(array)
+    out = np.empty(len(values), dtype=np.int64)
+    for i, value in enumerate(values):
+        out[i] = _one_time(value, path=path, index=position(i), what=what)
+    return out
+
+
+def _one_time(value, *, path: Path, index: int, what: str) -> int:
+    if value is None:
+        raise ParityError(f"{path}: event {index} has no {what}; the trace is corrupt")
+    try:
+        if isinstance(value, str):
+            ns = parse_us_text(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not np.isfinite(value) or abs(value) > MAX_US:
+                raise ValueError("out of range")
+            ns = int(us_to_ns(np.array([float(value)]))[0]) if isinstance(value, float) else (
+                int(value) * 1000
+            )
+        else:
+            raise ValueError("wrong type")
+    except (ValueError, OverflowError):
+        raise ParityError(
+            f"{path}: event {index} has {what} {value!r}, not a time in microseconds; "
+            "the trace is corrupt"
+        ) from None
+    if abs(ns) > MAX_US * 1000:
+        raise ParityError(f"{path}: event {index} has {what} {value!r} out of range")
+    return ns
+
+
+def assign_steps(
+    *, kind: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, correlation: np.ndarray,
+    step: np.ndarray,
+) -> np.ndarray:
+    """Give every row the number of the step span (``Kind.STEP`` rows) it belongs to.
+
+    A device or sync row belongs to the step in which the host call that launched it started
+    (matched by ``correlation`` to a ``Kind.RUNTIME`` row), since a kernel launched at the end
+    of step 5 but running into step 6 is step 5's work. Rows without a launching call use
+    their own start time. Rows outside every step get -1. ``step`` holds the step numbers of
+    the STEP rows on input (other rows ignored); the result is a new array.
+    """
+    out = np.full(len(kind), -1, dtype=np.int32)
+    is_step = kind == Kind.STEP
+    if not is_step.any():
+        return out
+    order = np.argsort(start_ns[is_step], kind="stable")
+    step_start = start_ns[is_step][order]
+    step_end = end_ns[is_step][order]
+    step_num = step[is_step][order]
+    when = start_ns.copy()
+    launched = np.isin(kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.SYNC)) & (
+        correlation != NO_ID
+    )
+    runtime = (kind == Kind.RUNTIME) & (correlation != NO_ID)
+    if launched.any() and runtime.any():
+        corr, first = np.unique(correlation[runtime], return_index=True)
+        launch_time = start_ns[runtime][first]
+        pos = np.searchsorted(corr, correlation[launched])
+        pos = np.minimum(pos, len(corr) - 1)
+        found = corr[pos] == correlation[launched]
+        rows = np.flatnonzero(launched)[found]
+        when[rows] = launch_time[pos[found]]
+    index = np.searchsorted(step_start, when, side="right") - 1
+    inside = (index >= 0) & (when < step_end[np.maximum(index, 0)])
+    out[inside] = step_num[index[inside]]
+    out[is_step] = step[is_step]
+    return out
+
+
+def stream_overlap_warning(table: ActivityTable) -> str | None:
+    """A warning when device rows on one (rank, device, stream) overlap, else None.
+
+    A stream runs its work in order, so overlap there means clock skew or a profiler merging
+    lanes. Rows are kept as they are (busy time is a union, so overlap never double-counts);
+    the warning says how many and by how much at most. Ascend HCCL operation rows
+    (``task_type == "HCCL"``) are left out: an operation spans its own tasks on its stream by
+    construction.
+    """
+    mask = table.device_mask()
+    task_type = table.extra.get("task_type")
+    if task_type is not None:
+        mask &= task_type != "HCCL"
+    if mask.sum() < 2:
+        return None
+    rank, device, stream = table.rank[mask], table.device[mask], table.stream[mask]
+    start, end = table.start_ns[mask], table.end_ns[mask]
+    order = np.lexsort((start, stream, device, rank))
+    rank, device, stream = rank[order], device[order], stream[order]
+    start, end = start[order], end[order]
+    same = (rank[1:] == rank[:-1]) & (device[1:] == device[:-1]) & (stream[1:] == stream[:-1])
+    lane_id = np.cumsum(np.concatenate(([True], ~same))) - 1
+    prev_end = _lane_running_max(end, lane_id)
+    overlap = np.zeros(len(start), dtype=np.int64)
+    overlap[1:] = np.where(same, prev_end[:-1] - start[1:], 0)
+    bad = overlap > 0
+    if not bad.any():
+        return None
+    return (
+        f"{int(bad.sum())} device activities start before the previous one on the same stream "
+        f"ends (largest overlap {int(overlap.max())} ns); kept as recorded"
+    )
+
+
+def _lane_running_max(values: np.ndarray, lane_id: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` that restarts at each new lane (rows sorted by lane)."""
+    out = values.copy()
+    boundaries = np.flatnonzero(np.diff(lane_id)) + 1
+    for lo, hi in zip(np.concatenate(([0], boundaries)), np.concatenate((boundaries, [len(values)]))):
+        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
+    return out

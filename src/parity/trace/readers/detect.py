@@ -1,0 +1,104 @@
+"""Tell a trace's format from its content, not its name.
+
+:func:`detect` returns one of :data:`FORMATS` for a file or folder:
+
+- a folder holding ``ASCEND_PROFILER_OUTPUT`` (a ``*_ascend_pt`` folder) or being one: Ascend
+  text when ``trace_view.json`` is there, else the Ascend SQLite export inside it;
+- an SQLite file (by its 16-byte header): Nsight Systems when it has ``CUPTI_ACTIVITY_KIND_*``
+  tables, Ascend when it has ``TASK`` and ``STRING_IDS``;
+- JSON, plain or gzip (by magic bytes): Ascend text when it is a top-level array whose events
+  carry string timestamps or name the ``Ascend Hardware`` process; otherwise a Chrome trace
+  (``traceEvents``, or an array of objects with ``ph``), read by the Kineto reader, which labels
+  it ``kineto`` or ``chrome`` by what it finds.
+
+Anything else is a :class:`ParityError` naming the file and what was found.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from parity.model.errors import ParityError
+from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW
+from parity.trace.readers.jsonstream import read_head
+
+FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_ASCEND_DB = re.compile(r"ascend_pytorch_profiler(_\d+)?\.db$")
+_STRING_TS = re.compile(rb'"ts"\s*:\s*"\s*-?\d')
+_EVENT_KEY = re.compile(rb'\{\s*"(ph|name|pid|tid|ts|cat|dur|args)"\s*:')
+
+
+def ascend_db_in(folder: Path) -> Path | None:
+    """The ``ascend_pytorch_profiler_N.db`` inside an Ascend output folder, if any."""
+    candidates = sorted(p for p in folder.glob("*.db") if _ASCEND_DB.search(p.name))
+    return candidates[0] if candidates else None
+
+
+def detect(path: Path) -> str:
+    """The format of ``path`` (see the module docstring), or a ParityError."""
+    if path.is_dir():
+        return _detect_folder(path)
+    if not path.is_file():
+        raise ParityError(f"{path}: no such file or folder")
+    head = _raw_head(path)
+    if head.startswith(SQLITE_MAGIC):
+        return _detect_sqlite(path)
+    text = read_head(path)
+    if not text.strip():
+        if head[:2] == b"\x1f\x8b":
+            raise ParityError(f"{path}: gzip file is empty or truncated; copy the trace again")
+        raise ParityError(f"{path}: file is empty; profile again or pick another file")
+    stripped = text.lstrip()
+    if stripped[:1] == b"[":
+        if b'"Ascend Hardware"' in text or _STRING_TS.search(text) or path.name == TRACE_VIEW:
+            return "ascend-text"
+        if _EVENT_KEY.search(text):
+            return "kineto"
+    if stripped[:1] == b"{" and (b'"traceEvents"' in text or _EVENT_KEY.search(text)):
+        return "kineto"
+    raise ParityError(
+        f"{path}: not a trace this reader knows (Kineto/Chrome JSON, Ascend profiler output, "
+        f"Nsight Systems SQLite); it starts with {stripped[:24]!r}"
+    )
+
+
+def _raw_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16)
+    except OSError as exc:
+        raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
+
+
+def _detect_folder(path: Path) -> str:
+    output = path / OUTPUT if (path / OUTPUT).is_dir() else path
+    if (output / TRACE_VIEW).is_file():
+        return "ascend-text"
+    if ascend_db_in(output) is not None:
+        return "ascend-db"
+    raise ParityError(
+        f"{path}: folder holds no {OUTPUT}/{TRACE_VIEW} or ascend_pytorch_profiler_N.db; "
+        "pass the trace files themselves"
+    )
+
+
+def _detect_sqlite(path: Path) -> str:
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise ParityError(f"{path}: corrupt SQLite file ({exc}); export it again") from None
+    if any(t.startswith("CUPTI_ACTIVITY_KIND") for t in tables):
+        return "nsys"
+    if {"TASK", "STRING_IDS"} <= tables:
+        return "ascend-db"
+    raise ParityError(
+        f"{path}: SQLite file without Nsight (CUPTI_ACTIVITY_KIND_*) or Ascend (TASK, STRING_IDS) "
+        "tables; not a trace export"
+    )

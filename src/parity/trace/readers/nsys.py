@@ -1,0 +1,172 @@
+"""NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``).
+
+Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (name from ``StringIds`` via ``demangledName``, else
+``shortName``), ``_MEMCPY`` and ``_MEMSET`` (named by copy kind), ``_RUNTIME`` (host API calls,
+``Kind.RUNTIME``, stream = thread id), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from
+CUPTI's enum) and ``NVTX_EVENTS`` ranges (``Kind.OTHER``, or ``Kind.STEP`` when named like
+``ProfilerStep#N``). Times are integer nanoseconds on the session clock; ``correlationId`` links
+device rows to the runtime call that launched them. ``TARGET_INFO_SESSION_START_TIME`` goes to
+``meta["base_time_ns"]`` and ``TARGET_INFO_GPU`` names to ``meta["devices"]``.
+
+Bad input: not SQLite or no CUPTI table: :class:`ParityError`; a row ending before it starts:
+ParityError naming the table and row.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.readers.ascend_db import connect, table_names
+from parity.trace.readers.columns import Columns, assign_steps
+from parity.trace.table import NO_ID, ActivityTable, Kind
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+MARKERS = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "TARGET_INFO_GPU")
+_COPY_KIND = {1: "Memcpy HtoD", 2: "Memcpy DtoH", 3: "Memcpy HtoA", 4: "Memcpy AtoH",
+              5: "Memcpy AtoA", 6: "Memcpy AtoD", 7: "Memcpy DtoA", 8: "Memcpy DtoD",
+              9: "Memcpy HtoH", 10: "Memcpy PtoP"}  # fmt: skip
+_SYNC_TYPE = {0: "Unknown", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync",
+              4: "Context Sync"}  # fmt: skip
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+EXTRA = dict(sync_type=object, wait_on_event_corr=np.int64)
+
+
+def is_nsys(tables: set[str]) -> bool:
+    return KERNEL in tables or RUNTIME in tables or any(t.startswith("CUPTI_ACTIVITY") for t in tables)
+
+
+def read_nsys(path: Path, *, progress=None) -> ActivityTable:
+    """Read one Nsight Systems SQLite export."""
+    db = connect(path)
+    try:
+        tables = table_names(db)
+        if not is_nsys(tables):
+            raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
+        strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
+        cols = Columns()
+        try:
+            _device(db, tables, strings, cols, path)
+            _runtime(db, tables, strings, cols, path)
+            _nvtx(db, tables, strings, cols, path)
+            meta = _meta(db, tables, path)
+        except sqlite3.Error as exc:
+            raise ParityError(f"{path}: unreadable Nsight tables ({exc}); export it again") from None
+    finally:
+        db.close()
+    if progress is not None:
+        progress(1, 1, str(path))
+    if cols.rows == 0:
+        raise ParityError(f"{path}: empty trace (no CUDA activity recorded)")
+    table = cols.table(extra_keys=EXTRA, meta=meta)
+    step = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
+                        correlation=table.correlation, step=table.step)  # fmt: skip
+    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
+    columns["step"] = step
+    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)
+
+
+def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[str],
+         device, stream, corr, sync=None) -> None:  # fmt: skip
+    n = len(rows)
+    start = np.asarray([r[0] for r in rows], np.int64)
+    end = np.asarray([r[1] if r[1] is not None else r[0] for r in rows], np.int64)
+    if (end < start).any():
+        bad = int(np.flatnonzero(end < start)[0])
+        raise ParityError(f"{path}: {table} row {bad} ends before it starts; the export is corrupt")
+    cols.add(
+        rank=np.zeros(n, np.int32), device=np.asarray(device, np.int32),
+        stream=np.asarray(stream, np.int64), kind=np.asarray(kind, np.int8),
+        name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
+        end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
+        step=np.full(n, -1, np.int32),
+        sync_type=np.asarray(sync if sync is not None else [None] * n, dtype=object),
+        wait_on_event_corr=np.full(n, NO_ID, np.int64),
+    )  # fmt: skip
+
+
+def _device(db, tables, strings, cols, path) -> None:
+    if KERNEL in tables:
+        rows = db.execute(
+            f"SELECT start, end, deviceId, streamId, correlationId, demangledName, shortName "
+            f"FROM {KERNEL} ORDER BY start"
+        ).fetchall()
+        if rows:
+            names = [strings.get(r[5]) or strings.get(r[6]) or f"kernel {r[5]}" for r in rows]
+            _add(cols, path, KERNEL, rows, [int(Kind.KERNEL)] * len(rows), names,
+                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
+    if MEMCPY in tables:
+        rows = db.execute(
+            f"SELECT start, end, deviceId, streamId, correlationId, copyKind FROM {MEMCPY}"
+        ).fetchall()
+        if rows:
+            names = [_COPY_KIND.get(r[5], f"Memcpy kind {r[5]}") for r in rows]
+            _add(cols, path, MEMCPY, rows, [int(Kind.MEMCPY)] * len(rows), names,
+                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
+    if MEMSET in tables:
+        rows = db.execute(
+            f"SELECT start, end, deviceId, streamId, correlationId FROM {MEMSET}"
+        ).fetchall()
+        if rows:
+            _add(cols, path, MEMSET, rows, [int(Kind.MEMSET)] * len(rows), ["Memset"] * len(rows),
+                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
+    if SYNC in tables:
+        rows = db.execute(
+            f"SELECT start, end, deviceId, streamId, correlationId, syncType FROM {SYNC}"
+        ).fetchall()
+        if rows:
+            kinds = [_SYNC_TYPE.get(r[5], f"sync type {r[5]}") for r in rows]
+            _add(cols, path, SYNC, rows, [int(Kind.SYNC)] * len(rows), kinds,
+                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows], kinds)  # fmt: skip
+
+
+def _runtime(db, tables, strings, cols, path) -> None:
+    if RUNTIME not in tables:
+        return
+    rows = db.execute(
+        f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME} ORDER BY start"
+    ).fetchall()
+    if rows:
+        names = [strings.get(r[4]) or f"api {r[4]}" for r in rows]
+        _add(cols, path, RUNTIME, rows, [int(Kind.RUNTIME)] * len(rows), names,
+             [NO_ID] * len(rows), [(r[2] or 0) & 0xFFFFFF for r in rows],
+             [r[3] for r in rows])  # fmt: skip
+
+
+def _nvtx(db, tables, strings, cols, path) -> None:
+    if "NVTX_EVENTS" not in tables:
+        return
+    rows = db.execute(
+        "SELECT start, end, globalTid, text, textId FROM NVTX_EVENTS WHERE end IS NOT NULL "
+        "ORDER BY start"
+    ).fetchall()
+    if rows:
+        names = [r[3] or strings.get(r[4]) or "" for r in rows]
+        kinds = [int(Kind.STEP if _STEP.match(n) else Kind.OTHER) for n in names]
+        _add(cols, path, "NVTX_EVENTS", rows, kinds, names, [NO_ID] * len(rows),
+             [(r[2] or 0) & 0xFFFFFF for r in rows], [None] * len(rows))  # fmt: skip
+        for name in set(names):
+            match = _STEP.match(name)
+            if match:
+                cols.blocks["step"][-1] = np.where(
+                    np.asarray(names) == name, int(match.group(1)), cols.blocks["step"][-1]
+                ).astype(np.int32)
+
+
+def _meta(db, tables, path: Path) -> dict:
+    meta = {"source": str(path), "format": "nsys", "clock_unit": "ns", "ranks": [0],
+            "rank_source": "assumed", "warnings": [], "base_time_ns": None, "devices": []}
+    if "TARGET_INFO_SESSION_START_TIME" in tables:
+        row = db.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        meta["base_time_ns"] = row[0] if row else None
+    if "TARGET_INFO_GPU" in tables:
+        meta["devices"] = [dict(id=i, name=n) for i, n in db.execute("SELECT id, name FROM TARGET_INFO_GPU")]
+    return meta
