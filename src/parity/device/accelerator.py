@@ -7,10 +7,9 @@ milliseconds; the subclasses add properties, telemetry and availability checks.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from parity.device.base import Device, EventTimer
+from parity.device.base import Device, EventTimer, module_available
 
 # Back-to-back event pairs recorded to bound the event timer's resolution.
 RESOLUTION_PROBES = 50
@@ -21,7 +20,7 @@ EVENT_RESOLUTION_FALLBACK_S = 0.5e-6
 
 def torch_version() -> str | None:
     """``torch.__version__`` without importing torch when it is absent; None when absent."""
-    if importlib.util.find_spec("torch") is None:
+    if not module_available("torch"):
         return None
     import torch
 

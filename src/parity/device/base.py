@@ -8,6 +8,7 @@ level: backends import it inside methods, so provenance and trace analysis work 
 from __future__ import annotations
 
 import abc
+import importlib.util
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -60,6 +61,14 @@ class DeviceProperties:
             "clock_max_mhz": self.clock_max_mhz,
             "extra": dict(self.extra),
         }
+
+
+def module_available(name: str) -> bool:
+    """True when ``import name`` would find the module; False also when an import hook refuses."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class EventTimer(Protocol):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 from parity.device import host
-from parity.device.base import Device, DeviceProperties, register_backend
+from parity.device.base import Device, DeviceProperties, module_available, register_backend
 
 
 @register_backend
@@ -23,7 +22,7 @@ class CpuDevice(Device):
 
     @classmethod
     def unusable_reason(cls, index: int | None) -> str | None:
-        if importlib.util.find_spec("torch") is None:
+        if not module_available("torch"):
             return "PyTorch is not installed; pip install 'parity[bench]'"
         if index not in (None, 0):
             return f"there is one cpu device (cpu or cpu:0), not cpu:{index}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from typing import Any
 
@@ -106,8 +105,3 @@ class CudaDevice(TorchAcceleratorDevice):
                 fn()
         self.synchronize()
         return graph.replay
-
-
-def nvml_installed() -> bool:
-    """True when the ``pynvml`` module (from nvidia-ml-py) can be found."""
-    return importlib.util.find_spec("pynvml") is not None

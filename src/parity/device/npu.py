@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import re
 import shutil
@@ -10,7 +9,7 @@ import subprocess
 from typing import Any
 
 from parity.device.accelerator import TorchAcceleratorDevice, torch_version
-from parity.device.base import DeviceProperties, register_backend
+from parity.device.base import DeviceProperties, module_available, register_backend
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +18,7 @@ NPU_SMI_TIMEOUT_S = 5.0
 
 def import_torch_npu() -> str | None:
     """Import torch_npu (it registers ``torch.npu``); the reason as text when that fails."""
-    if importlib.util.find_spec("torch_npu") is None:
+    if not module_available("torch_npu"):
         return "torch_npu is not installed; install the torch-npu build matching torch and CANN"
     try:
         import torch_npu  # noqa: F401

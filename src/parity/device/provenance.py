@@ -10,7 +10,6 @@ Works without torch (it then says so); nothing here raises for a missing fact.
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import logging
 import os
 import platform
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity.device import host
+from parity.device.base import module_available
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
@@ -79,7 +79,7 @@ def os_info() -> dict[str, Any]:
 
 def torch_info() -> dict[str, Any]:
     """torch's version and the backend toolkits it was built with; says when torch is absent."""
-    if importlib.util.find_spec("torch") is None:
+    if not module_available("torch"):
         return {"installed": False, "reason": "torch is not installed; pip install 'parity[bench]'"}
     import torch
 
