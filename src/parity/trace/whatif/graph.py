@@ -41,6 +41,7 @@ from parity.trace.whatif.graph_edges import (
     host_sync_edges,
     lane_edges,
     launch_edges,
+    launch_map,
     stream_wait_edges,
 )
 from parity.trace.whatif.timeline import Timeline
@@ -147,11 +148,14 @@ def build_graph(table: ActivityTable, timeline: Timeline, *,
     unresolved = 0
     extra_counts: dict[str, int] = {}
     if timeline.mode == "device":
-        launch, latency, launch_of, without = launch_edges(table, timeline)
-        extra_counts["device_ops_without_launch"] = without
-        sets.append((EdgeKind.LAUNCH, launch))
+        launch_of = launch_map(table, timeline)
         waits, bad = stream_wait_edges(table, timeline, launch_of)
         unresolved += bad
+        waiting = np.zeros(n, dtype=bool)
+        waiting[waits.dst // 2] = True
+        launch, latency, without = launch_edges(timeline, launch_of, waiting)
+        extra_counts["device_ops_without_launch"] = without
+        sets.append((EdgeKind.LAUNCH, launch))
         sets.append((EdgeKind.STREAM_WAIT, waits))
         syncs, assumed_syncs, bad = host_sync_edges(table, timeline, launch_of, own)
         unresolved += bad

@@ -84,32 +84,39 @@ def _runtime_index(table: ActivityTable, timeline: Timeline):
     return lookup
 
 
-def launch_edges(table: ActivityTable, timeline: Timeline):
+def launch_map(table: ActivityTable, timeline: Timeline) -> np.ndarray:
+    """Per node, the runtime node that launched it (same rank and correlation id), else -1."""
+    device = np.flatnonzero(timeline.compute)
+    lookup = _runtime_index(table, timeline)
+    launch_of = np.full(len(timeline), -1, dtype=np.int64)
+    launch_of[device] = lookup(table.rank[timeline.row[device]],
+                               table.correlation[timeline.row[device]])
+    return launch_of
+
+
+def launch_edges(timeline: Timeline, launch_of: np.ndarray, waiting: np.ndarray):
     """Runtime launch call -> its device op, by correlation id.
 
     Latency: the median of ``op start - launch start`` over ops whose stream was idle when the
-    launch began (they waited for their launch, so the gap is the launch latency); each edge
-    uses ``min(latency, its observed gap)`` so the trace stays reproducible. Returns the edges,
-    the latency (ns, or None without launches), ``launch_of`` (per node, its launching runtime
-    node or -1) and the number of device ops with no launch record.
+    launch began and that wait on no other stream (``waiting`` marks those that do): they waited
+    only for their launch, so the gap is the launch latency. Each edge uses
+    ``min(latency, its observed gap)`` so the trace stays reproducible. Returns the edges, the
+    latency (ns, or None without launches) and the number of device ops with no launch record.
     """
     start, end = _times(timeline)
     device = np.flatnonzero(timeline.compute)
-    lookup = _runtime_index(table, timeline)
-    launcher = lookup(table.rank[timeline.row[device]], table.correlation[timeline.row[device]])
-    launch_of = np.full(len(timeline), -1, dtype=np.int64)
-    launch_of[device] = launcher
+    launcher = launch_of[device]
     has = launcher >= 0
     dev, rt = device[has], launcher[has]
-    gap = start[dev] - start[rt]
     if not len(dev):
-        return EdgeSet.of(_EMPTY, _EMPTY), None, launch_of, int(len(device))
+        return EdgeSet.of(_EMPTY, _EMPTY), None, int(len(device))
+    gap = start[dev] - start[rt]
     previous_end = _previous_end_on_lane(timeline, end)
-    idle = (previous_end[dev] <= start[rt]) & (gap >= 0)
+    idle = (previous_end[dev] <= start[rt]) & (gap >= 0) & ~waiting[dev]
     pool = gap[idle] if idle.any() else gap[gap >= 0]
     latency = float(np.median(pool)) if len(pool) else 0.0
     lat = np.minimum(latency, gap)
-    return EdgeSet.of(2 * rt, 2 * dev, lat), latency, launch_of, int((~has).sum())
+    return EdgeSet.of(2 * rt, 2 * dev, lat), latency, int((~has).sum())
 
 
 def _previous_end_on_lane(timeline: Timeline, end: np.ndarray) -> np.ndarray:

@@ -87,6 +87,7 @@ def predict(
     timeline = build_timeline(table, rules)
     win = choose_window(table, timeline, span_ns=window, steps=steps)
     _check_selection(timeline, scales)
+    scale_factors(timeline, scales)  # refuses overlapping selections before any method runs
     notes = [f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s)"]
     fo = bd = None
     if method in ("first-order", "all"):

@@ -96,8 +96,7 @@ def _step_lengths(graph: DependencyGraph, window: Window, start: np.ndarray, end
                 node = nodes[at]
                 moved.append(rel + start[node] - obs_start[node])
             else:
-                node = nodes[at - 1]
-                moved.append(rel + end[node] - obs_end[node])
+                moved.append(_after_last(graph, lane, rel, obs_end, end))
         return np.diff(np.array(moved))
     lo, hi = float(window.start_ns - origin), float(window.end_ns - origin)
     inside = (obs_start >= lo) & (obs_start < hi)
@@ -106,6 +105,24 @@ def _step_lengths(graph: DependencyGraph, window: Window, start: np.ndarray, end
     shift_lo = start[inside].min() - obs_start[inside].min()
     shift_hi = end[inside].max() - obs_end[inside].max()
     return np.array([(hi + shift_hi - (lo + shift_lo)) / window.n_steps] * window.n_steps)
+
+
+def _after_last(graph: DependencyGraph, lane: int, rel: float, obs_end: np.ndarray,
+                end: np.ndarray) -> float:
+    """A boundary after the marker thread's last activity: it follows that activity's end, or,
+    when threads join at step boundaries, the latest end of every thread of the rank."""
+    tl = graph.timeline
+    lanes = [lane]
+    if graph.edge_counts.get("step_barrier", 0):
+        rank = tl.lane_keys[lane][0]
+        lanes = [i for i, key in enumerate(tl.lane_keys) if key[0] == rank]
+    best_new, best_obs = -np.inf, -np.inf
+    for i in lanes:
+        mine = np.flatnonzero((tl.lane == i) & (obs_end <= rel))
+        if len(mine):
+            best_new = max(best_new, float(end[mine].max()))
+            best_obs = max(best_obs, float(obs_end[mine].max()))
+    return rel + best_new - best_obs
 
 
 def replay(graph: DependencyGraph, window: Window, factors: np.ndarray,

@@ -107,18 +107,6 @@ class Window:
                 "n_steps": self.n_steps, "source": self.source}
 
 
-def parse_steps(text: str) -> tuple[int, int]:
-    """``"3"`` or ``"2-5"`` (inclusive step numbers, 0-based order of markers) -> (first, last)."""
-    try:
-        first, _, last = text.partition("-")
-        a, b = int(first), int(last or first)
-    except ValueError:
-        raise ParityError(f"steps {text!r} must be N or A-B, e.g. 2-5") from None
-    if a < 0 or b < a:
-        raise ParityError(f"steps {text!r} must satisfy 0 <= A <= B")
-    return a, b
-
-
 def choose_window(
     table: ActivityTable,
     timeline: Timeline,
@@ -127,6 +115,10 @@ def choose_window(
     steps: tuple[int, int] | None = None,
 ) -> Window:
     """The window: an explicit span, chosen steps, else steady steps, else the whole span.
+
+    ``steps`` are inclusive step numbers (``ProfilerStep#N``'s ``N``; marker order from 0 when
+    the trace numbers none). Step boundaries are the host-side marker starts (and the last
+    marker's end): a replay moves them with the marker thread's activities.
 
     With step markers (``Kind.STEP`` rows of one thread, the one with most markers) and no
     choice given, the steady state is every step but the first when there are three or more
@@ -146,10 +138,14 @@ def choose_window(
         mine = mine[np.argsort(table.start_ns[mine], kind="stable")]
         if steps is not None:
             first, last = steps
-            if last >= len(mine):
-                raise ParityError(f"steps {first}-{last} asked, but the trace has {len(mine)} step "
-                                  f"markers (0..{len(mine) - 1})")
-            chosen, source = mine[first:last + 1], f"steps {first}-{last}"
+            numbers = table.step[mine]
+            if (numbers < 0).any():  # no step numbers: count markers from 0
+                numbers = np.arange(len(mine))
+            chosen = mine[(numbers >= first) & (numbers <= last)]
+            if not len(chosen):
+                raise ParityError(f"steps {first}-{last} asked, but the trace's steps are "
+                                  f"{int(numbers.min())}-{int(numbers.max())}; pick from those")
+            source = f"steps {first}-{last}"
         elif len(mine) >= 3:
             chosen, source = mine[1:], "step markers (first step skipped as warm-up)"
         else:

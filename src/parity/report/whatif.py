@@ -1,0 +1,96 @@
+"""Terminal tables for a what-if prediction: every method side by side, assumptions, sensitivity.
+
+Takes a :class:`parity.trace.whatif.Prediction` (or its sensitivity) and returns rich
+renderables; it computes no figure and never prints.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from parity.trace.whatif.prediction import Prediction
+from parity.trace.whatif.sensitivity import Sensitivity
+
+
+def format_ms(ns: float) -> str:
+    """Nanoseconds as milliseconds for humans: ``12.345 ms``."""
+    return f"{ns / 1e6:,.3f} ms"
+
+
+def format_k(k: float) -> str:
+    return "inf" if math.isinf(k) else f"{k:g}"
+
+
+def summary_line(prediction: Prediction) -> Text:
+    """``matrix=2: first order 1.32x, bounds [1.05x, 1.41x], replay 1.21x``."""
+    parts = [", ".join(s.label for s in prediction.scales) + ": "]
+    if prediction.first_order:
+        parts.append(f"first order {prediction.first_order.speedup:.3f}x")
+    if prediction.bounds:
+        parts.append(f", bounds [{prediction.bounds.low:.3f}x, {prediction.bounds.high:.3f}x]")
+    if prediction.replay:
+        parts.append(f", replay {prediction.replay.speedup:.3f}x")
+    elif prediction.replay_error:
+        parts.append(", replay not available")
+    return Text("".join(parts).replace(": , ", ": "), style="bold")
+
+
+def methods_table(prediction: Prediction) -> Table:
+    """Measured step and each method's predicted step and speedup."""
+    table = Table(title="what-if: predicted step", title_justify="left")
+    table.add_column("method")
+    table.add_column("step", justify="right")
+    table.add_column("speedup", justify="right")
+    table.add_column("how")
+    step = prediction.window.length_ns / prediction.window.n_steps
+    table.add_row("measured", format_ms(step), "1.000x", prediction.window.source)
+    fo, bd, rp = prediction.first_order, prediction.bounds, prediction.replay
+    if fo:
+        table.add_row("first order", format_ms(fo.new_step_ns), f"{fo.speedup:.3f}x",
+                      f"T_c on {fo.critical_lane}")
+    if bd:
+        table.add_row("bound (low)", format_ms(step / bd.low), f"{bd.low:.3f}x",
+                      "only exposed scaled time saves")
+        table.add_row("bound (high)", format_ms(step / bd.high), f"{bd.high:.3f}x",
+                      "all scaled time saves")
+    if rp:
+        table.add_row("replay", format_ms(rp.new_step_ns), f"{rp.speedup:.3f}x",
+                      f"dependency graph; k=1 off by {rp.reproduction_error:.2%}")
+    elif prediction.replay_error:
+        table.add_row("replay", "-", "-", prediction.replay_error)
+    return table
+
+
+def sensitivity_table(sens: Sensitivity) -> Table:
+    """Speedup against k for each category: ``first order [low, high] replay`` per cell."""
+    table = Table(title="sensitivity: speedup when one category runs k times faster",
+                  title_justify="left", caption="cell: first order [low, high] replay",
+                  caption_justify="left")
+    table.add_column("category")
+    for k in sens.factors:
+        table.add_column(f"k={format_k(k)}", justify="right")
+    for c in sens.categories:
+        cells = []
+        for r in (r for r in sens.rows if r["category"] == c):
+            cell = f"{r['first_order']:.3f} [{r['low']:.3f}, {r['high']:.3f}]"
+            if r["replay"] is not None:
+                cell += f" {r['replay']:.3f}"
+            cells.append(cell)
+        table.add_row(c, *cells)
+    return table
+
+
+def render_prediction(prediction: Prediction) -> RenderableType:
+    """Everything a user needs to judge the prediction, in reading order."""
+    parts: list[RenderableType] = [summary_line(prediction), methods_table(prediction)]
+    parts.append(Text("assumptions:", style="bold"))
+    parts.extend(Text(f"  - {line}") for line in prediction.assumptions)
+    for finding in prediction.findings:
+        parts.append(Text(f"warning: {finding}", style="yellow"))
+    if prediction.sensitivity and prediction.sensitivity.categories:
+        parts.append(sensitivity_table(prediction.sensitivity))
+    return Group(*parts)
