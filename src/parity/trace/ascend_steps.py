@@ -17,7 +17,9 @@ exports) shows exactly what it counts:
 
 A reader's ``accelerator_core`` column marks operator tasks (kernel_details rows; level-0
 exports write ``N/A`` there, still a value); without it, a ``task_type`` column or the runtime
-task names above tell them apart.
+task names above tell them apart. Tasks on the streams that carry HCCL operators are the
+collectives' own (the db export lists AI-core tasks there that kernel_details does not) and
+are never Computing.
 """
 
 from __future__ import annotations
@@ -73,24 +75,50 @@ class AscendStep:
         return out
 
 
-def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
-    """Rows that Ascend counts as Computing: device operator tasks that are not communication."""
-    mask = (table.kind == Kind.KERNEL) & ~cats.mask(COMMUNICATION)
-    cores = table.extra.get("accelerator_core")
-    if cores is not None:
-        has_core = np.array([isinstance(c, str) and c != "" for c in cores], dtype=bool)
-        if has_core[mask].any():
-            return mask & has_core
-    types = table.extra.get("task_type")
-    if types is not None:
-        return mask & np.isin(np.asarray(types, dtype=object), list(COMPUTE_TASK_TYPES))
-    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
-    return mask & ~np.isin(table.name_id, runtime_ids)
+def _is_hccl(table: ActivityTable) -> np.ndarray:
+    """Rows a reader marked as HCCL operators (``accelerator_core`` or ``task_type`` "HCCL")."""
+    out = np.zeros(len(table), dtype=bool)
+    for column in ("accelerator_core", "task_type"):
+        values = table.extra.get(column)
+        if values is not None:
+            out |= np.asarray(values, dtype=object) == "HCCL"
+    return out
 
 
 def communication_op_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
-    """Rows that Ascend counts as Communication: device rows categorised communication."""
-    return table.device_mask() & cats.mask(COMMUNICATION)
+    """Rows that Ascend counts as Communication: the HCCL operators when the reader marks them,
+    else every device row categorised communication."""
+    comm = table.device_mask() & cats.mask(COMMUNICATION)
+    ops = comm & _is_hccl(table)
+    return ops if ops.any() else comm
+
+
+def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
+    """Rows that Ascend counts as Computing: operator tasks that are not communication.
+
+    Operator tasks are, when the reader records ``task_type``: rows with an ``accelerator_core``
+    or a compute task type, except rows named after their own task type (the profiler has no
+    operator for them: kernel_details.csv / COMPUTE_TASK_INFO do not list them); else rows with
+    an ``accelerator_core``; else kernels not named like runtime tasks. Tasks on a stream that
+    carries HCCL operators belong to the collective (its own AI-core tasks included) and are
+    never Computing.
+    """
+    mask = (table.kind == Kind.KERNEL) & ~cats.mask(COMMUNICATION)
+    hccl_streams = np.unique(table.stream[communication_op_mask(table, cats)])
+    mask &= ~np.isin(table.stream, hccl_streams)
+    types = table.extra.get("task_type")
+    cores = table.extra.get("accelerator_core")
+    has_core = (np.array([isinstance(c, str) and c != "" for c in cores], dtype=bool)
+                if cores is not None else np.zeros(len(table), dtype=bool))
+    if types is not None:
+        types = np.asarray(types, dtype=object)
+        # a task the profiler has no operator for is named after its task type (db exports)
+        named = np.array(table.names, dtype=object)[table.name_id] != types
+        return mask & named & (has_core | np.isin(types, list(COMPUTE_TASK_TYPES)))
+    if has_core[mask].any():
+        return mask & has_core
+    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
+    return mask & ~np.isin(table.name_id, runtime_ids)
 
 
 _REFERENCE_KEYS = {

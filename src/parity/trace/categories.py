@@ -80,11 +80,16 @@ class Rules:
                 seen.append(label)
         return (*seen, NOT_DEVICE)
 
-    def category_of(self, name: str, kind: Kind, core: str | None = None) -> str:
-        """The category of one activity: communication names first, then the core, then names."""
+    def category_of(self, name: str, kind: Kind, core: str | None = None, task_type: str | None = None) -> str:
+        """The category of one activity: communication names first, then the core, then names.
+
+        ``task_type`` (Ascend's task type) stands in for the name when the name matches no rule.
+        """
         if not Kind(kind).on_device:
             return NOT_DEVICE
         first = next((r for r in self.rules if r.matches(name, kind)), None)
+        if first is None and task_type:
+            first = next((r for r in self.rules if r.matches(task_type, kind)), None)
         if first is not None and first.category == COMMUNICATION:
             return COMMUNICATION
         if core and core in self.accelerator_core:
@@ -229,25 +234,28 @@ def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorizati
     labels = rules.labels
     index = {label: i for i, label in enumerate(labels)}
     n = len(table)
-    cores = table.extra.get("accelerator_core")
-    if cores is None:
-        core_codes = np.zeros(n, dtype=np.int64)
-        core_values: list[str | None] = [None]
-    else:
-        core_values_arr, core_codes = np.unique(
-            np.array([c if isinstance(c, str) else "" for c in cores], dtype=object), return_inverse=True
-        )
-        core_values = [c or None for c in core_values_arr]
+    core_values, core_codes = _codes(table.extra.get("accelerator_core"), n)
+    type_values, type_codes = _codes(table.extra.get("task_type"), n)
     n_names = max(len(table.names), 1)
     n_kinds = len(Kind)
-    key = (core_codes.astype(np.int64) * n_kinds + table.kind.astype(np.int64)) * n_names + table.name_id
+    key = ((type_codes * len(core_values) + core_codes) * n_kinds + table.kind.astype(np.int64)) * n_names
+    key = key + table.name_id
     unique_keys, inverse = np.unique(key, return_inverse=True)
     lookup = np.empty(len(unique_keys), dtype=np.int16)
     for j, k in enumerate(unique_keys.tolist()):
-        name_id = k % n_names
-        kind = Kind((k // n_names) % n_kinds)
-        core = core_values[k // (n_names * n_kinds)]
+        name_id, rest = k % n_names, k // n_names
+        kind, rest = Kind(rest % n_kinds), rest // n_kinds
+        core, task_type = core_values[rest % len(core_values)], type_values[rest // len(core_values)]
         name = table.names[name_id] if table.names else ""
-        lookup[j] = index[rules.category_of(name, kind, core)]
+        lookup[j] = index[rules.category_of(name, kind, core, task_type)]
     codes = lookup[inverse.reshape(-1)] if n else np.empty(0, dtype=np.int16)
     return Categorization(codes=codes, labels=labels, source=rules.source)
+
+
+def _codes(column: np.ndarray | None, n: int) -> tuple[list[str | None], np.ndarray]:
+    """Dictionary-encode an optional string column: ``(values, int64 codes)``; None when absent."""
+    if column is None:
+        return [None], np.zeros(n, dtype=np.int64)
+    text = np.array([c if isinstance(c, str) else "" for c in column], dtype=object)
+    values, codes = np.unique(text, return_inverse=True)
+    return [v or None for v in values.tolist()], codes.reshape(-1).astype(np.int64)
