@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.device import backends, get_device, parse_name
-from parity.device import host
+from parity.device import backends, get_device, host, parse_name
 from parity.device.fake import FakeDevice
 from parity.device.npu import parse_npu_smi
 from parity.device.telemetry import TelemetrySampler, throttling
@@ -20,6 +19,7 @@ SYS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
 # --- selection -----------------------------------------------------------------------------
+
 
 def test_parse_name() -> None:
     assert parse_name("cuda:1") == ("cuda", 1)
@@ -77,6 +77,7 @@ def test_detect_falls_back_to_the_cpu_without_accelerators() -> None:
 
 # --- the CPU device, for real ----------------------------------------------------------------
 
+
 def _sysfs_cache_sizes() -> dict[int, int]:
     """Level -> bytes of the data/unified caches, read straight from sysfs for comparison."""
     sizes = {}
@@ -101,7 +102,10 @@ def test_cpu_properties_report_this_machines_caches() -> None:
     assert props.memory_bytes and props.memory_bytes > 1 << 30
     assert props.type == "cpu" and props.name
     data = props.to_dict()
-    assert data["llc_bytes"] == props.llc_bytes and data["extra"]["architecture"] in ("x86-64", "arm64")
+    assert data["llc_bytes"] == props.llc_bytes and data["extra"]["architecture"] in (
+        "x86-64",
+        "arm64",
+    )
 
 
 @pytest.mark.torch
@@ -192,6 +196,7 @@ def test_cpu_telemetry_reads_a_clock_or_says_why_not() -> None:
 
 # --- host facts from sysfs, on a hand-made tree ------------------------------------------------
 
+
 def test_parse_size_and_cpu_lists() -> None:
     assert host.parse_size("32K") == 32 * 1024
     assert host.parse_size("32768K") == 32 * 1024 * 1024
@@ -208,8 +213,12 @@ def _write(path: Path, text: str) -> None:
 
 def test_cache_sizes_from_a_sysfs_tree(tmp_path: Path) -> None:
     for i, (level, kind, size, shared) in enumerate(
-        [(1, "Data", "48K", "0"), (1, "Instruction", "32K", "0"), (2, "Unified", "2048K", "0"),
-         (3, "Unified", "107520K", "0-55")]
+        [
+            (1, "Data", "48K", "0"),
+            (1, "Instruction", "32K", "0"),
+            (2, "Unified", "2048K", "0"),
+            (3, "Unified", "107520K", "0-55"),
+        ]
     ):
         index = tmp_path / "cpu0" / "cache" / f"index{i}"
         _write(index / "level", str(level))
@@ -236,6 +245,7 @@ def test_placement_matches_the_os() -> None:
 
 
 # --- fake device and telemetry parsing -------------------------------------------------------
+
 
 def test_fake_device_scripts_durations_and_records_operations() -> None:
     device = get_device("fake")

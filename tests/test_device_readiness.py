@@ -9,7 +9,16 @@ from parity.device import readiness, smoke
 
 def test_rows_have_every_key() -> None:
     row = readiness.row("vllm", "library", reason="x")
-    assert set(row) == {"name", "kind", "installed", "version", "importable", "smoke", "smoke_kind", "reason"}
+    assert set(row) == {
+        "name",
+        "kind",
+        "installed",
+        "version",
+        "importable",
+        "smoke",
+        "smoke_kind",
+        "reason",
+    }
 
 
 def test_absent_library_row_names_the_distributions() -> None:
@@ -21,7 +30,9 @@ def test_absent_library_row_names_the_distributions() -> None:
         readiness.LIBRARIES.clear()
         readiness.LIBRARIES.update(saved)
     assert row["installed"] is False and row["smoke"] == "skipped"
-    assert row["reason"] == "not installed: no distribution named 'nonexistent-lib-for-parity-tests'"
+    assert (
+        row["reason"] == "not installed: no distribution named 'nonexistent-lib-for-parity-tests'"
+    )
 
 
 def test_a_dying_check_process_becomes_a_reason() -> None:

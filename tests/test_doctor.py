@@ -70,13 +70,16 @@ def test_readiness_rows_say_why_anything_is_missing(doctor_json: dict) -> None:
 
 
 @pytest.mark.torch
-def test_unusable_device_is_reported_and_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unusable_device_is_reported_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import parity.device.readiness as readiness
 
     monkeypatch.setattr(readiness, "check_stack", lambda device, **kwargs: [])
     path = tmp_path / "doctor.json"
-    result = CliRunner().invoke(cli, ["doctor", "--device", "tpu:0", "--json", str(path)],
-                                standalone_mode=False)
+    result = CliRunner().invoke(
+        cli, ["doctor", "--device", "tpu:0", "--json", str(path)], standalone_mode=False
+    )
     assert result.exception is None and result.return_value == 1  # main() exits with it
     assert "unknown device type 'tpu'" in result.output
     data = json.loads(path.read_text())

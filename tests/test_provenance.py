@@ -34,8 +34,16 @@ def provenance() -> dict:
 @pytest.mark.torch
 def test_top_level_keys(provenance: dict) -> None:
     assert set(provenance) >= {
-        "time_utc", "host", "os", "python", "torch", "drivers", "device", "parity",
-        "command_line", "environment",
+        "time_utc",
+        "host",
+        "os",
+        "python",
+        "torch",
+        "drivers",
+        "device",
+        "parity",
+        "command_line",
+        "environment",
     }
     assert provenance["command_line"] == ["parity", "doctor"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", provenance["time_utc"])
@@ -96,8 +104,9 @@ def test_parity_version_and_git_revision() -> None:
     assert info["version"] == __version__
     repo = Path(__file__).resolve().parents[1]
     if (repo / ".git").exists():
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                              text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         assert info["git_revision"] == head
         assert isinstance(info["git_dirty"], bool)
     else:
@@ -106,15 +115,25 @@ def test_parity_version_and_git_revision() -> None:
 
 def test_environment_keeps_relevant_variables_and_redacts_secrets() -> None:
     env = {
-        "NCCL_DEBUG": "INFO", "HCCL_BUFFSIZE": "200", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
-        "CUDA_VISIBLE_DEVICES": "0,1", "OMP_NUM_THREADS": "8", "HOME": "/root", "PATH": "/bin",
-        "VLLM_API_KEY": "hunter2", "ASCEND_RT_VISIBLE_DEVICES": "3",
+        "NCCL_DEBUG": "INFO",
+        "HCCL_BUFFSIZE": "200",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "OMP_NUM_THREADS": "8",
+        "HOME": "/root",
+        "PATH": "/bin",
+        "VLLM_API_KEY": "hunter2",
+        "ASCEND_RT_VISIBLE_DEVICES": "3",
     }
     kept = relevant_environment(env)
     assert kept == {
-        "ASCEND_RT_VISIBLE_DEVICES": "3", "CUDA_VISIBLE_DEVICES": "0,1", "HCCL_BUFFSIZE": "200",
-        "NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "8",
-        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "VLLM_API_KEY": "<redacted>",
+        "ASCEND_RT_VISIBLE_DEVICES": "3",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "HCCL_BUFFSIZE": "200",
+        "NCCL_DEBUG": "INFO",
+        "OMP_NUM_THREADS": "8",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "VLLM_API_KEY": "<redacted>",
     }
 
 

@@ -21,15 +21,29 @@ MS = 1e-3
 
 def test_protocol_order_on_fake_device() -> None:
     # Warm-up calls take 10, 4, 5, 6 ms (25 ms >= 20 ms), the flush 2 ms, then 5 timed calls.
-    script = [10 * MS, 4 * MS, 5 * MS, 6 * MS, 2 * MS, 1.0 * MS, 1.1 * MS, 1.2 * MS, 1.3 * MS, 1.4 * MS]
+    script = [
+        10 * MS,
+        4 * MS,
+        5 * MS,
+        6 * MS,
+        2 * MS,
+        1.0 * MS,
+        1.1 * MS,
+        1.2 * MS,
+        1.3 * MS,
+        1.4 * MS,
+    ]
     device = FakeDevice(durations_s=script)
     m = measure(lambda: device.record("call"), device=device, warmup_s=20 * MS, budget_s=10 * MS)
     warm = ["start", "call", "stop", "sync"]
     timed = ["flush", "start", "call", "stop"]
     expected = (
-        ["mark:warmup"] + warm * 4
+        ["mark:warmup"]
+        + warm * 4
         + ["mark:estimate-flush", "start", "flush", "stop", "sync"]
-        + ["mark:measure"] + timed * 5 + ["sync"]
+        + ["mark:measure"]
+        + timed * 5
+        + ["sync"]
     )
     assert device.ops == expected
     assert m.samples.values_s == pytest.approx([1.0 * MS, 1.1 * MS, 1.2 * MS, 1.3 * MS, 1.4 * MS])
@@ -43,8 +57,14 @@ def test_protocol_order_on_fake_device() -> None:
 
 def test_no_flush_means_no_flush_operations() -> None:
     device = FakeDevice(durations_s=[1 * MS])
-    measure(lambda: device.record("call"), device=device, warmup_s=0, budget_s=3 * MS,
-            flush_cache=False, min_samples=3)
+    measure(
+        lambda: device.record("call"),
+        device=device,
+        warmup_s=0,
+        budget_s=3 * MS,
+        flush_cache=False,
+        min_samples=3,
+    )
     assert "flush" not in device.ops
     assert device.ops[-1] == "sync" and device.ops.count("mark:measure") == 1
     # The last timed sample: start, call, stop, then the single synchronize.
@@ -62,9 +82,15 @@ def test_budget_turns_into_count_from_the_estimate() -> None:
 
 
 def test_samples_for_budget_hand_cases() -> None:
-    assert samples_for_budget(budget_s=0.2, per_sample_s=1e-3, min_samples=5, max_samples=10_000) == 200
+    assert (
+        samples_for_budget(budget_s=0.2, per_sample_s=1e-3, min_samples=5, max_samples=10_000)
+        == 200
+    )
     assert samples_for_budget(budget_s=0.2, per_sample_s=0.3, min_samples=5, max_samples=100) == 5
-    assert samples_for_budget(budget_s=10, per_sample_s=1e-6, min_samples=5, max_samples=10_000) == 10_000
+    assert (
+        samples_for_budget(budget_s=10, per_sample_s=1e-6, min_samples=5, max_samples=10_000)
+        == 10_000
+    )
     assert samples_for_budget(budget_s=0.2, per_sample_s=0.0, min_samples=5, max_samples=77) == 77
     assert samples_for_budget(budget_s=0.0299, per_sample_s=0.01, min_samples=1, max_samples=9) == 2
     with pytest.raises(ValueError):
@@ -82,8 +108,14 @@ def test_inputs_rotate_through_every_set_in_order() -> None:
     device = FakeDevice(durations_s=[1 * MS])
     seen: list[int] = []
     rotation = InputRotation(sets=(0, 1, 2), bytes_per_set=100, cache_bytes=250)
-    measure(seen.append, device=device, inputs=rotation, warmup_s=2.5 * MS, budget_s=7 * MS,
-            flush_cache=False)
+    measure(
+        seen.append,
+        device=device,
+        inputs=rotation,
+        warmup_s=2.5 * MS,
+        budget_s=7 * MS,
+        flush_cache=False,
+    )
     # 3 warm-up calls (3 ms >= 2.5 ms), then 7 timed calls continue the cycle.
     assert seen == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0]
 
@@ -91,8 +123,15 @@ def test_inputs_rotate_through_every_set_in_order() -> None:
 def test_function_without_inputs_may_take_no_argument_or_one() -> None:
     device = FakeDevice(durations_s=[1 * MS])
     got: list[object] = []
-    measure(lambda x: got.append(x), device=device, warmup_s=0, budget_s=0, min_samples=1,
-            max_samples=1, flush_cache=False)
+    measure(
+        lambda x: got.append(x),
+        device=device,
+        warmup_s=0,
+        budget_s=0,
+        min_samples=1,
+        max_samples=1,
+        flush_cache=False,
+    )
     assert got == [None, None]
 
 
@@ -129,8 +168,12 @@ def test_input_rotation_of_real_tensors_exceeds_the_cpu_cache() -> None:
     assert llc
     shape = (512, 512)
     bytes_per_set = 512 * 512 * 4
-    rotation = InputRotation.build(lambda: device.random_tensor(shape, "fp32"),
-                                   bytes_per_set=bytes_per_set, cache_bytes=llc, max_sets=256)
+    rotation = InputRotation.build(
+        lambda: device.random_tensor(shape, "fp32"),
+        bytes_per_set=bytes_per_set,
+        cache_bytes=llc,
+        max_sets=256,
+    )
     assert rotation.exceeds_cache
     actual = sum(t.numel() * t.element_size() for t in rotation.sets)
     assert actual == rotation.total_bytes > llc
@@ -140,8 +183,9 @@ def test_input_rotation_of_real_tensors_exceeds_the_cpu_cache() -> None:
 def test_rotation_that_fits_in_cache_without_flush_is_flagged() -> None:
     device = FakeDevice(durations_s=[1 * MS])
     rotation = InputRotation(sets=(0, 1), bytes_per_set=10, cache_bytes=1000)
-    m = measure(lambda _: None, device=device, inputs=rotation, warmup_s=0, budget_s=0,
-                flush_cache=False)
+    m = measure(
+        lambda _: None, device=device, inputs=rotation, warmup_s=0, budget_s=0, flush_cache=False
+    )
     assert "inputs-fit-in-cache" in {f.code for f in m.findings}
     m = measure(lambda _: None, device=device, inputs=rotation, warmup_s=0, budget_s=0)
     assert "inputs-fit-in-cache" not in {f.code for f in m.findings}
@@ -149,7 +193,9 @@ def test_rotation_that_fits_in_cache_without_flush_is_flagged() -> None:
 
 def test_findings_high_variance_and_below_resolution() -> None:
     device = FakeDevice(durations_s=[1 * MS, 1 * MS, 1 * MS, 3 * MS], resolution_s=1e-4)
-    m = measure(lambda: None, device=device, warmup_s=0, budget_s=0, min_samples=8, flush_cache=False)
+    m = measure(
+        lambda: None, device=device, warmup_s=0, budget_s=0, min_samples=8, flush_cache=False
+    )
     codes = {f.code for f in m.findings}
     assert "high-variance" in codes
     assert "below-resolution" in codes  # median 1 ms < 100 x 0.1 ms
@@ -160,8 +206,14 @@ def test_graph_replay_divides_by_calls_per_replay() -> None:
     # 10 us per call -> 100 calls per 1 ms replay; each replay "takes" 0.5 ms -> 5 us per call.
     device = FakeDevice(durations_s=[10e-6], graphs=True)
     calls: list[int] = []
-    m = measure(lambda: calls.append(1), device=device, warmup_s=0, budget_s=0,
-                flush_cache=False, graph=True)
+    m = measure(
+        lambda: calls.append(1),
+        device=device,
+        warmup_s=0,
+        budget_s=0,
+        flush_cache=False,
+        graph=True,
+    )
     assert m.samples.method == "graph-replay"
     assert m.samples.calls_per_sample == 100
     assert device.ops.count("capture") == 1 and device.ops.count("replay") == 5
@@ -225,8 +277,15 @@ def test_measure_real_matmul_on_cpu() -> None:
     device = get_device("cpu")
     a = device.random_tensor((64, 64), torch.float32)
     b = device.random_tensor((64, 64), torch.float32)
-    m = measure(lambda: a @ b, device=device, warmup_s=0.005, budget_s=0.02, min_samples=5,
-                max_samples=50, flush_cache=True)
+    m = measure(
+        lambda: a @ b,
+        device=device,
+        warmup_s=0.005,
+        budget_s=0.02,
+        min_samples=5,
+        max_samples=50,
+        flush_cache=True,
+    )
     assert m.samples.method == "host-clock"
     assert 5 <= len(m.samples) <= 50
     assert all(v > 0 for v in m.samples.values_s)

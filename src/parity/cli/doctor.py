@@ -39,24 +39,41 @@ def host_table(host: dict[str, Any]) -> Table:
     """CPU, architecture, cores, memory, caches, the flags that matter, affinity and NUMA."""
     table = _table("Host")
     table.add_row("cpu", f"{host.get('cpu_model')} ({host.get('architecture')})")
-    table.add_row("cores", f"{host.get('logical_cpus')} logical, {host.get('physical_cores') or '?'} physical")
+    table.add_row(
+        "cores", f"{host.get('logical_cpus')} logical, {host.get('physical_cores') or '?'} physical"
+    )
     table.add_row("memory", format_bytes(host.get("memory_bytes")))
-    table.add_row("caches", "L1d {} / L2 {} / LLC {} (per instance)".format(
-        format_bytes(host.get("l1_bytes")), format_bytes(host.get("l2_bytes")),
-        format_bytes(host.get("llc_bytes"))))
+    table.add_row(
+        "caches",
+        "L1d {} / L2 {} / LLC {} (per instance)".format(
+            format_bytes(host.get("l1_bytes")),
+            format_bytes(host.get("l2_bytes")),
+            format_bytes(host.get("llc_bytes")),
+        ),
+    )
     clock = host.get("max_clock_mhz")
     table.add_row("clock", f"{clock:.0f} MHz ({host.get('max_clock_source')})" if clock else "-")
     flags = host.get("flags_of_interest", {})
     present = [f for f, on in flags.items() if on]
     absent = [f for f, on in flags.items() if not on]
-    table.add_row("cpu flags", (", ".join(present) or "none") + (f"  [dim](absent: {', '.join(absent)})[/dim]" if absent else ""))
+    table.add_row(
+        "cpu flags",
+        (", ".join(present) or "none")
+        + (f"  [dim](absent: {', '.join(absent)})[/dim]" if absent else ""),
+    )
     pinned = host.get("pinned")
-    table.add_row("affinity", f"cpus {host.get('affinity')} of {host.get('online_cpus')} online"
-                  + (" [yellow](pinned to a subset)[/yellow]" if pinned else " (not pinned)"))
+    table.add_row(
+        "affinity",
+        f"cpus {host.get('affinity')} of {host.get('online_cpus')} online"
+        + (" [yellow](pinned to a subset)[/yellow]" if pinned else " (not pinned)"),
+    )
     if host.get("numa_nodes"):
         used = host.get("numa_nodes_used", [])
-        table.add_row("numa", f"{host['numa_nodes']} node(s); process may use {used}"
-                      + (" [yellow](pinned)[/yellow]" if host.get("numa_pinned") else ""))
+        table.add_row(
+            "numa",
+            f"{host['numa_nodes']} node(s); process may use {used}"
+            + (" [yellow](pinned)[/yellow]" if host.get("numa_pinned") else ""),
+        )
     return table
 
 
@@ -68,10 +85,19 @@ def software_table(prov: dict[str, Any]) -> Table:
     table.add_row("python", f"{prov['python']['version']} ({prov['python']['executable']})")
     torch = prov["torch"]
     if torch.get("installed"):
-        table.add_row("torch", f"{torch['version']} (cpu kernels: {torch.get('cpu_capability') or '?'}, "
-                      f"{torch.get('threads')} threads)")
-        for key, label in (("cuda", "cuda"), ("hip", "rocm/hip"), ("cudnn", "cudnn"), ("nccl", "nccl"),
-                           ("torch_npu", "torch_npu"), ("cann", "cann")):
+        table.add_row(
+            "torch",
+            f"{torch['version']} (cpu kernels: {torch.get('cpu_capability') or '?'}, "
+            f"{torch.get('threads')} threads)",
+        )
+        for key, label in (
+            ("cuda", "cuda"),
+            ("hip", "rocm/hip"),
+            ("cudnn", "cudnn"),
+            ("nccl", "nccl"),
+            ("torch_npu", "torch_npu"),
+            ("cann", "cann"),
+        ):
             if torch.get(key):
                 table.add_row(label, str(torch[key]))
     else:
@@ -80,7 +106,11 @@ def software_table(prov: dict[str, Any]) -> Table:
         table.add_row(f"driver ({name})", version)
     parity = prov["parity"]
     revision = parity.get("git_revision")
-    git = f"git {revision[:12]}{' (modified)' if parity.get('git_dirty') else ''}" if revision else parity.get("git_reason", "")
+    git = (
+        f"git {revision[:12]}{' (modified)' if parity.get('git_dirty') else ''}"
+        if revision
+        else parity.get("git_reason", "")
+    )
     table.add_row("parity", f"{parity['version']} ({git})")
     return table
 
@@ -95,7 +125,9 @@ def device_table(device: dict[str, Any], error: str | None) -> Table:
     table.add_row("selected", f"{device['selected']} ({device.get('count')} of this type)")
     table.add_row("name", f"{props.get('name')} ({props.get('vendor')})")
     if props.get("compute_units"):
-        table.add_row("compute units", f"{props['compute_units']} {props.get('compute_unit_kind', '')}")
+        table.add_row(
+            "compute units", f"{props['compute_units']} {props.get('compute_unit_kind', '')}"
+        )
     table.add_row("memory", format_bytes(props.get("memory_bytes")))
     table.add_row("last-level cache", format_bytes(props.get("llc_bytes")))
     for key, value in device.get("nvml", {}).items():
@@ -119,8 +151,13 @@ def readiness_table(rows: list[dict[str, Any]], device_name: str) -> Table:
         smoke = row["smoke"]
         detail = row["smoke_kind"] if smoke == "passed" else row["reason"]
         style = SMOKE_STYLE[smoke]
-        table.add_row(row["name"], installed, importable[row["importable"]],
-                      f"[{style}]{smoke}[/{style}]", detail)
+        table.add_row(
+            row["name"],
+            installed,
+            importable[row["importable"]],
+            f"[{style}]{smoke}[/{style}]",
+            detail,
+        )
     return table
 
 
@@ -134,10 +171,21 @@ def environment_table(env: dict[str, str]) -> Table:
 
 
 @click.command()
-@click.option("--device", "device_name", default=None, metavar="DEV",
-              help="Device to check (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
-@click.option("--timeout", "timeout_s", default=180.0, show_default=True, metavar="SECONDS",
-              help="Time allowed for each import and smoke test (each runs in its own process).")
+@click.option(
+    "--device",
+    "device_name",
+    default=None,
+    metavar="DEV",
+    help="Device to check (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=180.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time allowed for each import and smoke test (each runs in its own process).",
+)
 @json_option
 def doctor(device_name: str | None, timeout_s: float, json_path: str | None) -> int:
     """Report this machine (CPU, architecture, cores, flags, affinity, OS, torch, drivers,
@@ -166,14 +214,30 @@ def doctor(device_name: str | None, timeout_s: float, json_path: str | None) -> 
 
         def progress(row: dict[str, Any], done: int, total: int) -> None:
             elapsed = time.perf_counter() - started
-            renderer.update(done=done, total=total, label=row["name"], ok=row["smoke"] != "failed",
-                            eta_s=elapsed / done * (total - done))
+            renderer.update(
+                done=done,
+                total=total,
+                label=row["name"],
+                ok=row["smoke"] != "failed",
+                eta_s=elapsed / done * (total - done),
+            )
 
         rows = check_stack(device, timeout_s=timeout_s, progress=progress)
     console = Console(stderr=json_path == "-", highlight=False)
-    console.print(Group(host_table(provenance["host"]), "", software_table(provenance), "",
-                        device_table(provenance["device"], error), "",
-                        environment_table(provenance["environment"]), "", readiness_table(rows, device.name if device else "cpu")))
-    write_json(json_path, "doctor", {"provenance": provenance, "readiness": rows,
-                                     "device_error": error})
+    console.print(
+        Group(
+            host_table(provenance["host"]),
+            "",
+            software_table(provenance),
+            "",
+            device_table(provenance["device"], error),
+            "",
+            environment_table(provenance["environment"]),
+            "",
+            readiness_table(rows, device.name if device else "cpu"),
+        )
+    )
+    write_json(
+        json_path, "doctor", {"provenance": provenance, "readiness": rows, "device_error": error}
+    )
     return 1 if error else 0

@@ -159,6 +159,7 @@ class Device(abc.ABC):
     # --- operations -----------------------------------------------------------------------
     def mark(self, phase: str) -> None:
         """Called by the timing core at each protocol phase; only the fake device records it."""
+        return None
 
     @abc.abstractmethod
     def synchronize(self) -> None:
@@ -192,7 +193,9 @@ class Device(abc.ABC):
         llc = self.properties().llc_bytes
         return FLUSH_FACTOR * llc if llc else DEFAULT_FLUSH_BYTES
 
-    def random_tensor(self, shape: tuple[int, ...] | list[int], dtype: Any, *, generator: Any = None) -> Any:
+    def random_tensor(
+        self, shape: tuple[int, ...] | list[int], dtype: Any, *, generator: Any = None
+    ) -> Any:
         """Random values on this device, never zero (see ``parity.device.tensors``)."""
         from parity.device.tensors import random_tensor
 

@@ -32,7 +32,9 @@ class CudaDevice(TorchAcceleratorDevice):
         if torch.version.cuda is None and torch.version.hip is None:
             return f"torch {version} has no CUDA or ROCm"
         if not torch.cuda.is_available():
-            build = f"CUDA {torch.version.cuda}" if torch.version.cuda else f"ROCm {torch.version.hip}"
+            build = (
+                f"CUDA {torch.version.cuda}" if torch.version.cuda else f"ROCm {torch.version.hip}"
+            )
             return f"torch {version} ({build}) sees no GPU (driver missing or devices hidden)"
         count = torch.cuda.device_count()
         if index is not None and not 0 <= index < count:
@@ -79,7 +81,9 @@ class CudaDevice(TorchAcceleratorDevice):
         if self.is_rocm:
             from parity.device.telemetry import UnavailableTelemetry
 
-            return [UnavailableTelemetry(name="rocm", reason="AMD telemetry (amdsmi) is not read yet")]
+            return [
+                UnavailableTelemetry(name="rocm", reason="AMD telemetry (amdsmi) is not read yet")
+            ]
         from parity.device.nvml import NvmlTelemetry
 
         return [NvmlTelemetry(device=self)]

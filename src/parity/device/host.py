@@ -24,10 +24,28 @@ SYS_NODE = Path("/sys/devices/system/node")
 
 # CPU flags that change what a benchmark measures: matrix tiles, wide vectors, dot-product units.
 FLAGS_OF_INTEREST = (
-    "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
-    "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx512bw", "avx512vl",
-    "avx_vnni", "avx2", "fma", "f16c", "avx",
-    "asimd", "asimddp", "sve", "sve2", "sme", "bf16", "i8mm",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "avx512bw",
+    "avx512vl",
+    "avx_vnni",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx",
+    "asimd",
+    "asimddp",
+    "sve",
+    "sve2",
+    "sme",
+    "bf16",
+    "i8mm",
 )
 
 
@@ -132,7 +150,11 @@ def cache_sizes(*, root: Path = SYS_CPU) -> dict[str, int | None]:
         sizes["llc_bytes"] = by_level[max(by_level)]
         return sizes
     fields = lscpu_fields()
-    for key, name in (("l1_bytes", "L1d cache"), ("l2_bytes", "L2 cache"), ("llc_bytes", "L3 cache")):
+    for key, name in (
+        ("l1_bytes", "L1d cache"),
+        ("l2_bytes", "L2 cache"),
+        ("llc_bytes", "L3 cache"),
+    ):
         value = fields.get(name)
         if value:
             sizes[key] = _lscpu_instance_size(value)

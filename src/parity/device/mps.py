@@ -49,7 +49,11 @@ class MpsDevice(TorchAcceleratorDevice):
     def properties(self) -> DeviceProperties:
         import torch
 
-        memory = torch.mps.recommended_max_memory() if hasattr(torch.mps, "recommended_max_memory") else None
+        memory = (
+            torch.mps.recommended_max_memory()
+            if hasattr(torch.mps, "recommended_max_memory")
+            else None
+        )
         return DeviceProperties(
             name=f"Apple GPU ({platform.processor() or platform.machine()})",
             vendor="Apple",
@@ -60,4 +64,8 @@ class MpsDevice(TorchAcceleratorDevice):
     def telemetry_sources(self) -> list[Any]:
         from parity.device.telemetry import UnavailableTelemetry
 
-        return [UnavailableTelemetry(name="mps", reason="macOS exposes GPU power only to root (powermetrics)")]
+        return [
+            UnavailableTelemetry(
+                name="mps", reason="macOS exposes GPU power only to root (powermetrics)"
+            )
+        ]

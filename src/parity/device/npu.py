@@ -23,7 +23,8 @@ def import_torch_npu() -> str | None:
     try:
         import torch_npu  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - a broken CANN install raises anything
-        return f"import torch_npu failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        first = (str(exc).splitlines() or [""])[0]
+        return f"import torch_npu failed: {type(exc).__name__}: {first}"
     return None
 
 
@@ -44,7 +45,9 @@ class NpuDevice(TorchAcceleratorDevice):
         import torch
 
         if not torch.npu.is_available():  # type: ignore[attr-defined]
-            return f"torch {version} with torch_npu sees no NPU (driver or CANN environment missing)"
+            return (
+                f"torch {version} with torch_npu sees no NPU (driver or CANN environment missing)"
+            )
         count = torch.npu.device_count()  # type: ignore[attr-defined]
         if index is not None and not 0 <= index < count:
             return f"torch_npu sees {count} NPU(s): npu:0..npu:{count - 1}"
@@ -127,7 +130,9 @@ class NpuSmiTelemetry:
             try:
                 proc = subprocess.run(
                     [self._tool, "info", "-t", kind, "-i", str(self.npu_id)],
-                    capture_output=True, text=True, timeout=NPU_SMI_TIMEOUT_S,
+                    capture_output=True,
+                    text=True,
+                    timeout=NPU_SMI_TIMEOUT_S,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 log.debug("npu-smi failed: %s", exc)

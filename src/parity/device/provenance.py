@@ -29,16 +29,42 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 ENV_PREFIXES = (
-    "NCCL_", "HCCL_", "PYTORCH_", "TORCH_", "TORCHINDUCTOR_", "CUDA_", "CUBLAS_", "CUDNN_",
-    "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "ASCEND_", "OMP_", "MKL_", "KMP_", "GOMP_",
-    "ONEDNN_", "DNNL_", "TRITON_", "VLLM_", "SGLANG_", "PARITY_", "MASTER_", "WORLD_SIZE",
-    "LOCAL_RANK", "RANK",
+    "NCCL_",
+    "HCCL_",
+    "PYTORCH_",
+    "TORCH_",
+    "TORCHINDUCTOR_",
+    "CUDA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "NVIDIA_",
+    "HIP_",
+    "ROCR_",
+    "ROCM_",
+    "HSA_",
+    "ASCEND_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "GOMP_",
+    "ONEDNN_",
+    "DNNL_",
+    "TRITON_",
+    "VLLM_",
+    "SGLANG_",
+    "PARITY_",
+    "MASTER_",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "RANK",
 )
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
 ASCEND_ROOTS = (Path("/usr/local/Ascend"),)
 
 
-def collect_provenance(device: Device | None = None, *, argv: list[str] | None = None) -> dict[str, Any]:
+def collect_provenance(
+    device: Device | None = None, *, argv: list[str] | None = None
+) -> dict[str, Any]:
     """A JSON-ready record of the conditions of a run (see the module docstring)."""
     from parity import __version__
 
@@ -127,10 +153,19 @@ def distribution_version(*names: str) -> str | None:
 
 def cann_version() -> str | None:
     """The Ascend CANN toolkit version from its ``version.cfg``/``version.info``; None if absent."""
-    roots = [Path(p) for p in (os.environ.get("ASCEND_TOOLKIT_HOME"), os.environ.get("ASCEND_HOME_PATH")) if p]
+    roots = [
+        Path(p)
+        for p in (os.environ.get("ASCEND_TOOLKIT_HOME"), os.environ.get("ASCEND_HOME_PATH"))
+        if p
+    ]
     roots += [r / "ascend-toolkit" / "latest" for r in ASCEND_ROOTS]
     for root in roots:
-        for name in ("version.cfg", "version.info", "compiler/version.info", "runtime/version.info"):
+        for name in (
+            "version.cfg",
+            "version.info",
+            "compiler/version.info",
+            "runtime/version.info",
+        ):
             version = _version_from_file(root / name)
             if version:
                 return version
@@ -206,12 +241,17 @@ def git_revision() -> dict[str, Any]:
         )
         status = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5,
+            capture_output=True,
+            text=True,
+            timeout=5,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return {"git_revision": None, "git_reason": f"git failed: {exc}"}
     if revision.returncode != 0:
-        return {"git_revision": None, "git_reason": (revision.stderr.strip().splitlines() or ["git failed"])[0]}
+        return {
+            "git_revision": None,
+            "git_reason": (revision.stderr.strip().splitlines() or ["git failed"])[0],
+        }
     return {"git_revision": revision.stdout.strip(), "git_dirty": bool(status.stdout.strip())}
 
 

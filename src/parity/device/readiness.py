@@ -45,8 +45,14 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
 def row(name: str, kind: str, **fields: Any) -> dict[str, Any]:
     """One matrix row with every key present, so tables and JSON readers need no guessing."""
     base: dict[str, Any] = {
-        "name": name, "kind": kind, "installed": False, "version": None, "importable": None,
-        "smoke": "skipped", "smoke_kind": "", "reason": "",
+        "name": name,
+        "kind": kind,
+        "installed": False,
+        "version": None,
+        "importable": None,
+        "smoke": "skipped",
+        "smoke_kind": "",
+        "reason": "",
     }
     base.update(fields)
     return base
@@ -117,13 +123,27 @@ def _backend_build(name: str, version: str) -> tuple[bool, str | None, str]:
         npu = distribution_version(*LIBRARIES["torch_npu"])
         if npu:
             return True, f"torch_npu {npu}", ""
-        return False, None, "torch_npu is not installed (Ascend support comes from the torch-npu package)"
+        return (
+            False,
+            None,
+            "torch_npu is not installed (Ascend support comes from the torch-npu package)",
+        )
     if name == "xpu":
-        compiled = hasattr(torch, "xpu") and bool(getattr(torch.xpu, "_is_compiled", lambda: False)())
-        return (compiled, version if compiled else None, "" if compiled else f"torch {version} was built without XPU")
+        compiled = hasattr(torch, "xpu") and bool(
+            getattr(torch.xpu, "_is_compiled", lambda: False)()
+        )
+        return (
+            compiled,
+            version if compiled else None,
+            "" if compiled else f"torch {version} was built without XPU",
+        )
     if name == "mps":
         built = torch.backends.mps.is_built()
-        return (built, version if built else None, "" if built else f"torch {version} was built without MPS")
+        return (
+            built,
+            version if built else None,
+            "" if built else f"torch {version} was built without MPS",
+        )
     raise ValueError(f"unknown backend row {name!r}")
 
 
@@ -147,14 +167,23 @@ def run_child(check: str, device: str, *, timeout_s: float) -> dict[str, Any]:
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
-        return {"importable": None, "smoke": "failed", "reason": f"timed out after {timeout_s:.0f} s"}
+        return {
+            "importable": None,
+            "smoke": "failed",
+            "reason": f"timed out after {timeout_s:.0f} s",
+        }
     for line in proc.stdout.splitlines():
         if line.startswith("PARITY-SMOKE "):
             result = json.loads(line.removeprefix("PARITY-SMOKE "))
             return {
-                "importable": result["importable"], "smoke": result["smoke"],
-                "smoke_kind": result.get("kind", ""), "reason": result.get("reason", ""),
+                "importable": result["importable"],
+                "smoke": result["smoke"],
+                "smoke_kind": result.get("kind", ""),
+                "reason": result.get("reason", ""),
             }
     tail = (proc.stderr.strip().splitlines() or [""])[-1][:300]
-    return {"importable": None, "smoke": "failed",
-            "reason": f"check process died with status {proc.returncode}: {tail}"}
+    return {
+        "importable": None,
+        "smoke": "failed",
+        "reason": f"check process died with status {proc.returncode}: {tail}",
+    }

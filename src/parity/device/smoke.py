@@ -48,7 +48,11 @@ def _triton(device: str) -> tuple[str, str]:
     def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):  # noqa: N803 - triton's style
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
-        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+        tl.store(
+            out_ptr + offsets,
+            tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+            mask=mask,
+        )
 
     where = device if device.split(":")[0] in GPU_TYPES else "cpu"
     x = torch.arange(1000, dtype=torch.float32, device=where)
@@ -61,9 +65,8 @@ def _triton(device: str) -> tuple[str, str]:
 
 
 def _deep_gemm(device: str) -> tuple[str, str]:
-    import torch
-
     import deep_gemm
+    import torch
 
     if not device.startswith("cuda"):
         return "skipped", f"deep_gemm runs on NVIDIA Hopper/Blackwell GPUs; selected {device}"
@@ -74,7 +77,9 @@ def _deep_gemm(device: str) -> tuple[str, str]:
     out = torch.empty(256, 256, device=device, dtype=torch.bfloat16)
     deep_gemm.bf16_gemm_nt(a, b, out)
     error = relative_error(out, a.float() @ b.float().T)
-    return ("passed" if error < 1e-2 else "failed"), f"256^3 bf16 gemm_nt, relative error {error:.1e}"
+    return (
+        "passed" if error < 1e-2 else "failed"
+    ), f"256^3 bf16 gemm_nt, relative error {error:.1e}"
 
 
 def _vllm_platform(device: str) -> tuple[str, str]:
@@ -98,8 +103,14 @@ CHECKS: dict[str, tuple[str, Callable[[str], tuple[str, str]]]] = {
     "triton": ("triton", _triton),
     "tilelang": ("tilelang", _import_only("no tilelang kernel smoke test yet; import checked")),
     "deep_gemm": ("deep_gemm", _deep_gemm),
-    "deep_ep": ("deep_ep", _import_only("deep_ep needs two or more GPUs with NVSHMEM; import checked")),
-    "flash_mla": ("flash_mla", _import_only("flash_mla needs a model-shaped KV cache; import checked")),
+    "deep_ep": (
+        "deep_ep",
+        _import_only("deep_ep needs two or more GPUs with NVSHMEM; import checked"),
+    ),
+    "flash_mla": (
+        "flash_mla",
+        _import_only("flash_mla needs a model-shaped KV cache; import checked"),
+    ),
     "vllm": ("vllm", _vllm_platform),
     "vllm_ascend": ("vllm_ascend", _vllm_platform),
     "sglang": ("sglang", _import_only("sglang needs a model to serve; import checked")),
@@ -119,8 +130,12 @@ def run_check(check: str, device: str) -> dict[str, Any]:
         outcome, kind = smoke(device)
     except Exception as exc:  # noqa: BLE001
         return {"importable": True, "smoke": "failed", "kind": "", "reason": _one_line(exc)}
-    return {"importable": True, "smoke": outcome, "kind": kind,
-            "reason": "" if outcome == "passed" else kind}
+    return {
+        "importable": True,
+        "smoke": outcome,
+        "kind": kind,
+        "reason": "" if outcome == "passed" else kind,
+    }
 
 
 def _one_line(exc: BaseException) -> str:

@@ -174,7 +174,8 @@ class CpuTelemetry:
         self.sys = sys_root
         self.cpus = sorted(cpus if cpus is not None else (host.affinity() or host.online_cpus()))
         self._freq_files = [
-            p for c in self.cpus
+            p
+            for c in self.cpus
             if (p := self.sys / f"devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq").exists()
         ]
         self._temp_files = self._find_temperature_files()
@@ -194,7 +195,12 @@ class CpuTelemetry:
             if any(k in kind.lower() for k in ("x86_pkg_temp", "cpu", "soc", "k10temp")):
                 files.append(zone / "temp")
         for mon in self.sys.glob("class/hwmon/hwmon*"):
-            if (_read_text(mon / "name") or "") in ("coretemp", "k10temp", "zenpower", "cpu_thermal"):
+            if (_read_text(mon / "name") or "") in (
+                "coretemp",
+                "k10temp",
+                "zenpower",
+                "cpu_thermal",
+            ):
                 files.extend(sorted(mon.glob("temp*_input")))
         return files
 
@@ -210,7 +216,9 @@ class CpuTelemetry:
         if power is not None:
             out["power_w"] = power
         if self._throttle_files:
-            out["throttle_reasons"] = {"thermal"} if self._throttle_total() > self._throttle_start else set()
+            out["throttle_reasons"] = (
+                {"thermal"} if self._throttle_total() > self._throttle_start else set()
+            )
         return out
 
     def _clock_mhz(self) -> float | None:

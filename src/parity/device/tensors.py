@@ -15,14 +15,24 @@ from parity.model.errors import ParityError
 MIN_MAGNITUDE = 2.0**-6
 
 DTYPE_ALIASES = {
-    "fp64": "float64", "double": "float64",
-    "fp32": "float32", "float": "float32",
+    "fp64": "float64",
+    "double": "float64",
+    "fp32": "float32",
+    "float": "float32",
     "tf32": "float32",
-    "fp16": "float16", "half": "float16",
+    "fp16": "float16",
+    "half": "float16",
     "bf16": "bfloat16",
-    "fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
-    "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
-    "i8": "int8", "u8": "uint8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "fp8": "float8_e4m3fn",
+    "fp8_e4m3": "float8_e4m3fn",
+    "e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "e5m2": "float8_e5m2",
+    "i8": "int8",
+    "u8": "uint8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
 }
 
 
@@ -35,7 +45,9 @@ def as_dtype(value: Any) -> Any:
     name = DTYPE_ALIASES.get(str(value).lower(), str(value).lower()).removeprefix("torch.")
     dtype = getattr(torch, name, None)
     if not isinstance(dtype, torch.dtype):
-        raise ParityError(f"unknown dtype {value!r}; use a torch dtype name such as bfloat16 or int8")
+        raise ParityError(
+            f"unknown dtype {value!r}; use a torch dtype name such as bfloat16 or int8"
+        )
     return dtype
 
 
@@ -82,7 +94,9 @@ def _random_integer(shape: tuple[int, ...], dtype: Any, *, source: Any, generato
 
     info = torch.iinfo(dtype)
     low, high = max(info.min, -128), min(info.max, 127 if info.min < 0 else 255)
-    values = torch.randint(low, high + 1, shape, generator=generator, device=source, dtype=torch.int64)
+    values = torch.randint(
+        low, high + 1, shape, generator=generator, device=source, dtype=torch.int64
+    )
     values = torch.where(values == 0, torch.ones_like(values), values)
     return values.to(dtype)
 

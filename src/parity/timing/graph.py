@@ -60,8 +60,10 @@ def measure_graph_samples(
 
     replay = device.graph_replay(captured, calls=1)
     count = samples_for_budget(
-        budget_s=budget_s, per_sample_s=k * per_call_s + flush_s,
-        min_samples=min_samples, max_samples=max_samples,
+        budget_s=budget_s,
+        per_sample_s=k * per_call_s + flush_s,
+        min_samples=min_samples,
+        max_samples=max_samples,
     )
     values = time_calls(device, lambda _i: replay(), count=count, flush=flush)
     return [v / k for v in values], "graph-replay", k

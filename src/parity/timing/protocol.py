@@ -75,7 +75,7 @@ def call_with(fn: Callable[..., Any], inputs: InputRotation | None) -> Callable[
 
 
 def warm_up(device: Device, call: Callable[[int], Any], *, warmup_s: float) -> tuple[int, float]:
-    """Call and time one call at a time until ``warmup_s`` of measured time; ``(calls, per_call_s)``.
+    """Time one call at a time until ``warmup_s`` of measured time; ``(calls, per_call_s)``.
 
     The per-call estimate is the median of the warm-up calls after the first (the first pays
     for lazy initialisation), or the only call when there was one.
@@ -175,27 +175,43 @@ def measure(
     try:
         if graph:
             values, method, per_sample_calls = measure_graph_samples(
-                device, call, per_call_s=per_call_s, flush_s=flush_s, flush=flush_cache,
-                budget_s=budget_s, min_samples=min_samples, max_samples=max_samples,
+                device,
+                call,
+                per_call_s=per_call_s,
+                flush_s=flush_s,
+                flush=flush_cache,
+                budget_s=budget_s,
+                min_samples=min_samples,
+                max_samples=max_samples,
                 inputs=len(inputs) if inputs is not None else 1,
             )
         else:
             count = samples_for_budget(
-                budget_s=budget_s, per_sample_s=per_call_s + flush_s,
-                min_samples=min_samples, max_samples=max_samples,
+                budget_s=budget_s,
+                per_sample_s=per_call_s + flush_s,
+                min_samples=min_samples,
+                max_samples=max_samples,
             )
-            values = time_calls(device, lambda i: call(warmup_calls + i), count=count, flush=flush_cache)
+            values = time_calls(
+                device, lambda i: call(warmup_calls + i), count=count, flush=flush_cache
+            )
             method, per_sample_calls = _method(device), 1
     finally:
         if sampler is not None:
             sampler.__exit__(None, None, None)
     samples = Samples(
-        values_s=tuple(values), method=method, resolution_s=device.timer_resolution_s(),
-        calls_per_sample=per_sample_calls, warmup_calls=warmup_calls, meta=meta,
+        values_s=tuple(values),
+        method=method,
+        resolution_s=device.timer_resolution_s(),
+        calls_per_sample=per_sample_calls,
+        warmup_calls=warmup_calls,
+        meta=meta,
     )
     seen = sampler.result() if sampler is not None else {}
     findings = tuple(check_samples(samples)) + tuple(extra) + tuple(throttle_findings(seen))
-    return Measurement(samples=samples, summary=summarize(values), findings=findings, telemetry=seen)
+    return Measurement(
+        samples=samples, summary=summarize(values), findings=findings, telemetry=seen
+    )
 
 
 def _method(device: Device) -> str:

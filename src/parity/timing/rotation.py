@@ -52,8 +52,11 @@ class InputRotation:
         count = sets_to_exceed_cache(
             bytes_per_set=bytes_per_set, cache_bytes=cache_bytes, max_sets=max_sets
         )
-        return cls(sets=tuple(make_inputs() for _ in range(count)), bytes_per_set=bytes_per_set,
-                   cache_bytes=cache_bytes)
+        return cls(
+            sets=tuple(make_inputs() for _ in range(count)),
+            bytes_per_set=bytes_per_set,
+            cache_bytes=cache_bytes,
+        )
 
     @classmethod
     def single(cls, inputs: Any, *, bytes_per_set: int = 0) -> InputRotation:
