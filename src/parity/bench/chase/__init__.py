@@ -69,19 +69,31 @@ class ChaseRings:
             )
         del words
         self.starts = [k * region_bytes for k in range(count)]
+        self.positions = list(self.starts)
 
     def chase(self, steps: int, *, ring: int = 0) -> int:
-        """Follow ``steps`` links of one ring on this thread; returns the end offset."""
-        return int(self._native.chase(self.memory.view, self.starts[ring], int(steps)))
+        """Follow ``steps`` links of one ring on this thread, from where the last call stopped.
+
+        Carrying on from the last position matters: a chain shorter than its ring that always
+        restarted at slot 0 would revisit the same few slots, which would then sit in cache.
+        Returns the end offset.
+        """
+        end = int(self._native.chase(self.memory.view, self.positions[ring], int(steps)))
+        self.positions[ring] = end
+        return end
 
     def chase_threads(self, steps: int) -> tuple[int, ...]:
-        """Follow ``steps`` links of every ring at once, one thread per ring."""
-        return tuple(self._native.chase_threads(self.memory.view, self.starts, int(steps)))
+        """Follow ``steps`` links of every ring at once, one thread per ring, each carrying on
+        from where it stopped; returns the end offsets."""
+        ends = tuple(int(e) for e in self._native.chase_threads(self.memory.view, self.positions, int(steps)))
+        self.positions = list(ends)
+        return ends
 
     def verify(self) -> bool:
-        """True when one full turn of every ring returns to its start (the rings are whole)."""
+        """True when one full turn of every ring returns to where it was (the rings are whole)."""
+        before = list(self.positions)
         ends = self.chase_threads(self.slots) if self.count > 1 else (self.chase(self.slots),)
-        return list(ends) == self.starts
+        return list(ends) == before
 
     def close(self) -> None:
         self.memory.close()

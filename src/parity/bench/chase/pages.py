@@ -80,7 +80,9 @@ class PagedBuffer:
         if self.page == "thp" and (reason := thp_unavailable_reason()):
             raise ParityError(reason + "; measure with base pages only")
         align = huge_page_bytes()
-        self._map = mmap.mmap(-1, self.nbytes + align, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        # Whole huge pages around the buffer, so even a 4 KiB working set can sit in one.
+        span = -(-self.nbytes // align) * align
+        self._map = mmap.mmap(-1, span + align, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         advice = mmap.MADV_HUGEPAGE if self.page == "thp" else getattr(mmap, "MADV_NOHUGEPAGE", None)
         if advice is not None:
             self._map.madvise(advice)
@@ -96,7 +98,9 @@ class PagedBuffer:
 
     def huge_fraction(self) -> float:
         """Share of the mapping backed by huge pages now (0..1), from ``/proc/self/smaps``."""
-        return _anon_huge_bytes(self.address) / self.nbytes if sys.platform.startswith("linux") else 0.0
+        if not sys.platform.startswith("linux"):
+            return 0.0
+        return min(1.0, _anon_huge_bytes(self.address) / self.nbytes)
 
     def close(self) -> None:
         self.view.release()

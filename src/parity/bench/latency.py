@@ -1,0 +1,220 @@
+"""Pointer-chase latency: against working-set size, and against concurrent blocks.
+
+Two kinds of case:
+
+- ``size/<page>/<bytes>``: one chaser through a Sattolo ring of ``bytes`` at cache-line stride
+  (64 B on the CPU, 128 B on GPUs), from 4 KiB to well past the last-level cache. The plateaus
+  of this curve are the cache levels.
+- ``blocks/<page>/<n>``: ``n`` chasers at once, each through its own 16 KiB ring (the published
+  Ascend test), ``n`` from 1 to twice the compute units. On the CPU a block is a thread; on a
+  GPU it is a Triton program. The knees of this curve are where a shared resource saturates.
+
+Each case times two chain lengths with the harness (no cache flush: the working set must stay
+warm) and reports ns per load from the slope, which cancels launch and thread-start costs:
+``ns_per_load`` from the two medians, ``ns_per_load_min`` from the two minima. Interference
+(preemption by other processes, other tenants) only ever adds time to a dependent chain, so on
+a shared machine the minima are the better estimate of the undisturbed latency, a property of
+the hardware, while the medians say what a program sharing the machine would see. The summary
+uses the minima unless the ``estimator`` option says ``median``, and names the one it used. On
+the CPU each case runs with 4 KiB pages and again with transparent huge pages where the OS
+allows, and every figure carries the page size it used (and the share of the buffer the kernel
+actually backed with huge pages).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+from parity.bench.latency_summary import summarize_latency
+from parity.bench.suite import CaseSpec
+from parity.metrics.latency import ns_per_load
+from parity.model.errors import ParityError
+from parity.model.findings import Finding, Severity
+from parity.model.result import CaseResult
+
+log = logging.getLogger(__name__)
+
+KIB, MIB = 1024, 1024 * 1024
+MIN_WORKING_SET = 4 * KIB
+BLOCK_REGION = 16 * KIB
+CPU_STRIDE = 64
+GPU_STRIDE = 128
+# Working sets reach this multiple of the last-level cache (quick: 2x, full: 8x).
+QUICK_LLC_FACTOR, FULL_LLC_FACTOR = 2, 8
+QUICK_MAX_WORKING_SET, FULL_MAX_WORKING_SET = 64 * MIB, 1024 * MIB
+# The long chain is timed for about this long (s); the short one is a quarter as many loads.
+# Short enough that most samples escape preemption on a shared machine; blocks run longer
+# because thread start-up jitter is larger.
+QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
+BLOCKS_TARGET_FACTOR = 5
+PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
+HUGE_SHARE_EXPECTED = 0.9
+
+
+def working_sets(*, max_bytes: int, per_octave: int = 2) -> list[int]:
+    """Sizes from 4 KiB to ``max_bytes``, ``per_octave`` per doubling, multiples of 4 KiB."""
+    if max_bytes < MIN_WORKING_SET:
+        raise ParityError(f"largest working set {max_bytes} B is under {MIN_WORKING_SET} B")
+    steps = int(math.floor(math.log2(max_bytes / MIN_WORKING_SET) * per_octave + 1e-9))
+    return sorted({int(MIN_WORKING_SET * 2 ** (k / per_octave)) // (4 * KIB) * (4 * KIB) for k in range(steps + 1)})
+
+
+def page_sizes(device: Any, options: dict[str, Any]) -> list[str]:
+    """``base`` (and ``thp`` where the OS allows it) on the CPU; the driver's choice on GPUs."""
+    if device.type != "cpu":
+        return ["device"]
+    from parity.bench.chase.pages import thp_unavailable_reason
+
+    wanted = options.get("pages") or ["base", "thp"]
+    wanted = wanted.split(",") if isinstance(wanted, str) else list(wanted)
+    reason = thp_unavailable_reason()
+    if "thp" in wanted and reason:
+        log.warning("%s; measuring base pages only", reason)
+    return [p for p in wanted if p == "base" or (p == "thp" and reason is None)]
+
+
+def block_counts(compute_units: int, *, quick: bool) -> list[int]:
+    """1 .. 2x compute units; quick mode thins large ranges to about 16 points."""
+    top = 2 * max(1, compute_units)
+    if not quick or top <= 16:
+        return list(range(1, top + 1))
+    step = max(1, top // 16)
+    return sorted(set([1, 2, *range(step, top + 1, step), top]))
+
+
+class LatencySuite:
+    """Pointer-chase latency across working-set sizes and concurrent blocks."""
+
+    name = "latency"
+    description = "pointer-chase latency: plateaus across working-set sizes, knees across blocks"
+
+    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+        props = device.properties()
+        llc = props.llc_bytes or props.l2_bytes or 32 * MIB
+        cap = QUICK_MAX_WORKING_SET if quick else FULL_MAX_WORKING_SET
+        top = int(options.get("max_bytes", min(cap, (QUICK_LLC_FACTOR if quick else FULL_LLC_FACTOR) * llc)))
+        stride = int(options.get("stride_bytes", CPU_STRIDE if device.type == "cpu" else GPU_STRIDE))
+        common = {
+            "device": device.name, "device_name": props.name, "stride_bytes": stride,
+            "caches": _reported_caches(props), "memory_bytes": props.memory_bytes,
+            "memory_name": "DRAM" if device.type == "cpu" else "HBM",
+            "compute_units": props.compute_units, "compute_unit_kind": props.compute_unit_kind,
+            "quick": bool(quick),
+        }
+        cases = []
+        for page in page_sizes(device, options):
+            for size in working_sets(max_bytes=top, per_octave=int(options.get("per_octave", 2))):
+                cases.append(CaseSpec(suite=self.name, key=f"size/{page}/{size}", cost=1.0 + size / (64 * MIB),
+                                      params={**common, "curve": "size", "page": page, "working_set_bytes": size, "blocks": 1}))
+            for n in block_counts(props.compute_units or 1, quick=quick):
+                cases.append(CaseSpec(suite=self.name, key=f"blocks/{page}/{n}", cost=1.0,
+                                      params={**common, "curve": "blocks", "page": page,
+                                              "working_set_bytes": BLOCK_REGION, "blocks": n}))
+        return cases
+
+    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+        p = case.params
+        rings = _rings(device, p)
+        try:
+            return self._measure_rings(case, rings, device=device, options=options)
+        finally:
+            rings.close()
+
+    def _measure_rings(self, case: CaseSpec, rings: Any, *, device: Any, options: dict[str, Any]) -> CaseResult:
+        from parity.timing import measure
+
+        p = case.params
+        many = p["curve"] == "blocks"
+        run = rings.chase_threads if many else rings.chase
+        passed = rings.verify()
+        target = float(options.get("target_s", QUICK_TARGET_S if p.get("quick") else FULL_TARGET_S))
+        target *= BLOCKS_TARGET_FACTOR if many else 1
+        long_loads = _loads_for(run, device=device, target_s=target)
+        short_loads = long_loads // 4
+        timing = dict(device=device, flush_cache=False, warmup_s=float(options.get("warmup_s", 0.01)),
+                      budget_s=float(options.get("budget_s", 25 * target)), min_samples=int(options.get("min_samples", 15)),
+                      max_samples=int(options.get("max_samples", 200)))
+        short = measure(lambda: run(short_loads), **timing)
+        long = measure(lambda: run(long_loads), **timing)
+        ns = ns_per_load(short_s=short.summary.median, long_s=long.summary.median,
+                         short_loads=short_loads, long_loads=long_loads)
+        ns_min = ns_per_load(short_s=short.summary.min, long_s=long.summary.min,
+                             short_loads=short_loads, long_loads=long_loads)
+        huge = rings.memory.huge_fraction() if hasattr(rings, "memory") else None
+        findings = list(short.findings) + list(long.findings) + _page_findings(p["page"], huge)
+        metrics = {
+            "ns_per_load": ns, "ns_per_load_min": ns_min, "short_loads": short_loads, "long_loads": long_loads,
+            "short_median_s": short.summary.median, "long_median_s": long.summary.median,
+            "page_label": rings.page_label, "huge_page_share": huge, "stride_bytes": rings.stride_bytes,
+            "slots_per_block": rings.slots, "method": "slope between two chain lengths",
+        }
+        return CaseResult(suite=self.name, key=case.key, params=dict(p), metrics=metrics,
+                          samples={"short": short.samples, "long": long.samples},
+                          check={"passed": passed, "method": "one turn of every ring returns to its start"},
+                          findings=tuple(findings))
+
+    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+        return summarize_latency(results, estimator=str(options.get("estimator", "min")))
+
+
+def _rings(device: Any, p: dict[str, Any]) -> Any:
+    """The chase memory for one case: native rings on the CPU, a Triton table elsewhere."""
+    count = int(p["blocks"])
+    if device.type == "cpu":
+        from parity.bench.chase import ChaseRings
+
+        return ChaseRings(region_bytes=int(p["working_set_bytes"]), stride_bytes=int(p["stride_bytes"]),
+                          count=count, page=p["page"])
+    try:
+        from parity.bench.chase_triton import TritonChase
+    except ImportError as exc:
+        raise ParityError(f"the {device.type} pointer chase needs triton ({exc}); pip install triton") from None
+    return TritonChase(device=device, region_bytes=int(p["working_set_bytes"]),
+                       stride_bytes=int(p["stride_bytes"]), count=count)
+
+
+def _loads_for(run: Any, *, device: Any, target_s: float) -> int:
+    """Loads per long chain so that it takes about ``target_s``.
+
+    The per-load time is itself a slope, between probes of 4096 and 32768 loads (best of
+    three each), so thread start and launch costs do not inflate it.
+    """
+    def best_of_three(loads: int) -> float:
+        best = math.inf
+        for _ in range(3):
+            device.synchronize()
+            start = time.perf_counter()
+            run(loads)
+            device.synchronize()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    small, large = PROBE_LOADS, 8 * PROBE_LOADS
+    t_small, t_large = best_of_three(small), best_of_three(large)
+    per_load = (t_large - t_small) / (large - small)
+    if per_load <= 0:
+        per_load = t_large / large
+    return max(MIN_LOADS, min(MAX_LOADS, int(target_s / max(per_load, 1e-11))))
+
+
+def _page_findings(page: str, huge: float | None) -> list[Finding]:
+    if page != "thp" or huge is None or huge >= HUGE_SHARE_EXPECTED:
+        return []
+    return [Finding(code="thp-not-granted", severity=Severity.WARNING,
+                    message=f"only {huge:.0%} of the buffer is backed by huge pages",
+                    hint="memory is fragmented or THP is restricted; the figure mixes page sizes")]
+
+
+def _reported_caches(props: Any) -> list[list[Any]]:
+    """``[[name, bytes], ...]`` from the device's properties, smallest first, duplicates dropped."""
+    levels = [("L1", props.l1_bytes), ("L2", props.l2_bytes), ("LLC", props.llc_bytes)]
+    seen: set[int] = set()
+    out = []
+    for name, size in levels:
+        if size and size not in seen:
+            seen.add(size)
+            out.append([name, int(size)])
+    return out
