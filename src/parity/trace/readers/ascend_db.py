@@ -3,9 +3,9 @@
 The same run as the text output (:mod:`.ascend_text`), in tables with integer nanosecond times
 and strings in ``STRING_IDS``. Rows, matching the text reader's choices:
 
-- ``TASK`` (device tasks): name from ``COMPUTE_TASK_INFO.name`` for operator tasks, from
-  ``COMMUNICATION_TASK_INFO.taskType`` for communication tasks (``Notify Wait``, ``SDMA``...),
-  else the task type (``EVENT_RECORD``, ``MEMCPY_ASYNC``); kinds as in the text reader.
+- ``TASK`` (device tasks): name from ``COMPUTE_TASK_INFO.name`` for operator tasks, else the
+  task type (``Notify Wait``, ``SDMA``, ``EVENT_RECORD``, ``MEMCPY_ASYNC``...), as the text
+  output names them; kinds as in the text reader.
   ``task_type`` holds ``TASK.taskType``; ``accelerator_core`` is ``COMPUTE_TASK_INFO.taskType``
   when it names a core, else the core implied by the task type (``KERNEL_AIVEC`` ->
   ``AI_VECTOR_CORE``, ``KERNEL_AICORE`` -> ``AI_CORE``, ...).
@@ -102,22 +102,18 @@ def _strings(db: sqlite3.Connection) -> dict[int, str]:
 
 def _tasks(db, tables: set[str], cols: Columns, path: Path) -> None:
     compute = "COMPUTE_TASK_INFO" in tables
-    comm = "COMMUNICATION_TASK_INFO" in tables
     sql = (
         "SELECT t.startNs, t.endNs, t.deviceId, t.connectionId, t.streamId, t.taskType, "
-        + ("c.name, c.taskType, " if compute else "NULL, NULL, ")
-        + ("m.taskType " if comm else "NULL ")
+        + ("c.name, c.taskType " if compute else "NULL, NULL ")
         + "FROM TASK t "
         + ("LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId " if compute else "")
-        + ("LEFT JOIN (SELECT globalTaskId, MIN(taskType) AS taskType FROM COMMUNICATION_TASK_INFO"
-           " GROUP BY globalTaskId) m ON m.globalTaskId = t.globalTaskId " if comm else "")
         + "ORDER BY t.startNs"
     )  # fmt: skip
     rows = db.execute(sql).fetchall()
     if not rows:
         return
     strings = _strings(db)
-    start, end, device, conn, stream, ttype, cname, ccore, mtype = zip(*rows)
+    start, end, device, conn, stream, ttype, cname, ccore = zip(*rows)
     start = _ints(start, path, "startNs")
     end = _ints(end, path, "endNs")
     if (end < start).any():
@@ -125,9 +121,8 @@ def _tasks(db, tables: set[str], cols: Columns, path: Path) -> None:
         raise ParityError(f"{path}: TASK row {bad} ends before it starts; the export is corrupt")
     task_type = [strings.get(t) for t in ttype]
     names, kinds, cores, syncs = [], [], [], []
-    for tt, cn, cc, mt in zip(task_type, cname, ccore, mtype):
-        name = strings.get(cn) if cn is not None else (strings.get(mt) if mt is not None else tt)
-        name = name or ""
+    for tt, cn, cc in zip(task_type, cname, ccore):
+        name = (strings.get(cn) if cn is not None else tt) or ""
         kind = Kind.MEMCPY if name == "MEMCPY_ASYNC" else (
             Kind.SYNC if name in ("EVENT_RECORD", "EVENT_WAIT") else Kind.KERNEL
         )

@@ -38,7 +38,13 @@ import numpy as np
 import orjson
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, assign_steps, parse_us_text, times_to_ns
+from parity.trace.readers.columns import (
+    ASCEND_CONCURRENT_TASKS,
+    Columns,
+    assign_steps,
+    parse_us_text,
+    times_to_ns,
+)
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
@@ -49,8 +55,7 @@ _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
-COMM_TASK_TYPES = {"Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "SDMA",
-                   "Write Value", "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy"}  # fmt: skip
+COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
 CORE_TYPES = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64)  # fmt: skip

@@ -22,6 +22,10 @@ INT64_DTYPES = dict(
     rank=np.int32, device=np.int32, stream=np.int64, kind=np.int8, name_id=np.int32,
     start_ns=np.int64, end_ns=np.int64, correlation=np.int64, step=np.int32,
 )  # fmt: skip
+ASCEND_CONCURRENT_TASKS = frozenset({
+    "HCCL", "Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "SDMA", "Write Value",
+    "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy",
+})  # fmt: skip
 MAX_US = 9.0e15  # |t| above this (in us) overflows int64 nanoseconds
 
 
@@ -188,14 +192,14 @@ def stream_overlap_warning(table: ActivityTable) -> str | None:
 
     A stream runs its work in order, so overlap there means clock skew or a profiler merging
     lanes. Rows are kept as they are (busy time is a union, so overlap never double-counts);
-    the warning says how many and by how much at most. Ascend HCCL operation rows
-    (``task_type == "HCCL"``) are left out: an operation spans its own tasks on its stream by
-    construction.
+    the warning says how many and by how much at most. Ascend HCCL rows are left out: an
+    operation (``task_type == "HCCL"``) spans its own tasks on its stream by construction, and
+    its tasks (Notify Wait, SDMA, Write Value...) run on several engines of one stream at once.
     """
     mask = table.device_mask()
     task_type = table.extra.get("task_type")
     if task_type is not None:
-        mask &= task_type != "HCCL"
+        mask &= ~np.isin(task_type, list(ASCEND_CONCURRENT_TASKS))
     if mask.sum() < 2:
         return None
     rank, device, stream = table.rank[mask], table.device[mask], table.stream[mask]
