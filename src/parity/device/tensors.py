@@ -77,27 +77,31 @@ def random_tensor(
 
 
 def _random_float(shape: tuple[int, ...], dtype: Any, *, source: Any, generator: Any) -> Any:
+    """In place on one float32 buffer, so peak memory is that buffer plus the result."""
     import torch
 
     values = torch.randn(shape, generator=generator, device=source, dtype=torch.float32)
-    sign = torch.where(values < 0, -1.0, 1.0)
-    values = sign * values.abs().clamp_min(MIN_MAGNITUDE)
-    info = torch.finfo(dtype)
+    tiny = values.abs() < MIN_MAGNITUDE
+    values.masked_fill_(tiny & (values >= 0), MIN_MAGNITUDE)
+    values.masked_fill_(tiny & (values < 0), -MIN_MAGNITUDE)
+    del tiny
     if "e8m0" in str(dtype):  # exponent-only scale formats hold positive powers of two
-        values = values.abs()
-    values = values.clamp(min=max(float(info.min), -1e30), max=min(float(info.max), 1e30))
+        values.abs_()
+    info = torch.finfo(dtype)
+    values.clamp_(min=max(float(info.min), -1e30), max=min(float(info.max), 1e30))
     return values.to(dtype)
 
 
 def _random_integer(shape: tuple[int, ...], dtype: Any, *, source: Any, generator: Any) -> Any:
+    """Drawn as int16 (the range fits), zeros replaced by one in place."""
     import torch
 
     info = torch.iinfo(dtype)
     low, high = max(info.min, -128), min(info.max, 127 if info.min < 0 else 255)
     values = torch.randint(
-        low, high + 1, shape, generator=generator, device=source, dtype=torch.int64
+        low, high + 1, shape, generator=generator, device=source, dtype=torch.int16
     )
-    values = torch.where(values == 0, torch.ones_like(values), values)
+    values.masked_fill_(values == 0, 1)
     return values.to(dtype)
 
 
