@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
@@ -55,6 +56,8 @@ class Window:
         return {
             "start_us": self.start_ns / 1e3,
             "end_us": self.end_ns / 1e3,
+            "start_ns": self.start_ns,  # exact: epoch microseconds overflow a double's precision
+            "end_ns": self.end_ns,
             "length_us": self.length_ns / 1e3,
             "source": self.source,
             "detail": self.detail,
@@ -75,15 +78,20 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 
 def parse_window(text: str) -> tuple[int, int]:
-    """``"START_US:END_US"`` (microseconds on the trace clock) -> ``(start_ns, end_ns)``."""
+    """``"START_US:END_US"`` (microseconds on the trace clock) -> ``(start_ns, end_ns)``.
+
+    Parsed as decimals, not floats: epoch microseconds have 16 digits, more than a double keeps.
+    """
     match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*:\s*([0-9.eE+-]+)\s*", text or "")
     try:
-        start_us, end_us = float(match.group(1)), float(match.group(2))  # type: ignore[union-attr]
-    except (AttributeError, ValueError):
+        start_us, end_us = Decimal(match.group(1)), Decimal(match.group(2))  # type: ignore[union-attr]
+        if not (start_us.is_finite() and end_us.is_finite()):
+            raise InvalidOperation
+    except (AttributeError, InvalidOperation):
         raise ParityError(f"bad --window {text!r}; write START_US:END_US, e.g. 1000:5000") from None
     if not end_us > start_us:
         raise ParityError(f"bad --window {text!r}: the end must be after the start")
-    return round(start_us * 1000), round(end_us * 1000)
+    return int((start_us * 1000).to_integral_value()), int((end_us * 1000).to_integral_value())
 
 
 def step_markers(table: ActivityTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,93 @@
+"""The analysis on real traces: Ascend's own step figures reproduced, Kineto figures cross-checked."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parity.trace import analyze, load_trace
+from parity.trace.ascend_steps import TOLERANCE_US
+from parity.trace.categories import UNMATCHED, load_rules
+from parity.trace.table import Kind
+
+ASCEND = [
+    "ascend/msinsight/text/level0/rank0_ascend_pt",
+    "ascend/msinsight/text/level0/rank1_ascend_pt",
+    "ascend/msinsight/text/level1/rank0_ascend_pt",
+    "ascend/msinsight/text/level1/rank1_ascend_pt",
+    "ascend/msinsight/db/level0/rank0_ascend_pt",
+    "ascend/msinsight/db/level0/rank1_ascend_pt",
+]
+KINETO = "kineto/hta/negative_queue_length_values_check/rank0.json.gz"
+
+
+@pytest.mark.parametrize("folder", ASCEND)
+def test_ascend_steps_match_the_profiler(traces_dir: Path, folder: str) -> None:
+    result = analyze(load_trace([traces_dir / folder]))
+    steps = result.first.ascend_steps
+    assert steps, "no Ascend step rebuilt"
+    for step in steps:
+        assert step.reference, f"step {step.step} has no step_trace_time row to compare with"
+        assert {"computing_us", "communication_us", "free_us"} <= set(step.reference)
+        for key, expected in step.reference.items():
+            assert getattr(step, key) == pytest.approx(expected, abs=TOLERANCE_US), key
+    assert not [f for f in result.findings if f.code == "step-trace-mismatch"]
+
+
+def test_ascend_two_ranks_in_one_folder(traces_dir: Path) -> None:
+    result = analyze(load_trace([traces_dir / "ascend/msinsight/text/level1"]))
+    assert [r.rank for r in result.ranks] == [0, 1]
+    assert all(s.max_deviation_us < TOLERANCE_US for r in result.ranks for s in r.ascend_steps)
+    assert result.spread is not None and result.spread.slowest_rank in (0, 1)
+
+
+def _busy_by_loop(starts: list[int], ends: list[int]) -> int:
+    """Union length the plain way, to cross-check the vectorised one on real data."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(zip(starts, ends)):
+        if cur_e is None or s > cur_e:
+            total += 0 if cur_e is None else cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (0 if cur_e is None else cur_e - cur_s)
+
+
+def test_kineto_figures_against_a_plain_loop(traces_dir: Path) -> None:
+    table = load_trace([traces_dir / KINETO])
+    result = analyze(table)
+    rank = result.first
+    w = rank.window
+    assert w.source == "steps" and w.steps == (551, 554)
+    device = np.flatnonzero(table.device_mask())
+    s = np.maximum(table.start_ns[device], w.start_ns)
+    e = np.minimum(table.end_ns[device], w.end_ns)
+    keep = e > s
+    assert rank.device.busy_ns == _busy_by_loop(s[keep].tolist(), e[keep].tolist())
+    for stream in rank.streams:
+        mine = keep & (table.stream[device] == stream.stream)
+        assert stream.busy_ns == _busy_by_loop(s[mine].tolist(), e[mine].tolist())
+    assert rank.device.busy_ns + rank.device.idle_ns == w.length_ns
+    assert sum(rank.device.streams_at_once_ns) == w.length_ns
+    assert sum(c * t for c, t in enumerate(rank.device.streams_at_once_ns)) == rank.device.summed_busy_ns
+    names = {k.name for k in rank.top_kernels if k.category == "communication"}
+    assert any("nccl" in n for n in names)
+    kernels = table.kind == Kind.KERNEL
+    assert sum(st.kernels for st in rank.streams) <= int(table.device_mask().sum()) and kernels.any()
+
+
+@pytest.mark.parametrize("name", ["kernel_details_small.csv", "kernel_details_compute_advice.csv"])
+def test_every_ascend_core_has_a_category(traces_dir: Path, name: str) -> None:
+    rules = load_rules()
+    with (traces_dir / "ascend/msprof-analyze" / name).open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        got = rules.category_of(row["Name"], Kind.KERNEL, row["Accelerator Core"])
+        assert got != UNMATCHED, row["Name"]
+        if row["Accelerator Core"] == "HCCL":
+            assert got == "communication"
+        elif row["Accelerator Core"] == "AI_CORE" and "allreduce" not in row["Name"].lower():
+            assert got == "matrix"
