@@ -131,3 +131,27 @@ def match_spec(device_name: str, *, specs: dict[str, DeviceSpec] | None = None) 
         if spec.matches(device_name):
             return spec
     return None
+
+
+def memory_bandwidth(device_name: str) -> dict[str, Any] | None:
+    """Datasheet memory bandwidth of ``device_name`` as ``{"gbps", "bps", "device", "source"}``
+    (``gbps`` in 10^9 B/s), or None when there is no entry or it lists no bandwidth."""
+    spec = match_spec(device_name)
+    if spec is None or spec.memory_bandwidth_bps is None:
+        return None
+    return {
+        "gbps": spec.memory_bandwidth_bps / GIGA,
+        "bps": spec.memory_bandwidth_bps,
+        "device": spec.name,
+        "source": spec.source,
+    }
+
+
+def peak_flops(device_name: str, dtype: str) -> dict[str, Any] | None:
+    """Datasheet dense peak of ``device_name`` for ``dtype`` as ``{"flops", "device", "source"}``
+    (FLOP/s), or None when there is no entry or no published figure for that dtype."""
+    spec = match_spec(device_name)
+    if spec is None or spec.peak_flops(dtype) is None:
+        return None
+    return {"flops": spec.peak_flops(dtype), "device": spec.name, "source": spec.source,
+            "derived": spec.derived}

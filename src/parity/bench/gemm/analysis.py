@@ -1,0 +1,197 @@
+"""From stored GEMM cases to the roofline rows and the sweep summary (no torch, no device).
+
+The ceiling and bandwidth cases give ``P`` and ``B``; every measured shape is then placed on
+the roofline (``parity.metrics.roofline.place``). With several backends, a shape's headline
+figures use its best backend (highest achieved rate among rows whose check passed), and each
+backend's own figures are kept beside it.
+
+Summary figures (DESIGN.md, GEMM):
+- ``best_fraction_of_ceiling``: the best achieved rate over ``P`` (the "99.7%" figure);
+- ``median_efficiency_compute_bound``: median of achieved/attainable over compute-bound shapes,
+  with a 95% bootstrap CI and percentiles in ``efficiency_compute_bound`` (the "41.5%" figure);
+- counts per class, throttled and power-limited shapes, failed shapes, shapes over the ceiling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.metrics.roofline import (
+    COMPUTE_BOUND,
+    MEMORY_BOUND,
+    best_fraction_of_ceiling,
+    fraction_of,
+    median_efficiency,
+    place,
+    ridge_point,
+)
+from parity.model.findings import Severity
+from parity.model.result import CaseResult
+
+TERA = 1e12
+GIGA = 1e9
+
+
+def _ceilings(results: list[CaseResult]) -> tuple[CaseResult | None, CaseResult | None]:
+    ceiling = next((r for r in results if r.params.get("kind") == "ceiling"), None)
+    bandwidth = next((r for r in results if r.params.get("kind") == "bandwidth"), None)
+    return ceiling, bandwidth
+
+
+def _ok_value(result: CaseResult | None, key: str) -> float | None:
+    if result is None or result.error is not None:
+        return None
+    value = result.metrics.get(key)
+    return float(value) if value else None
+
+
+def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | None, sheet: float | None) -> dict[str, Any]:
+    """One backend's figures for one shape (SI units; rates in FLOP/s)."""
+    m = result.metrics
+    row: dict[str, Any] = {"key": result.key, "ok": result.ok, "error": result.error,
+                           "findings": [f.code for f in result.findings]}
+    if result.error is not None:
+        return row
+    achieved = float(m["achieved_flops"])
+    row.update({
+        "median_s": m["median_s"], "iqr_s": m["iqr_s"], "ci95_low_s": m.get("ci95_low_s"),
+        "ci95_high_s": m.get("ci95_high_s"), "achieved_flops": achieved, "tflops": achieved / TERA,
+        "relative_error": result.check.get("relative_error"), "check_passed": result.check.get("passed"),
+        "power_limited": bool(m.get("power_limited")), "throttle_reasons": m.get("throttle_reasons", []),
+        "fraction_of_datasheet": fraction_of(achieved, sheet),
+    })
+    if peak and bandwidth:
+        point = place(intensity=float(m["arithmetic_intensity"]), achieved_flops=achieved,
+                      peak_flops=peak, bandwidth_bps=bandwidth)
+        row.update({"attainable_flops": point.attainable_flops, "efficiency": point.efficiency,
+                    "fraction_of_ceiling": point.fraction_of_ceiling})
+    elif peak:
+        row["fraction_of_ceiling"] = achieved / peak
+    return row
+
+
+def shape_rows(results: list[CaseResult], *, peak: float | None, bandwidth: float | None,
+               sheet: float | None) -> list[dict[str, Any]]:
+    """Per shape: dims, name, intensity, class, best backend, and each backend's figures."""
+    shapes: dict[tuple[int, int, int], dict[str, Any]] = {}
+    ridge = ridge_point(peak, bandwidth) if peak and bandwidth else None
+    for result in results:
+        p = result.params
+        if p.get("kind") != "shape":
+            continue
+        dims = (int(p["m"]), int(p["n"]), int(p["k"]))
+        entry = shapes.setdefault(dims, {
+            "m": dims[0], "n": dims[1], "k": dims[2], "name": p.get("name", ""), "family": p.get("family", ""),
+            "origin": p.get("origin", ""), "backends": {},
+        })
+        intensity = result.metrics.get("arithmetic_intensity")
+        if intensity is not None:
+            entry["arithmetic_intensity"] = intensity
+            if ridge:
+                entry["class"] = COMPUTE_BOUND if intensity >= ridge else MEMORY_BOUND
+                entry["near_ridge"] = 0.75 * ridge <= intensity <= 1.25 * ridge
+        entry["backends"][p["backend"]] = backend_row(result, peak=peak, bandwidth=bandwidth, sheet=sheet)
+    for entry in shapes.values():
+        good = {name: b for name, b in entry["backends"].items() if b["ok"]}
+        entry["best_backend"] = max(good, key=lambda name: good[name]["achieved_flops"]) if good else None
+        entry["best"] = good[entry["best_backend"]] if good else None
+    return list(shapes.values())
+
+
+def _figures(rows: list[dict[str, Any]], peak: float | None) -> dict[str, Any]:
+    """Headline figures over the given rows' best-backend entries."""
+    best = [(r, r["best"]) for r in rows if r["best"] is not None]
+    out: dict[str, Any] = {"measured": len(best)}
+    if not best or not peak:
+        out.update({"best_fraction_of_ceiling": None, "median_efficiency_compute_bound": None})
+        return out
+    out["best_fraction_of_ceiling"] = best_fraction_of_ceiling([b["achieved_flops"] for _, b in best], peak)
+    winner = max(best, key=lambda rb: rb[1]["achieved_flops"])[0]
+    out["best_shape"] = {"name": winner["name"], "m": winner["m"], "n": winner["n"], "k": winner["k"]}
+    compute = [b["efficiency"] for r, b in best if r.get("class") == COMPUTE_BOUND and "efficiency" in b]
+    every = [b["efficiency"] for _, b in best if "efficiency" in b]
+    out["efficiency_compute_bound"] = median_efficiency(compute) if compute else None
+    out["median_efficiency_compute_bound"] = out["efficiency_compute_bound"]["median"] if compute else None
+    out["efficiency_all"] = median_efficiency(every) if every else None
+    return out
+
+
+def analyse(results: list[CaseResult]) -> dict[str, Any]:
+    """The GEMM sweep summary (see module docstring), with the per-shape ``rows``."""
+    ceiling_case, bandwidth_case = _ceilings(results)
+    peak = _ok_value(ceiling_case, "ceiling_flops")
+    bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
+    cm = ceiling_case.metrics if ceiling_case is not None else {}
+    sheet = cm.get("datasheet_flops")
+    rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
+    shape_results = [r for r in results if r.params.get("kind") == "shape"]
+    figures = _figures(rows, peak)
+    # Headline figures first: the run summary shows the first few scalars.
+    summary: dict[str, Any] = {
+        "ceiling_flops": peak,
+        "best_fraction_of_ceiling": figures.pop("best_fraction_of_ceiling"),
+        "median_efficiency_compute_bound": figures.pop("median_efficiency_compute_bound"),
+        "bandwidth_bps": bandwidth,
+        "dtype": next((r.params.get("dtype") for r in results if r.params.get("dtype")), None),
+        "device_name": cm.get("device_name"),
+        "ceiling_tflops": peak / TERA if peak else None,
+        "ceiling_shape": cm.get("ceiling_shape"),
+        "ceiling_error": ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
+        "bandwidth_gbps": bandwidth / GIGA if bandwidth else None,
+        "bandwidth_error": bandwidth_case.error if bandwidth_case is not None else "no bandwidth case in this run",
+        "ridge_flop_per_byte": ridge_point(peak, bandwidth) if peak and bandwidth else None,
+        "datasheet": _datasheet(cm, peak),
+        **figures,
+        "shapes": len(rows),
+        "classes": _classes(rows),
+        "throttled": sorted({r.key for r in shape_results if any(f.code == "throttled" for f in r.findings)}),
+        "power_limited": sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
+        "failed": [_failure(r) for r in shape_results if not r.ok],
+        "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
+        "backends": _per_backend(rows, peak),
+        "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
+    }
+    return summary
+
+
+def _datasheet(ceiling_metrics: dict[str, Any], peak: float | None) -> dict[str, Any]:
+    flops = ceiling_metrics.get("datasheet_flops")
+    if not flops:
+        name = ceiling_metrics.get("device_name")
+        return {"flops": None, "note": f"no datasheet entry for {name!r}" if name else "no datasheet entry"}
+    return {"flops": flops, "tflops": flops / TERA, "source": ceiling_metrics.get("datasheet_source"),
+            "derived": ceiling_metrics.get("datasheet_derived"),
+            "ceiling_fraction_of_datasheet": fraction_of(peak, flops) if peak else None}
+
+
+def _classes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {COMPUTE_BOUND: 0, MEMORY_BOUND: 0, "near-ridge": 0, "unclassified": 0}
+    for row in rows:
+        if "class" not in row:
+            counts["unclassified"] += 1
+            continue
+        counts[row["class"]] += 1
+        counts["near-ridge"] += int(row["near_ridge"])
+    return counts
+
+
+def _failure(result: CaseResult) -> dict[str, Any]:
+    errors = [f for f in result.findings if f.severity is Severity.ERROR]
+    return {"key": result.key, "error": result.error or (errors[0].message if errors else "check failed"),
+            "code": errors[0].code if errors else ("error" if result.error else "check-failed")}
+
+
+def _per_backend(rows: list[dict[str, Any]], peak: float | None) -> dict[str, Any]:
+    names = sorted({name for r in rows for name in r["backends"]})
+    out = {}
+    for name in names:
+        own = []
+        for r in rows:
+            b = r["backends"].get(name)
+            if b is not None:
+                own.append({**r, "best": b if b["ok"] else None})
+        figures = _figures(own, peak)
+        figures["wins"] = sum(1 for r in rows if r["best_backend"] == name)
+        figures["failed"] = sum(1 for r in own if r["best"] is None)
+        out[name] = figures
+    return out

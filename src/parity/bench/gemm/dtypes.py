@@ -1,0 +1,173 @@
+"""GEMM precisions: element sizes, the torch dtypes behind each name, tolerances, TF32 mode.
+
+``tf32`` is not a storage type: it is fp32 storage with the matrix unit allowed to round inputs
+to a 10-bit mantissa (``torch.backends.cuda.matmul.allow_tf32``). ``fp8`` is e4m3 inputs
+through torch's scaled matmul (``torch._scaled_mm``) with unit scales and a bf16 output; on
+AMD CDNA3 the e4m3 variant is ``float8_e4m3fnuz``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from parity.model.errors import ParityError
+
+# Unit roundoff u = 2^-(mantissa bits + 1) of each storage format.
+ACCUMULATE_ROUNDOFF = 2.0**-24
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-11, "bf16": 2.0**-8, "fp16": 2.0**-11, "fp8": 2.0**-4}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemmDtype:
+    """One precision: the name users type, storage names, element sizes in bytes."""
+
+    name: str
+    storage: str  # torch dtype name of A and B
+    output: str  # torch dtype name of C
+    in_bytes: int
+    out_bytes: int
+    input_roundoff: float  # unit roundoff applied to A and B inside the multiply (tf32), else 0
+
+    def tolerance(self, k: int) -> float:
+        """Largest relative (Frobenius) error accepted for a reduction of length ``k``.
+
+        ``tol = 8·u_out + 8·u_in + 2·u_acc·sqrt(K)`` with ``u_acc = 2^-24`` (fp32 accumulation):
+        output rounding (``u_out`` in norm; 8x slack for split reductions that round partial
+        sums to the output type), input rounding done inside the multiply (tf32 only; the
+        reference uses the same stored inputs otherwise), and the random-walk growth of
+        accumulation error over a length-``K`` reduction relative to a random-sign sum
+        (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., §3.1, §3.5).
+        A wrong kernel misses this by orders of magnitude (a transposed or stale result has
+        relative error near 1).
+        """
+        u_out = UNIT_ROUNDOFF[_output_format(self.output)]
+        return 8.0 * u_out + 8.0 * self.input_roundoff + 2.0 * ACCUMULATE_ROUNDOFF * math.sqrt(max(k, 1))
+
+
+def _output_format(torch_name: str) -> str:
+    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}[torch_name]
+
+
+DTYPES: dict[str, GemmDtype] = {
+    "bf16": GemmDtype(name="bf16", storage="bfloat16", output="bfloat16", in_bytes=2, out_bytes=2,
+                      input_roundoff=0.0),
+    "fp16": GemmDtype(name="fp16", storage="float16", output="float16", in_bytes=2, out_bytes=2,
+                      input_roundoff=0.0),
+    "fp32": GemmDtype(name="fp32", storage="float32", output="float32", in_bytes=4, out_bytes=4,
+                      input_roundoff=0.0),
+    "tf32": GemmDtype(name="tf32", storage="float32", output="float32", in_bytes=4, out_bytes=4,
+                      input_roundoff=2.0**-11),
+    "fp8": GemmDtype(name="fp8", storage="float8_e4m3fn", output="bfloat16", in_bytes=1, out_bytes=2,
+                     input_roundoff=0.0),
+}
+
+
+def resolve_dtype(name: str) -> GemmDtype:
+    """The precision called ``name`` (bf16, fp16, fp32, tf32, fp8); ParityError otherwise."""
+    key = str(name).lower().replace("fp8_e4m3", "fp8").replace("bfloat16", "bf16")
+    key = {"float16": "fp16", "half": "fp16", "float32": "fp32", "e4m3": "fp8"}.get(key, key)
+    if key not in DTYPES:
+        raise ParityError(f"unknown gemm dtype {name!r}; use one of {', '.join(DTYPES)}")
+    return DTYPES[key]
+
+
+def storage_dtype(dtype: GemmDtype, device: Any) -> Any:
+    """The torch dtype of A and B on ``device`` (e4m3fnuz on AMD CDNA3 for fp8)."""
+    import torch
+
+    if dtype.name == "fp8" and _is_rocm(device) and _gcn_arch(device).startswith("gfx94"):
+        return torch.float8_e4m3fnuz
+    return getattr(torch, dtype.storage)
+
+
+def output_dtype(dtype: GemmDtype) -> Any:
+    import torch
+
+    return getattr(torch, dtype.output)
+
+
+def unavailable_reason(dtype: GemmDtype, device: Any) -> str | None:
+    """Why ``dtype`` cannot run on ``device``, or None. Never raises."""
+    import torch
+
+    if dtype.name == "tf32":
+        return _tf32_unavailable(device)
+    if dtype.name == "fp8":
+        if not hasattr(torch, "_scaled_mm"):
+            return f"torch {torch.__version__} has no scaled matmul (torch._scaled_mm) for fp8"
+        if device.type == "cuda" and not _is_rocm(device):
+            major, minor = torch.cuda.get_device_capability(device.torch_device)
+            if (major, minor) < (8, 9):
+                return f"fp8 matmul needs compute capability 8.9 or newer; {device.name} has {major}.{minor}"
+    try:
+        ok = device.supports_dtype(storage_dtype(dtype, device))
+    except Exception as exc:  # noqa: BLE001 - a probe that fails means unsupported
+        return f"{dtype.name} probe failed on {device.name}: {type(exc).__name__}: {exc}"
+    return None if ok else f"{device.name} cannot create {dtype.storage} tensors"
+
+
+def _tf32_unavailable(device: Any) -> str | None:
+    import torch
+
+    if device.type == "cuda":
+        if _is_rocm(device):
+            return None
+        major, _ = torch.cuda.get_device_capability(device.torch_device)
+        return None if major >= 8 else f"tf32 needs compute capability 8.0 or newer; {device.name} has {major}.x"
+    if device.type == "npu":
+        npu_matmul = getattr(getattr(torch, "npu", None), "matmul", None)
+        return None if hasattr(npu_matmul, "allow_hf32") else "this torch_npu has no matmul.allow_hf32 switch"
+    return f"tf32 mode is not available on {device.type}: torch has no reduced-precision fp32 matmul switch there"
+
+
+@contextlib.contextmanager
+def precision_mode(dtype: GemmDtype, device: Any) -> Iterator[None]:
+    """Inside: fp32 matmuls may use TF32 (HF32 on Ascend) when ``dtype`` is tf32; otherwise they
+    must not (so fp32 means true fp32). The previous settings are restored on exit."""
+    import torch
+
+    allow = dtype.name == "tf32"
+    if device.type == "npu":
+        switch = getattr(getattr(torch, "npu", None), "matmul", None)
+        if switch is None or not hasattr(switch, "allow_hf32"):
+            yield
+            return
+        previous = switch.allow_hf32
+        switch.allow_hf32 = allow
+        try:
+            yield
+        finally:
+            switch.allow_hf32 = previous
+        return
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+
+def _is_rocm(device: Any) -> bool:
+    import torch
+
+    return device.type == "cuda" and getattr(torch.version, "hip", None) is not None
+
+
+def _gcn_arch(device: Any) -> str:
+    import torch
+
+    try:
+        return str(torch.cuda.get_device_properties(device.torch_device).gcnArchName)
+    except Exception:  # noqa: BLE001 - unknown architecture: assume the OCP e4m3 format
+        return ""
+
+
+def check_dtype(name: str) -> str:
+    """Validate a dtype name early (CLI); returns the canonical name."""
+    if name is None:
+        raise ParityError("no dtype given; use bf16, fp16, fp32, tf32 or fp8")
+    return resolve_dtype(name).name

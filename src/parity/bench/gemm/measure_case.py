@@ -1,0 +1,204 @@
+"""Measuring one GEMM case: the ceiling search, the bandwidth copy, or one shape on one backend.
+
+Every function returns a ``CaseResult``; a failure is a result with ``error`` set and an
+error-severity finding whose code says what happened (``unsupported-dtype``,
+``unsupported-backend``, ``out-of-memory``, ``too-slow``, ``backend-error``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from parity.bench.ceiling import (
+    SearchPlan,
+    bandwidth_copy_bytes,
+    gemm_rate_evaluator,
+    measure_bandwidth_ceiling,
+    search_ceiling,
+)
+from parity.bench.gemm.backends import load_backend
+from parity.bench.gemm.check import check_backend, check_findings
+from parity.bench.gemm.dtypes import GemmDtype, precision_mode
+from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
+from parity.bench.suite import CaseSpec
+from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
+from parity.metrics.specs import peak_flops
+from parity.model.findings import Finding, Severity
+from parity.model.result import CaseResult
+from parity.model.samples import Samples
+
+log = logging.getLogger(__name__)
+
+# Graph replay (where the device has it) for shapes of at most this much work under --graph auto:
+# their calls are short enough that launch overhead would show in per-call events.
+GRAPH_MAX_FLOP = 2e9
+# Never let one case's tensors take more than this share of the free memory.
+MEMORY_SHARE = 0.8
+
+
+def error_row(case: CaseSpec, *, code: str, message: str, hint: str, metrics: dict[str, Any] | None = None) -> CaseResult:
+    """A row for a case that could not be measured."""
+    return CaseResult(
+        suite=case.suite, key=case.key, params=dict(case.params), metrics=dict(metrics or {}), error=message,
+        findings=(Finding(code=code, severity=Severity.ERROR, message=message, hint=hint),),
+    )
+
+
+def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
+    """Search the compute ceiling ``P`` of ``dtype`` with the case's backend."""
+    if unavailable:
+        return error_row(case, code="unsupported-dtype", message=unavailable,
+                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+    backend = load_backend(case.params["backend"])
+    reason = backend.unavailable_reason(device=device, dtype=dtype)
+    if reason:
+        return error_row(case, code="unsupported-backend", message=reason, hint="choose another --backend")
+    plan = SearchPlan.for_device(device.type, budget_s=float(case.params["ceiling_budget_s"]))
+    kept: dict[tuple[int, int, int], Samples] = {}
+    evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept)
+    result = search_ceiling(evaluate, plan)
+    device_name = device.properties().name
+    sheet = peak_flops(device_name, dtype.name)
+    m, n, k = result.dims
+    return CaseResult(
+        suite=case.suite, key=case.key, params=dict(case.params),
+        samples={"winner": kept[result.dims]} if result.dims in kept else {},
+        metrics={
+            "ceiling_flops": result.flops,
+            "ceiling_shape": {"m": m, "n": n, "k": k},
+            "search": result.to_dict(),
+            "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
+                     "budget_s": plan.budget_s},
+            "device_name": device_name,
+            "datasheet_flops": sheet["flops"] if sheet else None,
+            "datasheet_source": sheet["source"] if sheet else None,
+            "datasheet_derived": sheet["derived"] if sheet else None,
+        },
+    )
+
+
+def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
+    """The bandwidth ceiling ``B``: a large device-to-device copy, read plus write bytes."""
+    size = bandwidth_copy_bytes(device)
+    free = free_memory_bytes(device)
+    if free is not None and 2 * size > MEMORY_SHARE * free:
+        size = int(MEMORY_SHARE * free / 4)
+    try:
+        result = measure_bandwidth_ceiling(device=device, size_bytes=size)
+    except Exception as exc:  # noqa: BLE001 - errors are rows
+        return error_row(case, code=_error_code(exc), message=_describe(exc),
+                         hint="free device memory or run without other jobs")
+    samples = result.pop("samples")
+    findings = tuple(result.pop("findings"))
+    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
+                      samples={"main": samples}, metrics={"bandwidth_bps": result["bps"], **result},
+                      findings=findings)
+
+
+def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, unavailable: str | None,
+                  ceiling_flops: float | None) -> CaseResult:
+    """Time one shape on one backend, check it, and record what the telemetry saw."""
+    p = case.params
+    m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
+    work = gemm_flops(m, n, k)
+    traffic = gemm_min_bytes(m, n, k, in_bytes=dtype.in_bytes, out_bytes=dtype.out_bytes)
+    base = {"work_flop": work, "min_traffic_bytes": traffic,
+            "arithmetic_intensity": arithmetic_intensity(work, traffic)}
+    if unavailable:
+        return error_row(case, code="unsupported-dtype", message=unavailable, metrics=base,
+                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+    reason = backend.unavailable_reason(device=device, dtype=dtype)
+    if reason:
+        return error_row(case, code="unsupported-backend", message=reason, metrics=base, hint="choose another --backend")
+    if ceiling_flops and work / ceiling_flops > float(p["max_call_s"]):
+        return error_row(
+            case, code="too-slow", metrics=base,
+            message=(f"one call needs at least {work / ceiling_flops:.3g} s at the measured ceiling, "
+                     f"over the {float(p['max_call_s']):.3g} s limit"),
+            hint="use --quick or --shapes FILE with smaller shapes, or raise max_call_s")
+    needed = 3 * bytes_per_set(dtype, m=m, n=n, k=k)
+    free = free_memory_bytes(device)
+    if free is not None and needed > MEMORY_SHARE * free:
+        return error_row(case, code="out-of-memory", metrics=base,
+                         message=f"needs about {needed / 2**30:.3g} GiB; {free / 2**30:.3g} GiB is free",
+                         hint="skip this shape or free memory on the device")
+    try:
+        return _time_and_check(case, device=device, dtype=dtype, backend=backend, base=base)
+    except Exception as exc:  # noqa: BLE001 - errors are rows; the sweep goes on
+        log.debug("%s failed", case.key, exc_info=True)
+        _release(device)
+        return error_row(case, code=_error_code(exc), message=_describe(exc), metrics=base,
+                         hint="this backend cannot run this shape here; other shapes go on")
+
+
+def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, base: dict[str, Any]) -> CaseResult:
+    from parity.timing import measure
+
+    p = case.params
+    m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
+    inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k)
+    graph = p["graph"] == "on" or (p["graph"] == "auto" and base["work_flop"] <= GRAPH_MAX_FLOP)
+    graph = graph and bool(getattr(device, "supports_graphs", False))
+    extra: list[Finding] = []
+    with precision_mode(dtype, device):
+        kwargs = dict(device=device, inputs=inputs, warmup_s=float(p["warmup_s"]), budget_s=float(p["budget_s"]),
+                      min_samples=5, max_samples=int(p["max_samples"]), flush_cache=bool(p["flush"]),
+                      telemetry=bool(p["telemetry"]))
+        try:
+            result = measure(backend.run, graph=graph, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - graph capture can fail where eager works
+            if not graph:
+                raise
+            extra.append(Finding(code="graph-failed", severity=Severity.INFO,
+                                 message=f"graph capture failed ({_describe(exc)}); timed eagerly",
+                                 hint="per-call events include launch overhead for short calls"))
+            result = measure(backend.run, graph=False, **kwargs)
+    del inputs
+    check = (check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
+             if p["check"] else {"passed": True, "skipped": True})
+    telemetry = dict(result.telemetry)
+    reasons = list(telemetry.get("throttle_reasons", []))
+    power_limited = any("power" in r for r in reasons)
+    telemetry["power_limited"] = power_limited
+    findings = list(result.findings) + extra + check_findings(check)
+    if power_limited:
+        findings.append(Finding(code="power-limited", severity=Severity.WARNING,
+                                message=f"the clock was held by the power limit ({', '.join(reasons)})",
+                                hint="this shape's rate is power-bound; compare it with care"))
+    summary = result.summary
+    metrics = {
+        **base,
+        "median_s": summary.median, "iqr_s": summary.iqr, "p25_s": summary.p25, "p75_s": summary.p75,
+        "ci95_low_s": summary.ci_low, "ci95_high_s": summary.ci_high, "min_s": summary.min,
+        "samples": summary.n, "achieved_flops": base["work_flop"] / summary.median,
+        "power_limited": power_limited, "throttle_reasons": reasons,
+        "backend_name": getattr(backend, "name", p["backend"]),
+        "graph": graph and not extra,
+    }
+    return CaseResult(suite=case.suite, key=case.key, params=dict(p), samples={"main": result.samples},
+                      metrics=metrics, check=check, findings=tuple(findings), telemetry=telemetry)
+
+
+def _error_code(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if "out of memory" in text or "outofmemory" in text or "can't allocate memory" in text:
+        return "out-of-memory"
+    return "backend-error"
+
+
+def _describe(exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+def _release(device: Any) -> None:
+    """Return cached blocks after a failure so the next shape starts from a clean pool."""
+    try:
+        import torch
+
+        backend = getattr(torch, device.type, None)
+        if backend is not None and hasattr(backend, "empty_cache"):
+            backend.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort
+        log.debug("empty_cache failed", exc_info=True)

@@ -1,0 +1,101 @@
+"""The GEMM suite: the catalog's shapes through each backend, rated against measured ceilings.
+
+Cases, in order: the compute-ceiling search for the dtype (``ceiling/<dtype>``), the bandwidth
+ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``.
+Each shape case times the backend with the timing core (warm-up, cache flushed before every
+call, inputs rotated past the cache, telemetry sampled), checks the product on fresh inputs,
+and records what it saw. The roofline figures that need the ceilings (attainable, efficiency,
+class, fractions) are derived from the stored cases by ``analysis.analyse``, so a resumed run
+gets them too. Failures are rows: an unsupported dtype, an out-of-memory, a backend exception,
+a shape too slow to time at the measured ceiling.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from parity.bench.catalog import catalog, load_user_shapes, quick_selection
+from parity.bench.catalog.shapes import Shape
+from parity.bench.gemm.analysis import analyse
+from parity.bench.gemm.backends import load_backend
+from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
+from parity.bench.gemm.measure_case import measure_bandwidth, measure_ceiling, measure_shape
+from parity.bench.gemm.options import GemmOptions
+from parity.bench.suite import CaseSpec
+from parity.model.result import CaseResult
+
+log = logging.getLogger(__name__)
+
+SUITE = "gemm"
+# ETA weights: a shape costs 1 plus its work in units of 1e9 FLOP (capped); the ceiling search
+# costs its budget over a typical shape's time.
+COST_FLOP_UNIT = 1e9
+MAX_SHAPE_COST = 50.0
+
+
+def select_shapes(source: str, *, quick: bool) -> list[Shape]:
+    """The catalog (its quick selection with ``quick``) or the user's CSV shapes."""
+    if source == "catalog":
+        shapes = catalog()
+        return quick_selection(shapes) if quick else shapes
+    return load_user_shapes(source)
+
+
+def shape_key(dtype: str, backend: str, shape: Shape) -> str:
+    return f"{dtype}/{backend}/{shape.m}x{shape.n}x{shape.k}"
+
+
+class GemmSuite:
+    """``parity gemm`` / ``parity run --suite gemm``."""
+
+    name = SUITE
+    description = "matmul over the 1,055-shape catalog: TFLOP/s, roofline efficiency, ceilings"
+
+    def __init__(self) -> None:
+        # Ceilings measured in this process, by (device, dtype): the guard against shapes too
+        # slow to time. A resumed run that skips the ceiling case simply has no guard.
+        self._ceilings: dict[tuple[str, str], float] = {}
+
+    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+        opts = GemmOptions.parse(options, quick=quick, device_type=device.type)
+        for spec in opts.backends:
+            load_backend(spec)  # unknown names fail now, before the run starts
+        shapes = select_shapes(opts.shapes, quick=quick)
+        timing = {"warmup_s": opts.warmup_s, "budget_s": opts.budget_s, "flush": opts.flush,
+                  "telemetry": opts.telemetry, "check": opts.check, "graph": opts.graph,
+                  "max_call_s": opts.max_call_s, "max_samples": opts.max_samples}
+        per_shape_s = opts.warmup_s + opts.budget_s + 0.1
+        cases = [
+            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}", cost=opts.ceiling_budget_s / per_shape_s,
+                     params={"kind": "ceiling", "dtype": opts.dtype, "backend": opts.backends[0],
+                             "ceiling_budget_s": opts.ceiling_budget_s}),
+            CaseSpec(suite=SUITE, key="bandwidth", cost=2.0 / per_shape_s, params={"kind": "bandwidth"}),
+        ]
+        for shape in shapes:
+            for spec in opts.backends:
+                cases.append(CaseSpec(
+                    suite=SUITE, key=shape_key(opts.dtype, spec, shape),
+                    cost=1.0 + min(shape.flops / COST_FLOP_UNIT, MAX_SHAPE_COST),
+                    params={"kind": "shape", "dtype": opts.dtype, "backend": spec, **shape.to_dict(), **timing},
+                ))
+        return cases
+
+    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+        params = case.params
+        kind = params.get("kind")
+        if kind == "bandwidth":
+            return measure_bandwidth(case, device=device)
+        dtype = resolve_dtype(params["dtype"])
+        reason = unavailable_reason(dtype, device)
+        if kind == "ceiling":
+            result = measure_ceiling(case, device=device, dtype=dtype, unavailable=reason)
+            if result.error is None:
+                self._ceilings[(device.name, dtype.name)] = float(result.metrics["ceiling_flops"])
+            return result
+        backend = load_backend(params["backend"])
+        return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
+                             ceiling_flops=self._ceilings.get((device.name, dtype.name)))
+
+    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+        return analyse(results)

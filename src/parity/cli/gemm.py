@@ -1,0 +1,158 @@
+"""``parity gemm``: the GEMM sweep (catalog or CSV shapes) and ``parity gemm shapes``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import click
+
+from parity.cli.output import json_option, write_json
+from parity.cli.progress import ProgressRenderer
+from parity.cli.runs import db_option, stdout_console
+from parity.model.errors import ParityError
+
+DTYPE_CHOICES = ["bf16", "fp16", "fp32", "tf32", "fp8"]
+
+
+def _sweep_options(dtype: str, backends: tuple[str, ...], shapes: str, ceiling_budget_s: float | None) -> dict[str, Any]:
+    options: dict[str, Any] = {"dtype": dtype, "backends": list(backends) or ["matmul"], "shapes": shapes}
+    if ceiling_budget_s is not None:
+        options["ceiling_budget_s"] = ceiling_budget_s
+    return options
+
+
+@click.group(invoke_without_command=True)
+@click.option("--dtype", type=click.Choice(DTYPE_CHOICES), default="bf16", show_default=True,
+              help="Precision: bf16, fp16, fp32, tf32 (fp32 storage, TF32 matrix math), fp8 (e4m3, scaled matmul).")
+@click.option("--backend", "backends", multiple=True, metavar="NAME",
+              help="GEMM backend, repeatable: matmul (default), linear, or a plugin module:Class.")
+@click.option("--shapes", default="catalog", show_default=True, metavar="catalog|FILE.csv",
+              help="The built-in 1,055-shape catalog, or a CSV of m,n,k[,name] lines.")
+@click.option("--quick", is_flag=True, help="The catalog's quick selection and short budgets (minutes on a CPU).")
+@click.option("--device", "device_name", default=None, metavar="DEV",
+              help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
+@click.option("--ceiling-budget", "ceiling_budget_s", type=float, default=None, metavar="SECONDS",
+              help="Time for the compute-ceiling search (default 12 s quick / 60 s full).")
+@click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
+              help="Continue an interrupted sweep: measure only the shapes it lacks.")
+@click.option("--limit", type=int, default=40, show_default=True, help="Shape rows shown in the terminal.")
+@db_option
+@json_option
+@click.pass_context
+def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str, quick: bool,
+         device_name: str | None, ceiling_budget_s: float | None, resume_id: str | None, limit: int,
+         db_path: str | None, json_path: str | None) -> int | None:
+    """Time matmul over the shape catalog: TFLOP/s per shape, the measured compute and
+    bandwidth ceilings, roofline efficiency, correctness, and the sweep summary.
+
+    Every shape is stored as it is measured; an interrupted sweep continues with --resume.
+    Exit status 1 when a shape failed (error, wrong result).
+
+    \b
+    Example:
+      parity gemm --quick --device cpu --json out.json
+      parity gemm --dtype fp8 --backend matmul --backend linear
+      parity gemm --shapes my_shapes.csv --device cuda:0
+      parity gemm shapes --count
+    """
+    if ctx.invoked_subcommand is not None:
+        return None
+    from parity.bench.registry import get_suite
+    from parity.bench.runner import run_suites
+    from parity.device import get_device
+    from parity.report.gemm import render_gemm
+    from parity.store import Store
+
+    options = _sweep_options(dtype, backends, shapes, ceiling_budget_s)
+    with Store.open(db_path) as store:
+        if resume_id is not None:
+            run = store.get_run(resume_id)
+            if "gemm" not in run.config.get("suites", []):
+                raise ParityError(f"run {run.run_id} has no gemm sweep; resume it with 'parity run --resume'")
+            resume_id = run.run_id
+            options = dict(run.config.get("options", {}).get("gemm", {}))
+            quick = bool(run.config.get("quick", False))
+            device_name = device_name or run.config.get("device")
+        suite = get_suite("gemm")
+        device = get_device(device_name)
+        renderer = ProgressRenderer(label="parity gemm")
+
+        def progress(event: Any) -> None:
+            if event.phase == "start":
+                renderer.note(f"run {event.run_id} on {device.name} (store {store.path})")
+            renderer(event)
+
+        with renderer:
+            outcome = run_suites(store, device=device, suites=[suite], quick=quick,
+                                 options={"gemm": options}, resume_run_id=resume_id, progress=progress)
+    result = outcome.suites[0]
+    summary = dict(result.summary)
+    rows = summary.pop("rows", [])
+    console = stdout_console(json_path)
+    if result.summary_error:
+        console.print(f"summary failed: {result.summary_error}", style="red")
+    if rows or summary:
+        console.print(render_gemm({**summary, "rows": rows}, limit=limit))
+    console.print(f"run {outcome.run.run_id}: {result.cases} cases, {result.failed} failed"
+                  + (" - OK" if result.ok else " - FAILED"), style="green" if result.ok else "red")
+    write_json(json_path, "gemm", {
+        "run_id": outcome.run.run_id,
+        "device": device.name,
+        "options": options,
+        "quick": quick,
+        "ok": result.ok,
+        "summary": summary,
+        "rows": rows,
+        "cases": [c.to_dict() for c in outcome.cases],
+    })
+    return 0 if result.ok else 1
+
+
+@gemm.command("shapes")
+@click.option("--count", is_flag=True, help="Print only the number of shapes.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print m,n,k,name,family,origin as CSV.")
+@click.option("--quick", is_flag=True, help="Only the --quick selection.")
+@click.option("--family", default=None, metavar="NAME", help="Only one family (llm, square, m-sweep, ...).")
+@json_option
+def shapes(count: bool, as_csv: bool, quick: bool, family: str | None, json_path: str | None) -> None:
+    """List the GEMM shape catalog: name, M, N, K, family and origin of every shape.
+
+    \b
+    Example:
+      parity gemm shapes --count
+      parity gemm shapes --csv > catalog.csv
+      parity gemm shapes --quick --family llm
+    """
+    from parity.bench.catalog import CATALOG_VERSION, FAMILIES, catalog, catalog_digest, quick_selection
+
+    selected = quick_selection(catalog()) if quick else catalog()
+    if family is not None:
+        if family not in FAMILIES:
+            raise ParityError(f"unknown family {family!r}; use one of {', '.join(FAMILIES[:-1])}")
+        selected = [s for s in selected if s.family == family]
+    write_json(json_path, "gemm-shapes", {
+        "catalog_version": CATALOG_VERSION, "digest": catalog_digest(), "count": len(selected),
+        "shapes": [s.to_dict() for s in selected],
+    })
+    if count:
+        click.echo(str(len(selected)))
+        return
+    if as_csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["m", "n", "k", "name", "family", "origin"])
+        for s in selected:
+            writer.writerow([s.m, s.n, s.k, s.name, s.family, s.origin])
+        click.echo(buffer.getvalue(), nl=False)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"GEMM catalog v{CATALOG_VERSION}: {len(selected)} shapes", title_justify="left")
+    for name, justify in (("name", "left"), ("M", "right"), ("N", "right"), ("K", "right"),
+                          ("family", "left"), ("origin", "left")):
+        table.add_column(name, justify=justify)
+    for s in selected:
+        table.add_row(s.name, str(s.m), str(s.n), str(s.k), s.family, s.origin)
+    stdout_console(json_path).print(table)

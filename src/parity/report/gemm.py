@@ -1,0 +1,161 @@
+"""Terminal tables for a GEMM sweep, from the suite summary dict (never measures, never prints).
+
+``render_gemm(summary)`` returns a rich renderable: the ceilings and headline figures, one line
+per backend, the shape table (best backend beside each backend's TFLOP/s), and the failures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+MAX_SHAPE_ROWS = 40
+MAX_FAILURES_SHOWN = 10
+TERA = 1e12
+
+
+def tflops(value: float | None) -> str:
+    """FLOP/s as TFLOP/s with 4 significant digits; '-' when absent."""
+    return "-" if value is None else f"{value / TERA:.4g}"
+
+
+def percent(value: float | None) -> str:
+    """A fraction as a percentage with one decimal; '-' when absent."""
+    return "-" if value is None else f"{100.0 * value:.1f}%"
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds in the most readable of s, ms, us."""
+    if seconds is None:
+        return "-"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def headline_table(summary: dict[str, Any]) -> Table:
+    """Ceilings, datasheet, and the sweep's headline figures."""
+    table = Table(title=f"GEMM {summary.get('dtype') or ''} on {summary.get('device_name') or 'unknown device'}",
+                  show_header=False, title_justify="left")
+    table.add_column("figure", style="bold")
+    table.add_column("value")
+    shape = summary.get("ceiling_shape")
+    where = f" at {shape['m']}x{shape['n']}x{shape['k']}" if shape else ""
+    ceiling = (f"{tflops(summary.get('ceiling_flops'))} TFLOP/s{where}" if summary.get("ceiling_flops")
+               else f"not measured: {summary.get('ceiling_error')}")
+    table.add_row("measured compute ceiling P", ceiling)
+    bandwidth = summary.get("bandwidth_bps")
+    table.add_row("measured bandwidth ceiling B",
+                  f"{bandwidth / 1e9:.4g} GB/s (copy, read + write)" if bandwidth
+                  else f"not measured: {summary.get('bandwidth_error')}")
+    ridge = summary.get("ridge_flop_per_byte")
+    table.add_row("ridge R = P/B", f"{ridge:.4g} FLOP/B" if ridge else "-")
+    sheet = summary.get("datasheet") or {}
+    if sheet.get("flops"):
+        table.add_row("datasheet peak (dense)", f"{tflops(sheet['flops'])} TFLOP/s ({sheet.get('source')}); "
+                      f"P is {percent(sheet.get('ceiling_fraction_of_datasheet'))} of it")
+    else:
+        table.add_row("datasheet peak", sheet.get("note", "no datasheet entry"))
+    best = summary.get("best_shape")
+    table.add_row("best fraction of P", percent(summary.get("best_fraction_of_ceiling"))
+                  + (f" ({best['name']})" if best else ""))
+    eff = summary.get("efficiency_compute_bound")
+    if eff:
+        table.add_row("median efficiency, compute-bound",
+                      f"{percent(eff['median'])} [95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}], "
+                      f"n={eff['n']}; p10 {percent(eff['p10'])}, p90 {percent(eff['p90'])}")
+    else:
+        table.add_row("median efficiency, compute-bound", "- (no compute-bound shape measured)")
+    classes = summary.get("classes") or {}
+    table.add_row("shapes by class", ", ".join(f"{k} {v}" for k, v in classes.items()))
+    table.add_row("throttled / power-limited", f"{len(summary.get('throttled', []))} / "
+                  f"{len(summary.get('power_limited', []))}")
+    table.add_row("failed", str(len(summary.get("failed", []))))
+    if summary.get("over_ceiling"):
+        table.add_row("over the ceiling", f"{len(summary['over_ceiling'])} shapes beat P: the search missed "
+                      "the true maximum; raise the ceiling budget")
+    return table
+
+
+def backend_table(summary: dict[str, Any]) -> Table:
+    """One row per backend: its own best fraction, median efficiency, wins and failures."""
+    table = Table(title="backends", title_justify="left")
+    for name, justify in (("backend", "left"), ("shapes", "right"), ("best of P", "right"),
+                          ("median eff. (compute-bound)", "right"), ("best on", "right"), ("failed", "right")):
+        table.add_column(name, justify=justify)
+    for name, fig in (summary.get("backends") or {}).items():
+        table.add_row(name, str(fig.get("measured", 0)), percent(fig.get("best_fraction_of_ceiling")),
+                      percent(fig.get("median_efficiency_compute_bound")), str(fig.get("wins", 0)),
+                      str(fig.get("failed", 0)))
+    return table
+
+
+def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Table:
+    """Per shape: dims, intensity, class, each backend's TFLOP/s, the best one's figures."""
+    rows = summary.get("rows") or []
+    backends = list((summary.get("backends") or {}).keys())
+    shown = rows[:limit]
+    title = "shapes" + (f" (first {limit} of {len(rows)}; all in --json)" if len(rows) > limit else "")
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("shape", "left"), ("M x N x K", "right"), ("AI FLOP/B", "right"), ("class", "left")):
+        table.add_column(name, justify=justify)
+    for name in backends:
+        table.add_column(f"{name} TFLOP/s", justify="right")
+    for name in ("best", "median", "IQR", "of P", "eff.", "rel. err", "notes"):
+        table.add_column(name, justify="left" if name in ("best", "notes") else "right")
+    for row in shown:
+        per = row.get("backends", {})
+        best_name = row.get("best_backend")
+        best = per.get(best_name) if best_name else None
+        cells = [row.get("name", ""), f"{row['m']}x{row['n']}x{row['k']}",
+                 f"{row['arithmetic_intensity']:.4g}" if row.get("arithmetic_intensity") else "-",
+                 (row.get("class", "-") + (" (near ridge)" if row.get("near_ridge") else ""))]
+        cells += [tflops(per[b].get("achieved_flops")) if b in per and not per[b].get("error") else
+                  ("error" if b in per else "") for b in backends]
+        if best:
+            cells += [best_name, duration(best.get("median_s")), duration(best.get("iqr_s")),
+                      percent(best.get("fraction_of_ceiling")), percent(best.get("efficiency")),
+                      f"{best['relative_error']:.2g}" if best.get("relative_error") is not None else "-",
+                      _notes(per)]
+        else:
+            cells += ["-", "-", "-", "-", "-", "-", _notes(per)]
+        table.add_row(*cells, style=None if best else "red")
+    return table
+
+
+def _notes(per_backend: dict[str, Any]) -> str:
+    notes = []
+    for name, b in per_backend.items():
+        if b.get("error"):
+            notes.append(f"{name}: {b['error']}")
+        elif b.get("power_limited"):
+            notes.append(f"{name}: power-limited")
+        elif b.get("check_passed") is False:
+            notes.append(f"{name}: WRONG RESULT")
+    return "; ".join(notes)
+
+
+def failure_lines(summary: dict[str, Any], *, limit: int = MAX_FAILURES_SHOWN) -> Text:
+    failed = summary.get("failed") or []
+    text = Text()
+    for item in failed[:limit]:
+        text.append(f"FAILED {item['key']}: [{item['code']}] {item['error']}\n", style="red")
+    if len(failed) > limit:
+        text.append(f"... and {len(failed) - limit} more failed shapes (see --json)\n", style="red")
+    return text
+
+
+def render_gemm(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> RenderableType:
+    """Everything above, stacked."""
+    parts: list[RenderableType] = [headline_table(summary)]
+    if len(summary.get("backends") or {}) > 1:
+        parts.append(backend_table(summary))
+    parts.append(shape_table(summary, limit=limit))
+    failures = failure_lines(summary)
+    if failures.plain:
+        parts.append(failures)
+    return Group(*parts)
