@@ -50,6 +50,7 @@ def test_fit_recovers_a_known_curve_exactly() -> None:
     assert fit.n_half_bytes == pytest.approx(a * b, rel=1e-9)
     assert fit.relative_rms_residual == pytest.approx(0.0, abs=1e-9)
     assert (fit.points, fit.min_bytes, fit.max_bytes) == (23, 1024, 4 * 2**30)
+    assert fit.to_dict()["fitted_points"] == 23
 
 
 def test_fit_with_noise_stays_close_and_reports_the_residual() -> None:

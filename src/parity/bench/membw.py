@@ -35,6 +35,8 @@ MIN_BYTES = KIB
 MAX_BYTES = 4 * KIB**3
 # --quick stops here: the largest size a 2-core CPU sweeps, four operations, within a minute.
 QUICK_MAX_BYTES = 64 * KIB**2
+# Timing budget per case (s): the sweep's length is about cases x budget.
+BUDGET_S, QUICK_BUDGET_S = 0.1, 0.04
 # Never let a case's operands take more than this share of the free memory.
 FREE_MEMORY_SHARE = 0.5
 
@@ -103,6 +105,7 @@ class MembwSuite:
             "llc_bytes": props.llc_bytes,
             "dtype": str(options.get("dtype", "float32")),
             "flush": bool(options.get("flush", True)),
+            "quick": bool(quick),
         }
         cases = []
         for op in _ops(device, options):
@@ -128,7 +131,7 @@ class MembwSuite:
         try:
             m = measure(
                 work, device=device, warmup_s=float(options.get("warmup_s", 0.02)),
-                budget_s=float(options.get("budget_s", 0.1)), min_samples=int(options.get("min_samples", 5)),
+                budget_s=float(options.get("budget_s", QUICK_BUDGET_S if params.get("quick") else BUDGET_S)), min_samples=int(options.get("min_samples", 5)),
                 max_samples=int(options.get("max_samples", 2000)), flush_cache=params["flush"],
             )
             check = work.check()

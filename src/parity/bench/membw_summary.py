@@ -73,17 +73,19 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
         })
     curve: dict[str, Any] = {"op": op, "convention": STREAM_CONVENTION, "points": points}
     volumes = [p["bytes_moved"] for p in points]
-    if len(set(volumes)) >= 2:
+    fit = None
+    try:
         fit = fit_fixed_cost(volumes, [p["median_s"] for p in points])
+    except ParityError as exc:
+        curve.update({"fixed_cost_s": None, "asymptotic_gbps": None, "n_half_bytes": None,
+                      "note": f"no fit: {exc}"})
+    if fit is not None:
         curve.update(fit.to_dict())
         if fit.relative_rms_residual > POOR_FIT_RESIDUAL:
             curve["note"] = (
                 f"t = a + V/b misses the points by {fit.relative_rms_residual:.0%} RMS: the curve "
                 "has more than one regime (caches, page faults); read b with care"
             )
-    else:
-        curve.update({"fixed_cost_s": None, "asymptotic_gbps": None, "n_half_bytes": None,
-                      "note": "fewer than 2 sizes: no fit"})
     return curve
 
 

@@ -97,7 +97,7 @@ class BandwidthFit:
             "asymptotic_gbps": self.asymptotic_gbps,
             "n_half_bytes": self.n_half_bytes,
             "relative_rms_residual": self.relative_rms_residual,
-            "points": self.points,
+            "fitted_points": self.points,
             "min_bytes": self.min_bytes,
             "max_bytes": self.max_bytes,
         }

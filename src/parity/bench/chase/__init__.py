@@ -8,6 +8,7 @@ can time a dependent load. Rings are laid out here with numpy in memory of a cho
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 import numpy as np
@@ -22,13 +23,12 @@ POINTER_BYTES = 8
 def native() -> ModuleType:
     """The compiled chase module, or a ParityError saying how to build it."""
     try:
-        from parity.bench.chase import _chase  # type: ignore[attr-defined]
+        return importlib.import_module("parity.bench.chase._chase")
     except ImportError:
         raise ParityError(
             "the native pointer chase (parity.bench.chase._chase) is not built: install a C "
             "compiler (gcc or clang) and reinstall parity (pip install -e . from the source tree)"
         ) from None
-    return _chase
 
 
 class ChaseRings:

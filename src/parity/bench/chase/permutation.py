@@ -10,6 +10,8 @@ built and in Python otherwise, giving identical results for one seed.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from parity.model.errors import ParityError
@@ -28,11 +30,11 @@ def sattolo_cycle(n: int, *, seed: int = 0) -> np.ndarray:
     draws = sattolo_draws(n, seed=seed)
     perm = np.arange(n, dtype=np.int64)
     try:
-        from parity.bench.chase import _chase  # type: ignore[attr-defined]
+        native = importlib.import_module("parity.bench.chase._chase")
     except ImportError:
         _apply_swaps(draws, perm)
     else:
-        _chase.sattolo(draws, perm)
+        native.sattolo(draws, perm)
     return perm
 
 
