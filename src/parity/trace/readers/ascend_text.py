@@ -142,11 +142,11 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         durs.append(e.get("dur"))
         devs.append(0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID)
         streams.append(stream)
-        corrs.append(corr if type(corr) is int else _int_text(corr))
+        corrs.append(_i64(corr) if type(corr) is int else _int_text(corr))
         types.append(task_type)
         syncs.append(e.get("name") if kind == Kind.SYNC else None)
-        pids.append(e.get("pid") if type(e.get("pid")) is int else NO_ID)
-        tids.append(e.get("tid") if type(e.get("tid")) is int else NO_ID)
+        pids.append(_i64(e.get("pid")))
+        tids.append(_i64(e.get("tid")))
         where.append(i)
         if plane_stream is not None:
             plane_streams.append((len(kinds) - 1, plane_stream))
@@ -179,9 +179,10 @@ def _classify(e: dict, process: str, thread: dict):
     """(kind, stream, task_type, plane_stream) for one complete event, or None to skip it."""
     pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
     args = e.get("args") if isinstance(e.get("args"), dict) else {}
-    tid_int = tid if type(tid) is int else NO_ID
+    tid_int = _i64(tid)
     if process == "Ascend Hardware":
         task_type = args.get("Task Type")
+        task_type = task_type if isinstance(task_type, str) else None
         stream = _number(thread.get((pid, tid), ""), tid_int)
         if name == "MEMCPY_ASYNC":
             return Kind.MEMCPY, stream, task_type, None
@@ -192,7 +193,10 @@ def _classify(e: dict, process: str, thread: dict):
         if thread.get((pid, tid), "").endswith("Communication"):
             return Kind.KERNEL, NO_ID, "HCCL", None
         plane = args.get("stream id")
-        return Kind.OTHER, tid_int, args.get("task type"), plane if type(plane) is int else None
+        task = args.get("task type")
+        return Kind.OTHER, tid_int, task if isinstance(task, str) else None, (
+            _i64(plane) if type(plane) is int else None
+        )
     if process == "CANN":
         return Kind.RUNTIME, tid_int, None, None
     if process == "Overlap Analysis":
@@ -227,12 +231,17 @@ def _place_hccl_ops(kind, types, stream, start, end, plane_streams) -> None:
 
 def _number(label: str, default: int) -> int:
     match = _NUMBER.search(label)
-    return int(match.group(1)) if match else default
+    return _i64(int(match.group(1))) if match else default
+
+
+def _i64(value) -> int:
+    """``value`` when it is an int that fits int64, else ``NO_ID``."""
+    return value if type(value) is int and -(2**63) <= value < 2**63 else NO_ID
 
 
 def _int_text(value) -> int:
     if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+        return _i64(int(value))
     return NO_ID
 
 

@@ -108,10 +108,13 @@ def times_to_ns(
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         array = None
-    if array is not None and not any(isinstance(v, str) for v in values[:1]):
+    if array is not None and True in map(_is_text_or_bool, values):
+        array = None  # numpy would read "12.5" or True as numbers: check them one by one
+    if array is not None:
         bad = ~np.isfinite(array) | (np.abs(array) > MAX_US)
         if bad.any():
             bad_at = int(np.flatnonzero(bad)[0])
+            _one_time(values[bad_at], path=path, index=position(bad_at), what=what)
             raise ParityError(
                 f"{path}: event {position(bad_at)} has {what} {values[bad_at]!r} out of range; "
                 "the trace is corrupt"
@@ -121,6 +124,10 @@ def times_to_ns(
     for i, value in enumerate(values):
         out[i] = _one_time(value, path=path, index=position(i), what=what)
     return out
+
+
+def _is_text_or_bool(value) -> bool:
+    return type(value) is str or type(value) is bool
 
 
 def _one_time(value, *, path: Path, index: int, what: str) -> int:

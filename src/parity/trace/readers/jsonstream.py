@@ -162,7 +162,11 @@ class EventStream:
             cut = _cut(buf, pos, self.exact_ts, self.decoder)
             if cut is None:
                 if eof:
-                    self._raise_truncated(buf, pos, index)
+                    events, end = self._last_events(buf, pos, index)
+                    if events:
+                        yield index, events
+                    self._trailer(handle, buf[end:], eof)
+                    return
                 more = self._read(handle)
                 eof = not more
                 buf = buf[pos:] + more
@@ -193,7 +197,21 @@ class EventStream:
         if isinstance(tail, dict):
             self.header.update(tail)
 
-    def _raise_truncated(self, buf: bytes, pos: int, index: int) -> None:
+    def _last_events(self, buf: bytes, pos: int, index: int) -> tuple[list, int]:
+        """At end of file, the entries before the array's closing ``]`` (which need not be
+        objects) and where the trailer starts; a ParityError when the array never closes."""
+        limit = len(buf)
+        for _ in range(_MAX_RETRIES):
+            close = buf.rfind(b"]", pos, limit)
+            if close < 0:
+                break
+            text = buf[pos:close]
+            if self.exact_ts:
+                text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
+            try:
+                return orjson.loads(b"[" + text + b"]"), close + 1
+            except orjson.JSONDecodeError:
+                limit = close
         try:
             orjson.loads(b"[" + buf[pos:] + b"]")
         except orjson.JSONDecodeError as exc:

@@ -251,7 +251,7 @@ def _scan(events: list, first: int, cols: Columns, state: _State) -> None:
                     len(kinds) - 1, args.get("cuda_sync_kind", args.get("sync_type")),
                     args.get("wait_on_stream"), args.get("wait_on_cuda_event_record_corr_id"),
                 ))  # fmt: skip
-    except (TypeError, AttributeError, ValueError) as exc:
+    except (TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise ParityError(
             f"{state.path}: event {first + i} is malformed ({type(exc).__name__}: {exc}); "
             "the trace is corrupt"
@@ -274,10 +274,9 @@ def _add_block(cols: Columns, state: _State, first: int, b: _Block) -> None:
             "the trace is corrupt"
         )
     kind = np.asarray(b.kinds, dtype=np.int16)
-    pid = np.asarray(b.pids, dtype=np.int64)
-    tid = np.asarray(b.tids, dtype=np.int64)
-    dev = np.asarray(b.devs, dtype=np.int64)
-    stream = np.asarray(b.streams, dtype=np.int64)
+    ints = {key: _int64(getattr(b, key), where, first, state.path, key)
+            for key in ("pids", "tids", "devs", "streams", "corrs", "exts")}  # fmt: skip
+    pid, tid, dev, stream = ints["pids"], ints["tids"], ints["devs"], ints["streams"]
     on_device = np.isin(kind, _DEVICE_CODES)
     device = np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID)
     stream = np.where(on_device & (stream != NO_ID), stream, tid)
@@ -294,14 +293,30 @@ def _add_block(cols: Columns, state: _State, first: int, b: _Block) -> None:
     cols.add(
         rank=np.zeros(n, dtype=np.int32), device=device, stream=stream, kind=kind,
         name_id=np.asarray(b.name_ids, dtype=np.int32), start_ns=start, end_ns=start + dur,
-        correlation=np.asarray(b.corrs, dtype=np.int64), step=np.full(n, -1, np.int32),
-        pid=pid, tid=tid, external_id=np.asarray(b.exts, dtype=np.int64),
+        correlation=ints["corrs"], step=np.full(n, -1, np.int32),
+        pid=pid, tid=tid, external_id=ints["exts"],
         sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
     )  # fmt: skip
 
 
 def _int_or(value, default: int = NO_ID) -> int:
-    return value if type(value) is int else default
+    return value if type(value) is int and -(2**63) <= value < 2**63 else default
+
+
+_WHAT = {"pids": "pid", "tids": "tid", "devs": "args.device", "streams": "args.stream",
+         "corrs": "args.correlation", "exts": "args['External id']"}  # fmt: skip
+
+
+def _int64(values: list, where: np.ndarray, first: int, path: Path, key: str) -> np.ndarray:
+    """An int64 column; a ParityError naming the event whose id does not fit 64 bits."""
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        bad = next(i for i, v in enumerate(values) if not -(2**63) <= v < 2**63)
+        raise ParityError(
+            f"{path}: event {first + int(where[bad])} has {_WHAT[key]} {values[bad]} beyond 64 bits; "
+            "the trace is corrupt"
+        ) from None
 
 
 def _finish(path: Path, cols: Columns, state: _State, header: dict) -> ActivityTable:

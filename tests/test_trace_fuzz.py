@@ -1,0 +1,133 @@
+"""Mangled real traces: the readers return a valid table or raise ParityError, nothing else."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parity.model.errors import ParityError
+from parity.trace.load import load_trace
+from parity.trace.table import ActivityTable
+
+KINETO = "kineto/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
+ASCEND = "ascend/msinsight/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"
+NSYS = "nsys/extrap/con_kernel.sqlite"
+FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+STRANGE = [None, "", "12x", -1, -1e30, 1e300, 2**63 + 5, [], {}, [1, 2], {"a": 1}, True, 0.5]
+
+
+@pytest.fixture(scope="module")
+def kineto_text(traces_dir: Path) -> bytes:
+    with gzip.open(traces_dir / KINETO, "rb") as handle:
+        return handle.read()
+
+
+@pytest.fixture(scope="module")
+def ascend_events(traces_dir: Path) -> list:
+    """Metadata plus some complete events of each process of a real Ascend trace (kept small)."""
+    events = orjson.loads((traces_dir / ASCEND).read_bytes())
+    meta = [e for e in events if e.get("ph") == "M"]
+    per_process: dict = {}
+    for e in events:
+        if e.get("ph") == "X" and len(per_process.setdefault(e.get("pid"), [])) < 12:
+            e = dict(e)
+            if isinstance(e.get("args"), dict):
+                e["args"] = {k: v for k, v in e["args"].items() if k != "Call stack"}
+            per_process[e.get("pid")].append(e)
+    return meta + [e for group in per_process.values() for e in group]
+
+
+def check(path: Path) -> None:
+    try:
+        table = load_trace(path)
+    except ParityError as exc:
+        message = str(exc)
+        assert message and "\n" not in message
+        return
+    assert isinstance(table, ActivityTable) and len(table) > 0
+    assert (table.end_ns >= table.start_ns).all()
+    assert len(table.names) > int(table.name_id.max())
+    assert np.isin(table.kind, np.arange(8)).all()
+
+
+@FUZZ
+@given(cut=st.floats(0.0, 1.0), gz=st.booleans())
+def test_truncated_anywhere(kineto_text: bytes, tmp_path: Path, cut: float, gz: bool) -> None:
+    data = gzip.compress(kineto_text) if gz else kineto_text
+    path = tmp_path / ("t.json.gz" if gz else "t.json")
+    path.write_bytes(data[: int(len(data) * cut)])
+    check(path)
+
+
+@FUZZ
+@given(flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 255)), min_size=1, max_size=8))
+def test_flipped_bytes(kineto_text: bytes, tmp_path: Path, flips) -> None:
+    data = bytearray(kineto_text)
+    for where, value in flips:
+        data[min(int(where * len(data)), len(data) - 1)] = value
+    path = tmp_path / "f.json"
+    path.write_bytes(bytes(data))
+    check(path)
+
+
+def mutate(events: list, data) -> list:
+    """Delete keys or give values strange types, in a few events (or their args)."""
+    events = [dict(e) if isinstance(e, dict) else e for e in events]
+    for _ in range(data.draw(st.integers(1, 6))):
+        index = data.draw(st.integers(0, len(events) - 1))
+        event = events[index]
+        if not isinstance(event, dict) or not event:
+            continue
+        target = event
+        if isinstance(event.get("args"), dict) and data.draw(st.booleans()):
+            target = event["args"] = dict(event["args"])
+        if not target:
+            continue
+        key = data.draw(st.sampled_from(sorted(target)))
+        action = data.draw(st.sampled_from(["delete", "retype", "replace_event"]))
+        if action == "delete":
+            del target[key]
+        elif action == "retype":
+            target[key] = data.draw(st.sampled_from(STRANGE))
+        else:
+            events[index] = data.draw(st.sampled_from(STRANGE))
+    return events
+
+
+@FUZZ
+@given(data=st.data())
+def test_kineto_keys_deleted_or_retyped(kineto_text: bytes, tmp_path: Path, data) -> None:
+    document = orjson.loads(kineto_text)
+    document["traceEvents"] = mutate(document["traceEvents"], data)
+    path = tmp_path / "m.json"
+    path.write_bytes(orjson.dumps(document))
+    check(path)
+
+
+@FUZZ
+@given(data=st.data())
+def test_ascend_keys_deleted_or_retyped(ascend_events: list, tmp_path: Path, data) -> None:
+    folder = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "trace_view.json").write_bytes(orjson.dumps(mutate(ascend_events, data)))
+    check(folder.parent)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(cut=st.floats(0.05, 1.0), flip=st.floats(0.0, 1.0))
+def test_mangled_sqlite(traces_dir: Path, tmp_path: Path, cut: float, flip: float) -> None:
+    data = bytearray((traces_dir / NSYS).read_bytes())
+    data = data[: max(100, int(len(data) * cut))]
+    where = min(int(flip * len(data)), len(data) - 1)
+    data[where] = (data[where] + 97) % 256
+    path = tmp_path / "m.sqlite"
+    path.write_bytes(bytes(data))
+    check(path)
