@@ -132,7 +132,7 @@ class LatencySuite:
         passed = rings.verify()
         target = float(options.get("target_s", QUICK_TARGET_S if p.get("quick") else FULL_TARGET_S))
         target *= BLOCKS_TARGET_FACTOR if many else 1
-        long_loads = _loads_for(run, device=device, target_s=target)
+        long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
         timing = dict(device=device, flush_cache=False, warmup_s=float(options.get("warmup_s", 0.01)),
                       budget_s=float(options.get("budget_s", 25 * target)), min_samples=int(options.get("min_samples", 15)),

@@ -1,0 +1,86 @@
+"""The latency suite: working sets, block counts, a real small CPU run, the summary, the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from parity.bench.latency import LatencySuite, block_counts, working_sets
+from parity.bench.latency_summary import summarize_latency
+from parity.bench.suite import CaseSpec
+from parity.cli.main import cli
+from parity.model.result import CaseResult
+
+pytestmark = pytest.mark.torch
+KIB, MIB = 1024, 1024 * 1024
+
+
+def test_working_sets_start_at_4kib_two_per_octave() -> None:
+    sizes = working_sets(max_bytes=16 * KIB)
+    assert sizes[0] == 4 * KIB and sizes[-1] == 16 * KIB and sizes == sorted(set(sizes))
+    assert all(s % (4 * KIB) == 0 for s in sizes)
+
+
+def test_block_counts_reach_twice_the_compute_units() -> None:
+    assert block_counts(2, quick=True) == [1, 2, 3, 4]
+    gpu = block_counts(132, quick=True)
+    assert gpu[0] == 1 and gpu[-1] == 264 and len(gpu) <= 20
+    assert block_counts(132, quick=False) == list(range(1, 265))
+
+
+def test_real_cpu_cases_measure_both_curves() -> None:
+    from parity.device import get_device
+
+    cpu = get_device("cpu")
+    suite = LatencySuite()
+    common = {"device": "cpu", "stride_bytes": 64, "quick": True, "page": "base"}
+    size = CaseSpec(suite="latency", key="size/base/16384",
+                    params={**common, "curve": "size", "working_set_bytes": 16 * KIB, "blocks": 1})
+    blocks = CaseSpec(suite="latency", key="blocks/base/2",
+                      params={**common, "curve": "blocks", "working_set_bytes": 16 * KIB, "blocks": 2})
+    options = {"target_s": 0.0005, "budget_s": 0.01, "min_samples": 5}
+    for case in (size, blocks):
+        result = suite.measure(case, device=cpu, options=options)
+        assert result.ok, (result.error, result.check)
+        assert result.metrics["page_label"] == "4KiB"
+        assert result.metrics["long_loads"] == 4 * result.metrics["short_loads"]
+        # An L1-resident chase on any CPU of the last decades: between 0.1 and 20 ns.
+        assert 0.1 < result.metrics["ns_per_load_min"] < 20, result.metrics
+
+
+def _row(curve: str, x: int, ns: float) -> CaseResult:
+    params = {"curve": curve, "page": "base", "working_set_bytes": x if curve == "size" else 16 * KIB,
+              "blocks": x if curve == "blocks" else 1, "caches": [["L1", 32 * KIB], ["L2", 512 * KIB], ["LLC", 32 * MIB]],
+              "memory_name": "DRAM", "device": "cpu", "stride_bytes": 64, "compute_units": 2}
+    return CaseResult(suite="latency", key=f"{curve}/base/{x}", params=params,
+                      metrics={"ns_per_load": ns * 1.5, "ns_per_load_min": ns, "page_label": "4KiB"},
+                      check={"passed": True})
+
+
+def test_summary_names_plateaus_and_finds_the_core_count_knee() -> None:
+    sizes = [2**k for k in range(12, 28)]
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
+    rows = [_row("size", s, lat[s]) for s in sizes] + [_row("blocks", n, v) for n, v in [(1, 1.0), (2, 1.0), (3, 1.5), (4, 2.0)]]
+    summary = summarize_latency(rows)
+    assert [(p["level"], p["size_bytes"], p["latency_ns"]) for p in summary["plateaus"]] == [
+        ("L1", 32 * KIB, 1.0), ("L2", 512 * KIB, 4.0), ("LLC", 32 * MIB, 15.0), ("DRAM", 2**27, 120.0)]
+    assert [k["blocks"] for k in summary["blocks_curve"]["knees"]] == [2]
+    assert summary["estimator"] == "slope between the chains' minima"
+    medians = summarize_latency(rows, estimator="median")
+    assert medians["plateaus"][0]["latency_ns"] == 1.5
+
+
+def test_latency_command_writes_plateaus_and_knees(tmp_path: Path, db_path: Path) -> None:
+    out = tmp_path / "latency.json"
+    result = CliRunner().invoke(cli, ["latency", "--quick", "--pages", "base", "--max-size", "64KiB", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = orjson.loads(out.read_bytes())
+    assert data["kind"] == "latency"
+    for plateau in data["plateaus"]:
+        assert {"level", "size_bytes", "latency_ns", "page"} <= set(plateau)
+    assert "knees" in data["blocks_curve"] and len(data["blocks_curve"]["points"]) >= 2
+    assert [p["working_set_bytes"] for p in data["size_curves"][0]["points"]][0] == 4 * KIB
+    assert "4KiB pages" in result.output

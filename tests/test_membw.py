@@ -1,0 +1,94 @@
+"""The bandwidth suite: sizes, cases, a real small CPU run, the summary, and the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from parity.bench.membw import MembwSuite, transfer_sizes
+from parity.bench.membw_summary import summarize_membw
+from parity.bench.suite import CaseSpec
+from parity.cli.main import cli
+from parity.model.errors import ParityError
+from parity.model.result import CaseResult
+
+pytestmark = pytest.mark.torch
+
+
+def test_sizes_are_log_spaced_and_bounded() -> None:
+    assert transfer_sizes(min_bytes=1024, max_bytes=8192, per_octave=1) == [1024, 2048, 4096, 8192]
+    two = transfer_sizes(min_bytes=1024, max_bytes=4096, per_octave=2)
+    assert two == [1024, 1536, 2048, 2816, 4096]  # 1024·√2 = 1448 -> 1536 (multiples of 256 B)
+    with pytest.raises(ParityError):
+        transfer_sizes(min_bytes=4096, max_bytes=1024, per_octave=1)
+
+
+def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
+    from parity.device import get_device
+
+    cpu = get_device("cpu")
+    cases = MembwSuite().cases(device=cpu, quick=True, options={})
+    assert {c.params["op"] for c in cases} == {"copy", "read", "write", "triad"}
+    assert max(c.params["bytes"] for c in cases) <= 64 * 2**20
+    assert len({c.key for c in cases}) == len(cases)
+    with pytest.raises(ParityError, match="needs an accelerator"):
+        MembwSuite().cases(device=cpu, quick=True, options={"ops": "h2d-pinned"})
+
+
+@pytest.mark.parametrize("op", ["copy", "read", "write", "triad"])
+def test_real_cpu_case_is_checked_and_rated(op: str) -> None:
+    from parity.device import get_device
+
+    cpu = get_device("cpu")
+    case = CaseSpec(suite="membw", key=f"{op}/65536", params={
+        "op": op, "bytes": 65536, "dtype": "float32", "flush": False, "quick": True, "device_name": "cpu"})
+    result = MembwSuite().measure(case, device=cpu, options={"budget_s": 0.01})
+    assert result.ok, (result.error, result.check)
+    factor = {"copy": 2, "read": 1, "write": 1, "triad": 3}[op]
+    assert result.metrics["bytes_moved"] == factor * 65536
+    assert result.metrics["gbps"] == pytest.approx(factor * 65536 / result.metrics["median_s"] / 1e9)
+    assert result.metrics["threads"] >= 1
+    assert len(result.samples["main"]) >= 5
+
+
+def _row(op: str, size: int, seconds: float) -> CaseResult:
+    factor = {"copy": 2, "triad": 3}[op]
+    return CaseResult(suite="membw", key=f"{op}/{size}", params={"op": op, "bytes": size, "device_name": "x"},
+                      metrics={"operand_bytes": size, "bytes_moved": factor * size, "median_s": seconds,
+                               "iqr_s": 0.0, "gbps": factor * size / seconds / 1e9,
+                               "operand_gbps": size / seconds / 1e9, "threads": 2},
+                      check={"passed": True})
+
+
+def test_summary_fits_each_curve_and_rates_against_the_largest_copy() -> None:
+    # copy: a = 10 us, b = 20 GB/s; triad: a = 10 us, b = 30 GB/s.
+    sizes = [2**k for k in range(10, 27, 2)]
+    rows = [_row("copy", s, 10e-6 + 2 * s / 20e9) for s in sizes] + [_row("triad", s, 10e-6 + 3 * s / 30e9) for s in sizes]
+    summary = summarize_membw(rows)
+    copy, triad = summary["curves"]
+    assert copy["op"] == "copy" and triad["op"] == "triad"
+    assert copy["fixed_cost_s"] == pytest.approx(10e-6) and copy["asymptotic_gbps"] == pytest.approx(20.0)
+    assert triad["n_half_bytes"] == pytest.approx(10e-6 * 30e9)
+    largest = copy["points"][-1]
+    assert summary["ceiling"]["gbps"] == pytest.approx(largest["gbps"])
+    assert largest["utilization_ceiling"] == pytest.approx(1.0)
+    assert triad["points"][-1]["utilization_ceiling"] == pytest.approx(triad["points"][-1]["gbps"] / largest["gbps"])
+    assert summary["datasheet"]["gbps"] is None and "no datasheet entry" in summary["datasheet"]["note"]
+
+
+def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> None:
+    out = tmp_path / "membw.json"
+    result = CliRunner().invoke(cli, ["membw", "--quick", "--max-size", "16KiB", "--ops", "copy,triad",
+                                      "--budget-s", "0.01", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = orjson.loads(out.read_bytes())
+    assert data["schema_version"] >= 1 and data["kind"] == "membw"
+    assert [c["op"] for c in data["curves"]] == ["copy", "triad"]
+    for curve in data["curves"]:
+        assert {"fixed_cost_s", "asymptotic_gbps", "n_half_bytes"} <= set(curve)
+        assert [p["operand_bytes"] for p in curve["points"]] == [1024, 2048, 4096, 8192, 16384]
+    assert "fit t = a + V/b" in result.output and "stream" in result.output
+    assert db_path.exists()
