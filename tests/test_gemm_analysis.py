@@ -1,0 +1,103 @@
+"""From stored GEMM cases to roofline rows and the sweep summary (no device needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.bench.gemm.analysis import analyse
+from parity.metrics.roofline import gemm_flops, gemm_intensity
+from parity.model.findings import Finding, Severity
+from parity.model.result import CaseResult
+
+P = 100e12  # measured ceiling, FLOP/s
+B = 1e12  # measured bandwidth, B/s -> ridge 100 FLOP/B
+
+
+def ceiling_case() -> CaseResult:
+    return CaseResult(suite="gemm", key="ceiling/bf16", params={"kind": "ceiling", "dtype": "bf16"},
+                      metrics={"ceiling_flops": P, "ceiling_shape": {"m": 8192, "n": 8192, "k": 8192},
+                               "device_name": "NVIDIA H200", "datasheet_flops": 989.5e12,
+                               "datasheet_source": "NVIDIA H200 datasheet"})
+
+
+def bandwidth_case() -> CaseResult:
+    return CaseResult(suite="gemm", key="bandwidth", params={"kind": "bandwidth"}, metrics={"bandwidth_bps": B})
+
+
+def shape_case(m: int, n: int, k: int, *, seconds: float, backend: str = "matmul", power: bool = False,
+               passed: bool = True, error: str | None = None) -> CaseResult:
+    params = {"kind": "shape", "dtype": "bf16", "backend": backend, "m": m, "n": n, "k": k,
+              "name": f"s{m}x{n}x{k}", "family": "square", "origin": "test"}
+    metrics = {"work_flop": gemm_flops(m, n, k), "arithmetic_intensity": gemm_intensity(m, n, k, in_bytes=2, out_bytes=2)}
+    findings: tuple[Finding, ...] = ()
+    if error is None:
+        metrics.update({"median_s": seconds, "iqr_s": seconds / 10, "achieved_flops": gemm_flops(m, n, k) / seconds,
+                        "power_limited": power, "throttle_reasons": ["sw_power_cap"] if power else []})
+        if power:
+            findings = (Finding(code="throttled", severity=Severity.WARNING, message="power"),)
+        if not passed:
+            findings += (Finding(code="wrong-result", severity=Severity.ERROR, message="wrong"),)
+    else:
+        findings = (Finding(code="out-of-memory", severity=Severity.ERROR, message=error),)
+    return CaseResult(suite="gemm", key=f"bf16/{backend}/{m}x{n}x{k}", params=params, metrics=metrics,
+                      check={"passed": passed, "relative_error": 1e-3}, findings=findings, error=error)
+
+
+def test_summary_figures_by_hand() -> None:
+    # 3072^3: AI = 1024 FLOP/B (compute-bound), F = 5.8e10; at 1.16e-3 s -> 50 TFLOP/s = 50% of P.
+    # 6144^3 at 80% of P; 96^3 (AI 32, memory-bound): attainable 32 TFLOP/s.
+    f1, f2, f3 = gemm_flops(3072, 3072, 3072), gemm_flops(6144, 6144, 6144), gemm_flops(96, 96, 96)
+    results = [ceiling_case(), bandwidth_case(),
+               shape_case(3072, 3072, 3072, seconds=f1 / 50e12),
+               shape_case(6144, 6144, 6144, seconds=f2 / 80e12, power=True),
+               shape_case(96, 96, 96, seconds=f3 / 16e12)]
+    summary = analyse(results)
+    assert summary["ceiling_tflops"] == pytest.approx(100.0)
+    assert summary["ridge_flop_per_byte"] == pytest.approx(100.0)
+    assert summary["best_fraction_of_ceiling"] == pytest.approx(0.8)
+    assert summary["best_shape"]["m"] == 6144
+    assert summary["median_efficiency_compute_bound"] == pytest.approx(0.65)  # median of 0.5, 0.8
+    assert summary["efficiency_compute_bound"]["n"] == 2
+    assert summary["classes"] == {"compute-bound": 2, "memory-bound": 1, "near-ridge": 0, "unclassified": 0}
+    small = next(r for r in summary["rows"] if r["m"] == 96)
+    assert small["class"] == "memory-bound"
+    assert small["backends"]["matmul"]["attainable_flops"] == pytest.approx(32e12)
+    assert small["backends"]["matmul"]["efficiency"] == pytest.approx(0.5)
+    assert summary["power_limited"] == ["bf16/matmul/6144x6144x6144"]
+    assert summary["throttled"] == ["bf16/matmul/6144x6144x6144"]
+    assert summary["datasheet"]["ceiling_fraction_of_datasheet"] == pytest.approx(100 / 989.5)
+    big = next(r for r in summary["rows"] if r["m"] == 6144)
+    assert big["backends"]["matmul"]["fraction_of_datasheet"] == pytest.approx(80 / 989.5)
+
+
+def test_best_backend_per_shape_and_failures() -> None:
+    f = gemm_flops(4096, 4096, 4096)
+    results = [ceiling_case(), bandwidth_case(),
+               shape_case(4096, 4096, 4096, seconds=f / 60e12, backend="matmul"),
+               shape_case(4096, 4096, 4096, seconds=f / 70e12, backend="linear"),
+               shape_case(8192, 8192, 8192, seconds=1.0, backend="matmul", error="out of memory"),
+               shape_case(8192, 8192, 8192, seconds=1.0, backend="linear", passed=False)]
+    summary = analyse(results)
+    row = next(r for r in summary["rows"] if r["m"] == 4096)
+    assert row["best_backend"] == "linear"
+    assert row["backends"]["matmul"]["tflops"] == pytest.approx(60.0)
+    failed_row = next(r for r in summary["rows"] if r["m"] == 8192)
+    assert failed_row["best_backend"] is None  # the only run was wrong, the other failed
+    codes = sorted(item["code"] for item in summary["failed"])
+    assert codes == ["out-of-memory", "wrong-result"]
+    assert summary["backends"]["linear"]["wins"] == 1
+    assert summary["backends"]["matmul"]["failed"] == 1
+    assert summary["best_fraction_of_ceiling"] == pytest.approx(0.7)
+
+
+def test_without_ceilings_the_rows_still_report_rates() -> None:
+    f = gemm_flops(512, 512, 512)
+    ceiling = CaseResult(suite="gemm", key="ceiling/tf32", params={"kind": "ceiling", "dtype": "tf32"},
+                         error="tf32 mode is not available on cpu")
+    summary = analyse([ceiling, bandwidth_case(), shape_case(512, 512, 512, seconds=f / 1e12)])
+    assert summary["ceiling_tflops"] is None
+    assert summary["ceiling_error"] == "tf32 mode is not available on cpu"
+    assert summary["best_fraction_of_ceiling"] is None
+    assert summary["median_efficiency_compute_bound"] is None
+    assert summary["rows"][0]["backends"]["matmul"]["tflops"] == pytest.approx(1.0)
+    assert summary["classes"]["unclassified"] == 1
