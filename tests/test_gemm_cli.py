@@ -1,0 +1,78 @@
+"""``parity gemm`` and ``parity gemm shapes`` end to end on the CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from parity.cli.main import cli, main
+
+
+def test_shapes_count_and_csv() -> None:
+    runner = CliRunner()
+    count = runner.invoke(cli, ["gemm", "shapes", "--count"])
+    assert count.exit_code == 0 and count.output.strip() == "1055"
+    table = runner.invoke(cli, ["gemm", "shapes", "--csv"])
+    lines = table.output.strip().splitlines()
+    assert lines[0] == "m,n,k,name,family,origin" and len(lines) == 1056
+    quick = runner.invoke(cli, ["gemm", "shapes", "--quick", "--family", "square", "--count"])
+    assert quick.exit_code == 0 and 1 <= int(quick.output) <= 5
+
+
+def test_shapes_json_carries_version_and_digest(tmp_path: Path) -> None:
+    out = tmp_path / "shapes.json"
+    result = CliRunner().invoke(cli, ["gemm", "shapes", "--count", "--json", str(out)])
+    assert result.exit_code == 0
+    data = orjson.loads(out.read_bytes())
+    assert data["kind"] == "gemm-shapes" and data["count"] == 1055 and data["catalog_version"] == 1
+    assert len(data["digest"]) == 64 and data["shapes"][0]["family"] == "llm"
+
+
+def test_help_shows_an_example() -> None:
+    result = CliRunner().invoke(cli, ["gemm", "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output and "parity gemm --quick" in result.output
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db_path: Path) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,n,k,name\n32,32,32,tiny\n1,64,48,decode\n")
+    out = tmp_path / "gemm.json"
+    args = ["gemm", "--quick", "--device", "cpu", "--shapes", str(shapes), "--ceiling-budget", "1",
+            "--backend", "matmul", "--backend", "linear", "--json", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    data = orjson.loads(out.read_bytes())
+    assert data["kind"] == "gemm" and data["schema_version"] >= 1
+    summary = data["summary"]
+    for key in ("ceiling_tflops", "best_fraction_of_ceiling", "median_efficiency_compute_bound"):
+        assert key in summary
+    assert summary["ceiling_tflops"] > 0 and summary["bandwidth_gbps"] > 0
+    assert 0 < summary["best_fraction_of_ceiling"]
+    assert [r["name"] for r in data["rows"]] == ["tiny", "decode"]
+    assert set(data["rows"][0]["backends"]) == {"matmul", "linear"}
+    assert data["rows"][0]["best_backend"] in ("matmul", "linear")
+    assert all(r["backends"]["matmul"]["relative_error"] < 0.05 for r in data["rows"])
+    raw = [c for c in data["cases"] if c["key"] == "bf16/matmul/32x32x32"][0]
+    assert len(raw["samples"]["main"]["values_s"]) >= 5  # raw samples kept
+    assert "measured compute ceiling" in result.output and "tiny" in result.output
+    again = CliRunner().invoke(cli, ["gemm", "--resume", data["run_id"], "--json", str(out)])
+    assert again.exit_code == 0, again.output
+    resumed = orjson.loads(out.read_bytes())
+    assert resumed["run_id"] == data["run_id"]
+    assert resumed["summary"]["ceiling_tflops"] == summary["ceiling_tflops"]
+
+
+def test_bad_shapes_file_exits_2_naming_file_and_line(tmp_path: Path, db_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("m,n,k\n64,64,-3\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["gemm", "--device", "cpu", "--shapes", str(bad)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("parity: ") and "bad.csv:2: k = -3 is out of range" in err

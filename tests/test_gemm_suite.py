@@ -1,0 +1,139 @@
+"""The GEMM suite on the real CPU: correctness checks, dtypes, error rows, case listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from parity.bench.gemm import GemmSuite
+from parity.bench.gemm.backends import TorchMatmul, load_backend
+from parity.bench.gemm.dtypes import resolve_dtype
+from parity.bench.gemm.measure_case import measure_shape
+from parity.bench.suite import CaseSpec
+from parity.model.errors import ParityError
+
+pytestmark = pytest.mark.torch
+
+FAST = {"warmup_s": 0.002, "budget_s": 0.01, "flush": False, "telemetry": False, "check": True,
+        "graph": "off", "max_call_s": 20.0, "max_samples": 50}
+
+
+@pytest.fixture(scope="module")
+def cpu() -> Any:
+    from parity.device import get_device
+
+    return get_device("cpu")
+
+
+def case(m: int, n: int, k: int, *, dtype: str = "bf16", backend: str = "matmul", **extra: Any) -> CaseSpec:
+    params = {"kind": "shape", "dtype": dtype, "backend": backend, "m": m, "n": n, "k": k,
+              "name": "t", "family": "user", "origin": "test", **FAST, **extra}
+    return CaseSpec(suite="gemm", key=f"{dtype}/{backend}/{m}x{n}x{k}", params=params)
+
+
+class TransposedResult(TorchMatmul):
+    """A broken kernel: returns the right values in the wrong places."""
+
+    name = "transposed"
+
+    def run(self, operands: Any) -> Any:
+        out = super().run(operands)
+        return out.flip(0)
+
+
+class Exploding(TorchMatmul):
+    name = "exploding"
+
+    def run(self, operands: Any) -> Any:
+        raise RuntimeError("kernel launch failed: no kernel image for this shape")
+
+
+def test_dtype_names_and_tolerances() -> None:
+    assert resolve_dtype("BF16").name == "bf16"
+    assert resolve_dtype("bfloat16").name == "bf16"
+    assert resolve_dtype("half").name == "fp16"
+    assert resolve_dtype("fp8_e4m3").name == "fp8"
+    with pytest.raises(ParityError, match="unknown gemm dtype 'int3'"):
+        resolve_dtype("int3")
+    bf16, fp32 = resolve_dtype("bf16"), resolve_dtype("fp32")
+    assert bf16.tolerance(4096) == pytest.approx(8 * 2**-8 + 2 * 2**-24 * 64)
+    assert fp32.tolerance(64) < 2e-6 < bf16.tolerance(64)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("backend", ["matmul", "linear"])
+def test_real_shapes_pass_their_check(cpu: Any, dtype: str, backend: str) -> None:
+    result = GemmSuite().measure(case(33, 65, 127, dtype=dtype, backend=backend), device=cpu, options={})
+    assert result.error is None, result.error
+    assert result.ok, result.findings
+    assert result.check["passed"] and result.check["relative_error"] < result.check["tolerance"]
+    assert result.metrics["work_flop"] == 2 * 33 * 65 * 127
+    assert result.metrics["achieved_flops"] == pytest.approx(result.metrics["work_flop"] / result.metrics["median_s"])
+    assert len(result.samples["main"]) >= 5
+
+
+def test_a_wrong_result_flags_the_row(cpu: Any) -> None:
+    dtype = resolve_dtype("bf16")
+    result = measure_shape(case(64, 48, 32, backend="transposed"), device=cpu, dtype=dtype,
+                           backend=TransposedResult(), unavailable=None, ceiling_flops=None)
+    assert not result.check["passed"] and result.check["relative_error"] > 0.5
+    assert not result.ok
+    wrong = [f for f in result.findings if f.code == "wrong-result"]
+    assert wrong and wrong[0].severity.value == "error"
+
+
+def test_backend_exception_is_an_error_row(cpu: Any) -> None:
+    result = measure_shape(case(16, 16, 16, backend="exploding"), device=cpu, dtype=resolve_dtype("bf16"),
+                           backend=Exploding(), unavailable=None, ceiling_flops=None)
+    assert result.error and "no kernel image" in result.error
+    assert [f.code for f in result.findings] == ["backend-error"]
+    assert result.metrics["work_flop"] == 2 * 16**3  # the row still says what it would have done
+
+
+def test_unsupported_dtype_and_backend_are_rows_not_crashes(cpu: Any) -> None:
+    suite = GemmSuite()
+    tf32 = suite.measure(case(16, 16, 16, dtype="tf32"), device=cpu, options={})
+    assert tf32.error and "tf32 mode is not available on cpu" in tf32.error
+    assert tf32.findings[0].code == "unsupported-dtype"
+    fp8_linear = suite.measure(case(16, 16, 16, dtype="fp8", backend="linear"), device=cpu, options={})
+    assert fp8_linear.findings[0].code in ("unsupported-backend", "unsupported-dtype")
+
+
+def test_fp8_through_scaled_matmul_where_supported(cpu: Any) -> None:
+    result = GemmSuite().measure(case(32, 48, 64, dtype="fp8"), device=cpu, options={})
+    if result.error is not None:  # a torch build without CPU fp8 says so in a row
+        assert result.findings[0].code in ("unsupported-dtype", "backend-error")
+        return
+    assert result.ok and result.check["passed"]
+    assert result.metrics["min_traffic_bytes"] == (32 * 64 + 64 * 48) * 1 + 32 * 48 * 2
+
+
+def test_shape_too_large_for_memory_is_an_error_row(cpu: Any) -> None:
+    huge = 2**22
+    result = GemmSuite().measure(case(huge, huge, huge), device=cpu, options={})
+    assert result.error and "GiB" in result.error
+    assert result.findings[0].code == "out-of-memory"
+
+
+def test_shape_too_slow_at_the_ceiling_is_skipped(cpu: Any) -> None:
+    result = measure_shape(case(4096, 4096, 4096, max_call_s=1.0), device=cpu, dtype=resolve_dtype("bf16"),
+                           backend=TorchMatmul(), unavailable=None, ceiling_flops=1e9)
+    assert result.findings[0].code == "too-slow" and "137 s" in result.error
+
+
+def test_cases_list_ceiling_bandwidth_then_shapes(cpu: Any) -> None:
+    cases = GemmSuite().cases(device=cpu, quick=True, options={"backends": ["matmul", "linear"]})
+    assert [c.key for c in cases[:2]] == ["ceiling/bf16", "bandwidth"]
+    shapes = cases[2:]
+    assert len(shapes) % 2 == 0 and len({c.key for c in cases}) == len(cases)
+    assert all(c.params["kind"] == "shape" and c.cost >= 1.0 for c in shapes)
+    with pytest.raises(ParityError, match="unknown gemm backend 'cublas'"):
+        GemmSuite().cases(device=cpu, quick=True, options={"backends": ["cublas"]})
+
+
+def test_plugin_backend_by_module_path() -> None:
+    backend = load_backend("tests.test_gemm_suite:TransposedResult")
+    assert backend.name == "transposed"
+    with pytest.raises(ParityError, match="cannot be loaded"):
+        load_backend("tests.test_gemm_suite:Missing")
