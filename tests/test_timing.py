@@ -133,6 +133,17 @@ def test_function_without_inputs_may_take_no_argument_or_one() -> None:
         flush_cache=False,
     )
     assert got == [None, None]
+    got.clear()
+    measure(
+        lambda x=7: got.append(x),
+        device=device,
+        warmup_s=0,
+        budget_s=0,
+        min_samples=1,
+        max_samples=1,
+        flush_cache=False,
+    )
+    assert got == [7, 7]  # defaults are left alone
 
 
 def test_sets_to_exceed_cache_hand_cases() -> None:

@@ -61,17 +61,20 @@ def samples_for_budget(
 
 
 def call_with(fn: Callable[..., Any], inputs: InputRotation | None) -> Callable[[int], Any]:
-    """``call(i)`` runs ``fn(inputs[i])``; without inputs, ``fn()`` if it takes no argument."""
+    """``call(i)`` runs ``fn(inputs[i])``; without inputs, ``fn(None)`` when ``fn`` has a
+    required positional parameter and ``fn()`` otherwise (``lambda: a @ b`` and
+    ``lambda a=a: a @ a`` both work)."""
     if inputs is not None:
         return lambda i: fn(inputs[i])
     try:
         params = inspect.signature(fn).parameters.values()
-        takes_arg = any(
-            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+        needs_arg = any(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+            for p in params
         )
     except (TypeError, ValueError):
-        takes_arg = True
-    return (lambda i: fn(None)) if takes_arg else (lambda i: fn())
+        needs_arg = True
+    return (lambda i: fn(None)) if needs_arg else (lambda i: fn())
 
 
 def warm_up(device: Device, call: Callable[[int], Any], *, warmup_s: float) -> tuple[int, float]:
