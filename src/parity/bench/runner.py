@@ -215,6 +215,54 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: dict[str, An
     )
 
 
+class _Tracker:
+    """Progress bookkeeping of one sweep: counts, cost spent, and the events sent."""
+
+    def __init__(self, *, run_id: str, total: int, skipped: int, todo_cost: float,
+                 report: ProgressCallback) -> None:
+        self.run_id, self.total, self.skipped = run_id, total, skipped
+        self.done, self.measured = skipped, 0
+        self.todo_cost, self.spent_cost = todo_cost, 0.0
+        self.report = report
+        self.started = time.perf_counter()
+
+    def emit(self, phase: str, *, suite: str = "", key: str = "", ok: bool | None = None) -> None:
+        elapsed = time.perf_counter() - self.started
+        eta = estimate_eta_s(elapsed_s=elapsed, done_cost=self.spent_cost,
+                             remaining_cost=self.todo_cost - self.spent_cost)
+        if phase in ("summary", "done"):
+            eta = 0.0
+        self.report(ProgressEvent(phase=phase, done=self.done, total=self.total,
+                                  run_id=self.run_id, skipped=self.skipped, suite=suite, key=key,
+                                  ok=ok, elapsed_s=elapsed, eta_s=eta))
+
+    def count(self, case: CaseSpec) -> None:
+        self.done, self.measured = self.done + 1, self.measured + 1
+        self.spent_cost += case.cost
+
+
+def _sweep(store: Store, run: RunRecord, plan: list[tuple[Suite, list[CaseSpec]]], *,
+           device: Any, options: dict[str, dict[str, Any]], report: ProgressCallback) -> _Tracker:
+    """Measure and commit, one at a time, every planned case the run does not hold yet."""
+    todo = [(suite, case) for suite, cases in plan
+            for case in _missing(cases, store.done_keys(run.run_id, suite.name))]
+    tracker = _Tracker(run_id=run.run_id, total=sum(len(cases) for _, cases in plan),
+                       skipped=sum(len(cases) for _, cases in plan) - len(todo),
+                       todo_cost=sum(case.cost for _, case in todo), report=report)
+    tracker.emit("start")
+    for suite, case in todo:
+        tracker.emit("case", suite=suite.name, key=case.key)
+        result = _measure_one(suite, case, device=device, options=options.get(suite.name, {}))
+        store.add_case(run.run_id, result)  # committed before the next case starts
+        tracker.count(case)
+        tracker.emit("measured", suite=suite.name, key=case.key, ok=result.ok)
+    return tracker
+
+
+def _missing(cases: list[CaseSpec], done: set[str]) -> list[CaseSpec]:
+    return [case for case in cases if case.key not in done]
+
+
 def run_suites(
     store: Store,
     *,
@@ -229,7 +277,8 @@ def run_suites(
     """Measure every case of ``suites`` on ``device`` into ``store`` and summarise the run.
 
     ``options`` maps a suite name to the options that suite receives. With ``resume_run_id``
-    the run's stored cases are skipped and the rest measured into the same run.
+    the run's stored cases are skipped and the rest measured into the same run. The cases are
+    listed before the run is created, so a suite that cannot list them leaves no run behind.
     """
     options = dict(options or {})
     report = progress or (lambda event: None)
@@ -238,32 +287,8 @@ def run_suites(
         store, device=device, suites=suites, quick=quick, options=options,
         resume_run_id=resume_run_id, argv=argv,
     )
-    done_by_suite = {suite.name: store.done_keys(run.run_id, suite.name) for suite in suites}
-    todo = [c for suite, cases in plan for c in cases if c.key not in done_by_suite[suite.name]]
-    total = sum(len(cases) for _, cases in plan)
-    todo_cost = sum(c.cost for c in todo)
-    skipped = total - len(todo)
-    done, measured, spent_cost, started = skipped, 0, 0.0, time.perf_counter()
-    report(ProgressEvent(run_id=run.run_id, phase="start", done=done, total=total, skipped=skipped))
-    for suite, cases in plan:
-        for case in cases:
-            if case.key in done_by_suite[suite.name]:
-                continue
-            elapsed = time.perf_counter() - started
-            eta = estimate_eta_s(elapsed_s=elapsed, done_cost=spent_cost, remaining_cost=todo_cost - spent_cost)
-            report(ProgressEvent(run_id=run.run_id, phase="case", done=done, total=total, skipped=skipped,
-                                 suite=suite.name, key=case.key, elapsed_s=elapsed, eta_s=eta))
-            result = _measure_one(suite, case, device=device, options=options.get(suite.name, {}))
-            store.add_case(run.run_id, result)
-            done, measured, spent_cost = done + 1, measured + 1, spent_cost + case.cost
-            done_by_suite[suite.name].add(case.key)
-            elapsed = time.perf_counter() - started
-            eta = estimate_eta_s(elapsed_s=elapsed, done_cost=spent_cost, remaining_cost=todo_cost - spent_cost)
-            report(ProgressEvent(run_id=run.run_id, phase="measured", done=done, total=total, skipped=skipped,
-                                 suite=suite.name, key=case.key, ok=result.ok,
-                                 elapsed_s=elapsed, eta_s=eta))
-    report(ProgressEvent(run_id=run.run_id, phase="summary", done=done, total=total, skipped=skipped,
-                         elapsed_s=time.perf_counter() - started, eta_s=0.0))
+    tracker = _sweep(store, run, plan, device=device, options=options, report=report)
+    tracker.emit("summary")
     outcomes = [
         _summarize(suite, store.cases(run.run_id, suite.name), options=options.get(suite.name, {}))
         for suite in suites
@@ -271,12 +296,11 @@ def run_suites(
     ok = all(o.ok for o in outcomes)
     summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}}
     store.finish_run(run.run_id, status="complete" if ok else "failed", summary=summary)
-    report(ProgressEvent(run_id=run.run_id, phase="done", done=done, total=total, skipped=skipped,
-                         elapsed_s=time.perf_counter() - started, eta_s=0.0))
+    tracker.emit("done")
     return RunOutcome(
         run=store.get_run(run.run_id),
         cases=store.cases(run.run_id),
         suites=outcomes,
-        measured=measured,
-        skipped=skipped,
+        measured=tracker.measured,
+        skipped=tracker.skipped,
     )
