@@ -36,6 +36,7 @@ from parity.trace.table import ActivityTable
 from parity.trace.whatif.graph_edges import (
     EdgeSet,
     barrier_edges,
+    blocked_call_edges,
     blocking_call_edges,
     collective_edges,
     host_sync_edges,
@@ -43,6 +44,7 @@ from parity.trace.whatif.graph_edges import (
     launch_edges,
     launch_map,
     stream_wait_edges,
+    wake_edges,
 )
 from parity.trace.whatif.timeline import Timeline
 
@@ -58,6 +60,8 @@ class EdgeKind(IntEnum):
     BLOCKING_COPY = 5  # inferred: a copy call that outlived its copy was waiting for it
     COLLECTIVE = 6  # matched: n-th collective of one name on each rank ends together
     STEP_BARRIER = 7  # assumed: host threads join at step boundaries
+    BLOCKED_CALL = 8  # inferred: a long host call returned right after a device op ended
+    THREAD_WAKE = 9  # inferred: a thread resumed right after another thread's activity ended
 
 
 ASSUMED = {
@@ -70,6 +74,10 @@ ASSUMED = {
                          "(ranks' clocks taken as aligned)",
     EdgeKind.STEP_BARRIER: "no cross-thread events were recorded; host threads were taken to join "
                            "at every step boundary",
+    EdgeKind.BLOCKED_CALL: "host calls far longer than usual that returned right after a device op "
+                           "ended were taken as waiting for it (launch queue full, implicit sync)",
+    EdgeKind.THREAD_WAKE: "a host thread resuming after a long gap right after another thread's "
+                          "activity ended was taken as waiting for it",
 }
 
 
@@ -95,6 +103,7 @@ class DependencyGraph:
     edge_counts: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     unresolved: int = 0
+    cache: dict = field(default_factory=dict, repr=False, compare=False)  # replay's loop plan
 
     def assumptions(self) -> list[str]:
         """Human sentences naming every edge the graph had to assume or infer."""
@@ -163,7 +172,9 @@ def build_graph(table: ActivityTable, timeline: Timeline, *,
         sets.append((EdgeKind.HOST_SYNC_ALL, assumed_syncs))
         sets.append((EdgeKind.BLOCKING_COPY, blocking_call_edges(table, timeline, own)))
         sets.append((EdgeKind.COLLECTIVE, collective_edges(timeline, own)))
-    elif step_boundaries:
+        sets.append((EdgeKind.BLOCKED_CALL, blocked_call_edges(timeline, own)))
+    sets.append((EdgeKind.THREAD_WAKE, wake_edges(timeline)))
+    if timeline.mode == "host" and step_boundaries:
         sets.append((EdgeKind.STEP_BARRIER, barrier_edges(timeline, step_boundaries)))
     src, dst, lat, kind, counts, dropped = _assemble(sets, points)
     counts.update(extra_counts)
@@ -246,10 +257,11 @@ def topological_order(points: np.ndarray, src: np.ndarray, dst: np.ndarray,
     for s, d in zip(all_src[local].tolist(), all_dst[local].tolist()):
         edges_by_time.setdefault(points[s], []).append((s, d))
     order = order.copy()
+    sorted_times = points[order]
     for t, edges in edges_by_time.items():
-        slots = np.flatnonzero(points[order] == t)
-        members = order[slots].tolist()
-        order[slots] = _kahn(members, edges, pos)
+        lo = int(np.searchsorted(sorted_times, t, side="left"))
+        hi = int(np.searchsorted(sorted_times, t, side="right"))
+        order[lo:hi] = _kahn(order[lo:hi].tolist(), edges, pos)
     return order
 
 

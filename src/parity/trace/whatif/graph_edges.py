@@ -375,3 +375,81 @@ def barrier_edges(timeline: Timeline, boundaries: dict[tuple[int, int, int], lis
                 src.extend((2 * a_nodes[last[ok]] + 1).tolist())
                 dst.extend((2 * z_nodes[first[ok]]).tolist())
     return EdgeSet.of(src, dst)
+
+
+BLOCKED_CALL_MIN_NS = 50_000  # a call this long (and 5x its name's median) may be waiting
+BLOCKED_CALL_RATIO = 5.0
+WAKE_GAP_MIN_NS = 50_000  # a thread idle this long before an activity may have been waiting
+WAKE_TOLERANCE_NS = 20_000  # ... on something that ended at most this long before it resumed
+
+
+def blocked_call_edges(timeline: Timeline, own: np.ndarray, *, tolerance_ns: int = WAKE_TOLERANCE_NS
+                       ) -> EdgeSet:
+    """A host call that ran unusually long and returned right after a device op ended waited
+    for it (inferred): launch-queue back-pressure, implicit synchronisation in an allocator.
+
+    A runtime call qualifies when it lasts at least :data:`BLOCKED_CALL_MIN_NS` and
+    :data:`BLOCKED_CALL_RATIO` times the median of calls of its name, has no end edge yet
+    (``own`` not already 0), and the latest device op of its rank ending inside the call ends at
+    most ``tolerance_ns`` before the call returns.
+    """
+    start, end = _times(timeline)
+    runtime = np.flatnonzero(~timeline.compute)
+    device = np.flatnonzero(timeline.compute)
+    if not len(runtime) or not len(device):
+        return EdgeSet.of(_EMPTY, _EMPTY)
+    names = timeline.name[runtime].astype(str)
+    unique, inverse = np.unique(names, return_inverse=True)
+    dur = end[runtime] - start[runtime]
+    median = np.array([np.median(dur[inverse == i]) for i in range(len(unique))])
+    long = (dur >= BLOCKED_CALL_MIN_NS) & (dur >= BLOCKED_CALL_RATIO * median[inverse])
+    long &= own[runtime] > 0
+    calls = runtime[long]
+    rank_of = np.array([k[0] for k in timeline.lane_keys], dtype=np.int64)
+    span = float(end.max()) + 1.0
+    dev_key = rank_of[timeline.lane[device]] * span + end[device]
+    order = np.argsort(dev_key, kind="stable")
+    dev_key, device = dev_key[order], device[order]
+    call_key = rank_of[timeline.lane[calls]] * span + end[calls]
+    at = np.searchsorted(dev_key, call_key, side="right") - 1
+    ok = at >= 0
+    target = device[np.maximum(at, 0)]
+    ok &= rank_of[timeline.lane[target]] == rank_of[timeline.lane[calls]]
+    ok &= (end[target] > start[calls]) & (end[calls] - end[target] <= tolerance_ns)
+    calls, target = calls[ok], target[ok]
+    own[calls] = 0.0
+    return EdgeSet.of(2 * target + 1, 2 * calls + 1, end[calls] - end[target])
+
+
+def wake_edges(timeline: Timeline, *, tolerance_ns: int = WAKE_TOLERANCE_NS) -> EdgeSet:
+    """A host thread resuming right after another thread's activity ended was waiting for it
+    (inferred; the trace records no cross-thread events).
+
+    For each host activity preceded on its thread by a gap of at least
+    :data:`WAKE_GAP_MIN_NS`: the latest activity of another thread of the same rank that ended
+    at most ``tolerance_ns`` before it starts becomes its predecessor.
+    """
+    start, end = _times(timeline)
+    host_lane = np.array([k[1] < 0 for k in timeline.lane_keys], dtype=bool)
+    host = np.flatnonzero(host_lane[timeline.lane])
+    if len(np.unique(timeline.lane[host])) < 2:
+        return EdgeSet.of(_EMPTY, _EMPTY)
+    previous_end = _previous_end_on_lane(timeline, end)
+    waiting = host[start[host] - previous_end[host] >= WAKE_GAP_MIN_NS]
+    rank_of = np.array([k[0] for k in timeline.lane_keys], dtype=np.int64)
+    src_parts, dst_parts = [], []
+    for lane in np.unique(timeline.lane[waiting]).tolist():
+        others = host[(timeline.lane[host] != lane)
+                      & (rank_of[timeline.lane[host]] == rank_of[lane])]
+        if not len(others):
+            continue
+        others = others[np.argsort(end[others], kind="stable")]
+        mine = waiting[timeline.lane[waiting] == lane]
+        at = np.searchsorted(end[others], start[mine], side="right") - 1
+        ok = at >= 0
+        ok[ok] &= start[mine[ok]] - end[others[at[ok]]] <= tolerance_ns
+        src_parts.append(2 * others[at[ok]] + 1)
+        dst_parts.append(2 * mine[ok])
+    src = np.concatenate(src_parts) if src_parts else _EMPTY
+    dst = np.concatenate(dst_parts) if dst_parts else _EMPTY
+    return EdgeSet.of(src, dst)

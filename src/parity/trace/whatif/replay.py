@@ -44,34 +44,46 @@ class Replay:
                 "reproduction_error": self.reproduction_error}
 
 
+def _plan(graph: DependencyGraph) -> tuple[list[int], list[tuple], list[float]]:
+    """The loop's inputs that do not depend on the factors, built once per graph: the points
+    in topological order, each point's incoming ``(source point, latency)`` pairs, the slacks."""
+    cached = graph.cache.get("plan")
+    if cached is None:
+        incoming: list[list] = [[] for _ in range(2 * len(graph.timeline))]
+        for s, d, lat in zip(graph.src.tolist(), graph.dst.tolist(), graph.lat.tolist()):
+            incoming[d].append((s, lat))
+        cached = (graph.order.tolist(), incoming, graph.slack.tolist())
+        graph.cache["plan"] = cached
+    return cached
+
+
 def schedule(graph: DependencyGraph, factors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """New ``(start, end)`` of every node, float ns relative to ``graph.origin_ns``."""
     n = len(graph.timeline)
     if len(factors) != n:
         raise ValueError(f"{len(factors)} factors for {n} nodes")
-    own = np.where(graph.timeline.compute, graph.own / factors, graph.own)
-    own = np.where(np.isfinite(own), own, 0.0)
-    by_dst = np.argsort(graph.dst, kind="stable")
-    src = graph.src[by_dst].tolist()
-    lat = graph.lat[by_dst].tolist()
-    ptr = np.searchsorted(graph.dst[by_dst], np.arange(2 * n + 1)).tolist()
-    slack = graph.slack.tolist()
-    own_list = own.tolist()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = np.where(graph.timeline.compute, graph.own / factors, graph.own)
+    own = np.where(np.isfinite(own), own, 0.0).tolist()
+    order, incoming, slack = _plan(graph)
     t = [0.0] * (2 * n)
     neg_inf = -math.inf
-    for p in graph.order.tolist():
-        lo, hi = ptr[p], ptr[p + 1]
-        best = neg_inf
-        for e in range(lo, hi):
-            v = t[src[e]] + lat[e]
-            if v > best:
-                best = v
+    for p in order:
         i = p >> 1
         if p & 1:
-            v = t[p - 1] + own_list[i]
-            t[p] = v if v > best else best
+            v = t[p - 1] + own[i]
+            for s, lat in incoming[p]:
+                w = t[s] + lat
+                if w > v:
+                    v = w
         else:
-            t[p] = (best if lo < hi else 0.0) + slack[i]
+            v = neg_inf
+            for s, lat in incoming[p]:
+                w = t[s] + lat
+                if w > v:
+                    v = w
+            v = (0.0 if v == neg_inf else v) + slack[i]
+        t[p] = v
     times = np.array(t, dtype=np.float64)
     return times[0::2], times[1::2]
 

@@ -35,7 +35,7 @@ HOST = "host"
 _HOST_MATRIX = (
     r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_scaled_mm|mv|addmv|dot|vdot|einsum"
     r"|convolution|_convolution|conv\w*|mkldnn_\w*|_mkldnn\w*)$",
-    r"^(mkldnn|onednn|dnnl)::", r"gemm",
+    r"^(mkldnn|onednn|dnnl)::", r"gemm", r"^quantized::(linear|conv)",
 )
 HOST_OP_RULES = (
     Rule(category="matrix", patterns=_HOST_MATRIX, regex=re.compile("|".join(_HOST_MATRIX), re.I)),
@@ -95,9 +95,18 @@ def build_timeline(table: ActivityTable, rules: Rules | None = None) -> Timeline
 
 
 def _lanes(rank: np.ndarray, device: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, tuple]:
-    keys = np.stack([rank.astype(np.int64), device.astype(np.int64), stream.astype(np.int64)], 1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    return inverse.reshape(-1).astype(np.int32), tuple(tuple(int(v) for v in k) for k in unique)
+    rank, device, stream = (np.asarray(a, dtype=np.int64) for a in (rank, device, stream))
+    n = len(rank)
+    if n == 0:
+        return np.empty(0, np.int32), ()
+    order = np.lexsort((stream, device, rank))
+    r, d, s = rank[order], device[order], stream[order]
+    new = np.r_[True, (r[1:] != r[:-1]) | (d[1:] != d[:-1]) | (s[1:] != s[:-1])]
+    lane = np.empty(n, dtype=np.int32)
+    lane[order] = np.cumsum(new) - 1
+    first = order[new]
+    keys = tuple(zip(rank[first].tolist(), device[first].tolist(), stream[first].tolist()))
+    return lane, keys
 
 
 def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:

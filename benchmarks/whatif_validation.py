@@ -1,0 +1,356 @@
+"""Validate what-if predictions against reality: make the matrix work faster for real, predict.
+
+A transformer-block step (norms, attention, MLP, some host bookkeeping; a second thread
+preparing the next batch) runs twice under the PyTorch profiler: once as is (fp32 matmuls) and
+once with only its matrix work changed to a faster kind. From the first trace alone, with ``k``
+measured from the matrix ops themselves (ratio of their summed leaf times per step), each what-if
+method predicts the second step; the script prints the prediction error of each method against
+the measured step (medians over the steady steps) side by side.
+
+Matrix variants (``--fast``):
+- ``bf16``: linear layers in bf16 (AMX tiles on Xeons that have them; both variants cast the
+  activations with a real copy before and after each matmul, so only the matmul dtype differs);
+- ``int8``: linear layers as dynamically quantised int8 (fbgemm; faster on AVX2 CPUs);
+- ``auto`` (default): ``bf16`` where the CPU reports AMX, else ``int8``.
+On a CUDA device (``--device cuda``): a two-stream step (matmuls on one stream, copies and
+elementwise work on another, joined by events) with fp32 versus ``tf32`` or ``bf16`` matmuls;
+it writes its record under ``results/``.
+
+Targets: replay within 5% of the measured step; the measured step inside the bounds.
+
+    python benchmarks/whatif_validation.py            # CPU, full size (about a minute)
+    python benchmarks/whatif_validation.py --small    # CPU, seconds
+    python benchmarks/whatif_validation.py --device cuda --fast bf16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch._C._profiler import _ExperimentalConfig
+
+from parity.trace import load_trace
+from parity.trace.whatif import parse_scale, predict
+from parity.trace.whatif.selection import choose_window
+from parity.trace.whatif.timeline import build_timeline
+
+REPLAY_TARGET = 0.05
+
+
+# --------------------------------------------------------------------------- the workload (CPU)
+
+class CastLinear(torch.nn.Module):
+    """``y = linear(x.to(dtype), W_dtype).to(float32)``; the casts copy in every dtype."""
+
+    def __init__(self, weight: torch.Tensor, dtype: torch.dtype):
+        super().__init__()
+        self.weight = weight.to(dtype)
+        self.dtype = dtype
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.linear(x.to(self.dtype, copy=True), self.weight)
+        return y.to(torch.float32, copy=True)
+
+
+def make_linear(weight: torch.Tensor, variant: str) -> torch.nn.Module:
+    """The matrix op of one variant: fp32 / bf16 (both with casts), plain fp32 / int8."""
+    if variant in ("fp32-cast", "bf16"):
+        return CastLinear(weight, torch.float32 if variant == "fp32-cast" else torch.bfloat16)
+    linear = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
+    linear.weight.data.copy_(weight)
+    if variant == "fp32":
+        return linear
+    if variant == "int8":
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.ao.quantization.quantize_dynamic(
+                torch.nn.Sequential(linear), {torch.nn.Linear}, dtype=torch.qint8)
+    raise ValueError(variant)
+
+
+class Block(torch.nn.Module):
+    """Pre-norm transformer block: RMSNorm, attention (bmm), LayerNorm, GELU MLP."""
+
+    def __init__(self, dim: int, heads: int, variant: str, seed: int = 0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        w = lambda o, i: torch.randn(o, i, generator=g) / i ** 0.5  # noqa: E731
+        self.heads = heads
+        self.qkv = make_linear(w(3 * dim, dim), variant)
+        self.out = make_linear(w(dim, dim), variant)
+        self.up = make_linear(w(4 * dim, dim), variant)
+        self.down = make_linear(w(dim, 4 * dim), variant)
+        self.rms_weight = torch.ones(dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens, dim = x.shape
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.rms_weight
+        q, k, v = self.qkv(h).view(tokens, 3, self.heads, dim // self.heads).unbind(1)
+        q, k, v = (t.transpose(0, 1) for t in (q, k, v))
+        scores = torch.bmm(q, k.transpose(1, 2)) / (dim // self.heads) ** 0.5
+        attn = torch.bmm(torch.softmax(scores, dim=-1), v).transpose(0, 1).reshape(tokens, dim)
+        x = x + self.out(attn)
+        h = F.layer_norm(x, (dim,))
+        return x + self.down(F.gelu(self.up(h)))
+
+
+def prepare_batch(tokens: int, dim: int, rounds: int) -> torch.Tensor:
+    """The worker thread's share: make and normalise the next batch (vector work)."""
+    torch.set_num_threads(1)
+    x = torch.randn(tokens, dim)
+    for _ in range(rounds):
+        x = F.layer_norm(torch.tanh(x * 1.01 + 0.1), (dim,))
+    return x
+
+
+def host_bookkeeping(step: int) -> None:
+    """Small host-side work every step: positions, a mask, counters (dozens of tiny ops)."""
+    pos = torch.arange(16)
+    for i in range(12):
+        pos = (pos + step + i) % 97
+    torch.triu(torch.ones(16, 16), diagonal=1).sum()
+
+
+def profile_cpu(variant: str, *, tokens: int, dim: int, heads: int, steps: int, prep_rounds: int,
+                out: Path) -> Path:
+    """Profile ``steps`` steady steps of the CPU workload in one variant; returns the trace path."""
+    torch.set_num_threads(1)  # one core per thread: main thread and worker thread
+    torch.manual_seed(0)
+    blocks = [Block(dim, heads, variant, seed=i) for i in range(2)]
+    pool = ThreadPoolExecutor(1)
+    path = out / f"cpu_{variant}.json"
+    schedule = torch.profiler.schedule(wait=1, warmup=3, active=steps, repeat=1)
+    with torch.no_grad():  # untimed warm-up: first calls pay allocation and packing
+        x = prepare_batch(tokens, dim, 1)
+        for _ in range(3):
+            for block in blocks:
+                x = block(x)
+    with torch.no_grad(), torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=schedule,
+        experimental_config=_ExperimentalConfig(profile_all_threads=True),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+    ) as prof:
+        batch = prepare_batch(tokens, dim, prep_rounds)
+        for step in range(steps + 4):
+            future = pool.submit(prepare_batch, tokens, dim, prep_rounds)
+            host_bookkeeping(step)
+            x = batch
+            for block in blocks:
+                x = block(x)
+            float(x[0, 0])
+            batch = future.result()
+            prof.step()
+    pool.shutdown()
+    return path
+
+
+# --------------------------------------------------------------------------- the workload (CUDA)
+
+def profile_cuda(fast: str, *, tokens: int, dim: int, steps: int, out: Path) -> Path:
+    """Two streams: matmuls (+GELU) on ``main``; next-batch copy and scaling on ``side``.
+
+    ``side`` copies the next batch from pinned host memory and scales it while ``main``
+    computes; ``main`` waits on ``side``'s event at the start of the next step, ``side`` waits
+    on ``main``'s before overwriting the buffer. ``fast``: ``fp32`` (TF32 off), ``tf32`` or
+    ``bf16``. A synchronize ends every step so the host step markers bound the device work.
+    """
+    torch.backends.cuda.matmul.allow_tf32 = fast == "tf32"
+    dtype = torch.bfloat16 if fast == "bf16" else torch.float32
+    dev = torch.device("cuda")
+    main, side = torch.cuda.Stream(), torch.cuda.Stream()
+    ws = [torch.randn(dim, dim, device=dev, dtype=dtype) / dim ** 0.5 for _ in range(8)]
+    host = torch.randn(tokens, dim).pin_memory()
+    buffers = [torch.empty(tokens, dim, device=dev) for _ in range(2)]
+    ready, consumed = torch.cuda.Event(), torch.cuda.Event()
+    path = out / f"cuda_{fast}.json"
+    schedule = torch.profiler.schedule(wait=1, warmup=2, active=steps, repeat=1)
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+        schedule=schedule,
+        experimental_config=_ExperimentalConfig(enable_cuda_sync_events=True),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+    ) as prof:
+        with torch.cuda.stream(side):
+            buffers[0].copy_(host, non_blocking=True)
+            ready.record(side)
+        for step in range(steps + 3):
+            cur, nxt = buffers[step % 2], buffers[(step + 1) % 2]
+            with torch.cuda.stream(main):
+                main.wait_event(ready)
+                x = cur.to(dtype)
+                for w in ws:
+                    x = F.gelu(x @ w)
+                consumed.record(main)
+            with torch.cuda.stream(side):
+                side.wait_event(consumed)
+                nxt.copy_(host, non_blocking=True)
+                nxt.mul_(1.0001).add_(0.001)
+                ready.record(side)
+            torch.cuda.synchronize()
+            prof.step()
+    return path
+
+
+# --------------------------------------------------------------------------- measure and predict
+
+def step_lengths_ns(table) -> np.ndarray:
+    """Durations of the steady steps (step markers, the first skipped), ns."""
+    window = choose_window(table, build_timeline(table))
+    return np.diff(np.array(window.boundaries_ns, dtype=np.int64))
+
+
+def matrix_ns_per_step(table) -> float:
+    """Summed leaf time of matrix work in the steady window, per step, ns."""
+    timeline = build_timeline(table)
+    window = choose_window(table, timeline)
+    sel = timeline.compute & (timeline.category == "matrix")
+    s = np.maximum(timeline.start_ns[sel], window.start_ns)
+    e = np.minimum(timeline.end_ns[sel], window.end_ns)
+    return float(np.clip(e - s, 0, None).sum()) / window.n_steps
+
+
+def validate(base_trace: Path, fast_trace: Path) -> dict:
+    """Predict the fast step from the base trace with each method; compare with the measured.
+
+    Every method predicts each steady base step separately (first order and bounds on that
+    step's span, the replay over the whole window with per-step boundaries); the prediction is
+    the median over steps, compared with the median measured fast step.
+    """
+    base, fast = load_trace([base_trace]), load_trace([fast_trace])
+    k = matrix_ns_per_step(base) / matrix_ns_per_step(fast)
+    scale = [parse_scale(f"matrix={k!r}")]
+    bounds_ns = choose_window(base, build_timeline(base)).boundaries_ns
+    base_steps = np.diff(np.array(bounds_ns, dtype=np.int64)).astype(float)
+    t_fast = float(np.median(step_lengths_ns(fast)))
+    started = time.perf_counter()
+    whole = predict(base, scale, method="all", with_sensitivity=False)
+    per_step = [predict(base, scale, method="first-order", window=(a, b), with_sensitivity=False)
+                for a, b in zip(bounds_ns[:-1], bounds_ns[1:])]
+    predict_s = time.perf_counter() - started
+    predicted = {
+        "first_order": float(np.median([p.first_order.new_step_ns for p in per_step])),
+        "bound_low_speedup": float(np.median([t / p.bounds.low for t, p in zip(base_steps, per_step)])),
+        "bound_high_speedup": float(np.median([t / p.bounds.high for t, p in zip(base_steps, per_step)])),
+    }
+    if whole.replay is not None:
+        predicted["replay"] = float(np.median(whole.replay.new_steps_ns))
+    errors = {m: v / t_fast - 1 for m, v in predicted.items()}
+    lo, hi = sorted((predicted["bound_low_speedup"], predicted["bound_high_speedup"]))
+    return {
+        "k_matrix": k,
+        "measured_base_step_ns": float(np.median(base_steps)),
+        "measured_fast_step_ns": t_fast,
+        "measured_speedup": float(np.median(base_steps)) / t_fast,
+        "steps": len(base_steps),
+        "predicted_step_ns": predicted,
+        "errors": errors,
+        "inside_bounds": bool(lo * (1 - 1e-9) <= t_fast <= hi * (1 + 1e-9)),
+        "replay_within_target": bool(whole.replay is not None
+                                     and abs(errors["replay"]) <= REPLAY_TARGET),
+        "replay_reproduction_error": whole.replay.reproduction_error if whole.replay else None,
+        "predict_s": predict_s,
+        "assumptions": list(whole.assumptions),
+        "graph": whole.graph,
+        "findings": list(whole.findings),
+    }
+
+
+def _print(result: dict, label: str) -> None:
+    ms = lambda ns: f"{ns / 1e6:9.3f} ms"  # noqa: E731
+    print(f"\n{label}: matrix work k = {result['k_matrix']:.3f}x (measured from the matrix ops)")
+    print(f"  measured base step   {ms(result['measured_base_step_ns'])}")
+    print(f"  measured fast step   {ms(result['measured_fast_step_ns'])}   "
+          f"(speedup {result['measured_speedup']:.3f}x)")
+    print(f"  {'method':<22}{'predicted':>12}{'error':>10}")
+    for method, value in result["predicted_step_ns"].items():
+        print(f"  {method:<22}{ms(value):>12}{result['errors'][method]:>+10.2%}")
+    print(f"  measured inside bounds: {result['inside_bounds']}; replay within "
+          f"{REPLAY_TARGET:.0%}: {result['replay_within_target']}; prediction took "
+          f"{result['predict_s']:.2f} s")
+
+
+def _fast_default() -> str:
+    capability = torch.backends.cpu.get_cpu_capability()
+    return "bf16" if "AMX" in capability.upper() else "int8"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--fast", default="auto",
+                        help="cpu: bf16 | int8 | auto; cuda: tf32 | bf16 (default bf16)")
+    parser.add_argument("--small", action="store_true", help="a small size that runs in seconds")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="repeat the pair of runs (default 3, 1 with --small)")
+    parser.add_argument("--steps", type=int, default=None, help="steady steps profiled per run")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the traces in this folder")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (1 if args.small else 3)
+    out = args.keep or Path(tempfile.mkdtemp(prefix="whatif-validation-"))
+    out.mkdir(parents=True, exist_ok=True)
+    runs = []
+    if args.device == "cpu":
+        fast = _fast_default() if args.fast == "auto" else args.fast
+        base_variant = "fp32-cast" if fast == "bf16" else "fp32"
+        size = (dict(tokens=128, dim=256, heads=4, prep_rounds=6) if args.small
+                else dict(tokens=256, dim=768, heads=8, prep_rounds=40))
+        steps = args.steps or (6 if args.small else 12)
+        print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}; fast variant {fast} vs "
+              f"{base_variant}; {size}; {steps} steps x {repeats} repeats; threads: main + worker")
+        for r in range(repeats):
+            folder = out / f"r{r}"
+            folder.mkdir(parents=True, exist_ok=True)
+            a = profile_cpu(base_variant, steps=steps, out=folder, **size)
+            b = profile_cpu(fast, steps=steps, out=folder, **size)
+            runs.append(validate(a, b))
+            _print(runs[-1], f"cpu run {r + 1}/{repeats}")
+    else:
+        if not torch.cuda.is_available():
+            print("no CUDA device: the cuda mode needs one", file=sys.stderr)
+            return 2
+        fast = "bf16" if args.fast == "auto" else args.fast
+        steps = args.steps or 20
+        size = dict(tokens=4096, dim=4096) if not args.small else dict(tokens=1024, dim=1024)
+        for r in range(repeats):
+            (out / f"r{r}").mkdir(parents=True, exist_ok=True)
+            a = profile_cuda("fp32", steps=steps, out=out / f"r{r}", **size)
+            b = profile_cuda(fast, steps=steps, out=out / f"r{r}", **size)
+            runs.append(validate(a, b))
+            _print(runs[-1], f"cuda run {r + 1}/{repeats} ({torch.cuda.get_device_name()})")
+    summary = {m: statistics.median(run["errors"][m] for run in runs) for m in runs[0]["errors"]}
+    print("\nmedian error over repeats: " + ", ".join(f"{m} {v:+.2%}" for m, v in summary.items()))
+    print(f"replay within {REPLAY_TARGET:.0%} in {sum(r['replay_within_target'] for r in runs)}/"
+          f"{len(runs)} repeats; measured inside bounds in "
+          f"{sum(r['inside_bounds'] for r in runs)}/{len(runs)}")
+    record = {"device": args.device, "fast": fast, "small": args.small, "runs": runs,
+              "median_errors": summary, "torch": torch.__version__,
+              "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+              "threads": threading.active_count(), "traces": str(out)}
+    if args.device == "cuda":
+        results = Path(__file__).resolve().parents[1] / "results"
+        results.mkdir(exist_ok=True)
+        target = results / f"whatif_validation_cuda_{time.strftime('%Y%m%dT%H%M%S')}.json"
+        target.write_text(json.dumps(record, indent=2, default=str))
+        print(f"wrote {target}")
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
