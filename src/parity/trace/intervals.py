@@ -137,17 +137,22 @@ def subtract_intervals(
 def intersection_length(
     a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
 ) -> int:
-    """``|A ∩ B|``, ns: the overlap of two interval sets (DESIGN.md, Traces)."""
-    s, e = intersect_intervals(a, b)
-    return int(np.sum(e - s))
+    """``|A ∩ B| = |A| + |B| - |A ∪ B|``, ns: the overlap of two interval sets (DESIGN.md,
+    Traces). Three merges instead of a sweep over both sets' boundaries."""
+    both = union_length(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+    out = union_length(*a) + union_length(*b) - both
+    assert out >= 0
+    return out
 
 
 def difference_length(
     a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
 ) -> int:
-    """``|A \\ B| = |A| - |A ∩ B|``, ns (e.g. exposed communication = comm minus compute)."""
-    s, e = subtract_intervals(a, b)
-    return int(np.sum(e - s))
+    """``|A \\ B| = |A ∪ B| - |B|``, ns (e.g. exposed communication = comm minus compute)."""
+    both = union_length(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+    out = both - union_length(*b)
+    assert out >= 0
+    return out
 
 
 def grouped_union_lengths(
