@@ -32,7 +32,10 @@ def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
     cpu = get_device("cpu")
     cases = MembwSuite().cases(device=cpu, quick=True, options={})
     assert {c.params["op"] for c in cases} == {"copy", "read", "write", "triad"}
-    assert max(c.params["bytes"] for c in cases) <= 64 * 2**20
+    sweep = [c for c in cases if c.params["op"] != "copy"]
+    assert max(c.params["bytes"] for c in sweep) <= 64 * 2**20
+    copies = [c.params["bytes"] for c in cases if c.params["op"] == "copy"]
+    assert cases[0].params["ceiling_bytes"] in copies  # the ceiling copy joins the curve
     assert len({c.key for c in cases}) == len(cases)
     with pytest.raises(ParityError, match="needs an accelerator"):
         MembwSuite().cases(device=cpu, quick=True, options={"ops": "h2d-pinned"})
@@ -92,3 +95,13 @@ def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> 
         assert [p["operand_bytes"] for p in curve["points"]] == [1024, 2048, 4096, 8192, 16384]
     assert "fit t = a + V/b" in result.output and "stream" in result.output
     assert db_path.exists()
+
+
+def test_datasheet_peak_comes_from_the_spec_table() -> None:
+    rows = [_row("copy", s, 1e-6 + 2 * s / 4e12) for s in (2**20, 2**24, 2**28)]
+    rows = [CaseResult(**{**r.__dict__, "params": {**r.params, "device_name": "NVIDIA H200"}}) for r in rows]
+    summary = summarize_membw(rows)
+    sheet = summary["datasheet"]
+    assert sheet["gbps"] == pytest.approx(4800.0) and sheet["source"]
+    point = summary["curves"][0]["points"][-1]
+    assert point["utilization_datasheet"] == pytest.approx(point["gbps"] / 4800.0)

@@ -3,8 +3,9 @@
 Each case is one operation at one size (the size of one operand array); the harness times it
 (``parity.timing.measure``: warm-up, cache flushed before each call unless ``flush`` is false,
 raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
-every point against the measured ceiling (the largest device-to-device copy, bytes read plus
-written) and the datasheet peak where the device has an entry.
+every point against the measured ceiling (a large device-to-device copy, bytes read plus
+written, at the size ``parity.bench.ceiling`` uses for the GEMM roofline, added to the copy
+curve) and the datasheet peak where the device has an entry.
 
 On the CPU, torch runs these operations on several threads: the count is set from the
 ``threads`` option when given and always recorded with each case.
@@ -16,6 +17,7 @@ import logging
 import math
 from typing import Any
 
+from parity.bench.ceiling import bandwidth_copy_bytes
 from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
 from parity.bench.membw_summary import summarize_membw
 from parity.bench.suite import CaseSpec
@@ -107,10 +109,16 @@ class MembwSuite:
             "flush": bool(options.get("flush", True)),
             "quick": bool(quick),
         }
+        ceiling_bytes = bandwidth_copy_bytes(device)
+        common["ceiling_bytes"] = ceiling_bytes
         cases = []
         for op in _ops(device, options):
             cap = top if free is None else min(top, int(free * FREE_MEMORY_SHARE / operand_count(op)))
-            for size in transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave):
+            sizes = transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave)
+            room = free is None or 2 * ceiling_bytes <= free * FREE_MEMORY_SHARE
+            if op == "copy" and room and "max_bytes" not in options:
+                sizes = sorted(set(sizes) | {ceiling_bytes})  # the measured ceiling's own copy
+            for size in sizes:
                 cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
                 cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}",
                                       params={**common, "op": op, "bytes": size}, cost=cost))

@@ -22,17 +22,23 @@ POOR_FIT_RESIDUAL = 0.25
 
 
 def measured_ceiling(results: list[CaseResult]) -> dict[str, Any] | None:
-    """The bandwidth ceiling: the copy at the largest size measured, in STREAM GB/s."""
+    """The bandwidth ceiling ``B`` in STREAM GB/s: the copy at the ceiling size
+    (``params["ceiling_bytes"]``, the size the GEMM roofline's ceiling uses) when it was
+    measured, else the largest copy measured, and the summary says which."""
     copies = [r for r in results if r.ok and r.params.get("op") == "copy" and "gbps" in r.metrics]
     if not copies:
         return None
-    largest = max(copies, key=lambda r: r.metrics["operand_bytes"])
+    wanted = copies[0].params.get("ceiling_bytes")
+    exact = [r for r in copies if wanted and r.params.get("bytes") == wanted]
+    chosen = exact[0] if exact else max(copies, key=lambda r: r.metrics["operand_bytes"])
+    method = ("device-to-device copy at the ceiling size" if exact else
+              "largest device-to-device copy measured (the ceiling size was not measured)")
     return {
-        "gbps": largest.metrics["gbps"],
+        "gbps": chosen.metrics["gbps"],
         "op": "copy",
-        "operand_bytes": largest.metrics["operand_bytes"],
+        "operand_bytes": chosen.metrics["operand_bytes"],
         "convention": STREAM_CONVENTION,
-        "method": "largest device-to-device copy measured in this run",
+        "method": method,
     }
 
 
