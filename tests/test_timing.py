@@ -227,6 +227,7 @@ def test_graph_replay_divides_by_calls_per_replay() -> None:
     )
     assert m.samples.method == "graph-replay"
     assert m.samples.calls_per_sample == 100
+    assert m.samples.resolution_s == pytest.approx(1e-9 / 100)  # per-call share of one reading
     assert device.ops.count("capture") == 1 and device.ops.count("replay") == 5
     assert len(calls) == 1 + 100  # one warm-up call, then the captured calls
     assert m.samples.values_s == pytest.approx([10e-6 / 100] * 5)

@@ -130,6 +130,7 @@ class Device(abc.ABC):
     def __init__(self, *, index: int | None = None) -> None:
         self.index = index
         self._flush_buffer: Any = None
+        self._flush_value = 0
 
     @property
     def name(self) -> str:
@@ -184,7 +185,6 @@ class Device(abc.ABC):
             llc = self.properties().llc_bytes
             size = FLUSH_FACTOR * llc if llc else DEFAULT_FLUSH_BYTES
             self._flush_buffer = torch.empty(size // 4, dtype=torch.int32, device=self.torch_device)
-            self._flush_value = 0
         self._flush_value = (self._flush_value + 1) % 1024
         self._flush_buffer.fill_(self._flush_value)
 

@@ -20,12 +20,14 @@ Budget: ``budget_s`` bounds the time spent in step 4 including flushes, not only
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import math
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from parity.device.base import Device
@@ -146,21 +148,12 @@ def measure(
     suite can run everywhere. ``telemetry=True`` samples clocks, power and temperature during
     the timed calls and raises a ``throttled`` finding when power or heat held the clock down.
     """
-    from parity.timing.graph import measure_graph_samples
-
     call = call_with(fn, inputs)
     extra: list[Finding] = []
     warmup_calls, per_call_s = warm_up(device, call, warmup_s=warmup_s)
     flush_s = time_flush(device) if flush_cache else 0.0
     if graph and not device.supports_graphs:
-        extra.append(
-            Finding(
-                code="graph-unavailable",
-                severity=Severity.INFO,
-                message=f"graph replay was asked for but {device.name} has no graph capture",
-                hint="timed eagerly with per-call events instead",
-            )
-        )
+        extra.append(_graph_unavailable(device))
         graph = False
     meta: dict[str, Any] = {
         "device": device.name,
@@ -172,41 +165,27 @@ def measure(
     if inputs is not None:
         meta["inputs"] = inputs.to_dict()
         extra.extend(_rotation_findings(inputs, flush_cache))
+    plan = _Plan(
+        per_call_s=per_call_s,
+        flush_s=flush_s,
+        flush=flush_cache,
+        budget_s=budget_s,
+        min_samples=min_samples,
+        max_samples=max_samples,
+    )
     sampler = device.telemetry_sampler() if telemetry else None
-    if sampler is not None:
-        sampler.__enter__()
-    try:
+    with sampler if sampler is not None else contextlib.nullcontext():
         if graph:
-            values, method, per_sample_calls = measure_graph_samples(
-                device,
-                call,
-                per_call_s=per_call_s,
-                flush_s=flush_s,
-                flush=flush_cache,
-                budget_s=budget_s,
-                min_samples=min_samples,
-                max_samples=max_samples,
-                inputs=len(inputs) if inputs is not None else 1,
-            )
+            values, method, calls = _graph_samples(device, call, plan, inputs)
         else:
-            count = samples_for_budget(
-                budget_s=budget_s,
-                per_sample_s=per_call_s + flush_s,
-                min_samples=min_samples,
-                max_samples=max_samples,
-            )
-            values = time_calls(
-                device, lambda i: call(warmup_calls + i), count=count, flush=flush_cache
-            )
-            method, per_sample_calls = _method(device), 1
-    finally:
-        if sampler is not None:
-            sampler.__exit__(None, None, None)
+            values = _eager_samples(device, lambda i: call(warmup_calls + i), plan)
+            method, calls = _method(device), 1
     samples = Samples(
         values_s=tuple(values),
         method=method,
-        resolution_s=device.timer_resolution_s(),
-        calls_per_sample=per_sample_calls,
+        # Each value is one timer reading divided by the calls it covered.
+        resolution_s=device.timer_resolution_s() / calls,
+        calls_per_sample=calls,
         warmup_calls=warmup_calls,
         meta=meta,
     )
@@ -214,6 +193,55 @@ def measure(
     findings = tuple(check_samples(samples)) + tuple(extra) + tuple(throttle_findings(seen))
     return Measurement(
         samples=samples, summary=summarize(values), findings=findings, telemetry=seen
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    """What the warm-up found and what the caller allowed: the inputs to budget -> count."""
+
+    per_call_s: float
+    flush_s: float
+    flush: bool
+    budget_s: float
+    min_samples: int
+    max_samples: int
+
+
+def _eager_samples(device: Device, run: Callable[[int], Any], plan: _Plan) -> list[float]:
+    count = samples_for_budget(
+        budget_s=plan.budget_s,
+        per_sample_s=plan.per_call_s + plan.flush_s,
+        min_samples=plan.min_samples,
+        max_samples=plan.max_samples,
+    )
+    return time_calls(device, run, count=count, flush=plan.flush)
+
+
+def _graph_samples(
+    device: Device, call: Callable[[int], Any], plan: _Plan, inputs: InputRotation | None
+) -> tuple[list[float], str, int]:
+    from parity.timing.graph import measure_graph_samples
+
+    return measure_graph_samples(
+        device,
+        call,
+        per_call_s=plan.per_call_s,
+        flush_s=plan.flush_s,
+        flush=plan.flush,
+        budget_s=plan.budget_s,
+        min_samples=plan.min_samples,
+        max_samples=plan.max_samples,
+        inputs=len(inputs) if inputs is not None else 1,
+    )
+
+
+def _graph_unavailable(device: Device) -> Finding:
+    return Finding(
+        code="graph-unavailable",
+        severity=Severity.INFO,
+        message=f"graph replay was asked for but {device.name} has no graph capture",
+        hint="timed eagerly with per-call events instead",
     )
 
 
