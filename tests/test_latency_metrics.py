@@ -76,3 +76,17 @@ def test_flat_noisy_curve_has_no_knee() -> None:
     rng = np.random.default_rng(5)
     lat = 100 * (1 + 0.02 * rng.standard_normal(32))
     assert find_knees(np.arange(1, 33), lat) == []
+
+
+def test_extra_plateaus_leave_each_level_its_nearest_match() -> None:
+    # A noisy curve with an extra step between L2 and L3: L2 still takes its nearest plateau.
+    found = [(4 * KIB, 32 * KIB, 1.2, 3), (64 * KIB, 512 * KIB, 4.0, 4), (1 * MIB, 2 * MIB, 9.0, 2),
+             (4 * MIB, 32 * MIB, 14.0, 4), (64 * MIB, 256 * MIB, 110.0, 3)]
+    named = name_plateaus(found, caches=CACHES)
+    assert [p.level for p in named] == ["L1", "L2", "cache-3", "L3", "DRAM"]
+    assert named[2].reported_bytes is None and named[3].size_ratio == 1.0
+
+
+def test_fewer_plateaus_than_levels_still_name_in_order() -> None:
+    found = [(4 * KIB, 32 * KIB, 1.2, 3), (1 * MIB, 32 * MIB, 14.0, 5), (64 * MIB, 256 * MIB, 110.0, 3)]
+    assert [p.level for p in name_plateaus(found, caches=CACHES)] == ["L1", "L3", "DRAM"]

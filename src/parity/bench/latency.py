@@ -49,7 +49,7 @@ QUICK_MAX_WORKING_SET, FULL_MAX_WORKING_SET = 64 * MIB, 1024 * MIB
 # Short enough that most samples escape preemption on a shared machine; blocks run longer
 # because thread start-up jitter is larger.
 QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
-BLOCKS_TARGET_FACTOR = 5
+BLOCKS_TARGET_FACTOR = 3
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
 HUGE_SHARE_EXPECTED = 0.9
 
@@ -135,7 +135,7 @@ class LatencySuite:
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
         timing = dict(device=device, flush_cache=False, warmup_s=float(options.get("warmup_s", 0.01)),
-                      budget_s=float(options.get("budget_s", 25 * target)), min_samples=int(options.get("min_samples", 15)),
+                      budget_s=float(options.get("budget_s", 15 * target)), min_samples=int(options.get("min_samples", 15)),
                       max_samples=int(options.get("max_samples", 200)))
         short = measure(lambda: run(short_loads), **timing)
         long = measure(lambda: run(long_loads), **timing)

@@ -12,6 +12,7 @@ resource saturates, then bends upward at a knee.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -124,43 +125,49 @@ def name_plateaus(
     memory_name: str = "DRAM",
     memory_bytes: int | None = None,
 ) -> list[Plateau]:
-    """Name each plateau after a cache level (``caches``: ``(name, bytes)``, smallest first).
+    """Name each plateau after a cache level (``caches``: ``(name, bytes)`` as reported).
 
     The last plateau is memory (``memory_name``: DRAM on a CPU, HBM on most accelerators) when it
-    starts beyond the largest reported cache, or when there is no reported size to go by. The
-    others take, in order, the reported level whose size is nearest in log2 to the plateau's end,
-    never reusing a level; unmatched ones are called ``cache-<k>``. With no reported caches
-    they are named L1, L2, ... in order.
+    starts beyond the largest reported cache, when there are more plateaus than reported levels,
+    or when there is no reported size to go by. The others are matched to reported levels in
+    order (smaller plateau, smaller level), choosing among all order-keeping matchings the one
+    with the least total ``|log2(plateau end / level size)|``. Plateaus left over are called
+    ``cache-<k>`` (k counts plateaus from 1); with no reported caches they are named L1, L2, ...
     """
     levels = sorted(caches, key=lambda item: item[1])
-    named: list[Plateau] = []
     if not plateaus:
-        return named
+        return []
     last_is_memory = not levels or plateaus[-1][0] > levels[-1][1] or len(plateaus) > len(levels)
-    cache_plateaus = plateaus[:-1] if last_is_memory else plateaus
-    used: set[str] = set()
+    cache_plateaus = list(plateaus[:-1] if last_is_memory else plateaus)
+    names: dict[int, tuple[str, int | None]] = {}
+    if not levels:
+        names = {k: (f"L{k + 1}", None) for k in range(len(cache_plateaus))}
+    else:
+        names = _match_levels(cache_plateaus, levels)
+    named = []
     for k, (start, end, lat, points) in enumerate(cache_plateaus):
-        name, reported = f"L{k + 1}" if not levels else f"cache-{k + 1}", None
-        candidates = [(abs(math.log2(end / size)), lname, size) for lname, size in levels if lname not in used]
-        if candidates:
-            _, name, reported = min(candidates)
-            used.add(name)
-        named.append(
-            Plateau(level=name, size_bytes=end, start_bytes=start, latency_ns=lat, points=points, reported_bytes=reported)
-        )
+        name, reported = names.get(k, (f"cache-{k + 1}", None))
+        named.append(Plateau(level=name, size_bytes=end, start_bytes=start, latency_ns=lat, points=points,
+                             reported_bytes=reported))
     if last_is_memory:
         start, end, lat, points = plateaus[-1]
-        named.append(
-            Plateau(
-                level=memory_name,
-                size_bytes=end,
-                start_bytes=start,
-                latency_ns=lat,
-                points=points,
-                reported_bytes=memory_bytes,
-            )
-        )
+        named.append(Plateau(level=memory_name, size_bytes=end, start_bytes=start, latency_ns=lat,
+                             points=points, reported_bytes=memory_bytes))
     return named
+
+
+def _match_levels(
+    plateaus: Sequence[tuple[int, int, float, int]], levels: Sequence[tuple[str, int]]
+) -> dict[int, tuple[str, int | None]]:
+    """Order-keeping matching of plateaus to levels with the least total log2 size distance."""
+    m = min(len(plateaus), len(levels))
+    best: tuple[float, dict[int, tuple[str, int | None]]] = (math.inf, {})
+    for chosen in itertools.combinations(range(len(plateaus)), m):
+        for taken in itertools.combinations(range(len(levels)), m):
+            cost = sum(abs(math.log2(plateaus[p][1] / levels[lv][1])) for p, lv in zip(chosen, taken))
+            if cost < best[0]:
+                best = (cost, {p: (levels[lv][0], levels[lv][1]) for p, lv in zip(chosen, taken)})
+    return best[1]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -116,14 +116,16 @@ def _plateau_table(curve: dict[str, Any]) -> Table:
 
 
 def _blocks_table(curve: dict[str, Any]) -> Table:
-    title = (f"latency vs concurrent {curve['block_kind']}s, {format_bytes(curve['region_bytes'])} each, "
-             f"{curve['page']} pages ({curve.get('compute_units')} {curve.get('compute_unit_kind') or 'compute units'})")
-    table = Table(title=title, title_justify="left")
+    table = Table(title=f"latency vs concurrent {curve['block_kind']}s, {curve['page']} pages",
+                  caption=(f"each chases its own {format_bytes(curve['region_bytes'])}; "
+                           f"{curve.get('compute_units')} {curve.get('compute_unit_kind') or 'compute units'}"),
+                  title_justify="left", caption_justify="left")
     table.add_column("blocks", justify="right")
     table.add_column("ns/load", justify="right")
+    table.add_column("", justify="left")
     knees = {k["blocks"] for k in curve["knees"]}
     for p in curve["points"]:
-        table.add_row(str(p["blocks"]), f"{p['latency_ns']:.3g}" + ("  <- knee" if p["blocks"] in knees else ""))
+        table.add_row(str(p["blocks"]), f"{p['latency_ns']:.3g}", "knee" if p["blocks"] in knees else "")
     return table
 
 
