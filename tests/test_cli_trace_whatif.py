@@ -1,0 +1,55 @@
+"""``parity trace whatif`` end to end on a real trace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from parity.cli.main import cli
+
+MULTI_STREAM = "kineto/hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"
+
+
+def test_whatif_prints_every_method_and_writes_json(traces_dir, tmp_path) -> None:
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, [
+        "trace", "whatif", str(traces_dir / MULTI_STREAM), "--scale", "matrix=2",
+        "--scale", "mem=1.5", "--json", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    for text in ("first order", "bound (low)", "bound (high)", "replay", "assumptions:",
+                 "sensitivity", "k=inf"):
+        assert text in result.output
+    data = json.loads(out.read_text())
+    assert data["kind"] == "trace-whatif" and "schema_version" in data
+    assert {"low", "high"} <= set(data["bounds"])
+    assert data["replay"]["reproduction_error"] < 0.01
+    assert data["assumptions"] and data["sensitivity"]["categories"]
+    assert [s["selector"] for s in data["scales"]] == ["matrix", "memory"]
+
+
+def test_whatif_first_order_only(traces_dir) -> None:
+    result = CliRunner().invoke(cli, [
+        "trace", "whatif", str(traces_dir / MULTI_STREAM), "--scale", "name:sgemm=inf",
+        "--method", "first-order", "--no-sensitivity", "--json", "-",
+    ])
+    assert result.exit_code == 0, result.output
+    payload = result.output[result.output.index("{"):]
+    data = json.loads(payload[: payload.rindex("}") + 1])
+    assert data["replay"] == {"error": None} and data["sensitivity"] is None
+
+
+def test_whatif_help_has_an_example() -> None:
+    result = CliRunner().invoke(cli, ["trace", "whatif", "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_bad_scale_is_one_line_and_status_two(traces_dir) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "parity", "trace", "whatif", str(traces_dir / MULTI_STREAM),
+         "--scale", "matrix=fast"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("parity: speed factor")
