@@ -37,17 +37,21 @@ def test_table_holds_one_ring_per_block_at_the_stride() -> None:
         assert np.all(np.delete(region, np.arange(0, 128, 16)) == 0)
 
 
-def test_interpreted_kernel_walks_each_ring(interpreted) -> None:
+def test_interpreted_kernel_walks_each_ring_and_carries_on(interpreted) -> None:
     import torch
 
     chase = interpreted.TritonChase(device=torch.device("cpu"), region_bytes=1024, stride_bytes=128, count=2, seed=3)
-    assert chase.verify()  # 8 steps bring both rings back to their starts
-    steps = 5
-    ends = chase.chase_threads(steps)
+    assert chase.verify()  # 8 steps bring both rings back to where they were
     table = chase.table.numpy()
-    for start, end in zip(chase.starts_np.tolist(), ends):
-        idx = start
+
+    def walk(idx: int, steps: int) -> int:
         for _ in range(steps):
             idx = int(table[idx])
-        assert end == idx
-    assert chase.chase(steps) == ends[0]
+        return idx
+
+    ends = chase.chase_threads(5)
+    assert list(ends) == [walk(s, 5) for s in chase.starts_np.tolist()]
+    assert chase.chase(2) == walk(ends[0], 2)  # ring 0 carries on; ring 1 stays put
+    assert int(chase.positions[1]) == ends[1]
+    chase.step(1, many=True)
+    assert chase.positions.tolist() == [walk(walk(ends[0], 2), 1), walk(ends[1], 1)]

@@ -4,7 +4,9 @@ Triton runs on NVIDIA and AMD GPUs, Intel XPU and, through triton-ascend, Ascend
 kernel serves every accelerator. The table is an int64 tensor: at the first element of each slot
 (``stride_bytes`` apart) sits the element index of the next slot of the same ring. Program ``k``
 starts at ring ``k``'s first slot, follows ``steps`` links and stores where it ended, which the
-host checks and which keeps the compiler from discarding the loads.
+host checks, which keeps the compiler from discarding the loads, and from where the next
+launch carries on: a chain shorter than its ring that restarted at the same slot every time
+would revisit a few slots that then sit in cache.
 
 This module imports triton at import time; import it only when a GPU chase is wanted. With
 ``TRITON_INTERPRET=1`` set before import, the kernel runs in Triton's interpreter on CPU tensors,
@@ -27,13 +29,14 @@ INDEX_BYTES = 8
 
 
 @triton.jit
-def chase_kernel(table_ptr, starts_ptr, ends_ptr, steps):
-    """Program ``pid`` follows ``steps`` links from ``starts[pid]`` and stores the end index."""
+def chase_kernel(table_ptr, positions_ptr, steps):
+    """Program ``pid`` follows ``steps`` links from ``positions[pid]`` and stores where it ended
+    back in ``positions[pid]``, so the next launch carries on along the ring."""
     pid = tl.program_id(0)
-    idx = tl.load(starts_ptr + pid)
+    idx = tl.load(positions_ptr + pid)
     for _ in range(steps):
         idx = tl.load(table_ptr + idx)
-    tl.store(ends_ptr + pid, idx)
+    tl.store(positions_ptr + pid, idx)
 
 
 def build_table(*, region_bytes: int, stride_bytes: int, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +71,7 @@ class TritonChase:
         where = device.torch_device if hasattr(device, "torch_device") else torch.device(device)
         self.table = torch.from_numpy(table).to(where)
         self.starts_np = starts
-        self.starts = torch.from_numpy(starts).to(where)
-        self.ends = torch.empty_like(self.starts)
+        self.positions = torch.from_numpy(starts.copy()).to(where)
         self.count = count
         self.slots = region_bytes // stride_bytes
         self.region_bytes = region_bytes
@@ -77,23 +79,29 @@ class TritonChase:
         self.page_label = "device-default"
 
     def launch(self, steps: int, *, blocks: int | None = None) -> None:
-        """Start the kernel with ``blocks`` programs (all rings by default); does not wait."""
+        """Start the kernel with ``blocks`` programs (rings 0..blocks-1, all by default); does not
+        wait, so the harness's device events time the kernel alone."""
         grid = (blocks or self.count,)
-        chase_kernel[grid](self.table, self.starts, self.ends, int(steps), num_warps=1)
+        chase_kernel[grid](self.table, self.positions, int(steps), num_warps=1)
 
     def chase(self, steps: int) -> int:
         """Ring 0 alone; returns its end index (waits for the device)."""
         self.launch(steps, blocks=1)
-        return int(self.ends[0].item())
+        return int(self.positions[0].item())
 
     def chase_threads(self, steps: int) -> tuple[int, ...]:
         """Every ring at once, one block each; returns the end indices (waits for the device)."""
         self.launch(steps)
-        return tuple(int(v) for v in self.ends.cpu().tolist())
+        return tuple(int(v) for v in self.positions.cpu().tolist())
+
+    def step(self, steps: int, *, many: bool) -> None:
+        """What the harness times: one launch over ring 0 (``many`` false) or every ring."""
+        self.launch(steps, blocks=None if many else 1)
 
     def verify(self) -> bool:
-        """True when one full turn brings every ring back to its start."""
-        return list(self.chase_threads(self.slots)) == self.starts_np.tolist()
+        """True when one full turn brings every ring back to where it was."""
+        before = self.positions.cpu().tolist()
+        return list(self.chase_threads(self.slots)) == before
 
     def close(self) -> None:
-        del self.table, self.starts, self.ends
+        del self.table, self.positions

@@ -89,6 +89,13 @@ class ChaseRings:
         self.positions = list(ends)
         return ends
 
+    def step(self, steps: int, *, many: bool) -> None:
+        """What the harness times: ring 0 on this thread, or every ring on its own thread."""
+        if many:
+            self.chase_threads(steps)
+        else:
+            self.chase(steps)
+
     def verify(self) -> bool:
         """True when one full turn of every ring returns to where it was (the rings are whole)."""
         before = list(self.positions)
