@@ -190,3 +190,19 @@ def test_csv_of_an_empty_run_has_a_header(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         run = store.create_run(config={}, provenance={})
         assert export_csv(store.get_run(run.run_id), []).decode().strip() == "run_id"
+
+
+def test_damaged_pages_become_one_line_errors_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.sqlite"
+    with Store.open(path) as store:
+        run_id = store.create_run(config={}, provenance={}).run_id
+        for i in range(200):
+            store.add_case(run_id, _case(f"k{i:03d}"))
+    page = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    with path.open("r+b") as f:  # keep page 1 (header, schema), wreck the pages after it
+        f.seek(2 * page)
+        f.write(b"\xff" * (6 * page))
+    with pytest.raises(ParityError) as info:
+        with Store.open(path) as store:
+            store.cases(run_id)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

@@ -8,16 +8,17 @@ corrupting the file or dropping rows.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -28,6 +29,7 @@ from parity.model.samples import Samples
 from parity.store.schema import migrate
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ENV_VAR = "PARITY_DB"
 BUSY_TIMEOUT_MS = 60_000
@@ -73,6 +75,21 @@ def _default(value: Any) -> Any:
 
 def _loads(text: str | None) -> Any:
     return orjson.loads(text) if text else None
+
+
+def _sqlite_errors_as_parity_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """A damaged file surfaces mid-way (``database disk image is malformed``): name the file."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise ParityError(
+                f"results store {self.path} failed: {exc}; check the disk or move the file aside"
+            ) from None
+
+    return wrapper
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +172,7 @@ class Store:
 
     # -- runs ----------------------------------------------------------------------------------
 
+    @_sqlite_errors_as_parity_errors
     def create_run(self, *, config: dict[str, Any], provenance: dict[str, Any]) -> RunRecord:
         """Start a run in state ``running`` and return its record."""
         created = now_utc()
@@ -172,6 +190,7 @@ class Store:
             return RunRecord(run_id=run_id, created_at=created, config=config, provenance=provenance)
         raise ParityError("could not draw an unused run id after 8 tries; retry the command")
 
+    @_sqlite_errors_as_parity_errors
     def finish_run(self, run_id: str, *, status: str, summary: dict[str, Any]) -> None:
         """Record a run's final status (``complete`` or ``failed``) and its summary."""
         if status not in RUN_STATUSES:
@@ -184,6 +203,7 @@ class Store:
             if cur.rowcount != 1:
                 raise self._unknown(run_id)
 
+    @_sqlite_errors_as_parity_errors
     def update_provenance(self, run_id: str, provenance: dict[str, Any]) -> None:
         """Replace a run's provenance (the runner appends each resume to it)."""
         with self._write() as conn:
@@ -194,10 +214,12 @@ class Store:
             if cur.rowcount != 1:
                 raise self._unknown(run_id)
 
+    @_sqlite_errors_as_parity_errors
     def get_run(self, run_id: str) -> RunRecord:
         """The run with this id, a unique prefix of it, or ``latest``."""
         return _run_from_row(self._run_row(run_id))
 
+    @_sqlite_errors_as_parity_errors
     def resolve_run_id(self, run_id: str) -> str:
         """The full id of ``run_id`` (an id, a unique prefix, or ``latest``)."""
         return str(self._run_row(run_id)[0])
@@ -229,6 +251,7 @@ class Store:
     def _unknown(self, run_id: str) -> ParityError:
         return ParityError(f"no run {run_id!r} in {self.path}; see parity runs list")
 
+    @_sqlite_errors_as_parity_errors
     def list_runs(self, *, limit: int | None = None) -> list[RunRecord]:
         """Runs, newest first."""
         sql = "SELECT id, created_at, status, config, provenance, summary FROM runs"
@@ -239,6 +262,7 @@ class Store:
             params = (int(limit),)
         return [_run_from_row(row) for row in self._conn.execute(sql, params)]
 
+    @_sqlite_errors_as_parity_errors
     def case_counts(self) -> dict[str, CaseCounts]:
         """Per run id: how many cases, how many not ok, how many errors."""
         rows = self._conn.execute(
@@ -248,6 +272,7 @@ class Store:
 
     # -- cases ---------------------------------------------------------------------------------
 
+    @_sqlite_errors_as_parity_errors
     def add_case(self, run_id: str, case: CaseResult) -> None:
         """Store one measured case and commit it before returning.
 
@@ -285,6 +310,7 @@ class Store:
                 raise self._unknown(run_id) from None
             conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (row[-1], run_id))
 
+    @_sqlite_errors_as_parity_errors
     def done_keys(self, run_id: str, suite: str) -> set[str]:
         """Keys of the cases of ``suite`` already stored in the run (what a resume skips)."""
         rows = self._conn.execute(
@@ -292,6 +318,7 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    @_sqlite_errors_as_parity_errors
     def cases(self, run_id: str, suite: str | None = None) -> list[CaseResult]:
         """The run's cases in the order they were first stored, optionally of one suite."""
         sql = (
@@ -304,6 +331,7 @@ class Store:
             params += (suite,)
         return [_case_from_row(row) for row in self._conn.execute(sql + " ORDER BY id", params)]
 
+    @_sqlite_errors_as_parity_errors
     def export(self, run_id: str, fmt: str, path: str | os.PathLike[str]) -> Path:
         """Write run ``run_id`` as ``json``, ``csv`` or ``parquet`` to ``path``."""
         from parity.store.export import write_export
@@ -311,6 +339,7 @@ class Store:
         run = self.get_run(run_id)
         return write_export(run, self.cases(run.run_id), fmt=fmt, path=Path(path))
 
+    @_sqlite_errors_as_parity_errors
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` verdict (``ok`` when the file is sound)."""
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
