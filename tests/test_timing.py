@@ -11,6 +11,7 @@ from parity.model.findings import Severity
 from parity.timing import (
     InputRotation,
     calls_per_replay,
+    clock_drop,
     measure,
     samples_for_budget,
     sets_to_exceed_cache,
@@ -263,6 +264,21 @@ def test_throttling_in_telemetry_becomes_a_finding() -> None:
     assert m.telemetry["clock_mhz"]["max"] == 1980.0
     assert m.telemetry["throttle_reasons"] == ["gpu_idle", "hw_thermal_slowdown"]
     assert "power_w" in m.telemetry["unavailable"]
+    varied = next(f for f in m.findings if f.code == "clock-varied")
+    assert "1410-1980 MHz (29% below its peak)" in varied.message
+
+
+def test_clock_drop_hand_case() -> None:
+    assert clock_drop(min_mhz=1410.0, max_mhz=1980.0) == pytest.approx(0.28788, abs=1e-5)
+    assert clock_drop(min_mhz=2000.0, max_mhz=2000.0) == 0.0
+    assert clock_drop(min_mhz=0.0, max_mhz=0.0) == 0.0
+
+
+def test_steady_clock_raises_nothing() -> None:
+    readings = [{"clock_mhz": 1980.0}, {"clock_mhz": 1900.0}]
+    device = FakeDevice(durations_s=[1 * MS], telemetry=readings)
+    m = measure(lambda: None, device=device, warmup_s=0, budget_s=0, telemetry=True)
+    assert not {"clock-varied", "throttled"} & {f.code for f in m.findings}
 
 
 def test_idle_reason_alone_is_not_throttling() -> None:

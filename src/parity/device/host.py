@@ -8,6 +8,7 @@ Sizes are bytes, frequencies MHz (the unit the kernel and vendors publish them i
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import platform
@@ -117,7 +118,12 @@ def cpu_caches(cpu: int = 0, *, root: Path = SYS_CPU) -> list[CacheLevel]:
 
 
 def lscpu_fields() -> dict[str, str]:
-    """``lscpu``'s "Key: value" lines; {} where lscpu is missing or fails."""
+    """``lscpu``'s "Key: value" lines; {} where lscpu is missing or fails (run once a process)."""
+    return dict(_lscpu_once())
+
+
+@functools.lru_cache(maxsize=1)
+def _lscpu_once() -> dict[str, str]:
     if shutil.which("lscpu") is None:
         return {}
     try:
@@ -173,7 +179,15 @@ def _lscpu_instance_size(value: str) -> int | None:
 
 
 def cpuinfo_fields() -> dict[str, str]:
-    """The first processor block of ``/proc/cpuinfo`` (model name, flags...); {} off Linux."""
+    """The first processor block of ``/proc/cpuinfo`` (model name, flags...); {} off Linux.
+
+    Read once a process: what it is used for (model, vendor, flags) does not change.
+    """
+    return dict(_cpuinfo_once())
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo_once() -> dict[str, str]:
     text = _read(Path("/proc/cpuinfo"))
     if not text:
         return {}

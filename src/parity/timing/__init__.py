@@ -4,17 +4,19 @@
 operations and the biases of each method.
 """
 
+from parity.timing.checks import clock_drop, telemetry_findings
 from parity.timing.graph import calls_per_replay
 from parity.timing.measurement import Measurement
-from parity.timing.protocol import measure, samples_for_budget, throttle_findings
+from parity.timing.protocol import measure, samples_for_budget
 from parity.timing.rotation import InputRotation, sets_to_exceed_cache
 
 __all__ = [
     "InputRotation",
     "Measurement",
     "calls_per_replay",
+    "clock_drop",
     "measure",
     "samples_for_budget",
     "sets_to_exceed_cache",
-    "throttle_findings",
+    "telemetry_findings",
 ]

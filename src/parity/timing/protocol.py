@@ -31,10 +31,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from parity.device.base import Device
-from parity.model.findings import Finding, Severity
+from parity.model.findings import Finding
 from parity.model.samples import Samples
 from parity.stats.checks import check_samples
 from parity.stats.summary import summarize
+from parity.timing.checks import (
+    graph_unavailable,
+    rotation_findings,
+    telemetry_findings,
+)
 from parity.timing.measurement import Measurement
 from parity.timing.rotation import InputRotation
 
@@ -153,7 +158,7 @@ def measure(
     warmup_calls, per_call_s = warm_up(device, call, warmup_s=warmup_s)
     flush_s = time_flush(device) if flush_cache else 0.0
     if graph and not device.supports_graphs:
-        extra.append(_graph_unavailable(device))
+        extra.append(graph_unavailable(device))
         graph = False
     meta: dict[str, Any] = {
         "device": device.name,
@@ -164,7 +169,7 @@ def measure(
     }
     if inputs is not None:
         meta["inputs"] = inputs.to_dict()
-        extra.extend(_rotation_findings(inputs, flush_cache))
+        extra.extend(rotation_findings(inputs, flush_cache))
     plan = _Plan(
         per_call_s=per_call_s,
         flush_s=flush_s,
@@ -190,7 +195,7 @@ def measure(
         meta=meta,
     )
     seen = sampler.result() if sampler is not None else {}
-    findings = tuple(check_samples(samples)) + tuple(extra) + tuple(throttle_findings(seen))
+    findings = tuple(check_samples(samples)) + tuple(extra) + tuple(telemetry_findings(seen))
     return Measurement(
         samples=samples, summary=summarize(values), findings=findings, telemetry=seen
     )
@@ -236,49 +241,7 @@ def _graph_samples(
     )
 
 
-def _graph_unavailable(device: Device) -> Finding:
-    return Finding(
-        code="graph-unavailable",
-        severity=Severity.INFO,
-        message=f"graph replay was asked for but {device.name} has no graph capture",
-        hint="timed eagerly with per-call events instead",
-    )
-
-
 def _method(device: Device) -> str:
     if device.type == "fake":
         return "fake"
     return "device-events" if device.has_events else "host-clock"
-
-
-def _rotation_findings(inputs: InputRotation, flush: bool) -> list[Finding]:
-    if inputs.exceeds_cache or flush or inputs.cache_bytes == 0:
-        return []
-    return [
-        Finding(
-            code="inputs-fit-in-cache",
-            severity=Severity.WARNING,
-            message=(
-                f"{len(inputs)} input sets of {inputs.bytes_per_set} B fit in the "
-                f"{inputs.cache_bytes} B cache and the cache is not flushed"
-            ),
-            hint="raise max_sets or enable the cache flush; inputs are likely served from cache",
-        )
-    ]
-
-
-def throttle_findings(telemetry: dict[str, Any]) -> list[Finding]:
-    """A ``throttled`` warning when telemetry saw power or thermal clock limits."""
-    from parity.device.telemetry import throttling
-
-    reasons = throttling(telemetry.get("throttle_reasons", []))
-    if not reasons:
-        return []
-    return [
-        Finding(
-            code="throttled",
-            severity=Severity.WARNING,
-            message=f"clocks were limited during the measurement: {', '.join(reasons)}",
-            hint="cool the device, check the power limit, or pause between cases",
-        )
-    ]
