@@ -69,7 +69,14 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
     pages = list(dict.fromkeys(r.params["page"] for r in ok))
     size_curves = [_size_curve(pg, groups[("size", pg)], metric) for pg in pages if ("size", pg) in groups]
     blocks_curves = [_blocks_curve(pg, groups[("blocks", pg)], metric) for pg in pages if ("blocks", pg) in groups]
+    headline: dict[str, Any] = {}
+    if size_curves:
+        for p in size_curves[0]["plateaus"][:3]:
+            headline[f"{p['level']}_ns"] = p["latency_ns"]
+    if blocks_curves and blocks_curves[0]["knees"]:
+        headline["first_knee_blocks"] = blocks_curves[0]["knees"][0]["blocks"]
     return {
+        "headline": headline,
         "device": next((r.params.get("device_name") for r in results), None),
         "method": "pointer chase through a Sattolo ring; ns per load from the slope between two chain lengths",
         "estimator": f"slope between the chains' {ESTIMATOR_WORDS[estimator]}",

@@ -108,7 +108,13 @@ def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     order = ["copy", "read", "write", "triad", "h2d-pinned", "h2d-pageable", "d2h-pinned", "d2h-pageable"]
     curves = [_curve(op, by_op[op], ceiling_gbps, sheet.get("gbps")) for op in sorted(by_op, key=order.index)]
     threads = sorted({r.metrics.get("threads") for r in ok if r.metrics.get("threads")})
+    copy = next((c for c in curves if c["op"] == "copy"), None)
+    headline: dict[str, Any] = {"ceiling_gbps": ceiling_gbps} if ceiling_gbps else {}
+    if copy and copy.get("asymptotic_gbps") is not None:
+        headline.update({"copy_asymptotic_gbps": copy["asymptotic_gbps"],
+                         "copy_fixed_cost_s": copy["fixed_cost_s"], "copy_n_half_bytes": copy["n_half_bytes"]})
     return {
+        "headline": headline,
         "device": device_name,
         "ceiling": ceiling,
         "datasheet": sheet,
