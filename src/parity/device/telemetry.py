@@ -159,8 +159,10 @@ def summarize_values(values: list[float]) -> dict[str, float]:
 class CpuTelemetry:
     """The host CPU through sysfs and ``/proc``: no privileges, no extra packages.
 
-    - ``clock_mhz``: mean of ``cpufreq/scaling_cur_freq`` (kHz) over the CPUs this process may
-      use, else the mean ``cpu MHz`` of ``/proc/cpuinfo`` (which some VMs report as constant).
+    - ``clock_mhz``: the highest ``cpufreq/scaling_cur_freq`` (kHz) among the CPUs this process
+      may use, else the highest ``cpu MHz`` of ``/proc/cpuinfo`` (some VMs report a constant).
+      The highest, not the mean, because idle allowed CPUs sit at low clocks and would make a
+      one-thread benchmark look slow-clocked; a drop in the highest clock is what throttling is.
     - ``temperature_c``: the hottest ``x86_pkg_temp``/``k10temp``/``coretemp``/``cpu`` sensor.
     - ``power_w``: package energy from RAPL powercap (``energy_uj``) differenced between reads.
     - ``throttle_reasons``: ``thermal`` when a ``thermal_throttle`` counter rises.
@@ -224,7 +226,7 @@ class CpuTelemetry:
     def _clock_mhz(self) -> float | None:
         khz = [int(t) for f in self._freq_files if (t := _read_text(f)) is not None]
         if khz:
-            return sum(khz) / len(khz) / 1000.0
+            return max(khz) / 1000.0
         return _cpuinfo_mhz(self.cpus)
 
     def _power_w(self) -> float | None:
@@ -263,7 +265,7 @@ def _read_text(path: Path) -> str | None:
 
 
 def _cpuinfo_mhz(cpus: list[int]) -> float | None:
-    """Mean ``cpu MHz`` over ``cpus`` from ``/proc/cpuinfo``; None where the field is absent."""
+    """Highest ``cpu MHz`` over ``cpus`` from ``/proc/cpuinfo``; None where the field is absent."""
     text = _read_text(Path("/proc/cpuinfo"))
     if not text:
         return None
@@ -277,4 +279,4 @@ def _cpuinfo_mhz(cpus: list[int]) -> float | None:
             current = int(value)
         elif key == "cpu MHz" and (current in wanted or not wanted):
             values.append(float(value))
-    return sum(values) / len(values) if values else None
+    return max(values) if values else None
