@@ -39,9 +39,17 @@ class SuiteRow:
     ok: bool
 
 
+# Keys whose unit is already scaled (the unit is in the name): suffix -> unit shown.
+_NAMED_UNITS = (("gbps", "GB/s"), ("tflops", "TFLOP/s"), ("gflops", "GFLOP/s"), ("_ns", "ns"),
+                ("_us", "us"), ("_ms", "ms"), ("_pct", "%"))
+_SI_UNITS = (("_flop_per_s", "FLOP/s"), ("_flops", "FLOP/s"), ("_bytes_per_s", "B/s"),
+             ("_bps", "B/s"), ("_bytes", "B"), ("_flop", "FLOP"))
+
+
 def format_value(key: str, value: Any) -> str:
-    """A figure for humans, scaled by the unit its key names (``_s``, ``_bytes``, ``_flops``,
-    ``_bps``, ``_fraction``); other numbers get 4 significant digits."""
+    """A figure for humans, scaled by the unit its key names: SI keys (``_s``, ``_bytes``,
+    ``_flops``, ``_bps``) get a prefix, pre-scaled keys (``gbps``, ``tflops``, ``_ns``) their
+    unit, ``_fraction`` a percentage; other numbers get 4 significant digits."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if value != value:
@@ -50,10 +58,12 @@ def format_value(key: str, value: Any) -> str:
         return f"{value:.1%}"
     if key.endswith("_s") and not key.endswith("_per_s"):
         return _scaled(value, _TIME_UNITS)
-    for suffix, unit in (("_flop_per_s", "FLOP/s"), ("_flops", "FLOP/s"), ("_bytes_per_s", "B/s"),
-                         ("_bps", "B/s"), ("_bytes", "B"), ("_flop", "FLOP")):
+    for suffix, unit in _SI_UNITS:
         if key.endswith(suffix):
             return _si(value, unit)
+    for suffix, unit in _NAMED_UNITS:
+        if key.endswith(suffix):
+            return f"{value:.4g} {unit}"
     return f"{value:.4g}"
 
 
@@ -73,13 +83,26 @@ def _si(value: float, unit: str) -> str:
 
 
 def headline(summary: dict[str, Any], *, limit: int = MAX_HEADLINE_FIGURES) -> str:
-    """The first scalar figures of a suite's summary, as ``name value`` pairs."""
-    parts = [
-        f"{key} {format_value(key, value)}"
-        for key, value in summary.items()
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool)
-    ]
-    return "; ".join(parts[:limit])
+    """A suite's key figures as ``name value`` pairs.
+
+    A suite chooses them by putting a ``headline`` dict in its summary (``{"best_tflops": ...}``);
+    otherwise the first numeric figures found at most two levels deep are shown, named by their
+    path (``ceiling.gbps``). Lists (curves, tables) are never flattened into the headline.
+    """
+    chosen = summary.get("headline")
+    figures = list(chosen.items()) if isinstance(chosen, dict) else _numeric_leaves(summary)
+    return "; ".join(f"{key} {format_value(key, value)}" for key, value in figures[:limit])
+
+
+def _numeric_leaves(data: dict[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append((name, value))
+        elif isinstance(value, dict) and depth < 1:
+            found.extend(_numeric_leaves(value, f"{name}.", depth + 1))
+    return found
 
 
 def suite_rows(run: RunRecord, cases: list[CaseResult]) -> list[SuiteRow]:

@@ -1,0 +1,88 @@
+"""The run summary renderer: unit formatting, headlines, per-suite counts, the verdict."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from parity.model import CaseResult, Finding, RunRecord, Severity
+from parity.report.run_summary import (
+    failure_reason,
+    format_value,
+    headline,
+    render_run_summary,
+    suite_rows,
+    verdict_text,
+)
+
+
+def test_format_value_by_unit_in_the_key() -> None:
+    assert format_value("median_s", 0.0123) == "12.3 ms"
+    assert format_value("median_s", 4.2e-7) == "420 ns"
+    assert format_value("peak_flop_per_s", 9.89e14) == "989 TFLOP/s"
+    assert format_value("copy_bytes_per_s", 4.8e12) == "4.8 TB/s"
+    assert format_value("operand_bytes", 134217728) == "134.2 MB"
+    assert format_value("ceiling_gbps", 2.632146) == "2.632 GB/s"
+    assert format_value("latency_ns", 98.25) == "98.25 ns"
+    assert format_value("best_fraction", 0.997) == "99.7%"
+    assert format_value("threads", 2) == "2"
+    assert format_value("dtype", "bf16") == "bf16"
+    assert format_value("x", float("nan")) == "nan"
+
+
+def test_headline_prefers_the_suites_choice_then_numeric_leaves() -> None:
+    chosen = {"headline": {"best_fraction": 0.5, "peak_tflops": 312.0}, "device": "H200", "n": 3}
+    assert headline(chosen) == "best_fraction 50.0%; peak_tflops 312 TFLOP/s"
+    fallback = {"device": "x", "ceiling": {"gbps": 2.5, "op": "copy", "deep": {"n": 1}},
+                "curves": [1, 2], "threads": 2, "flush": True}
+    assert headline(fallback) == "ceiling.gbps 2.5 GB/s; threads 2"
+
+
+def _run(status: str = "complete", ok: bool = False) -> RunRecord:
+    return RunRecord(
+        run_id="20261129-230512-a3f9", created_at="2026-11-29T23:05:12+00:00", status=status,
+        config={"device": "cuda:0", "suites": ["gemm", "membw"]},
+        summary={"ok": ok, "suites": {
+            "gemm": {"summary": {"headline": {"best_fraction": 0.9}}, "summary_error": None},
+            "membw": {"summary": {}, "summary_error": "ValueError: no points"},
+        }},
+    )
+
+
+CASES = [
+    CaseResult(suite="gemm", key="a", check={"passed": True},
+               findings=(Finding(code="high-variance", severity=Severity.WARNING, message="m"),)),
+    CaseResult(suite="gemm", key="b", error="out of memory"),
+    CaseResult(suite="gemm", key="c", check={"passed": False, "max_rel_error": 0.5}),
+    CaseResult(suite="membw", key="d",
+               findings=(Finding(code="over-ceiling", severity=Severity.ERROR, message="120%"),)),
+]
+
+
+def test_suite_rows_count_each_suite() -> None:
+    gemm, membw = suite_rows(_run(), CASES)
+    assert (gemm.cases, gemm.passed, gemm.failed, gemm.errors, gemm.warnings) == (3, 1, 2, 1, 1)
+    assert gemm.headline == "best_fraction 90.0%" and not gemm.ok
+    assert membw.headline == "summary failed: ValueError: no points" and not membw.ok
+
+
+def test_failure_reasons() -> None:
+    assert failure_reason(CASES[1]) == "out of memory"
+    assert failure_reason(CASES[2]) == "check failed: {'max_rel_error': 0.5}"
+    assert failure_reason(CASES[3]) == "over-ceiling: 120%"
+
+
+def test_verdicts() -> None:
+    assert verdict_text(_run(ok=True), CASES[:1]).plain == "OK (1 cases, 0 not ok)"
+    assert verdict_text(_run(ok=False), CASES).plain == "FAILED (4 cases, 3 not ok)"
+    assert verdict_text(_run(status="running"), CASES).plain.startswith(
+        "INCOMPLETE (4 cases, 3 not ok); continue with parity run --resume 20261129-230512-a3f9")
+
+
+def test_rendered_summary_lists_failed_cases_and_warnings() -> None:
+    console = Console(width=140, record=True)
+    console.print(render_run_summary(_run(), CASES))
+    text = console.export_text()
+    assert "run 20261129-230512-a3f9 on cuda:0 (complete)" in text
+    assert "gemm/b: out of memory" in text and "membw/d: over-ceiling: 120%" in text
+    assert "warnings: high-variance x1" in text
+    assert text.rstrip().endswith("FAILED (4 cases, 3 not ok)")
