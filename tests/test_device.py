@@ -310,3 +310,29 @@ def test_npu_smi_output_parsing() -> None:
         Power Dissipation(W)           : 92.4
     """
     assert parse_npu_smi(text) == {"clock_mhz": 1650.0, "temperature_c": 43.0, "power_w": 92.4}
+
+
+def test_cpu_telemetry_on_a_sysfs_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from parity.device import telemetry
+
+    cpu = tmp_path / "devices/system/cpu"
+    _write(cpu / "cpu0/cpufreq/scaling_cur_freq", "3500000")
+    _write(cpu / "cpu1/cpufreq/scaling_cur_freq", "800000")
+    _write(cpu / "cpu0/thermal_throttle/core_throttle_count", "4")
+    _write(tmp_path / "class/thermal/thermal_zone0/type", "x86_pkg_temp")
+    _write(tmp_path / "class/thermal/thermal_zone0/temp", "61000")
+    rapl = tmp_path / "class/powercap/intel-rapl:0"
+    _write(rapl / "energy_uj", "1000000")
+    _write(tmp_path / "class/powercap/intel-rapl:0:0/energy_uj", "5")  # a subdomain: ignored
+    clock = iter([10.0, 10.5])
+    monkeypatch.setattr(telemetry.time, "perf_counter", lambda: next(clock))
+
+    source = telemetry.CpuTelemetry(cpus={0, 1}, sys_root=tmp_path)
+    first = source.read()
+    assert first == {"clock_mhz": 3500.0, "temperature_c": 61.0, "throttle_reasons": set()}
+    _write(rapl / "energy_uj", "41000000")  # 40 J in 0.5 s
+    _write(cpu / "cpu0/thermal_throttle/core_throttle_count", "5")
+    second = source.read()
+    assert second["power_w"] == pytest.approx(80.0)
+    assert second["throttle_reasons"] == {"thermal"}
+    assert source.unavailable()["memory_clock_mhz"]
