@@ -89,6 +89,22 @@ def _ops(device: Any, options: dict[str, Any]) -> list[str]:
     return ops
 
 
+def host_page_policy() -> str:
+    """How torch's CPU tensors are paged: 4 KiB pages unless THP is system-wide ("always") or
+    torch's allocator is told to ask for it (``THP_MEM_ALLOC_ENABLE=1``)."""
+    import os
+
+    from parity.bench.chase.pages import THP_ENABLED, base_page_bytes
+
+    try:
+        mode = THP_ENABLED.read_text().split("[", 1)[1].split("]", 1)[0]
+    except (OSError, IndexError):
+        mode = "unavailable"
+    if mode == "always" or (mode == "madvise" and os.environ.get("THP_MEM_ALLOC_ENABLE") == "1"):
+        return f"transparent huge pages where aligned (THP {mode})"
+    return f"{base_page_bytes() // 1024}KiB (THP {mode}, not requested by torch)"
+
+
 class MembwSuite:
     """Bandwidth against transfer size for each memory operation."""
 
@@ -108,6 +124,7 @@ class MembwSuite:
             "dtype": str(options.get("dtype", "float32")),
             "flush": bool(options.get("flush", True)),
             "quick": bool(quick),
+            "pages": host_page_policy() if device.type == "cpu" else "device-default",
         }
         ceiling_bytes = bandwidth_copy_bytes(device)
         common["ceiling_bytes"] = ceiling_bytes

@@ -121,5 +121,6 @@ def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
         "curves": curves,
         "threads": threads[0] if len(threads) == 1 else threads or None,
         "flush": next((r.params.get("flush") for r in results), None),
+        "pages": next((r.params.get("pages") for r in results), None),
         "failed_cases": [r.key for r in results if not r.ok],
     }

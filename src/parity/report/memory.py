@@ -82,6 +82,8 @@ def render_membw(summary: dict[str, Any]) -> RenderableType:
                       if sheet.get("gbps") else f"datasheet peak: {sheet.get('note', 'no datasheet entry')}"))
     if summary.get("threads"):
         parts.append(Text(f"torch intra-op threads: {summary['threads']} (CPU operations are multithreaded)"))
+    if summary.get("pages"):
+        parts.append(Text(f"pages: {summary['pages']}"))
     if summary.get("flush") is not None:
         parts.append(Text("cache flushed before every call" if summary["flush"] else
                           "cache not flushed: small sizes are served from cache"))
