@@ -84,3 +84,19 @@ def test_latency_command_writes_plateaus_and_knees(tmp_path: Path, db_path: Path
     assert "knees" in data["blocks_curve"] and len(data["blocks_curve"]["points"]) >= 2
     assert [p["working_set_bytes"] for p in data["size_curves"][0]["points"]][0] == 4 * KIB
     assert "4KiB pages" in result.output
+
+
+@pytest.mark.cuda
+def test_gpu_chase_runs_in_triton() -> None:
+    pytest.importorskip("triton")
+    from parity.device import get_device
+
+    gpu = get_device("cuda")
+    common = {"device": gpu.name, "stride_bytes": 128, "quick": True, "page": "device"}
+    for curve, blocks in (("size", 1), ("blocks", 8)):
+        case = CaseSpec(suite="latency", key=f"{curve}/device/{blocks}",
+                        params={**common, "curve": curve, "working_set_bytes": 16 * KIB, "blocks": blocks})
+        result = LatencySuite().measure(case, device=gpu, options={"budget_s": 0.05})
+        assert result.ok, (result.error, result.check)
+        assert result.metrics["page_label"] == "device-default"
+        assert 1 < result.metrics["ns_per_load_min"] < 2000

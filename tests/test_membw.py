@@ -105,3 +105,16 @@ def test_datasheet_peak_comes_from_the_spec_table() -> None:
     assert sheet["gbps"] == pytest.approx(4800.0) and sheet["source"]
     point = summary["curves"][0]["points"][-1]
     assert point["utilization_datasheet"] == pytest.approx(point["gbps"] / 4800.0)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("op", ["copy", "h2d-pinned", "h2d-pageable", "d2h-pinned", "d2h-pageable"])
+def test_gpu_transfers_are_checked(op: str) -> None:
+    from parity.device import get_device
+
+    gpu = get_device("cuda")
+    case = CaseSpec(suite="membw", key=f"{op}/1048576", params={
+        "op": op, "bytes": 2**20, "dtype": "float32", "flush": True, "quick": True, "device_name": "gpu"})
+    result = MembwSuite().measure(case, device=gpu, options={"budget_s": 0.02})
+    assert result.ok, (result.error, result.check)
+    assert result.samples["main"].method == "device-events"
