@@ -7,6 +7,7 @@ torch's ``cuda:N`` is matched to an NVML handle by the GPU's UUID, because with
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -38,15 +39,24 @@ def decode_reasons(mask: int, pynvml: Any) -> set[str]:
 
 
 def open_handle(device: Any) -> tuple[Any, Any]:
-    """``(pynvml, handle)`` for a torch CUDA device; raises with the reason when impossible."""
+    """``(pynvml, handle)`` for a torch CUDA device; raises with the reason when impossible.
+
+    By UUID first; by index only when no device is hidden (``CUDA_VISIBLE_DEVICES`` unset),
+    since only then do torch's and NVML's numbers agree.
+    """
     import pynvml
 
     pynvml.nvmlInit()
     uuid = str(device.properties().extra.get("uuid") or "")
     if uuid:
         nvml_uuid = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-        return pynvml, pynvml.nvmlDeviceGetHandleByUUID(nvml_uuid)
-    log.warning("no UUID for %s; assuming NVML index %s", device.name, device.index)
+        try:
+            return pynvml, pynvml.nvmlDeviceGetHandleByUUID(nvml_uuid)
+        except pynvml.NVMLError as exc:
+            log.debug("NVML has no GPU with UUID %s: %s", nvml_uuid, exc)
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        raise LookupError(f"cannot match {device.name} to an NVML device by UUID {uuid!r}")
+    log.debug("matching %s to NVML index %s", device.name, device.index)
     return pynvml, pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
 
 
