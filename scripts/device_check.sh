@@ -17,7 +17,10 @@
 #   DEVICE=cuda          device to check (cuda:0, npu:0, xpu, mps, cpu)
 #   QUICK=1              parity run --quick (a smoke run) instead of the full suites
 #   SUITES=gemm,membw    restrict parity run to these suites (default: all registered)
-#   RUN_BUDGET_S=300     time limit of the run step, seconds
+#   RUN_BUDGET_S=300     time limit of the run step, seconds (a run that overruns keeps its
+#                        finished cases; the export step still writes them)
+#   SETS="a.b=1 c.d=2"   suite options for parity run (--set each); the default trims the GEMM
+#                        per-shape budget so the full catalog fits the run step on a current GPU
 #   TESTS=1, TRACE=1     set to 0 to skip the device tests or the trace self-check
 #                        (both default to 0 when DEVICE=cpu)
 #   DOCTOR=1             set to 0 to skip the doctor step
@@ -40,6 +43,10 @@ if [[ "$DEVICE" == cpu ]]; then default_extra=0; else default_extra=1; fi
 TESTS="${TESTS:-$default_extra}"
 TRACE="${TRACE:-$default_extra}"
 DOCTOR="${DOCTOR:-1}"
+if [[ "$QUICK" == 1 ]]; then default_sets=""; else
+    default_sets="gemm.warmup_s=0.01 gemm.budget_s=0.05 gemm.ceiling_budget_s=30"
+fi
+SETS="${SETS-$default_sets}"
 PYTHON="${PYTHON:-python}"
 DB="$OUT/results.sqlite"
 LOG="$OUT/device_check.log"
@@ -148,11 +155,12 @@ export -f env_report profile_selfcheck trace_selfcheck
 
 log "device check of $DEVICE into $OUT"
 step env 120 env_report
-[[ "$DOCTOR" == 1 ]] && step doctor 150 "$PYTHON" -m parity doctor --device "$DEVICE" --timeout 60 --json "$OUT/doctor.json"
+[[ "$DOCTOR" == 1 ]] && step doctor 120 "$PYTHON" -m parity doctor --device "$DEVICE" --timeout 60 --json "$OUT/doctor.json"
 
 run_args=(--device "$DEVICE" --db "$DB" --json "$OUT/run.json")
 [[ "$QUICK" == 1 ]] && run_args+=(--quick)
 [[ -n "$SUITES" ]] && run_args+=(--suite "$SUITES")
+for item in $SETS; do run_args+=(--set "$item"); done
 step run "$RUN_BUDGET_S" "$PYTHON" -m parity run "${run_args[@]}"
 
 # Export whatever the store holds, so a run that ran over its limit still leaves its cases.
@@ -166,11 +174,11 @@ export -f export_run
 step export 60 export_run
 
 if [[ "$TESTS" == 1 ]]; then
-    step tests 150 "$PYTHON" -m pytest -q -p no:cacheprovider -m "accelerator or cuda" \
+    step tests 90 "$PYTHON" -m pytest -q -p no:cacheprovider -m "accelerator or cuda" \
         --junitxml "$OUT/tests.xml" "$REPO/tests"
 fi
 if [[ "$TRACE" == 1 ]]; then
-    step trace 120 trace_selfcheck
+    step trace 60 trace_selfcheck
 fi
 
 "$PYTHON" - "$STEPS" "$OUT/summary.json" "$DEVICE" "${#failed[@]}" <<'EOF'
