@@ -117,3 +117,25 @@ def test_inputs_untouched() -> None:
     analyze(table)
     for c, values in before.items():
         assert np.array_equal(getattr(table, c), values)
+
+
+def test_repeated_blocks_hand_computed() -> None:
+    # one step: embed, 3 forward layers [qkv, attn_flash, mlp_gemm], 3 backward layers, loss
+    names = ["embed"] + ["qkv_gemm", "flash_fwd", "mlp_gemm"] * 3 + ["bwd_gemm", "flash_bwd"] * 3 + ["loss"]
+    rows, t = [], 0
+    for name in names:
+        rows.append(dict(stream=7, name=name, start_ns=t, end_ns=t + 10))
+        t += 15  # 5 ns gap after each kernel
+    result = analyze(build_table(rows), window=(0, t))
+    blocks = result.first.blocks
+    assert (blocks.kernels_per_block, blocks.repeats, blocks.first_kernel) == (3, 3, "qkv_gemm")
+    # each layer: 3 kernels of 10 ns spaced 15 ns -> 45 ns start to start, 30 ns of kernel time
+    assert blocks.block_ns == (45, 45, 45) and blocks.busy_ns == (30, 30, 30)
+
+
+def test_find_block_run_ignores_single_kernel_runs() -> None:
+    from parity.trace.repeats import find_block_run
+
+    assert find_block_run(np.array([5] * 50)) is None
+    rep = find_block_run(np.array([9, 1, 2, 1, 2, 1, 2, 7, 3, 4, 3, 4, 8]))
+    assert (rep.length, rep.count, rep.starts.tolist()) == (2, 3, [1, 3, 5])

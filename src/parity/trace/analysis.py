@@ -32,7 +32,7 @@ from parity.trace.results import (
     TraceAnalysis,
 )
 from parity.trace.table import ActivityTable, Kind
-from parity.trace.window import Window, choose_window
+from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     blocks = None
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)
-        blocks = find_blocks(table, kernel_rows, busiest.stream)
+        blocks = find_blocks(table, kernel_rows, busiest.stream, device_steps(table))
     return RankAnalysis(
         rank=rank,
         window=chosen,

@@ -52,7 +52,9 @@ def _segments_identical(seq: np.ndarray, starts: np.ndarray, length: int) -> flo
     return float(counts.max()) / len(starts)
 
 
-def find_repeats(seq: np.ndarray, *, min_repeats: int = 3, max_length: int = 200_000) -> Repeat | None:
+def find_repeats(
+    seq: np.ndarray, *, min_repeats: int = 3, min_length: int = 2, max_length: int = 200_000
+) -> Repeat | None:
     """The repeated block that explains most of ``seq`` (int name ids), or ``None``.
 
     A candidate anchor is the first-occurring name among those with exactly ``c`` occurrences;
@@ -81,12 +83,71 @@ def find_repeats(seq: np.ndarray, *, min_repeats: int = 3, max_length: int = 200
             continue
         gap_values, gap_counts = np.unique(gaps, return_counts=True)
         length = int(gap_values[np.argmax(gap_counts)])
-        if length < 1 or length > max_length or gap_counts.max() < MIN_IDENTICAL_FRACTION * len(gaps):
+        if length < min_length or length > max_length or gap_counts.max() < MIN_IDENTICAL_FRACTION * len(gaps):
             continue
         identical = _segments_identical(seq, starts, length)
         if identical < MIN_IDENTICAL_FRACTION:
             continue
         candidate = Repeat(anchor=anchor, starts=starts, length=length, identical=identical)
         if best is None or (candidate.coverage, candidate.length) > (best.coverage, best.length):
+            best = candidate
+    return best
+
+
+def _runs_of_equal(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each run of equal consecutive values."""
+    if len(values) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    change = np.flatnonzero(np.diff(values) != 0) + 1
+    starts = np.concatenate(([0], change))
+    lengths = np.diff(np.concatenate((starts, [len(values)])))
+    return starts, lengths
+
+
+def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2) -> Repeat | None:
+    """The longest stretch of one block repeated back to back (a model's layers), or ``None``.
+
+    Unlike :func:`find_repeats` the block need not span the whole sequence: a forward pass of
+    L identical layers followed by a backward pass is found from the forward layers' anchor
+    occurrences whose gaps stay equal, the repetitions being checked name for name. The best
+    candidate explains the most kernels (ties: the longer block).
+    """
+    seq = np.asarray(seq, dtype=np.int64)
+    n = len(seq)
+    if n < min_repeats * min_length:
+        return None
+    counts = np.bincount(seq)
+    values, how_many = np.unique(counts[counts >= min_repeats], return_counts=True)
+    order = np.argsort(-how_many * values, kind="stable")[:MAX_CANDIDATES]
+    best: Repeat | None = None
+    for c in values[order].tolist():
+        for anchor in np.flatnonzero(counts == c)[:4].tolist():
+            candidate = _best_run(seq, anchor, min_repeats, min_length)
+            if candidate and (best is None or (candidate.coverage, candidate.length) > (best.coverage, best.length)):
+                best = candidate
+    return best
+
+
+def _best_run(seq: np.ndarray, anchor: int, min_repeats: int, min_length: int) -> Repeat | None:
+    positions = np.flatnonzero(seq == anchor)
+    gaps = np.diff(positions)
+    run_starts, run_lengths = _runs_of_equal(gaps)
+    best: Repeat | None = None
+    for i in np.argsort(-run_lengths * gaps[run_starts] if len(gaps) else [], kind="stable")[:3].tolist():
+        length = int(gaps[run_starts[i]])
+        first = positions[run_starts[i] : run_starts[i] + run_lengths[i] + 1]
+        if length < min_length:
+            continue
+        if first[-1] + length > len(seq):
+            first = first[:-1]  # the last repetition is cut off by the end of the sequence
+        if len(first) < min_repeats:
+            continue
+        block = seq[first[:, None] + np.arange(length)[None, :]]
+        same = np.all(block == block[0], axis=1)
+        k = int(np.argmin(same)) if not same.all() else len(same)  # leading identical repetitions
+        if k < min_repeats:
+            continue
+        candidate = Repeat(anchor=anchor, starts=first[:k], length=length, identical=1.0)
+        if best is None or candidate.coverage > best.coverage:
             best = candidate
     return best

@@ -147,7 +147,7 @@ class BlockStats:
     kernels_per_block: int
     repeats: int
     first_kernel: str
-    block_ns: tuple[int, ...]  # start of repetition i to start of i+1 (last: to its last end)
+    block_ns: tuple[int, ...]  # start of repetition i to the start of the kernel after it
     busy_ns: tuple[int, ...]  # Σ kernel time inside each repetition
 
     def to_dict(self) -> dict[str, Any]:

@@ -4,11 +4,11 @@ Rule, in order:
 
 1. ``window=(start_ns, end_ns)`` given by the user: that span (source ``user-window``).
 2. ``steps=(a, b)`` given by the user: the device time of steps ``a..b`` (source ``user-steps``).
-3. Step markers (Kineto ``ProfilerStep#N``, Ascend step ids): with two or more steps the first
-   is skipped as warm-up (allocator, autotuning, lazy init and the profiler's own start-up land
+3. Step markers (Kineto ``ProfilerStep#N``, Ascend step ids) with device activity launched in
+   them: with two or more such steps the first is skipped as warm-up (allocator, autotuning, lazy init and the profiler's own start-up land
    there) and the window covers the rest; with one step, that step (source ``steps``).
-4. No markers: a block of kernel names repeating at least three times on the busiest stream is
-   taken as the step; the first repetition is skipped as warm-up and the window runs from the
+4. No markers: a block of kernel names repeating at least three times on the busiest stream,
+   explaining at least half of its kernels, is taken as the step; the first repetition is skipped as warm-up and the window runs from the
    second repetition's first kernel to the end of the last repetition (source ``detected``).
 5. Otherwise the whole span of device activity (source ``span``).
 
@@ -32,6 +32,7 @@ from parity.trace.repeats import find_repeats
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 _STEP_NUMBER = re.compile(r"(\d+)\s*$")
+DETECTED_COVERAGE = 0.5  # a detected step must explain half the busiest stream's kernels
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,7 +180,7 @@ def _detected_window(table: ActivityTable) -> Window | None:
     rows = kernels[inverse == busiest]
     rows = rows[np.argsort(table.start_ns[rows], kind="stable")]
     repeat = find_repeats(table.name_id[rows])
-    if repeat is None or repeat.count < 3:
+    if repeat is None or repeat.count < 3 or repeat.coverage < DETECTED_COVERAGE * len(rows):
         return None
     first_row = rows[repeat.starts[1]]
     last_index = min(repeat.starts[-1] + repeat.length, len(rows)) - 1
@@ -208,10 +209,9 @@ def choose_window(
     if steps is not None:
         return _window_of_steps(table, row_steps, *steps, source="user-steps",
                                 detail=f"steps {steps[0]}-{steps[1]} given with --steps")
-    numbers, _, _ = step_markers(table)
-    if len(numbers) == 0:
-        tied = np.unique(row_steps[table.device_mask() & (row_steps >= 0)])
-        numbers = tied
+    # steps that device activity is tied to (a marker without device work, such as the last
+    # step of a trace stopped early, cannot be a device window)
+    numbers = np.unique(row_steps[table.device_mask() & (row_steps >= 0)])
     if len(numbers) >= 2:
         first, last = int(numbers[1]), int(numbers[-1])
         return _window_of_steps(table, row_steps, first, last, source="steps",
@@ -220,7 +220,7 @@ def choose_window(
     if len(numbers) == 1:
         only = int(numbers[0])
         return _window_of_steps(table, row_steps, only, only, source="steps",
-                                detail=f"step {only}, the only step in the trace")
+                                detail=f"step {only}, the only step with device activity")
     detected = _detected_window(table)
     if detected is not None:
         return detected
