@@ -53,7 +53,7 @@ def test_real_cpu_cases_measure_both_curves() -> None:
 
 def _row(curve: str, x: int, ns: float) -> CaseResult:
     params = {"curve": curve, "page": "base", "working_set_bytes": x if curve == "size" else 16 * KIB,
-              "blocks": x if curve == "blocks" else 1, "caches": [["L1", 32 * KIB], ["L2", 512 * KIB], ["LLC", 32 * MIB]],
+              "blocks": x if curve == "blocks" else 1, "caches": [["L1", 32 * KIB], ["L2", 512 * KIB], ["L3", 32 * MIB]],
               "memory_name": "DRAM", "device": "cpu", "stride_bytes": 64, "compute_units": 2}
     return CaseResult(suite="latency", key=f"{curve}/base/{x}", params=params,
                       metrics={"ns_per_load": ns * 1.5, "ns_per_load_min": ns, "page_label": "4KiB"},
@@ -66,7 +66,7 @@ def test_summary_names_plateaus_and_finds_the_core_count_knee() -> None:
     rows = [_row("size", s, lat[s]) for s in sizes] + [_row("blocks", n, v) for n, v in [(1, 1.0), (2, 1.0), (3, 1.5), (4, 2.0)]]
     summary = summarize_latency(rows)
     assert [(p["level"], p["size_bytes"], p["latency_ns"]) for p in summary["plateaus"]] == [
-        ("L1", 32 * KIB, 1.0), ("L2", 512 * KIB, 4.0), ("LLC", 32 * MIB, 15.0), ("DRAM", 2**27, 120.0)]
+        ("L1", 32 * KIB, 1.0), ("L2", 512 * KIB, 4.0), ("L3", 32 * MIB, 15.0), ("DRAM", 2**27, 120.0)]
     assert [k["blocks"] for k in summary["blocks_curve"]["knees"]] == [2]
     assert summary["estimator"] == "slope between the chains' minima"
     medians = summarize_latency(rows, estimator="median")

@@ -211,11 +211,17 @@ def _page_findings(page: str, huge: float | None) -> list[Finding]:
 
 
 def _reported_caches(props: Any) -> list[list[Any]]:
-    """``[[name, bytes], ...]`` from the device's properties, smallest first, duplicates dropped."""
-    levels = [("L1", props.l1_bytes), ("L2", props.l2_bytes), ("LLC", props.llc_bytes)]
+    """``[[name, bytes], ...]`` from the device's properties, smallest first, duplicates dropped.
+
+    The last level is named by its number when the device lists its cache levels (``L3`` on
+    most CPUs), else ``LLC``.
+    """
+    levels = [c.get("level") for c in props.extra.get("caches", []) if c.get("type") != "instruction"]
+    last = f"L{max(levels)}" if levels and max(levels) > 2 else "LLC"
+    named = [("L1", props.l1_bytes), ("L2", props.l2_bytes), (last, props.llc_bytes)]
     seen: set[int] = set()
     out = []
-    for name, size in levels:
+    for name, size in named:
         if size and size not in seen:
             seen.add(size)
             out.append([name, int(size)])

@@ -57,7 +57,14 @@ def transfer_sizes(*, min_bytes: int, max_bytes: int, per_octave: int) -> list[i
 
 
 def free_memory_bytes(device: Any) -> int | None:
-    """Bytes free for new tensors on ``device`` (host MemAvailable on the CPU), None if unknown."""
+    """Bytes free for new tensors on ``device`` (host MemAvailable on the CPU), None if unknown.
+
+    Uses the device's own ``free_memory_bytes()`` when it has one; otherwise the backend's
+    ``mem_get_info`` (CUDA, ROCm, XPU, NPU all provide it), else the total memory.
+    """
+    own = getattr(device, "free_memory_bytes", None)
+    if callable(own):
+        return own()
     if device.type == "cpu":
         try:
             for line in open("/proc/meminfo", encoding="ascii"):

@@ -54,8 +54,10 @@ class MemoryOp:
                 self.c = dev.random_tensor((self.numel,), dtype)
             self.result: Any = None
             return
+        from parity.device.tensors import random_tensor
+
         pinned = self.op.endswith("pinned")
-        host = torch.randn(self.numel, dtype=dtype)
+        host = random_tensor((self.numel,), dtype, device="cpu")
         if pinned:
             host = host.pin_memory()
         on_device = dev.random_tensor((self.numel,), dtype)
