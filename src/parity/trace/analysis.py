@@ -169,7 +169,8 @@ def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> lis
 
 def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, window=None, steps=None) -> RankAnalysis:
     """One rank's analysis; ``table`` holds that rank's rows and ``cats`` their categories."""
-    chosen = choose_window(table, window=window, steps=steps)
+    row_steps = device_steps(table)
+    chosen = choose_window(table, window=window, steps=steps, row_steps=row_steps)
     device_rows = np.flatnonzero(table.device_mask())
     c = _Clipped(table, device_rows, chosen, cats)
     streams, busy = _streams(table, c, cats, rank)
@@ -178,7 +179,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     blocks = None
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)
-        blocks = find_blocks(table, kernel_rows, busiest.stream, device_steps(table))
+        blocks = find_blocks(table, kernel_rows, busiest.stream, row_steps)
     return RankAnalysis(
         rank=rank,
         window=chosen,

@@ -243,12 +243,14 @@ def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorizati
     labels = rules.labels
     index = {label: i for i, label in enumerate(labels)}
     n = len(table)
-    core_values, core_codes = _codes(table.extra.get("accelerator_core"), n)
-    type_values, type_codes = _codes(table.extra.get("task_type"), n)
+    codes = np.full(n, index[NOT_DEVICE], dtype=np.int16)
+    device = np.flatnonzero(table.device_mask())  # host rows are never device time
+    core_values, core_codes = _codes(table.extra.get("accelerator_core"), device)
+    type_values, type_codes = _codes(table.extra.get("task_type"), device)
     n_names = max(len(table.names), 1)
     n_kinds = len(Kind)
-    key = ((type_codes * len(core_values) + core_codes) * n_kinds + table.kind.astype(np.int64)) * n_names
-    key = key + table.name_id
+    key = ((type_codes * len(core_values) + core_codes) * n_kinds + table.kind[device].astype(np.int64)) * n_names
+    key = key + table.name_id[device]
     unique_keys, inverse = np.unique(key, return_inverse=True)
     lookup = np.empty(len(unique_keys), dtype=np.int16)
     for j, k in enumerate(unique_keys.tolist()):
@@ -257,14 +259,17 @@ def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorizati
         core, task_type = core_values[rest % len(core_values)], type_values[rest // len(core_values)]
         name = table.names[name_id] if table.names else ""
         lookup[j] = index[rules.category_of(name, kind, core, task_type)]
-    codes = lookup[inverse.reshape(-1)] if n else np.empty(0, dtype=np.int16)
+    if len(device):
+        codes[device] = lookup[inverse.reshape(-1)]
     return Categorization(codes=codes, labels=labels, source=rules.source)
 
 
-def _codes(column: np.ndarray | None, n: int) -> tuple[list[str | None], np.ndarray]:
-    """Dictionary-encode an optional string column: ``(values, int64 codes)``; None when absent."""
+def _codes(column: np.ndarray | None, rows: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+    """Dictionary-encode an optional string column at ``rows``: ``(values, int64 codes)``."""
     if column is None:
-        return [None], np.zeros(n, dtype=np.int64)
-    text = np.array([c if isinstance(c, str) else "" for c in column], dtype=object)
+        return [None], np.zeros(len(rows), dtype=np.int64)
+    text = np.array([c if isinstance(c, str) else "" for c in column[rows]], dtype=object)
+    if len(text) == 0:
+        return [None], np.zeros(0, dtype=np.int64)
     values, codes = np.unique(text, return_inverse=True)
     return [v or None for v in values.tolist()], codes.reshape(-1).astype(np.int64)

@@ -196,8 +196,12 @@ def choose_window(
     *,
     window: tuple[int, int] | None = None,
     steps: tuple[int, int] | None = None,
+    row_steps: np.ndarray | None = None,
 ) -> Window:
-    """The analysis window of ``table`` (one rank) per the module's rule; never fails silently."""
+    """The analysis window of ``table`` (one rank) per the module's rule; never fails silently.
+
+    ``row_steps`` is :func:`device_steps` of the table when the caller has it already.
+    """
     if window is not None and steps is not None:
         raise ParityError("give either --window or --steps, not both")
     if window is not None:
@@ -205,7 +209,7 @@ def choose_window(
         if end <= start:
             raise ParityError(f"window {start / 1e3}:{end / 1e3} us is empty; the end must be after the start")
         return Window(start_ns=start, end_ns=end, source="user-window", detail="given with --window")
-    row_steps = device_steps(table)
+    row_steps = device_steps(table) if row_steps is None else row_steps
     if steps is not None:
         return _window_of_steps(table, row_steps, *steps, source="user-steps",
                                 detail=f"steps {steps[0]}-{steps[1]} given with --steps")
