@@ -171,14 +171,22 @@ class _Search:
 
     def confirm(self) -> tuple[Dims, float, list[float]]:
         ranked = sorted(self.probes, key=self.probes.__getitem__, reverse=True)[: self.plan.confirm_top]
-        rates: dict[Dims, list[float]] = {d: [] for d in ranked}
-        for _ in range(self.plan.confirm_repeats):
-            for dims in ranked:
-                rates[dims].append(self.evaluate(*dims, self.plan.confirm_budget_s))
-                self.phases["confirm"] += 1
-        medians = {d: statistics.median(r) for d, r in rates.items()}
-        winner = max(medians, key=medians.__getitem__)
-        return winner, medians[winner], rates[winner]
+        self.phases["confirm"] += len(ranked) * self.plan.confirm_repeats
+        return confirm_best(self.evaluate, ranked, budget_s=self.plan.confirm_budget_s,
+                            repeats=self.plan.confirm_repeats)
+
+
+def confirm_best(evaluate: Evaluate, candidates: list[Dims], *, budget_s: float,
+                 repeats: int) -> tuple[Dims, float, list[float]]:
+    """Re-time ``candidates`` ``repeats`` times, interleaved (so drift hits all alike); return
+    the one with the best median rate, that median, and its rates."""
+    rates: dict[Dims, list[float]] = {d: [] for d in candidates}
+    for _ in range(repeats):
+        for dims in candidates:
+            rates[dims].append(evaluate(*dims, budget_s))
+    medians = {d: statistics.median(r) for d, r in rates.items()}
+    winner = max(medians, key=medians.__getitem__)
+    return winner, medians[winner], rates[winner]
 
 
 def search_ceiling(

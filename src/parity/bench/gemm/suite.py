@@ -28,10 +28,13 @@ from parity.model.result import CaseResult
 log = logging.getLogger(__name__)
 
 SUITE = "gemm"
-# ETA weights: a shape costs 1 plus its work in units of 1e9 FLOP (capped); the ceiling search
-# costs its budget over a typical shape's time.
-COST_FLOP_UNIT = 1e9
-MAX_SHAPE_COST = 50.0
+# ETA weights are predicted seconds: a shape's fixed time (warm-up, budget, inputs, flushes,
+# check) plus about eight calls at a rough rate for the device kind; the ceiling its budget.
+# The runner rescales them by the time actually spent, so only their ratios matter.
+ROUGH_FLOPS = {"cpu": 1e9}
+ROUGH_FLOPS_ACCELERATOR = 2e14
+SHAPE_OVERHEAD_S = 0.5
+CALLS_PER_SHAPE = 8
 
 
 def select_shapes(source: str, *, quick: bool) -> list[Shape]:
@@ -65,18 +68,19 @@ class GemmSuite:
         timing = {"warmup_s": opts.warmup_s, "budget_s": opts.budget_s, "flush": opts.flush,
                   "telemetry": opts.telemetry, "check": opts.check, "graph": opts.graph,
                   "max_call_s": opts.max_call_s, "max_samples": opts.max_samples}
-        per_shape_s = opts.warmup_s + opts.budget_s + 0.1
+        fixed_s = opts.warmup_s + opts.budget_s + SHAPE_OVERHEAD_S
+        rate = ROUGH_FLOPS.get(device.type, ROUGH_FLOPS_ACCELERATOR)
         cases = [
-            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}", cost=opts.ceiling_budget_s / per_shape_s,
+            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}", cost=opts.ceiling_budget_s,
                      params={"kind": "ceiling", "dtype": opts.dtype, "backend": opts.backends[0],
                              "ceiling_budget_s": opts.ceiling_budget_s}),
-            CaseSpec(suite=SUITE, key="bandwidth", cost=2.0 / per_shape_s, params={"kind": "bandwidth"}),
+            CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}),
         ]
         for shape in shapes:
             for spec in opts.backends:
                 cases.append(CaseSpec(
                     suite=SUITE, key=shape_key(opts.dtype, spec, shape),
-                    cost=1.0 + min(shape.flops / COST_FLOP_UNIT, MAX_SHAPE_COST),
+                    cost=fixed_s + CALLS_PER_SHAPE * shape.flops / rate,
                     params={"kind": "shape", "dtype": opts.dtype, "backend": spec, **shape.to_dict(), **timing},
                 ))
         return cases
