@@ -15,13 +15,17 @@ from click.testing import CliRunner
 from parity.cli.main import cli
 
 
-def _walk(command: click.Command, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], click.Command]]:
+def _walk(
+    command: click.Command, path: tuple[str, ...]
+) -> list[tuple[tuple[str, ...], click.Command]]:
     found = [(path, command)]
     if isinstance(command, click.Group):
         ctx = click.Context(command, info_name=path[-1] if path else "parity")
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
-            assert sub is not None, f"parity {' '.join(path + (name,))} is listed but cannot be loaded"
+            assert sub is not None, (
+                f"parity {' '.join(path + (name,))} is listed but cannot be loaded"
+            )
             found.extend(_walk(sub, path + (name,)))
     return found
 
@@ -46,7 +50,15 @@ def _command_tree(top: tuple[str, ...]) -> list[tuple[tuple[str, ...], click.Com
 
 
 def test_the_tree_has_the_commands_the_release_promises() -> None:
-    assert {path[0] for path in TOP_LEVEL} >= {"run", "runs", "doctor", "gemm", "membw", "latency", "trace"}
+    assert {path[0] for path in TOP_LEVEL} >= {
+        "run",
+        "runs",
+        "doctor",
+        "gemm",
+        "membw",
+        "latency",
+        "trace",
+    }
 
 
 def _example_block(help_text: str) -> list[str]:
@@ -55,7 +67,7 @@ def _example_block(help_text: str) -> list[str]:
     for i, line in enumerate(lines):
         if re.fullmatch(r"\s*Examples?:\s*", line):
             block = []
-            for follow in lines[i + 1:]:
+            for follow in lines[i + 1 :]:
                 if not follow.strip():
                     break
                 block.append(follow.strip())

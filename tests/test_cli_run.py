@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from parity.bench.runner import ProgressEvent
 from parity.cli.main import main
 from parity.cli.progress import ProgressRenderer, format_duration
 from parity.cli.run import parse_settings
-from parity.bench.runner import ProgressEvent
 from parity.model import ParityError
 
 TESTS = Path(__file__).resolve().parent
@@ -39,8 +39,18 @@ def _json(path: Path) -> dict:
 
 
 def test_run_ok_prints_summary_and_writes_json(capsys, tmp_path: Path, db_path: Path) -> None:
-    status, out, err = parity(capsys, "run", "--device", "fake", "--suite", "tiny",
-                              "--set", "tiny.cases=3", "--json", str(tmp_path / "run.json"))
+    status, out, err = parity(
+        capsys,
+        "run",
+        "--device",
+        "fake",
+        "--suite",
+        "tiny",
+        "--set",
+        "tiny.cases=3",
+        "--json",
+        str(tmp_path / "run.json"),
+    )
     assert status == 0, err
     assert "OK (3 cases, 0 not ok)" in out and "tiny" in out
     assert f"(store {db_path})" in err and "[3/3 100%] tiny/case-002 ok" in err
@@ -52,16 +62,26 @@ def test_run_ok_prints_summary_and_writes_json(capsys, tmp_path: Path, db_path: 
 
 
 def test_run_failed_exits_1_and_names_the_case(capsys) -> None:
-    status, out, _ = parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick",
-                            "--set", 'tiny.raise_on=["case-001"]')
+    status, out, _ = parity(
+        capsys,
+        "run",
+        "--device",
+        "fake",
+        "--suite",
+        "tiny",
+        "--quick",
+        "--set",
+        'tiny.raise_on=["case-001"]',
+    )
     assert status == 1
     assert "tiny/case-001: RuntimeError: boom at case-001" in out
     assert "FAILED (4 cases, 1 not ok)" in out
 
 
 def test_run_json_to_stdout_keeps_tables_on_stderr(capsys) -> None:
-    status, out, err = parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick",
-                              "--json", "-")
+    status, out, err = parity(
+        capsys, "run", "--device", "fake", "--suite", "tiny", "--quick", "--json", "-"
+    )
     assert status == 0
     assert orjson.loads(out)["ok"] is True
     assert "OK (4 cases" in err
@@ -69,9 +89,15 @@ def test_run_json_to_stdout_keeps_tables_on_stderr(capsys) -> None:
 
 def test_user_errors_are_one_line_with_status_2(capsys, tmp_path: Path) -> None:
     cases = [
-        (["run", "--suite", "nope", "--device", "fake"], "parity: unknown suite 'nope'; known suites: "),
+        (
+            ["run", "--suite", "nope", "--device", "fake"],
+            "parity: unknown suite 'nope'; known suites: ",
+        ),
         (["run", "--resume", "nope"], "parity: no run 'nope' in "),
-        (["run", "--device", "fake", "--set", "cases=3"], "parity: --set 'cases=3': expected SUITE.KEY=VALUE"),
+        (
+            ["run", "--device", "fake", "--set", "cases=3"],
+            "parity: --set 'cases=3': expected SUITE.KEY=VALUE",
+        ),
         (["runs", "show", "missing"], "parity: no run 'missing' in "),
     ]
     for args, prefix in cases:
@@ -108,19 +134,37 @@ def test_runs_list_show_export(capsys, tmp_path: Path) -> None:
     run_id = entry["run_id"]
     assert status == 0 and run_id in out and (entry["cases"], entry["not_ok"]) == (4, 0)
 
-    status, out, _ = parity(capsys, "runs", "show", run_id[:15], "--json", str(tmp_path / "show.json"))
+    status, out, _ = parity(
+        capsys, "runs", "show", run_id[:15], "--json", str(tmp_path / "show.json")
+    )
     shown = _json(tmp_path / "show.json")
     assert status == 0 and f"run {run_id} on fake (complete)" in out and "OK (4 cases" in out
-    assert shown["kind"] == "run" and len(shown["cases"]) == 4 and "host" in shown["run"]["provenance"]
+    assert (
+        shown["kind"] == "run" and len(shown["cases"]) == 4 and "host" in shown["run"]["provenance"]
+    )
 
     for fmt in ("json", "csv", "parquet"):
         target = tmp_path / f"export.{fmt}"
-        status, _, err = parity(capsys, "runs", "export", run_id, "--format", fmt, "--output",
-                                str(target), "--json", str(tmp_path / "exp.json"))
+        status, _, err = parity(
+            capsys,
+            "runs",
+            "export",
+            run_id,
+            "--format",
+            fmt,
+            "--output",
+            str(target),
+            "--json",
+            str(tmp_path / "exp.json"),
+        )
         assert status == 0, err
         assert _json(tmp_path / "exp.json") | {} == {
-            "schema_version": 1, "kind": "run-export-result", "run_id": run_id, "format": fmt,
-            "path": str(target), "cases": 4,
+            "schema_version": 1,
+            "kind": "run-export-result",
+            "run_id": run_id,
+            "format": fmt,
+            "path": str(target),
+            "cases": 4,
         }
     assert [r["key"] for r in csv.DictReader((tmp_path / "export.csv").open())][-1] == "case-003"
     status, out, _ = parity(capsys, "runs", "export", "latest", "--format", "csv", "--output", "-")
@@ -129,14 +173,20 @@ def test_runs_list_show_export(capsys, tmp_path: Path) -> None:
 
 def test_store_path_comes_from_db_option_over_env(capsys, tmp_path: Path, db_path: Path) -> None:
     other = tmp_path / "other.sqlite"
-    assert parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick", "--db", str(other))[0] == 0
+    assert (
+        parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick", "--db", str(other))[
+            0
+        ]
+        == 0
+    )
     assert sqlite3.connect(other).execute("SELECT count(*) FROM cases").fetchone()[0] == 4
     assert not db_path.exists()
 
 
 def test_parse_settings_reads_json_values() -> None:
-    assert parse_settings(("gemm.dtypes=[\"bf16\",\"fp32\"]", "gemm.budget_s=0.5", "membw.label=x y")) == {
-        "gemm": {"dtypes": ["bf16", "fp32"], "budget_s": 0.5}, "membw": {"label": "x y"}}
+    assert parse_settings(
+        ('gemm.dtypes=["bf16","fp32"]', "gemm.budget_s=0.5", "membw.label=x y")
+    ) == {"gemm": {"dtypes": ["bf16", "fp32"], "budget_s": 0.5}, "membw": {"label": "x y"}}
     with pytest.raises(ParityError, match="expected SUITE.KEY=VALUE"):
         parse_settings(("gemm=3",))
 
@@ -146,8 +196,18 @@ def test_progress_plain_lines_carry_eta() -> None:
     with ProgressRenderer(label="parity run", stream=stream, tty=False) as progress:
         progress(ProgressEvent(phase="start", done=2, total=10, skipped=2))
         progress(ProgressEvent(phase="case", done=2, total=10, suite="gemm", key="m1"))
-        progress(ProgressEvent(phase="measured", done=3, total=10, suite="gemm", key="m1", ok=True,
-                               elapsed_s=4.0, eta_s=187.0))
+        progress(
+            ProgressEvent(
+                phase="measured",
+                done=3,
+                total=10,
+                suite="gemm",
+                key="m1",
+                ok=True,
+                elapsed_s=4.0,
+                eta_s=187.0,
+            )
+        )
         progress.update(done=4, total=10, label="step 4", ok=False, eta_s=None)
     assert stream.getvalue().splitlines() == [
         "parity run: 10 cases (2 already stored, skipped)",
@@ -159,12 +219,30 @@ def test_progress_plain_lines_carry_eta() -> None:
 def test_progress_bar_on_a_terminal_shows_eta() -> None:
     stream = io.StringIO()
     with ProgressRenderer(label="parity run", stream=stream, tty=True) as progress:
-        progress(ProgressEvent(phase="measured", done=5, total=10, suite="gemm", key="m1", ok=True,
-                               elapsed_s=1.0, eta_s=65.0))
+        progress(
+            ProgressEvent(
+                phase="measured",
+                done=5,
+                total=10,
+                suite="gemm",
+                key="m1",
+                ok=True,
+                elapsed_s=1.0,
+                eta_s=65.0,
+            )
+        )
     text = stream.getvalue()
     assert "5/10" in text and "eta 1m05s" in text and "gemm/m1" in text
 
 
 def test_format_duration() -> None:
     assert [format_duration(s) for s in (None, -1, 0.4, 59.6, 61, 3599, 3600, 7500)] == [
-        "?", "?", "0s", "1m00s", "1m01s", "59m59s", "1h00m", "2h05m"]
+        "?",
+        "?",
+        "0s",
+        "1m00s",
+        "1m01s",
+        "59m59s",
+        "1h00m",
+        "2h05m",
+    ]

@@ -48,10 +48,23 @@ def _stored(db: Path) -> list[tuple[str, str, int]]:
 @pytest.mark.torch
 def test_sigkill_mid_run_then_resume_keeps_every_case_once(tmp_path: Path) -> None:
     db = tmp_path / "crash.sqlite"
-    command = [sys.executable, "-m", "parity", "run", "--device", "cpu", "--suite", "tiny",
-               "--set", f"tiny.cases={CASES}", "--set", "tiny.sleep_s=0.1"]
-    proc = subprocess.Popen(command, env=_env(db), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    command = [
+        sys.executable,
+        "-m",
+        "parity",
+        "run",
+        "--device",
+        "cpu",
+        "--suite",
+        "tiny",
+        "--set",
+        f"tiny.cases={CASES}",
+        "--set",
+        "tiny.sleep_s=0.1",
+    ]
+    proc = subprocess.Popen(
+        command, env=_env(db), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 60
     while len(_stored(db)) < 3:
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
@@ -65,8 +78,20 @@ def test_sigkill_mid_run_then_resume_keeps_every_case_once(tmp_path: Path) -> No
     (run_id,) = {row[0] for row in before}
 
     resumed = subprocess.run(
-        [sys.executable, "-m", "parity", "run", "--resume", run_id, "--json", str(tmp_path / "r.json")],
-        env=_env(db), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "parity",
+            "run",
+            "--resume",
+            run_id,
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        env=_env(db),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert resumed.returncode == 0, resumed.stderr
     after = _stored(db)

@@ -14,8 +14,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device_check.sh"
 TESTS = REPO / "tests"
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None,
-                                reason="needs bash and coreutils timeout")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("timeout") is None,
+    reason="needs bash and coreutils timeout",
+)
 
 
 def test_script_parses_and_is_executable() -> None:
@@ -32,15 +34,22 @@ def test_script_without_outdir_prints_usage() -> None:
 @pytest.mark.torch
 def test_cpu_dry_run_writes_results_and_logs(tmp_path: Path) -> None:
     env = dict(os.environ)
-    env.update({
-        "DEVICE": "cpu", "QUICK": "1", "SUITES": "tiny", "RUN_BUDGET_S": "120", "DOCTOR": "0",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")])),
-        "PARITY_PLUGINS": "test_runner:TinySuite",
-    })
+    env.update(
+        {
+            "DEVICE": "cpu",
+            "QUICK": "1",
+            "SUITES": "tiny",
+            "RUN_BUDGET_S": "120",
+            "DOCTOR": "0",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")])),
+            "PARITY_PLUGINS": "test_runner:TinySuite",
+        }
+    )
     env.pop("PARITY_DB", None)
     out = tmp_path / "check"
-    proc = subprocess.run(["bash", str(SCRIPT), str(out)], env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     summary = orjson.loads((out / "summary.json").read_bytes())
     assert summary["ok"] is True and summary["kind"] == "device-check"
@@ -60,8 +69,9 @@ def test_a_failing_step_makes_the_script_fail(tmp_path: Path) -> None:
     env = dict(os.environ, DEVICE="no-such-device", QUICK="1", TESTS="0", TRACE="0", DOCTOR="0")
     env.pop("PARITY_DB", None)
     out = tmp_path / "check"
-    proc = subprocess.run(["bash", str(SCRIPT), str(out)], env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 1
     steps = orjson.loads((out / "summary.json").read_bytes())["steps"]
     status = {s["step"]: s["status"] for s in steps}

@@ -32,29 +32,46 @@ def test_format_value_by_unit_in_the_key() -> None:
 def test_headline_prefers_the_suites_choice_then_numeric_leaves() -> None:
     chosen = {"headline": {"best_fraction": 0.5, "peak_tflops": 312.0}, "device": "H200", "n": 3}
     assert headline(chosen) == "best_fraction 50.0%; peak_tflops 312 TFLOP/s"
-    fallback = {"device": "x", "ceiling": {"gbps": 2.5, "op": "copy", "deep": {"n": 1}},
-                "curves": [1, 2], "threads": 2, "flush": True}
+    fallback = {
+        "device": "x",
+        "ceiling": {"gbps": 2.5, "op": "copy", "deep": {"n": 1}},
+        "curves": [1, 2],
+        "threads": 2,
+        "flush": True,
+    }
     assert headline(fallback) == "ceiling.gbps 2.5 GB/s; threads 2"
 
 
 def _run(status: str = "complete", ok: bool = False) -> RunRecord:
     return RunRecord(
-        run_id="20261129-230512-a3f9", created_at="2026-11-29T23:05:12+00:00", status=status,
+        run_id="20261129-230512-a3f9",
+        created_at="2026-11-29T23:05:12+00:00",
+        status=status,
         config={"device": "cuda:0", "suites": ["gemm", "membw"]},
-        summary={"ok": ok, "suites": {
-            "gemm": {"summary": {"headline": {"best_fraction": 0.9}}, "summary_error": None},
-            "membw": {"summary": {}, "summary_error": "ValueError: no points"},
-        }},
+        summary={
+            "ok": ok,
+            "suites": {
+                "gemm": {"summary": {"headline": {"best_fraction": 0.9}}, "summary_error": None},
+                "membw": {"summary": {}, "summary_error": "ValueError: no points"},
+            },
+        },
     )
 
 
 CASES = [
-    CaseResult(suite="gemm", key="a", check={"passed": True},
-               findings=(Finding(code="high-variance", severity=Severity.WARNING, message="m"),)),
+    CaseResult(
+        suite="gemm",
+        key="a",
+        check={"passed": True},
+        findings=(Finding(code="high-variance", severity=Severity.WARNING, message="m"),),
+    ),
     CaseResult(suite="gemm", key="b", error="out of memory"),
     CaseResult(suite="gemm", key="c", check={"passed": False, "max_rel_error": 0.5}),
-    CaseResult(suite="membw", key="d",
-               findings=(Finding(code="over-ceiling", severity=Severity.ERROR, message="120%"),)),
+    CaseResult(
+        suite="membw",
+        key="d",
+        findings=(Finding(code="over-ceiling", severity=Severity.ERROR, message="120%"),),
+    ),
 ]
 
 
@@ -75,7 +92,8 @@ def test_verdicts() -> None:
     assert verdict_text(_run(ok=True), CASES[:1]).plain == "OK (1 cases, 0 not ok)"
     assert verdict_text(_run(ok=False), CASES).plain == "FAILED (4 cases, 3 not ok)"
     assert verdict_text(_run(status="running"), CASES).plain.startswith(
-        "INCOMPLETE (4 cases, 3 not ok); continue with parity run --resume 20261129-230512-a3f9")
+        "INCOMPLETE (4 cases, 3 not ok); continue with parity run --resume 20261129-230512-a3f9"
+    )
 
 
 def test_rendered_summary_lists_failed_cases_and_warnings() -> None:

@@ -37,8 +37,10 @@ class TinySuite:
 
     def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
         count = int(options.get("cases", 4 if quick else 8))
-        return [CaseSpec(suite=self.name, key=f"case-{i:03d}", params={"i": i}, cost=1.0 + i % 3)
-                for i in range(count)]
+        return [
+            CaseSpec(suite=self.name, key=f"case-{i:03d}", params={"i": i}, cost=1.0 + i % 3)
+            for i in range(count)
+        ]
 
     def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
         if case.key == options.get("interrupt_at"):
@@ -46,13 +48,24 @@ class TinySuite:
         if case.key in options.get("raise_on", []):
             raise RuntimeError(f"boom at {case.key}\nsecond line")
         time.sleep(float(options.get("sleep_s", 0.0)))
-        m = measure(lambda: sum(range(100)), device=device, warmup_s=0.0, budget_s=0.001,
-                    min_samples=5, max_samples=10, flush_cache=False)
+        m = measure(
+            lambda: sum(range(100)),
+            device=device,
+            warmup_s=0.0,
+            budget_s=0.001,
+            min_samples=5,
+            max_samples=10,
+            flush_cache=False,
+        )
         self.measured.append(case.key)
         return CaseResult(
-            suite=self.name, key=case.key, params=dict(case.params), samples={"main": m.samples},
+            suite=self.name,
+            key=case.key,
+            params=dict(case.params),
+            samples={"main": m.samples},
             metrics={"median_s": m.median_s, "i": case.params["i"]},
-            check={"passed": case.key not in options.get("wrong", [])}, findings=m.findings,
+            check={"passed": case.key not in options.get("wrong", [])},
+            findings=m.findings,
         )
 
     def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
@@ -88,13 +101,23 @@ def test_eta_is_cost_weighted() -> None:
 def test_run_stores_every_case_and_summary(store: Store) -> None:
     events: list[ProgressEvent] = []
     suites = [TinySuite(), OtherSuite()]
-    outcome = run_suites(store, device=_device(), suites=suites, options={"tiny": {"cases": 3}},
-                         progress=events.append, argv=["parity", "run"])
+    outcome = run_suites(
+        store,
+        device=_device(),
+        suites=suites,
+        options={"tiny": {"cases": 3}},
+        progress=events.append,
+        argv=["parity", "run"],
+    )
     assert outcome.ok and outcome.measured == 3 + 8 and outcome.skipped == 0
     run = store.get_run(outcome.run.run_id)
     assert run.status == "complete"
-    assert run.config == {"device": "fake", "suites": ["tiny", "other"], "quick": False,
-                          "options": {"tiny": {"cases": 3}}}
+    assert run.config == {
+        "device": "fake",
+        "suites": ["tiny", "other"],
+        "quick": False,
+        "options": {"tiny": {"cases": 3}},
+    }
     assert run.provenance["command_line"] == ["parity", "run"] and run.provenance["device_identity"]
     assert run.summary["ok"] is True
     assert run.summary["suites"]["tiny"]["summary"] == {"measured": 3, "sum_i": 3}
@@ -117,8 +140,13 @@ def test_each_case_is_committed_before_the_next_starts(store: Store) -> None:
         if event.phase == "case":
             seen.append(len(store.done_keys(event.run_id, "tiny")))
 
-    run_suites(store, device=_device(), suites=[TinySuite()], options={"tiny": {"cases": 4}},
-               progress=check)
+    run_suites(
+        store,
+        device=_device(),
+        suites=[TinySuite()],
+        options={"tiny": {"cases": 4}},
+        progress=check,
+    )
     assert seen == [0, 1, 2, 3]
 
 
@@ -139,16 +167,26 @@ def test_errors_are_rows_and_the_sweep_goes_on(store: Store) -> None:
 
 def test_interrupted_run_resumes_without_measuring_twice(store: Store) -> None:
     with pytest.raises(KeyboardInterrupt):
-        run_suites(store, device=_device(), suites=[TinySuite()],
-                   options={"tiny": {"cases": 7, "interrupt_at": "case-004"}})
+        run_suites(
+            store,
+            device=_device(),
+            suites=[TinySuite()],
+            options={"tiny": {"cases": 7, "interrupt_at": "case-004"}},
+        )
     (run,) = store.list_runs()
     assert run.status == "running"
     assert store.done_keys(run.run_id, "tiny") == {f"case-{i:03d}" for i in range(4)}
 
     again = TinySuite()
     events: list[ProgressEvent] = []
-    outcome = run_suites(store, device=_device(), suites=[again], options={"tiny": {"cases": 7}},
-                         resume_run_id=run.run_id[:15], progress=events.append)
+    outcome = run_suites(
+        store,
+        device=_device(),
+        suites=[again],
+        options={"tiny": {"cases": 7}},
+        resume_run_id=run.run_id[:15],
+        progress=events.append,
+    )
     assert again.measured == ["case-004", "case-005", "case-006"]
     assert (outcome.measured, outcome.skipped) == (3, 4) and events[0].done == 4
     keys = [c.key for c in store.cases(run.run_id)]
@@ -158,11 +196,14 @@ def test_interrupted_run_resumes_without_measuring_twice(store: Store) -> None:
 
 
 def test_resume_on_another_device_model_is_refused(store: Store, monkeypatch) -> None:
-    outcome = run_suites(store, device=_device(), suites=[TinySuite()], options={"tiny": {"cases": 1}})
+    outcome = run_suites(
+        store, device=_device(), suites=[TinySuite()], options={"tiny": {"cases": 1}}
+    )
     other = _device()
     real = other.properties()
-    monkeypatch.setattr(other, "properties", lambda: type(real)(
-        **{**real.__dict__, "name": "Another Accelerator"}))
+    monkeypatch.setattr(
+        other, "properties", lambda: type(real)(**{**real.__dict__, "name": "Another Accelerator"})
+    )
     with pytest.raises(ParityError, match="Another Accelerator"):
         run_suites(store, device=other, suites=[TinySuite()], resume_run_id=outcome.run.run_id)
 
@@ -205,7 +246,9 @@ def test_summary_errors_fail_the_run(store: Store) -> None:
         def summarize(self, results, *, options):
             raise ZeroDivisionError("division by zero")
 
-    outcome = run_suites(store, device=_device(), suites=[BadSummary()], options={"tiny": {"cases": 2}})
+    outcome = run_suites(
+        store, device=_device(), suites=[BadSummary()], options={"tiny": {"cases": 2}}
+    )
     assert not outcome.ok and all(c.ok for c in outcome.cases)
     assert outcome.suites[0].summary_error == "ZeroDivisionError: division by zero"
     assert store.get_run(outcome.run.run_id).status == "failed"
@@ -217,11 +260,16 @@ def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     assert "tiny" in registry.names() and registry.names()[:3] == ["gemm", "membw", "latency"]
     assert registry.get_suite("tiny").name == "tiny"
     assert [s.name for s in registry.resolve(["tiny", "tiny,tiny"])] == ["tiny"]
-    with pytest.raises(ParityError, match=r"unknown suite 'nope'; known suites: gemm, membw, latency.*tiny"):
+    with pytest.raises(
+        ParityError, match=r"unknown suite 'nope'; known suites: gemm, membw, latency.*tiny"
+    ):
         registry.resolve(["tiny,nope"])
 
     monkeypatch.setitem(registry.BUILTIN, "ghost", "parity.bench.ghost_suite:GhostSuite")
-    with pytest.raises(ParityError, match="suite 'ghost' cannot be imported: no module named 'parity.bench.ghost_suite'"):
+    with pytest.raises(
+        ParityError,
+        match="suite 'ghost' cannot be imported: no module named 'parity.bench.ghost_suite'",
+    ):
         registry.get_suite("ghost")
 
     registry.register(OtherSuite)
@@ -233,7 +281,10 @@ def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
         registry.get_suite("other")
 
     monkeypatch.setenv("PARITY_PLUGINS", "test_runner:NotThere")
-    with pytest.raises(ParityError, match="PARITY_PLUGINS entry 'test_runner:NotThere': module test_runner has no 'NotThere'"):
+    with pytest.raises(
+        ParityError,
+        match="PARITY_PLUGINS entry 'test_runner:NotThere': module test_runner has no 'NotThere'",
+    ):
         registry.names()
 
 
@@ -242,7 +293,8 @@ def test_registry_reads_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     point = metadata.EntryPoint(name="tiny", value="test_runner:TinySuite", group="parity.suites")
-    monkeypatch.setattr(registry.metadata, "entry_points",
-                        lambda group: [point] if group == "parity.suites" else [])
+    monkeypatch.setattr(
+        registry.metadata, "entry_points", lambda group: [point] if group == "parity.suites" else []
+    )
     assert "tiny" in registry.names()
     assert isinstance(registry.get_suite("tiny"), TinySuite)

@@ -1,4 +1,4 @@
-"""The results store on real SQLite files: round trips, resume keys, versioning, bad files, exports."""
+"""The results store on real SQLite files: round trips, resume, versions, bad files, exports."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def _case(key: str, *, suite: str = "gemm", **extra) -> CaseResult:
         suite=suite,
         key=key,
         params={"m": 64, "dtype": "bf16"},
-        samples={"main": Samples(values_s=(1e-3, 1.5e-3, 2e-3), method="host-clock", resolution_s=1e-7)},
+        samples={
+            "main": Samples(values_s=(1e-3, 1.5e-3, 2e-3), method="host-clock", resolution_s=1e-7)
+        },
         metrics={"flop_per_s": 1.25e12, "bytes": 24576},
         check={"passed": True, "max_rel_error": 1e-3},
         findings=(Finding(code="high-variance", severity=Severity.WARNING, message="iqr 20%"),),
@@ -30,11 +32,16 @@ def _case(key: str, *, suite: str = "gemm", **extra) -> CaseResult:
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
-        run = store.create_run(config={"device": "cpu", "suites": ["gemm"]}, provenance={"host": "x"})
+        run = store.create_run(
+            config={"device": "cpu", "suites": ["gemm"]}, provenance={"host": "x"}
+        )
         case = _case("m64")
         store.add_case(run.run_id, case)
         store.add_case(run.run_id, CaseResult(suite="gemm", key="oom", error="out of memory"))
-        assert store.cases(run.run_id) == [case, CaseResult(suite="gemm", key="oom", error="out of memory")]
+        assert store.cases(run.run_id) == [
+            case,
+            CaseResult(suite="gemm", key="oom", error="out of memory"),
+        ]
         assert store.done_keys(run.run_id, "gemm") == {"m64", "oom"}
         assert store.done_keys(run.run_id, "membw") == set()
         counts = store.case_counts()[run.run_id]
@@ -75,7 +82,9 @@ def test_run_ids_are_unique_readable_and_resolvable(tmp_path: Path) -> None:
         assert store.resolve_run_id(ids[0]) == ids[0]
         with pytest.raises(ParityError, match="ambiguous"):
             store.get_run(ids[0][:8])
-        with pytest.raises(ParityError, match=r"no run 'nope' in .*r\.sqlite; see parity runs list"):
+        with pytest.raises(
+            ParityError, match=r"no run 'nope' in .*r\.sqlite; see parity runs list"
+        ):
             store.get_run("nope")
         with pytest.raises(ParityError, match="no run 'nope'"):
             store.add_case("nope", _case("x"))
@@ -144,8 +153,10 @@ def test_exports_json_csv_parquet(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         run = store.create_run(config={"device": "cpu"}, provenance={})
         store.add_case(run.run_id, _case("m64"))
-        store.add_case(run.run_id, CaseResult(suite="membw", key="1KiB", metrics={"bytes": "n/a"},
-                                              error="unsupported"))
+        store.add_case(
+            run.run_id,
+            CaseResult(suite="membw", key="1KiB", metrics={"bytes": "n/a"}, error="unsupported"),
+        )
         doc = orjson.loads(store.export(run.run_id, "json", tmp_path / "run.json").read_bytes())
         assert doc["schema_version"] >= 1 and doc["kind"] == "run-export"
         assert doc["run"]["run_id"] == run.run_id
@@ -169,7 +180,9 @@ def test_exports_json_csv_parquet(tmp_path: Path) -> None:
             store.export(run.run_id, "xml", tmp_path / "r.xml")
 
 
-def test_parquet_without_pyarrow_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parquet_without_pyarrow_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import builtins
 
     real_import = builtins.__import__

@@ -32,7 +32,9 @@ COUNT = 100
 def _start(path: Path, run_id: str, tag: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), run_id, tag, str(COUNT)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -64,5 +66,5 @@ def test_two_writers_racing_to_create_a_fresh_store(tmp_path: Path) -> None:
     assert len(set(run_ids)) == 2
     with Store.open(path) as store:
         assert store.integrity_check() == "ok"
-        for run_id, tag in zip(run_ids, ("a", "b")):
+        for run_id, tag in zip(run_ids, ("a", "b"), strict=True):
             assert [c.key for c in store.cases(run_id)] == [f"{tag}-{i:04d}" for i in range(COUNT)]

@@ -104,7 +104,9 @@ def estimate_eta_s(*, elapsed_s: float, done_cost: float, remaining_cost: float)
     return elapsed_s / done_cost * max(remaining_cost, 0.0)
 
 
-def run_config(*, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]) -> dict[str, Any]:
+def run_config(
+    *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]
+) -> dict[str, Any]:
     """The stored ``config`` of a run: what was asked, enough to resume it."""
     return {
         "device": getattr(device, "name", str(device)),
@@ -132,8 +134,14 @@ def _collect_provenance(device: Any, argv: Sequence[str] | None) -> dict[str, An
 
 
 def _start_or_resume(
-    store: Store, *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any],
-    resume_run_id: str | None, argv: Sequence[str] | None,
+    store: Store,
+    *,
+    device: Any,
+    suites: Sequence[Suite],
+    quick: bool,
+    options: dict[str, Any],
+    resume_run_id: str | None,
+    argv: Sequence[str] | None,
 ) -> RunRecord:
     if resume_run_id is None:
         config = run_config(device=device, suites=suites, quick=quick, options=options)
@@ -154,7 +162,9 @@ def _start_or_resume(
     return store.get_run(run.run_id)
 
 
-def _list_cases(suite: Suite, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+def _list_cases(
+    suite: Suite, *, device: Any, quick: bool, options: dict[str, Any]
+) -> list[CaseSpec]:
     """The suite's cases, checked for the unique keys ``--resume`` relies on."""
     try:
         cases = list(suite.cases(device=device, quick=quick, options=options.get(suite.name, {})))
@@ -162,7 +172,9 @@ def _list_cases(suite: Suite, *, device: Any, quick: bool, options: dict[str, An
         raise
     except Exception as exc:  # noqa: BLE001 - name the suite instead of a traceback
         log.debug("listing %s cases raised", suite.name, exc_info=True)
-        raise ParityError(f"suite {suite.name!r} could not list its cases: {type(exc).__name__}: {exc}") from None
+        raise ParityError(
+            f"suite {suite.name!r} could not list its cases: {type(exc).__name__}: {exc}"
+        ) from None
     keys = [c.key for c in cases]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
@@ -170,7 +182,9 @@ def _list_cases(suite: Suite, *, device: Any, quick: bool, options: dict[str, An
     return cases
 
 
-def _measure_one(suite: Suite, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+def _measure_one(
+    suite: Suite, case: CaseSpec, *, device: Any, options: dict[str, Any]
+) -> CaseResult:
     """The suite's result for ``case``, or an error row when it raises or answers wrongly."""
     try:
         result = suite.measure(case, device=device, options=options)
@@ -186,7 +200,9 @@ def _measure_one(suite: Suite, case: CaseSpec, *, device: Any, options: dict[str
             telemetry={"raised_at": f"{where.filename}:{where.lineno}"} if where else {},
         )
     if not isinstance(result, CaseResult) or (result.suite, result.key) != (case.suite, case.key):
-        got = (result.suite, result.key) if isinstance(result, CaseResult) else type(result).__name__
+        got = (
+            (result.suite, result.key) if isinstance(result, CaseResult) else type(result).__name__
+        )
         return CaseResult(
             suite=case.suite,
             key=case.key,
@@ -218,8 +234,9 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: dict[str, An
 class _Tracker:
     """Progress bookkeeping of one sweep: counts, cost spent, and the events sent."""
 
-    def __init__(self, *, run_id: str, total: int, skipped: int, todo_cost: float,
-                 report: ProgressCallback) -> None:
+    def __init__(
+        self, *, run_id: str, total: int, skipped: int, todo_cost: float, report: ProgressCallback
+    ) -> None:
         self.run_id, self.total, self.skipped = run_id, total, skipped
         self.done, self.measured = skipped, 0
         self.todo_cost, self.spent_cost = todo_cost, 0.0
@@ -228,27 +245,55 @@ class _Tracker:
 
     def emit(self, phase: str, *, suite: str = "", key: str = "", ok: bool | None = None) -> None:
         elapsed = time.perf_counter() - self.started
-        eta = estimate_eta_s(elapsed_s=elapsed, done_cost=self.spent_cost,
-                             remaining_cost=self.todo_cost - self.spent_cost)
+        eta = estimate_eta_s(
+            elapsed_s=elapsed,
+            done_cost=self.spent_cost,
+            remaining_cost=self.todo_cost - self.spent_cost,
+        )
         if phase in ("summary", "done"):
             eta = 0.0
-        self.report(ProgressEvent(phase=phase, done=self.done, total=self.total,
-                                  run_id=self.run_id, skipped=self.skipped, suite=suite, key=key,
-                                  ok=ok, elapsed_s=elapsed, eta_s=eta))
+        self.report(
+            ProgressEvent(
+                phase=phase,
+                done=self.done,
+                total=self.total,
+                run_id=self.run_id,
+                skipped=self.skipped,
+                suite=suite,
+                key=key,
+                ok=ok,
+                elapsed_s=elapsed,
+                eta_s=eta,
+            )
+        )
 
     def count(self, case: CaseSpec) -> None:
         self.done, self.measured = self.done + 1, self.measured + 1
         self.spent_cost += case.cost
 
 
-def _sweep(store: Store, run: RunRecord, plan: list[tuple[Suite, list[CaseSpec]]], *,
-           device: Any, options: dict[str, dict[str, Any]], report: ProgressCallback) -> _Tracker:
+def _sweep(
+    store: Store,
+    run: RunRecord,
+    plan: list[tuple[Suite, list[CaseSpec]]],
+    *,
+    device: Any,
+    options: dict[str, dict[str, Any]],
+    report: ProgressCallback,
+) -> _Tracker:
     """Measure and commit, one at a time, every planned case the run does not hold yet."""
-    todo = [(suite, case) for suite, cases in plan
-            for case in _missing(cases, store.done_keys(run.run_id, suite.name))]
-    tracker = _Tracker(run_id=run.run_id, total=sum(len(cases) for _, cases in plan),
-                       skipped=sum(len(cases) for _, cases in plan) - len(todo),
-                       todo_cost=sum(case.cost for _, case in todo), report=report)
+    todo = [
+        (suite, case)
+        for suite, cases in plan
+        for case in _missing(cases, store.done_keys(run.run_id, suite.name))
+    ]
+    tracker = _Tracker(
+        run_id=run.run_id,
+        total=sum(len(cases) for _, cases in plan),
+        skipped=sum(len(cases) for _, cases in plan) - len(todo),
+        todo_cost=sum(case.cost for _, case in todo),
+        report=report,
+    )
     tracker.emit("start")
     for suite, case in todo:
         tracker.emit("case", suite=suite.name, key=case.key)
@@ -282,10 +327,17 @@ def run_suites(
     """
     options = dict(options or {})
     report = progress or (lambda event: None)
-    plan = [(suite, _list_cases(suite, device=device, quick=quick, options=options)) for suite in suites]
+    plan = [
+        (suite, _list_cases(suite, device=device, quick=quick, options=options)) for suite in suites
+    ]
     run = _start_or_resume(
-        store, device=device, suites=suites, quick=quick, options=options,
-        resume_run_id=resume_run_id, argv=argv,
+        store,
+        device=device,
+        suites=suites,
+        quick=quick,
+        options=options,
+        resume_run_id=resume_run_id,
+        argv=argv,
     )
     tracker = _sweep(store, run, plan, device=device, options=options, report=report)
     tracker.emit("summary")

@@ -63,8 +63,9 @@ class ProgressRenderer:
     ``tty`` forces the rich bar (True) or plain lines (False); by default the stream decides.
     """
 
-    def __init__(self, *, label: str = "measuring", stream: TextIO | None = None,
-                 tty: bool | None = None) -> None:
+    def __init__(
+        self, *, label: str = "measuring", stream: TextIO | None = None, tty: bool | None = None
+    ) -> None:
         self.label = label
         self._stream = stream if stream is not None else sys.stderr
         self._console = Console(file=self._stream, force_terminal=tty, highlight=False)
@@ -96,11 +97,30 @@ class ProgressRenderer:
             self._progress.stop()
             self._progress = None
 
-    def update(self, *, done: int, total: int | None, label: str = "", ok: bool | None = None,
-               eta_s: float | None = None, phase: str = "measured") -> None:
+    def update(
+        self,
+        *,
+        done: int,
+        total: int | None,
+        label: str = "",
+        ok: bool | None = None,
+        eta_s: float | None = None,
+        phase: str = "measured",
+    ) -> None:
         """Report progress without an event object (``phase`` as in :meth:`__call__`)."""
-        self(SimpleNamespace(phase=phase, done=done, total=total, key=label, suite="", ok=ok,
-                             eta_s=eta_s, elapsed_s=time.perf_counter() - self._started, skipped=0))
+        self(
+            SimpleNamespace(
+                phase=phase,
+                done=done,
+                total=total,
+                key=label,
+                suite="",
+                ok=ok,
+                eta_s=eta_s,
+                elapsed_s=time.perf_counter() - self._started,
+                skipped=0,
+            )
+        )
 
     def __call__(self, event: Any) -> None:
         if self._progress is not None:
@@ -112,8 +132,13 @@ class ProgressRenderer:
         assert self._progress is not None
         phase = getattr(event, "phase", "measured")
         current = {"summary": "summarising", "done": "done"}.get(phase, _label(event))
-        self._progress.update(self._task, completed=event.done, total=event.total,
-                              current=current, eta_s=getattr(event, "eta_s", None))
+        self._progress.update(
+            self._task,
+            completed=event.done,
+            total=event.total,
+            current=current,
+            eta_s=getattr(event, "eta_s", None),
+        )
 
     def _render_line(self, event: Any) -> None:
         phase = getattr(event, "phase", "measured")
@@ -128,8 +153,10 @@ class ProgressRenderer:
             verdict = {True: "ok", False: "FAILED", None: ""}[getattr(event, "ok", None)]
             elapsed = format_duration(getattr(event, "elapsed_s", None))
             eta = format_duration(getattr(event, "eta_s", None))
-            self._write(f"[{event.done:>{width}}/{total} {pct}] {_label(event)} {verdict}"
-                        f"  elapsed {elapsed}  eta {eta}")
+            self._write(
+                f"[{event.done:>{width}}/{total} {pct}] {_label(event)} {verdict}"
+                f"  elapsed {elapsed}  eta {eta}"
+            )
         elif phase == "summary":
             self._write(f"{self.label}: summarising")
 

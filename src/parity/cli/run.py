@@ -31,12 +31,16 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return options
 
 
-def _resume_settings(store: Store, run_id: str, *, suites: tuple[str, ...], quick: bool,
-                     settings: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+def _resume_settings(
+    store: Store, run_id: str, *, suites: tuple[str, ...], quick: bool, settings: tuple[str, ...]
+) -> tuple[str, dict[str, Any]]:
     """The stored run's id and config; refuses flags that would change what it measures."""
     run = store.get_run(run_id)
-    given = [flag for flag, used in (("--suite", suites), ("--quick", quick), ("--set", settings))
-             if used]
+    given = [
+        flag
+        for flag, used in (("--suite", suites), ("--quick", quick), ("--set", settings))
+        if used
+    ]
     if given:
         raise ParityError(
             f"--resume continues run {run.run_id} with its stored settings; drop {', '.join(given)}"
@@ -46,19 +50,45 @@ def _resume_settings(store: Store, run_id: str, *, suites: tuple[str, ...], quic
 
 @click.command()
 @click.option("--quick", is_flag=True, help="Fewer, smaller cases: a smoke run in about a minute.")
-@click.option("--device", "device_name", default=None, metavar="DEV",
-              help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
-@click.option("--suite", "suite_names", multiple=True, metavar="NAMES",
-              help="Suites to run, comma-separated or repeated. Default: all registered.")
-@click.option("--set", "settings", multiple=True, metavar="SUITE.KEY=VALUE",
-              help="A suite option, repeatable; VALUE is read as JSON when it parses.")
-@click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
-              help="Continue a run that was interrupted: measure only the cases it lacks.")
+@click.option(
+    "--device",
+    "device_name",
+    default=None,
+    metavar="DEV",
+    help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.",
+)
+@click.option(
+    "--suite",
+    "suite_names",
+    multiple=True,
+    metavar="NAMES",
+    help="Suites to run, comma-separated or repeated. Default: all registered.",
+)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="SUITE.KEY=VALUE",
+    help="A suite option, repeatable; VALUE is read as JSON when it parses.",
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    default=None,
+    metavar="RUN_ID",
+    help="Continue a run that was interrupted: measure only the cases it lacks.",
+)
 @db_option
 @json_option
-def run(quick: bool, device_name: str | None, suite_names: tuple[str, ...],
-        settings: tuple[str, ...], resume_id: str | None, db_path: str | None,
-        json_path: str | None) -> int:
+def run(
+    quick: bool,
+    device_name: str | None,
+    suite_names: tuple[str, ...],
+    settings: tuple[str, ...],
+    resume_id: str | None,
+    db_path: str | None,
+    json_path: str | None,
+) -> int:
     """Measure the registered benchmarks on one device, store every case as it is measured,
     and print a summary with an overall OK or FAILED (exit status 1).
 
@@ -78,8 +108,9 @@ def run(quick: bool, device_name: str | None, suite_names: tuple[str, ...],
     with Store.open(db_path) as store:
         options = parse_settings(settings)
         if resume_id is not None:
-            resume_id, config = _resume_settings(store, resume_id, suites=suite_names,
-                                                 quick=quick, settings=settings)
+            resume_id, config = _resume_settings(
+                store, resume_id, suites=suite_names, quick=quick, settings=settings
+            )
             suite_names = tuple(config.get("suites", []))
             quick = bool(config.get("quick", False))
             options = dict(config.get("options", {}))
@@ -97,21 +128,34 @@ def run(quick: bool, device_name: str | None, suite_names: tuple[str, ...],
 
         try:
             with renderer:
-                outcome = run_suites(store, device=device, suites=suites, quick=quick,
-                                     options=options, resume_run_id=resume_id, progress=progress)
+                outcome = run_suites(
+                    store,
+                    device=device,
+                    suites=suites,
+                    quick=quick,
+                    options=options,
+                    resume_run_id=resume_id,
+                    progress=progress,
+                )
         except KeyboardInterrupt:
             if started:
-                click.echo(f"parity: continue with: parity run --resume {started['run_id']}", err=True)
+                click.echo(
+                    f"parity: continue with: parity run --resume {started['run_id']}", err=True
+                )
             raise
     stdout_console(json_path).print(render_run_summary(outcome.run, outcome.cases))
     ok = run_ok(outcome.run, outcome.cases)
-    write_json(json_path, "run", {
-        "run": outcome.run.to_dict(),
-        "cases": [c.to_dict() for c in outcome.cases],
-        "suites": [s.to_dict() for s in outcome.suites],
-        "ok": ok,
-        "measured": outcome.measured,
-        "skipped": outcome.skipped,
-        "db": str(store.path),
-    })
+    write_json(
+        json_path,
+        "run",
+        {
+            "run": outcome.run.to_dict(),
+            "cases": [c.to_dict() for c in outcome.cases],
+            "suites": [s.to_dict() for s in outcome.suites],
+            "ok": ok,
+            "measured": outcome.measured,
+            "skipped": outcome.skipped,
+            "db": str(store.path),
+        },
+    )
     return 0 if ok else 1

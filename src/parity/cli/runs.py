@@ -60,8 +60,13 @@ def runs() -> None:
 
 
 @runs.command("list")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Show at most this many runs, newest first.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Show at most this many runs, newest first.",
+)
 @db_option
 @json_option
 def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
@@ -79,18 +84,35 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
     entries: list[dict[str, Any]] = []
     table = Table(title=f"runs in {path}", title_justify="left")
     for column in ("run", "created", "status", "device", "suites", "cases", "not ok"):
-        table.add_column(column, justify="right" if column in ("cases", "not ok") else "left",
-                         no_wrap=column in ("run", "created", "status"))
+        table.add_column(
+            column,
+            justify="right" if column in ("cases", "not ok") else "left",
+            no_wrap=column in ("run", "created", "status"),
+        )
     for run in records:
         count = counts.get(run.run_id)
         total, failed = (count.total, count.failed) if count else (0, 0)
-        entries.append({
-            "run_id": run.run_id, "created_at": run.created_at, "status": run.status,
-            "config": run.config, "ok": run.summary.get("ok"), "cases": total, "not_ok": failed,
-        })
-        table.add_row(run.run_id, _short_time(run.created_at), run.status,
-                      str(run.config.get("device", "?")), ",".join(run.config.get("suites", [])),
-                      str(total), str(failed), style=None if failed == 0 else "red")
+        entries.append(
+            {
+                "run_id": run.run_id,
+                "created_at": run.created_at,
+                "status": run.status,
+                "config": run.config,
+                "ok": run.summary.get("ok"),
+                "cases": total,
+                "not_ok": failed,
+            }
+        )
+        table.add_row(
+            run.run_id,
+            _short_time(run.created_at),
+            run.status,
+            str(run.config.get("device", "?")),
+            ",".join(run.config.get("suites", [])),
+            str(total),
+            str(failed),
+            style=None if failed == 0 else "red",
+        )
     console = stdout_console(json_path)
     if records:
         console.print(table)
@@ -122,8 +144,11 @@ def show_run(run_id: str, db_path: str | None, json_path: str | None) -> None:
     console = stdout_console(json_path)
     console.print(render_run_summary(run, cases))
     console.print(_provenance_line(run.provenance), style="dim")
-    write_json(json_path, "run", {"run": run.to_dict(), "cases": [c.to_dict() for c in cases],
-                                  "ok": run.summary.get("ok")})
+    write_json(
+        json_path,
+        "run",
+        {"run": run.to_dict(), "cases": [c.to_dict() for c in cases], "ok": run.summary.get("ok")},
+    )
 
 
 def _provenance_line(provenance: dict[str, Any]) -> str:
@@ -135,15 +160,28 @@ def _provenance_line(provenance: dict[str, Any]) -> str:
 
 @runs.command("export")
 @click.argument("run_id")
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="json",
-              show_default=True, help="json: the full run; csv, parquet: one row per case.")
-@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True),
-              default=None, help="Where to write ('-' for stdout, json and csv). "
-              "Default: parity-RUN_ID.FORMAT in the current directory.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="json",
+    show_default=True,
+    help="json: the full run; csv, parquet: one row per case.",
+)
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="Where to write ('-' for stdout, json and csv). "
+    "Default: parity-RUN_ID.FORMAT in the current directory.",
+)
 @db_option
 @json_option
-def export_run(run_id: str, fmt: str, output: str | None, db_path: str | None,
-               json_path: str | None) -> None:
+def export_run(
+    run_id: str, fmt: str, output: str | None, db_path: str | None, json_path: str | None
+) -> None:
     """Export a run for DuckDB, Spark or pandas: JSON, CSV or Parquet (parity[parquet]).
 
     \b
@@ -163,8 +201,16 @@ def export_run(run_id: str, fmt: str, output: str | None, db_path: str | None,
         written: Path | None = None
     else:
         written = write_export(run, cases, fmt=fmt, path=target)
-        click.echo(f"wrote {len(cases)} cases of run {run.run_id} to {written}", err=json_path == "-")
-    write_json(json_path, "run-export-result", {
-        "run_id": run.run_id, "format": fmt, "path": str(written) if written else "-",
-        "cases": len(cases),
-    })
+        click.echo(
+            f"wrote {len(cases)} cases of run {run.run_id} to {written}", err=json_path == "-"
+        )
+    write_json(
+        json_path,
+        "run-export-result",
+        {
+            "run_id": run.run_id,
+            "format": fmt,
+            "path": str(written) if written else "-",
+            "cases": len(cases),
+        },
+    )

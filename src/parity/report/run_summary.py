@@ -40,10 +40,23 @@ class SuiteRow:
 
 
 # Keys whose unit is already scaled (the unit is in the name): suffix -> unit shown.
-_NAMED_UNITS = (("gbps", "GB/s"), ("tflops", "TFLOP/s"), ("gflops", "GFLOP/s"), ("_ns", "ns"),
-                ("_us", "us"), ("_ms", "ms"), ("_pct", "%"))
-_SI_UNITS = (("_flop_per_s", "FLOP/s"), ("_flops", "FLOP/s"), ("_bytes_per_s", "B/s"),
-             ("_bps", "B/s"), ("_bytes", "B"), ("_flop", "FLOP"))
+_NAMED_UNITS = (
+    ("gbps", "GB/s"),
+    ("tflops", "TFLOP/s"),
+    ("gflops", "GFLOP/s"),
+    ("_ns", "ns"),
+    ("_us", "us"),
+    ("_ms", "ms"),
+    ("_pct", "%"),
+)
+_SI_UNITS = (
+    ("_flop_per_s", "FLOP/s"),
+    ("_flops", "FLOP/s"),
+    ("_bytes_per_s", "B/s"),
+    ("_bps", "B/s"),
+    ("_bytes", "B"),
+    ("_flop", "FLOP"),
+)
 
 
 def format_value(key: str, value: Any) -> str:
@@ -94,7 +107,9 @@ def headline(summary: dict[str, Any], *, limit: int = MAX_HEADLINE_FIGURES) -> s
     return "; ".join(f"{key} {format_value(key, value)}" for key, value in figures[:limit])
 
 
-def _numeric_leaves(data: dict[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
+def _numeric_leaves(
+    data: dict[str, Any], prefix: str = "", depth: int = 0
+) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
     for key, value in data.items():
         name = f"{prefix}{key}"
@@ -116,17 +131,22 @@ def suite_rows(run: RunRecord, cases: list[CaseResult]) -> list[SuiteRow]:
         entry = stored.get(name, {})
         summary_error = entry.get("summary_error")
         failed = sum(not c.ok for c in mine)
-        rows.append(SuiteRow(
-            suite=name,
-            cases=len(mine),
-            passed=len(mine) - failed,
-            failed=failed,
-            errors=sum(c.error is not None for c in mine),
-            warnings=sum(f.severity is Severity.WARNING for c in mine for f in c.findings),
-            headline=(f"summary failed: {summary_error}" if summary_error
-                      else headline(entry.get("summary", {}))),
-            ok=failed == 0 and not summary_error,
-        ))
+        rows.append(
+            SuiteRow(
+                suite=name,
+                cases=len(mine),
+                passed=len(mine) - failed,
+                failed=failed,
+                errors=sum(c.error is not None for c in mine),
+                warnings=sum(f.severity is Severity.WARNING for c in mine for f in c.findings),
+                headline=(
+                    f"summary failed: {summary_error}"
+                    if summary_error
+                    else headline(entry.get("summary", {}))
+                ),
+                ok=failed == 0 and not summary_error,
+            )
+        )
     return rows
 
 
@@ -153,14 +173,28 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
     device = run.config.get("device", "?")
     title = f"run {run.run_id} on {device} ({run.status})"
     table = Table(title=title, title_justify="left", show_lines=False)
-    for column, justify in (("suite", "left"), ("cases", "right"), ("ok", "right"),
-                            ("failed", "right"), ("errors", "right"), ("warnings", "right"),
-                            ("headline", "left")):
+    for column, justify in (
+        ("suite", "left"),
+        ("cases", "right"),
+        ("ok", "right"),
+        ("failed", "right"),
+        ("errors", "right"),
+        ("warnings", "right"),
+        ("headline", "left"),
+    ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in suite_rows(run, cases):
         style = None if row.ok else "red"
-        table.add_row(row.suite, str(row.cases), str(row.passed), str(row.failed),
-                      str(row.errors), str(row.warnings), row.headline, style=style)
+        table.add_row(
+            row.suite,
+            str(row.cases),
+            str(row.passed),
+            str(row.failed),
+            str(row.errors),
+            str(row.warnings),
+            row.headline,
+            style=style,
+        )
     parts: list[RenderableType] = [table]
     failed = [c for c in cases if not c.ok]
     if failed:
@@ -168,14 +202,20 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
         for case in failed[:MAX_FAILED_SHOWN]:
             lines.append(f"  {case.suite}/{case.key}: {failure_reason(case)}\n", style="red")
         if len(failed) > MAX_FAILED_SHOWN:
-            lines.append(f"  ... and {len(failed) - MAX_FAILED_SHOWN} more "
-                         f"(parity runs show {run.run_id} --json -)\n")
+            lines.append(
+                f"  ... and {len(failed) - MAX_FAILED_SHOWN} more "
+                f"(parity runs show {run.run_id} --json -)\n"
+            )
         lines.rstrip()
         parts.append(lines)
     codes = Counter(f.code for c in cases for f in c.findings if f.severity is Severity.WARNING)
     if codes:
-        parts.append(Text("warnings: " + ", ".join(f"{code} x{n}" for code, n in codes.most_common()),
-                          style="yellow"))
+        parts.append(
+            Text(
+                "warnings: " + ", ".join(f"{code} x{n}" for code, n in codes.most_common()),
+                style="yellow",
+            )
+        )
     parts.append(verdict_text(run, cases))
     return Group(*parts)
 
@@ -185,8 +225,10 @@ def verdict_text(run: RunRecord, cases: list[CaseResult]) -> Text:
     bad = sum(not c.ok for c in cases)
     counts = f"{len(cases)} cases, {bad} not ok"
     if run.status == "running":
-        return Text(f"INCOMPLETE ({counts}); continue with parity run --resume {run.run_id}",
-                    style="bold yellow")
+        return Text(
+            f"INCOMPLETE ({counts}); continue with parity run --resume {run.run_id}",
+            style="bold yellow",
+        )
     if run_ok(run, cases):
         return Text(f"OK ({counts})", style="bold green")
     return Text(f"FAILED ({counts})", style="bold red")

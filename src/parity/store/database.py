@@ -123,16 +123,25 @@ class Store:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ParityError(f"cannot create {target.parent} for the results store: {exc.strerror}")
+            raise ParityError(
+                f"cannot create {target.parent} for the results store: {exc.strerror}; "
+                "pass --db with a writable path"
+            ) from None
         try:
-            conn = sqlite3.connect(str(target), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn = sqlite3.connect(
+                str(target), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
         except sqlite3.Error as exc:
-            raise ParityError(f"cannot open results store {target}: {exc}; check the path") from None
+            raise ParityError(
+                f"cannot open results store {target}: {exc}; check the path"
+            ) from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                log.warning("%s: journal mode %s, not wal; concurrent writers may wait", target, mode)
+                log.warning(
+                    "%s: journal mode %s, not wal; concurrent writers may wait", target, mode
+                )
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
             found = migrate(conn, source=str(target))
@@ -187,7 +196,9 @@ class Store:
                     " summary) VALUES (?, ?, ?, 'running', ?, ?, '{}')",
                     (run_id, created, created, _dumps(config), _dumps(provenance)),
                 )
-            return RunRecord(run_id=run_id, created_at=created, config=config, provenance=provenance)
+            return RunRecord(
+                run_id=run_id, created_at=created, config=config, provenance=provenance
+            )
         raise ParityError("could not draw an unused run id after 8 tries; retry the command")
 
     @_sqlite_errors_as_parity_errors
@@ -266,7 +277,8 @@ class Store:
     def case_counts(self) -> dict[str, CaseCounts]:
         """Per run id: how many cases, how many not ok, how many errors."""
         rows = self._conn.execute(
-            "SELECT run_id, count(*), sum(ok = 0), sum(error IS NOT NULL) FROM cases GROUP BY run_id"
+            "SELECT run_id, count(*), sum(ok = 0), sum(error IS NOT NULL)"
+            " FROM cases GROUP BY run_id"
         )
         return {r[0]: CaseCounts(total=r[1], failed=r[2] or 0, errors=r[3] or 0) for r in rows}
 

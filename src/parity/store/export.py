@@ -71,9 +71,13 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
 
 def export_json(run: RunRecord, cases: list[CaseResult]) -> bytes:
     document = envelope("run-export", {"run": run.to_dict(), "cases": [c.to_dict() for c in cases]})
-    return orjson.dumps(
-        document, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-    ) + b"\n"
+    return (
+        orjson.dumps(
+            document,
+            option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
+        )
+        + b"\n"
+    )
 
 
 def export_csv(run: RunRecord, cases: list[CaseResult]) -> bytes:
@@ -136,5 +140,7 @@ def write_export(run: RunRecord, cases: list[CaseResult], *, fmt: str, path: str
             tmp.write_bytes(export_bytes(run, cases, fmt=fmt))
         tmp.replace(target)
     except OSError as exc:
-        raise ParityError(f"cannot write {target}: {exc.strerror}; choose a writable path") from None
+        raise ParityError(
+            f"cannot write {target}: {exc.strerror}; choose a writable path"
+        ) from None
     return target
