@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch._C._profiler import _ExperimentalConfig
 
-from parity.trace import load_trace
+from parity.trace import Kind, load_trace
 from parity.trace.whatif import parse_scale, predict
 from parity.trace.whatif.selection import choose_window
 from parity.trace.whatif.timeline import build_timeline
@@ -87,7 +87,7 @@ class Block(torch.nn.Module):
     def __init__(self, dim: int, heads: int, variant: str, seed: int = 0):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        w = lambda o, i: torch.randn(o, i, generator=g) / i ** 0.5  # noqa: E731
+        w = lambda o, i: torch.randn(o, i, generator=g) / i ** 0.5
         self.heads = heads
         self.qkv = make_linear(w(3 * dim, dim), variant)
         self.out = make_linear(w(dim, dim), variant)
@@ -124,20 +124,54 @@ def host_bookkeeping(step: int) -> None:
     torch.triu(torch.ones(16, 16), diagonal=1).sum()
 
 
-def profile_cpu(variant: str, *, tokens: int, dim: int, heads: int, steps: int, prep_rounds: int,
-                out: Path) -> Path:
-    """Profile ``steps`` steady steps of the CPU workload in one variant; returns the trace path."""
+VARIANT_TAG = "whatif-variant="
+
+
+PREP_SHARE = 0.5  # the worker's batch preparation takes about this share of a base step
+
+
+def calibrate_prep(blocks: list, tokens: int, dim: int, *, share: float) -> int:
+    """Rounds of :func:`prepare_batch` that take about ``share`` of one base step (median of 3)."""
+    def median_s(fn) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    def step() -> None:
+        x = torch.randn(tokens, dim)
+        for block in blocks:
+            x = block(x)
+
+    with torch.no_grad():
+        per_round = median_s(lambda: prepare_batch(tokens, dim, 10)) / 10
+        return max(1, round(share * median_s(step) / per_round))
+
+
+def profile_cpu(variants: tuple[str, str], *, tokens: int, dim: int, heads: int, steps: int,
+                prep_rounds: int, out: Path) -> Path:
+    """Profile ``steps`` steady steps of each variant, alternating step by step, in one trace.
+
+    Interleaving puts both variants under the same machine conditions (other processes, clock
+    changes), so their medians compare like with like. Each step is tagged with a
+    ``whatif-variant=NAME`` annotation on the main thread.
+    """
     torch.set_num_threads(1)  # one core per thread: main thread and worker thread
     torch.manual_seed(0)
-    blocks = [Block(dim, heads, variant, seed=i) for i in range(2)]
+    models = {v: [Block(dim, heads, v, seed=i) for i in range(2)] for v in variants}
     pool = ThreadPoolExecutor(1)
-    path = out / f"cpu_{variant}.json"
-    schedule = torch.profiler.schedule(wait=1, warmup=3, active=steps, repeat=1)
-    with torch.no_grad():  # untimed warm-up: first calls pay allocation and packing
+    path = out / f"cpu_{variants[0]}_{variants[1]}.json"
+    with torch.no_grad():  # untimed warm-up: first calls pay allocation and weight packing
         x = prepare_batch(tokens, dim, 1)
-        for _ in range(3):
-            for block in blocks:
-                x = block(x)
+        for blocks in models.values():
+            for _ in range(2):
+                for block in blocks:
+                    block(x)
+    if prep_rounds <= 0:
+        prep_rounds = calibrate_prep(models[variants[0]], tokens, dim, share=PREP_SHARE)
+    schedule = torch.profiler.schedule(wait=1, warmup=4, active=2 * steps + 2, repeat=1)
     with torch.no_grad(), torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU],
         schedule=schedule,
@@ -145,14 +179,16 @@ def profile_cpu(variant: str, *, tokens: int, dim: int, heads: int, steps: int, 
         on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
     ) as prof:
         batch = prepare_batch(tokens, dim, prep_rounds)
-        for step in range(steps + 4):
-            future = pool.submit(prepare_batch, tokens, dim, prep_rounds)
-            host_bookkeeping(step)
-            x = batch
-            for block in blocks:
-                x = block(x)
-            float(x[0, 0])
-            batch = future.result()
+        for step in range(2 * steps + 7):
+            variant = variants[step % 2]
+            with torch.profiler.record_function(VARIANT_TAG + variant):
+                future = pool.submit(prepare_batch, tokens, dim, prep_rounds)
+                host_bookkeeping(step)
+                x = batch
+                for block in models[variant]:
+                    x = block(x)
+                float(x[0, 0])
+                batch = future.result()
             prof.step()
     pool.shutdown()
     return path
@@ -207,70 +243,93 @@ def profile_cuda(fast: str, *, tokens: int, dim: int, steps: int, out: Path) -> 
 
 # --------------------------------------------------------------------------- measure and predict
 
-def step_lengths_ns(table) -> np.ndarray:
-    """Durations of the steady steps (step markers, the first skipped), ns."""
+def tagged_steps(table) -> list[tuple[int, int, str]]:
+    """``(start_ns, end_ns, variant)`` of every steady step (first skipped), from the tags."""
     window = choose_window(table, build_timeline(table))
-    return np.diff(np.array(window.boundaries_ns, dtype=np.int64))
+    tags = [(int(table.start_ns[i]), table.name_of(i)[len(VARIANT_TAG):])
+            for i in np.flatnonzero(table.kind == Kind.OTHER)
+            if table.name_of(i).startswith(VARIANT_TAG)]
+    steps = []
+    for a, b in zip(window.boundaries_ns[:-1], window.boundaries_ns[1:]):
+        inside = [v for t, v in tags if a <= t < b]
+        steps.append((a, b, inside[0] if len(inside) == 1 else "cuda"))
+    return steps
 
 
-def matrix_ns_per_step(table) -> float:
-    """Summed leaf time of matrix work in the steady window, per step, ns."""
-    timeline = build_timeline(table)
-    window = choose_window(table, timeline)
+def matrix_ns(timeline, a: int, b: int) -> float:
+    """Summed time of matrix work in ``[a, b)``, ns, every lane (leaf time on host threads)."""
     sel = timeline.compute & (timeline.category == "matrix")
-    s = np.maximum(timeline.start_ns[sel], window.start_ns)
-    e = np.minimum(timeline.end_ns[sel], window.end_ns)
-    return float(np.clip(e - s, 0, None).sum()) / window.n_steps
+    s = np.maximum(timeline.start_ns[sel], a)
+    e = np.minimum(timeline.end_ns[sel], b)
+    return float(np.clip(e - s, 0, None).sum())
 
 
-def validate(base_trace: Path, fast_trace: Path) -> dict:
-    """Predict the fast step from the base trace with each method; compare with the measured.
+def validate(base_table, base_steps, fast_table, fast_steps) -> dict:
+    """Predict the fast step from the base steps alone with each method; compare with measured.
 
-    Every method predicts each steady base step separately (first order and bounds on that
-    step's span, the replay over the whole window with per-step boundaries); the prediction is
-    the median over steps, compared with the median measured fast step.
+    ``k`` = median matrix time of a base step / median matrix time of a fast step. Every base
+    step is predicted on its own span by each method (first order, bounds, and the replay of the
+    whole trace's dependency graph); the prediction is the median over base steps, compared with
+    the median measured fast step.
     """
-    base, fast = load_trace([base_trace]), load_trace([fast_trace])
-    k = matrix_ns_per_step(base) / matrix_ns_per_step(fast)
+    if len(base_steps) < 2 or len(fast_steps) < 2:
+        raise RuntimeError(f"too few steps: {len(base_steps)} base, {len(fast_steps)} fast")
+    base_tl, fast_tl = build_timeline(base_table), build_timeline(fast_table)
+    k = (statistics.median(matrix_ns(base_tl, a, b) for a, b in base_steps)
+         / statistics.median(matrix_ns(fast_tl, a, b) for a, b in fast_steps))
     scale = [parse_scale(f"matrix={k!r}")]
-    bounds_ns = choose_window(base, build_timeline(base)).boundaries_ns
-    base_steps = np.diff(np.array(bounds_ns, dtype=np.int64)).astype(float)
-    t_fast = float(np.median(step_lengths_ns(fast)))
+    lengths = [b - a for a, b in base_steps]
+    t_base = statistics.median(lengths)
+    t_fast = statistics.median(b - a for a, b in fast_steps)
     started = time.perf_counter()
-    whole = predict(base, scale, method="all", with_sensitivity=False)
-    per_step = [predict(base, scale, method="first-order", window=(a, b), with_sensitivity=False)
-                for a, b in zip(bounds_ns[:-1], bounds_ns[1:])]
+    per_step = [predict(base_table, scale, method="all", window=(a, b), with_sensitivity=False)
+                for a, b in base_steps]
     predict_s = time.perf_counter() - started
     predicted = {
-        "first_order": float(np.median([p.first_order.new_step_ns for p in per_step])),
-        "bound_low_speedup": float(np.median([t / p.bounds.low for t, p in zip(base_steps, per_step)])),
-        "bound_high_speedup": float(np.median([t / p.bounds.high for t, p in zip(base_steps, per_step)])),
+        "first_order": statistics.median(p.first_order.new_step_ns for p in per_step),
+        "bound_low_speedup": statistics.median(t / p.bounds.low for t, p in zip(lengths, per_step)),
+        "bound_high_speedup": statistics.median(t / p.bounds.high for t, p in zip(lengths, per_step)),
     }
-    if whole.replay is not None:
-        predicted["replay"] = float(np.median(whole.replay.new_steps_ns))
+    if all(p.replay is not None for p in per_step):
+        predicted["replay"] = statistics.median(p.replay.new_step_ns for p in per_step)
     errors = {m: v / t_fast - 1 for m, v in predicted.items()}
     lo, hi = sorted((predicted["bound_low_speedup"], predicted["bound_high_speedup"]))
     return {
         "k_matrix": k,
-        "measured_base_step_ns": float(np.median(base_steps)),
+        "measured_base_step_ns": t_base,
         "measured_fast_step_ns": t_fast,
-        "measured_speedup": float(np.median(base_steps)) / t_fast,
-        "steps": len(base_steps),
+        "measured_speedup": t_base / t_fast,
+        "steps": {"base": len(base_steps), "fast": len(fast_steps)},
         "predicted_step_ns": predicted,
         "errors": errors,
         "inside_bounds": bool(lo * (1 - 1e-9) <= t_fast <= hi * (1 + 1e-9)),
-        "replay_within_target": bool(whole.replay is not None
-                                     and abs(errors["replay"]) <= REPLAY_TARGET),
-        "replay_reproduction_error": whole.replay.reproduction_error if whole.replay else None,
+        "replay_within_target": bool("replay" in errors and abs(errors["replay"]) <= REPLAY_TARGET),
+        "replay_reproduction_error": max((p.replay.reproduction_error for p in per_step
+                                          if p.replay is not None), default=None),
         "predict_s": predict_s,
-        "assumptions": list(whole.assumptions),
-        "graph": whole.graph,
-        "findings": list(whole.findings),
+        "assumptions": list(per_step[0].assumptions),
+        "graph": per_step[0].graph,
+        "findings": sorted({f for p in per_step for f in p.findings}),
     }
 
 
+def validate_interleaved(trace: Path, base: str, fast: str) -> dict:
+    """:func:`validate` on one trace whose steps alternate between the two variants."""
+    table = load_trace([trace])
+    steps = tagged_steps(table)
+    return validate(table, [(a, b) for a, b, v in steps if v == base],
+                    table, [(a, b) for a, b, v in steps if v == fast])
+
+
+def validate_pair(base_trace: Path, fast_trace: Path) -> dict:
+    """:func:`validate` on two traces, one per variant (the CUDA mode)."""
+    base, fast = load_trace([base_trace]), load_trace([fast_trace])
+    return validate(base, [(a, b) for a, b, _ in tagged_steps(base)],
+                    fast, [(a, b) for a, b, _ in tagged_steps(fast)])
+
+
 def _print(result: dict, label: str) -> None:
-    ms = lambda ns: f"{ns / 1e6:9.3f} ms"  # noqa: E731
+    ms = lambda ns: f"{ns / 1e6:9.3f} ms"
     print(f"\n{label}: matrix work k = {result['k_matrix']:.3f}x (measured from the matrix ops)")
     print(f"  measured base step   {ms(result['measured_base_step_ns'])}")
     print(f"  measured fast step   {ms(result['measured_fast_step_ns'])}   "
@@ -307,17 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cpu":
         fast = _fast_default() if args.fast == "auto" else args.fast
         base_variant = "fp32-cast" if fast == "bf16" else "fp32"
-        size = (dict(tokens=128, dim=256, heads=4, prep_rounds=6) if args.small
-                else dict(tokens=256, dim=768, heads=8, prep_rounds=40))
+        size = ({"tokens": 128, "dim": 256, "heads": 4, "prep_rounds": 6} if args.small
+                else {"tokens": 256, "dim": 768, "heads": 8, "prep_rounds": 40})
         steps = args.steps or (6 if args.small else 12)
         print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}; fast variant {fast} vs "
               f"{base_variant}; {size}; {steps} steps x {repeats} repeats; threads: main + worker")
         for r in range(repeats):
             folder = out / f"r{r}"
             folder.mkdir(parents=True, exist_ok=True)
-            a = profile_cpu(base_variant, steps=steps, out=folder, **size)
-            b = profile_cpu(fast, steps=steps, out=folder, **size)
-            runs.append(validate(a, b))
+            trace = profile_cpu((base_variant, fast), steps=steps, out=folder, **size)
+            runs.append(validate_interleaved(trace, base_variant, fast))
             _print(runs[-1], f"cpu run {r + 1}/{repeats}")
     else:
         if not torch.cuda.is_available():
@@ -325,12 +383,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         fast = "bf16" if args.fast == "auto" else args.fast
         steps = args.steps or 20
-        size = dict(tokens=4096, dim=4096) if not args.small else dict(tokens=1024, dim=1024)
+        size = {"tokens": 4096, "dim": 4096} if not args.small else {"tokens": 1024, "dim": 1024}
         for r in range(repeats):
             (out / f"r{r}").mkdir(parents=True, exist_ok=True)
             a = profile_cuda("fp32", steps=steps, out=out / f"r{r}", **size)
             b = profile_cuda(fast, steps=steps, out=out / f"r{r}", **size)
-            runs.append(validate(a, b))
+            runs.append(validate_pair(a, b))
             _print(runs[-1], f"cuda run {r + 1}/{repeats} ({torch.cuda.get_device_name()})")
     summary = {m: statistics.median(run["errors"][m] for run in runs) for m in runs[0]["errors"]}
     print("\nmedian error over repeats: " + ", ".join(f"{m} {v:+.2%}" for m, v in summary.items()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -24,10 +25,10 @@ NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float"
 def _two_streams():
     # stream 7: matrix [0,40) vector [40,60) matrix [60,100); stream 8: nccl [20,80).
     return build_table([
-        dict(stream=7, name=MATRIX, start_ns=0, end_ns=40),
-        dict(stream=7, name=VECTOR, start_ns=40, end_ns=60),
-        dict(stream=7, name=MATRIX, start_ns=60, end_ns=100),
-        dict(stream=8, name=NCCL, start_ns=20, end_ns=80),
+        {"stream": 7, "name": MATRIX, "start_ns": 0, "end_ns": 40},
+        {"stream": 7, "name": VECTOR, "start_ns": 40, "end_ns": 60},
+        {"stream": 7, "name": MATRIX, "start_ns": 60, "end_ns": 100},
+        {"stream": 8, "name": NCCL, "start_ns": 20, "end_ns": 80},
     ])
 
 
@@ -60,8 +61,8 @@ def test_exposed_work_off_the_busiest_stream_is_flagged() -> None:
     # stream 7: vector [0,50); stream 8: matrix [50,60) exposed. First order sees no matrix on
     # the critical stream (speedup 1) though the low bound saves 5 of 60.
     table = build_table([
-        dict(stream=7, name=VECTOR, start_ns=0, end_ns=50),
-        dict(stream=8, name=MATRIX, start_ns=50, end_ns=60),
+        {"stream": 7, "name": VECTOR, "start_ns": 0, "end_ns": 50},
+        {"stream": 8, "name": MATRIX, "start_ns": 50, "end_ns": 60},
     ])
     p = predict(table, [parse_scale("matrix=2")], method="first-order", with_sensitivity=False)
     assert p.first_order.speedup == 1.0
@@ -77,9 +78,9 @@ def _device_step():
     stream 7: K1 matrix [5,45), K2 vector [45,65), K4 vector [97,107).
     stream 8: K3 matrix [65,85), after stream 8 waits for the event recorded behind K2.
     """
-    host = dict(kind=Kind.RUNTIME, stream=100)
+    host = {"kind": Kind.RUNTIME, "stream": 100}
     return build_table([
-        dict(kind=Kind.STEP, stream=100, name="ProfilerStep#1", start_ns=0, end_ns=92),
+        {"kind": Kind.STEP, "stream": 100, "name": "ProfilerStep#1", "start_ns": 0, "end_ns": 92},
         dict(host, name="cudaLaunchKernel", start_ns=0, end_ns=2, correlation=1),
         dict(host, name="cudaLaunchKernel", start_ns=3, end_ns=5, correlation=2),
         dict(host, name="cudaEventRecord", start_ns=6, end_ns=7, correlation=3),
@@ -87,14 +88,14 @@ def _device_step():
         dict(host, name="cudaLaunchKernel", start_ns=10, end_ns=12, correlation=5),
         dict(host, name="cudaDeviceSynchronize", start_ns=13, end_ns=90, correlation=6),
         dict(host, name="cudaLaunchKernel", start_ns=92, end_ns=94, correlation=7),
-        dict(stream=7, name=MATRIX, start_ns=5, end_ns=45, correlation=1),
-        dict(stream=7, name=VECTOR, start_ns=45, end_ns=65, correlation=2),
-        dict(stream=8, name=MATRIX, start_ns=65, end_ns=85, correlation=5),
-        dict(stream=7, name=VECTOR, start_ns=97, end_ns=107, correlation=7),
-        dict(kind=Kind.SYNC, device=0, stream=8, name="Stream Wait Event", start_ns=8, end_ns=9,
-             correlation=4, sync_type="Stream Wait Event", wait_on_stream=7, wait_on_event_corr=3),
-        dict(kind=Kind.SYNC, device=0, stream=-1, name="Context Sync", start_ns=13, end_ns=90,
-             correlation=6, sync_type="Context Sync", wait_on_stream=-1, wait_on_event_corr=-1),
+        {"stream": 7, "name": MATRIX, "start_ns": 5, "end_ns": 45, "correlation": 1},
+        {"stream": 7, "name": VECTOR, "start_ns": 45, "end_ns": 65, "correlation": 2},
+        {"stream": 8, "name": MATRIX, "start_ns": 65, "end_ns": 85, "correlation": 5},
+        {"stream": 7, "name": VECTOR, "start_ns": 97, "end_ns": 107, "correlation": 7},
+        {"kind": Kind.SYNC, "device": 0, "stream": 8, "name": "Stream Wait Event", "start_ns": 8, "end_ns": 9,
+             "correlation": 4, "sync_type": "Stream Wait Event", "wait_on_stream": 7, "wait_on_event_corr": 3},
+        {"kind": Kind.SYNC, "device": 0, "stream": -1, "name": "Context Sync", "start_ns": 13, "end_ns": 90,
+             "correlation": 6, "sync_type": "Context Sync", "wait_on_stream": -1, "wait_on_event_corr": -1},
     ])
 
 
@@ -133,10 +134,10 @@ def test_collectives_across_ranks_end_together() -> None:
     # rank 0: matrix [0,10), allreduce [10,50); rank 1: matrix [0,30), allreduce [30,50).
     # matrix=2 on both: rank 1 arrives at 15, rank 0 at 5: both end 15 + 20 = 35.
     table = build_table([
-        dict(rank=0, stream=7, name=MATRIX, start_ns=0, end_ns=10),
-        dict(rank=0, stream=7, name=NCCL, start_ns=10, end_ns=50),
-        dict(rank=1, stream=7, name=MATRIX, start_ns=0, end_ns=30),
-        dict(rank=1, stream=7, name=NCCL, start_ns=30, end_ns=50),
+        {"rank": 0, "stream": 7, "name": MATRIX, "start_ns": 0, "end_ns": 10},
+        {"rank": 0, "stream": 7, "name": NCCL, "start_ns": 10, "end_ns": 50},
+        {"rank": 1, "stream": 7, "name": MATRIX, "start_ns": 0, "end_ns": 30},
+        {"rank": 1, "stream": 7, "name": NCCL, "start_ns": 30, "end_ns": 50},
     ])
     p = predict(table, [parse_scale("matrix=2")], with_sensitivity=False)
     assert p.graph["edges"]["collective"] == 2
@@ -150,13 +151,13 @@ def _host_two_threads():
     steps [0,100) and [100,200) on thread 1; mm [5,60) and [105,160) inside linear spans;
     worker prep [5,75) and [105,175).
     """
-    main = dict(kind=Kind.CPU_OP, stream=1)
-    worker = dict(kind=Kind.CPU_OP, stream=2)
+    main = {"kind": Kind.CPU_OP, "stream": 1}
+    worker = {"kind": Kind.CPU_OP, "stream": 2}
     rows = []
     for base in (0, 100):
         rows += [
-            dict(kind=Kind.STEP, stream=1, name=f"ProfilerStep#{base // 100}", start_ns=base,
-                 end_ns=base + 100),
+            {"kind": Kind.STEP, "stream": 1, "name": f"ProfilerStep#{base // 100}", "start_ns": base,
+                 "end_ns": base + 100},
             dict(main, name="aten::linear", start_ns=base, end_ns=base + 60),
             dict(main, name="aten::t", start_ns=base, end_ns=base + 5),
             dict(main, name="aten::mm", start_ns=base + 5, end_ns=base + 60),
@@ -202,7 +203,7 @@ def test_sensitivity_rows_cover_categories_and_factors() -> None:
     fo = sens.series("matrix", "first_order")
     assert fo[2] == pytest.approx(100 / 60)  # k = 2, as in the first test
     assert fo[-1] == pytest.approx(100 / 20)  # k = inf removes all 80 ns
-    assert all(a <= b + 1e-12 for a, b in zip(fo, fo[1:]))  # faster never hurts
+    assert all(a <= b + 1e-12 for a, b in itertools.pairwise(fo))  # faster never hurts
     data = sens.to_dict()
     assert data["factors"][-1] == "inf" and "series" in data
 

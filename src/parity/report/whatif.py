@@ -66,21 +66,23 @@ def methods_table(prediction: Prediction) -> Table:
 
 
 def sensitivity_table(sens: Sensitivity) -> Table:
-    """Speedup against k for each category: ``first order [low, high] replay`` per cell."""
+    """Speedup against k: one row per (category, method), one column per k."""
     table = Table(title="sensitivity: speedup when one category runs k times faster",
-                  title_justify="left", caption="cell: first order [low, high] replay",
-                  caption_justify="left")
+                  title_justify="left")
     table.add_column("category")
+    table.add_column("method")
     for k in sens.factors:
         table.add_column(f"k={format_k(k)}", justify="right")
+    methods = (("first_order", "first order"), ("low", "bound low"), ("high", "bound high"),
+               ("replay", "replay"))
     for c in sens.categories:
-        cells = []
-        for r in (r for r in sens.rows if r["category"] == c):
-            cell = f"{r['first_order']:.3f} [{r['low']:.3f}, {r['high']:.3f}]"
-            if r["replay"] is not None:
-                cell += f" {r['replay']:.3f}"
-            cells.append(cell)
-        table.add_row(c, *cells)
+        for key, label in methods:
+            values = sens.series(c, key)
+            if all(v is None for v in values):
+                continue
+            cells = ["-" if v is None else f"{v:.3f}x" for v in values]
+            table.add_row(c if key == "first_order" else "", label, *cells,
+                          end_section=key == "replay")
     return table
 
 
@@ -88,7 +90,7 @@ def render_prediction(prediction: Prediction) -> RenderableType:
     """Everything a user needs to judge the prediction, in reading order."""
     parts: list[RenderableType] = [summary_line(prediction), methods_table(prediction)]
     parts.append(Text("assumptions:", style="bold"))
-    parts.extend(Text(f"  - {line}") for line in prediction.assumptions)
+    parts.extend(Text(f"  - {line}") for line in prediction.assumptions)  # Text: no markup
     for finding in prediction.findings:
         parts.append(Text(f"warning: {finding}", style="yellow"))
     if prediction.sensitivity and prediction.sensitivity.categories:

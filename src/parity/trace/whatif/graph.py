@@ -35,15 +35,17 @@ import numpy as np
 from parity.trace.table import ActivityTable
 from parity.trace.whatif.graph_edges import (
     EdgeSet,
-    barrier_edges,
-    blocked_call_edges,
-    blocking_call_edges,
     collective_edges,
-    host_sync_edges,
     lane_edges,
     launch_edges,
     launch_map,
     stream_wait_edges,
+)
+from parity.trace.whatif.host_edges import (
+    barrier_edges,
+    blocked_call_edges,
+    blocking_call_edges,
+    host_sync_edges,
     wake_edges,
 )
 from parity.trace.whatif.timeline import Timeline

@@ -18,7 +18,7 @@ from parity.trace.categories import Rules, load_rules
 from parity.trace.table import ActivityTable, Kind
 from parity.trace.whatif.bounds import Bounds, bounds
 from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_ns
-from parity.trace.whatif.graph import DependencyGraph, build_graph
+from parity.trace.whatif.graph import build_graph
 from parity.trace.whatif.replay import Replay, baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, choose_window, scale_factors
 from parity.trace.whatif.sensitivity import Sensitivity, sensitivity
@@ -123,13 +123,13 @@ def _first_order_notes(timeline: Timeline, win: Window, fo: FirstOrder) -> list[
     idle = 1 - union_all / win.length_ns if win.length_ns else 0.0
     lanes = int((busy > 0).sum())
     what = "thread" if timeline.mode == "host" else "stream"
-    return [
-        f"first order: T_c measured on the critical (busiest) {what}, {fo.critical_lane} "
-        f"(busy {fo.critical_busy_ns / win.length_ns:.1%} of the window); overlap and idle held fixed",
-        f"bounds: other {what}s' work ({lanes} busy {what}s) may hide the scaled work (low) or "
-        f"none of it does (high); idle gaps ({idle:.1%} of the window with no work on any "
-        f"{what}) held fixed as in the first order",
-    ]
+    first = (f"first order: T_c measured on the critical (busiest) {what}, {fo.critical_lane} "
+             f"(busy {fo.critical_busy_ns / win.length_ns:.1%} of the window); overlap and idle "
+             "held fixed")
+    second = (f"bounds: other {what}s' work ({lanes} busy {what}s) may hide the scaled work (low) "
+              f"or none of it does (high); idle gaps ({idle:.1%} of the window with no work on any "
+              f"{what}) held fixed as in the first order")
+    return [first, second]
 
 
 def _compute_union_ns(timeline: Timeline, win: Window) -> int:

@@ -74,13 +74,13 @@ def schedule(graph: DependencyGraph, factors: np.ndarray) -> tuple[np.ndarray, n
             v = t[p - 1] + own[i]
             for s, lat in incoming[p]:
                 w = t[s] + lat
-                if w > v:
+                if w > v:  # noqa: PLR1730 - a compare is faster than max() in this loop
                     v = w
         else:
             v = neg_inf
             for s, lat in incoming[p]:
                 w = t[s] + lat
-                if w > v:
+                if w > v:  # noqa: PLR1730 - a compare is faster than max() in this loop
                     v = w
             v = (0.0 if v == neg_inf else v) + slack[i]
         t[p] = v

@@ -33,12 +33,12 @@ HOST = "host"
 # ATen / oneDNN op names that are matrix work on a CPU (leaf ops; parents like aten::linear and
 # aten::matmul keep only their self time, which is matrix bookkeeping).
 _HOST_MATRIX = (
-    r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_scaled_mm|mv|addmv|dot|vdot|einsum"
-    r"|convolution|_convolution|conv\w*|mkldnn_\w*|_mkldnn\w*)$",
+    (r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_scaled_mm|mv|addmv|dot|vdot|einsum"
+     r"|convolution|_convolution|conv\w*|mkldnn_\w*|_mkldnn\w*)$"),
     r"^(mkldnn|onednn|dnnl)::", r"gemm", r"^quantized::(linear|conv)",
 )
 HOST_OP_RULES = (
-    Rule(category="matrix", patterns=_HOST_MATRIX, regex=re.compile("|".join(_HOST_MATRIX), re.I)),
+    Rule(category="matrix", patterns=_HOST_MATRIX, regex=re.compile("|".join(_HOST_MATRIX), re.IGNORECASE)),
 )
 
 
