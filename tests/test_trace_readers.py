@@ -17,6 +17,7 @@ from parity.model.errors import ParityError
 from parity.trace.load import load_trace
 from parity.trace.readers.columns import parse_us_text, us_to_ns
 from parity.trace.readers.detect import detect
+from parity.trace.readers import jsonstream, parallel
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.table import Kind
@@ -178,24 +179,44 @@ def test_generic_chrome_trace_device_lanes(tmp_path: Path) -> None:
     assert any("'B'/'E'" in w for w in table.meta["warnings"])
 
 
-def test_streamed_blocks_equal_one_parse(traces_dir: Path) -> None:
-    """Small blocks (many cuts) give exactly the table one big block gives."""
-    path = traces_dir / f"{HTA}/trace_filter/sampled_rank-1.json.gz"
-    whole = read_kineto(path)
-    stream = EventStream(path, block_bytes=4096)
-    blocks = [len(events) for _, events in stream]
-    assert len(blocks) > 50 and sum(blocks) == len(raw_events(path))
-    import parity.trace.readers.jsonstream as js
+def same_table(a, b) -> None:
+    for column in ("kind", "start_ns", "end_ns", "rank", "device", "stream", "correlation", "step"):
+        assert np.array_equal(getattr(a, column), getattr(b, column)), column
+    assert [a.names[i] for i in a.name_id] == [b.names[i] for i in b.name_id]
+    for key in ("pid", "tid", "external_id", "wait_on_stream", "wait_on_event_corr"):
+        assert np.array_equal(a.extra[key], b.extra[key]), key
 
-    original = js.BLOCK_BYTES
-    js.EventStream.__dataclass_fields__["block_bytes"].default = 4096
-    try:
-        small = read_kineto(path)
-    finally:
-        js.EventStream.__dataclass_fields__["block_bytes"].default = original
-    for column in ("kind", "start_ns", "end_ns", "stream", "correlation", "step", "name_id"):
-        assert np.array_equal(getattr(whole, column), getattr(small, column)), column
-    assert stream.header["distributedInfo"]["rank"] == 1
+
+@pytest.mark.parametrize(("relative", "block"), [(f"{HTA}/trace_filter/sampled_rank-1.json.gz", 64 << 10), (NS, 2 << 20)])
+def test_streamed_blocks_equal_one_parse(traces_dir: Path, monkeypatch, relative: str, block: int) -> None:
+    """Small blocks (many cuts), and blocks parsed by worker processes, give the same table."""
+    path = traces_dir / relative
+    whole = read_kineto(path)
+    stream = EventStream(path, block_bytes=block)
+    blocks = [len(events) for _, events in stream]
+    assert len(blocks) >= 8 and sum(blocks) == len(raw_events(path))
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", block)
+    same_table(whole, read_kineto(path))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    calls = []
+    original = parallel.read_parallel
+    monkeypatch.setattr(parallel, "read_parallel", lambda *a, **k: calls.append(1) or original(*a, **k))
+    same_table(whole, read_kineto(path))
+    assert calls and whole.meta["exact_timestamps"] == (relative == NS)
+
+
+def test_parallel_read_falls_back_and_names_the_bad_event(tmp_path: Path, monkeypatch) -> None:
+    events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": i * 10.0,
+               "dur": 1.0, "args": {"stream": 7, "device": 0}} for i in range(3000)]  # fmt: skip
+    events[2500]["dur"] = -1.0
+    path = tmp_path / "bad.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}, option=orjson.OPT_INDENT_2))
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", 16 << 10)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    with pytest.raises(ParityError, match="event 2500 has a negative dur"):
+        read_kineto(path)
 
 
 # --- Ascend ----------------------------------------------------------------------------------

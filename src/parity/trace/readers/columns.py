@@ -108,7 +108,7 @@ def times_to_ns(
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         array = None
-    if array is not None and True in map(_is_text_or_bool, values):
+    if array is not None and not {str, bool}.isdisjoint(set(map(type, values))):
         array = None  # numpy would read "12.5" or True as numbers: check them one by one
     if array is not None:
         bad = ~np.isfinite(array) | (np.abs(array) > MAX_US)
@@ -124,10 +124,6 @@ def times_to_ns(
     for i, value in enumerate(values):
         out[i] = _one_time(value, path=path, index=position(i), what=what)
     return out
-
-
-def _is_text_or_bool(value) -> bool:
-    return type(value) is str or type(value) is bool
 
 
 def _one_time(value, *, path: Path, index: int, what: str) -> int:

@@ -16,7 +16,8 @@ parsed from the text before and after it and returned as ``header``.
 Exact timestamps: microsecond floats such as ``1712195495519689.047`` (Kineto's
 nanosecond-resolution traces) do not fit a float64 to the nanosecond. When the first block
 shows such values, each ``"ts": I.F`` is rewritten to ``"ts": I, "ts_frac": 0.F`` before
-parsing so the integer part stays exact and the fraction keeps its digits.
+parsing so the integer part stays exact and the fraction keeps its digits. This is decided per
+block (``exact_ts`` says what the last block needed).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from parity.model.errors import ParityError
 
 BLOCK_BYTES = 16 << 20  # text parsed at a time; bounds the transient dicts to ~150 MB
 _TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
-_BIG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d')
+_BIG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d*[1-9]')
+EXACT_PROBE_BYTES = 1 << 20
 FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
 _TS_SPLIT = re.compile(rb'"ts":(\s*)(\d+)\.(\d+)(?![\deE])')
 _WS = b" \t\r\n"
@@ -72,6 +74,11 @@ class EventStream:
     readers can name the index of a bad event. ``exact_ts`` says whether ``ts_frac`` keys were
     added (see the module docstring).
 
+    With ``raw=True`` the blocks are not parsed here: they are yielded as ``bytes`` (the text of
+    a run of events, cut where ``}`` is followed by ``, {``, a guess the parser of each block
+    must confirm), except the last, parsed, block. Readers use this to parse blocks in
+    parallel and fall back to the parsing stream when a guess fails.
+
     With a ``decoder`` (a ``msgspec.json.Decoder`` of a list of event structs) blocks are
     decoded into structs, which skips unneeded keys without building them: about 3x faster and
     far smaller than dicts. A block whose values do not fit the struct types (a generic or
@@ -81,6 +88,7 @@ class EventStream:
 
     path: Path
     decoder: msgspec.json.Decoder | None = None
+    raw: bool = False
     block_bytes: int = BLOCK_BYTES
     header: dict = field(default_factory=dict)
     exact_ts: bool = False
@@ -104,7 +112,7 @@ class EventStream:
             handle.close()
 
     def _read(self, handle) -> bytes:
-        data = handle.read(self.block_bytes)
+        data = handle.read(self.block_bytes or BLOCK_BYTES)
         raw = getattr(handle, "fileobj", None)
         self.bytes_read = raw.tell() if raw is not None else handle.tell()
         return data
@@ -120,7 +128,6 @@ class EventStream:
             start = _first_nonspace(buf, 0)
         if start < 0:
             raise ParityError(f"{self.path}: file is empty; profile again or pick another file")
-        self.exact_ts = _needs_exact_ts(buf[: 4 << 20])
         if buf[start : start + 1] == b"[":
             pos = start + 1
         elif buf[start : start + 1] == b"{":
@@ -159,7 +166,7 @@ class EventStream:
             if pos < len(buf) and buf[pos : pos + 1] == b"]":
                 self._trailer(handle, buf[pos + 1 :], eof)
                 return
-            cut = _cut(buf, pos, self.exact_ts, self.decoder)
+            cut = _raw_cut(buf, pos) if self.raw else _cut(buf, pos, self.decoder)
             if cut is None:
                 if eof:
                     events, end = self._last_events(buf, pos, index)
@@ -172,10 +179,10 @@ class EventStream:
                 buf = buf[pos:] + more
                 pos = 0
                 continue
-            end, events = cut
+            end, events, self.exact_ts = cut
             if events:
                 yield index, events
-                index += len(events)
+                index += len(events) if not self.raw else 0
             pos = end
 
     def _trailer(self, handle, rest: bytes, eof: bool) -> None:
@@ -206,6 +213,7 @@ class EventStream:
             if close < 0:
                 break
             text = buf[pos:close]
+            self.exact_ts = _needs_exact_ts(text)
             if self.exact_ts:
                 text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
             try:
@@ -225,14 +233,15 @@ class EventStream:
         )
 
 
-def _needs_exact_ts(head: bytes) -> bool:
-    """Whether fractional microsecond timestamps in ``head`` are too large for a float64."""
-    for count, match in enumerate(_BIG_FRACTIONAL_TS.finditer(head)):
-        if int(match.group(1)) >= FLOAT_EXACT_US:
-            return True
-        if count > 1000:
-            break
-    return False
+def _needs_exact_ts(text: bytes) -> bool:
+    """Whether ``text`` has a fractional microsecond timestamp too large for a float64.
+
+    Checked per block on its first :data:`EXACT_PROBE_BYTES` (a profiler formats every
+    timestamp of a file alike), so a file whose first events are whole microseconds is still
+    read exactly later on; ``.0`` fractions are exact in a float and do not count.
+    """
+    probe = text[:EXACT_PROBE_BYTES]
+    return any(int(m.group(1)) >= FLOAT_EXACT_US for m in _BIG_FRACTIONAL_TS.finditer(probe))
 
 
 def _first_nonspace(buf: bytes, pos: int) -> int:
@@ -249,8 +258,31 @@ def _skip(buf: bytes, pos: int, chars: bytes) -> int:
     return pos
 
 
-def _cut(buf: bytes, pos: int, exact: bool, decoder):
-    """The largest parseable run of events from ``pos``: ``(end, events)`` or None."""
+_NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")
+RAW_TAIL_BYTES = 1 << 20
+
+
+def _raw_cut(buf: bytes, pos: int):
+    """Cut before the last ``}, {`` in the final MB of ``buf`` without parsing (see raw mode)."""
+    lo = max(pos, len(buf) - RAW_TAIL_BYTES)
+    last = None
+    for last in _NEXT_EVENT.finditer(buf, lo):
+        pass
+    if last is None:
+        return None
+    return last.start() + 1, buf[pos : last.start() + 1], False
+
+
+def decode_block(text: bytes, decoder) -> tuple[list | None, bool]:
+    """Parse the text of a run of events (as :func:`_cut` does): ``(events or None, exact)``."""
+    exact = _needs_exact_ts(text)
+    if exact:
+        text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
+    return _decode(b"[" + text + b"]", decoder), exact
+
+
+def _cut(buf: bytes, pos: int, decoder):
+    """The largest parseable run of events from ``pos``: ``(end, events, exact)`` or None."""
     limit = len(buf)
     for _ in range(_MAX_RETRIES):
         brace = buf.rfind(b"}", pos, limit)
@@ -260,14 +292,11 @@ def _cut(buf: bytes, pos: int, exact: bool, decoder):
         if after < 0 or buf[after : after + 1] not in (b",", b"]"):
             limit = brace
             continue
-        text = buf[pos : brace + 1]
-        if exact:
-            text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
-        events = _decode(b"[" + text + b"]", decoder)
+        events, exact = decode_block(buf[pos : brace + 1], decoder)
         if events is None:
             limit = brace
             continue
-        return brace + 1, events
+        return brace + 1, events, exact
     return None
 
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, assign_steps, times_to_ns
-from parity.trace.readers.jsonstream import EventStream
+from parity.trace.readers import parallel
+from parity.trace.readers.jsonstream import EventStream, decode_block
 from parity.trace.readers.lanes import Lanes
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
@@ -105,19 +106,49 @@ DECODER = msgspec.json.Decoder(list[_Event])
 
 
 def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTable:
-    """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable."""
+    """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
+
+    Large files are parsed on several cores (:mod:`.parallel`); whatever goes wrong there is
+    read again here in one process, which names the bad event.
+    """
+    if parallel.worth_it(path):
+        state = _State(path=path, exact=False)
+        done = parallel.read_parallel(path, _scan_text, _scan_any, state, progress)
+        if done is not None:
+            cols, header = done
+            return _finish(path, cols, state, header)
     stream = EventStream(path, decoder=DECODER)
     cols = Columns()
     state = _State(path=path, exact=False)
     for first, events in stream:
         state.exact = stream.exact_ts
-        if events and type(events[0]) is _Event:
-            _scan_structs(events, first, cols, state)
-        else:
-            _scan(events, first, cols, state)
+        state.exact_seen = state.exact_seen or state.exact
+        _scan_any(events, cols, state, first)
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(path))
     return _finish(path, cols, state, stream.header)
+
+
+def _scan_any(events: list, cols: Columns, state: _State, first: int = 0) -> None:
+    if events and type(events[0]) is _Event:
+        _scan_structs(events, first, cols, state)
+    else:
+        _scan(events, first, cols, state)
+
+
+def _scan_text(path: str, text: bytes) -> dict | None:
+    """Worker side of the parallel read: parse and scan one block; None if it fails."""
+    events, exact = decode_block(text, DECODER)
+    if events is None:
+        return None
+    state = _State(path=Path(path), exact=exact)
+    cols = Columns()
+    try:
+        _scan_any(events, cols, state)
+    except ParityError:
+        return None
+    return {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
+            **state.payload()}  # fmt: skip
 
 
 class _State:
@@ -126,11 +157,29 @@ class _State:
     def __init__(self, *, path: Path, exact: bool) -> None:
         self.path = path
         self.exact = exact
+        self.exact_seen = exact
         self.lanes = Lanes()
         self.non_objects = 0
         self.begin_end = 0
         self.events = 0
         self.known_cat = False
+
+    def payload(self) -> dict:
+        """What a worker learnt, for :meth:`absorb` in the reading process."""
+        return {"process": self.lanes.process, "labels": self.lanes.labels,
+                "thread": self.lanes.thread, "non_objects": self.non_objects,
+                "begin_end": self.begin_end, "events": self.events,
+                "known_cat": self.known_cat, "exact": self.exact_seen}  # fmt: skip
+
+    def absorb(self, payload: dict) -> None:
+        self.lanes.process.update(payload["process"])
+        self.lanes.labels.update(payload["labels"])
+        self.lanes.thread.update(payload["thread"])
+        self.non_objects += payload["non_objects"]
+        self.begin_end += payload["begin_end"]
+        self.events += payload["events"]
+        self.known_cat = self.known_cat or payload["known_cat"]
+        self.exact_seen = self.exact_seen or payload["exact"]
 
 
 class _Block:
@@ -340,7 +389,7 @@ def _finish(path: Path, cols: Columns, state: _State, header: dict) -> ActivityT
         "base_time_ns": _int_or(header.get("baseTimeNanoseconds"), 0) or None,
         "display_time_unit": header.get("displayTimeUnit"),
         "device_properties": header.get("deviceProperties") or [],
-        "exact_timestamps": state.exact,
+        "exact_timestamps": state.exact_seen,
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
     kind = state.lanes.resolve(table, UNKNOWN)
