@@ -85,3 +85,23 @@ def test_unusable_device_is_reported_and_fails(
     data = json.loads(path.read_text())
     assert data["device_error"].startswith("device 'tpu:0': unknown device type 'tpu'")
     assert data["provenance"]["device"] == {"selected": None}
+
+
+def test_format_bytes_hand_cases() -> None:
+    from parity.cli.doctor import format_bytes
+
+    assert format_bytes(None) == "-"
+    assert format_bytes(512) == "512 B"
+    assert format_bytes(33554432) == "32 MiB"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(25276063744) == "23.5 GiB"
+
+
+def test_tables_show_data_with_brackets_literally() -> None:
+    from rich.console import Console
+
+    from parity.cli.doctor import environment_table
+
+    console = Console(record=True, width=120)
+    console.print(environment_table({"PYTORCH_X": "[bold]not markup[/bold]"}))
+    assert "[bold]not markup[/bold]" in console.export_text()

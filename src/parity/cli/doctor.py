@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 
 from parity.cli.output import json_option, write_json
@@ -38,7 +39,7 @@ def _table(title: str) -> Table:
 def host_table(host: dict[str, Any]) -> Table:
     """CPU, architecture, cores, memory, caches, the flags that matter, affinity and NUMA."""
     table = _table("Host")
-    table.add_row("cpu", f"{host.get('cpu_model')} ({host.get('architecture')})")
+    table.add_row("cpu", escape(f"{host.get('cpu_model')} ({host.get('architecture')})"))
     table.add_row(
         "cores", f"{host.get('logical_cpus')} logical, {host.get('physical_cores') or '?'} physical"
     )
@@ -81,8 +82,10 @@ def software_table(prov: dict[str, Any]) -> Table:
     """OS, Python, torch and its backend toolkits, drivers, parity itself."""
     table = _table("Software")
     osi = prov["os"]
-    table.add_row("os", f"{osi.get('distribution') or osi['system']} (kernel {osi['release']})")
-    table.add_row("python", f"{prov['python']['version']} ({prov['python']['executable']})")
+    os_text = f"{osi.get('distribution') or osi['system']} (kernel {osi['release']})"
+    table.add_row("os", escape(os_text))
+    python = prov["python"]
+    table.add_row("python", escape(f"{python['version']} ({python['executable']})"))
     torch = prov["torch"]
     if torch.get("installed"):
         table.add_row(
@@ -99,11 +102,11 @@ def software_table(prov: dict[str, Any]) -> Table:
             ("cann", "cann"),
         ):
             if torch.get(key):
-                table.add_row(label, str(torch[key]))
+                table.add_row(label, escape(str(torch[key])))
     else:
-        table.add_row("torch", f"[red]{torch['reason']}[/red]")
+        table.add_row("torch", f"[red]{escape(torch['reason'])}[/red]")
     for name, version in prov.get("drivers", {}).items():
-        table.add_row(f"driver ({name})", version)
+        table.add_row(f"driver ({name})", escape(version))
     parity = prov["parity"]
     revision = parity.get("git_revision")
     git = (
@@ -111,7 +114,7 @@ def software_table(prov: dict[str, Any]) -> Table:
         if revision
         else parity.get("git_reason", "")
     )
-    table.add_row("parity", f"{parity['version']} ({git})")
+    table.add_row("parity", escape(f"{parity['version']} ({git})"))
     return table
 
 
@@ -119,11 +122,11 @@ def device_table(device: dict[str, Any], error: str | None) -> Table:
     """The selected device: name, vendor, compute units, memory, caches, clocks, power limit."""
     table = _table("Device")
     if error:
-        table.add_row("selected", f"[red]{error}[/red]")
+        table.add_row("selected", f"[red]{escape(error)}[/red]")
         return table
     props = device.get("properties", {})
     table.add_row("selected", f"{device['selected']} ({device.get('count')} of this type)")
-    table.add_row("name", f"{props.get('name')} ({props.get('vendor')})")
+    table.add_row("name", escape(f"{props.get('name')} ({props.get('vendor')})"))
     if props.get("compute_units"):
         table.add_row(
             "compute units", f"{props['compute_units']} {props.get('compute_unit_kind', '')}"
@@ -131,7 +134,7 @@ def device_table(device: dict[str, Any], error: str | None) -> Table:
     table.add_row("memory", format_bytes(props.get("memory_bytes")))
     table.add_row("last-level cache", format_bytes(props.get("llc_bytes")))
     for key, value in device.get("nvml", {}).items():
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(key.replace("_", " "), escape(str(value)))
     return table
 
 
@@ -146,7 +149,8 @@ def readiness_table(rows: list[dict[str, Any]], device_name: str) -> Table:
         if kind is not None and row["kind"] != kind:
             table.add_section()
         kind = row["kind"]
-        installed = f"[green]{row['version']}[/green]" if row["installed"] else "[dim]no[/dim]"
+        version = escape(str(row["version"]))
+        installed = f"[green]{version}[/green]" if row["installed"] else "[dim]no[/dim]"
         importable = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "[dim]-[/dim]"}
         smoke = row["smoke"]
         detail = row["smoke_kind"] if smoke == "passed" else row["reason"]
@@ -156,15 +160,16 @@ def readiness_table(rows: list[dict[str, Any]], device_name: str) -> Table:
             installed,
             importable[row["importable"]],
             f"[{style}]{smoke}[/{style}]",
-            detail,
+            escape(detail),
         )
     return table
 
 
 def environment_table(env: dict[str, str]) -> Table:
+    """The variables that change results, as set for this process."""
     table = _table("Environment (variables that change results)")
     for name, value in env.items():
-        table.add_row(name, value)
+        table.add_row(name, escape(value))
     if not env:
         table.add_row("-", "none of NCCL_*, HCCL_*, PYTORCH_*, CUDA_*, OMP_*... is set")
     return table
