@@ -69,10 +69,10 @@ def host_table(host: dict[str, Any]) -> Table:
         + (" [yellow](pinned to a subset)[/yellow]" if pinned else " (not pinned)"),
     )
     if host.get("numa_nodes"):
-        used = host.get("numa_nodes_used", [])
+        used = ", ".join(str(n) for n in host.get("numa_nodes_used", [])) or "?"
         table.add_row(
             "numa",
-            f"{host['numa_nodes']} node(s); process may use {used}"
+            f"{host['numa_nodes']} node(s); process may use node {used}"
             + (" [yellow](pinned)[/yellow]" if host.get("numa_pinned") else ""),
         )
     return table
