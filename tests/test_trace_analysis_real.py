@@ -91,3 +91,14 @@ def test_every_ascend_core_has_a_category(traces_dir: Path, name: str) -> None:
             assert got == "communication"
         elif row["Accelerator Core"] == "AI_CORE" and "allreduce" not in row["Name"].lower():
             assert got == "matrix"
+
+
+def test_kineto_two_ranks_spread(traces_dir: Path) -> None:
+    result = analyze(load_trace([traces_dir / "kineto/hta/trace_filter"]))
+    assert [r.rank for r in result.ranks] == [0, 1]
+    spread = result.spread
+    assert spread is not None and set(spread.compute_ns) == {0, 1}
+    assert spread.slowest_rank == max(spread.compute_ns, key=spread.compute_ns.get)
+    for rank in result.ranks:
+        assert rank.device.busy_ns <= rank.window.length_ns
+        assert sum(s.share_of_summed for s in rank.streams) == pytest.approx(1.0)

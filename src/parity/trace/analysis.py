@@ -36,7 +36,7 @@ from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
 
-TOP_KERNELS = 20
+TOP_KERNELS = 50
 MAX_OVERLAP_STREAMS = 16  # pairwise overlap among the busiest streams only (S² pairs)
 UNMATCHED_WARN_FRACTION = 0.10
 
