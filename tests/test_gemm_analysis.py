@@ -101,3 +101,23 @@ def test_without_ceilings_the_rows_still_report_rates() -> None:
     assert summary["median_efficiency_compute_bound"] is None
     assert summary["rows"][0]["backends"]["matmul"]["tflops"] == pytest.approx(1.0)
     assert summary["classes"]["unclassified"] == 1
+
+
+def test_terminal_tables_show_ceilings_backends_and_failures() -> None:
+    from rich.console import Console
+
+    from parity.report.gemm import render_gemm
+
+    f = gemm_flops(4096, 4096, 4096)
+    summary = analyse([ceiling_case(), bandwidth_case(),
+                       shape_case(4096, 4096, 4096, seconds=f / 60e12, backend="matmul"),
+                       shape_case(4096, 4096, 4096, seconds=f / 70e12, backend="linear", power=True),
+                       shape_case(8192, 8192, 8192, seconds=1.0, backend="matmul", error="out of memory")])
+    console = Console(width=200, record=True)
+    console.print(render_gemm(summary))
+    text = console.export_text()
+    assert "100 TFLOP/s at 8192x8192x8192" in text
+    assert "NVIDIA H200 datasheet" in text
+    assert "linear TFLOP/s" in text and "70" in text
+    assert "linear: power-limited" in text
+    assert "FAILED bf16/matmul/8192x8192x8192: [out-of-memory] out of memory" in text

@@ -17,9 +17,15 @@ MAX_FAILURES_SHOWN = 10
 TERA = 1e12
 
 
-def tflops(value: float | None) -> str:
-    """FLOP/s as TFLOP/s with 4 significant digits; '-' when absent."""
-    return "-" if value is None else f"{value / TERA:.4g}"
+def tflops(value: float | None, scale: float = TERA) -> str:
+    """FLOP/s in units of ``scale`` (TFLOP/s by default) with 4 significant digits; '-' when absent."""
+    return "-" if value is None else f"{value / scale:.4g}"
+
+
+def rate_unit(summary: dict[str, Any]) -> tuple[str, float]:
+    """TFLOP/s, or GFLOP/s for devices whose ceiling is under 1 TFLOP/s (CPUs)."""
+    ceiling = summary.get("ceiling_flops")
+    return ("GFLOP/s", 1e9) if ceiling and ceiling < TERA else ("TFLOP/s", TERA)
 
 
 def percent(value: float | None) -> str:
@@ -45,7 +51,8 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_column("value")
     shape = summary.get("ceiling_shape")
     where = f" at {shape['m']}x{shape['n']}x{shape['k']}" if shape else ""
-    ceiling = (f"{tflops(summary.get('ceiling_flops'))} TFLOP/s{where}" if summary.get("ceiling_flops")
+    unit, scale = rate_unit(summary)
+    ceiling = (f"{tflops(summary.get('ceiling_flops'), scale)} {unit}{where}" if summary.get("ceiling_flops")
                else f"not measured: {summary.get('ceiling_error')}")
     table.add_row("measured compute ceiling P", ceiling)
     bandwidth = summary.get("bandwidth_bps")
@@ -95,34 +102,44 @@ def backend_table(summary: dict[str, Any]) -> Table:
 
 
 def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Table:
-    """Per shape: dims, intensity, class, each backend's TFLOP/s, the best one's figures."""
+    """Per shape: dims, intensity, class, each backend's TFLOP/s, the best one's figures.
+
+    Class is ``compute`` or ``memory``, with ``~`` when the shape lies within 25% of the ridge.
+    With one backend its TFLOP/s is the only rate column and the "best" column is left out.
+    """
     rows = summary.get("rows") or []
     backends = list((summary.get("backends") or {}).keys())
+    several = len(backends) > 1
+    unit, scale = rate_unit(summary)
     shown = rows[:limit]
     title = "shapes" + (f" (first {limit} of {len(rows)}; all in --json)" if len(rows) > limit else "")
     table = Table(title=title, title_justify="left")
-    for name, justify in (("shape", "left"), ("M x N x K", "right"), ("AI FLOP/B", "right"), ("class", "left")):
-        table.add_column(name, justify=justify)
+    for name, justify in (("shape", "left"), ("M x N x K", "right"), ("AI", "right"), ("class", "left")):
+        table.add_column(name, justify=justify, no_wrap=name != "shape")
     for name in backends:
-        table.add_column(f"{name} TFLOP/s", justify="right")
-    for name in ("best", "median", "IQR", "of P", "eff.", "rel. err", "notes"):
-        table.add_column(name, justify="left" if name in ("best", "notes") else "right")
+        table.add_column(f"{name} {unit}" if several else unit, justify="right", no_wrap=True)
+    columns = (["best"] if several else []) + ["median", "IQR", "of P", "eff.", "rel.err", "notes"]
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("best", "notes") else "right",
+                         no_wrap=name != "notes")
     for row in shown:
         per = row.get("backends", {})
         best_name = row.get("best_backend")
         best = per.get(best_name) if best_name else None
+        kind = {"compute-bound": "compute", "memory-bound": "memory"}.get(row.get("class", ""), "-")
         cells = [row.get("name", ""), f"{row['m']}x{row['n']}x{row['k']}",
                  f"{row['arithmetic_intensity']:.4g}" if row.get("arithmetic_intensity") else "-",
-                 (row.get("class", "-") + (" (near ridge)" if row.get("near_ridge") else ""))]
-        cells += [tflops(per[b].get("achieved_flops")) if b in per and not per[b].get("error") else
+                 kind + ("~" if row.get("near_ridge") else "")]
+        cells += [tflops(per[b].get("achieved_flops"), scale) if b in per and not per[b].get("error") else
                   ("error" if b in per else "") for b in backends]
         if best:
-            cells += [best_name, duration(best.get("median_s")), duration(best.get("iqr_s")),
-                      percent(best.get("fraction_of_ceiling")), percent(best.get("efficiency")),
-                      f"{best['relative_error']:.2g}" if best.get("relative_error") is not None else "-",
-                      _notes(per)]
+            cells += ([best_name] if several else []) + [
+                duration(best.get("median_s")), duration(best.get("iqr_s")),
+                percent(best.get("fraction_of_ceiling")), percent(best.get("efficiency")),
+                f"{best['relative_error']:.2g}" if best.get("relative_error") is not None else "-",
+                _notes(per)]
         else:
-            cells += ["-", "-", "-", "-", "-", "-", _notes(per)]
+            cells += ["-"] * (len(columns) - 1) + [_notes(per)]
         table.add_row(*cells, style=None if best else "red")
     return table
 

@@ -58,6 +58,7 @@ def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | No
         "ci95_high_s": m.get("ci95_high_s"), "achieved_flops": achieved, "tflops": achieved / TERA,
         "relative_error": result.check.get("relative_error"), "check_passed": result.check.get("passed"),
         "power_limited": bool(m.get("power_limited")), "throttle_reasons": m.get("throttle_reasons", []),
+        "clock_mhz": m.get("clock_mhz"), "power_w": m.get("power_w"),
         "fraction_of_datasheet": fraction_of(achieved, sheet),
     })
     if peak and bandwidth:

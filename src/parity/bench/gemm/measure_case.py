@@ -173,11 +173,18 @@ def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: A
         "ci95_low_s": summary.ci_low, "ci95_high_s": summary.ci_high, "min_s": summary.min,
         "samples": summary.n, "achieved_flops": base["work_flop"] / summary.median,
         "power_limited": power_limited, "throttle_reasons": reasons,
+        "clock_mhz": _median_reading(telemetry, "clock_mhz"), "power_w": _median_reading(telemetry, "power_w"),
         "backend_name": getattr(backend, "name", p["backend"]),
         "graph": graph and not extra,
     }
     return CaseResult(suite=case.suite, key=case.key, params=dict(p), samples={"main": result.samples},
                       metrics=metrics, check=check, findings=tuple(findings), telemetry=telemetry)
+
+
+def _median_reading(telemetry: dict[str, Any], metric: str) -> float | None:
+    """The median of a telemetry metric during the timed calls, None when unread."""
+    reading = telemetry.get(metric)
+    return float(reading["median"]) if isinstance(reading, dict) and "median" in reading else None
 
 
 def _error_code(exc: BaseException) -> str:
