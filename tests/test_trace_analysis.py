@@ -139,3 +139,17 @@ def test_find_block_run_ignores_single_kernel_runs() -> None:
     assert find_block_run(np.array([5] * 50)) is None
     rep = find_block_run(np.array([9, 1, 2, 1, 2, 1, 2, 7, 3, 4, 3, 4, 8]))
     assert (rep.length, rep.count, rep.starts.tolist()) == (2, 3, [1, 3, 5])
+
+
+def test_window_without_device_activity_is_flagged() -> None:
+    result = analyze(build_table(two_stream_rows()), window=(1000, 2000))
+    assert result.first.device.busy_ns == 0 and result.first.streams == ()
+    (finding,) = [f for f in result.findings if f.code == "empty-window"]
+    assert "0.000:0.110 us" in finding.hint
+
+
+def test_public_api_exports() -> None:
+    import parity.trace as api
+
+    for name in api.__all__:
+        assert getattr(api, name) is not None

@@ -183,6 +183,8 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     return RankAnalysis(
         rank=rank,
         window=chosen,
+        device_span_ns=(int(table.start_ns[device_rows].min()), int(table.end_ns[device_rows].max()))
+        if len(device_rows) else (0, 0),
         streams=tuple(streams),
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
@@ -219,6 +221,12 @@ def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
             out.append(Finding(code="unmatched-kernels", severity=Severity.WARNING,
                                message=f"rank {r.rank}: {unmatched.share_of_busy:.0%} of device busy time matches no category rule",
                                hint="add rules for those kernel names with --rules FILE (see the top kernels)"))
+        if r.device.busy_ns == 0:
+            lo, hi = r.device_span_ns
+            out.append(Finding(code="empty-window", severity=Severity.WARNING,
+                               message=f"rank {r.rank}: no device activity in the window",
+                               hint=f"the device activity spans {lo / 1e3:.3f}:{hi / 1e3:.3f} us; "
+                                    "choose a window inside it"))
         if r.window.source == "span":
             out.append(Finding(code="no-steady-state", severity=Severity.INFO,
                                message=f"rank {r.rank}: no step markers or repeating kernels; the whole span is analysed",

@@ -169,6 +169,7 @@ class RankAnalysis:
 
     rank: int
     window: Window
+    device_span_ns: tuple[int, int]  # first device start, last device end of the rank
     streams: tuple[StreamStats, ...]
     device: DeviceStats
     categories: tuple[CategoryStats, ...]
@@ -182,6 +183,7 @@ class RankAnalysis:
         return {
             "rank": self.rank,
             "window": self.window.to_dict(),
+            "device_span_us": [self.device_span_ns[0] / 1e3, self.device_span_ns[1] / 1e3],
             "streams": [s.to_dict() for s in self.streams],
             "device": self.device.to_dict(),
             "categories": [c.to_dict() for c in self.categories],
