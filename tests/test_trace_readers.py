@@ -15,9 +15,9 @@ import pytest
 
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
+from parity.trace.readers import jsonstream, parallel
 from parity.trace.readers.columns import parse_us_text, us_to_ns
 from parity.trace.readers.detect import detect
-from parity.trace.readers import jsonstream, parallel
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.table import Kind
@@ -75,7 +75,7 @@ def test_kineto_steps_follow_the_launching_call(nq_table) -> None:
     table = nq_table
     steps = table.kind == Kind.STEP
     assert sorted(table.step[steps].tolist()) == [550, 551, 552, 553, 554]
-    assert sorted(table.name_of(i) for i in np.flatnonzero(steps))[0] == "ProfilerStep#550"
+    assert min(table.name_of(i) for i in np.flatnonzero(steps)) == "ProfilerStep#550"
     # a kernel's step is the step span containing its cudaLaunchKernel, not its own start
     runtime = {int(c): i for i in np.flatnonzero(table.kind == Kind.RUNTIME)
                for c in [table.correlation[i]]}  # fmt: skip

@@ -176,7 +176,7 @@ def _host(db, tables: set[str], cols: Columns) -> None:
     """CANN API calls (runtime), PyTorch ops and step markers."""
     parts = []
     if "CANN_API" in tables:
-        parts.append(("SELECT startNs, endNs, globalTid, connectionId, name, 1 FROM CANN_API"))
+        parts.append("SELECT startNs, endNs, globalTid, connectionId, name, 1 FROM CANN_API")
     if "PYTORCH_API" in tables:
         parts.append("SELECT startNs, endNs, globalTid, connectionId, name, 0 FROM PYTORCH_API")
     strings = _strings(db)

@@ -14,9 +14,9 @@ import numpy as np
 
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
-_DEVICE = re.compile(r"\b(gpu|npu|mtia|xpu|tpu|hpu|ipu|device|accelerator|cuda|rocm|hip)\b", re.I)
-_HOST = re.compile(r"\b(cpu|host|python)\b", re.I)
-_STREAM = re.compile(r"\bstream\s*#?\s*(\d+)", re.I)
+_DEVICE = re.compile(r"\b(gpu|npu|mtia|xpu|tpu|hpu|ipu|device|accelerator|cuda|rocm|hip)\b", re.IGNORECASE)
+_HOST = re.compile(r"\b(cpu|host|python)\b", re.IGNORECASE)
+_STREAM = re.compile(r"\bstream\s*#?\s*(\d+)", re.IGNORECASE)
 _NUMBER = re.compile(r"(\d+)\s*$")
 
 
