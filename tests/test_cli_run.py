@@ -246,3 +246,17 @@ def test_format_duration() -> None:
         "1h00m",
         "2h05m",
     ]
+
+
+def test_ctrl_c_keeps_the_run_resumable_and_says_how(capsys, db_path: Path) -> None:
+    status, _, err = parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick",
+                            "--set", "tiny.interrupt_at=case-002")
+    assert status == 130
+    (run_id,) = {r[0] for r in sqlite3.connect(db_path).execute("SELECT id FROM runs")}
+    assert f"parity: continue with: parity run --resume {run_id}" in err
+    assert err.rstrip().splitlines()[-1] in ("parity: interrupted", "parity: aborted")
+    stored = sqlite3.connect(db_path).execute("SELECT key FROM cases ORDER BY key").fetchall()
+    assert stored == [("case-000",), ("case-001",)]
+    status, out, _ = parity(capsys, "runs", "show", run_id)
+    assert status == 0
+    assert f"INCOMPLETE (2 cases, 0 not ok); continue with parity run --resume {run_id}" in out
