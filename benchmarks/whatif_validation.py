@@ -41,8 +41,13 @@ import torch.nn.functional as F
 from torch._C._profiler import _ExperimentalConfig
 
 from parity.trace import Kind, load_trace
-from parity.trace.whatif import parse_scale, predict
-from parity.trace.whatif.selection import choose_window
+from parity.trace.whatif import parse_scale
+from parity.trace.whatif.bounds import bounds
+from parity.trace.whatif.first_order import first_order
+from parity.trace.whatif.graph import build_graph
+from parity.trace.whatif.prediction import step_boundaries
+from parity.trace.whatif.replay import schedule, step_lengths
+from parity.trace.whatif.selection import Window, choose_window, scale_factors
 from parity.trace.whatif.timeline import build_timeline
 
 REPLAY_TARGET = 0.05
@@ -282,16 +287,14 @@ def validate(base_table, base_steps, fast_table, fast_steps) -> dict:
     t_base = statistics.median(lengths)
     t_fast = statistics.median(b - a for a, b in fast_steps)
     started = time.perf_counter()
-    per_step = [predict(base_table, scale, method="all", window=(a, b), with_sensitivity=False)
-                for a, b in base_steps]
+    per_step = predict_steps(base_table, base_tl, base_steps, scale)
     predict_s = time.perf_counter() - started
     predicted = {
-        "first_order": statistics.median(p.first_order.new_step_ns for p in per_step),
-        "bound_low_speedup": statistics.median(t / p.bounds.low for t, p in zip(lengths, per_step)),
-        "bound_high_speedup": statistics.median(t / p.bounds.high for t, p in zip(lengths, per_step)),
+        "first_order": statistics.median(p["first_order"] for p in per_step),
+        "bound_low_speedup": statistics.median(p["bound_low_speedup"] for p in per_step),
+        "bound_high_speedup": statistics.median(p["bound_high_speedup"] for p in per_step),
+        "replay": statistics.median(p["replay"] for p in per_step),
     }
-    if all(p.replay is not None for p in per_step):
-        predicted["replay"] = statistics.median(p.replay.new_step_ns for p in per_step)
     errors = {m: v / t_fast - 1 for m, v in predicted.items()}
     lo, hi = sorted((predicted["bound_low_speedup"], predicted["bound_high_speedup"]))
     return {
@@ -304,13 +307,37 @@ def validate(base_table, base_steps, fast_table, fast_steps) -> dict:
         "errors": errors,
         "inside_bounds": bool(lo * (1 - 1e-9) <= t_fast <= hi * (1 + 1e-9)),
         "replay_within_target": bool("replay" in errors and abs(errors["replay"]) <= REPLAY_TARGET),
-        "replay_reproduction_error": max((p.replay.reproduction_error for p in per_step
-                                          if p.replay is not None), default=None),
+        "replay_reproduction_error": max(p["reproduction_error"] for p in per_step),
         "predict_s": predict_s,
-        "assumptions": list(per_step[0].assumptions),
-        "graph": per_step[0].graph,
-        "findings": sorted({f for p in per_step for f in p.findings}),
+        "assumptions": per_step[0]["assumptions"],
+        "graph": per_step[0]["graph"],
     }
+
+
+def predict_steps(table, timeline, steps: list[tuple[int, int]], scale) -> list[dict]:
+    """Each method's predicted length of every step in ``steps`` (ns), from one graph and one
+    replay of the whole trace (the library's parts, as :func:`parity.trace.whatif.predict`
+    uses them, shared across steps)."""
+    window = choose_window(table, timeline)
+    graph = build_graph(table, timeline, step_boundaries=step_boundaries(table, timeline))
+    base = schedule(graph, np.ones(len(timeline)))
+    new = schedule(graph, scale_factors(timeline, scale))
+    out = []
+    for a, b in steps:
+        step = Window(start_ns=a, end_ns=b, boundaries_ns=(a, b), marker_lane=window.marker_lane)
+        fo = first_order(timeline, step, scale)
+        bd = bounds(timeline, step, scale)
+        reproduced = float(step_lengths(graph, step, *base)[0])
+        out.append({
+            "first_order": fo.new_step_ns,
+            "bound_low_speedup": (b - a) / bd.low,
+            "bound_high_speedup": (b - a) / bd.high,
+            "replay": float(step_lengths(graph, step, *new)[0]),
+            "reproduction_error": abs(reproduced - (b - a)) / (b - a),
+            "assumptions": graph.assumptions(),
+            "graph": graph.to_dict(),
+        })
+    return out
 
 
 def validate_interleaved(trace: Path, base: str, fast: str) -> dict:

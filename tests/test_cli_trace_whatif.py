@@ -39,7 +39,8 @@ def test_whatif_first_order_only(traces_dir) -> None:
     assert result.exit_code == 0, result.output
     payload = result.output[result.output.index("{"):]
     data = json.loads(payload[: payload.rindex("}") + 1])
-    assert data["replay"] == {"error": None} and data["sensitivity"] is None
+    assert data["replay"] == {"error": "not requested (method first-order)"}
+    assert data["sensitivity"] is None
 
 
 def test_whatif_help_has_an_example() -> None:

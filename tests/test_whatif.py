@@ -46,7 +46,8 @@ def test_first_order_and_bounds_on_two_streams() -> None:
     assert p.bounds.union_ns == {"matrix=2": 80}
     assert p.bounds.low == pytest.approx(1.25)
     assert p.bounds.high == pytest.approx(100 / 60)
-    assert p.replay is None and p.to_dict()["replay"] == {"error": None}
+    assert p.replay is None
+    assert p.to_dict()["replay"] == {"error": "not requested (method first-order)"}
 
 
 def test_scale_of_one_reproduces_the_step_exactly() -> None:
@@ -222,3 +223,14 @@ def test_name_selectors_and_bad_input() -> None:
         predict(_two_streams(), [parse_scale("matrix=2"), parse_scale("name:gemm=3")])
     with pytest.raises(ParityError, match="method"):
         predict(_two_streams(), [parse_scale("matrix=2")], method="magic")
+
+
+def test_user_rules_win_over_host_op_rules(tmp_path) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rules]]\ncategory = "gemm-host"\npatterns = ["^aten::mm$"]\n')
+    table = _host_two_threads()
+    own = predict(table, [parse_scale("gemm-host=2")], rules=str(rules), method="first-order",
+                  with_sensitivity=False)
+    assert own.first_order.category_ns == {"gemm-host=2": 110}
+    default = predict(table, [parse_scale("matrix=2")], method="first-order", with_sensitivity=False)
+    assert default.first_order.category_ns == {"matrix=2": 110}

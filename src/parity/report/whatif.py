@@ -26,17 +26,18 @@ def format_k(k: float) -> str:
 
 
 def summary_line(prediction: Prediction) -> Text:
-    """``matrix=2: first order 1.32x, bounds [1.05x, 1.41x], replay 1.21x``."""
-    parts = [", ".join(s.label for s in prediction.scales) + ": "]
+    """``matrix=2: first order 1.320x, bounds [1.050x, 1.410x], replay 1.210x``."""
+    parts = []
     if prediction.first_order:
         parts.append(f"first order {prediction.first_order.speedup:.3f}x")
     if prediction.bounds:
-        parts.append(f", bounds [{prediction.bounds.low:.3f}x, {prediction.bounds.high:.3f}x]")
+        parts.append(f"bounds [{prediction.bounds.low:.3f}x, {prediction.bounds.high:.3f}x]")
     if prediction.replay:
-        parts.append(f", replay {prediction.replay.speedup:.3f}x")
+        parts.append(f"replay {prediction.replay.speedup:.3f}x")
     elif prediction.replay_error:
-        parts.append(", replay not available")
-    return Text("".join(parts).replace(": , ", ": "), style="bold")
+        parts.append("replay not available")
+    scales = ", ".join(s.label for s in prediction.scales)
+    return Text(f"{scales}: " + ", ".join(parts), style="bold")
 
 
 def methods_table(prediction: Prediction) -> Table:

@@ -15,6 +15,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.categories import Rules, load_rules
+from parity.trace.intervals import clip_intervals, union_length
 from parity.trace.table import ActivityTable, Kind
 from parity.trace.whatif.bounds import Bounds, bounds
 from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_ns
@@ -94,7 +95,7 @@ def predict(
         fo = first_order(timeline, win, scales)
         bd = bounds(timeline, win, scales)
         notes += _first_order_notes(timeline, win, fo)
-    rp, graph, error = None, None, None
+    rp, graph, error = None, None, "not requested (method first-order)"
     if method in ("replay", "all"):
         rp, graph, error = _run_replay(table, timeline, win, scales, progress)
         if graph is not None:
@@ -133,8 +134,6 @@ def _first_order_notes(timeline: Timeline, win: Window, fo: FirstOrder) -> list[
 
 
 def _compute_union_ns(timeline: Timeline, win: Window) -> int:
-    from parity.trace.intervals import clip_intervals, union_length
-
     m = timeline.compute
     s, e = clip_intervals(timeline.start_ns[m], timeline.end_ns[m], win.start_ns, win.end_ns)
     return union_length(s, e)
@@ -144,7 +143,7 @@ def _run_replay(table, timeline, win, scales, progress):
     try:
         if progress:
             progress("dependency graph", 0, 1)
-        graph = build_graph(table, timeline, step_boundaries=_boundaries(table, timeline))
+        graph = build_graph(table, timeline, step_boundaries=step_boundaries(table, timeline))
         if progress:
             progress("dependency graph", 1, 1)
         base = baseline_steps(graph, win)
@@ -157,7 +156,7 @@ def _run_replay(table, timeline, win, scales, progress):
     return result, graph, None
 
 
-def _boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
+def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
     """Step starts per marker thread, for host-mode step barriers between threads."""
     if timeline.mode != "host" or len(timeline.lane_keys) < 2:
         return None

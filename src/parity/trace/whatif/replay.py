@@ -88,9 +88,10 @@ def schedule(graph: DependencyGraph, factors: np.ndarray) -> tuple[np.ndarray, n
     return times[0::2], times[1::2]
 
 
-def _step_lengths(graph: DependencyGraph, window: Window, start: np.ndarray, end: np.ndarray
+def step_lengths(graph: DependencyGraph, window: Window, start: np.ndarray, end: np.ndarray
                   ) -> np.ndarray:
-    """Step durations (ns) of a schedule given as new start/end arrays."""
+    """Step durations (ns) of a schedule (new start/end arrays from :func:`schedule`) over
+    ``window``'s steps."""
     tl = graph.timeline
     origin = graph.origin_ns
     obs_start = (tl.start_ns - origin).astype(np.float64)
@@ -144,7 +145,7 @@ def replay(graph: DependencyGraph, window: Window, factors: np.ndarray,
     if baseline is None:
         baseline = baseline_steps(graph, window)
     measured = window.length_ns / window.n_steps
-    new_steps = _step_lengths(graph, window, *schedule(graph, factors))
+    new_steps = step_lengths(graph, window, *schedule(graph, factors))
     new = float(np.sum(new_steps)) / window.n_steps
     error = abs(float(np.sum(baseline)) / window.n_steps - measured) / measured
     return Replay(step_ns=measured, new_step_ns=new, speedup=speedup(measured, new),
@@ -153,4 +154,4 @@ def replay(graph: DependencyGraph, window: Window, factors: np.ndarray,
 
 def baseline_steps(graph: DependencyGraph, window: Window) -> np.ndarray:
     """Step lengths of the replay with nothing scaled (should equal the measured steps)."""
-    return _step_lengths(graph, window, *schedule(graph, np.ones(len(graph.timeline))))
+    return step_lengths(graph, window, *schedule(graph, np.ones(len(graph.timeline))))

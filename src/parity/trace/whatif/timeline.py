@@ -76,8 +76,16 @@ class Timeline:
 
 
 def host_rules(rules: Rules) -> Rules:
-    """``rules`` with :data:`HOST_OP_RULES` tried first, for naming host ops."""
-    return Rules(rules=HOST_OP_RULES + rules.rules, accelerator_core=rules.accelerator_core,
+    """``rules`` with :data:`HOST_OP_RULES` tried after a user's own rules and before the
+    defaults (whose ``add`` would otherwise call ``aten::addmm`` vector work)."""
+    n_default = len(load_rules().rules)
+    if rules.source == "default":
+        user, rest = (), rules.rules
+    elif rules.source.endswith("+ default"):
+        user, rest = rules.rules[:-n_default], rules.rules[-n_default:]
+    else:  # a user's rules that replace the defaults
+        user, rest = rules.rules, ()
+    return Rules(rules=user + HOST_OP_RULES + rest, accelerator_core=rules.accelerator_core,
                  source=rules.source)
 
 
