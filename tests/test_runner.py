@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from parity.bench import registry
-from parity.bench.runner import ProgressEvent, estimate_eta_s, run_suites
+from parity.bench.runner import ProgressEvent, estimate_eta_s, estimate_run_eta_s, run_suites
 from parity.bench.suite import CaseSpec, Suite
 from parity.device.fake import FakeDevice
 from parity.model import CaseResult, ParityError
@@ -96,6 +96,17 @@ def test_eta_is_cost_weighted() -> None:
     assert estimate_eta_s(elapsed_s=6.0, done_cost=3.0, remaining_cost=4.5) == pytest.approx(9.0)
     assert estimate_eta_s(elapsed_s=6.0, done_cost=3.0, remaining_cost=0.0) == 0.0
     assert estimate_eta_s(elapsed_s=1.0, done_cost=0.0, remaining_cost=5.0) is None
+
+
+def test_run_eta_uses_each_suites_own_rate() -> None:
+    # gemm: 10 s for 20 cost units (0.5 s/unit), 8 units left -> 4 s.
+    # membw: 3 s for 1 unit (3 s/unit), 2 units left -> 6 s.
+    # latency not started: pooled rate 13 s / 21 units, 7 units left -> 13/3 s.
+    spent = {"gemm": (10.0, 20.0), "membw": (3.0, 1.0)}
+    remaining = {"gemm": 8.0, "membw": 2.0, "latency": 7.0}
+    assert estimate_run_eta_s(spent=spent, remaining=remaining) == pytest.approx(4 + 6 + 13 / 3)
+    assert estimate_run_eta_s(spent={}, remaining=remaining) is None
+    assert estimate_run_eta_s(spent=spent, remaining={"gemm": 0.0}) == 0.0
 
 
 def test_run_stores_every_case_and_summary(store: Store) -> None:

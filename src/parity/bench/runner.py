@@ -104,6 +104,31 @@ def estimate_eta_s(*, elapsed_s: float, done_cost: float, remaining_cost: float)
     return elapsed_s / done_cost * max(remaining_cost, 0.0)
 
 
+def estimate_run_eta_s(
+    *, spent: dict[str, tuple[float, float]], remaining: dict[str, float]
+) -> float | None:
+    """Seconds left over several suites, whose ``cost`` units may differ (seconds, FLOP, 1.0).
+
+    ``spent[s] = (T_s, D_s)``: seconds taken by suite ``s``'s measured cases and their summed
+    cost. ``eta = sum_s remaining[s] * r_s`` with ``r_s = T_s / D_s``, each suite's own rate;
+    a suite not started yet uses the pooled rate ``sum T / sum D``. None before any cost has
+    been timed.
+    """
+    pooled = estimate_eta_s(
+        elapsed_s=sum(t for t, _ in spent.values()),
+        done_cost=sum(d for _, d in spent.values()),
+        remaining_cost=1.0,
+    )
+    if pooled is None:
+        return None
+    eta = 0.0
+    for suite, cost in remaining.items():
+        seconds, done = spent.get(suite, (0.0, 0.0))
+        rate = estimate_eta_s(elapsed_s=seconds, done_cost=done, remaining_cost=1.0)
+        eta += max(cost, 0.0) * (pooled if rate is None else rate)
+    return eta
+
+
 def run_config(
     *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]
 ) -> dict[str, Any]:
@@ -232,24 +257,28 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: dict[str, An
 
 
 class _Tracker:
-    """Progress bookkeeping of one sweep: counts, cost spent, and the events sent."""
+    """Progress bookkeeping of one sweep: counts, time and cost per suite, the events sent."""
 
     def __init__(
-        self, *, run_id: str, total: int, skipped: int, todo_cost: float, report: ProgressCallback
+        self,
+        *,
+        run_id: str,
+        total: int,
+        todo: list[tuple[Suite, CaseSpec]],
+        report: ProgressCallback,
     ) -> None:
-        self.run_id, self.total, self.skipped = run_id, total, skipped
-        self.done, self.measured = skipped, 0
-        self.todo_cost, self.spent_cost = todo_cost, 0.0
+        self.run_id, self.total, self.skipped = run_id, total, total - len(todo)
+        self.done, self.measured = self.skipped, 0
+        self.remaining: dict[str, float] = {}
+        for suite, case in todo:
+            self.remaining[suite.name] = self.remaining.get(suite.name, 0.0) + case.cost
+        self.spent: dict[str, tuple[float, float]] = {}
         self.report = report
         self.started = time.perf_counter()
 
     def emit(self, phase: str, *, suite: str = "", key: str = "", ok: bool | None = None) -> None:
         elapsed = time.perf_counter() - self.started
-        eta = estimate_eta_s(
-            elapsed_s=elapsed,
-            done_cost=self.spent_cost,
-            remaining_cost=self.todo_cost - self.spent_cost,
-        )
+        eta = estimate_run_eta_s(spent=self.spent, remaining=self.remaining)
         if phase in ("summary", "done"):
             eta = 0.0
         self.report(
@@ -267,9 +296,11 @@ class _Tracker:
             )
         )
 
-    def count(self, case: CaseSpec) -> None:
+    def count(self, suite: str, case: CaseSpec, *, seconds: float) -> None:
         self.done, self.measured = self.done + 1, self.measured + 1
-        self.spent_cost += case.cost
+        taken, cost = self.spent.get(suite, (0.0, 0.0))
+        self.spent[suite] = (taken + seconds, cost + case.cost)
+        self.remaining[suite] = self.remaining.get(suite, 0.0) - case.cost
 
 
 def _sweep(
@@ -287,19 +318,15 @@ def _sweep(
         for suite, cases in plan
         for case in _missing(cases, store.done_keys(run.run_id, suite.name))
     ]
-    tracker = _Tracker(
-        run_id=run.run_id,
-        total=sum(len(cases) for _, cases in plan),
-        skipped=sum(len(cases) for _, cases in plan) - len(todo),
-        todo_cost=sum(case.cost for _, case in todo),
-        report=report,
-    )
+    total = sum(len(cases) for _, cases in plan)
+    tracker = _Tracker(run_id=run.run_id, total=total, todo=todo, report=report)
     tracker.emit("start")
     for suite, case in todo:
         tracker.emit("case", suite=suite.name, key=case.key)
+        started = time.perf_counter()
         result = _measure_one(suite, case, device=device, options=options.get(suite.name, {}))
         store.add_case(run.run_id, result)  # committed before the next case starts
-        tracker.count(case)
+        tracker.count(suite.name, case, seconds=time.perf_counter() - started)
         tracker.emit("measured", suite=suite.name, key=case.key, ok=result.ok)
     return tracker
 
