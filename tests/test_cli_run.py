@@ -99,6 +99,10 @@ def test_user_errors_are_one_line_with_status_2(capsys, tmp_path: Path) -> None:
             "parity: --set 'cases=3': expected SUITE.KEY=VALUE",
         ),
         (["runs", "show", "missing"], "parity: no run 'missing' in "),
+        (
+            ["run", "--device", "fake", "--set", "gemmm.budget_s=1"],
+            "parity: --set names unknown suite 'gemmm'",
+        ),
     ]
     for args, prefix in cases:
         status, _, err = parity(capsys, *args)
@@ -249,8 +253,17 @@ def test_format_duration() -> None:
 
 
 def test_ctrl_c_keeps_the_run_resumable_and_says_how(capsys, db_path: Path) -> None:
-    status, _, err = parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick",
-                            "--set", "tiny.interrupt_at=case-002")
+    status, _, err = parity(
+        capsys,
+        "run",
+        "--device",
+        "fake",
+        "--suite",
+        "tiny",
+        "--quick",
+        "--set",
+        "tiny.interrupt_at=case-002",
+    )
     assert status == 130
     (run_id,) = {r[0] for r in sqlite3.connect(db_path).execute("SELECT id FROM runs")}
     assert f"parity: continue with: parity run --resume {run_id}" in err

@@ -219,3 +219,23 @@ def test_damaged_pages_become_one_line_errors_naming_the_file(tmp_path: Path) ->
         with Store.open(path) as store:
             store.cases(run_id)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_migration_steps_upgrade_an_older_file_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented path: append a step to MIGRATIONS, bump STORE_VERSION, old files follow."""
+    from parity.store import schema
+
+    path = tmp_path / "old.sqlite"
+    with Store.open(path) as store:
+        run_id = store.create_run(config={"v": 1}, provenance={}).run_id
+        store.add_case(run_id, _case("kept"))
+    monkeypatch.setattr(schema, "STORE_VERSION", 2)
+    monkeypatch.setitem(schema.MIGRATIONS, 1, ["ALTER TABLE runs ADD COLUMN label TEXT"])
+    with Store.open(path) as store:
+        assert [c.key for c in store.cases(run_id)] == ["kept"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert "label" in [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
+    conn.close()

@@ -31,6 +31,22 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return options
 
 
+def _check_settings(options: dict[str, dict[str, Any]], *, selected: list[str]) -> None:
+    """Refuse options for unknown suites (typos); note those for suites not selected."""
+    from parity.bench.registry import names
+
+    known = names()
+    for suite in options:
+        if suite not in known:
+            raise ParityError(
+                f"--set names unknown suite {suite!r}; known suites: {', '.join(known)}"
+            )
+        if suite not in selected:
+            click.echo(
+                f"parity: note: --set {suite}.* ignored, suite {suite} is not selected", err=True
+            )
+
+
 def _resume_settings(
     store: Store, run_id: str, *, suites: tuple[str, ...], quick: bool, settings: tuple[str, ...]
 ) -> tuple[str, dict[str, Any]]:
@@ -116,6 +132,7 @@ def run(
             options = dict(config.get("options", {}))
             device_name = device_name or config.get("device")
         suites = resolve(list(suite_names))
+        _check_settings(options, selected=[s.name for s in suites])
         device = get_device(device_name)
         renderer = ProgressRenderer(label="parity run")
         started: dict[str, str] = {}
