@@ -202,43 +202,53 @@ def profile_cpu(variants: tuple[str, str], *, tokens: int, dim: int, heads: int,
 # --------------------------------------------------------------------------- the workload (CUDA)
 
 def profile_cuda(fast: str, *, tokens: int, dim: int, steps: int, out: Path) -> Path:
-    """Two streams: matmuls (+GELU) on ``main``; next-batch copy and scaling on ``side``.
+    """Two streams joined by events: matmuls (+GELU) on ``main``; copies and scaling on ``side``.
 
-    ``side`` copies the next batch from pinned host memory and scales it while ``main``
-    computes; ``main`` waits on ``side``'s event at the start of the next step, ``side`` waits
-    on ``main``'s before overwriting the buffer. ``fast``: ``fp32`` (TF32 off), ``tf32`` or
-    ``bf16``. A synchronize ends every step so the host step markers bound the device work.
+    Each step ``main`` waits for ``ready`` (this step's batch, copied in by ``side`` during the
+    previous step), runs four matmul+GELU layers, records ``mid``, and runs four more. ``side``
+    waits for ``mid``, copies the intermediate activations to pinned host memory (a logging
+    snapshot), copies the next batch in from pinned memory, scales it and records ``ready``: its
+    work overlaps ``main``'s second half. A synchronize ends every step so the host step markers
+    bound the device work. ``fast``: ``fp32`` (TF32 off), ``tf32`` or ``bf16`` matmuls.
     """
     torch.backends.cuda.matmul.allow_tf32 = fast == "tf32"
     dtype = torch.bfloat16 if fast == "bf16" else torch.float32
     dev = torch.device("cuda")
     main, side = torch.cuda.Stream(), torch.cuda.Stream()
-    ws = [torch.randn(dim, dim, device=dev, dtype=dtype) / dim ** 0.5 for _ in range(8)]
-    host = torch.randn(tokens, dim).pin_memory()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    ws = [(torch.randn(dim, dim, device=dev, generator=gen) / dim ** 0.5).to(dtype)
+          for _ in range(8)]
+    host_in = torch.randn(tokens, dim).pin_memory()
+    host_snapshot = torch.empty(tokens, dim, dtype=dtype).pin_memory()
     buffers = [torch.empty(tokens, dim, device=dev) for _ in range(2)]
-    ready, consumed = torch.cuda.Event(), torch.cuda.Event()
+    ready, mid = torch.cuda.Event(), torch.cuda.Event()
     path = out / f"cuda_{fast}.json"
-    schedule = torch.profiler.schedule(wait=1, warmup=2, active=steps, repeat=1)
+    with torch.cuda.stream(side):
+        buffers[0].copy_(host_in, non_blocking=True)
+        ready.record(side)
+    torch.cuda.synchronize()
+    schedule = torch.profiler.schedule(wait=1, warmup=3, active=steps, repeat=1)
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
         schedule=schedule,
         experimental_config=_ExperimentalConfig(enable_cuda_sync_events=True),
         on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
     ) as prof:
-        with torch.cuda.stream(side):
-            buffers[0].copy_(host, non_blocking=True)
-            ready.record(side)
-        for step in range(steps + 3):
+        for step in range(steps + 5):
             cur, nxt = buffers[step % 2], buffers[(step + 1) % 2]
             with torch.cuda.stream(main):
                 main.wait_event(ready)
                 x = cur.to(dtype)
-                for w in ws:
+                for w in ws[:4]:
                     x = F.gelu(x @ w)
-                consumed.record(main)
+                half = x
+                mid.record(main)
+                for w in ws[4:]:
+                    x = F.gelu(x @ w)
             with torch.cuda.stream(side):
-                side.wait_event(consumed)
-                nxt.copy_(host, non_blocking=True)
+                side.wait_event(mid)
+                host_snapshot.copy_(half, non_blocking=True)
+                nxt.copy_(host_in, non_blocking=True)
                 nxt.mul_(1.0001).add_(0.001)
                 ready.record(side)
             torch.cuda.synchronize()
@@ -355,6 +365,67 @@ def validate_pair(base_trace: Path, fast_trace: Path) -> dict:
                     fast, [(a, b) for a, b, _ in tagged_steps(fast)])
 
 
+def synthetic_table(kernels: int, *, seed: int = 0):
+    """A two-stream device trace of ``kernels`` kernels, each launched by a host call, with a
+    cross-stream event wait every 50 kernels and a device synchronize every 1000 (ns times)."""
+    from parity.trace.table import ActivityTable
+
+    rng = np.random.default_rng(seed)
+    n = kernels
+    launch = np.cumsum(rng.integers(3_000, 6_000, n)).astype(np.int64)
+    dur = rng.integers(1_000, 9_000, n).astype(np.int64)
+    stream = np.where(rng.random(n) < 0.7, 7, 8)
+    start = np.empty(n, np.int64)
+    free = {7: 0, 8: 0}
+    for i, (t, s, d) in enumerate(zip(launch.tolist(), stream.tolist(), dur.tolist())):
+        start[i] = max(t + 4_000, free[s])
+        free[s] = start[i] + d
+    end = start + dur
+    names = ("sgemm_128x64_nn", "vectorized_elementwise_kernel", "cudaLaunchKernel",
+             "cudaDeviceSynchronize", "Context Sync")
+    syncs = np.arange(999, n, 1000)
+    sync_start = launch[syncs] + 2_500
+    sync_end = np.maximum(np.maximum.accumulate(end)[syncs], sync_start) + 1_000
+    n_rows = 2 * n + 2 * len(syncs)
+    col = lambda *parts: np.concatenate(parts)
+    sync_corr = n + np.arange(len(syncs))
+    return ActivityTable(
+        rank=np.zeros(n_rows, np.int32),
+        device=col(np.zeros(n), -np.ones(n), -np.ones(len(syncs)), np.zeros(len(syncs))).astype(np.int32),
+        stream=col(stream, np.full(n, 100), np.full(len(syncs), 100), np.full(len(syncs), -1)).astype(np.int64),
+        kind=col(np.full(n, int(Kind.KERNEL)), np.full(n, int(Kind.RUNTIME)),
+                 np.full(len(syncs), int(Kind.RUNTIME)), np.full(len(syncs), int(Kind.SYNC))).astype(np.int8),
+        name_id=col(np.where(rng.random(n) < 0.5, 0, 1), np.full(n, 2), np.full(len(syncs), 3),
+                    np.full(len(syncs), 4)).astype(np.int32),
+        start_ns=col(start, launch, sync_start, sync_start),
+        end_ns=col(end, launch + 2_000, sync_end, sync_end),
+        correlation=col(np.arange(n), np.arange(n), sync_corr, sync_corr).astype(np.int64),
+        step=np.full(n_rows, -1, np.int32),
+        names=names,
+        extra={"sync_type": np.array([None] * (2 * n + len(syncs)) + ["Context Sync"] * len(syncs),
+                                     dtype=object)},
+    )
+
+
+def time_synthetic(kernels: int) -> dict:
+    """Seconds to build the graph of a synthetic trace and to replay it (first and second
+    pass); checks that k = 1 reproduces every activity."""
+    table = synthetic_table(kernels)
+    t0 = time.perf_counter()
+    timeline = build_timeline(table)
+    t1 = time.perf_counter()
+    graph = build_graph(table, timeline)
+    t2 = time.perf_counter()
+    start, _ = schedule(graph, np.ones(len(timeline)))
+    t3 = time.perf_counter()
+    schedule(graph, scale_factors(timeline, [parse_scale("matrix=2")]))
+    t4 = time.perf_counter()
+    exact = bool(np.allclose(start, timeline.start_ns - graph.origin_ns, atol=1))
+    return {"events": len(table), "timeline_s": t1 - t0, "graph_s": t2 - t1,
+            "first_replay_s": t3 - t2, "replay_s": t4 - t3, "k1_exact": exact,
+            "edges": graph.to_dict()["edges"]}
+
+
 def _print(result: dict, label: str) -> None:
     ms = lambda ns: f"{ns / 1e6:9.3f} ms"
     print(f"\n{label}: matrix work k = {result['k_matrix']:.3f}x (measured from the matrix ops)")
@@ -385,7 +456,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="steady steps profiled per run")
     parser.add_argument("--keep", type=Path, default=None, help="keep the traces in this folder")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--synthetic", type=int, default=None, metavar="KERNELS",
+                        help="only time graph and replay on a synthetic trace of this many kernels")
     args = parser.parse_args(argv)
+    if args.synthetic:
+        result = time_synthetic(args.synthetic)
+        print(json.dumps(result, indent=2))
+        return 0 if result["k1_exact"] else 1
     repeats = args.repeats or (1 if args.small else 3)
     out = args.keep or Path(tempfile.mkdtemp(prefix="whatif-validation-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -393,11 +470,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cpu":
         fast = _fast_default() if args.fast == "auto" else args.fast
         base_variant = "fp32-cast" if fast == "bf16" else "fp32"
-        size = ({"tokens": 128, "dim": 256, "heads": 4, "prep_rounds": 6} if args.small
-                else {"tokens": 256, "dim": 768, "heads": 8, "prep_rounds": 40})
+        size = ({"tokens": 128, "dim": 256, "heads": 4, "prep_rounds": 0} if args.small
+                else {"tokens": 256, "dim": 768, "heads": 8, "prep_rounds": 0})  # 0: calibrate
         steps = args.steps or (6 if args.small else 12)
         print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}; fast variant {fast} vs "
-              f"{base_variant}; {size}; {steps} steps x {repeats} repeats; threads: main + worker")
+              f"{base_variant}; {size}; {steps} steps x {repeats} repeats; threads: main + worker "
+              f"(its share calibrated to {PREP_SHARE:.0%} of a base step)")
         for r in range(repeats):
             folder = out / f"r{r}"
             folder.mkdir(parents=True, exist_ok=True)
