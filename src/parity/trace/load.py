@@ -60,7 +60,7 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None) ->
         if warning:
             table.meta["warnings"].append(warning)
         for message in table.meta["warnings"]:
-            log.warning("%s: %s", unit, message)
+            log.info("%s: %s", unit, message)
         tables.append(table)
         done += size
         if progress is not None:
