@@ -81,12 +81,12 @@ def run_hta(trace: Path, repeats: int, *, exact: bool = True) -> dict | None:
 
 
 def hta_kernel_set(table: ActivityTable, *, with_sync: bool) -> np.ndarray:
-    """Device rows HTA keeps: launched (by correlation) before the last ProfilerStep starts;
+    """Device rows HTA keeps: launched (by correlation) before the last ProfilerStep starts, or
+    without a correlation id;
     ``with_sync`` adds the ``cuda_sync`` rows on a stream, which HTA counts as busy time."""
     device = table.device_mask()
     if with_sync:
         device |= (table.kind == Kind.SYNC) & (table.device >= 0) & (table.stream >= 0)
-    device &= table.correlation != NO_ID
     steps, starts, _ = step_markers(table)
     if len(steps) < 2:
         return device
@@ -94,7 +94,10 @@ def hta_kernel_set(table: ActivityTable, *, with_sync: bool) -> np.ndarray:
     launch = dict(zip(table.correlation[host].tolist(), table.start_ns[host].tolist()))
     last = int(starts.max())
     rows = np.flatnonzero(device)
-    early = np.array([launch.get(c, last) < last for c in table.correlation[rows].tolist()], dtype=bool)
+    # a row without a correlation id is kept: HTA fills the missing id with a value that
+    # matches host events (the MTIA traces have such rows)
+    early = np.array([c == NO_ID or launch.get(c, last) < last for c in table.correlation[rows].tolist()],
+                     dtype=bool)
     keep = np.zeros(len(table), dtype=bool)
     keep[rows[early]] = True
     return keep
