@@ -118,6 +118,6 @@ def test_terminal_tables_show_ceilings_backends_and_failures() -> None:
     text = console.export_text()
     assert "100 TFLOP/s at 8192x8192x8192" in text
     assert "NVIDIA H200 datasheet" in text
-    assert "linear TFLOP/s" in text and "70" in text
-    assert "linear: power-limited" in text
+    assert "TFLOP/s per backend" in text and "70" in text
+    assert "linear:power" in text
     assert "FAILED bf16/matmul/8192x8192x8192: [out-of-memory] out of memory" in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -104,7 +105,8 @@ def backend_table(summary: dict[str, Any]) -> Table:
 def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Table:
     """Per shape: dims, intensity, class, each backend's TFLOP/s, the best one's figures.
 
-    Class is ``compute`` or ``memory``, with ``~`` when the shape lies within 25% of the ridge.
+    Class is ``comp`` (compute-bound) or ``mem`` (memory-bound), with ``~`` when the shape lies
+    within 25% of the ridge.
     With one backend its TFLOP/s is the only rate column and the "best" column is left out.
     """
     rows = summary.get("rows") or []
@@ -112,21 +114,22 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
     several = len(backends) > 1
     unit, scale = rate_unit(summary)
     shown = rows[:limit]
-    title = "shapes" + (f" (first {limit} of {len(rows)}; all in --json)" if len(rows) > limit else "")
-    table = Table(title=title, title_justify="left")
+    title = (f"shapes ({unit} per backend)" if several else "shapes") + (
+        f", first {limit} of {len(rows)} (all in --json)" if len(rows) > limit else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for name, justify in (("shape", "left"), ("M x N x K", "right"), ("AI", "right"), ("class", "left")):
-        table.add_column(name, justify=justify, no_wrap=name != "shape")
+        table.add_column(name, justify=justify, no_wrap=True, max_width=22 if name == "shape" else None,
+                         overflow="ellipsis")
     for name in backends:
-        table.add_column(f"{name} {unit}" if several else unit, justify="right", no_wrap=True)
-    columns = (["best"] if several else []) + ["median", "IQR", "of P", "eff.", "rel.err", "notes"]
+        table.add_column(name if several else unit, justify="right", no_wrap=True)
+    columns = (["best"] if several else []) + ["median (IQR)", "of P", "eff.", "rel.err", "flags"]
     for name in columns:
-        table.add_column(name, justify="left" if name in ("best", "notes") else "right",
-                         no_wrap=name != "notes")
+        table.add_column(name, justify="left" if name in ("best", "flags") else "right", no_wrap=True)
     for row in shown:
         per = row.get("backends", {})
         best_name = row.get("best_backend")
         best = per.get(best_name) if best_name else None
-        kind = {"compute-bound": "compute", "memory-bound": "memory"}.get(row.get("class", ""), "-")
+        kind = {"compute-bound": "comp", "memory-bound": "mem"}.get(row.get("class", ""), "-")
         cells = [row.get("name", ""), f"{row['m']}x{row['n']}x{row['k']}",
                  f"{row['arithmetic_intensity']:.4g}" if row.get("arithmetic_intensity") else "-",
                  kind + ("~" if row.get("near_ridge") else "")]
@@ -134,7 +137,7 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
                   ("error" if b in per else "") for b in backends]
         if best:
             cells += ([best_name] if several else []) + [
-                duration(best.get("median_s")), duration(best.get("iqr_s")),
+                f"{duration(best.get('median_s'))} ({duration(best.get('iqr_s'))})",
                 percent(best.get("fraction_of_ceiling")), percent(best.get("efficiency")),
                 f"{best['relative_error']:.2g}" if best.get("relative_error") is not None else "-",
                 _notes(per)]
@@ -145,15 +148,18 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
 
 
 def _notes(per_backend: dict[str, Any]) -> str:
+    """Short flags per backend: ``error`` (details below the table), ``power`` (power-limited),
+    ``WRONG`` (failed its correctness check)."""
     notes = []
     for name, b in per_backend.items():
+        tag = (f"{name}:" if len(per_backend) > 1 else "")
         if b.get("error"):
-            notes.append(f"{name}: {b['error']}")
-        elif b.get("power_limited"):
-            notes.append(f"{name}: power-limited")
+            notes.append(tag + "error")
         elif b.get("check_passed") is False:
-            notes.append(f"{name}: WRONG RESULT")
-    return "; ".join(notes)
+            notes.append(tag + "WRONG")
+        elif b.get("power_limited"):
+            notes.append(tag + "power")
+    return " ".join(notes)
 
 
 def failure_lines(summary: dict[str, Any], *, limit: int = MAX_FAILURES_SHOWN) -> Text:
