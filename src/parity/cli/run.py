@@ -65,7 +65,7 @@ def _resume_settings(
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="Fewer, smaller cases: a smoke run in about a minute.")
+@click.option("--quick", is_flag=True, help="Fewer, smaller cases: a smoke run, not a measurement to quote.")
 @click.option(
     "--device",
     "device_name",
