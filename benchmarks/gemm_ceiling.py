@@ -33,7 +33,7 @@ from parity.bench.ceiling import SearchPlan, confirm_best, gemm_rate_evaluator, 
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
 
-CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256, 384)
+CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256)
 CPU_BAR = 0.97
 GPU_BAR = 0.98
 GPU_CATALOG_LIMIT_S = 600.0

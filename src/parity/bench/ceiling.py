@@ -7,9 +7,9 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in three 
 1. scout: square shapes on a geometric ladder (``min_dim``·√2^i, aligned), smallest first,
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
-2. refine: a pattern search from the best squares, stepping each of M, N and K up and down by
-   ``h`` (starting at a quarter of the size, halving down to the alignment) and moving to any
-   better neighbour, so non-square winners (wide N, long K) are found;
+2. refine: a pattern search from the three best squares, scaling each of M, N and K up and
+   down by 2, 1.5 and 1.25, then stepping by 4, 2 and 1 alignments, moving to any better
+   neighbour, so non-square winners (wide N, long K) are found;
 3. confirm: the best few shapes are re-timed ``confirm_repeats`` times with a longer budget,
    interleaved, and ``P`` is the best median among them, stored with its shape.
 
@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 Dims = tuple[int, int, int]
 # Enough samples for a stable median; more only slows the bootstrap in the summary.
 MAX_PROBE_SAMPLES = 100
+# Refinement steps: factors first (to reach far shapes, e.g. a long K), then alignments.
+REFINE_STEPS_MUL = (("mul", 2.0), ("mul", 1.5), ("mul", 1.25))
+REFINE_STEPS_ADD = (4, 2, 1)
+REFINE_STARTS = 3
 Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLOP/s
 
 
@@ -145,28 +149,38 @@ class _Search:
                     break
 
     def refine(self, start: Dims) -> None:
+        """Pattern search from ``start``: multiply or divide one dimension by 2, 1.5, 1.25, then
+        add or subtract 4, 2, 1 alignments; move to any better neighbour, refine at each step
+        until none is better."""
         center, rate = start, self.probes[start]
-        step = align_up(min(start) / 4, self.plan.align)
-        while step >= self.plan.align and self.spent() < 0.8 * self.plan.budget_s:
-            moved = False
-            for neighbour in self._neighbours(center, step):
-                if self.spent() >= 0.8 * self.plan.budget_s:
-                    break
-                if neighbour in self.probes or not self.too_slow(neighbour):
+        align = self.plan.align
+        for kind, step in REFINE_STEPS_MUL + tuple(("add", align * a) for a in REFINE_STEPS_ADD):
+            improved = True
+            while improved and self.spent() < 0.8 * self.plan.budget_s:
+                improved = False
+                for neighbour in self._neighbours(center, kind, step):
+                    if self.spent() >= 0.8 * self.plan.budget_s:
+                        return
+                    if neighbour not in self.probes and self.too_slow(neighbour):
+                        continue
                     candidate = self.probe(neighbour, "refine")
                     if candidate > rate:
-                        center, rate, moved = neighbour, candidate, True
-            if not moved:
-                step = (step // 2) // self.plan.align * self.plan.align
+                        center, rate, improved = neighbour, candidate, True
 
-    def _neighbours(self, center: Dims, step: int) -> list[Dims]:
-        out = []
+    def _neighbours(self, center: Dims, kind: str, step: float) -> list[Dims]:
+        out: list[Dims] = []
         for axis in range(3):
-            for sign in (1, -1):
+            if kind == "mul":
+                values = (align_up(center[axis] * step, self.plan.align),
+                          align_up(center[axis] / step, self.plan.align))
+            else:
+                values = (center[axis] + int(step), center[axis] - int(step))
+            for value in values:
                 dims = list(center)
-                dims[axis] += sign * step
-                if self.plan.min_dim <= dims[axis] <= self.plan.max_dim:
-                    out.append((dims[0], dims[1], dims[2]))
+                dims[axis] = value
+                candidate = (dims[0], dims[1], dims[2])
+                if self.plan.min_dim <= value <= self.plan.max_dim and candidate != center and candidate not in out:
+                    out.append(candidate)
         return out
 
     def confirm(self) -> tuple[Dims, float, list[float]]:
@@ -203,7 +217,7 @@ def search_ceiling(
         search.probe((size, size, size), "scout")
     squares = sorted((d for d in search.probes if d[0] == d[1] == d[2]),
                      key=search.probes.__getitem__, reverse=True)
-    for start in squares[:2]:
+    for start in squares[:REFINE_STARTS]:
         search.refine(start)
     dims, flops, rates = search.confirm()
     log.info("compute ceiling %.4g FLOP/s at %s after %d probes", flops, dims, len(search.probes))
