@@ -367,7 +367,7 @@ def validate_pair(base_trace: Path, fast_trace: Path) -> dict:
 
 def synthetic_table(kernels: int, *, seed: int = 0):
     """A two-stream device trace of ``kernels`` kernels, each launched by a host call, with a
-    cross-stream event wait every 50 kernels and a device synchronize every 1000 (ns times)."""
+    device synchronize (and its ``cuda_sync`` record) every 1000 launches; ns times."""
     from parity.trace.table import ActivityTable
 
     rng = np.random.default_rng(seed)
