@@ -94,3 +94,9 @@ def test_every_command_has_an_example_and_json(top: tuple[str, ...]) -> None:
         assert json_params, f"{name} has no --json option"
         assert "--json" in result.output, f"{name} --help does not list --json"
         assert not json_params[0].is_flag, f"{name}: --json takes a PATH, not a flag"
+
+
+def test_the_root_command_has_an_example() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    assert any(line.startswith("parity ") for line in _example_block(result.output))
