@@ -220,6 +220,20 @@ def test_progress_plain_lines_carry_eta() -> None:
     ]
 
 
+def test_plain_updates_are_throttled_but_failures_and_the_end_show() -> None:
+    stream = io.StringIO()
+    with ProgressRenderer(label="reading", stream=stream, tty=False, min_interval_s=3600) as p:
+        for done in range(1, 101):
+            p.update(done=done, total=100, label="trace.json", ok=False if done == 50 else None)
+    lines = stream.getvalue().splitlines()
+    assert [line.split("]")[0] for line in lines] == [
+        "[  1/100   1%",
+        "[ 50/100  50%",
+        "[100/100 100%",
+    ]
+    assert "FAILED" in lines[1]
+
+
 def test_progress_bar_on_a_terminal_shows_eta() -> None:
     stream = io.StringIO()
     with ProgressRenderer(label="parity run", stream=stream, tty=True) as progress:

@@ -8,11 +8,14 @@ object with ``phase``, ``done``, ``total`` and optionally ``suite``, ``key``, ``
     with ProgressRenderer(label="gemm") as progress:
         run_suites(..., progress=progress)
 
-Code without such events can call :meth:`ProgressRenderer.update` directly.
+Code without such events can call :meth:`ProgressRenderer.update` directly; off a terminal those
+anonymous steps print at most once per ``min_interval_s`` (plus failures and the last step),
+while a run's named cases each get their line.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from types import SimpleNamespace
@@ -30,6 +33,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.text import Text
+
+# Plain output: anonymous progress steps (bytes read, events parsed) at most this often.
+PLAIN_INTERVAL_S = 2.0
 
 
 def format_duration(seconds: float | None) -> str:
@@ -64,9 +70,16 @@ class ProgressRenderer:
     """
 
     def __init__(
-        self, *, label: str = "measuring", stream: TextIO | None = None, tty: bool | None = None
+        self,
+        *,
+        label: str = "measuring",
+        stream: TextIO | None = None,
+        tty: bool | None = None,
+        min_interval_s: float = PLAIN_INTERVAL_S,
     ) -> None:
         self.label = label
+        self.min_interval_s = min_interval_s
+        self._last_line = -math.inf
         self._stream = stream if stream is not None else sys.stderr
         self._console = Console(file=self._stream, force_terminal=tty, highlight=False)
         self.tty = self._console.is_terminal if tty is None else tty
@@ -147,7 +160,7 @@ class ProgressRenderer:
             skipped = getattr(event, "skipped", 0)
             extra = f" ({skipped} already stored, skipped)" if skipped else ""
             self._write(f"{self.label}: {total} cases{extra}")
-        elif phase == "measured":
+        elif phase == "measured" and self._due(event):
             pct = f"{100.0 * event.done / total:3.0f}%" if total else "   "
             width = len(str(total)) if total else 1
             verdict = {True: "ok", False: "FAILED", None: ""}[getattr(event, "ok", None)]
@@ -159,6 +172,21 @@ class ProgressRenderer:
             )
         elif phase == "summary":
             self._write(f"{self.label}: summarising")
+
+    def _due(self, event: Any) -> bool:
+        """Plain lines: every named case (a run's log lists each one), every failure and the
+        last step; anonymous ``update`` steps at most once per ``min_interval_s``."""
+        now = time.perf_counter()
+        total = event.total
+        due = (
+            bool(getattr(event, "suite", ""))
+            or getattr(event, "ok", None) is False
+            or (total is not None and event.done >= total)
+            or now - self._last_line >= self.min_interval_s
+        )
+        if due:
+            self._last_line = now
+        return due
 
     def note(self, line: str) -> None:
         """A line of context (which run, which store) above the bar or among the lines."""
