@@ -127,7 +127,8 @@ def _first_order_notes(timeline: Timeline, win: Window, fo: FirstOrder) -> list[
     first = (f"first order: T_c measured on the critical (busiest) {what}, {fo.critical_lane} "
              f"(busy {fo.critical_busy_ns / win.length_ns:.1%} of the window); overlap and idle "
              "held fixed")
-    second = (f"bounds: other {what}s' work ({lanes} busy {what}s) may hide the scaled work (low) "
+    busy_lanes = f"{lanes} busy {what}" + ("s" if lanes != 1 else "")
+    second = (f"bounds: other {what}s' work ({busy_lanes}) may hide the scaled work (low) "
               f"or none of it does (high); idle gaps ({idle:.1%} of the window with no work on any "
               f"{what}) held fixed as in the first order")
     return [first, second]
