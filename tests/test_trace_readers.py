@@ -164,19 +164,32 @@ def test_generic_chrome_trace_device_lanes(tmp_path: Path) -> None:
         {"ph": "X", "name": "fusion.1", "pid": 7, "tid": 11, "ts": 10.5, "dur": 2.25},
         {"ph": "X", "name": "fusion.2", "pid": 7, "tid": 11, "ts": 13, "dur": 1},
         {"ph": "X", "name": "step", "pid": 1, "tid": 1, "ts": 9, "dur": 9},
-        {"ph": "B", "name": "open", "pid": 1, "tid": 1, "ts": 9},
+        {"ph": "B", "name": "outer", "pid": 7, "tid": 11, "ts": 20},
+        {"ph": "B", "name": "inner", "pid": 7, "tid": 11, "ts": 20.5},
+        {"ph": "B", "name": "host", "pid": 1, "tid": 1, "ts": 21},
+        {"ph": "E", "pid": 7, "tid": 11, "ts": 21.25},
+        {"ph": "E", "pid": 7, "tid": 11, "ts": 23},
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 22},
+        {"ph": "B", "name": "never closed", "pid": 1, "tid": 1, "ts": 30},
     ]
     path = tmp_path / "xla.trace.json"
     path.write_bytes(orjson.dumps({"traceEvents": events}))
     assert detect(path) == "kineto"
     table = load_trace(path)
     assert table.meta["format"] == "chrome"
-    assert kinds(table) == {"KERNEL": 2, "OTHER": 1}
+    assert kinds(table) == {"KERNEL": 4, "OTHER": 2}
     kernels = np.flatnonzero(table.kind == Kind.KERNEL)
-    assert table.stream[kernels].tolist() == [5, 5] and table.device[kernels].tolist() == [3, 3]
-    assert table.start_ns[kernels].tolist() == [10500, 13000]
-    assert table.end_ns[kernels].tolist() == [12750, 14000]
-    assert any("'B'/'E'" in w for w in table.meta["warnings"])
+    assert [table.name_of(i) for i in kernels] == ["fusion.1", "fusion.2", "inner", "outer"]
+    assert table.stream[kernels].tolist() == [5] * 4 and table.device[kernels].tolist() == [3] * 4
+    assert table.start_ns[kernels].tolist() == [10500, 13000, 20500, 20000]
+    assert table.end_ns[kernels].tolist() == [12750, 14000, 21250, 23000]
+    host = np.flatnonzero(table.kind == Kind.OTHER)
+    assert [(table.name_of(i), int(table.duration_ns[i])) for i in host] == [("step", 9000), ("host", 1000)]
+    assert table.meta["warnings"] == [
+        "1 'B'/'E' duration events have no partner; skipped",
+        "1 device activities start before the previous one on the same stream ends "
+        "(largest overlap 2500 ns); kept as recorded",  # inner nests in outer on stream 5
+    ]
 
 
 def same_table(a, b) -> None:

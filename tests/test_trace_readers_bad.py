@@ -169,3 +169,9 @@ def test_good_table_after_warnings_has_sane_columns(tmp_path: Path) -> None:
     assert table.kind.tolist() == [Kind.KERNEL, Kind.RUNTIME]
     assert table.start_ns.tolist() == [1500, 1000] and table.end_ns.tolist() == [3500, 1250]
     assert np.array_equal(table.device, [0, -1]) and table.correlation.tolist() == [-1, 9]
+
+
+def test_end_before_begin_names_the_event(tmp_path: Path) -> None:
+    events = [kernel(1.0, 1.0), {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 5.0},
+              {"ph": "E", "pid": 1, "tid": 1, "ts": 4.0}]  # fmt: skip
+    one_line_error(write(tmp_path, "be.json", trace(events)), match="event 2 ends (ph E) before its begin event 1")

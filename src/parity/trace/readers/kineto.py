@@ -1,7 +1,7 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, and any other Chrome trace with device lanes.
 
 What becomes a row: every complete event (``ph: X``) except the profiler's own ``Trace``
-spans. ``cat`` gives the :class:`Kind` (current and older spellings: ``kernel``/``Kernel``,
+spans, and every matched ``B``/``E`` pair (:mod:`.durations`). ``cat`` gives the :class:`Kind` (current and older spellings: ``kernel``/``Kernel``,
 ``gpu_memcpy``/``Memcpy``, ``cuda_runtime``/``Runtime``, ``cpu_op``/``Operator``, MTIA's
 ``mtia_ccp_events``/``mtia_runtime``, ...); ``ProfilerStep#N`` spans on the host become
 ``Kind.STEP`` rows with ``step = N`` and every other row gets the step its launch fell in.
@@ -28,8 +28,8 @@ Bad input, and the choice for each:
       ``dur``: ParityError naming the event index (no safe place to put it);
     - an event of the wrong shape (``args`` not an object, unhashable ``name``): ParityError
       with the event index;
-    - array entries that are not objects, and ``B``/``E`` duration events (not read):
-      skipped, counted in ``meta["warnings"]``;
+    - array entries that are not objects, and ``B``/``E`` events without a partner: skipped,
+      counted in ``meta["warnings"]``;
     - no complete events at all: ParityError ("empty trace").
 """
 
@@ -51,6 +51,7 @@ from parity.trace.readers.kineto_events import (
     EXTRA,
     UNKNOWN,
     ScanState,
+    add_duration_pairs,
     int_or,
     scan_events,
     scan_text,
@@ -87,18 +88,17 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
     return _finish(path, cols, state, stream.header)
 
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:
+    pairs_warning = add_duration_pairs(cols, state)
     if cols.rows == 0:
         raise ParityError(
-            f"{path}: empty trace (no complete 'X' events); profile with activities enabled "
-            "or pick another file"
+            f"{path}: empty trace (no complete 'X' or paired 'B'/'E' events); profile with "
+            "activities enabled or pick another file"
         )
     warnings = []
     if state.non_objects:
         warnings.append(f"{state.non_objects} entries of the event array are not objects; skipped")
-    if state.begin_end:
-        warnings.append(
-            f"{state.begin_end} 'B'/'E' duration events ignored (only complete 'X' events are read)"
-        )
+    if pairs_warning:
+        warnings.append(pairs_warning)
     rank, rank_source = _rank(path, header)
     fmt = "kineto" if state.known_cat or any(k in header for k in _KINETO_KEYS) else "chrome"
     meta = {

@@ -16,6 +16,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, times_to_ns
+from parity.trace.readers.durations import pair_begin_end
 from parity.trace.readers.jsonstream import decode_block
 from parity.trace.readers.lanes import Lanes
 from parity.trace.table import NO_ID, Kind
@@ -109,7 +110,7 @@ class ScanState:
         self.exact_seen = exact
         self.lanes = Lanes()
         self.non_objects = 0
-        self.begin_end = 0
+        self.marks: list[tuple] = []  # B/E duration events, paired at the end
         self.events = 0
         self.known_cat = False
 
@@ -117,7 +118,7 @@ class ScanState:
         """What a worker learnt, for :meth:`absorb` in the reading process."""
         return {"process": self.lanes.process, "labels": self.lanes.labels,
                 "thread": self.lanes.thread, "non_objects": self.non_objects,
-                "begin_end": self.begin_end, "events": self.events,
+                "marks": self.marks, "events": self.events,
                 "known_cat": self.known_cat, "exact": self.exact_seen}  # fmt: skip
 
     def absorb(self, payload: dict) -> None:
@@ -125,7 +126,7 @@ class ScanState:
         self.lanes.labels.update(payload["labels"])
         self.lanes.thread.update(payload["thread"])
         self.non_objects += payload["non_objects"]
-        self.begin_end += payload["begin_end"]
+        self.marks.extend(payload["marks"])
         self.events += payload["events"]
         self.known_cat = self.known_cat or payload["known_cat"]
         self.exact_seen = self.exact_seen or payload["exact"]
@@ -170,7 +171,7 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
             if ph == "M" and e.args is not None:
                 lanes.add(e.name, e.pid, e.tid, e.args.name, e.args.labels)
             elif ph == "B" or ph == "E":
-                state.begin_end += 1
+                state.marks.append((ph, e.name, e.cat, e.pid, e.tid, e.ts, first + i))
             continue
         kind = cat_code(e.cat, UNKNOWN)
         if kind == SKIP:
@@ -231,7 +232,12 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
                 if ph == "M":
                     note(e)
                 elif ph == "B" or ph == "E":
-                    state.begin_end += 1
+                    name, cat = e.get("name"), e.get("cat")
+                    state.marks.append((
+                        ph, name if isinstance(name, str) else None,
+                        cat if isinstance(cat, str) else None, e.get("pid"), e.get("tid"),
+                        e.get("ts"), first + i,
+                    ))  # fmt: skip
                 continue
             kind = cat_code(e.get("cat"), UNKNOWN)
             if kind == SKIP:
@@ -328,3 +334,27 @@ def _int64(values: list, where: np.ndarray, first: int, path: Path, key: str) ->
             f"{path}: event {first + int(where[bad])} has {_WHAT[key]} {values[bad]} beyond 64 bits; "
             "the trace is corrupt"
         ) from None
+
+
+def add_duration_pairs(cols: Columns, state: ScanState) -> str | None:
+    """Rows for the paired ``B``/``E`` events (see :mod:`.durations`); the warning, if any."""
+    pairs, warning = pair_begin_end(state.marks, path=state.path)
+    rows = [p for p in pairs if _CAT_CODE.get(p[1], UNKNOWN) != SKIP]
+    if not rows:
+        return warning
+    n = len(rows)
+    kind = np.array([_CAT_CODE.get(p[1], UNKNOWN) for p in rows], dtype=np.int16)
+    pid = np.array([int_or(p[2]) for p in rows], dtype=np.int64)
+    tid = np.array([int_or(p[3]) for p in rows], dtype=np.int64)
+    on_device = np.isin(kind, DEVICE_CODES)
+    cols.add(
+        rank=np.zeros(n, np.int32), device=np.where(on_device, pid, NO_ID), stream=tid,
+        kind=kind, name_id=np.array([cols.intern(p[0] or "") for p in rows], np.int32),
+        start_ns=np.array([p[4] for p in rows], np.int64),
+        end_ns=np.array([p[5] for p in rows], np.int64),
+        correlation=np.full(n, NO_ID, np.int64), step=np.full(n, -1, np.int32), pid=pid,
+        tid=tid, external_id=np.full(n, NO_ID, np.int64), sync_type=np.full(n, None, object),
+        wait_on_stream=np.full(n, NO_ID, np.int64), wait_on_event_corr=np.full(n, NO_ID, np.int64),
+    )  # fmt: skip
+    state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
+    return warning

@@ -1,0 +1,55 @@
+"""Pair Chrome-trace duration events (``ph: B`` then ``ph: E``) into complete activities.
+
+Kineto writes complete (``X``) events only, but other Chrome-trace producers write a ``B`` when
+an activity begins and an ``E`` when it ends, nested per thread. Pairs are matched per
+``(pid, tid)`` with a stack, in file order (the format requires an ``E`` to close the most
+recent open ``B`` of its thread), and become rows like complete events. A ``B`` never closed
+or an ``E`` with nothing open cannot be given a duration: each is skipped and counted in the
+warning this module returns. ``ts`` is read exactly as for complete events; an ``E`` before its
+``B`` is a :class:`ParityError` naming the event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.readers.columns import times_to_ns
+
+
+def pair_begin_end(marks: list[tuple], *, path: Path) -> tuple[list[tuple], str | None]:
+    """``marks`` are ``(ph, name, cat, pid, tid, ts, index)`` in file order.
+
+    Returns ``(pairs, warning)``: each pair is ``(name, cat, pid, tid, start_ns, end_ns,
+    index_of_B)``; the warning counts unmatched marks (None when all matched).
+    """
+    if not marks:
+        return [], None
+    starts = times_to_ns([m[5] for m in marks], path=path, first=0, what="ts",
+                         index=np.array([m[6] for m in marks]))  # fmt: skip
+    open_by_lane: dict[tuple, list[int]] = {}
+    pairs, unmatched = [], 0
+    for j, (ph, name, cat, pid, tid, _ts, index) in enumerate(marks):
+        lane = (pid if isinstance(pid, (int, str)) else None, tid if isinstance(tid, (int, str)) else None)
+        stack = open_by_lane.setdefault(lane, [])
+        if ph == "B":
+            stack.append(j)
+            continue
+        if not stack:
+            unmatched += 1
+            continue
+        b = stack.pop()
+        if starts[j] < starts[b]:
+            raise ParityError(
+                f"{path}: event {index} ends (ph E) before its begin event {marks[b][6]}; "
+                "the trace is corrupt"
+            )
+        _, b_name, b_cat, b_pid, b_tid, _, b_index = marks[b]
+        pairs.append((b_name, b_cat, b_pid, b_tid, int(starts[b]), int(starts[j]), b_index))
+    unmatched += sum(len(stack) for stack in open_by_lane.values())
+    warning = None
+    if unmatched:
+        warning = f"{unmatched} 'B'/'E' duration events have no partner; skipped"
+    return pairs, warning
