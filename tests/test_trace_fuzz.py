@@ -20,7 +20,8 @@ ASCEND = "ascend/msinsight/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/tr
 NSYS = "nsys/extrap/con_kernel.sqlite"
 FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-STRANGE = [None, "", "12x", -1, -1e30, 1e300, 2**63 + 5, [], {}, [1, 2], {"a": 1}, True, 0.5]
+STRANGE = [None, "", "12x", "7.5", "B", "E", -1, -1e30, 1e300, 2**63 + 5, [], {}, [1, 2],
+           {"a": 1}, True, 0.5]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

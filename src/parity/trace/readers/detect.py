@@ -59,9 +59,11 @@ def detect(path: Path) -> str:
             return "kineto"
     if stripped[:1] == b"{" and (b'"traceEvents"' in text or _EVENT_KEY.search(text)):
         return "kineto"
+    hint = "; export Nsight Systems reports with 'nsys export --type sqlite'" if path.suffix in (
+        ".nsys-rep", ".qdrep") else ""  # fmt: skip
     raise ParityError(
         f"{path}: not a trace this reader knows (Kineto/Chrome JSON, Ascend profiler output, "
-        f"Nsight Systems SQLite); it starts with {stripped[:24]!r}"
+        f"Nsight Systems SQLite); it starts with {stripped[:24]!r}{hint}"
     )
 
 

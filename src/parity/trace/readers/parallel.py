@@ -8,7 +8,9 @@ ended, so when every block parses, every cut was a true boundary. Anything unexp
 block that does not parse, a bad event, a worker failure) makes :func:`read_parallel` return
 None and the caller reads the file again in one process, which gives the precise error.
 
-Memory stays bounded: at most ``2 * workers`` blocks are in flight.
+Memory stays bounded: at most ``2 * workers`` blocks are in flight. Workers are forked (so a
+caller's script needs no ``__main__`` guard); they only parse and compute, never log or print,
+so locks another thread held at fork time are never needed in them.
 """
 
 from __future__ import annotations
