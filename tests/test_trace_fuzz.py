@@ -18,6 +18,7 @@ from parity.trace.table import ActivityTable
 KINETO = "kineto/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
 ASCEND = "ascend/msinsight/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"
 NSYS = "nsys/extrap/con_kernel.sqlite"
+ASCEND_DB = "ascend/msinsight/db/level0/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db"
 FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 STRANGE = [None, "", "12x", "7.5", "B", "E", -1, -1e30, 1e300, 2**63 + 5, [], {}, [1, 2],
@@ -121,14 +122,16 @@ def test_ascend_keys_deleted_or_retyped(ascend_events: list, tmp_path: Path, dat
     check(folder.parent)
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
+@settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(cut=st.floats(0.05, 1.0), flip=st.floats(0.0, 1.0))
-def test_mangled_sqlite(traces_dir: Path, tmp_path: Path, cut: float, flip: float) -> None:
-    data = bytearray((traces_dir / NSYS).read_bytes())
+@given(source=st.sampled_from([NSYS, ASCEND_DB]), cut=st.floats(0.05, 1.0),
+       flips=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))  # fmt: skip
+def test_mangled_sqlite(traces_dir: Path, tmp_path: Path, source: str, cut: float, flips) -> None:
+    data = bytearray((traces_dir / source).read_bytes())
     data = data[: max(100, int(len(data) * cut))]
-    where = min(int(flip * len(data)), len(data) - 1)
-    data[where] = (data[where] + 97) % 256
-    path = tmp_path / "m.sqlite"
+    for flip in flips:
+        where = min(int(flip * len(data)), len(data) - 1)
+        data[where] = (data[where] + 97) % 256
+    path = tmp_path / "ascend_pytorch_profiler_0.db"
     path.write_bytes(bytes(data))
     check(path)

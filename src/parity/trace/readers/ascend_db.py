@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, assign_steps
+from parity.trace.readers.columns import Columns, assign_steps, one_line
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 _CORE_OF_TASK = {
@@ -59,19 +59,29 @@ def connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
         db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.Error as exc:
-        raise ParityError(f"{path}: not a readable SQLite database ({exc})") from None
+        raise ParityError(f"{path}: not a readable SQLite database ({one_line(exc)})") from None
     return db
+
+
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError, ValueError, TypeError, OverflowError)
 
 
 def table_names(db: sqlite3.Connection) -> set[str]:
     return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
+def _tables_or_raise(db: sqlite3.Connection, path: Path) -> set[str]:
+    try:
+        return table_names(db)
+    except SQLITE_ERRORS as exc:
+        raise ParityError(f"{path}: corrupt SQLite file ({one_line(exc)}); export it again") from None
+
+
 def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     """Read one rank's ``ascend_pytorch_profiler_N.db``."""
     db = connect(path)
     try:
-        tables = table_names(db)
+        tables = _tables_or_raise(db, path)
         missing = [t for t in TABLES if t not in tables]
         if missing:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
@@ -80,9 +90,9 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
             _tasks(db, tables, cols, path)
             _comm_ops(db, tables, cols)
             _host(db, tables, cols)
-        except sqlite3.Error as exc:
-            raise ParityError(f"{path}: unreadable Ascend tables ({exc}); export it again") from None
-        rank = _rank(db, tables, path)
+            rank = _rank(db, tables, path)
+        except SQLITE_ERRORS as exc:
+            raise ParityError(f"{path}: unreadable Ascend tables ({one_line(exc)}); export it again") from None
         step_trace = _step_trace(path.parent / "analysis.db")
     finally:
         db.close()
@@ -236,7 +246,7 @@ def _step_trace(path: Path) -> list[dict]:
             rows = cursor.fetchall()
         finally:
             db.close()
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         return []
     out = []
     for row in rows:

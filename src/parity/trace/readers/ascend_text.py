@@ -42,6 +42,7 @@ from parity.trace.readers.columns import (
     ASCEND_CONCURRENT_TASKS,
     Columns,
     assign_steps,
+    one_line,
     parse_us_text,
     times_to_ns,
 )
@@ -130,7 +131,7 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         try:
             row = _classify(e, process.get(e.get("pid"), ""), thread)
         except (TypeError, AttributeError, ValueError) as exc:
-            raise ParityError(f"{trace}: event {i} is malformed ({exc}); the trace is corrupt") from None
+            raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
         if row is None:
             continue
         kind, stream, task_type, plane_stream = row
@@ -283,7 +284,7 @@ def _csv_rows(path: Path) -> list[dict]:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             return list(csv.DictReader(handle))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ParityError(f"{path}: unreadable CSV ({exc}); export the profile again") from None
+        raise ParityError(f"{path}: unreadable CSV ({one_line(exc)}); export the profile again") from None
 
 
 def _join_kernel_details(table: ActivityTable, path: Path, warnings: list) -> ActivityTable:

@@ -70,6 +70,12 @@ class Columns:
         return ActivityTable(**core, names=tuple(self.names), extra=extra, meta=meta)
 
 
+def one_line(exc: BaseException, limit: int = 160) -> str:
+    """An exception's text on one line, shortened: for ParityError messages (always one line)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def us_to_ns(values: np.ndarray) -> np.ndarray:
     """Float microseconds to int64 nanoseconds, integer part and fraction converted apart."""
     whole = np.floor(values)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW
+from parity.trace.readers.columns import one_line
 from parity.trace.readers.jsonstream import read_head
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
@@ -94,8 +95,8 @@ def _detect_sqlite(path: Path) -> str:
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         finally:
             db.close()
-    except sqlite3.Error as exc:
-        raise ParityError(f"{path}: corrupt SQLite file ({exc}); export it again") from None
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        raise ParityError(f"{path}: corrupt SQLite file ({one_line(exc)}); export it again") from None
     if any(t.startswith("CUPTI_ACTIVITY_KIND") for t in tables):
         return "nsys"
     if {"TASK", "STRING_IDS"} <= tables:

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, times_to_ns
+from parity.trace.readers.columns import Columns, one_line, times_to_ns
 from parity.trace.readers.durations import pair_begin_end
 from parity.trace.readers.jsonstream import decode_block
 from parity.trace.readers.lanes import Lanes
@@ -270,7 +270,7 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
                 ))  # fmt: skip
     except (TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise ParityError(
-            f"{state.path}: event {first + i} is malformed ({type(exc).__name__}: {exc}); "
+            f"{state.path}: event {first + i} is malformed ({type(exc).__name__}: {one_line(exc)}); "
             "the trace is corrupt"
         ) from None
     if kinds:

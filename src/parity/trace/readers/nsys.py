@@ -15,14 +15,13 @@ ParityError naming the table and row.
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.ascend_db import connect, table_names
-from parity.trace.readers.columns import Columns, assign_steps
+from parity.trace.readers.ascend_db import SQLITE_ERRORS, connect, table_names
+from parity.trace.readers.columns import Columns, assign_steps, one_line
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -48,18 +47,18 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     """Read one Nsight Systems SQLite export."""
     db = connect(path)
     try:
-        tables = table_names(db)
-        if not is_nsys(tables):
-            raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
-        strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
         cols = Columns()
         try:
+            tables = table_names(db)
+            if not is_nsys(tables):
+                raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
+            strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
             _device(db, tables, strings, cols, path)
             _runtime(db, tables, strings, cols, path)
             _nvtx(db, tables, strings, cols, path)
             meta = _meta(db, tables, path)
-        except sqlite3.Error as exc:
-            raise ParityError(f"{path}: unreadable Nsight tables ({exc}); export it again") from None
+        except SQLITE_ERRORS as exc:
+            raise ParityError(f"{path}: unreadable Nsight tables ({one_line(exc)}); export it again") from None
     finally:
         db.close()
     if progress is not None:
