@@ -27,8 +27,9 @@ OUT = HERE / "out"
 BAR = 0.10
 KIB, MIB = 1024, 1024 * 1024
 POINTS = {"L1": 16 * KIB, "L2": 64 * KIB, "DRAM": 256 * MIB}
-# Loads per timed chain of the C program: tens of milliseconds at each level's latency.
-C_LOADS = {"L1": 1 << 24, "L2": 1 << 23, "DRAM": 1 << 18}
+# Loads per timed chain of the C program: a few milliseconds at each level's latency, like
+# parity's chains, so both sides see the same odds of being preempted on a shared machine.
+C_LOADS = {"L1": 1 << 22, "L2": 1 << 20, "DRAM": 1 << 15}
 
 
 def compile_reference() -> Path:
@@ -116,7 +117,7 @@ def check_plateaus(pages: list[str]) -> bool:
         for p in curve["plateaus"]:
             ratio = p.get("size_ratio")
             good = ratio is None or 0.5 <= ratio <= 2.0
-            ok &= good or p["level"] in ("DRAM",)
+            ok &= good
             print(f"  {p['level']:8} {p['latency_ns']:8.1f} ns  {p['start_bytes'] // KIB:>8} .. {p['size_bytes'] // KIB:>8} KiB"
                   f"  reported {p.get('reported_bytes') and p['reported_bytes'] // KIB} KiB"
                   f"  ratio {'-' if ratio is None else f'{ratio:.2f}'}  {'ok' if good else 'OUTSIDE 2x'}")
@@ -126,7 +127,7 @@ def check_plateaus(pages: list[str]) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--reps", type=int, default=9, help="C repetitions per round")
+    parser.add_argument("--reps", type=int, default=51, help="C repetitions per round")
     parser.add_argument("--pages", default="base,thp")
     parser.add_argument("--plateaus", action="store_true", help="also compare detected plateaus with lscpu")
     args = parser.parse_args()

@@ -39,6 +39,7 @@ def test_plateaus_found_named_and_sized_on_a_synthetic_staircase() -> None:
     assert plateaus[2].latency_ns == pytest.approx(12.0, rel=0.05)
     assert plateaus[-1].latency_ns == pytest.approx(110, rel=0.05)
     assert plateaus[-1].start_bytes > 32 * MIB
+    assert plateaus[-1].memory and plateaus[-1].size_ratio is None  # memory has no capacity here
 
 
 def test_transition_points_between_levels_are_not_plateaus() -> None:

@@ -22,8 +22,10 @@ import numpy as np
 
 from parity.model.errors import ParityError
 
-# Points whose latency is within this fraction of a plateau's median belong to it.
-PLATEAU_TOLERANCE = 0.20
+# Points whose latency is within this fraction of a plateau's median belong to it. Adjacent
+# levels differ by 2x or more (L1 -> L2 -> LLC -> memory), so 30% keeps levels apart while
+# absorbing the few-tens-of-percent noise of a shared machine.
+PLATEAU_TOLERANCE = 0.30
 # A knee must lift the last point at least this fraction of the baseline above the old trend.
 KNEE_MIN_RISE = 0.10
 
@@ -49,7 +51,8 @@ class Plateau:
     ``size_bytes`` is the level's capacity as measured: the largest working set still on the
     plateau (for the memory level, the largest size measured); ``start_bytes`` the smallest.
     ``latency_ns`` is the median over the plateau's points. ``reported_bytes`` is what the
-    device reports for the level it is named after, and ``size_ratio`` = measured/reported.
+    device reports for the level it is named after, and ``size_ratio`` = measured/reported for a
+    cache level (None for memory, whose plateau only ends where the sweep does).
     """
 
     level: str
@@ -58,10 +61,11 @@ class Plateau:
     latency_ns: float
     points: int
     reported_bytes: int | None = None
+    memory: bool = False
 
     @property
     def size_ratio(self) -> float | None:
-        if not self.reported_bytes:
+        if not self.reported_bytes or self.memory:
             return None
         return self.size_bytes / self.reported_bytes
 
@@ -74,6 +78,7 @@ class Plateau:
             "points": self.points,
             "reported_bytes": self.reported_bytes,
             "size_ratio": self.size_ratio,
+            "memory": self.memory,
         }
 
 
@@ -152,7 +157,7 @@ def name_plateaus(
     if last_is_memory:
         start, end, lat, points = plateaus[-1]
         named.append(Plateau(level=memory_name, size_bytes=end, start_bytes=start, latency_ns=lat,
-                             points=points, reported_bytes=memory_bytes))
+                             points=points, reported_bytes=memory_bytes, memory=True))
     return named
 
 
