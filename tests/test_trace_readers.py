@@ -212,6 +212,7 @@ def test_streamed_blocks_equal_one_parse(traces_dir: Path, monkeypatch, relative
     same_table(whole, read_kineto(path))
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
     calls = []
     original = parallel.read_parallel
     monkeypatch.setattr(parallel, "read_parallel", lambda *a, **k: calls.append(1) or original(*a, **k))
@@ -228,6 +229,7 @@ def test_parallel_read_falls_back_and_names_the_bad_event(tmp_path: Path, monkey
     monkeypatch.setattr(jsonstream, "BLOCK_BYTES", 16 << 10)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
     with pytest.raises(ParityError, match="event 2500 has a negative dur"):
         read_kineto(path)
 
