@@ -37,10 +37,12 @@ def check_backend(backend: Any, *, device: Any, dtype: GemmDtype, m: int, n: int
     """Run ``backend`` once on fresh inputs and compare; ``{"passed", "relative_error", ...}``."""
     import torch
 
-    generator = torch.Generator(device="cpu").manual_seed(CHECK_SEED + m * 7 + n * 13 + k * 17)
+    seed = CHECK_SEED + m * 7 + n * 13 + k * 17
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    on_device = _device_generator(device, seed)
     stored = storage_dtype(dtype, device)
-    a = device.random_tensor((m, k), stored, generator=generator)
-    b = device.random_tensor((k, n), stored, generator=generator)
+    a = device.random_tensor((m, k), stored, generator=on_device)
+    b = device.random_tensor((k, n), stored, generator=on_device)
     with precision_mode(dtype, device):
         result = backend.run(backend.prepare(a, b, dtype=dtype))
     device.synchronize()
@@ -61,6 +63,18 @@ def check_backend(backend: Any, *, device: Any, dtype: GemmDtype, m: int, n: int
         "reference": f"{'fp64' if on_cpu else 'fp32'} matmul of the same inputs",
         "rows_checked": len(rows),
     }
+
+
+def _device_generator(device: Any, seed: int) -> Any:
+    """A seeded generator on the device itself, so large inputs are drawn there (drawing a
+    gigabyte on the host and copying it would dominate the sweep); None where the backend has
+    no device generator (the device's default generator is used, unseeded)."""
+    import torch
+
+    try:
+        return torch.Generator(device=device.torch_device).manual_seed(seed)
+    except (RuntimeError, TypeError):
+        return None
 
 
 def _check_rows(m: int, generator: Any) -> list[int]:
