@@ -132,7 +132,7 @@ def host_bookkeeping(step: int) -> None:
 VARIANT_TAG = "whatif-variant="
 
 
-PREP_SHARE = 0.5  # the worker's batch preparation takes about this share of a base step
+PREP_SHARE = 0.5  # default share of a base step the worker's batch preparation takes
 
 
 def calibrate_prep(blocks: list, tokens: int, dim: int, *, share: float) -> int:
@@ -156,7 +156,7 @@ def calibrate_prep(blocks: list, tokens: int, dim: int, *, share: float) -> int:
 
 
 def profile_cpu(variants: tuple[str, str], *, tokens: int, dim: int, heads: int, steps: int,
-                prep_rounds: int, out: Path) -> Path:
+                prep_rounds: int, out: Path, share: float = PREP_SHARE) -> Path:
     """Profile ``steps`` steady steps of each variant, alternating step by step, in one trace.
 
     Interleaving puts both variants under the same machine conditions (other processes, clock
@@ -175,7 +175,7 @@ def profile_cpu(variants: tuple[str, str], *, tokens: int, dim: int, heads: int,
                 for block in blocks:
                     block(x)
     if prep_rounds <= 0:
-        prep_rounds = calibrate_prep(models[variants[0]], tokens, dim, share=PREP_SHARE)
+        prep_rounds = calibrate_prep(models[variants[0]], tokens, dim, share=share)
     schedule = torch.profiler.schedule(wait=1, warmup=4, active=2 * steps + 2, repeat=1)
     with torch.no_grad(), torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU],
@@ -454,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None,
                         help="repeat the pair of runs (default 3, 1 with --small)")
     parser.add_argument("--steps", type=int, default=None, help="steady steps profiled per run")
+    parser.add_argument("--worker-share", type=float, default=PREP_SHARE,
+                        help="the worker thread's work as a share of a base step (default 0.5; "
+                             "0.8 makes it bind once the matmuls are faster)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the traces in this folder")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--synthetic", type=int, default=None, metavar="KERNELS",
@@ -475,11 +478,12 @@ def main(argv: list[str] | None = None) -> int:
         steps = args.steps or (6 if args.small else 12)
         print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}; fast variant {fast} vs "
               f"{base_variant}; {size}; {steps} steps x {repeats} repeats; threads: main + worker "
-              f"(its share calibrated to {PREP_SHARE:.0%} of a base step)")
+              f"(its share calibrated to {args.worker_share:.0%} of a base step)")
         for r in range(repeats):
             folder = out / f"r{r}"
             folder.mkdir(parents=True, exist_ok=True)
-            trace = profile_cpu((base_variant, fast), steps=steps, out=folder, **size)
+            trace = profile_cpu((base_variant, fast), steps=steps, out=folder,
+                                share=args.worker_share, **size)
             runs.append(validate_interleaved(trace, base_variant, fast))
             _print(runs[-1], f"cpu run {r + 1}/{repeats}")
     else:
