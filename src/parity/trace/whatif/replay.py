@@ -8,7 +8,8 @@ topological order and sets
 
 with ``k_i`` the node's speed factor. With every ``k = 1`` each observed time comes back (up to
 float rounding), which :func:`replay` checks. One pass costs O(nodes + edges) in a tight loop
-over plain Python lists (about a second per million activities).
+over plain Python lists: a few seconds per million activities (the first pass also
+builds the loop's plan, reused by later passes on the same graph).
 
 The step after scaling: with step markers, each step boundary moves with the first activity of
 the marker thread at or after it (or the last one before it, for the final boundary); without
