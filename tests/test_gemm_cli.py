@@ -76,3 +76,9 @@ def test_bad_shapes_file_exits_2_naming_file_and_line(tmp_path: Path, db_path: P
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("parity: ") and "bad.csv:2: k = -3 is out of range" in err
+
+
+def test_resume_refuses_changed_settings(db_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["gemm", "--resume", "20260101-000000-abcd", "--dtype", "fp16"])
+    assert result.exit_code != 0
+    assert "drop --dtype" in str(result.exception)

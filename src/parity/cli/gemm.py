@@ -23,6 +23,16 @@ def _sweep_options(dtype: str, backends: tuple[str, ...], shapes: str, ceiling_b
     return options
 
 
+def _refuse_changes(ctx: click.Context) -> None:
+    """``--resume`` continues with the stored settings; flags that would change them are refused."""
+    given = [f"--{name.replace('_', '-')}" for name in ("dtype", "backends", "shapes", "quick", "ceiling_budget_s")
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        flags = ", ".join(g.replace("--backends", "--backend").replace("--ceiling-budget-s", "--ceiling-budget")
+                          for g in given)
+        raise ParityError(f"--resume continues a run with its stored settings; drop {flags}")
+
+
 @click.group(invoke_without_command=True)
 @click.option("--dtype", type=click.Choice(DTYPE_CHOICES), default="bf16", show_default=True,
               help="Precision: bf16, fp16, fp32, tf32 (fp32 storage, TF32 matrix math), fp8 (e4m3, scaled matmul).")
@@ -68,6 +78,7 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
     options = _sweep_options(dtype, backends, shapes, ceiling_budget_s)
     with Store.open(db_path) as store:
         if resume_id is not None:
+            _refuse_changes(ctx)
             run = store.get_run(resume_id)
             if "gemm" not in run.config.get("suites", []):
                 raise ParityError(f"run {run.run_id} has no gemm sweep; resume it with 'parity run --resume'")

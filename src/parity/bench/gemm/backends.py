@@ -32,7 +32,6 @@ from parity.model.errors import ParityError
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "parity.gemm_backends"
-DEFAULT_BACKENDS = ("matmul",)
 
 
 @runtime_checkable

@@ -164,10 +164,3 @@ def _gcn_arch(device: Any) -> str:
         return str(torch.cuda.get_device_properties(device.torch_device).gcnArchName)
     except Exception:  # noqa: BLE001 - unknown architecture: assume the OCP e4m3 format
         return ""
-
-
-def check_dtype(name: str) -> str:
-    """Validate a dtype name early (CLI); returns the canonical name."""
-    if name is None:
-        raise ParityError("no dtype given; use bf16, fp16, fp32, tf32 or fp8")
-    return resolve_dtype(name).name
