@@ -132,8 +132,36 @@ def test_cases_list_ceiling_bandwidth_then_shapes(cpu: Any) -> None:
         GemmSuite().cases(device=cpu, quick=True, options={"backends": ["cublas"]})
 
 
-def test_plugin_backend_by_module_path() -> None:
-    backend = load_backend("tests.test_gemm_suite:TransposedResult")
-    assert backend.name == "transposed"
+PLUGIN = """
+import torch
+
+
+class DoubledMatmul:
+    \"\"\"A one-file backend: computes (2A) @ B / 2 to show the plugin interface.\"\"\"
+
+    name = "doubled"
+
+    def unavailable_reason(self, *, device, dtype):
+        return None
+
+    def prepare(self, a, b, *, dtype):
+        return a * 2, b
+
+    def run(self, operands):
+        a, b = operands
+        return torch.matmul(a, b) / 2
+"""
+
+
+def test_one_file_plugin_backend(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, cpu: Any) -> None:
+    (tmp_path / "my_gemm_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    backend = load_backend("my_gemm_plugin:DoubledMatmul")
+    assert backend.name == "doubled"
+    result = measure_shape(case(40, 24, 56, backend="my_gemm_plugin:DoubledMatmul"), device=cpu,
+                           dtype=resolve_dtype("fp32"), backend=backend, unavailable=None, ceiling_flops=None)
+    assert result.ok and result.check["passed"], result.findings
     with pytest.raises(ParityError, match="cannot be loaded"):
-        load_backend("tests.test_gemm_suite:Missing")
+        load_backend("my_gemm_plugin:Missing")
+    with pytest.raises(ParityError, match="unknown gemm backend"):
+        load_backend("no-such-backend")
