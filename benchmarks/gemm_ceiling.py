@@ -37,6 +37,7 @@ CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256)
 CPU_BAR = 0.97
 GPU_BAR = 0.98
 GPU_CATALOG_LIMIT_S = 600.0
+GPU_GRID_PROBE_S = 0.05
 
 
 def grid_best(evaluate: Any, sides: list[int], *, probe_s: float, confirm_s: float, repeats: int,
@@ -138,7 +139,9 @@ def gpu_mode(args: argparse.Namespace) -> int:
     sides = list(range(start, stop + 1, step))
     plan = SearchPlan.for_device(device.type, budget_s=args.ceiling_budget)
     found = search_ceiling(evaluate, plan)
-    grid = grid_best(evaluate, sides, probe_s=plan.probe_budget_s, confirm_s=plan.confirm_budget_s,
+    # 3,375 shapes by default: a short probe each (every shape runs 1-30 ms), then the same
+    # confirmation of the top three as the search's.
+    grid = grid_best(evaluate, sides, probe_s=GPU_GRID_PROBE_S, confirm_s=plan.confirm_budget_s,
                      repeats=plan.confirm_repeats, max_call_s=plan.max_call_s)
     ratio = found.flops / grid["flops"]
     print(f"search {found.flops / 1e12:.1f} TFLOP/s at {_dims(found.dims)} in {found.spent_s:.0f} s; "
