@@ -89,10 +89,14 @@ def test_failure_reasons() -> None:
 
 
 def test_verdicts() -> None:
-    assert verdict_text(_run(ok=True), CASES[:1]).plain == "OK (1 cases, 0 not ok)"
-    assert verdict_text(_run(ok=False), CASES).plain == "FAILED (4 cases, 3 not ok)"
-    assert verdict_text(_run(status="running"), CASES).plain.startswith(
-        "INCOMPLETE (4 cases, 3 not ok); continue with parity run --resume 20261129-230512-a3f9"
+    clean = RunRecord(run_id="r1", created_at="t", status="complete", summary={"ok": True})
+    assert verdict_text(clean, CASES[:1]).plain == "OK (1 cases, 0 not ok)"
+    assert verdict_text(_run(ok=False), CASES).plain == (
+        "FAILED (4 cases, 3 not ok, summary failed: membw)"
+    )
+    assert verdict_text(_run(status="running"), CASES).plain == (
+        "INCOMPLETE (4 cases, 3 not ok, summary failed: membw); "
+        "continue with parity run --resume 20261129-230512-a3f9"
     )
 
 
@@ -103,4 +107,4 @@ def test_rendered_summary_lists_failed_cases_and_warnings() -> None:
     assert "run 20261129-230512-a3f9 on cuda:0 (complete)" in text
     assert "gemm/b: out of memory" in text and "membw/d: over-ceiling: 120%" in text
     assert "warnings: high-variance x1" in text
-    assert text.rstrip().endswith("FAILED (4 cases, 3 not ok)")
+    assert text.rstrip().endswith("FAILED (4 cases, 3 not ok, summary failed: membw)")

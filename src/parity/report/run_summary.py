@@ -224,6 +224,10 @@ def verdict_text(run: RunRecord, cases: list[CaseResult]) -> Text:
     """``OK``, ``FAILED`` or ``INCOMPLETE`` (a run still marked running) with counts."""
     bad = sum(not c.ok for c in cases)
     counts = f"{len(cases)} cases, {bad} not ok"
+    stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
+    broken = [name for name, entry in stored.items() if entry.get("summary_error")]
+    if broken:
+        counts += f", summary failed: {', '.join(broken)}"
     if run.status == "running":
         return Text(
             f"INCOMPLETE ({counts}); continue with parity run --resume {run.run_id}",
