@@ -114,3 +114,12 @@ def test_gpu_chase_runs_in_triton() -> None:
         assert result.ok, (result.error, result.check)
         assert result.metrics["page_label"] == "device-default"
         assert 1 < result.metrics["ns_per_load_min"] < 2000
+
+
+def test_working_sets_reach_past_the_last_level_cache() -> None:
+    from parity.bench.latency import largest_working_set
+
+    assert largest_working_set(32 * MIB, quick=True, cpu=True) == 64 * MIB
+    assert largest_working_set(50 * MIB, quick=True, cpu=False) == 200 * MIB  # H200-like L2
+    assert largest_working_set(32 * MIB, quick=False, cpu=True) == 256 * MIB
+    assert largest_working_set(256 * MIB, quick=False, cpu=True) == 1024 * MIB
