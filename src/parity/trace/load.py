@@ -15,6 +15,11 @@ Choices on bad input (each documented again in the reader that makes it):
 
 Progress: ``progress(done, total, label)`` is called as reading advances, ``done`` and
 ``total`` in bytes of input over all files.
+
+    table = load_trace("rank0.json.gz")                      # one Kineto rank
+    table = load_trace("run/")                                # every rank in a folder
+    table = load_trace(["rank0_ascend_pt", "rank1_ascend_pt"])  # Ascend, two ranks
+    table.meta["format"], table.meta["ranks"], table.meta["warnings"]
 """
 
 from __future__ import annotations

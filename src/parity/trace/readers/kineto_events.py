@@ -37,7 +37,7 @@ CAT_KIND: dict = {
     "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
 }  # fmt: skip
 _CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
-DEVICE_CODES = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.SYNC))
+DEVICE_CODES = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.SYNC))  # on a stream
 EXTRA = dict(
     pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
     wait_on_event_corr=np.int64,
