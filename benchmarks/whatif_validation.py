@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -499,6 +500,10 @@ def main(argv: list[str] | None = None) -> int:
             b = profile_cuda(fast, steps=steps, out=out / f"r{r}", **size)
             runs.append(validate_pair(a, b))
             _print(runs[-1], f"cuda run {r + 1}/{repeats} ({torch.cuda.get_device_name()})")
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1):
+        print(f"warning: load average {load:.1f} exceeds the {os.cpu_count()} CPUs: other "
+              "processes share the cores, so step times (and the worker's pace) carry their noise")
     summary = {m: statistics.median(run["errors"][m] for run in runs) for m in runs[0]["errors"]}
     print("\nmedian error over repeats: " + ", ".join(f"{m} {v:+.2%}" for m, v in summary.items()))
     print(f"replay within {REPLAY_TARGET:.0%} in {sum(r['replay_within_target'] for r in runs)}/"
@@ -507,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     record = {"device": args.device, "fast": fast, "small": args.small, "runs": runs,
               "median_errors": summary, "torch": torch.__version__,
               "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-              "threads": threading.active_count(), "traces": str(out)}
+              "threads": threading.active_count(), "traces": str(out),
+              "load_average_1min": load, "cpus": os.cpu_count()}
     if args.device == "cuda":
         results = Path(__file__).resolve().parents[1] / "results"
         results.mkdir(exist_ok=True)
