@@ -49,6 +49,7 @@ from parity.trace.readers.kineto_events import (
     DECODER,
     DEVICE_CODES,
     EXTRA,
+    GPU_ANNOTATION,
     UNKNOWN,
     ScanState,
     add_duration_pairs,
@@ -137,11 +138,13 @@ def _rank(path: Path, header: dict) -> tuple[int, str]:
 
 
 def _mark_steps(table: ActivityTable, kind: np.ndarray) -> np.ndarray:
-    """Host rows named ``ProfilerStep#N`` become STEP rows."""
+    """Host rows named ``ProfilerStep#N`` become STEP rows (not the copies AMD traces draw on
+    GPU lanes as ``gpu_user_annotation``, which stay ``Kind.OTHER`` on their device)."""
     is_step_name = np.array([bool(_STEP.match(n)) for n in table.names] or [False])
-    host = ~np.isin(kind, DEVICE_CODES)
+    host = ~np.isin(kind, DEVICE_CODES + (GPU_ANNOTATION,))
     kind = kind.copy()
     kind[host & is_step_name[table.name_id]] = Kind.STEP
+    kind[kind == GPU_ANNOTATION] = Kind.OTHER  # ProfilerStep drawn on a GPU lane is no step
     return kind
 
 

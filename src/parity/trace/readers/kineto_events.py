@@ -22,6 +22,7 @@ from parity.trace.readers.lanes import Lanes
 from parity.trace.table import NO_ID, Kind
 
 UNKNOWN = 99  # kind code of an event whose cat is not known; resolved by lanes at the end
+GPU_ANNOTATION = 98  # a user annotation drawn on a device lane; Kind.OTHER once steps are marked
 SKIP = -1
 CAT_KIND: dict = {
     "kernel": Kind.KERNEL, "Kernel": Kind.KERNEL, "mtia_ccp_events": Kind.KERNEL,
@@ -32,11 +33,12 @@ CAT_KIND: dict = {
     "privateuse1_driver": Kind.RUNTIME,
     "cpu_op": Kind.CPU_OP, "Operator": Kind.CPU_OP, "operator": Kind.CPU_OP,
     "cuda_sync": Kind.SYNC,
-    "user_annotation": Kind.OTHER, "gpu_user_annotation": Kind.OTHER,
+    "user_annotation": Kind.OTHER, "gpu_user_annotation": GPU_ANNOTATION,
     "python_function": Kind.OTHER, "cuda_profiler_range": Kind.OTHER,
     "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
 }  # fmt: skip
 _CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
+CAT_CODE = _CAT_CODE
 DEVICE_CODES = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.SYNC))  # on a stream
 EXTRA = dict(
     pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
@@ -294,7 +296,7 @@ def _add_block(cols: Columns, state: ScanState, first: int, b: _Block) -> None:
     ints = {key: _int64(getattr(b, key), where, first, state.path, key)
             for key in ("pids", "tids", "devs", "streams", "corrs", "exts")}  # fmt: skip
     pid, tid, dev, stream = ints["pids"], ints["tids"], ints["devs"], ints["streams"]
-    on_device = np.isin(kind, DEVICE_CODES)
+    on_device = np.isin(kind, DEVICE_CODES + (GPU_ANNOTATION,))
     device = np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID)
     stream = np.where(on_device & (stream != NO_ID), stream, tid)
     n = len(kind)
