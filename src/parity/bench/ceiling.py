@@ -7,9 +7,10 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in three 
 1. scout: square shapes on a geometric ladder (``min_dim``·√2^i, aligned), smallest first,
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
-2. refine: a pattern search from the three best squares, scaling each of M, N and K up and
-   down by 2, 1.5 and 1.25, then stepping by 4, 2 and 1 alignments, moving to any better
-   neighbour, so non-square winners (wide N, long K) are found;
+2. refine: a compass search with line extrapolation from the three best squares: each of
+   M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
+   alignments, and every move that raises the rate is followed further along its line, so
+   non-square winners (a wide N, a long K) are reached in a few probes;
 3. confirm: the best few shapes are re-timed ``confirm_repeats`` times with a longer budget,
    interleaved, and ``P`` is the best median among them, stored with its shape.
 
@@ -62,7 +63,7 @@ class SearchPlan:
         CPUs 16..8192 in steps of 16, where per-call times are long."""
         if device_type == "cpu":
             return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
-                       max_call_s=max(0.02, budget_s / 40), probe_budget_s=max(0.05, budget_s / 100),
+                       max_call_s=max(0.02, budget_s / 40), probe_budget_s=max(0.03, budget_s / 200),
                        confirm_budget_s=max(0.15, budget_s / 30))
         return cls(budget_s=budget_s, min_dim=256, max_dim=20480, align=64,
                    max_call_s=max(0.01, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
@@ -149,39 +150,44 @@ class _Search:
                     break
 
     def refine(self, start: Dims) -> None:
-        """Pattern search from ``start``: multiply or divide one dimension by 2, 1.5, 1.25, then
-        add or subtract 4, 2, 1 alignments; move to any better neighbour, refine at each step
-        until none is better."""
+        """Compass search from ``start`` with line extrapolation: for each dimension and
+        direction, keep scaling by the step (2, then 1.5, 1.25) or adding it (4, 2, 1
+        alignments) while the rate improves; repeat a step until a full sweep finds nothing
+        better, then take the next, finer step."""
         center, rate = start, self.probes[start]
-        align = self.plan.align
-        for kind, step in REFINE_STEPS_MUL + tuple(("add", align * a) for a in REFINE_STEPS_ADD):
+        steps = REFINE_STEPS_MUL + tuple(("add", float(self.plan.align * a)) for a in REFINE_STEPS_ADD)
+        for kind, step in steps:
             improved = True
-            while improved and self.spent() < 0.8 * self.plan.budget_s:
+            while improved:
                 improved = False
-                for neighbour in self._neighbours(center, kind, step):
-                    if self.spent() >= 0.8 * self.plan.budget_s:
-                        return
-                    if neighbour not in self.probes and self.too_slow(neighbour):
-                        continue
-                    candidate = self.probe(neighbour, "refine")
-                    if candidate > rate:
-                        center, rate, improved = neighbour, candidate, True
+                for axis in range(3):
+                    for direction in (1, -1):
+                        while True:
+                            neighbour = self._move(center, axis, direction, kind, step)
+                            if neighbour is None or self.spent() >= 0.8 * self.plan.budget_s:
+                                break
+                            if neighbour not in self.probes and self.too_slow(neighbour):
+                                break
+                            candidate = self.probe(neighbour, "refine")
+                            if candidate <= rate:
+                                break
+                            center, rate, improved = neighbour, candidate, True
+                if self.spent() >= 0.8 * self.plan.budget_s:
+                    return
 
-    def _neighbours(self, center: Dims, kind: str, step: float) -> list[Dims]:
-        out: list[Dims] = []
-        for axis in range(3):
-            if kind == "mul":
-                values = (align_up(center[axis] * step, self.plan.align),
-                          align_up(center[axis] / step, self.plan.align))
-            else:
-                values = (center[axis] + int(step), center[axis] - int(step))
-            for value in values:
-                dims = list(center)
-                dims[axis] = value
-                candidate = (dims[0], dims[1], dims[2])
-                if self.plan.min_dim <= value <= self.plan.max_dim and candidate != center and candidate not in out:
-                    out.append(candidate)
-        return out
+    def _move(self, center: Dims, axis: int, direction: int, kind: str, step: float) -> Dims | None:
+        """``center`` with one dimension scaled (``mul``) or shifted (``add``); None when out of
+        range or when alignment leaves it unchanged."""
+        value = center[axis]
+        if kind == "mul":
+            moved = align_up(value * step if direction > 0 else value / step, self.plan.align)
+        else:
+            moved = value + direction * int(step)
+        if moved == value or not self.plan.min_dim <= moved <= self.plan.max_dim:
+            return None
+        dims = list(center)
+        dims[axis] = moved
+        return (dims[0], dims[1], dims[2])
 
     def confirm(self) -> tuple[Dims, float, list[float]]:
         ranked = sorted(self.probes, key=self.probes.__getitem__, reverse=True)[: self.plan.confirm_top]
@@ -209,7 +215,11 @@ def search_ceiling(
     """Find the best sustained rate ``evaluate`` reports, within ``plan.budget_s`` (see module).
 
     ``evaluate(m, n, k, budget_s)`` times one shape for about ``budget_s`` and returns FLOP/s.
+    One probe of the smallest square runs before the clock starts: it pays for imports and
+    library initialisation (seconds on a loaded CPU), which must not eat the search's budget.
     """
+    first = scout_sizes(plan)[0]
+    evaluate(first, first, first, plan.probe_budget_s)
     search = _Search(evaluate, plan, clock)
     search.scout()
     if not search.probes:
