@@ -11,6 +11,8 @@ from rich.console import Console
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 
+PIPE_WIDTH = 140
+
 
 def _progress_callback(renderer: ProgressRenderer, label: str):
     """Adapt the library's progress callbacks (``(done, total)`` or an event object)."""
@@ -70,6 +72,8 @@ def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | N
         result = run_analysis(table, window=window, steps=steps, rules=rules,
                               progress=_progress_callback(renderer, "analysing ranks"))
     console = Console(highlight=False, stderr=json_path == "-")
+    if not console.is_terminal:
+        console.width = PIPE_WIDTH  # logs and pipes: wide enough that tables do not wrap
     console.print(render_analysis(result, all_ranks=all_ranks))
     write_json(json_path, "trace-analysis", result.to_dict())
     if csv_dir:
