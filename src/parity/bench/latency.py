@@ -47,10 +47,13 @@ GPU_STRIDE = 128
 QUICK_LLC_FACTOR, QUICK_GPU_LLC_FACTOR, FULL_LLC_FACTOR = 2, 4, 8
 QUICK_MAX_WORKING_SET, QUICK_GPU_MAX_WORKING_SET, FULL_MAX_WORKING_SET = 64 * MIB, 256 * MIB, 1024 * MIB
 # The long chain is timed for about this long (s); the short one is a quarter as many loads.
-# Short enough that most samples escape preemption on a shared machine; blocks run longer
-# because thread start-up jitter is larger.
+# Short enough that most samples escape preemption on a shared machine.
 QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
-BLOCKS_TARGET_FACTOR = 3
+# Concurrent chasers run much longer: when there are more threads than cores the scheduler
+# shares the cores in slices of milliseconds, and only chains many slices long show the
+# sharing as a steady slowdown rather than as the luck of one slice.
+QUICK_BLOCKS_TARGET_S, FULL_BLOCKS_TARGET_S = 0.04, 0.1
+MIN_SAMPLES, BLOCKS_MIN_SAMPLES = 15, 7
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
 HUGE_SHARE_EXPECTED = 0.9
 
@@ -141,12 +144,13 @@ class LatencySuite:
             rings.step(loads, many=many)
 
         passed = rings.verify()
-        target = float(options.get("target_s", QUICK_TARGET_S if p.get("quick") else FULL_TARGET_S))
-        target *= BLOCKS_TARGET_FACTOR if many else 1
+        target = float(options.get("target_s", _target_s(quick=bool(p.get("quick")), many=many)))
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
+        samples = (BLOCKS_MIN_SAMPLES if many else MIN_SAMPLES)
         timing = dict(device=device, flush_cache=False, warmup_s=float(options.get("warmup_s", 0.01)),
-                      budget_s=float(options.get("budget_s", 15 * target)), min_samples=int(options.get("min_samples", 15)),
+                      budget_s=float(options.get("budget_s", 1.5 * samples * target)),
+                      min_samples=int(options.get("min_samples", samples)),
                       max_samples=int(options.get("max_samples", 200)))
         short = measure(lambda: run(short_loads), **timing)
         long = measure(lambda: run(long_loads), **timing)
@@ -185,6 +189,13 @@ def _rings(device: Any, p: dict[str, Any]) -> Any:
         raise ParityError(f"the {device.type} pointer chase needs triton ({exc}); pip install triton") from None
     return TritonChase(device=device, region_bytes=int(p["working_set_bytes"]),
                        stride_bytes=int(p["stride_bytes"]), count=count)
+
+
+def _target_s(*, quick: bool, many: bool) -> float:
+    """How long the long chain should take, in seconds."""
+    if many:
+        return QUICK_BLOCKS_TARGET_S if quick else FULL_BLOCKS_TARGET_S
+    return QUICK_TARGET_S if quick else FULL_TARGET_S
 
 
 def _loads_for(run: Any, *, device: Any, target_s: float) -> int:
