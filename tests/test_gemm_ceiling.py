@@ -85,3 +85,22 @@ def test_search_finds_a_small_peak_and_reports_its_shape() -> None:
     assert result.flops >= 0.97 * 3e9
     assert result.to_dict()["shape"] == {"m": result.dims[0], "n": result.dims[1], "k": result.dims[2]}
     assert result.phases["scout"] >= 3 and result.phases["confirm"] == 9
+
+
+def test_refinement_is_not_misled_by_drifting_load() -> None:
+    # The machine's speed swings +-60% over tens of probes (other jobs start and stop); rates
+    # compared back to back still order the shapes right.
+    import math
+
+    rate = surface((32, 16, 192), 3e9)
+    clock, calls = SimClock(), []
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        clock.now += budget_s
+        calls.append((m, n, k))
+        load = 1.0 + 0.6 * math.sin(len(calls) / 20.0)
+        return rate(m, n, k) * load
+
+    plan = SearchPlan.for_device("cpu", budget_s=12.0)
+    result = search_ceiling(evaluate, plan, clock=clock)
+    assert rate(*result.dims) >= 0.97 * 3e9

@@ -10,7 +10,8 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in three 
 2. refine: a compass search with line extrapolation from the three best squares: each of
    M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
    alignments, and every move that raises the rate is followed further along its line, so
-   non-square winners (a wide N, a long K) are reached in a few probes;
+   non-square winners (a wide N, a long K) are reached in a few probes; each move is decided
+   by timing the two shapes back to back, which keeps a drifting load from misleading it;
 3. confirm: the best few shapes are re-timed ``confirm_repeats`` times with a longer budget,
    interleaved, and ``P`` is the best median among them, stored with its shape.
 
@@ -64,7 +65,7 @@ class SearchPlan:
         if device_type == "cpu":
             return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
                        max_call_s=max(0.02, budget_s / 40), probe_budget_s=max(0.03, budget_s / 200),
-                       confirm_budget_s=max(0.15, budget_s / 30))
+                       confirm_budget_s=max(0.1, budget_s / 60))
         return cls(budget_s=budget_s, min_dim=256, max_dim=20480, align=64,
                    max_call_s=max(0.01, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
                    confirm_budget_s=max(0.2, budget_s / 40))
@@ -153,27 +154,40 @@ class _Search:
         """Compass search from ``start`` with line extrapolation: for each dimension and
         direction, keep scaling by the step (2, then 1.5, 1.25) or adding it (4, 2, 1
         alignments) while the rate improves; repeat a step until a full sweep finds nothing
-        better, then take the next, finer step."""
-        center, rate = start, self.probes[start]
+        better, then take the next, finer step. Each move is decided by timing the neighbour
+        and the current shape back to back, so a machine whose load drifts between probes
+        (a shared CPU, a GPU warming up) cannot mislead the search."""
+        center = start
         steps = REFINE_STEPS_MUL + tuple(("add", float(self.plan.align * a)) for a in REFINE_STEPS_ADD)
+        tried: set[tuple[Dims, Dims]] = set()
         for kind, step in steps:
             improved = True
             while improved:
                 improved = False
                 for axis in range(3):
                     for direction in (1, -1):
-                        while True:
+                        while self.spent() < 0.8 * self.plan.budget_s:
                             neighbour = self._move(center, axis, direction, kind, step)
-                            if neighbour is None or self.spent() >= 0.8 * self.plan.budget_s:
+                            if neighbour is None or (center, neighbour) in tried:
                                 break
                             if neighbour not in self.probes and self.too_slow(neighbour):
                                 break
-                            candidate = self.probe(neighbour, "refine")
-                            if candidate <= rate:
+                            tried.add((center, neighbour))
+                            if not self.beats(neighbour, center):
                                 break
-                            center, rate, improved = neighbour, candidate, True
+                            center, improved = neighbour, True
                 if self.spent() >= 0.8 * self.plan.budget_s:
                     return
+
+    def beats(self, challenger: Dims, holder: Dims) -> bool:
+        """Time ``challenger`` then ``holder`` back to back; True when the challenger is faster.
+        Both probes are recorded (the latest rate of a shape is kept)."""
+        rate = self.evaluate(*challenger, self.plan.probe_budget_s)
+        self.probes[challenger] = rate
+        reference = self.evaluate(*holder, self.plan.probe_budget_s)
+        self.probes[holder] = reference
+        self.phases["refine"] += 2
+        return rate > reference
 
     def _move(self, center: Dims, axis: int, direction: int, kind: str, step: float) -> Dims | None:
         """``center`` with one dimension scaled (``mul``) or shifted (``add``); None when out of
@@ -253,7 +267,7 @@ def gemm_rate_evaluator(*, device: Any, backend: Any, dtype: Any, warmup_s: floa
     from parity.timing import measure
 
     def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
-        inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k, max_sets=8)
+        inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k, max_sets=4)
         with precision_mode(dtype, device):
             result = measure(backend.run, device=device, inputs=inputs, warmup_s=warmup_s,
                              budget_s=budget_s, min_samples=3, max_samples=MAX_PROBE_SAMPLES,
