@@ -3,7 +3,8 @@
 Compiles ``benchmarks/ref/lat_mem_rd.c`` (the lat_mem_rd method: a random ring at cache-line
 stride, ``p = *p`` unrolled, total time over loads) and, page size for page size (4 KiB pages
 and transparent huge pages), measures an L1-resident, an L2-resident and a DRAM-sized working
-set with both, alternating which goes first each round. parity's figure is the slope between two
+set with both, alternating which goes first each round, both pinned to one CPU (a virtual
+machine's CPUs can differ: one may share its physical core's caches with another tenant). parity's figure is the slope between two
 chain lengths; the C program's is the average over one long chain. Prints, for each point, the
 median over rounds of both (each side's per-round figure is its median over repetitions, and,
 on the second line, its minimum), the ratio, and whether it is within the 10% bar.
@@ -17,6 +18,7 @@ cache sizes ``lscpu`` reports (the bar: within a factor of two).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -130,7 +132,14 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=51, help="C repetitions per round")
     parser.add_argument("--pages", default="base,thp")
     parser.add_argument("--plateaus", action="store_true", help="also compare detected plateaus with lscpu")
+    parser.add_argument("--cpu", type=int, default=None,
+                        help="pin this process and the C program (which inherits it) to one CPU; "
+                             "default: the first CPU this process may use")
     args = parser.parse_args()
+    allowed = sorted(os.sched_getaffinity(0))
+    cpu = allowed[0] if args.cpu is None else args.cpu
+    os.sched_setaffinity(0, {cpu})  # both sides then run on the same core and its caches
+    print(f"pinned to CPU {cpu}", flush=True)
     pages = args.pages.split(",")
     exe = compile_reference()
     ok = compare(exe, rounds=args.rounds, reps=args.reps, pages=pages)
