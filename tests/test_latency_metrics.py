@@ -91,3 +91,10 @@ def test_extra_plateaus_leave_each_level_its_nearest_match() -> None:
 def test_fewer_plateaus_than_levels_still_name_in_order() -> None:
     found = [(4 * KIB, 32 * KIB, 1.2, 3), (1 * MIB, 32 * MIB, 14.0, 5), (64 * MIB, 256 * MIB, 110.0, 3)]
     assert [p.level for p in name_plateaus(found, caches=CACHES)] == ["L1", "L3", "DRAM"]
+
+
+def test_two_point_transitions_are_skipped_but_a_short_memory_tail_is_kept() -> None:
+    sizes = [2**k for k in range(12, 24)]  # 4 KiB .. 8 MiB, one per octave
+    lat = [1.0, 1.0, 1.0, 1.0, 2.2, 2.3, 4.0, 4.0, 4.1, 4.0, 90.0, 95.0]
+    found = find_plateaus(sizes, lat)
+    assert [(s, e) for s, e, _, _ in found] == [(4 * KIB, 32 * KIB), (256 * KIB, 2 * MIB), (4 * MIB, 8 * MIB)]

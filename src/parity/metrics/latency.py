@@ -101,14 +101,17 @@ def find_plateaus(
     latencies_ns: Sequence[float],
     *,
     tolerance: float = PLATEAU_TOLERANCE,
-    min_points: int = 2,
+    min_points: int = 3,
+    min_points_last: int = 2,
 ) -> list[tuple[int, int, float, int]]:
     """Flat stretches of a latency-vs-size curve, unnamed.
 
     Points are sorted by size and grouped greedily: a point joins the current run when its
     latency is within ``tolerance`` (a fraction) of the run's median, else it starts a new run.
     Runs of at least ``min_points`` points are plateaus; shorter runs are transitions between
-    levels. Returns ``(start_bytes, end_bytes, median_latency_ns, points)`` per plateau.
+    levels (a level partly evicted reads as a short flat stretch between two real ones). The run
+    at the largest sizes needs only ``min_points_last``: the sweep's end cuts the memory plateau
+    short. Returns ``(start_bytes, end_bytes, median_latency_ns, points)`` per plateau.
     """
     sizes = np.asarray(sizes_bytes, dtype=np.int64)
     lat = np.asarray(latencies_ns, dtype=np.float64)
@@ -118,7 +121,7 @@ def find_plateaus(
     sizes, lat = sizes[order], lat[order]
     found = []
     for lo, hi in _segments(lat, tolerance):
-        if hi - lo >= min_points:
+        if hi - lo >= (min_points_last if hi == lat.size else min_points):
             found.append((int(sizes[lo]), int(sizes[hi - 1]), float(np.median(lat[lo:hi])), hi - lo))
     return found
 
