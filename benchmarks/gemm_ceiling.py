@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2, help="CPU mode: search + grid repeats")
     parser.add_argument("--rounds", type=int, default=5, help="CPU mode: head-to-head rounds")
     parser.add_argument("--ceiling-budget", type=float, default=None,
-                        help="search budget in seconds (default: what parity gemm uses: 12 s CPU quick, 60 s GPU)")
+                        help="search budget in seconds (default: what parity gemm --quick uses on a CPU, 20 s; 60 s on a GPU)")
     parser.add_argument("--grid", default=None, help="CPU mode: comma-separated grid sides")
     parser.add_argument("--gpu-grid", default="2048:16384:1024", help="GPU mode: start:stop:step of the grid")
     parser.add_argument("--db", default=None, help="GPU mode: results store for the catalog run")
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
         mode = "gpu" if torch.cuda.is_available() else "cpu"
     if args.ceiling_budget is None:
-        args.ceiling_budget = 12.0 if mode == "cpu" else 60.0
+        args.ceiling_budget = 20.0 if mode == "cpu" else 60.0
     if mode == "gpu" and args.out is None:
         args.out = "results/gemm_ceiling_gpu.json"
     return cpu_mode(args) if mode == "cpu" else gpu_mode(args)

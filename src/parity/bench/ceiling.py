@@ -7,7 +7,9 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in three 
 1. scout: square shapes on a geometric ladder (``min_dim``·√2^i, aligned), smallest first,
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
-2. refine: a compass search with line extrapolation from the three best squares: each of
+   then every combination of ``s/4``, ``s`` and ``4s`` for (M, N, K) around the best square
+   ``s``, so thin, wide and long-K shapes are in the running;
+2. refine: a compass search with line extrapolation from the three best shapes: each of
    M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
    alignments, and every move that raises the rate is followed further along its line, so
    non-square winners (a wide N, a long K) are reached in a few probes; each move is decided
@@ -23,6 +25,7 @@ The search takes its measurement as a callback, so the algorithm is tested witho
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import statistics
@@ -40,6 +43,9 @@ MAX_PROBE_SAMPLES = 100
 REFINE_STEPS_MUL = (("mul", 2.0), ("mul", 1.5), ("mul", 1.25))
 REFINE_STEPS_ADD = (4, 2, 1)
 REFINE_STARTS = 3
+# The aspect scout: sides s/4, s, 4s around the best square, within this share of the budget.
+ASPECT_FACTOR = 4
+ASPECT_SHARE = 0.45
 Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLOP/s
 
 
@@ -64,7 +70,7 @@ class SearchPlan:
         CPUs 16..8192 in steps of 16, where per-call times are long."""
         if device_type == "cpu":
             return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
-                       max_call_s=max(0.02, budget_s / 40), probe_budget_s=max(0.03, budget_s / 200),
+                       max_call_s=max(0.02, budget_s / 40), probe_budget_s=max(0.03, budget_s / 400),
                        confirm_budget_s=max(0.1, budget_s / 60))
         return cls(budget_s=budget_s, min_dim=256, max_dim=20480, align=64,
                    max_call_s=max(0.01, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
@@ -149,6 +155,22 @@ class _Search:
                 falling += 1
                 if falling >= self.plan.patience:
                     break
+
+    def aspect_scout(self) -> None:
+        """Probe every combination of ``s/4``, ``s`` and ``4s`` for (M, N, K) around the best
+        square ``s``: thin, wide and long-K shapes that a square ladder never visits."""
+        squares = [d for d in self.probes if d[0] == d[1] == d[2]]
+        if not squares:
+            return
+        size = max(squares, key=self.probes.__getitem__)[0]
+        sides = sorted({align_up(size / ASPECT_FACTOR, self.plan.align), size,
+                        align_up(size * ASPECT_FACTOR, self.plan.align)})
+        sides = [v for v in sides if self.plan.min_dim <= v <= self.plan.max_dim]
+        for dims in itertools.product(sides, sides, sides):
+            if self.spent() > ASPECT_SHARE * self.plan.budget_s:
+                return
+            if dims not in self.probes and not self.too_slow(dims):
+                self.probe(dims, "scout")
 
     def refine(self, start: Dims) -> None:
         """Compass search from ``start`` with line extrapolation: for each dimension and
@@ -239,9 +261,9 @@ def search_ceiling(
     if not search.probes:
         size = scout_sizes(plan)[0]
         search.probe((size, size, size), "scout")
-    squares = sorted((d for d in search.probes if d[0] == d[1] == d[2]),
-                     key=search.probes.__getitem__, reverse=True)
-    for start in squares[:REFINE_STARTS]:
+    search.aspect_scout()
+    starts = sorted(search.probes, key=search.probes.__getitem__, reverse=True)
+    for start in starts[:REFINE_STARTS]:
         search.refine(start)
     dims, flops, rates = search.confirm()
     log.info("compute ceiling %.4g FLOP/s at %s after %d probes", flops, dims, len(search.probes))

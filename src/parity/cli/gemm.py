@@ -44,7 +44,7 @@ def _refuse_changes(ctx: click.Context) -> None:
 @click.option("--device", "device_name", default=None, metavar="DEV",
               help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
 @click.option("--ceiling-budget", "ceiling_budget_s", type=float, default=None, metavar="SECONDS",
-              help="Time for the compute-ceiling search (default 12 s quick / 60 s full).")
+              help="Time for the compute-ceiling search (default 20 s quick / 60 s full).")
 @click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
               help="Continue an interrupted sweep: measure only the shapes it lacks.")
 @click.option("--limit", type=int, default=40, show_default=True, help="Shape rows shown in the terminal.")

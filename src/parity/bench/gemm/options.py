@@ -13,7 +13,7 @@ from parity.model.errors import ParityError
 QUICK_TIMING = {"warmup_s": 0.02, "budget_s": 0.08}
 FULL_TIMING = {"warmup_s": 0.025, "budget_s": 0.15}
 # Seconds for the compute-ceiling search, by device kind and mode.
-CEILING_BUDGET_S = {("cpu", True): 12.0, ("cpu", False): 60.0, ("accel", True): 20.0, ("accel", False): 60.0}
+CEILING_BUDGET_S = {("cpu", True): 20.0, ("cpu", False): 60.0, ("accel", True): 20.0, ("accel", False): 60.0}
 # Refuse a shape whose call would take longer than this at the measured ceiling.
 MAX_CALL_S = 20.0
 
