@@ -172,7 +172,7 @@ class _Search:
             if dims not in self.probes and not self.too_slow(dims):
                 self.probe(dims, "scout")
 
-    def refine(self, start: Dims) -> None:
+    def refine(self, start: Dims) -> Dims:
         """Compass search from ``start`` with line extrapolation: for each dimension and
         direction, keep scaling by the step (2, then 1.5, 1.25) or adding it (4, 2, 1
         alignments) while the rate improves; repeat a step until a full sweep finds nothing
@@ -199,7 +199,8 @@ class _Search:
                                 break
                             center, improved = neighbour, True
                 if self.spent() >= 0.8 * self.plan.budget_s:
-                    return
+                    return center
+        return center
 
     def beats(self, challenger: Dims, holder: Dims) -> bool:
         """Time ``challenger`` then ``holder`` back to back; True when the challenger is faster.
@@ -225,8 +226,15 @@ class _Search:
         dims[axis] = moved
         return (dims[0], dims[1], dims[2])
 
-    def confirm(self) -> tuple[Dims, float, list[float]]:
-        ranked = sorted(self.probes, key=self.probes.__getitem__, reverse=True)[: self.plan.confirm_top]
+    def confirm(self, champions: list[Dims]) -> tuple[Dims, float, list[float]]:
+        """Re-time the refinements' end points (chosen by back-to-back comparisons) and the
+        best recorded probes, ``confirm_top`` shapes in all."""
+        ranked = list(dict.fromkeys(champions))[: self.plan.confirm_top]
+        for dims in sorted(self.probes, key=self.probes.__getitem__, reverse=True):
+            if len(ranked) >= self.plan.confirm_top:
+                break
+            if dims not in ranked:
+                ranked.append(dims)
         self.phases["confirm"] += len(ranked) * self.plan.confirm_repeats
         return confirm_best(self.evaluate, ranked, budget_s=self.plan.confirm_budget_s,
                             repeats=self.plan.confirm_repeats)
@@ -263,9 +271,8 @@ def search_ceiling(
         search.probe((size, size, size), "scout")
     search.aspect_scout()
     starts = sorted(search.probes, key=search.probes.__getitem__, reverse=True)
-    for start in starts[:REFINE_STARTS]:
-        search.refine(start)
-    dims, flops, rates = search.confirm()
+    champions = [search.refine(start) for start in starts[:REFINE_STARTS]]
+    dims, flops, rates = search.confirm(champions)
     log.info("compute ceiling %.4g FLOP/s at %s after %d probes", flops, dims, len(search.probes))
     return SearchResult(flops=flops, dims=dims, confirm_rates=rates, probes=dict(search.probes),
                         spent_s=search.spent(), phases=dict(search.phases))
