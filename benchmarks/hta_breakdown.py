@@ -34,9 +34,28 @@ def main() -> None:
         frame = analyzer.get_temporal_breakdown(visualize=False)
         times.append(time.perf_counter() - start)
         rows = json.loads(frame.to_json(orient="records"))
+    host_rows = _host_rows_counted(analyzer)
     os.unlink(os.path.join(folder, name))
     os.rmdir(folder)
-    print(json.dumps({"times_s": times, "rows": rows}))
+    print(json.dumps({"times_s": times, "rows": rows, "host_rows": host_rows}))
+
+
+HOST_CATEGORIES = {"cpu_op", "cuda_runtime", "cuda_driver", "python_function", "user_annotation"}
+
+
+def _host_rows_counted(analyzer) -> list[list]:
+    """Host events (by ``cat``) that the breakdown counts as GPU time: rows with a ``stream``
+    argument, e.g. a Triton launcher's CPU op. Returned as ``[name, cat, dur_us]``."""
+    trace = analyzer.t
+    symbols = trace.symbol_table.get_sym_table()
+    out = []
+    for frame in trace.traces.values():
+        gpu = frame[frame["stream"].ne(-1)]
+        for _, row in gpu.iterrows():
+            cat = symbols[int(row["cat"])] if "cat" in gpu.columns else ""
+            if cat in HOST_CATEGORIES:
+                out.append([symbols[int(row["name"])], cat, float(row["dur"])])
+    return out
 
 
 if __name__ == "__main__":
