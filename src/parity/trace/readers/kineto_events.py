@@ -9,6 +9,7 @@ numpy columns per block; no per-event objects are kept. A malformed event raises
 
 from __future__ import annotations
 
+from itertools import compress, repeat
 from pathlib import Path
 
 import msgspec
@@ -46,15 +47,20 @@ EXTRA = dict(
 )  # fmt: skip
 _Int = int | None
 _IntStr = int | str | None
+_ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
 
 
 class _Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the reader uses; all others are skipped while decoding."""
+    """The ``args`` keys the reader uses; all others are skipped while decoding.
 
-    device: _Int = None
-    stream: _Int = None
-    correlation: _Int = None
-    external_id: _Int = msgspec.field(default=None, name="External id")
+    Absent ids decode as NO_ID (``External id`` as :data:`_ABSENT`, as the older key may stand
+    in for it), so columns need no per-value fix-up; an explicit ``null`` still decodes as None.
+    """
+
+    device: _Int = NO_ID
+    stream: _Int = NO_ID
+    correlation: _Int = NO_ID
+    external_id: _Int = msgspec.field(default=_ABSENT, name="External id")
     external_id_old: _Int = msgspec.field(default=None, name="external id")
     name: str | None = None  # metadata events: process/thread name
     labels: str | None = None  # metadata events: process labels
@@ -79,6 +85,7 @@ class _Event(msgspec.Struct, gc=False):
 
 
 DECODER = msgspec.json.Decoder(list[_Event])
+_NO_ARGS = _Args()
 
 
 def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
@@ -161,65 +168,103 @@ class _Block:
 def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanState) -> None:
     """The fast path of :func:`_scan` for blocks decoded into structs (types already checked).
 
-    Column-at-a-time list comprehensions instead of one loop of appends: each pass is a tight
-    loop CPython runs several times faster, which is what makes large traces load quickly.
+    Column-at-a-time list comprehensions and C-level ``map``/``count`` calls instead of one
+    loop of appends: each pass is a tight loop CPython runs several times faster, and the
+    per-value fix-ups (``None`` ids, names not yet in the dictionary) run only on the blocks
+    that need them. This is what makes large traces load quickly.
     """
-    lanes, marks = state.lanes, state.marks
-    cat_code = _CAT_CODE.get
     phs = [e.ph for e in events]
-    where = [i for i, ph in enumerate(phs) if ph == "X"]
-    if len(where) != len(phs):
-        for i, ph in enumerate(phs):
-            if ph == "X":
-                continue
-            e = events[i]
-            if ph == "M" and e.args is not None:
-                lanes.add(e.name, e.pid, e.tid, e.args.name, e.args.labels)
-            elif ph == "B" or ph == "E":
-                marks.append((ph, e.name, e.cat, e.pid, e.tid, e.ts, first + i))
-    kinds = [cat_code(events[i].cat, UNKNOWN) for i in where]
+    if phs.count("X") == len(phs):
+        where: list[int] | range = range(len(phs))  # every event is a complete one
+        xs = events
+    else:
+        _note_other_events(events, phs, first, state)
+        where = [i for i, ph in enumerate(phs) if ph == "X"]
+        xs = [events[i] for i in where]
+    kinds = list(map(_CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
-        where = [i for i, kind in zip(where, kinds) if kind != SKIP]
+        keep = [kind != SKIP for kind in kinds]
+        where, xs = list(compress(where, keep)), list(compress(xs, keep))
         kinds = [kind for kind in kinds if kind != SKIP]
     if not kinds:
         return
-    xs = [events[i] for i in where] if len(where) != len(events) else events
     b = _Block()
     b.where, b.kinds = where, kinds
-    names = cols.names
-    intern = cols.intern
-    b.name_ids = [
-        names[n] if n in names else intern(n if n is not None else "") for n in [e.name for e in xs]
-    ]
+    b.name_ids = _name_ids([e.name for e in xs], cols)
     b.ts = [e.ts for e in xs]
     b.durs = [e.dur for e in xs]
     if state.exact:
         b.tsf = [e.ts_frac for e in xs]
-    b.pids = [p if type(p) is int else NO_ID for p in [e.pid for e in xs]]
-    b.tids = [t if type(t) is int else NO_ID for t in [e.tid for e in xs]]
+    b.pids = _ids_or_no_id([e.pid for e in xs])
+    b.tids = _ids_or_no_id([e.tid for e in xs])
     args = [e.args for e in xs]
-    if all(a is None for a in args):
+    if args.count(None) == len(args):
         nothing = [NO_ID] * len(xs)
         b.devs, b.streams, b.corrs, b.exts = nothing, nothing, nothing, nothing
-    else:
-        b.devs = [NO_ID if a is None or a.device is None else a.device for a in args]
-        b.streams = [NO_ID if a is None or a.stream is None else a.stream for a in args]
-        b.corrs = [NO_ID if a is None or a.correlation is None else a.correlation for a in args]
-        b.exts = [_external_id(a) for a in args]
+        _add_block(cols, state, first, b)
+        return
+    if None in args:
+        args = [a if a is not None else _NO_ARGS for a in args]
+    b.devs = _none_to_no_id([a.device for a in args])
+    b.streams = _none_to_no_id([a.stream for a in args])
+    b.corrs = _none_to_no_id([a.correlation for a in args])
+    b.exts = _external_ids(args)
+    if 5 in kinds:  # Kind.SYNC
         b.sync_rows = [
             (row, a.cuda_sync_kind or a.sync_type, a.wait_on_stream,
              a.wait_on_cuda_event_record_corr_id)
             for row, (kind, a) in enumerate(zip(kinds, args))
-            if kind == 5 and a is not None  # Kind.SYNC
+            if kind == 5
         ]  # fmt: skip
     _add_block(cols, state, first, b)
 
 
-def _external_id(a: _Args | None) -> int:
-    if a is None:
-        return NO_ID
-    ext = a.external_id if a.external_id is not None else a.external_id_old
-    return NO_ID if ext is None else ext
+def _note_other_events(events: list[_Event], phs: list, first: int, state: ScanState) -> None:
+    """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing."""
+    lanes, marks = state.lanes, state.marks
+    for i, ph in enumerate(phs):
+        if ph == "X":
+            continue
+        e = events[i]
+        if ph == "M" and e.args is not None:
+            lanes.add(e.name, e.pid, e.tid, e.args.name, e.args.labels)
+        elif ph == "B" or ph == "E":
+            marks.append((ph, e.name, e.cat, e.pid, e.tid, e.ts, first + i))
+
+
+def _name_ids(names_in: list, cols: Columns) -> list[int]:
+    """Dictionary ids of ``names_in`` (``None`` as ""), new names added in order of appearance."""
+    ids = list(map(cols.names.get, names_in))
+    if None in ids:
+        intern = cols.intern
+        ids = [i if i is not None else intern(n if n is not None else "")
+               for i, n in zip(ids, names_in)]  # fmt: skip
+    return ids
+
+
+def _ids_or_no_id(values: list) -> list:
+    """``pid``/``tid`` values: integers kept, names (strings) and ``None`` become NO_ID."""
+    if set(map(type, values)) <= {int}:
+        return values
+    return [v if type(v) is int else NO_ID for v in values]
+
+
+def _none_to_no_id(values: list) -> list:
+    return [NO_ID if v is None else v for v in values] if None in values else values
+
+
+def _external_ids(args: list[_Args]) -> list:
+    """``External id`` (else the older ``external id``, else NO_ID) of each event.
+
+    Absent keys decode as :data:`_ABSENT`, which :func:`_add_block` turns into NO_ID, so the
+    common case is one attribute pass; the merge with the older key runs only where it occurs.
+    """
+    exts = [a.external_id for a in args]
+    olds = [a.external_id_old for a in args]
+    if olds.count(None) == len(olds) and None not in exts:
+        return exts
+    return [e if e is not None and e != _ABSENT else (NO_ID if o is None else o)
+            for e, o in zip(exts, olds)]  # fmt: skip
 
 
 def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
@@ -288,7 +333,10 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
 
 
 def _add_block(cols: Columns, state: ScanState, first: int, b: _Block) -> None:
-    where = np.asarray(b.where, dtype=np.int64)
+    if type(b.where) is range:
+        where = np.arange(b.where.start, b.where.stop, dtype=np.int64)
+    else:
+        where = np.asarray(b.where, dtype=np.int64)
     start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
     if state.exact:
         start = start + np.rint(np.asarray(b.tsf, dtype=np.float64) * 1000).astype(np.int64)
@@ -304,6 +352,7 @@ def _add_block(cols: Columns, state: ScanState, first: int, b: _Block) -> None:
     ints = {key: _int64(getattr(b, key), where, first, state.path, key)
             for key in ("pids", "tids", "devs", "streams", "corrs", "exts")}  # fmt: skip
     pid, tid, dev, stream = ints["pids"], ints["tids"], ints["devs"], ints["streams"]
+    ints["exts"][ints["exts"] == _ABSENT] = NO_ID
     on_device = np.isin(kind, DEVICE_CODES + (GPU_ANNOTATION,))
     device = np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID)
     stream = np.where(on_device & (stream != NO_ID), stream, tid)
