@@ -221,11 +221,11 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
 
 def _note_other_events(events: list[_Event], phs: list, first: int, state: ScanState) -> None:
     """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing."""
+    if not (phs.count("M") or phs.count("B") or phs.count("E")):
+        return  # the rest are flow ('s'/'f') and instant events, which are not rows
     lanes, marks = state.lanes, state.marks
-    for i, ph in enumerate(phs):
-        if ph == "X":
-            continue
-        e = events[i]
+    for i in [i for i, ph in enumerate(phs) if ph == "M" or ph == "B" or ph == "E"]:
+        ph, e = phs[i], events[i]
         if ph == "M" and e.args is not None:
             lanes.add(e.name, e.pid, e.tid, e.args.name, e.args.labels)
         elif ph == "B" or ph == "E":
