@@ -123,3 +123,43 @@ def test_working_sets_reach_past_the_last_level_cache() -> None:
     assert largest_working_set(50 * MIB, quick=True, cpu=False) == 200 * MIB  # H200-like L2
     assert largest_working_set(32 * MIB, quick=False, cpu=True) == 256 * MIB
     assert largest_working_set(256 * MIB, quick=False, cpu=True) == 1024 * MIB
+
+
+def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> None:
+    """Interference can make the short chain slower than the long one; after SLOPE_ATTEMPTS
+    tries the case is an error row (errors are data) rather than a negative latency."""
+    import parity.timing
+    from parity.bench import latency as latency_module
+    from parity.model import Samples
+    from parity.stats import summarize
+
+    calls = []
+
+    class Disturbed:
+        def __init__(self, seconds: float) -> None:
+            self.samples = Samples(values_s=(seconds,) * 5, method="fake")
+            self.summary = summarize(self.samples.values_s)
+            self.findings = ()
+
+    def fake_measure(fn, **_):
+        calls.append(fn)
+        return Disturbed(2e-3 if len(calls) % 2 else 1e-3)  # short slower than long
+
+    class Rings:
+        page_label, slots, stride_bytes = "4KiB", 256, 64
+
+        def step(self, loads: int, *, many: bool) -> None:
+            pass
+
+        def verify(self) -> bool:
+            return True
+
+    monkeypatch.setattr(parity.timing, "measure", fake_measure)
+    monkeypatch.setattr(latency_module, "_loads_for", lambda run, **_: 4096)
+    case = CaseSpec(suite="latency", key="size/base/16384",
+                    params={"curve": "size", "page": "base", "working_set_bytes": 16 * KIB,
+                            "blocks": 1, "quick": True})
+    result = LatencySuite()._measure_rings(case, Rings(), device=None, options={})
+    assert len(calls) == 2 * latency_module.SLOPE_ATTEMPTS
+    assert result.error is not None and "not positive" in result.error
+    assert not result.ok
