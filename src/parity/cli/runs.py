@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -197,7 +198,8 @@ def export_run(
         cases = store.cases(run.run_id)
     target = output or f"parity-{run.run_id}.{fmt}"
     if target == "-":
-        click.get_binary_stream("stdout").write(export_bytes(run, cases, fmt=fmt))
+        sys.stdout.buffer.write(export_bytes(run, cases, fmt=fmt))
+        sys.stdout.flush()
         written: Path | None = None
     else:
         written = write_export(run, cases, fmt=fmt, path=target)
