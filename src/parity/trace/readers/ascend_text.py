@@ -107,6 +107,8 @@ def _lanes(events: list) -> dict:
     process, thread = {}, {}
     for e in events:
         if type(e) is dict and e.get("ph") == "M" and isinstance(e.get("args"), dict):
+            if isinstance(e.get("pid"), (list, dict)) or isinstance(e.get("tid"), (list, dict)):
+                continue  # a malformed lane id names no lane (its rows are refused later)
             name = e["args"].get("name")
             if e.get("name") == "process_name" and isinstance(name, str):
                 process[e.get("pid")] = name
