@@ -30,7 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, assign_steps, one_line
+from parity.trace.readers.columns import (
+    PROFILER_STEP,
+    Columns,
+    finish_ascend_rank,
+    one_line,
+)
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 _CORE_OF_TASK = {
@@ -39,7 +44,6 @@ _CORE_OF_TASK = {
     "AI_VECTOR_CORE": "AI_VECTOR_CORE", "MIX_AIC": "MIX_AIC", "MIX_AIV": "MIX_AIV",
     "AI_CPU": "AI_CPU",
 }  # fmt: skip
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
 _RANK = re.compile(r"_(\d+)\.db$")
 _STEP_TRACE_NAMES = {
     "step": "Step", "computing": "Computing",
@@ -103,7 +107,7 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     meta = {"source": str(path), "format": "ascend-db", "clock_unit": "ns", "ranks": [rank],
             "rank_source": "RANK_DEVICE_MAP/file name", "warnings": [], "step_trace": step_trace}
     table = cols.table(extra_keys=EXTRA, meta=meta)
-    return _finish(table, rank)
+    return finish_ascend_rank(table, rank)
 
 
 def _strings(db: sqlite3.Connection) -> dict[int, str]:
@@ -191,7 +195,7 @@ def _host(db, tables: set[str], cols: Columns) -> None:
         parts.append("SELECT startNs, endNs, globalTid, connectionId, name, 0 FROM PYTORCH_API")
     strings = _strings(db)
     rows = [r for sql in parts for r in db.execute(sql)]
-    has_step = any(_STEP.match(strings.get(r[4]) or "") for r in rows if r[5] == 0)
+    has_step = any(PROFILER_STEP.match(strings.get(r[4]) or "") for r in rows if r[5] == 0)
     if not has_step and "STEP_TIME" in tables:
         for ident, start, end in db.execute("SELECT id, startNs, endNs FROM STEP_TIME"):
             rows.append((start, end, 0, None, f"ProfilerStep#{ident}", 0))
@@ -200,7 +204,8 @@ def _host(db, tables: set[str], cols: Columns) -> None:
     kinds, names, tids = [], [], []
     for _start, _end, tid, _conn, name_id, runtime in rows:
         name = name_id if isinstance(name_id, str) else (strings.get(name_id) or "")
-        kind = Kind.RUNTIME if runtime else (Kind.STEP if _STEP.match(name) else Kind.CPU_OP)
+        step_marker = PROFILER_STEP.match(name)
+        kind = Kind.RUNTIME if runtime else (Kind.STEP if step_marker else Kind.CPU_OP)
         kinds.append(int(kind))
         names.append(cols.intern(name))
         tids.append((tid or 0) & 0xFFFFFFFF)
@@ -259,16 +264,3 @@ def _step_trace(path: Path) -> list[dict]:
                 record[label] = value
         out.append(record)
     return out
-
-
-def _finish(table: ActivityTable, rank: int) -> ActivityTable:
-    numbers = np.array([int(m.group(1)) if (m := _STEP.match(n)) else -1 for n in table.names]
-                       or [-1], dtype=np.int64)  # fmt: skip
-    step = table.step.copy()
-    is_step = table.kind == Kind.STEP
-    step[is_step] = numbers[table.name_id[is_step]]
-    step = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
-                        correlation=table.correlation, step=step)  # fmt: skip
-    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
-    columns.update(rank=np.full(len(table), rank, np.int32), step=step)
-    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)

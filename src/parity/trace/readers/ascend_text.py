@@ -40,8 +40,9 @@ import orjson
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import (
     ASCEND_CONCURRENT_TASKS,
+    PROFILER_STEP,
     Columns,
-    assign_steps,
+    finish_ascend_rank,
     one_line,
     parse_us_text,
     times_to_ns,
@@ -51,7 +52,6 @@ from parity.trace.table import NO_ID, ActivityTable, Kind
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
@@ -99,7 +99,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
     table = _join_kernel_details(table, folder / "kernel_details.csv", warnings)
-    return _finish(table, rank)
+    return finish_ascend_rank(table, rank)
 
 
 def _lanes(events: list) -> dict:
@@ -204,7 +204,7 @@ def _classify(e: dict, process: str, thread: dict):
         return Kind.RUNTIME, tid_int, None, None
     if process == "Overlap Analysis":
         return None
-    if isinstance(name, str) and _STEP.match(name):
+    if isinstance(name, str) and PROFILER_STEP.match(name):
         return Kind.STEP, tid_int, None, None
     if e.get("cat") == "cpu_op":
         return Kind.CPU_OP, tid_int, None, None
@@ -354,18 +354,3 @@ class _TaskLookup:
             return None
         self.used.add(best[1])
         return best[1]
-
-
-def _finish(table: ActivityTable, rank: int) -> ActivityTable:
-    """Rank column, ProfilerStep numbers, and steps for rows kernel_details did not place."""
-    numbers = np.array([int(m.group(1)) if (m := _STEP.match(n)) else -1 for n in table.names]
-                       or [-1], dtype=np.int64)  # fmt: skip
-    step = table.step.copy()
-    is_step = table.kind == Kind.STEP
-    step[is_step] = numbers[table.name_id[is_step]]
-    placed = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
-                          correlation=table.correlation, step=step)  # fmt: skip
-    step = np.where(step >= 0, step, placed).astype(np.int32)
-    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
-    columns.update(rank=np.full(len(table), rank, np.int32), step=step)
-    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)

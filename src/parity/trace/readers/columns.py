@@ -10,6 +10,7 @@ handled by :mod:`.jsonstream` rewriting the text before parsing).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -237,3 +238,27 @@ def _lane_running_max(values: np.ndarray, lane_id: np.ndarray) -> np.ndarray:
     for lo, hi in zip(np.concatenate(([0], boundaries)), np.concatenate((boundaries, [len(values)]))):
         out[lo:hi] = np.maximum.accumulate(values[lo:hi])
     return out
+
+
+PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)$")
+
+
+def finish_ascend_rank(table: ActivityTable, rank: int) -> ActivityTable:
+    """Rank column, ProfilerStep numbers, and steps for the rows the reader did not place.
+
+    Steps a reader already set (``kernel_details.csv``'s ``Step Id``) are kept; every other row
+    gets the step its launch fell in (:func:`assign_steps`).
+    """
+    numbers = np.array(
+        [int(m.group(1)) if (m := PROFILER_STEP.match(n)) else -1 for n in table.names] or [-1],
+        dtype=np.int64,
+    )
+    step = table.step.copy()
+    is_step = table.kind == Kind.STEP
+    step[is_step] = numbers[table.name_id[is_step]]
+    placed = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
+                          correlation=table.correlation, step=step)  # fmt: skip
+    step = np.where(step >= 0, step, placed).astype(np.int32)
+    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
+    columns.update(rank=np.full(len(table), rank, np.int32), step=step)
+    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)
