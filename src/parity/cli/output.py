@@ -10,7 +10,7 @@ import click
 import orjson
 
 from parity.model.errors import ParityError
-from parity.model.schema import envelope
+from parity.model.schema import envelope, json_default
 
 
 def json_option(function):
@@ -29,18 +29,8 @@ def dumps(data: Any) -> bytes:
     return orjson.dumps(
         data,
         option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
-        default=_default,
+        default=json_default,
     )
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
 
 
 def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:

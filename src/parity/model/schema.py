@@ -6,6 +6,7 @@ History:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -28,3 +29,15 @@ def check_version(data: dict[str, Any], *, source: str) -> None:
             f"{source}: schema_version {version} is newer than this parity ({SCHEMA_VERSION}); "
             "upgrade parity to read it"
         )
+
+
+def json_default(value: Any) -> Any:
+    """The fallback of every JSON encoder in parity (orjson's ``default``): paths as text,
+    records through their ``to_dict``, numpy scalars through ``item``."""
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")

@@ -29,6 +29,7 @@ from parity.model.errors import ParityError
 from parity.model.findings import Finding
 from parity.model.result import CaseResult, RunRecord
 from parity.model.samples import Samples
+from parity.model.schema import json_default
 from parity.store.schema import migrate
 
 log = logging.getLogger(__name__)
@@ -62,18 +63,8 @@ def new_run_id() -> str:
 
 def _dumps(value: Any) -> str:
     return orjson.dumps(
-        value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=_default
+        value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=json_default
     ).decode()
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"cannot store {type(value).__name__} as JSON")
 
 
 def _loads(text: str | None) -> Any:
