@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from parity.cli.membw import parse_bytes, run_one_suite, suite_payload
-from parity.cli.output import json_option, write_json
-from parity.cli.runs import db_option, stdout_console
+from parity.cli.output import json_option
+from parity.cli.runs import db_option
+from parity.cli.suite_command import parse_bytes, run_suite_command
 
 
 @click.command()
@@ -48,11 +48,5 @@ def latency(device_name: str | None, quick: bool, pages: str, max_size: str | No
         options["max_bytes"] = top
     if stride_bytes is not None:
         options["stride_bytes"] = stride_bytes
-    outcome, device = run_one_suite("latency", device_name=device_name, quick=quick, options=options,
-                                    db_path=db_path, label="parity latency")
-    payload = suite_payload(outcome, "latency")
-    console = stdout_console(json_path)
-    console.print(f"latency on {device.name} (run {outcome.run.run_id})")
-    console.print(render_latency(payload))
-    write_json(json_path, "latency", payload)
-    return 0 if outcome.ok else 1
+    return run_suite_command("latency", render=render_latency, device_name=device_name,
+                             quick=quick, options=options, db_path=db_path, json_path=json_path)

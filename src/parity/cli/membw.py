@@ -6,51 +6,9 @@ from typing import Any
 
 import click
 
-from parity.cli.output import json_option, write_json
-from parity.cli.runs import db_option, stdout_console
-from parity.model.errors import ParityError
-
-
-def parse_bytes(value: str | None, *, option: str) -> int | None:
-    """``64MiB``, ``1K``, ``4 GiB`` or a plain number of bytes; None passes through."""
-    if value is None:
-        return None
-    from parity.device.host import parse_size
-
-    try:
-        return parse_size(value)
-    except (ValueError, ParityError):
-        raise ParityError(f"{option} {value!r} is not a size; write it like 64MiB, 1K or 4096") from None
-
-
-def run_one_suite(name: str, *, device_name: str | None, quick: bool, options: dict[str, Any],
-                  db_path: str | None, label: str) -> tuple[Any, Any]:
-    """Measure one registered suite into the store with progress; ``(outcome, device)``."""
-    from parity.bench.registry import get_suite
-    from parity.bench.runner import run_suites
-    from parity.cli.progress import ProgressRenderer
-    from parity.device import get_device
-    from parity.store import Store
-
-    device = get_device(device_name)
-    with Store.open(db_path) as store, ProgressRenderer(label=label) as renderer:
-        outcome = run_suites(store, device=device, suites=[get_suite(name)], quick=quick,
-                             options={name: options}, progress=renderer)
-    return outcome, device
-
-
-def suite_payload(outcome: Any, name: str) -> dict[str, Any]:
-    """The JSON document of a one-suite command: run id, summary fields, every case."""
-    suite = next(s for s in outcome.suites if s.name == name)
-    if suite.summary_error:
-        raise ParityError(f"summarising {name} failed: {suite.summary_error}")
-    return {
-        "run_id": outcome.run.run_id,
-        "ok": outcome.ok,
-        **suite.summary,
-        "cases": [c.to_dict() for c in outcome.cases],
-        "provenance": outcome.run.provenance,
-    }
+from parity.cli.output import json_option
+from parity.cli.runs import db_option
+from parity.cli.suite_command import parse_bytes, run_suite_command
 
 
 @click.command()
@@ -96,11 +54,5 @@ def membw(device_name: str | None, quick: bool, ops: str | None, min_size: str |
                        ("max_bytes", parse_bytes(max_size, option="--max-size"))):
         if value is not None:
             options[key] = value
-    outcome, device = run_one_suite("membw", device_name=device_name, quick=quick, options=options,
-                                    db_path=db_path, label="parity membw")
-    payload = suite_payload(outcome, "membw")
-    console = stdout_console(json_path)
-    console.print(f"membw on {device.name} (run {outcome.run.run_id})")
-    console.print(render_membw(payload))
-    write_json(json_path, "membw", payload)
-    return 0 if outcome.ok else 1
+    return run_suite_command("membw", render=render_membw, device_name=device_name, quick=quick,
+                             options=options, db_path=db_path, json_path=json_path)
