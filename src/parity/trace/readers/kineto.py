@@ -44,6 +44,7 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, assign_steps
+from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
     DECODER,
@@ -52,7 +53,6 @@ from parity.trace.readers.kineto_events import (
     GPU_ANNOTATION,
     UNKNOWN,
     ScanState,
-    add_duration_pairs,
     int_or,
     scan_events,
     scan_text,

@@ -17,7 +17,6 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line, times_to_ns
-from parity.trace.readers.durations import pair_begin_end
 from parity.trace.readers.jsonstream import decode_block
 from parity.trace.readers.lanes import Lanes
 from parity.trace.table import NO_ID, Kind
@@ -38,8 +37,7 @@ CAT_KIND: dict = {
     "python_function": Kind.OTHER, "cuda_profiler_range": Kind.OTHER,
     "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
 }  # fmt: skip
-_CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
-CAT_CODE = _CAT_CODE
+CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
 DEVICE_CODES = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.SYNC))  # on a stream
 EXTRA = dict(
     pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
@@ -181,7 +179,7 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
         _note_other_events(events, phs, first, state)
         where = [i for i, ph in enumerate(phs) if ph == "X"]
         xs = [events[i] for i in where]
-    kinds = list(map(_CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
+    kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
         keep = [kind != SKIP for kind in kinds]
         where, xs = list(compress(where, keep)), list(compress(xs, keep))
@@ -274,7 +272,7 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
     pids, tids, devs, streams, corrs, exts, where = (
         b.pids, b.tids, b.devs, b.streams, b.corrs, b.exts, b.where
     )
-    names_get, intern, cat_code = cols.names.get, cols.intern, _CAT_CODE.get
+    names_get, intern, cat_code = cols.names.get, cols.intern, CAT_CODE.get
     exact, empty, note = state.exact, {}, state.lanes.note
     i = -1
     try:
@@ -393,27 +391,3 @@ def _int64(values: list, where: np.ndarray, first: int, path: Path, key: str) ->
             f"{path}: event {first + int(where[bad])} has {_WHAT[key]} {values[bad]} beyond 64 bits; "
             "the trace is corrupt"
         ) from None
-
-
-def add_duration_pairs(cols: Columns, state: ScanState) -> str | None:
-    """Rows for the paired ``B``/``E`` events (see :mod:`.durations`); the warning, if any."""
-    pairs, warning = pair_begin_end(state.marks, path=state.path)
-    rows = [p for p in pairs if _CAT_CODE.get(p[1], UNKNOWN) != SKIP]
-    if not rows:
-        return warning
-    n = len(rows)
-    kind = np.array([_CAT_CODE.get(p[1], UNKNOWN) for p in rows], dtype=np.int16)
-    pid = np.array([int_or(p[2]) for p in rows], dtype=np.int64)
-    tid = np.array([int_or(p[3]) for p in rows], dtype=np.int64)
-    on_device = np.isin(kind, DEVICE_CODES)
-    cols.add(
-        rank=np.zeros(n, np.int32), device=np.where(on_device, pid, NO_ID), stream=tid,
-        kind=kind, name_id=np.array([cols.intern(p[0] or "") for p in rows], np.int32),
-        start_ns=np.array([p[4] for p in rows], np.int64),
-        end_ns=np.array([p[5] for p in rows], np.int64),
-        correlation=np.full(n, NO_ID, np.int64), step=np.full(n, -1, np.int32), pid=pid,
-        tid=tid, external_id=np.full(n, NO_ID, np.int64), sync_type=np.full(n, None, object),
-        wait_on_stream=np.full(n, NO_ID, np.int64), wait_on_event_corr=np.full(n, NO_ID, np.int64),
-    )  # fmt: skip
-    state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
-    return warning
