@@ -234,6 +234,14 @@ def test_plain_updates_are_throttled_but_failures_and_the_end_show() -> None:
     assert "FAILED" in lines[1]
 
 
+def test_plain_updates_print_a_repeated_count_once() -> None:
+    stream = io.StringIO()
+    with ProgressRenderer(label="reading", stream=stream, tty=False, min_interval_s=0) as p:
+        p.update(done=100, total=100, label="trace.json")
+        p.update(done=100, total=100, label="trace.json")
+    assert len(stream.getvalue().splitlines()) == 1
+
+
 def test_progress_bar_on_a_terminal_shows_eta() -> None:
     stream = io.StringIO()
     with ProgressRenderer(label="parity run", stream=stream, tty=True) as progress:

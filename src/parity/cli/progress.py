@@ -80,6 +80,7 @@ class ProgressRenderer:
         self.label = label
         self.min_interval_s = min_interval_s
         self._last_line = -math.inf
+        self._last_count: tuple[int, int | None] | None = None
         self._stream = stream if stream is not None else sys.stderr
         self._console = Console(file=self._stream, force_terminal=tty, highlight=False)
         self.tty = self._console.is_terminal if tty is None else tty
@@ -175,17 +176,22 @@ class ProgressRenderer:
 
     def _due(self, event: Any) -> bool:
         """Plain lines: every named case (a run's log lists each one), every failure and the
-        last step; anonymous ``update`` steps at most once per ``min_interval_s``."""
+        last step; anonymous ``update`` steps at most once per ``min_interval_s``, and never the
+        same count twice (a reader and its caller may both report the end)."""
         now = time.perf_counter()
         total = event.total
+        named = bool(getattr(event, "suite", ""))
+        if not named and (event.done, total) == self._last_count:
+            return False
         due = (
-            bool(getattr(event, "suite", ""))
+            named
             or getattr(event, "ok", None) is False
             or (total is not None and event.done >= total)
             or now - self._last_line >= self.min_interval_s
         )
         if due:
             self._last_line = now
+            self._last_count = (event.done, total)
         return due
 
     def note(self, line: str) -> None:
