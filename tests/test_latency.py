@@ -64,12 +64,13 @@ def test_real_cpu_cases_measure_both_curves() -> None:
         assert 0.1 < result.metrics["ns_per_load_min"] < 20, result.metrics
 
 
-def _row(curve: str, x: int, ns: float) -> CaseResult:
-    params = {"curve": curve, "page": "base", "working_set_bytes": x if curve == "size" else 16 * KIB,
+def _row(curve: str, x: int, ns: float, page: str = "base") -> CaseResult:
+    params = {"curve": curve, "page": page, "working_set_bytes": x if curve == "size" else 16 * KIB,
               "blocks": x if curve == "blocks" else 1, "caches": [["L1", 32 * KIB], ["L2", 512 * KIB], ["L3", 32 * MIB]],
               "memory_name": "DRAM", "device": "cpu", "stride_bytes": 64, "compute_units": 2}
     return CaseResult(suite="latency", key=f"{curve}/base/{x}", params=params,
-                      metrics={"ns_per_load": ns * 1.5, "ns_per_load_min": ns, "page_label": "4KiB"},
+                      metrics={"ns_per_load": ns * 1.5, "ns_per_load_min": ns,
+                               "page_label": "4KiB" if page == "base" else "2MiB-THP"},
                       check={"passed": True})
 
 
@@ -84,6 +85,34 @@ def test_summary_names_plateaus_and_finds_the_core_count_knee() -> None:
     assert summary["estimator"] == "slope between the chains' minima"
     medians = summarize_latency(rows, estimator="median")
     assert medians["plateaus"][0]["latency_ns"] == 1.5
+    assert summary["findings"] == [] and summary["plateaus_page"] == "4KiB"
+
+
+def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> None:
+    """A VM-like machine: the last-level plateau ends at 4 MiB of a reported 32 MiB even with
+    huge pages, and base pages add a page-walk step from 64 MiB."""
+    sizes = [2**k for k in range(12, 28)]
+    huge = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 4 * MIB else 120.0 for s in sizes}
+    base = {s: huge[s] * (1.0 if s <= 32 * MIB else 1.6) for s in sizes}
+    rows = [_row("size", s, base[s]) for s in sizes] + [_row("size", s, huge[s], page="thp") for s in sizes]
+    summary = summarize_latency(rows)
+    assert summary["plateaus_page"] == "2MiB-THP"
+    assert [(p["level"], p["size_bytes"]) for p in summary["plateaus"]] == [
+        ("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 4 * MIB), ("DRAM", 2**27)]
+    assert [f["code"] for f in summary["findings"]] == ["cache-size-mismatch"]
+    assert "L3" in summary["findings"][0]["message"] and "huge pages" in summary["findings"][0]["hint"]
+    base_curve = summary["size_curves"][0]
+    assert [p["level"] for p in base_curve["plateaus"]] == ["L1", "L2", "L3", "DRAM", "DRAM+page-walks"]
+    assert base_curve["page_walk_from_bytes"] == 64 * MIB
+    assert summary["headline"]["L3_ns"] == 15.0
+
+
+def test_summary_says_when_a_reported_level_has_no_plateau() -> None:
+    sizes = [2**k for k in range(12, 28)]  # to 128 MiB, 4x the reported L3
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 120.0 for s in sizes}
+    summary = summarize_latency([_row("size", s, lat[s]) for s in sizes])
+    assert [f["code"] for f in summary["findings"]] == ["cache-level-not-found"]
+    assert "L3" in summary["findings"][0]["message"] and "--pages thp" in summary["findings"][0]["hint"]
 
 
 @needs_native

@@ -98,3 +98,55 @@ def test_two_point_transitions_are_skipped_but_a_short_memory_tail_is_kept() -> 
     lat = [1.0, 1.0, 1.0, 1.0, 2.2, 2.3, 4.0, 4.0, 4.1, 4.0, 90.0, 95.0]
     found = find_plateaus(sizes, lat)
     assert [(s, e) for s, e, _, _ in found] == [(4 * KIB, 32 * KIB), (256 * KIB, 2 * MIB), (4 * MIB, 8 * MIB)]
+
+
+def _walk_curves() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Huge pages: the staircase of _staircase without noise. Base pages: the same plus page
+    walks, +6 ns from 8 MiB (past a 2048-entry TLB of 4 KiB pages) to 32 MiB, +10 ns in memory
+    to 128 MiB, +70 ns beyond (the page tables themselves no longer stay in cache)."""
+    sizes = (2.0 ** np.arange(12, 30.01, 0.5)).astype(np.int64)  # 4 KiB .. 1 GiB, 2 per octave
+    huge = np.where(sizes <= 32 * KIB, 1.2, np.where(sizes <= 512 * KIB, 3.5, np.where(sizes <= 32 * MIB, 12.0, 110.0)))
+    walk = np.where(sizes <= 8 * MIB, 0.0, np.where(sizes <= 32 * MIB, 6.0, np.where(sizes <= 128 * MIB, 10.0, 70.0)))
+    return sizes, huge, huge + walk
+
+
+def test_page_walk_excess_is_the_share_above_huge_pages() -> None:
+    from parity.metrics.latency import page_walk_excess
+
+    assert page_walk_excess(base_ns=180.0, huge_ns=120.0) == pytest.approx(0.5)
+    with pytest.raises(ParityError):
+        page_walk_excess(base_ns=1.0, huge_ns=0.0)
+
+
+def test_page_walk_steps_are_named_after_the_huge_page_levels() -> None:
+    from parity.metrics.latency import label_page_walks
+
+    sizes, huge_lat, base_lat = _walk_curves()
+    huge = name_plateaus(find_plateaus(sizes, huge_lat), caches=CACHES)
+    base_alone = name_plateaus(find_plateaus(sizes, base_lat), caches=CACHES)
+    # On its own, the base curve has six flat stretches and calls page-walk steps cache levels.
+    assert [p.level for p in huge] == ["L1", "L2", "L3", "DRAM"] and huge[2].size_bytes == 32 * MIB
+    assert len(base_alone) == 6 and [p.level for p in base_alone] != ["L1", "L2", "L3", "DRAM"]
+    named = label_page_walks(base_alone, huge, sizes, huge_lat)
+    assert [p.level for p in named] == ["L1", "L2", "L3", "L3+page-walks", "DRAM", "DRAM+page-walks"]
+    assert [p.page_walk for p in named] == [False, False, False, True, False, True]
+    assert named[2].size_bytes == 8 * MIB and named[3].start_bytes > 8 * MIB  # the TLB's reach
+    assert named[3].page_walk_ns == pytest.approx(6.0) and named[5].page_walk_ns == pytest.approx(70.0)
+    assert named[4].memory and named[5].memory and named[3].reported_bytes == 32 * MIB
+
+
+def test_size_agreement_is_a_factor_of_two_either_way() -> None:
+    from parity.metrics.latency import size_agrees
+
+    assert size_agrees(0.5) and size_agrees(2.0) and size_agrees(1.0)
+    assert not size_agrees(0.49) and not size_agrees(32 * MIB / (3 * MIB) / 4)
+    assert not size_agrees(3 * MIB / (32 * MIB))
+
+
+def test_a_last_plateau_past_twice_the_largest_cache_is_memory() -> None:
+    # A machine whose last-level cache holds 2 MiB in practice of a reported 32 MiB, measured
+    # with no L3 plateau at all: the flat stretch from 1 MiB to 128 MiB is memory, not L3.
+    found = [(4 * KIB, 32 * KIB, 1.2, 4), (64 * KIB, 256 * KIB, 4.0, 3), (1 * MIB, 128 * MIB, 150.0, 8)]
+    assert [p.level for p in name_plateaus(found, caches=CACHES)] == ["L1", "L2", "DRAM"]
+    short = [(4 * KIB, 32 * KIB, 1.2, 4), (64 * KIB, 256 * KIB, 4.0, 3), (1 * MIB, 32 * MIB, 15.0, 6)]
+    assert [p.level for p in name_plateaus(short, caches=CACHES)][-1] == "L3"  # the sweep stopped in L3

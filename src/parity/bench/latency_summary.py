@@ -1,23 +1,40 @@
 """Suite-level latency figures: the size curves with named plateaus, the blocks curves with knees.
 
-Each curve is kept per page size; ``plateaus`` and ``blocks_curve`` at the top level are those
-of the first page size measured (4 KiB pages on the CPU), with every page size's in
-``size_curves`` and ``blocks_curves``.
+Each curve is kept per page size, in ``size_curves`` and ``blocks_curves``. The top-level
+``plateaus`` come from the huge-page size curve when there is one (``plateaus_page`` names it):
+with 4 KiB pages a chase past the TLB's reach pays page walks, which add steps that are not
+cache levels, so cache sizes are read where the TLB covers the whole working set. The base-page
+curve's plateaus are then named after the huge-page ones and its page-walk steps marked
+(``parity.metrics.latency.label_page_walks``). ``blocks_curve`` is the first page size's.
+
+``findings`` judge the top-level plateaus against what the device reports: a cache plateau more
+than a factor of two from the reported size, or a reported cache level with no plateau at all.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from parity.metrics.latency import find_knees, find_plateaus, name_plateaus
+from parity.metrics.latency import (
+    SIZE_AGREEMENT_FACTOR,
+    Plateau,
+    find_knees,
+    find_plateaus,
+    label_page_walks,
+    name_plateaus,
+    size_agrees,
+)
 from parity.model.errors import ParityError
+from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 
 ESTIMATORS = {"median": "ns_per_load", "min": "ns_per_load_min"}
 ESTIMATOR_WORDS = {"median": "medians", "min": "minima"}
+HUGE_PAGES = "thp"
 
 
 def _size_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any]:
+    """One page size's curve: points, reported caches and its own named ``Plateau`` objects."""
     rows = sorted(rows, key=lambda r: r.params["working_set_bytes"])
     first = rows[0].params
     points = [{"working_set_bytes": r.params["working_set_bytes"], "latency_ns": r.metrics[metric],
@@ -26,14 +43,60 @@ def _size_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any
     caches = [(str(name), int(size)) for name, size in first.get("caches", [])]
     plateaus = name_plateaus(found, caches=caches, memory_name=first.get("memory_name", "DRAM"),
                              memory_bytes=first.get("memory_bytes"))
-    label = rows[0].metrics.get("page_label", page)
     return {
-        "page": label,
+        "page": rows[0].metrics.get("page_label", page),
         "stride_bytes": first.get("stride_bytes"),
         "points": points,
-        "plateaus": [{**p.to_dict(), "page": label} for p in plateaus],
+        "plateaus": plateaus,
         "reported_caches": [{"level": n, "size_bytes": s} for n, s in caches],
     }
+
+
+def _relabel_base(curves: dict[str, dict[str, Any]]) -> None:
+    """Name base-page plateaus after the huge-page curve's, marking page-walk steps (in place)."""
+    huge = curves.get(HUGE_PAGES)
+    if huge is None:
+        return
+    sizes = [p["working_set_bytes"] for p in huge["points"]]
+    lat = [p["latency_ns"] for p in huge["points"]]
+    for page, curve in curves.items():
+        if page != HUGE_PAGES:
+            curve["plateaus"] = label_page_walks(curve["plateaus"], huge["plateaus"], sizes, lat)
+            walks = [p.start_bytes for p in curve["plateaus"] if p.page_walk]
+            curve["page_walk_from_bytes"] = min(walks) if walks else None
+
+
+def cache_size_findings(plateaus: list[Plateau], *, reported: list[dict[str, Any]], page: str,
+                        huge_pages: bool) -> list[Finding]:
+    """Warnings for cache plateaus far from the reported sizes, and for reported levels missing.
+
+    The measured size is the largest working set still on the plateau, so it undershoots by up
+    to one grid step; a factor of two is far beyond that. With huge pages the TLB is not the
+    cause, which leaves a cache this process gets only part of (a virtual machine's or a shared
+    last-level cache's share) or a report that describes more cache than this process can reach.
+    """
+    why = ("with huge pages the TLB covers the working set, so this is the share of the cache this "
+           "process can keep (a virtual machine, or other tenants on a shared cache); the size moves "
+           "when that share does" if huge_pages else
+           "with base pages the TLB's reach can cut a plateau short; measure with huge pages (--pages thp)")
+    out = []
+    for p in plateaus:
+        if p.memory or p.page_walk or p.size_ratio is None or size_agrees(p.size_ratio):
+            continue
+        out.append(Finding(
+            code="cache-size-mismatch", severity=Severity.WARNING,
+            message=(f"the {p.level} plateau ends at {p.size_bytes} B with {page} pages, {p.size_ratio:.2g}x "
+                     f"the {p.reported_bytes} B the device reports (more than {SIZE_AGREEMENT_FACTOR:g}x off)"),
+            hint=why))
+    named = {p.level for p in plateaus}
+    for level in reported:
+        if level["level"] not in named:
+            out.append(Finding(
+                code="cache-level-not-found", severity=Severity.WARNING,
+                message=(f"no plateau matches the reported {level['level']} ({level['size_bytes']} B) "
+                         f"on the {page} curve"),
+                hint="the level is too small or too shared to hold a flat stretch; " + why))
+    return out
 
 
 def _blocks_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any]:
@@ -67,12 +130,17 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
     for r in ok:
         groups.setdefault((r.params["curve"], r.params["page"]), []).append(r)
     pages = list(dict.fromkeys(r.params["page"] for r in ok))
-    size_curves = [_size_curve(pg, groups[("size", pg)], metric) for pg in pages if ("size", pg) in groups]
+    curves = {pg: _size_curve(pg, groups[("size", pg)], metric) for pg in pages if ("size", pg) in groups}
+    _relabel_base(curves)
+    preferred = HUGE_PAGES if HUGE_PAGES in curves else next(iter(curves), None)
+    findings = [] if preferred is None else cache_size_findings(
+        curves[preferred]["plateaus"], reported=curves[preferred]["reported_caches"],
+        page=curves[preferred]["page"], huge_pages=preferred == HUGE_PAGES)
+    size_curves = [{**c, "plateaus": [{**p.to_dict(), "page": c["page"]} for p in c["plateaus"]]}
+                   for c in curves.values()]
+    top = size_curves[list(curves).index(preferred)]["plateaus"] if preferred is not None else []
     blocks_curves = [_blocks_curve(pg, groups[("blocks", pg)], metric) for pg in pages if ("blocks", pg) in groups]
-    headline: dict[str, Any] = {}
-    if size_curves:
-        for p in size_curves[0]["plateaus"][:3]:
-            headline[f"{p['level']}_ns"] = p["latency_ns"]
+    headline: dict[str, Any] = {f"{p['level']}_ns": p["latency_ns"] for p in top[:3]}
     if blocks_curves and blocks_curves[0]["knees"]:
         headline["first_knee_blocks"] = blocks_curves[0]["knees"][0]["blocks"]
     return {
@@ -81,7 +149,9 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
         "method": "pointer chase through a Sattolo ring; ns per load from the slope between two chain lengths",
         "estimator": f"slope between the chains' {ESTIMATOR_WORDS[estimator]}",
         "size_curves": size_curves,
-        "plateaus": size_curves[0]["plateaus"] if size_curves else [],
+        "plateaus": top,
+        "plateaus_page": curves[preferred]["page"] if preferred is not None else None,
+        "findings": [f.to_dict() for f in findings],
         "blocks_curves": blocks_curves,
         "blocks_curve": blocks_curves[0] if blocks_curves else {"points": [], "knees": []},
         "failed_cases": [r.key for r in results if not r.ok],

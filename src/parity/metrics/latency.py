@@ -26,6 +26,8 @@ from parity.model.errors import ParityError
 # levels differ by 2x or more (L1 -> L2 -> LLC -> memory), so 30% keeps levels apart while
 # absorbing the few-tens-of-percent noise of a shared machine.
 PLATEAU_TOLERANCE = 0.30
+# A measured cache size agrees with the reported one within this factor either way.
+SIZE_AGREEMENT_FACTOR = 2.0
 # A knee must lift the last point at least this fraction of the baseline above the old trend.
 KNEE_MIN_RISE = 0.10
 
@@ -53,6 +55,9 @@ class Plateau:
     ``latency_ns`` is the median over the plateau's points. ``reported_bytes`` is what the
     device reports for the level it is named after, and ``size_ratio`` = measured/reported for a
     cache level (None for memory, whose plateau only ends where the sweep does).
+    ``page_walk`` marks a plateau of a base-page curve that sits above the huge-page curve at the
+    same working sets (see :func:`label_page_walks`): a step made by TLB misses, not a cache
+    level; ``page_walk_ns`` is its median excess over the huge-page latency.
     """
 
     level: str
@@ -62,6 +67,8 @@ class Plateau:
     points: int
     reported_bytes: int | None = None
     memory: bool = False
+    page_walk: bool = False
+    page_walk_ns: float | None = None
 
     @property
     def size_ratio(self) -> float | None:
@@ -79,7 +86,75 @@ class Plateau:
             "reported_bytes": self.reported_bytes,
             "size_ratio": self.size_ratio,
             "memory": self.memory,
+            "page_walk": self.page_walk,
+            "page_walk_ns": self.page_walk_ns,
         }
+
+
+def size_agrees(ratio: float, *, factor: float = SIZE_AGREEMENT_FACTOR) -> bool:
+    """True when a measured/reported size ratio is within ``factor`` either way:
+    ``1/factor <= ratio <= factor``."""
+    return 1.0 / factor <= ratio <= factor
+
+
+def page_walk_excess(*, base_ns: float, huge_ns: float) -> float:
+    """Share of a base-page load's latency above the huge-page one at the same working set:
+    ``base_ns / huge_ns - 1``.
+
+    A 2 MiB page maps 512 times what a 4 KiB page does, so with huge pages the TLB covers
+    gigabytes and a chase pays (almost) no page walks; what base pages add on top is the cost
+    of TLB misses and the walks that follow them (Drepper, "What every programmer should know
+    about memory", 2007, section 4.3).
+    """
+    if huge_ns <= 0:
+        raise ParityError(f"huge-page latency {huge_ns} ns must be positive")
+    return base_ns / huge_ns - 1.0
+
+
+def _covering(plateaus: Sequence[Plateau], size: float) -> Plateau | None:
+    """The plateau whose span holds ``size`` (memory's span is open-ended), or None."""
+    for p in plateaus:
+        if p.start_bytes <= size <= p.size_bytes or (p.memory and size >= p.start_bytes):
+            return p
+    return None
+
+
+def label_page_walks(
+    base: Sequence[Plateau],
+    huge: Sequence[Plateau],
+    huge_sizes_bytes: Sequence[int],
+    huge_latencies_ns: Sequence[float],
+    *,
+    tolerance: float = PLATEAU_TOLERANCE,
+) -> list[Plateau]:
+    """Name a base-page curve's plateaus after the huge-page curve's, marking page-walk steps.
+
+    With base pages a chase past the TLB's reach pays page walks, which lift the curve into
+    steps of their own that look like cache levels. The huge-page curve of the same run shows
+    the caches without them, so each base plateau takes the name (and reported size, and memory
+    flag) of the huge-page plateau holding its geometric mid-size. When its latency exceeds the
+    median huge-page latency over its own sizes by more than ``tolerance``
+    (:func:`page_walk_excess`), it is a page-walk step: marked ``page_walk``, named
+    ``<level>+page-walks``. A base plateau with no huge-page point in its span, or whose
+    mid-size falls between huge-page plateaus, keeps its own name.
+    """
+    sizes = np.asarray(huge_sizes_bytes, dtype=np.float64)
+    lat = np.asarray(huge_latencies_ns, dtype=np.float64)
+    out = []
+    for b in base:
+        inside = lat[(sizes >= b.start_bytes) & (sizes <= b.size_bytes)]
+        cover = _covering(huge, math.sqrt(b.start_bytes * b.size_bytes))
+        if inside.size == 0 or cover is None:
+            out.append(b)
+            continue
+        huge_ns = float(np.median(inside))
+        walk = page_walk_excess(base_ns=b.latency_ns, huge_ns=huge_ns) > tolerance
+        out.append(Plateau(
+            level=f"{cover.level}+page-walks" if walk else cover.level, size_bytes=b.size_bytes,
+            start_bytes=b.start_bytes, latency_ns=b.latency_ns, points=b.points,
+            reported_bytes=cover.reported_bytes, memory=cover.memory, page_walk=walk,
+            page_walk_ns=b.latency_ns - huge_ns if walk else None))
+    return out
 
 
 def _segments(latency: np.ndarray, tolerance: float) -> list[tuple[int, int]]:
@@ -136,8 +211,11 @@ def name_plateaus(
     """Name each plateau after a cache level (``caches``: ``(name, bytes)`` as reported).
 
     The last plateau is memory (``memory_name``: DRAM on a CPU, HBM on most accelerators) when it
-    starts beyond the largest reported cache, when there are more plateaus than reported levels,
-    or when there is no reported size to go by. The others are matched to reported levels in
+    starts beyond the largest reported cache, when it reaches ``SIZE_AGREEMENT_FACTOR`` (2) times
+    that cache or more (a flat stretch holding working sets twice the largest cache is not that
+    cache, within the tolerance sizes are judged by; it happens when the last cache level is
+    smaller in practice than reported, or left no plateau), when there are more plateaus than
+    reported levels, or when there is no reported size to go by. The others are matched to reported levels in
     order (smaller plateau, smaller level), choosing among all order-keeping matchings the one
     with the least total ``|log2(plateau end / level size)|``. Plateaus left over are called
     ``cache-<k>`` (k counts plateaus from 1); with no reported caches they are named L1, L2, ...
@@ -145,7 +223,8 @@ def name_plateaus(
     levels = sorted(caches, key=lambda item: item[1])
     if not plateaus:
         return []
-    last_is_memory = not levels or plateaus[-1][0] > levels[-1][1] or len(plateaus) > len(levels)
+    last_is_memory = (not levels or plateaus[-1][0] > levels[-1][1] or len(plateaus) > len(levels)
+                      or plateaus[-1][1] >= SIZE_AGREEMENT_FACTOR * levels[-1][1])
     cache_plateaus = list(plateaus[:-1] if last_is_memory else plateaus)
     names: dict[int, tuple[str, int | None]] = {}
     if not levels:

@@ -136,6 +136,13 @@ def render_latency(summary: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for curve in summary.get("size_curves", []):
         parts.extend([_size_table(curve), _plateau_table(curve)])
+        if curve.get("page_walk_from_bytes"):
+            parts.append(Text(f"{curve['page']} pages: page walks lift the curve above the huge-page one "
+                              f"from {format_bytes(curve['page_walk_from_bytes'])} (levels marked +page-walks)"))
+    if summary.get("plateaus_page"):
+        parts.append(Text(f"cache sizes read from the {summary['plateaus_page']} curve"))
+    for f in summary.get("findings", []):
+        parts.append(Text(f"{f['severity']} {f['code']}: {f['message']}; {f['hint']}"))
     for curve in summary.get("blocks_curves", []):
         parts.append(_blocks_table(curve))
         for k in curve["knees"]:
