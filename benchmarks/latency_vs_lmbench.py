@@ -1,18 +1,31 @@
 """Pointer-chase latency: parity's latency suite against an lmbench-style C chase, same run.
 
 Compiles ``benchmarks/ref/lat_mem_rd.c`` (the lat_mem_rd method: a random ring at cache-line
-stride, ``p = *p`` unrolled, total time over loads) and, page size for page size (4 KiB pages
-and transparent huge pages), measures an L1-resident, an L2-resident and a DRAM-sized working
-set with both, alternating which goes first each round, both pinned to one CPU (a virtual
-machine's CPUs can differ: one may share its physical core's caches with another tenant). parity's figure is the slope between two
-chain lengths; the C program's is the average over one long chain. Prints, for each point, the
-median over rounds of both (each side's per-round figure is its median over repetitions, and,
-on the second line, its minimum), the ratio, and whether it is within the 10% bar.
+stride, ``p = *p`` unrolled, total time over loads). Both sides chase the same working set at
+the same 64 B stride with the same page size, pinned to the same CPU (a virtual machine's CPUs
+can differ: one may share its physical core's caches with another tenant).
 
-With ``--plateaus`` it also sweeps the size curve and compares the detected plateaus with the
-cache sizes ``lscpu`` reports (the bar: within a factor of two).
+The comparison is paired and interleaved: every round measures, for each page size and each
+point (an L1-resident, an L2-resident and a DRAM-sized working set, 256 MiB by default, well
+past the last-level cache), parity and then C or C and then parity (alternating), back to back.
+Memory latency on a shared machine drifts by tens of percent within minutes (other tenants, the
+kernel's choice of pages), so a figure measured minutes apart from its reference says little;
+a pair measured seconds apart shares the drift, and the median of the per-round ratios cancels
+most of it. The page size is checked on both sides, not assumed: parity reads its buffer's
+``AnonHugePages`` from ``/proc/self/smaps``, the C program prints its own; a round where either
+side did not get the page size asked for (THP not granted, or huge pages despite
+MADV_NOHUGEPAGE) is reported and left out of the comparison.
 
-    python benchmarks/latency_vs_lmbench.py --rounds 5 --plateaus
+Each side's per-round figure comes in two estimators: the median (parity: slope between the two
+chains' medians; C: median over repetitions) and the minimum (slope between minima; minimum over
+repetitions). Printed per point and estimator: the median over rounds of each side, the median of
+the paired ratios parity/C with their range, and whether that median ratio is within 10%.
+
+With ``--plateaus`` it also sweeps the size curve for each page size with both programs,
+interleaved size by size, runs parity's plateau detection on both curves, and compares the
+detected plateaus with the cache sizes ``lscpu`` reports (the bar: within a factor of two).
+
+    python benchmarks/latency_vs_lmbench.py --rounds 9 --plateaus
 """
 
 from __future__ import annotations
@@ -28,10 +41,10 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 BAR = 0.10
 KIB, MIB = 1024, 1024 * 1024
-POINTS = {"L1": 16 * KIB, "L2": 64 * KIB, "DRAM": 256 * MIB}
 # Loads per timed chain of the C program: a few milliseconds at each level's latency, like
 # parity's chains, so both sides see the same odds of being preempted on a shared machine.
 C_LOADS = {"L1": 1 << 22, "L2": 1 << 20, "DRAM": 1 << 15}
+HUGE_SHARE_OK = 0.9  # THP counts as granted when at least this share of the buffer is huge
 
 
 def compile_reference() -> Path:
@@ -41,14 +54,17 @@ def compile_reference() -> Path:
     return exe
 
 
-def run_reference(exe: Path, *, size: int, page: str, loads: int, reps: int) -> tuple[float, float]:
-    out = subprocess.run([str(exe), str(size), "64", page, str(loads), str(reps)], check=True,
-                         capture_output=True, text=True).stdout
-    values = [float(v) for v in out.split()]
-    return statistics.median(values), min(values)
+def run_reference(exe: Path, *, size: int, page: str, loads: int, reps: int) -> dict[str, float]:
+    """The C chase: median and minimum ns per load over ``reps``, and its huge-page share."""
+    proc = subprocess.run([str(exe), str(size), "64", page, str(loads), str(reps)], check=True,
+                          capture_output=True, text=True)
+    values = [float(v) for v in proc.stdout.split()]
+    huge = next(int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("huge_bytes"))
+    return {"median": statistics.median(values), "min": min(values), "huge": min(1.0, max(0, huge) / size)}
 
 
-def run_parity(*, size: int, page: str) -> tuple[float, float]:
+def run_parity(*, size: int, page: str) -> dict[str, float]:
+    """parity's latency suite on one size case: both estimators and its huge-page share."""
     from parity.bench.latency import LatencySuite
     from parity.bench.suite import CaseSpec
     from parity.device import get_device
@@ -60,33 +76,55 @@ def run_parity(*, size: int, page: str) -> tuple[float, float]:
     if not result.ok:
         raise SystemExit(f"parity {case.key} failed: {result.error or result.check}")
     m = result.metrics
-    return m["ns_per_load"], m["ns_per_load_min"]
+    return {"median": m["ns_per_load"], "min": m["ns_per_load_min"], "huge": m["huge_page_share"] or 0.0}
 
 
-def compare(exe: Path, *, rounds: int, reps: int, pages: list[str]) -> bool:
-    rows = []
-    for page in pages:
-        for level, size in POINTS.items():
-            ours_med, ours_min, ref_med, ref_min = [], [], [], []
-            for r in range(rounds):
-                sides = ("parity", "c") if r % 2 == 0 else ("c", "parity")
-                for side in sides:
-                    if side == "parity":
-                        med, low = run_parity(size=size, page=page)
-                        ours_med.append(med), ours_min.append(low)
-                    else:
-                        med, low = run_reference(exe, size=size, page=page, loads=C_LOADS[level], reps=reps)
-                        ref_med.append(med), ref_min.append(low)
-            rows.append((page, level, size, statistics.median(ours_med), statistics.median(ref_med),
-                         statistics.median(ours_min), statistics.median(ref_min)))
-            print(f"{page:5} {level:5} done", flush=True)
-    print(f"\n{'pages':5} {'level':5} {'size':>10} {'stat':6} {'parity ns':>10} {'C ns':>9} {'ratio':>7}  within {BAR:.0%}")
+def page_as_asked(page: str, huge: float) -> bool:
+    """True when the buffer got the page size asked for: huge pages for thp, none for base."""
+    return huge >= HUGE_SHARE_OK if page == "thp" else huge == 0.0
+
+
+def measure_pair(exe: Path, *, page: str, level: str, size: int, reps: int, parity_first: bool) -> dict:
+    """One round of one point: parity and C back to back, in the given order."""
+    pair: dict[str, dict[str, float]] = {}
+    for side in (("parity", "c") if parity_first else ("c", "parity")):
+        if side == "parity":
+            pair["parity"] = run_parity(size=size, page=page)
+        else:
+            pair["c"] = run_reference(exe, size=size, page=page, loads=C_LOADS[level], reps=reps)
+    return pair
+
+
+def compare(exe: Path, *, rounds: int, reps: int, pages: list[str], points: dict[str, int]) -> bool:
+    pairs: dict[tuple[str, str], list[dict]] = {(pg, lv): [] for pg in pages for lv in points}
+    for r in range(rounds):
+        for page in pages:
+            for level, size in points.items():
+                pair = measure_pair(exe, page=page, level=level, size=size, reps=reps, parity_first=r % 2 == 0)
+                pairs[(page, level)].append(pair)
+                p, c = pair["parity"], pair["c"]
+                print(f"round {r + 1:2}/{rounds} {page:4} {level:4} parity {p['median']:8.2f} ({p['huge']:.0%} huge)"
+                      f"  C {c['median']:8.2f} ({c['huge']:.0%} huge)  ratio {p['median'] / c['median']:.3f}", flush=True)
+    print(f"\n{'pages':5} {'level':5} {'size':>10} {'stat':6} {'rounds':>6} {'parity ns':>10} {'C ns':>9}"
+          f" {'ratio':>7} {'ratio range':>13}  within {BAR:.0%}")
     ok = True
-    for page, level, size, om, cm, on, cn in rows:
-        for stat, a, b in (("median", om, cm), ("min", on, cn)):
-            good = abs(a / b - 1) <= BAR
+    for (page, level), rows in pairs.items():
+        usable = [x for x in rows if page_as_asked(page, x["parity"]["huge"]) and page_as_asked(page, x["c"]["huge"])]
+        if len(usable) < len(rows):
+            print(f"{page:5} {level:5} {len(rows) - len(usable)} of {len(rows)} rounds left out: "
+                  f"a side did not get {page} pages")
+        if not usable:
+            ok = False
+            continue
+        for stat in ("median", "min"):
+            ratios = [x["parity"][stat] / x["c"][stat] for x in usable]
+            ratio = statistics.median(ratios)
+            good = abs(ratio - 1) <= BAR
             ok &= good
-            print(f"{page:5} {level:5} {size:>10} {stat:6} {a:10.2f} {b:9.2f} {a / b:7.3f}  {'yes' if good else 'NO'}")
+            print(f"{page:5} {level:5} {points[level]:>10} {stat:6} {len(usable):>6}"
+                  f" {statistics.median(x['parity'][stat] for x in usable):10.2f}"
+                  f" {statistics.median(x['c'][stat] for x in usable):9.2f} {ratio:7.3f}"
+                  f" {min(ratios):6.3f}-{max(ratios):5.3f}  {'yes' if good else 'NO'}")
     return ok
 
 
@@ -100,38 +138,66 @@ def lscpu_caches() -> dict[str, int]:
     return sizes
 
 
-def check_plateaus(pages: list[str]) -> bool:
+def reference_row(case, c: dict[str, float]):
+    """The C figure of one size case as a latency CaseResult, so parity's summary can read it."""
+    from parity.bench.chase.pages import page_label
+    from parity.model.result import CaseResult
+
+    return CaseResult(suite="latency", key=case.key, params=dict(case.params), check={"passed": True},
+                      metrics={"ns_per_load": c["median"], "ns_per_load_min": c["min"],
+                               "huge_page_share": c["huge"], "page_label": page_label(case.params["page"])})
+
+
+def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: int) -> bool:
     from parity.bench.latency import LatencySuite
     from parity.device import get_device
 
     cpu = get_device("cpu")
     suite = LatencySuite()
-    cases = [c for c in suite.cases(device=cpu, quick=False, options={"pages": pages, "max_bytes": 256 * MIB})
-             if c.params["curve"] == "size"]
-    results = [suite.measure(c, device=cpu, options={}) for c in cases]
-    summary = suite.summarize(results, options={})
+    options = {"pages": pages, "max_bytes": max_bytes, "per_octave": per_octave}
+    cases = [c for c in suite.cases(device=cpu, quick=False, options=options) if c.params["curve"] == "size"]
+    ours, theirs = [], []
+    for k, case in enumerate(cases):  # size by size, alternating which side goes first
+        size, page = case.params["working_set_bytes"], case.params["page"]
+        for side in (("parity", "c") if k % 2 == 0 else ("c", "parity")):
+            if side == "parity":
+                ours.append(suite.measure(case, device=cpu, options={}))
+            else:
+                loads = max(1 << 14, int(4e6 / max(1.0, ours[-1].metrics["ns_per_load_min"]))) if ours else 1 << 20
+                theirs.append(reference_row(case, run_reference(exe, size=size, page=page, loads=loads, reps=11)))
+        print(f"{case.key} done", flush=True)
     reported = lscpu_caches()
     print(f"\nlscpu: {reported}")
     ok = True
-    for curve in summary["size_curves"]:
-        print(f"{curve['page']} pages: " + ", ".join(f"{p['working_set_bytes'] // KIB} KiB {p['latency_ns']:.1f}"
-                                                      for p in curve["points"]))
-        for p in curve["plateaus"]:
-            ratio = p.get("size_ratio")
-            good = ratio is None or 0.5 <= ratio <= 2.0
-            ok &= good
-            print(f"  {p['level']:8} {p['latency_ns']:8.1f} ns  {p['start_bytes'] // KIB:>8} .. {p['size_bytes'] // KIB:>8} KiB"
-                  f"  reported {p.get('reported_bytes') and p['reported_bytes'] // KIB} KiB"
-                  f"  ratio {'-' if ratio is None else f'{ratio:.2f}'}  {'ok' if good else 'OUTSIDE 2x'}")
+    for name, rows in (("parity", ours), ("C reference", theirs)):
+        summary = suite.summarize(rows, options={"estimator": "median"})
+        print(f"\n{name} (median estimator); plateaus named from the {summary.get('plateaus_page')} curve")
+        for curve in summary["size_curves"]:
+            print(f"{curve['page']} pages: " + ", ".join(
+                f"{p['working_set_bytes'] / MIB:.3g}M {p['latency_ns']:.1f}" for p in curve["points"]))
+            for p in curve["plateaus"]:
+                ratio = p.get("size_ratio")
+                good = ratio is None or 0.5 <= ratio <= 2.0
+                if curve["page"] == summary.get("plateaus_page"):
+                    ok &= good
+                print(f"  {p['level']:18} {p['latency_ns']:8.1f} ns  {p['start_bytes'] // KIB:>8} .. "
+                      f"{p['size_bytes'] // KIB:>8} KiB  reported {p.get('reported_bytes') and p['reported_bytes'] // KIB} KiB"
+                      f"  ratio {'-' if ratio is None else f'{ratio:.2f}'}  {'ok' if good else 'OUTSIDE 2x'}")
+        for f in summary.get("findings", []):
+            print(f"  finding {f['code']}: {f['message']} ({f['hint']})")
     return ok
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--reps", type=int, default=51, help="C repetitions per round")
     parser.add_argument("--pages", default="base,thp")
+    parser.add_argument("--dram-size", type=int, default=256, help="DRAM working set in MiB (both sides)")
+    parser.add_argument("--levels", default="L1,L2,DRAM", help="points to compare (L1, L2, DRAM)")
     parser.add_argument("--plateaus", action="store_true", help="also compare detected plateaus with lscpu")
+    parser.add_argument("--plateau-max", type=int, default=128, help="largest working set of the sweep, MiB")
+    parser.add_argument("--per-octave", type=int, default=4, help="sweep points per doubling of the size")
     parser.add_argument("--cpu", type=int, default=None,
                         help="pin this process and the C program (which inherits it) to one CPU; "
                              "default: the first CPU this process may use")
@@ -141,10 +207,12 @@ def main() -> int:
     os.sched_setaffinity(0, {cpu})  # both sides then run on the same core and its caches
     print(f"pinned to CPU {cpu}", flush=True)
     pages = args.pages.split(",")
+    points = {"L1": 16 * KIB, "L2": 64 * KIB, "DRAM": args.dram_size * MIB}
+    points = {k: v for k, v in points.items() if k in args.levels.split(",")}
     exe = compile_reference()
-    ok = compare(exe, rounds=args.rounds, reps=args.reps, pages=pages)
+    ok = compare(exe, rounds=args.rounds, reps=args.reps, pages=pages, points=points) if points else True
     if args.plateaus:
-        ok &= check_plateaus(pages)
+        ok &= check_plateaus(exe, pages=pages, max_bytes=args.plateau_max * MIB, per_octave=args.per_octave)
     return 0 if ok else 1
 
 

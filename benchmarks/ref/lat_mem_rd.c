@@ -6,6 +6,9 @@
  * chase `p = *p` is unrolled 100 times per loop trip; each repetition times LOADS loads with the
  * monotonic clock and prints the average ns per load (total time / loads, as lat_mem_rd does).
  * PAGES is "base" (madvise NOHUGEPAGE) or "thp" (madvise HUGEPAGE) on a 2 MiB-aligned mapping.
+ * The page size is checked, not assumed: after the ring is written, the program reads the
+ * mapping's AnonHugePages from /proc/self/smaps and reports it on stderr as
+ * "huge_bytes N of M" (M is the working set), so the caller can tell whether THP was granted.
  *
  * usage: lat_mem_rd BYTES STRIDE PAGES LOADS REPS
  */
@@ -27,6 +30,30 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* AnonHugePages (bytes) of the mapping containing addr, from /proc/self/smaps; -1 if unreadable. */
+static long long anon_huge_bytes(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0;
+    long long found = -1;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        long long kb;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, ':') != NULL &&
+            strchr(line, '-') < strchr(line, ' '))
+            inside = lo <= (uintptr_t)addr && (uintptr_t)addr < hi;
+        else if (inside && sscanf(line, "AnonHugePages: %lld kB", &kb) == 1) {
+            found = kb * 1024;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
@@ -71,6 +98,7 @@ int main(int argc, char **argv)
     char *p = buf;
     for (size_t k = 0; k < slots; k++) /* one full turn to warm caches and TLBs */
         p = *(char **)p;
+    fprintf(stderr, "huge_bytes %lld of %zu\n", anon_huge_bytes(buf), bytes);
     for (int r = 0; r < reps; r++) {
         double t = now();
         for (long i = 0; i < loads; i += 100) {
