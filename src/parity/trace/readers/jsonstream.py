@@ -146,6 +146,7 @@ class EventStream:
 
     path: Path
     decoder: msgspec.json.Decoder | None = None
+    exact_decoder: msgspec.json.Decoder | None = None  # see decode_block
     raw: bool = False
     block_bytes: int = 0  # 0: BLOCK_BYTES, or RAW_BLOCK_BYTES with ``raw``
     header: dict = field(default_factory=dict)
@@ -224,7 +225,7 @@ class EventStream:
             if pos < len(buf) and buf[pos : pos + 1] == b"]":
                 self._trailer(handle, buf[pos + 1 :], eof)
                 return
-            cut = _raw_cut(buf, pos) if self.raw else _cut(buf, pos, self.decoder)
+            cut = _raw_cut(buf, pos) if self.raw else _cut(buf, pos, self.decoder, self.exact_decoder)
             if cut is None:
                 if eof:
                     events, end = self._last_events(buf, pos, index)
@@ -331,15 +332,27 @@ def _raw_cut(buf: bytes, pos: int):
     return last.start() + 1, buf[pos : last.start() + 1], False
 
 
-def decode_block(text: bytes, decoder) -> tuple[list | None, bool]:
-    """Parse the text of a run of events (as :func:`_cut` does): ``(events or None, exact)``."""
+def decode_block(text: bytes, decoder, exact_decoder=None) -> tuple[list | None, bool]:
+    """Parse the text of a run of events (as :func:`_cut` does): ``(events or None, exact)``.
+
+    Where timestamps need exact handling, ``exact_decoder`` (one that keeps ``ts`` as JSON
+    text) is tried first; without it, or for values it does not fit, ``ts`` is rewritten as
+    the module docstring says.
+    """
     exact = _needs_exact_ts(text)
+    if exact and exact_decoder is not None:
+        try:
+            return exact_decoder.decode(b"[" + text + b"]"), exact
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError:
+            return None, exact
     if exact:
         text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
     return _decode(b"[" + text + b"]", decoder), exact
 
 
-def _cut(buf: bytes, pos: int, decoder):
+def _cut(buf: bytes, pos: int, decoder, exact_decoder=None):
     """The largest parseable run of events from ``pos``: ``(end, events, exact)`` or None."""
     limit = len(buf)
     for _ in range(_MAX_RETRIES):
@@ -350,7 +363,7 @@ def _cut(buf: bytes, pos: int, decoder):
         if after < 0 or buf[after : after + 1] not in (b",", b"]"):
             limit = brace
             continue
-        events, exact = decode_block(buf[pos : brace + 1], decoder)
+        events, exact = decode_block(buf[pos : brace + 1], decoder, exact_decoder)
         if events is None:
             limit = brace
             continue

@@ -49,6 +49,7 @@ from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
     DECODER,
     DEVICE_CODES,
+    EXACT_DECODER,
     EXTRA,
     GPU_ANNOTATION,
     UNKNOWN,
@@ -77,7 +78,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
         if done is not None:
             cols, header = done
             return _finish(path, cols, state, header)
-    stream = EventStream(path, decoder=DECODER)
+    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER)
     cols = Columns()
     state = ScanState(path=path, exact=False)
     for first, events in stream:

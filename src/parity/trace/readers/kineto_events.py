@@ -18,7 +18,8 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line, times_to_ns
 from parity.trace.readers.jsonstream import decode_block
-from parity.trace.readers.lanes import Lanes
+from parity.trace.readers.lanes import LANE_METADATA, Lanes
+from parity.trace.readers.rawtimes import raw_mark_time, raw_times_to_ns
 from parity.trace.table import NO_ID, Kind
 
 UNKNOWN = 99  # kind code of an event whose cat is not known; resolved by lanes at the end
@@ -82,12 +83,20 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None
 
 
+class _ExactEvent(_Event, gc=False):
+    """An event whose ``ts`` is kept as JSON text, for microsecond values too large for a
+    float64 to hold the nanosecond (converted exactly by :mod:`.rawtimes`)."""
+
+    ts: msgspec.Raw = msgspec.Raw()
+
+
 DECODER = msgspec.json.Decoder(list[_Event])
+EXACT_DECODER = msgspec.json.Decoder(list[_ExactEvent])
 _NO_ARGS = _Args()
 
 
 def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
-    if events and type(events[0]) is _Event:
+    if events and type(events[0]) in (_Event, _ExactEvent):
         _scan_structs(events, first, cols, state)
     else:
         _scan(events, first, cols, state)
@@ -95,7 +104,7 @@ def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -
 
 def scan_text(path: str, text: bytes) -> dict | None:
     """Worker side of the parallel read: parse and scan one block; None if it fails."""
-    events, exact = decode_block(text, DECODER)
+    events, exact = decode_block(text, DECODER, EXACT_DECODER)
     if events is None:
         return None
     state = ScanState(path=Path(path), exact=exact)
@@ -156,11 +165,13 @@ class _Block:
         "ts",
         "tsf",
         "where",
+        "raw_ts",
     )  # fmt: skip
 
     def __init__(self) -> None:
         for slot in self.__slots__:
             setattr(self, slot, [])
+        self.raw_ts = False  # ts holds JSON texts (msgspec.Raw), see _ExactEvent
 
 
 def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanState) -> None:
@@ -191,7 +202,8 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
     b.name_ids = _name_ids([e.name for e in xs], cols)
     b.ts = [e.ts for e in xs]
     b.durs = [e.dur for e in xs]
-    if state.exact:
+    b.raw_ts = type(xs[0]) is _ExactEvent
+    if state.exact and not b.raw_ts:
         b.tsf = [e.ts_frac for e in xs]
     b.pids = _ids_or_no_id([e.pid for e in xs])
     b.tids = _ids_or_no_id([e.tid for e in xs])
@@ -218,16 +230,25 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
 
 
 def _note_other_events(events: list[_Event], phs: list, first: int, state: ScanState) -> None:
-    """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing."""
-    if not (phs.count("M") or phs.count("B") or phs.count("E")):
+    """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing.
+
+    Some profilers repeat the same few metadata events for every span (MTIA traces: 300,000 of
+    them, 22 distinct), so each distinct one is recorded once, in the order of its last
+    occurrence: every lane ends with the name its last event gave it, as in file order.
+    """
+    if phs.count("M"):
+        meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
+                for e, ph in zip(events, phs) if ph == "M" and e.args is not None and e.name in LANE_METADATA]  # fmt: skip
+        add = state.lanes.add
+        for key in reversed(dict.fromkeys(reversed(meta))):
+            add(*key)
+    if not (phs.count("B") or phs.count("E")):
         return  # the rest are flow ('s'/'f') and instant events, which are not rows
-    lanes, marks = state.lanes, state.marks
-    for i in [i for i, ph in enumerate(phs) if ph == "M" or ph == "B" or ph == "E"]:
-        ph, e = phs[i], events[i]
-        if ph == "M" and e.args is not None:
-            lanes.add(e.name, e.pid, e.tid, e.args.name, e.args.labels)
-        elif ph == "B" or ph == "E":
-            marks.append((ph, e.name, e.cat, e.pid, e.tid, e.ts, first + i))
+    marks = state.marks
+    for i in [i for i, ph in enumerate(phs) if ph == "B" or ph == "E"]:
+        e = events[i]
+        ts = e.ts if type(e) is _Event else raw_mark_time(e.ts)
+        marks.append((phs[i], e.name, e.cat, e.pid, e.tid, ts, first + i))
 
 
 def _name_ids(names_in: list, cols: Columns) -> list[int]:
@@ -335,8 +356,11 @@ def _add_block(cols: Columns, state: ScanState, first: int, b: _Block) -> None:
         where = np.arange(b.where.start, b.where.stop, dtype=np.int64)
     else:
         where = np.asarray(b.where, dtype=np.int64)
-    start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
-    if state.exact:
+    if b.raw_ts:
+        start = raw_times_to_ns(b.ts, path=state.path, first=first, index=where)
+    else:
+        start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
+    if state.exact and not b.raw_ts:
         start = start + np.rint(np.asarray(b.tsf, dtype=np.float64) * 1000).astype(np.int64)
     dur = times_to_ns(b.durs, path=state.path, first=first, what="dur", index=where)
     negative = dur < 0

@@ -18,6 +18,7 @@ _DEVICE = re.compile(r"\b(gpu|npu|mtia|xpu|tpu|hpu|ipu|device|accelerator|cuda|r
 _HOST = re.compile(r"\b(cpu|host|python)\b", re.IGNORECASE)
 _STREAM = re.compile(r"\bstream\s*#?\s*(\d+)", re.IGNORECASE)
 _NUMBER = re.compile(r"(\d+)\s*$")
+LANE_METADATA = frozenset({"process_name", "process_labels", "thread_name"})  # what add() records
 
 
 class Lanes:

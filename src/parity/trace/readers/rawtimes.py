@@ -1,0 +1,124 @@
+"""Exact nanoseconds from the JSON text of microsecond timestamps, many at a time.
+
+Kineto's nanosecond-resolution traces write ``"ts": 1712195495519689.047``: a float64 holds
+such a value only to a quarter of a microsecond, so the reader keeps each timestamp's JSON text
+(``msgspec.Raw``) and converts the digits here. Timestamps of one trace are written alike
+(same number of digits before and after the point), so the texts of each width are joined
+into one byte matrix, one row per timestamp, and converted with a few numpy passes over its
+columns: ``ns = whole * 1000 + fraction * 10**(3 - fraction digits)``.
+
+Anything else (a negative or exponent number, more than three decimals, a string, ``null``,
+an absent key, a value beyond :data:`~parity.trace.readers.columns.MAX_US`) is converted one
+value at a time exactly as the text-rewriting reader did: ``I.F`` as ``I`` microseconds plus
+``round(0.F * 1000)`` ns, any other value through
+:func:`~parity.trace.readers.columns.times_to_ns`, which names the event of a bad value.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from parity.trace.readers.columns import MAX_US, times_to_ns
+
+_DIGIT0, _DOT = ord("0"), ord(".")
+_POINT_NUMBER = re.compile(rb"(\d+)\.(\d+)")
+_MAX_WHOLE_DIGITS = 16  # 10**16 us * 1000 still fits int64 once checked against MAX_US
+
+
+def raw_times_to_ns(raws: list, *, path: Path, first: int, index: np.ndarray) -> np.ndarray:
+    """Int64 ns of ``raws`` (``msgspec.Raw`` or bytes, the JSON text of microsecond values).
+
+    ``first`` and ``index`` name events in errors as :func:`times_to_ns` does.
+    """
+    n = len(raws)
+    out = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return out
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    widths = np.unique(lengths)
+    for width in widths.tolist():
+        rows = None if len(widths) == 1 else np.flatnonzero(lengths == width)
+        texts = raws if rows is None else [raws[i] for i in rows.tolist()]
+        ns = _fixed_width(b"".join(texts), len(texts), width)
+        if ns is None:
+            sub_index = index if rows is None else index[rows]
+            ns = _one_by_one(texts, path=path, first=first, index=sub_index)
+        if rows is None:
+            out[:] = ns
+        else:
+            out[rows] = ns
+    return out
+
+
+def _fixed_width(joined: bytes, n: int, width: int) -> np.ndarray | None:
+    """Ns of ``n`` texts of ``width`` bytes each, all ``D+`` or ``D+.D{1,3}`` with the point in
+    the same column; None when they are not all of that form."""
+    if width == 0 or width > _MAX_WHOLE_DIGITS + 4:
+        return None
+    chars = np.frombuffer(joined, dtype=np.uint8).reshape(n, width)
+    points = np.flatnonzero(chars[0] == _DOT)
+    whole_digits = int(points[0]) if len(points) == 1 else width
+    frac_digits = width - whole_digits - 1 if len(points) == 1 else 0
+    if len(points) > 1 or whole_digits == 0 or whole_digits > _MAX_WHOLE_DIGITS or not 0 <= frac_digits <= 3:
+        return None
+    if len(points) == 1 and (frac_digits == 0 or not (chars[:, whole_digits] == _DOT).all()):
+        return None
+    whole = _digits(chars, 0, whole_digits)
+    if whole is None or (whole_digits == _MAX_WHOLE_DIGITS and (whole > MAX_US).any()):
+        return None
+    ns = whole * 1000
+    if frac_digits:
+        frac = _digits(chars, whole_digits + 1, width)
+        if frac is None:
+            return None
+        ns += frac * 10 ** (3 - frac_digits)
+    return ns
+
+
+def _digits(chars: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
+    """The decimal number in columns ``lo:hi`` of each row; None if a character is no digit."""
+    block = chars[:, lo:hi]
+    if ((block - _DIGIT0) > 9).any():  # uint8 wraps below "0", so one test covers both sides
+        return None
+    value = np.zeros(len(chars), dtype=np.int64)
+    for column in range(lo, hi):
+        value *= 10
+        value += chars[:, column]
+        value -= _DIGIT0
+    return value
+
+
+def _one_by_one(raws: list, *, path: Path, first: int, index: np.ndarray) -> np.ndarray:
+    """The general case: ``I.F`` texts as whole microseconds plus a rounded fraction, the rest
+    parsed as JSON values and converted (and checked) by :func:`times_to_ns`."""
+    values, fractions = [], []
+    for raw in raws:
+        text = bytes(raw)
+        match = _POINT_NUMBER.fullmatch(text)
+        if match:
+            values.append(int(match.group(1)))
+            fractions.append(float(b"0." + match.group(2)))
+            continue
+        try:
+            values.append(msgspec.json.decode(text) if text else None)
+        except msgspec.DecodeError:
+            values.append(None)
+        fractions.append(0.0)
+    ns = times_to_ns(values, path=path, first=first, what="ts", index=index)
+    return ns + np.rint(np.asarray(fractions, dtype=np.float64) * 1000).astype(np.int64)
+
+
+def raw_mark_time(raw) -> object:
+    """The ``ts`` of a ``B``/``E`` event from its JSON text: an ``I.F`` number as its decimal
+    string (which :func:`times_to_ns` converts exactly), anything else as the JSON value."""
+    text = bytes(raw)
+    if _POINT_NUMBER.fullmatch(text):
+        return text.decode("ascii")
+    try:
+        return msgspec.json.decode(text) if text else None
+    except msgspec.DecodeError:
+        return None
