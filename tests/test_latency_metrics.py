@@ -111,7 +111,7 @@ def _walk_curves() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def test_page_walk_excess_is_the_share_above_huge_pages() -> None:
-    from parity.metrics.latency import page_walk_excess
+    from parity.metrics.page_walks import page_walk_excess
 
     assert page_walk_excess(base_ns=180.0, huge_ns=120.0) == pytest.approx(0.5)
     with pytest.raises(ParityError):
@@ -119,7 +119,7 @@ def test_page_walk_excess_is_the_share_above_huge_pages() -> None:
 
 
 def test_page_walk_steps_are_named_after_the_huge_page_levels() -> None:
-    from parity.metrics.latency import label_page_walks
+    from parity.metrics.page_walks import label_page_walks
 
     sizes, huge_lat, base_lat = _walk_curves()
     huge = name_plateaus(find_plateaus(sizes, huge_lat), caches=CACHES)
@@ -150,3 +150,48 @@ def test_a_last_plateau_past_twice_the_largest_cache_is_memory() -> None:
     assert [p.level for p in name_plateaus(found, caches=CACHES)] == ["L1", "L2", "DRAM"]
     short = [(4 * KIB, 32 * KIB, 1.2, 4), (64 * KIB, 256 * KIB, 4.0, 3), (1 * MIB, 32 * MIB, 15.0, 6)]
     assert [p.level for p in name_plateaus(short, caches=CACHES)][-1] == "L3"  # the sweep stopped in L3
+
+
+def test_level_capacity_is_where_the_curve_crosses_half_way_on_a_log_scale() -> None:
+    from parity.metrics.latency import level_capacity_bytes
+
+    sizes = [128 * KIB, 256 * KIB, 512 * KIB, 1 * MIB, 2 * MIB]
+    lat = [4.0, 4.0, 6.0, 12.0, 16.0]
+    # Threshold sqrt(4 * 16) = 8 ns, first reached at 1 MiB (12 ns) after 512 KiB (6 ns):
+    # a third of the way in latency, so 512 KiB * 2^(1/3).
+    got = level_capacity_bytes(sizes, lat, end_bytes=256 * KIB, level_ns=4.0, next_ns=16.0)
+    assert got == pytest.approx(512 * KIB * 2 ** (1 / 3), abs=1)
+    # A clean step: the crossing lies between the last point on and the first point off.
+    step = level_capacity_bytes([32 * KIB, 64 * KIB], [1.0, 4.0], end_bytes=32 * KIB, level_ns=1.0, next_ns=4.0)
+    assert step == pytest.approx(32 * KIB * 2 ** (1 / 3), abs=1)
+    assert level_capacity_bytes(sizes, lat, end_bytes=256 * KIB, level_ns=4.0, next_ns=100.0) == 256 * KIB
+
+
+def test_a_partly_evicted_tail_on_a_dense_grid_is_a_transition() -> None:
+    from parity.metrics.latency import plateau_capacities
+
+    sizes = (2.0 ** np.arange(12, 28.01, 0.25)).astype(np.int64)  # 4 KiB .. 256 MiB, 4 per octave
+    lat = np.where(sizes <= 32 * KIB, 1.2, np.where(sizes <= 256 * KIB, 3.5, np.where(
+        sizes <= 512 * KIB, 5.0, np.where(sizes <= 32 * MIB, 12.0, 110.0))))
+    found = find_plateaus(sizes, lat)
+    # 304..512 KiB at 5 ns (an L2 partly evicted) is flat but spans less than an octave.
+    assert len(find_plateaus(sizes, lat, min_span=1.0)) == 5 and len(found) == 4
+    named = name_plateaus(found, caches=CACHES, capacities=plateau_capacities(sizes, lat, found))
+    assert [p.level for p in named] == ["L1", "L2", "L3", "DRAM"]
+    assert named[1].size_bytes == 256 * KIB and named[1].capacity_bytes > 512 * KIB
+    assert all(0.9 <= p.size_ratio <= 1.5 for p in named[:3])
+    assert named[-1].capacity_bytes is None
+
+
+def test_a_base_plateau_where_huge_pages_are_in_transition_is_no_level() -> None:
+    from parity.metrics.page_walks import label_page_walks
+
+    huge = name_plateaus([(4 * KIB, 16 * KIB, 1.3, 3), (32 * KIB, 256 * KIB, 4.2, 4), (1 * MIB, 2 * MIB, 16.0, 2),
+                          (4 * MIB, 64 * MIB, 170.0, 5)], caches=CACHES)
+    sizes = [2**k for k in range(12, 27)]
+    lat = [1.3, 1.3, 1.3, 4.2, 4.2, 4.2, 4.2, 8.0, 13.0, 16.0, 16.0, 170.0, 170.0, 170.0, 170.0]
+    # Base pages: a flat 256..1024 KiB stretch at 8 ns, where the huge-page curve climbs.
+    base = name_plateaus([(4 * KIB, 16 * KIB, 1.3, 3), (32 * KIB, 128 * KIB, 4.3, 3), (256 * KIB, 1 * MIB, 8.1, 3),
+                          (2 * MIB, 64 * MIB, 180.0, 6)], caches=CACHES)
+    named = label_page_walks(base, huge, sizes, lat)
+    assert [p.level for p in named] == ["L1", "L2", "DRAM"]

@@ -5,7 +5,7 @@ Each curve is kept per page size, in ``size_curves`` and ``blocks_curves``. The 
 with 4 KiB pages a chase past the TLB's reach pays page walks, which add steps that are not
 cache levels, so cache sizes are read where the TLB covers the whole working set. The base-page
 curve's plateaus are then named after the huge-page ones and its page-walk steps marked
-(``parity.metrics.latency.label_page_walks``). ``blocks_curve`` is the first page size's.
+(``parity.metrics.page_walks.label_page_walks``). ``blocks_curve`` is the first page size's.
 
 ``findings`` judge the top-level plateaus against what the device reports: a cache plateau more
 than a factor of two from the reported size, or a reported cache level with no plateau at all.
@@ -20,10 +20,11 @@ from parity.metrics.latency import (
     Plateau,
     find_knees,
     find_plateaus,
-    label_page_walks,
     name_plateaus,
+    plateau_capacities,
     size_agrees,
 )
+from parity.metrics.page_walks import label_page_walks
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
@@ -39,10 +40,11 @@ def _size_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any
     first = rows[0].params
     points = [{"working_set_bytes": r.params["working_set_bytes"], "latency_ns": r.metrics[metric],
                "huge_page_share": r.metrics.get("huge_page_share")} for r in rows]
-    found = find_plateaus([p["working_set_bytes"] for p in points], [p["latency_ns"] for p in points])
+    sizes, lat = [p["working_set_bytes"] for p in points], [p["latency_ns"] for p in points]
+    found = find_plateaus(sizes, lat)
     caches = [(str(name), int(size)) for name, size in first.get("caches", [])]
     plateaus = name_plateaus(found, caches=caches, memory_name=first.get("memory_name", "DRAM"),
-                             memory_bytes=first.get("memory_bytes"))
+                             memory_bytes=first.get("memory_bytes"), capacities=plateau_capacities(sizes, lat, found))
     return {
         "page": rows[0].metrics.get("page_label", page),
         "stride_bytes": first.get("stride_bytes"),
@@ -70,8 +72,8 @@ def cache_size_findings(plateaus: list[Plateau], *, reported: list[dict[str, Any
                         huge_pages: bool) -> list[Finding]:
     """Warnings for cache plateaus far from the reported sizes, and for reported levels missing.
 
-    The measured size is the largest working set still on the plateau, so it undershoots by up
-    to one grid step; a factor of two is far beyond that. With huge pages the TLB is not the
+    The measured size is the plateau's capacity (where the curve crosses half-way to the next
+    level), within a grid step of the truth; a factor of two is far beyond that. With huge pages the TLB is not the
     cause, which leaves a cache this process gets only part of (a virtual machine's or a shared
     last-level cache's share) or a report that describes more cache than this process can reach.
     """
@@ -85,8 +87,9 @@ def cache_size_findings(plateaus: list[Plateau], *, reported: list[dict[str, Any
             continue
         out.append(Finding(
             code="cache-size-mismatch", severity=Severity.WARNING,
-            message=(f"the {p.level} plateau ends at {p.size_bytes} B with {page} pages, {p.size_ratio:.2g}x "
-                     f"the {p.reported_bytes} B the device reports (more than {SIZE_AGREEMENT_FACTOR:g}x off)"),
+            message=(f"the {p.level} plateau ends at {p.size_bytes} B (capacity {p.capacity_bytes or p.size_bytes} B) "
+                     f"with {page} pages, {p.size_ratio:.2g}x the {p.reported_bytes} B the device reports "
+                     f"(more than {SIZE_AGREEMENT_FACTOR:g}x off)"),
             hint=why))
     named = {p.level for p in plateaus}
     for level in reported:

@@ -26,6 +26,12 @@ from parity.model.errors import ParityError
 # levels differ by 2x or more (L1 -> L2 -> LLC -> memory), so 30% keeps levels apart while
 # absorbing the few-tens-of-percent noise of a shared machine.
 PLATEAU_TOLERANCE = 0.30
+# An interior plateau spans at least this factor of working-set sizes (an octave). Adjacent
+# cache levels differ in capacity by 4x or more, so a level is flat over more than an octave;
+# the partly evicted stretch between two levels spans less, whatever the grid's density.
+MIN_PLATEAU_SPAN = 2.0
+# Working-set sizes are rounded to whole pages, so a span may fall short of its octave by this.
+SPAN_ROUNDING = 0.02
 # A measured cache size agrees with the reported one within this factor either way.
 SIZE_AGREEMENT_FACTOR = 2.0
 # A knee must lift the last point at least this fraction of the baseline above the old trend.
@@ -55,6 +61,8 @@ class Plateau:
     ``latency_ns`` is the median over the plateau's points. ``reported_bytes`` is what the
     device reports for the level it is named after, and ``size_ratio`` = measured/reported for a
     cache level (None for memory, whose plateau only ends where the sweep does).
+    ``capacity_bytes`` is the size where the curve, leaving this plateau, crosses half-way (on a
+    log scale) to the next one (:func:`level_capacity_bytes`); ``size_bytes`` bounds it from below.
     ``page_walk`` marks a plateau of a base-page curve that sits above the huge-page curve at the
     same working sets (see :func:`label_page_walks`): a step made by TLB misses, not a cache
     level; ``page_walk_ns`` is its median excess over the huge-page latency.
@@ -69,12 +77,14 @@ class Plateau:
     memory: bool = False
     page_walk: bool = False
     page_walk_ns: float | None = None
+    capacity_bytes: int | None = None
 
     @property
     def size_ratio(self) -> float | None:
+        """Measured over reported size: ``capacity_bytes`` (else ``size_bytes``) / ``reported_bytes``."""
         if not self.reported_bytes or self.memory:
             return None
-        return self.size_bytes / self.reported_bytes
+        return (self.capacity_bytes or self.size_bytes) / self.reported_bytes
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +98,7 @@ class Plateau:
             "memory": self.memory,
             "page_walk": self.page_walk,
             "page_walk_ns": self.page_walk_ns,
+            "capacity_bytes": self.capacity_bytes,
         }
 
 
@@ -95,66 +106,6 @@ def size_agrees(ratio: float, *, factor: float = SIZE_AGREEMENT_FACTOR) -> bool:
     """True when a measured/reported size ratio is within ``factor`` either way:
     ``1/factor <= ratio <= factor``."""
     return 1.0 / factor <= ratio <= factor
-
-
-def page_walk_excess(*, base_ns: float, huge_ns: float) -> float:
-    """Share of a base-page load's latency above the huge-page one at the same working set:
-    ``base_ns / huge_ns - 1``.
-
-    A 2 MiB page maps 512 times what a 4 KiB page does, so with huge pages the TLB covers
-    gigabytes and a chase pays (almost) no page walks; what base pages add on top is the cost
-    of TLB misses and the walks that follow them (Drepper, "What every programmer should know
-    about memory", 2007, section 4.3).
-    """
-    if huge_ns <= 0:
-        raise ParityError(f"huge-page latency {huge_ns} ns must be positive")
-    return base_ns / huge_ns - 1.0
-
-
-def _covering(plateaus: Sequence[Plateau], size: float) -> Plateau | None:
-    """The plateau whose span holds ``size`` (memory's span is open-ended), or None."""
-    for p in plateaus:
-        if p.start_bytes <= size <= p.size_bytes or (p.memory and size >= p.start_bytes):
-            return p
-    return None
-
-
-def label_page_walks(
-    base: Sequence[Plateau],
-    huge: Sequence[Plateau],
-    huge_sizes_bytes: Sequence[int],
-    huge_latencies_ns: Sequence[float],
-    *,
-    tolerance: float = PLATEAU_TOLERANCE,
-) -> list[Plateau]:
-    """Name a base-page curve's plateaus after the huge-page curve's, marking page-walk steps.
-
-    With base pages a chase past the TLB's reach pays page walks, which lift the curve into
-    steps of their own that look like cache levels. The huge-page curve of the same run shows
-    the caches without them, so each base plateau takes the name (and reported size, and memory
-    flag) of the huge-page plateau holding its geometric mid-size. When its latency exceeds the
-    median huge-page latency over its own sizes by more than ``tolerance``
-    (:func:`page_walk_excess`), it is a page-walk step: marked ``page_walk``, named
-    ``<level>+page-walks``. A base plateau with no huge-page point in its span, or whose
-    mid-size falls between huge-page plateaus, keeps its own name.
-    """
-    sizes = np.asarray(huge_sizes_bytes, dtype=np.float64)
-    lat = np.asarray(huge_latencies_ns, dtype=np.float64)
-    out = []
-    for b in base:
-        inside = lat[(sizes >= b.start_bytes) & (sizes <= b.size_bytes)]
-        cover = _covering(huge, math.sqrt(b.start_bytes * b.size_bytes))
-        if inside.size == 0 or cover is None:
-            out.append(b)
-            continue
-        huge_ns = float(np.median(inside))
-        walk = page_walk_excess(base_ns=b.latency_ns, huge_ns=huge_ns) > tolerance
-        out.append(Plateau(
-            level=f"{cover.level}+page-walks" if walk else cover.level, size_bytes=b.size_bytes,
-            start_bytes=b.start_bytes, latency_ns=b.latency_ns, points=b.points,
-            reported_bytes=cover.reported_bytes, memory=cover.memory, page_walk=walk,
-            page_walk_ns=b.latency_ns - huge_ns if walk else None))
-    return out
 
 
 def _segments(latency: np.ndarray, tolerance: float) -> list[tuple[int, int]]:
@@ -178,15 +129,18 @@ def find_plateaus(
     tolerance: float = PLATEAU_TOLERANCE,
     min_points: int = 3,
     min_points_last: int = 2,
+    min_span: float = MIN_PLATEAU_SPAN,
 ) -> list[tuple[int, int, float, int]]:
     """Flat stretches of a latency-vs-size curve, unnamed.
 
     Points are sorted by size and grouped greedily: a point joins the current run when its
     latency is within ``tolerance`` (a fraction) of the run's median, else it starts a new run.
-    Runs of at least ``min_points`` points are plateaus; shorter runs are transitions between
-    levels (a level partly evicted reads as a short flat stretch between two real ones). The run
-    at the largest sizes needs only ``min_points_last``: the sweep's end cuts the memory plateau
-    short. Returns ``(start_bytes, end_bytes, median_latency_ns, points)`` per plateau.
+    Runs of at least ``min_points`` points spanning at least ``min_span`` (largest size over
+    smallest, an octave) are plateaus; shorter runs are transitions between levels (a level
+    partly evicted reads as a short flat stretch between two real ones; the span rule keeps it a
+    transition on a dense grid too). The run at the largest sizes needs only ``min_points_last``
+    and no span: the sweep's end cuts the memory plateau short. Returns
+    ``(start_bytes, end_bytes, median_latency_ns, points)`` per plateau.
     """
     sizes = np.asarray(sizes_bytes, dtype=np.int64)
     lat = np.asarray(latencies_ns, dtype=np.float64)
@@ -196,9 +150,48 @@ def find_plateaus(
     sizes, lat = sizes[order], lat[order]
     found = []
     for lo, hi in _segments(lat, tolerance):
-        if hi - lo >= (min_points_last if hi == lat.size else min_points):
+        last = hi == lat.size
+        wide = sizes[hi - 1] >= min_span * (1 - SPAN_ROUNDING) * sizes[lo]
+        if hi - lo >= (min_points_last if last else min_points) and (last or wide):
             found.append((int(sizes[lo]), int(sizes[hi - 1]), float(np.median(lat[lo:hi])), hi - lo))
     return found
+
+
+def level_capacity_bytes(
+    sizes_bytes: Sequence[int], latencies_ns: Sequence[float], *, end_bytes: int, level_ns: float, next_ns: float
+) -> int:
+    """Where the curve leaving a plateau crosses half-way, on a log scale, to the next plateau.
+
+    The threshold is the geometric mean ``sqrt(level_ns · next_ns)``. From the plateau's last
+    point (``end_bytes``) on, the first point at or above it and the point before bracket the
+    crossing, which is interpolated linearly in latency against ``log2(size)``:
+    ``s = s0 · (s1/s0)^((thr - l0)/(l1 - l0))``. A random ring starts to miss before it fills a
+    cache (set conflicts, imperfect replacement) and still hits on some loads past it, so the
+    last point on the plateau undershoots the capacity by a grid step or more; the mid-point of
+    the transition does not. Returns ``end_bytes`` when no point reaches the threshold.
+    """
+    sizes = np.asarray(sizes_bytes, dtype=np.float64)
+    lat = np.asarray(latencies_ns, dtype=np.float64)
+    order = np.argsort(sizes, kind="stable")
+    sizes, lat = sizes[order], lat[order]
+    threshold = math.sqrt(level_ns * next_ns) if level_ns > 0 and next_ns > 0 else math.inf
+    after = np.flatnonzero((sizes > end_bytes) & (lat >= threshold))
+    if after.size == 0:
+        return int(end_bytes)
+    i = int(after[0])
+    s0, l0 = (float(end_bytes), level_ns) if i == 0 or sizes[i - 1] < end_bytes else (sizes[i - 1], lat[i - 1])
+    s1, l1 = sizes[i], lat[i]
+    share = min(1.0, max(0.0, (threshold - l0) / (l1 - l0))) if l1 > l0 else 1.0
+    return round(float(s0 * (s1 / s0) ** share))
+
+
+def plateau_capacities(
+    sizes_bytes: Sequence[int], latencies_ns: Sequence[float], plateaus: Sequence[tuple[int, int, float, int]]
+) -> list[int | None]:
+    """:func:`level_capacity_bytes` of every plateau but the last (which has no next level)."""
+    inner = [level_capacity_bytes(sizes_bytes, latencies_ns, end_bytes=end, level_ns=lat, next_ns=plateaus[k + 1][2])
+             for k, (_, end, lat, _) in enumerate(plateaus[:-1])]
+    return inner + [None] if plateaus else []
 
 
 def name_plateaus(
@@ -207,6 +200,7 @@ def name_plateaus(
     caches: Sequence[tuple[str, int]],
     memory_name: str = "DRAM",
     memory_bytes: int | None = None,
+    capacities: Sequence[int | None] | None = None,
 ) -> list[Plateau]:
     """Name each plateau after a cache level (``caches``: ``(name, bytes)`` as reported).
 
@@ -215,14 +209,19 @@ def name_plateaus(
     that cache or more (a flat stretch holding working sets twice the largest cache is not that
     cache, within the tolerance sizes are judged by; it happens when the last cache level is
     smaller in practice than reported, or left no plateau), when there are more plateaus than
-    reported levels, or when there is no reported size to go by. The others are matched to reported levels in
-    order (smaller plateau, smaller level), choosing among all order-keeping matchings the one
-    with the least total ``|log2(plateau end / level size)|``. Plateaus left over are called
-    ``cache-<k>`` (k counts plateaus from 1); with no reported caches they are named L1, L2, ...
+    reported levels, or when there is no reported size to go by. The others are matched to
+    reported levels in order (smaller plateau, smaller level), choosing among all order-keeping
+    matchings the one with the least total ``|log2(plateau size / level size)|``. Plateaus left
+    over are called ``cache-<k>`` (k counts plateaus from 1); with no reported caches they are
+    named L1, L2, ... A plateau's size is its capacity from ``capacities`` (see
+    :func:`plateau_capacities`) where given, else its last point.
     """
     levels = sorted(caches, key=lambda item: item[1])
     if not plateaus:
         return []
+    caps = list(capacities) if capacities is not None else [None] * len(plateaus)
+    if len(caps) != len(plateaus):
+        raise ParityError(f"{len(caps)} capacities for {len(plateaus)} plateaus")
     last_is_memory = (not levels or plateaus[-1][0] > levels[-1][1] or len(plateaus) > len(levels)
                       or plateaus[-1][1] >= SIZE_AGREEMENT_FACTOR * levels[-1][1])
     cache_plateaus = list(plateaus[:-1] if last_is_memory else plateaus)
@@ -230,12 +229,12 @@ def name_plateaus(
     if not levels:
         names = {k: (f"L{k + 1}", None) for k in range(len(cache_plateaus))}
     else:
-        names = _match_levels(cache_plateaus, levels)
+        names = _match_levels([caps[k] or end for k, (_, end, _, _) in enumerate(cache_plateaus)], levels)
     named = []
     for k, (start, end, lat, points) in enumerate(cache_plateaus):
         name, reported = names.get(k, (f"cache-{k + 1}", None))
         named.append(Plateau(level=name, size_bytes=end, start_bytes=start, latency_ns=lat, points=points,
-                             reported_bytes=reported))
+                             reported_bytes=reported, capacity_bytes=caps[k]))
     if last_is_memory:
         start, end, lat, points = plateaus[-1]
         named.append(Plateau(level=memory_name, size_bytes=end, start_bytes=start, latency_ns=lat,
@@ -244,14 +243,14 @@ def name_plateaus(
 
 
 def _match_levels(
-    plateaus: Sequence[tuple[int, int, float, int]], levels: Sequence[tuple[str, int]]
+    plateau_bytes: Sequence[int], levels: Sequence[tuple[str, int]]
 ) -> dict[int, tuple[str, int | None]]:
-    """Order-keeping matching of plateaus to levels with the least total log2 size distance."""
-    m = min(len(plateaus), len(levels))
+    """Order-keeping matching of plateau sizes to levels with the least total log2 size distance."""
+    m = min(len(plateau_bytes), len(levels))
     best: tuple[float, dict[int, tuple[str, int | None]]] = (math.inf, {})
-    for chosen in itertools.combinations(range(len(plateaus)), m):
+    for chosen in itertools.combinations(range(len(plateau_bytes)), m):
         for taken in itertools.combinations(range(len(levels)), m):
-            cost = sum(abs(math.log2(plateaus[p][1] / levels[lv][1])) for p, lv in zip(chosen, taken))
+            cost = sum(abs(math.log2(plateau_bytes[p] / levels[lv][1])) for p, lv in zip(chosen, taken))
             if cost < best[0]:
                 best = (cost, {p: (levels[lv][0], levels[lv][1]) for p, lv in zip(chosen, taken)})
     return best[1]

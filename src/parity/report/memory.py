@@ -107,12 +107,13 @@ def _size_table(curve: dict[str, Any]) -> Table:
 
 def _plateau_table(curve: dict[str, Any]) -> Table:
     table = Table(title=f"plateaus, {curve['page']} pages", title_justify="left")
-    for name in ("level", "ns/load", "from", "to (capacity)", "reported", "measured/reported"):
+    for name in ("level", "ns/load", "from", "to", "capacity", "reported", "measured/reported"):
         table.add_column(name, justify="right")
     for p in curve["plateaus"]:
         ratio = p.get("size_ratio")
         table.add_row(p["level"], f"{p['latency_ns']:.3g}", format_bytes(p["start_bytes"]),
-                      format_bytes(p["size_bytes"]), format_bytes(p.get("reported_bytes")),
+                      format_bytes(p["size_bytes"]), format_bytes(p.get("capacity_bytes")),
+                      format_bytes(p.get("reported_bytes")),
                       "-" if ratio is None else f"{ratio:.2g}x")
     return table
 
