@@ -2,20 +2,27 @@
 
 Compute ceiling ``P``. mamf-finder (Stas Bekman, "Maximum Achievable Matmul FLOPS finder",
 ml-engineering) times every shape of a large (M, N, K) grid and keeps the best, which takes
-hours. ``search_ceiling`` finds the same maximum within a time budget, in three phases:
+hours. ``search_ceiling`` finds the same maximum within a time budget, in four phases:
 
-1. scout: square shapes on a geometric ladder (``min_dim``·√2^i, aligned), smallest first,
+1. ladder: square shapes on a geometric ladder (``min_dim``·√2^i, aligned), smallest first,
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
-   then every combination of ``s/4``, ``s`` and ``4s`` for (M, N, K) around the best square
-   ``s``, so thin, wide and long-K shapes are in the running;
-2. refine: a compass search with line extrapolation from the three best shapes: each of
-   M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
-   alignments, and every move that raises the rate is followed further along its line, so
-   non-square winners (a wide N, a long K) are reached in a few probes; each move is decided
-   by timing the two shapes back to back, which keeps a drifting load from misleading it;
-3. confirm: the best few shapes are re-timed ``confirm_repeats`` times with a longer budget,
-   interleaved, and ``P`` is the best median among them, stored with its shape.
+2. grid: every (M, N, K) with sides in ``s/4, s/2, s, 2s, 4s`` around the best square ``s``,
+   nearest first (in log distance), so thin, wide, long-K and small shapes are in the running.
+   With ``plan.relative`` (CPUs, whose speed swings with other jobs) a shape's score is not
+   its own probe but the rate ratio to a shape timed right before it (the previous square on
+   the ladder, ``s`` in the grid) times that shape's score, so a quiet spell cannot crown a
+   shape (``rate_contest.time_relative``);
+3. refine: a compass search with line extrapolation from the three best-scored shapes: each
+   of M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
+   alignments, and every move that raises the rate is followed further along its line; each
+   move is decided by timing the two shapes back to back; it stops in time to leave the
+   contest its predicted share of the budget;
+4. contest: the refinements' end points and the best-scored shapes (``confirm_top`` in all)
+   are timed ``confirm_repeats`` rounds (at least three; no more than the budget's end allows),
+   interleaved and rotated (``rate_contest.run_contest``);
+   the best-scored candidate wins, and ``P`` is its best round (the least disturbed sustained
+   rate), stored with its shape, its median round, and every candidate's score.
 
 Bandwidth ceiling ``B``: a large device-to-device copy, counted as bytes read plus bytes written
 (STREAM convention), timed with the same protocol.
@@ -34,6 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from parity.bench.rate_contest import Contest, run_contest, time_relative
+
 log = logging.getLogger(__name__)
 
 Dims = tuple[int, int, int]
@@ -43,15 +52,20 @@ MAX_PROBE_SAMPLES = 100
 REFINE_STEPS_MUL = (("mul", 2.0), ("mul", 1.5), ("mul", 1.25))
 REFINE_STEPS_ADD = (4, 2, 1)
 REFINE_STARTS = 3
-# The aspect scout: sides s/4, s, 4s around the best square, within this share of the budget.
-ASPECT_FACTOR = 4
-ASPECT_SHARE = 0.45
+# The grid phase: sides s·2^j for j in -2..2 around the best square.
+GRID_EXPONENTS = (-2, -1, 0, 1, 2)
+# Shares of the budget after which each phase stops starting new probes.
+LADDER_SHARE = 0.25
+GRID_SHARE = 0.45
+REFINE_SHARE = 0.8
 Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLOP/s
 
 
 @dataclass(frozen=True, kw_only=True)
 class SearchPlan:
-    """Bounds of the ceiling search. Sizes in elements, times in seconds."""
+    """Bounds of the ceiling search. Sizes in elements, times in seconds. ``relative``: score
+    the grid's shapes against the best square timed next to them (for machines whose speed
+    drifts between probes)."""
 
     budget_s: float
     min_dim: int
@@ -63,15 +77,19 @@ class SearchPlan:
     confirm_repeats: int = 3
     confirm_top: int = 3
     patience: int = 3
+    relative: bool = False
 
     @classmethod
     def for_device(cls, device_type: str, *, budget_s: float) -> SearchPlan:
         """Defaults: accelerators search 256..20480 in steps of 64 (mamf-finder's range);
-        CPUs 16..8192 in steps of 16, where per-call times are long."""
+        CPUs 16..8192 in steps of 16, where per-call times are long, with relative scoring and
+        a contest of five shapes over seven short rounds (a shared CPU's speed swings by tens
+        of percent within seconds)."""
         if device_type == "cpu":
             return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
-                       max_call_s=max(0.02, budget_s / 40), probe_budget_s=max(0.03, budget_s / 400),
-                       confirm_budget_s=max(0.1, budget_s / 60))
+                       max_call_s=max(0.02, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
+                       confirm_budget_s=max(0.05, budget_s / 200), confirm_repeats=7, confirm_top=5,
+                       relative=True)
         return cls(budget_s=budget_s, min_dim=256, max_dim=20480, align=64,
                    max_call_s=max(0.01, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
                    confirm_budget_s=max(0.2, budget_s / 40))
@@ -79,12 +97,15 @@ class SearchPlan:
 
 @dataclass(kw_only=True)
 class SearchResult:
-    """What the search found: ``flops`` (FLOP/s) at ``dims``, with every probe it made."""
+    """What the search found: ``flops`` (FLOP/s, the winner's best contest round) at ``dims``,
+    the winner's contest rates, every probe's latest rate and every scored shape's score."""
 
     flops: float
     dims: Dims
     confirm_rates: list[float]
     probes: dict[Dims, float] = field(default_factory=dict)
+    scores: dict[Dims, float] = field(default_factory=dict)
+    contest: Contest | None = None
     spent_s: float = 0.0
     phases: dict[str, int] = field(default_factory=dict)
 
@@ -93,9 +114,11 @@ class SearchResult:
         return {
             "flops": self.flops,
             "shape": {"m": self.dims[0], "n": self.dims[1], "k": self.dims[2]},
+            "estimator": "best of the winner's contest rounds",
             "confirm_flops": list(self.confirm_rates),
             "probes": len(self.probes),
             "top_probes": [{"m": d[0], "n": d[1], "k": d[2], "flops": r} for d, r in top],
+            "contest": self.contest.to_dict() if self.contest is not None else None,
             "spent_s": self.spent_s,
             "phases": dict(self.phases),
         }
@@ -119,17 +142,42 @@ def scout_sizes(plan: SearchPlan) -> list[int]:
         i += 1
 
 
+def grid_shapes(size: int, plan: SearchPlan) -> list[Dims]:
+    """Phase 2's shapes: sides ``size·2^j`` (j in ``GRID_EXPONENTS``, aligned, within the plan's
+    range) in every combination, nearest to the square ``size`` first (sum of |j| over M, N, K),
+    so a budget cut drops the farthest ones."""
+    sides = {j: align_up(size * 2.0**j, plan.align) for j in GRID_EXPONENTS}
+    sides = {j: v for j, v in sides.items() if plan.min_dim <= v <= plan.max_dim}
+    combos = sorted(itertools.product(sides, sides, sides), key=lambda js: (sum(map(abs, js)), js))
+    return list(dict.fromkeys((sides[a], sides[b], sides[c]) for a, b, c in combos))
+
+
 class _Search:
     def __init__(self, evaluate: Evaluate, plan: SearchPlan, clock: Callable[[], float]) -> None:
-        self.evaluate = evaluate
+        self.raw_evaluate = evaluate
         self.plan = plan
         self.clock = clock
         self.start = clock()
         self.probes: dict[Dims, float] = {}
-        self.phases = {"scout": 0, "refine": 0, "confirm": 0}
+        self.scores: dict[Dims, float] = {}
+        self.phases = {"scout": 0, "grid": 0, "refine": 0, "confirm": 0}
+        self.overheads_s: list[float] = []
+
+    def evaluate(self, m: int, n: int, k: int, budget_s: float) -> float:
+        """``evaluate``, noting how far each call overran its budget (inputs, warm-up)."""
+        began = self.clock()
+        rate = self.raw_evaluate(m, n, k, budget_s)
+        self.overheads_s.append(max(0.0, self.clock() - began - budget_s))
+        return rate
 
     def spent(self) -> float:
         return self.clock() - self.start
+
+    def contest_reserve_s(self) -> float:
+        """Predicted seconds of the final contest: entrants x rounds x (round budget + the
+        median overrun of the calls so far)."""
+        overrun = statistics.median(self.overheads_s) if self.overheads_s else 0.0
+        return self.plan.confirm_top * max(1, self.plan.confirm_repeats) * (self.plan.confirm_budget_s + overrun)
 
     def probe(self, dims: Dims, phase: str) -> float:
         if dims not in self.probes:
@@ -142,35 +190,51 @@ class _Search:
         best = max(self.probes.values(), default=0.0)
         return best > 0 and 2.0 * math.prod(dims) / best > self.plan.max_call_s
 
-    def scout(self) -> None:
-        best, falling = 0.0, 0
+    def score(self, dims: Dims, reference: Dims | None, phase: str) -> float:
+        """The rate of ``dims`` on the search's scale (FLOP/s). Plain: its probe. With
+        ``plan.relative`` and a ``reference`` already scored: the reference's score times the
+        ratio of the two rates timed back to back, so every score is drift-free relative to
+        the others."""
+        if not self.plan.relative or reference is None or reference == dims:
+            self.scores.setdefault(dims, self.probe(dims, phase))
+            return self.scores[dims]
+        rate, ratio = time_relative(self.evaluate, dims, reference, budget_s=self.plan.probe_budget_s)
+        self.probes[dims] = rate
+        self.scores[dims] = self.scores[reference] * ratio
+        self.phases[phase] += 2
+        return self.scores[dims]
+
+    def ladder(self) -> None:
+        """Phase 1: squares up the ladder, each scored against the one before it."""
+        best, falling, previous = 0.0, 0, None
         for size in scout_sizes(self.plan):
             dims = (size, size, size)
-            if self.spent() > 0.35 * self.plan.budget_s or self.too_slow(dims):
+            if self.spent() > LADDER_SHARE * self.plan.budget_s or self.too_slow(dims):
                 break
-            rate = self.probe(dims, "scout")
+            rate = self.score(dims, previous, "scout")
+            previous = dims
             if rate > best:
                 best, falling = rate, 0
             else:
                 falling += 1
                 if falling >= self.plan.patience:
                     break
+        if not self.scores:
+            size = scout_sizes(self.plan)[0]
+            self.score((size, size, size), None, "scout")
 
-    def aspect_scout(self) -> None:
-        """Probe every combination of ``s/4``, ``s`` and ``4s`` for (M, N, K) around the best
-        square ``s``: thin, wide and long-K shapes that a square ladder never visits."""
-        squares = [d for d in self.probes if d[0] == d[1] == d[2]]
-        if not squares:
-            return
-        size = max(squares, key=self.probes.__getitem__)[0]
-        sides = sorted({align_up(size / ASPECT_FACTOR, self.plan.align), size,
-                        align_up(size * ASPECT_FACTOR, self.plan.align)})
-        sides = [v for v in sides if self.plan.min_dim <= v <= self.plan.max_dim]
-        for dims in itertools.product(sides, sides, sides):
-            if self.spent() > ASPECT_SHARE * self.plan.budget_s:
+    def grid(self) -> None:
+        """Phase 2: score the shapes of ``grid_shapes`` around the best-scored square (with
+        ``plan.relative``, each timed right after that square)."""
+        squares = [d for d in self.scores if d[0] == d[1] == d[2]]
+        reference = max(squares, key=self.scores.__getitem__)
+        for dims in grid_shapes(reference[0], self.plan):
+            if self.spent() > GRID_SHARE * self.plan.budget_s:
                 return
-            if dims not in self.probes and not self.too_slow(dims):
-                self.probe(dims, "scout")
+            if dims == reference or self.too_slow(dims):
+                continue
+            if self.plan.relative or dims not in self.scores:
+                self.score(dims, reference, "grid")
 
     def refine(self, start: Dims) -> Dims:
         """Compass search from ``start`` with line extrapolation: for each dimension and
@@ -182,13 +246,14 @@ class _Search:
         center = start
         steps = REFINE_STEPS_MUL + tuple(("add", float(self.plan.align * a)) for a in REFINE_STEPS_ADD)
         tried: set[tuple[Dims, Dims]] = set()
+        limit = min(REFINE_SHARE * self.plan.budget_s, self.plan.budget_s - self.contest_reserve_s())
         for kind, step in steps:
             improved = True
             while improved:
                 improved = False
                 for axis in range(3):
                     for direction in (1, -1):
-                        while self.spent() < 0.8 * self.plan.budget_s:
+                        while self.spent() < limit:
                             neighbour = self._move(center, axis, direction, kind, step)
                             if neighbour is None or (center, neighbour) in tried:
                                 break
@@ -198,7 +263,7 @@ class _Search:
                             if not self.beats(neighbour, center):
                                 break
                             center, improved = neighbour, True
-                if self.spent() >= 0.8 * self.plan.budget_s:
+                if self.spent() >= limit:
                     return center
         return center
 
@@ -226,31 +291,25 @@ class _Search:
         dims[axis] = moved
         return (dims[0], dims[1], dims[2])
 
-    def confirm(self, champions: list[Dims]) -> tuple[Dims, float, list[float]]:
-        """Re-time the refinements' end points (chosen by back-to-back comparisons) and the
-        best recorded probes, ``confirm_top`` shapes in all."""
+    def candidates(self, champions: list[Dims]) -> list[Dims]:
+        """The contest's entrants: the refinements' end points, then the best-scored shapes,
+        ``confirm_top`` in all."""
         ranked = list(dict.fromkeys(champions))[: self.plan.confirm_top]
-        for dims in sorted(self.probes, key=self.probes.__getitem__, reverse=True):
+        for dims in sorted(self.scores, key=self.scores.__getitem__, reverse=True):
             if len(ranked) >= self.plan.confirm_top:
                 break
             if dims not in ranked:
                 ranked.append(dims)
-        self.phases["confirm"] += len(ranked) * self.plan.confirm_repeats
-        return confirm_best(self.evaluate, ranked, budget_s=self.plan.confirm_budget_s,
-                            repeats=self.plan.confirm_repeats)
+        return ranked
 
-
-def confirm_best(evaluate: Evaluate, candidates: list[Dims], *, budget_s: float,
-                 repeats: int) -> tuple[Dims, float, list[float]]:
-    """Re-time ``candidates`` ``repeats`` times, interleaved (so drift hits all alike); return
-    the one with the best median rate, that median, and its rates."""
-    rates: dict[Dims, list[float]] = {d: [] for d in candidates}
-    for _ in range(repeats):
-        for dims in candidates:
-            rates[dims].append(evaluate(*dims, budget_s))
-    medians = {d: statistics.median(r) for d, r in rates.items()}
-    winner = max(medians, key=medians.__getitem__)
-    return winner, medians[winner], rates[winner]
+    def contest(self, champions: list[Dims]) -> Contest:
+        """Phase 4: the entrants' contest; rounds past the third stop at the budget's end."""
+        entrants = self.candidates(champions)
+        contest = run_contest(self.evaluate, entrants, budget_s=self.plan.confirm_budget_s,
+                              rounds=self.plan.confirm_repeats, clock=self.clock,
+                              deadline=self.start + self.plan.budget_s)
+        self.phases["confirm"] += sum(len(r) for r in contest.rates.values())
+        return contest
 
 
 def search_ceiling(
@@ -265,16 +324,15 @@ def search_ceiling(
     first = scout_sizes(plan)[0]
     evaluate(first, first, first, plan.probe_budget_s)
     search = _Search(evaluate, plan, clock)
-    search.scout()
-    if not search.probes:
-        size = scout_sizes(plan)[0]
-        search.probe((size, size, size), "scout")
-    search.aspect_scout()
-    starts = sorted(search.probes, key=search.probes.__getitem__, reverse=True)
+    search.ladder()
+    search.grid()
+    starts = sorted(search.scores, key=search.scores.__getitem__, reverse=True)
     champions = [search.refine(start) for start in starts[:REFINE_STARTS]]
-    dims, flops, rates = search.confirm(champions)
-    log.info("compute ceiling %.4g FLOP/s at %s after %d probes", flops, dims, len(search.probes))
-    return SearchResult(flops=flops, dims=dims, confirm_rates=rates, probes=dict(search.probes),
+    contest = search.contest(champions)
+    log.info("compute ceiling %.4g FLOP/s at %s after %d probes", contest.best_flops, contest.winner,
+             len(search.probes))
+    return SearchResult(flops=contest.best_flops, dims=contest.winner, confirm_rates=list(contest.rates[contest.winner]),
+                        probes=dict(search.probes), scores=dict(search.scores), contest=contest,
                         spent_s=search.spent(), phases=dict(search.phases))
 
 
