@@ -9,8 +9,8 @@ cache, no flush, median of the timed calls):
 
 1. the brute-force grid: every (M, N, K) with sides in ``--grid`` (default 16..384, 729
    shapes). A shared CPU's speed swings by tens of percent within seconds, so with a relative
-   plan (CPUs) each shape is timed right after the grid's middle square and scored by the ratio
-   (the same rule the search uses); the top ``confirm_top`` shapes then meet in the same
+   plan (CPUs) each shape is timed between two timings of the grid's middle square and scored
+   by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then meet in the same
    contest the search ends with (interleaved rounds, best score wins, rate = best round);
 2. ``--repeats`` searches, each followed by the honest check: the search's winning shape and
    the grid's winning shape timed alternately (A B B A ..., ``--rounds`` rounds) and compared
@@ -46,7 +46,7 @@ from typing import Any
 from parity.bench.ceiling import SearchPlan, gemm_rate_evaluator, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
-from parity.bench.rate_contest import alternate, run_contest, time_relative
+from parity.bench.rate_contest import Bracket, alternate, run_contest
 
 CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256, 384)
 CPU_BAR = 0.97
@@ -58,12 +58,12 @@ Dims = tuple[int, int, int]
 
 
 def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: float) -> dict[str, Any]:
-    """Time every (M, N, K) of ``sides``^3 once (with ``plan.relative``: right after the middle
-    square, scored by the rate ratio), then let the ``plan.confirm_top`` best-scored shapes meet
+    """Time every (M, N, K) of ``sides``^3 once (with ``plan.relative``: bracketed by timings of
+    the middle square and scored by the rate ratio, as the search's grid phase does), then let the ``plan.confirm_top`` best-scored shapes meet
     in the search's own contest. Shapes whose call would exceed ``plan.max_call_s`` at the best
     rate seen are skipped, the guard the search applies."""
     middle = sides[len(sides) // 2]
-    reference = (middle, middle, middle)
+    bracket = Bracket(evaluate, (middle, middle, middle), budget_s=probe_s)
     scores: dict[Dims, float] = {}
     best_rate = 0.0
     started = time.perf_counter()
@@ -71,7 +71,7 @@ def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: flo
         if best_rate and 2.0 * dims[0] * dims[1] * dims[2] / best_rate > plan.max_call_s:
             continue
         if plan.relative:
-            rate, scores[dims] = time_relative(evaluate, dims, reference, budget_s=probe_s)
+            rate, scores[dims] = bracket.score(dims)
         else:
             rate = scores[dims] = evaluate(*dims, probe_s)
         best_rate = max(best_rate, rate)

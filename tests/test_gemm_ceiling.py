@@ -6,7 +6,13 @@ import itertools
 
 import pytest
 
-from parity.bench.ceiling import SearchPlan, align_up, grid_shapes, scout_sizes, search_ceiling
+from parity.bench.ceiling import (
+    SearchPlan,
+    align_up,
+    grid_shapes,
+    scout_sizes,
+    search_ceiling,
+)
 
 
 class SimClock:
@@ -49,7 +55,7 @@ def test_scout_sizes_are_aligned_geometric_and_bounded() -> None:
     assert sizes[0] == 256 and sizes[-1] <= 20480
     assert all(s % 64 == 0 for s in sizes)
     assert sizes == sorted(set(sizes))
-    assert all(b / a <= 1.5 for a, b in zip(sizes, sizes[1:]))
+    assert all(b / a <= 1.5 for a, b in itertools.pairwise(sizes))
     assert align_up(100, 64) == 128 and align_up(10, 64) == 64
 
 
@@ -137,7 +143,7 @@ def test_relative_search_finds_the_best_region_through_bursts_of_speed(best: tup
     # probes compared across time would crown the shapes that landed in a burst.
     rate = surface(best, 2e9)
     clock = SimClock()
-    evaluate, calls = bursty(rate, clock, overhead_s=0.02)
+    evaluate, _ = bursty(rate, clock, overhead_s=0.02)
     cpu = SearchPlan.for_device("cpu", budget_s=20.0)
     result = search_ceiling(evaluate, cpu, clock=clock)
     sides = [16, 32, 48, 64, 96, 128, 192, 256, 384]

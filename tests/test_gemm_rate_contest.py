@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.rate_contest import alternate, run_contest, time_relative
+from parity.bench.rate_contest import Bracket, alternate, run_contest, time_relative
 
 TRUE = {(1, 1, 1): 1.00e9, (2, 2, 2): 1.05e9, (3, 3, 3): 0.90e9, (4, 4, 4): 1.02e9}
 
@@ -79,3 +79,16 @@ def test_alternate_times_in_abba_order_and_pairs_cancel_a_step_in_speed() -> Non
     assert duel.median_pair_ratio == pytest.approx(1.05)
     assert duel.ratio_of_medians == pytest.approx(1.05)
     assert len(duel.rates_a) == len(duel.rates_b) == 10
+
+
+def test_bracket_shares_reference_timings_and_divides_by_the_faster_one() -> None:
+    # The reference's second timing is disturbed (0.6x): A's score still uses the undisturbed
+    # first one, and B's uses the third.
+    evaluate, calls = drifting([1.0, 1.0, 0.6, 1.0, 1.0])
+    bracket = Bracket(evaluate, (1, 1, 1), budget_s=0.1)
+    rate_a, score_a = bracket.score((2, 2, 2))
+    rate_b, score_b = bracket.score((4, 4, 4))
+    assert calls == [(1, 1, 1), (2, 2, 2), (1, 1, 1), (4, 4, 4), (1, 1, 1)]
+    assert bracket.timings == 5
+    assert rate_a == pytest.approx(1.05e9) and score_a == pytest.approx(1.05)
+    assert rate_b == pytest.approx(1.02e9) and score_b == pytest.approx(1.02)

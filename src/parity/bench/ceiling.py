@@ -10,9 +10,10 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
 2. grid: every (M, N, K) with sides in ``s/4, s/2, s, 2s, 4s`` around the best square ``s``,
    nearest first (in log distance), so thin, wide, long-K and small shapes are in the running.
    With ``plan.relative`` (CPUs, whose speed swings with other jobs) a shape's score is not
-   its own probe but the rate ratio to a shape timed right before it (the previous square on
-   the ladder, ``s`` in the grid) times that shape's score, so a quiet spell cannot crown a
-   shape (``rate_contest.time_relative``);
+   its own probe but its rate ratio to a shape timed next to it times that shape's score: on
+   the ladder the previous square, timed just before (``rate_contest.time_relative``); in the
+   grid ``s``, timed before and after each shape (``rate_contest.Bracket``). A quiet spell
+   then cannot crown a shape;
 3. refine: a compass search with line extrapolation from the three best-scored shapes: each
    of M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
    alignments, and every move that raises the rate is followed further along its line; each
@@ -41,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.bench.rate_contest import Contest, run_contest, time_relative
+from parity.bench.rate_contest import Bracket, Contest, run_contest, time_relative
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class SearchResult:
 
 def align_up(value: float, align: int) -> int:
     """``value`` rounded to the nearest positive multiple of ``align``."""
-    return max(align, int(round(value / align)) * align)
+    return max(align, round(value / align) * align)
 
 
 def scout_sizes(plan: SearchPlan) -> list[int]:
@@ -225,16 +226,21 @@ class _Search:
 
     def grid(self) -> None:
         """Phase 2: score the shapes of ``grid_shapes`` around the best-scored square (with
-        ``plan.relative``, each timed right after that square)."""
+        ``plan.relative``, each bracketed by timings of that square, ``rate_contest.Bracket``)."""
         squares = [d for d in self.scores if d[0] == d[1] == d[2]]
         reference = max(squares, key=self.scores.__getitem__)
+        bracket = Bracket(self.evaluate, reference, budget_s=self.plan.probe_budget_s)
         for dims in grid_shapes(reference[0], self.plan):
             if self.spent() > GRID_SHARE * self.plan.budget_s:
-                return
+                break
             if dims == reference or self.too_slow(dims):
                 continue
-            if self.plan.relative or dims not in self.scores:
+            if self.plan.relative:
+                self.probes[dims], ratio = bracket.score(dims)
+                self.scores[dims] = self.scores[reference] * ratio
+            elif dims not in self.scores:
                 self.score(dims, reference, "grid")
+        self.phases["grid"] += bracket.timings
 
     def refine(self, start: Dims) -> Dims:
         """Compass search from ``start`` with line extrapolation: for each dimension and

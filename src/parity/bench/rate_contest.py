@@ -8,6 +8,7 @@ cancels out:
 
 - ``time_relative``: a shape timed right after a reference shape; its score is the ratio of
   the two rates (dimensionless, 1.0 = as fast as the reference);
+- ``Bracket``: many shapes scored against one reference timed before and after each;
 - ``run_contest``: every candidate timed once per round, rounds repeated, the candidates'
   order rotated each round; a candidate's score is the median over rounds of its rate over
   the round's median rate. The winner has the best score;
@@ -35,6 +36,36 @@ def time_relative(evaluate: Evaluate, dims: Dims, reference: Dims, *, budget_s: 
     base = evaluate(*reference, budget_s)
     rate = evaluate(*dims, budget_s)
     return rate, rate / base
+
+
+class Bracket:
+    """Scores shapes one after another against a ``reference`` timed before and after each
+    (reference, A, reference, B, reference, ...: two timings per shape, the reference timings
+    shared between neighbours). A shape's score is its rate over the faster of its two
+    reference timings: interference only slows a timing down, so the faster one is the better
+    estimate of the reference's undisturbed rate, and a shape cannot score high just because
+    its one reference timing was disturbed."""
+
+    def __init__(self, evaluate: Evaluate, reference: Dims, *, budget_s: float) -> None:
+        self.evaluate = evaluate
+        self.reference = reference
+        self.budget_s = budget_s
+        self.before: float | None = None
+        self.timings = 0
+
+    def score(self, dims: Dims) -> tuple[float, float]:
+        """Time ``dims`` inside the bracket; return (its rate in FLOP/s, rate / reference rate)."""
+        if self.before is None:
+            self.before = self._time(self.reference)
+        rate = self._time(dims)
+        after = self._time(self.reference)
+        base = max(self.before, after)
+        self.before = after
+        return rate, rate / base
+
+    def _time(self, dims: Dims) -> float:
+        self.timings += 1
+        return self.evaluate(*dims, self.budget_s)
 
 
 @dataclass(frozen=True, kw_only=True)
