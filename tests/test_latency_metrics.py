@@ -159,12 +159,17 @@ def test_level_capacity_is_where_the_curve_crosses_half_way_on_a_log_scale() -> 
     lat = [4.0, 4.0, 6.0, 12.0, 16.0]
     # Threshold sqrt(4 * 16) = 8 ns, first reached at 1 MiB (12 ns) after 512 KiB (6 ns):
     # a third of the way in latency, so 512 KiB * 2^(1/3).
-    got = level_capacity_bytes(sizes, lat, end_bytes=256 * KIB, level_ns=4.0, next_ns=16.0)
+    got = level_capacity_bytes(sizes, lat, end_bytes=256 * KIB, next_start_bytes=1 * MIB, level_ns=4.0, next_ns=16.0)
     assert got == pytest.approx(512 * KIB * 2 ** (1 / 3), abs=1)
     # A clean step: the crossing lies between the last point on and the first point off.
-    step = level_capacity_bytes([32 * KIB, 64 * KIB], [1.0, 4.0], end_bytes=32 * KIB, level_ns=1.0, next_ns=4.0)
+    step = level_capacity_bytes([32 * KIB, 64 * KIB], [1.0, 4.0], end_bytes=32 * KIB, next_start_bytes=64 * KIB,
+                                level_ns=1.0, next_ns=4.0)
     assert step == pytest.approx(32 * KIB * 2 ** (1 / 3), abs=1)
-    assert level_capacity_bytes(sizes, lat, end_bytes=256 * KIB, level_ns=4.0, next_ns=100.0) == 256 * KIB
+    # A noisy transition that dips back under the threshold crosses where it leaves for good:
+    # 10 ns at 512 KiB, back to 5 at 1 MiB, then 11 at 2 MiB: half of 5 -> 11 past 1 MiB.
+    noisy = level_capacity_bytes([256 * KIB, 512 * KIB, 1 * MIB, 2 * MIB, 4 * MIB], [4.0, 10.0, 5.0, 11.0, 16.0],
+                                 end_bytes=256 * KIB, next_start_bytes=2 * MIB, level_ns=4.0, next_ns=16.0)
+    assert noisy == pytest.approx(1 * MIB * 2 ** 0.5, abs=1)
 
 
 def test_a_partly_evicted_tail_on_a_dense_grid_is_a_transition() -> None:

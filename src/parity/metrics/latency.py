@@ -158,29 +158,45 @@ def find_plateaus(
 
 
 def level_capacity_bytes(
-    sizes_bytes: Sequence[int], latencies_ns: Sequence[float], *, end_bytes: int, level_ns: float, next_ns: float
+    sizes_bytes: Sequence[int],
+    latencies_ns: Sequence[float],
+    *,
+    end_bytes: int,
+    next_start_bytes: int,
+    level_ns: float,
+    next_ns: float,
 ) -> int:
     """Where the curve leaving a plateau crosses half-way, on a log scale, to the next plateau.
 
-    The threshold is the geometric mean ``sqrt(level_ns · next_ns)``. From the plateau's last
-    point (``end_bytes``) on, the first point at or above it and the point before bracket the
-    crossing, which is interpolated linearly in latency against ``log2(size)``:
-    ``s = s0 · (s1/s0)^((thr - l0)/(l1 - l0))``. A random ring starts to miss before it fills a
-    cache (set conflicts, imperfect replacement) and still hits on some loads past it, so the
-    last point on the plateau undershoots the capacity by a grid step or more; the mid-point of
-    the transition does not. Returns ``end_bytes`` when no point reaches the threshold.
+    The threshold is the geometric mean ``sqrt(level_ns · next_ns)``. Among the points after
+    the plateau's last one (``end_bytes``) up to the next plateau's first (``next_start_bytes``),
+    the crossing is bracketed by the last point below the threshold and the point after it (by
+    the plateau's end and the first point when none is below), and interpolated linearly in
+    latency against ``log2(size)``: ``s = s0 · (s1/s0)^((thr - l0)/(l1 - l0))``. Taking the
+    last point below makes a noisy transition, which may dip under the threshold after first
+    crossing it, cross where the curve leaves for good. A random ring starts to miss before it
+    fills a cache (set conflicts, imperfect replacement) and still hits on some loads past it,
+    so the last point on the plateau undershoots the capacity by a grid step or more; the
+    mid-point of the transition does not. Returns ``end_bytes`` when there is nothing to bracket.
     """
     sizes = np.asarray(sizes_bytes, dtype=np.float64)
     lat = np.asarray(latencies_ns, dtype=np.float64)
     order = np.argsort(sizes, kind="stable")
     sizes, lat = sizes[order], lat[order]
-    threshold = math.sqrt(level_ns * next_ns) if level_ns > 0 and next_ns > 0 else math.inf
-    after = np.flatnonzero((sizes > end_bytes) & (lat >= threshold))
-    if after.size == 0:
+    if level_ns <= 0 or next_ns <= 0:
         return int(end_bytes)
-    i = int(after[0])
-    s0, l0 = (float(end_bytes), level_ns) if i == 0 or sizes[i - 1] < end_bytes else (sizes[i - 1], lat[i - 1])
-    s1, l1 = sizes[i], lat[i]
+    threshold = math.sqrt(level_ns * next_ns)
+    window = np.flatnonzero((sizes > end_bytes) & (sizes <= next_start_bytes))
+    if window.size == 0:
+        return int(end_bytes)
+    below = window[lat[window] < threshold]
+    if below.size:
+        i = int(below[-1])
+        if i + 1 >= sizes.size:
+            return int(sizes[i])
+        s0, l0, s1, l1 = sizes[i], lat[i], sizes[i + 1], lat[i + 1]
+    else:
+        s0, l0, s1, l1 = float(end_bytes), level_ns, sizes[window[0]], lat[window[0]]
     share = min(1.0, max(0.0, (threshold - l0) / (l1 - l0))) if l1 > l0 else 1.0
     return round(float(s0 * (s1 / s0) ** share))
 
@@ -189,7 +205,8 @@ def plateau_capacities(
     sizes_bytes: Sequence[int], latencies_ns: Sequence[float], plateaus: Sequence[tuple[int, int, float, int]]
 ) -> list[int | None]:
     """:func:`level_capacity_bytes` of every plateau but the last (which has no next level)."""
-    inner = [level_capacity_bytes(sizes_bytes, latencies_ns, end_bytes=end, level_ns=lat, next_ns=plateaus[k + 1][2])
+    inner = [level_capacity_bytes(sizes_bytes, latencies_ns, end_bytes=end, next_start_bytes=plateaus[k + 1][0],
+                                  level_ns=lat, next_ns=plateaus[k + 1][2])
              for k, (_, end, lat, _) in enumerate(plateaus[:-1])]
     return inner + [None] if plateaus else []
 

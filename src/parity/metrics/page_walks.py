@@ -77,5 +77,6 @@ def label_page_walks(
             level=f"{cover.level}+page-walks" if walk else cover.level, size_bytes=b.size_bytes,
             start_bytes=b.start_bytes, latency_ns=b.latency_ns, points=b.points,
             reported_bytes=cover.reported_bytes, memory=cover.memory, page_walk=walk,
-            page_walk_ns=b.latency_ns - huge_ns if walk else None, capacity_bytes=b.capacity_bytes))
+            page_walk_ns=b.latency_ns - huge_ns if walk else None,
+            capacity_bytes=None if cover.memory else b.capacity_bytes))
     return out
