@@ -8,12 +8,7 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
 2. grid: every (M, N, K) with sides in ``s/4, s/2, s, 2s, 4s`` around the best square ``s``,
-   nearest first (in log distance), so thin, wide, long-K and small shapes are in the running.
-   With ``plan.relative`` (CPUs, whose speed swings with other jobs) a shape's score is not
-   its own probe but its rate ratio to a shape timed next to it times that shape's score: on
-   the ladder the previous square, timed just before (``rate_contest.time_relative``); in the
-   grid ``s``, timed before and after each shape (``rate_contest.Bracket``). A quiet spell
-   then cannot crown a shape;
+   nearest first (in log distance), so thin, wide, long-K and small shapes are in the running;
 3. refine: a compass search with line extrapolation from the three best-scored shapes: each
    of M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
    alignments, and every move that raises the rate is followed further along its line; each
@@ -21,9 +16,16 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
    contest its predicted share of the budget;
 4. contest: the refinements' end points and the best-scored shapes (``confirm_top`` in all)
    are timed ``confirm_repeats`` rounds (at least three; no more than the budget's end allows),
-   interleaved and rotated (``rate_contest.run_contest``);
-   the best-scored candidate wins, and ``P`` is its best round (the least disturbed sustained
-   rate), stored with its shape, its median round, and every candidate's score.
+   interleaved and rotated (``rate_contest.run_contest``); the best-scored candidate wins, and
+   ``P`` is its best round (the least disturbed sustained rate), stored with its shape, its
+   median round, and every candidate's score.
+
+Scores. A shared CPU's speed swings by tens of percent within seconds as other jobs start and
+stop, so probes taken at different moments rank the moments, not the shapes. With
+``plan.relative`` (the CPU default) a shape's score is its rate ratio to a shape timed next to
+it, times that shape's score: on the ladder the previous square, timed just before
+(``rate_contest.time_relative``); in the grid ``s``, timed before and after each shape
+(``rate_contest.Bracket``). Without it (accelerators) a score is the shape's own probe.
 
 Bandwidth ceiling ``B``: a large device-to-device copy, counted as bytes read plus bytes written
 (STREAM convention), timed with the same protocol.
@@ -65,8 +67,8 @@ Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLO
 @dataclass(frozen=True, kw_only=True)
 class SearchPlan:
     """Bounds of the ceiling search. Sizes in elements, times in seconds. ``relative``: score
-    the grid's shapes against the best square timed next to them (for machines whose speed
-    drifts between probes)."""
+    ladder and grid shapes against a shape timed next to them (for machines whose speed drifts
+    between probes; see the module's Scores)."""
 
     budget_s: float
     min_dim: int
@@ -83,9 +85,9 @@ class SearchPlan:
     @classmethod
     def for_device(cls, device_type: str, *, budget_s: float) -> SearchPlan:
         """Defaults: accelerators search 256..20480 in steps of 64 (mamf-finder's range);
-        CPUs 16..8192 in steps of 16, where per-call times are long, with relative scoring and
-        a contest of five shapes over seven short rounds (a shared CPU's speed swings by tens
-        of percent within seconds)."""
+        CPUs 16..8192 in steps of 16, with relative scoring and a contest of five shapes over
+        seven short rounds (a shared CPU's speed swings by tens of percent within seconds).
+        Calls longer than 1% of the budget are not timed: each probe costs about four calls."""
         if device_type == "cpu":
             return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
                        max_call_s=max(0.02, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
