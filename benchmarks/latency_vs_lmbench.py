@@ -23,7 +23,9 @@ the paired ratios parity/C with their range, and whether that median ratio is wi
 
 With ``--plateaus`` it also sweeps the size curve for each page size with both programs,
 interleaved size by size, runs parity's plateau detection on both curves, and compares the
-detected plateaus with the cache sizes ``lscpu`` reports (the bar: within a factor of two).
+detected plateaus with the cache sizes ``lscpu`` reports (the bar: within a factor of two; judged
+on the curve parity names cache sizes from, the huge-page one where THP is available, and failed
+when a reported level has no plateau).
 
     python benchmarks/latency_vs_lmbench.py --rounds 9 --plateaus
 """
@@ -148,7 +150,11 @@ def reference_row(case, c: dict[str, float]):
                                "huge_page_share": c["huge"], "page_label": page_label(case.params["page"])})
 
 
-def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: int) -> bool:
+def _kib(n: int | None) -> str:
+    return "-" if n is None else str(n // KIB)
+
+
+def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: int, estimator: str) -> bool:
     from parity.bench.latency import LatencySuite
     from parity.device import get_device
 
@@ -170,19 +176,25 @@ def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: i
     print(f"\nlscpu: {reported}")
     ok = True
     for name, rows in (("parity", ours), ("C reference", theirs)):
-        summary = suite.summarize(rows, options={"estimator": "median"})
-        print(f"\n{name} (median estimator); plateaus named from the {summary.get('plateaus_page')} curve")
+        summary = suite.summarize(rows, options={"estimator": estimator})
+        print(f"\n{name} ({estimator} estimator); plateaus named from the {summary.get('plateaus_page')} curve")
         for curve in summary["size_curves"]:
             print(f"{curve['page']} pages: " + ", ".join(
                 f"{p['working_set_bytes'] / MIB:.3g}M {p['latency_ns']:.1f}" for p in curve["points"]))
+            judged = curve["page"] == summary.get("plateaus_page")
             for p in curve["plateaus"]:
                 ratio = p.get("size_ratio")
                 good = ratio is None or 0.5 <= ratio <= 2.0
-                if curve["page"] == summary.get("plateaus_page"):
-                    ok &= good
+                ok &= good or not judged
                 print(f"  {p['level']:18} {p['latency_ns']:8.1f} ns  {p['start_bytes'] // KIB:>8} .. "
-                      f"{p['size_bytes'] // KIB:>8} KiB  reported {p.get('reported_bytes') and p['reported_bytes'] // KIB} KiB"
+                      f"{p['size_bytes'] // KIB:>8} KiB, capacity {_kib(p.get('capacity_bytes')):>8} KiB, "
+                      f"reported {p.get('reported_bytes') and p['reported_bytes'] // KIB} KiB"
                       f"  ratio {'-' if ratio is None else f'{ratio:.2f}'}  {'ok' if good else 'OUTSIDE 2x'}")
+            found = {p["level"] for p in curve["plateaus"]}
+            missing = [c["level"] for c in curve["reported_caches"] if c["level"] not in found]
+            ok &= not (judged and missing)
+            if missing:
+                print(f"  no plateau for {', '.join(missing)}")
         for f in summary.get("findings", []):
             print(f"  finding {f['code']}: {f['message']} ({f['hint']})")
     return ok
@@ -198,6 +210,8 @@ def main() -> int:
     parser.add_argument("--plateaus", action="store_true", help="also compare detected plateaus with lscpu")
     parser.add_argument("--plateau-max", type=int, default=128, help="largest working set of the sweep, MiB")
     parser.add_argument("--per-octave", type=int, default=4, help="sweep points per doubling of the size")
+    parser.add_argument("--estimator", choices=["min", "median"], default="min",
+                        help="per-point figure of the sweep (parity latency's default: min)")
     parser.add_argument("--cpu", type=int, default=None,
                         help="pin this process and the C program (which inherits it) to one CPU; "
                              "default: the first CPU this process may use")
@@ -212,7 +226,8 @@ def main() -> int:
     exe = compile_reference()
     ok = compare(exe, rounds=args.rounds, reps=args.reps, pages=pages, points=points) if points else True
     if args.plateaus:
-        ok &= check_plateaus(exe, pages=pages, max_bytes=args.plateau_max * MIB, per_octave=args.per_octave)
+        ok &= check_plateaus(exe, pages=pages, max_bytes=args.plateau_max * MIB, per_octave=args.per_octave,
+                             estimator=args.estimator)
     return 0 if ok else 1
 
 
