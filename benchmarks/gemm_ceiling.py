@@ -10,11 +10,11 @@ cache, no flush, median of the timed calls):
 1. the brute-force grid: every (M, N, K) with sides in ``--grid`` (default 16..384, 729
    shapes). A shared CPU's speed swings by tens of percent within seconds, so with a relative
    plan (CPUs) each shape is timed between two timings of the grid's middle square and scored
-   by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then meet in the same
-   contest the search ends with (interleaved rounds, best score wins, rate = best round);
+   by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then
+   meet in the contest the search ends with (interleaved rounds, best score wins, rate = the
+   winner's best round);
 2. ``--repeats`` searches, each followed by the honest check: the search's winning shape and
-   the grid's winning shape timed alternately (A B B A ..., ``--rounds`` rounds) and compared
-   by the ratio of their medians.
+   the grid's winning shape timed alternately (A B, B A, ... for ``--rounds`` pairs).
 
 It prints, per search and as medians over searches, the side-by-side ratio (the ceiling the
 library reports over the grid's best, each measured at its own moment) and two alternating
