@@ -101,6 +101,10 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
         ("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 4 * MIB), ("DRAM", 2**27)]
     assert [f["code"] for f in summary["findings"]] == ["cache-size-mismatch"]
     assert "L3" in summary["findings"][0]["message"] and "huge pages" in summary["findings"][0]["hint"]
+    assert "hypervisor" not in summary["findings"][0]["hint"]
+    for row in rows:
+        row.params["hypervisor"] = True
+    assert "under a hypervisor" in summarize_latency(rows)["findings"][0]["hint"]
     base_curve = summary["size_curves"][0]
     assert [p["level"] for p in base_curve["plateaus"]] == ["L1", "L2", "L3", "DRAM", "DRAM+page-walks"]
     assert base_curve["page_walk_from_bytes"] == 64 * MIB

@@ -63,7 +63,7 @@ def working_sets(*, max_bytes: int, per_octave: int = 2) -> list[int]:
     """Sizes from 4 KiB to ``max_bytes``, ``per_octave`` per doubling, multiples of 4 KiB."""
     if max_bytes < MIN_WORKING_SET:
         raise ParityError(f"largest working set {max_bytes} B is under {MIN_WORKING_SET} B")
-    steps = int(math.floor(math.log2(max_bytes / MIN_WORKING_SET) * per_octave + 1e-9))
+    steps = math.floor(math.log2(max_bytes / MIN_WORKING_SET) * per_octave + 1e-9)
     return sorted({int(MIN_WORKING_SET * 2 ** (k / per_octave)) // (4 * KIB) * (4 * KIB) for k in range(steps + 1)})
 
 
@@ -96,7 +96,7 @@ def block_counts(compute_units: int, *, quick: bool) -> list[int]:
     if not quick or top <= 16:
         return list(range(1, top + 1))
     step = max(1, top // 16)
-    return sorted(set([1, 2, *range(step, top + 1, step), top]))
+    return sorted({1, 2, *range(step, top + 1, step), top})
 
 
 class LatencySuite:
@@ -115,7 +115,7 @@ class LatencySuite:
             "caches": _reported_caches(props), "memory_bytes": props.memory_bytes,
             "memory_name": "DRAM" if device.type == "cpu" else "HBM",
             "compute_units": props.compute_units, "compute_unit_kind": props.compute_unit_kind,
-            "quick": bool(quick),
+            "quick": bool(quick), "hypervisor": _under_hypervisor(device),
         }
         cases = []
         for page in page_sizes(device, options):
@@ -149,10 +149,10 @@ class LatencySuite:
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
         samples = (BLOCKS_MIN_SAMPLES if many else MIN_SAMPLES)
-        timing = dict(device=device, flush_cache=False, warmup_s=float(options.get("warmup_s", 0.01)),
-                      budget_s=float(options.get("budget_s", 1.5 * samples * target)),
-                      min_samples=int(options.get("min_samples", samples)),
-                      max_samples=int(options.get("max_samples", 200)))
+        timing = {"device": device, "flush_cache": False, "warmup_s": float(options.get("warmup_s", 0.01)),
+                  "budget_s": float(options.get("budget_s", 1.5 * samples * target)),
+                  "min_samples": int(options.get("min_samples", samples)),
+                  "max_samples": int(options.get("max_samples", 200))}
         for attempt in range(1, SLOPE_ATTEMPTS + 1):
             short = measure(lambda: run(short_loads), **timing)
             long = measure(lambda: run(long_loads), **timing)
@@ -243,6 +243,16 @@ def _page_findings(page: str, huge: float | None) -> list[Finding]:
     return [Finding(code="thp-not-granted", severity=Severity.WARNING,
                     message=f"only {huge:.0%} of the buffer is backed by huge pages",
                     hint="memory is fragmented or THP is restricted; the figure mixes page sizes")]
+
+
+def _under_hypervisor(device: Any) -> bool:
+    """True when the CPU says it runs in a virtual machine (the ``hypervisor`` cpuinfo flag):
+    its caches are then shared with other guests, and what it reports may not be what it gets."""
+    if device.type != "cpu":
+        return False
+    from parity.device.host import cpu_flags
+
+    return "hypervisor" in cpu_flags()
 
 
 def _reported_caches(props: Any) -> list[list[Any]]:

@@ -51,6 +51,7 @@ def _size_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any
         "points": points,
         "plateaus": plateaus,
         "reported_caches": [{"level": n, "size_bytes": s} for n, s in caches],
+        "hypervisor": bool(first.get("hypervisor")),
     }
 
 
@@ -69,18 +70,21 @@ def _relabel_base(curves: dict[str, dict[str, Any]]) -> None:
 
 
 def cache_size_findings(plateaus: list[Plateau], *, reported: list[dict[str, Any]], page: str,
-                        huge_pages: bool) -> list[Finding]:
+                        huge_pages: bool, hypervisor: bool = False) -> list[Finding]:
     """Warnings for cache plateaus far from the reported sizes, and for reported levels missing.
 
     The measured size is the plateau's capacity (where the curve crosses half-way to the next
     level), within a grid step of the truth; a factor of two is far beyond that. With huge pages the TLB is not the
     cause, which leaves a cache this process gets only part of (a virtual machine's or a shared
-    last-level cache's share) or a report that describes more cache than this process can reach.
+    last-level cache's share) or a report that describes more cache than this process can reach;
+    ``hypervisor`` (the CPU says it runs in a virtual machine) makes the first the likely one.
     """
     why = ("with huge pages the TLB covers the working set, so this is the share of the cache this "
            "process can keep (a virtual machine, or other tenants on a shared cache); the size moves "
            "when that share does" if huge_pages else
            "with base pages the TLB's reach can cut a plateau short; measure with huge pages (--pages thp)")
+    if hypervisor:
+        why = "this CPU runs under a hypervisor (cpuinfo flag 'hypervisor'), sharing its caches with other guests; " + why
     out = []
     for p in plateaus:
         if p.memory or p.page_walk or p.size_ratio is None or size_agrees(p.size_ratio):
@@ -138,7 +142,8 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
     preferred = HUGE_PAGES if HUGE_PAGES in curves else next(iter(curves), None)
     findings = [] if preferred is None else cache_size_findings(
         curves[preferred]["plateaus"], reported=curves[preferred]["reported_caches"],
-        page=curves[preferred]["page"], huge_pages=preferred == HUGE_PAGES)
+        page=curves[preferred]["page"], huge_pages=preferred == HUGE_PAGES,
+        hypervisor=curves[preferred]["hypervisor"])
     size_curves = [{**c, "plateaus": [{**p.to_dict(), "page": c["page"]} for p in c["plateaus"]]}
                    for c in curves.values()]
     top = size_curves[list(curves).index(preferred)]["plateaus"] if preferred is not None else []
