@@ -79,36 +79,48 @@ class GzipReader:
     def __init__(self, fileobj) -> None:
         self.fileobj = fileobj
         self._inflate = _inflate_lib.decompressobj(wbits=31)
-        self._buf = b""  # decompressed bytes not yet returned
+        self._buf = b""  # decompressed bytes, returned from ``_pos`` on
+        self._pos = 0
         self._done = False  # the last member is decompressed and the file read to its end
 
     def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` decompressed bytes (all that is left when ``size < 0``); b"" at EOF."""
-        parts, have = [self._buf], len(self._buf)
-        while (size < 0 or have < size) and not self._done:
-            data = self._more()
-            parts.append(data)
-            have += len(data)
-        data = b"".join(parts)
-        if 0 <= size < len(data):
-            data, self._buf = data[:size], data[size:]
-        else:
-            self._buf = b""
-        return data
+        """Up to ``size`` decompressed bytes (all that is left when ``size < 0``); b"" at EOF.
 
-    def _more(self) -> bytes:
-        """The output of the next compressed chunk (b"" and ``_done`` after the last member)."""
+        Output is handed out from one buffer by position, never re-sliced as a whole.
+        """
+        if size < 0:
+            parts = [self._buf[self._pos :]]
+            self._buf, self._pos = b"", 0
+            while not self._done:
+                parts.append(self._more(self.CHUNK))
+            return b"".join(parts)
+        parts, have = [], 0
+        while have < size:
+            if self._pos >= len(self._buf):
+                if self._done:
+                    break
+                self._buf, self._pos = self._more(self.CHUNK), 0
+                continue
+            piece = self._buf[self._pos : self._pos + size - have]
+            self._pos += len(piece)
+            have += len(piece)
+            parts.append(piece)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _more(self, chunk_size: int) -> bytes:
+        """The output of the next ``chunk_size`` compressed bytes; b"" and ``_done`` after the
+        last member."""
         if self._inflate.eof:  # a member ended: the next one, zero padding, or the file's end
             rest = self._inflate.unused_data.lstrip(b"\0")
             while not rest:
-                chunk = self.fileobj.read(self.CHUNK)
+                chunk = self.fileobj.read(chunk_size)
                 if not chunk:
                     self._done = True
                     return b""
                 rest = chunk.lstrip(b"\0")
             self._inflate = _inflate_lib.decompressobj(wbits=31)
             return self._inflate.decompress(rest)
-        chunk = self.fileobj.read(self.CHUNK)
+        chunk = self.fileobj.read(chunk_size)
         if not chunk:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         return self._inflate.decompress(chunk)
@@ -156,6 +168,7 @@ class EventStream:
     decoder: msgspec.json.Decoder | None = None
     exact_decoder: msgspec.json.Decoder | None = None  # see decode_block
     raw: bool = False
+    source: object = None  # a binary file-like to read instead of opening ``path``
     block_bytes: int = 0  # 0: BLOCK_BYTES, or RAW_BLOCK_BYTES with ``raw``
     header: dict = field(default_factory=dict)
     exact_ts: bool = False
@@ -167,7 +180,7 @@ class EventStream:
             self.total_bytes = self.path.stat().st_size
         except OSError:
             self.total_bytes = 0
-        handle = open_binary(self.path)
+        handle = self.source if self.source is not None else open_binary(self.path)
         try:
             yield from self._blocks(handle)
         except (OSError, EOFError, *GZIP_ERRORS) as exc:

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers import parallel
+from parity.trace.readers import halves, parallel
 from parity.trace.readers.columns import Columns, assign_steps
 from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
@@ -69,10 +69,16 @@ Progress = Callable[[int, int, str], None]
 def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTable:
     """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
 
-    Large files are parsed on several cores (:mod:`.parallel`); whatever goes wrong there is
-    read again here in one process, which names the bad event.
+    Mid-sized files are parsed in two processes (:mod:`.halves`), large ones on several cores
+    (:mod:`.parallel`); whatever goes wrong there is read again here in one process, which
+    names the bad event.
     """
-    if parallel.worth_it(path):
+    if halves.worth_it(path):
+        done = halves.read_halves(path, decoders=(DECODER, EXACT_DECODER), scan_events=scan_events,
+                                  make_state=lambda: ScanState(path=path, exact=False), progress=progress)  # fmt: skip
+        if done is not None:
+            return _finish(path, *done)
+    elif parallel.worth_it(path):
         state = ScanState(path=path, exact=False)
         done = parallel.read_parallel(path, scan_text, scan_events, state, progress)
         if done is not None:

@@ -18,6 +18,20 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line, times_to_ns
 from parity.trace.readers.jsonstream import decode_block
+from parity.trace.readers.kineto_structs import (
+    ABSENT,
+    BEGIN_END,
+    DECODER,
+    EXACT_DECODER,
+    METADATA,
+    NO_ARGS,
+    STRUCT_TYPES,
+    Args,
+    Complete,
+    ExactComplete,
+    ExactMetadata,
+    Metadata,
+)
 from parity.trace.readers.lanes import LANE_METADATA, Lanes
 from parity.trace.readers.rawtimes import raw_mark_time, raw_times_to_ns
 from parity.trace.table import NO_ID, Kind
@@ -44,59 +58,8 @@ EXTRA = dict(
     pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
     wait_on_event_corr=np.int64,
 )  # fmt: skip
-_Int = int | None
-_IntStr = int | str | None
-_ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
-
-
-class _Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the reader uses; all others are skipped while decoding.
-
-    Absent ids decode as NO_ID (``External id`` as :data:`_ABSENT`, as the older key may stand
-    in for it), so columns need no per-value fix-up; an explicit ``null`` still decodes as None.
-    """
-
-    device: _Int = NO_ID
-    stream: _Int = NO_ID
-    correlation: _Int = NO_ID
-    external_id: _Int = msgspec.field(default=_ABSENT, name="External id")
-    external_id_old: _Int = msgspec.field(default=None, name="external id")
-    name: str | None = None  # metadata events: process/thread name
-    labels: str | None = None  # metadata events: process labels
-    cuda_sync_kind: str | None = None
-    sync_type: str | None = None
-    wait_on_stream: _Int = None
-    wait_on_cuda_event_record_corr_id: _Int = None
-
-
-class _Event(msgspec.Struct, gc=False):
-    """One trace event as the reader needs it."""
-
-    ph: str | None = None
-    cat: str | None = None
-    name: str | None = None
-    pid: _IntStr = None
-    tid: _IntStr = None
-    ts: float | str | None = None
-    dur: float | str | None = None
-    ts_frac: float = 0.0
-    args: _Args | None = None
-
-
-class _ExactEvent(_Event, gc=False):
-    """An event whose ``ts`` is kept as JSON text, for microsecond values too large for a
-    float64 to hold the nanosecond (converted exactly by :mod:`.rawtimes`)."""
-
-    ts: msgspec.Raw = msgspec.Raw()
-
-
-DECODER = msgspec.json.Decoder(list[_Event])
-EXACT_DECODER = msgspec.json.Decoder(list[_ExactEvent])
-_NO_ARGS = _Args()
-
-
 def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
-    if events and type(events[0]) in (_Event, _ExactEvent):
+    if events and type(events[0]) in STRUCT_TYPES:
         _scan_structs(events, first, cols, state)
     else:
         _scan(events, first, cols, state)
@@ -159,22 +122,22 @@ class _Block:
         "kinds",
         "name_ids",
         "pids",
+        "raw_ts",
         "streams",
         "sync_rows",
         "tids",
         "ts",
         "tsf",
         "where",
-        "raw_ts",
     )  # fmt: skip
 
     def __init__(self) -> None:
         for slot in self.__slots__:
             setattr(self, slot, [])
-        self.raw_ts = False  # ts holds JSON texts (msgspec.Raw), see _ExactEvent
+        self.raw_ts = False  # ts holds JSON texts (msgspec.Raw), see ExactComplete
 
 
-def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanState) -> None:
+def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> None:
     """The fast path of :func:`_scan` for blocks decoded into structs (types already checked).
 
     Column-at-a-time list comprehensions and C-level ``map``/``count`` calls instead of one
@@ -182,13 +145,14 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
     per-value fix-ups (``None`` ids, names not yet in the dictionary) run only on the blocks
     that need them. This is what makes large traces load quickly.
     """
-    phs = [e.ph for e in events]
-    if phs.count("X") == len(phs):
-        where: list[int] | range = range(len(phs))  # every event is a complete one
+    types = list(map(type, events))
+    complete = Complete if Complete in types else ExactComplete  # one decoder made the block
+    if types.count(complete) == len(types):
+        where: list[int] | range = range(len(types))  # every event is a complete one
         xs = events
     else:
-        _note_other_events(events, phs, first, state)
-        where = [i for i, ph in enumerate(phs) if ph == "X"]
+        _note_other_events(events, types, first, state)
+        where = [i for i, t in enumerate(types) if t is complete]
         xs = [events[i] for i in where]
     kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
@@ -202,7 +166,7 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
     b.name_ids = _name_ids([e.name for e in xs], cols)
     b.ts = [e.ts for e in xs]
     b.durs = [e.dur for e in xs]
-    b.raw_ts = type(xs[0]) is _ExactEvent
+    b.raw_ts = complete is ExactComplete
     if state.exact and not b.raw_ts:
         b.tsf = [e.ts_frac for e in xs]
     b.pids = _ids_or_no_id([e.pid for e in xs])
@@ -214,7 +178,7 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
         _add_block(cols, state, first, b)
         return
     if None in args:
-        args = [a if a is not None else _NO_ARGS for a in args]
+        args = [a if a is not None else NO_ARGS for a in args]
     b.devs = _none_to_no_id([a.device for a in args])
     b.streams = _none_to_no_id([a.stream for a in args])
     b.corrs = _none_to_no_id([a.correlation for a in args])
@@ -229,26 +193,24 @@ def _scan_structs(events: list[_Event], first: int, cols: Columns, state: ScanSt
     _add_block(cols, state, first, b)
 
 
-def _note_other_events(events: list[_Event], phs: list, first: int, state: ScanState) -> None:
+def _note_other_events(events: list, types: list, first: int, state: ScanState) -> None:
     """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing.
 
     Some profilers repeat the same few metadata events for every span (MTIA traces: 300,000 of
     them, 22 distinct), so each distinct one is recorded once, in the order of its last
     occurrence: every lane ends with the name its last event gave it, as in file order.
     """
-    if phs.count("M"):
+    if types.count(Metadata) or types.count(ExactMetadata):
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
-                for e, ph in zip(events, phs) if ph == "M" and e.args is not None and e.name in LANE_METADATA]  # fmt: skip
+                for e, t in zip(events, types) if t in METADATA and e.args is not None and e.name in LANE_METADATA]  # fmt: skip
         add = state.lanes.add
         for key in reversed(dict.fromkeys(reversed(meta))):
             add(*key)
-    if not (phs.count("B") or phs.count("E")):
-        return  # the rest are flow ('s'/'f') and instant events, which are not rows
     marks = state.marks
-    for i in [i for i, ph in enumerate(phs) if ph == "B" or ph == "E"]:
+    for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
         e = events[i]
-        ts = e.ts if type(e) is _Event else raw_mark_time(e.ts)
-        marks.append((phs[i], e.name, e.cat, e.pid, e.tid, ts, first + i))
+        ts = e.ts if type(e.ts) is not msgspec.Raw else raw_mark_time(e.ts)
+        marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, ts, first + i))
 
 
 def _name_ids(names_in: list, cols: Columns) -> list[int]:
@@ -272,17 +234,17 @@ def _none_to_no_id(values: list) -> list:
     return [NO_ID if v is None else v for v in values] if None in values else values
 
 
-def _external_ids(args: list[_Args]) -> list:
+def _external_ids(args: list[Args]) -> list:
     """``External id`` (else the older ``external id``, else NO_ID) of each event.
 
-    Absent keys decode as :data:`_ABSENT`, which :func:`_add_block` turns into NO_ID, so the
+    Absent keys decode as :data:`ABSENT`, which :func:`_add_block` turns into NO_ID, so the
     common case is one attribute pass; the merge with the older key runs only where it occurs.
     """
     exts = [a.external_id for a in args]
     olds = [a.external_id_old for a in args]
     if olds.count(None) == len(olds) and None not in exts:
         return exts
-    return [e if e is not None and e != _ABSENT else (NO_ID if o is None else o)
+    return [e if e is not None and e != ABSENT else (NO_ID if o is None else o)
             for e, o in zip(exts, olds)]  # fmt: skip
 
 
@@ -374,7 +336,7 @@ def _add_block(cols: Columns, state: ScanState, first: int, b: _Block) -> None:
     ints = {key: _int64(getattr(b, key), where, first, state.path, key)
             for key in ("pids", "tids", "devs", "streams", "corrs", "exts")}  # fmt: skip
     pid, tid, dev, stream = ints["pids"], ints["tids"], ints["devs"], ints["streams"]
-    ints["exts"][ints["exts"] == _ABSENT] = NO_ID
+    ints["exts"][ints["exts"] == ABSENT] = NO_ID
     on_device = np.isin(kind, DEVICE_CODES + (GPU_ANNOTATION,))
     device = np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID)
     stream = np.where(on_device & (stream != NO_ID), stream, tid)

@@ -1,0 +1,182 @@
+"""Read a mid-sized Chrome-trace JSON file in two processes: each parses half of the events.
+
+Parsing (JSON decoding and the column scan) is most of the time of reading a trace of tens
+of MB, and it splits cleanly: the reading process inflates the whole file, cuts the event
+array near its middle where ``}`` is followed by ``, {`` (a guess at an event boundary), and
+forks one child, which parses the second half from the memory it inherits (nothing is
+copied to it) while the parent parses the first. The child sends back its numpy columns,
+names and counts (:func:`.parallel.merge` appends them after the parent's, so rows, names and
+lanes come out in file order, as one process would give them).
+
+A guess inside a string makes the parent's half end inside that string, which never parses;
+so when both halves parse, the cut was a boundary. Anything unexpected (a half that does not
+parse, a bad event, the child failing) makes :func:`read_halves` return None and the caller
+reads the file again in one process, which names the bad event precisely.
+
+Files too large to hold inflated in memory use :mod:`.parallel` instead, and small ones are
+not worth a second process; :func:`worth_it` decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from parity.model.errors import ParityError
+from parity.trace.readers import parallel
+from parity.trace.readers.columns import Columns
+from parity.trace.readers.jsonstream import GZIP_ERRORS, EventStream, open_binary
+
+log = logging.getLogger(__name__)
+MIN_BYTES = 4 << 20  # inflated text below this: a second process costs more than it saves
+_EVENTS_START = re.compile(rb'"traceEvents"\s*:\s*\[')
+_NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")
+_OBJECT_START = re.compile(rb"\s*\{")
+
+
+def worth_it(path: Path) -> bool:
+    """Between :data:`MIN_BYTES` and the parallel reader's threshold (by size on disk, gzip
+    counted 8x), fork available, two cores, and not every core already running something."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            gz = handle.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+    inflated = size * (8 if gz else 1)
+    if not MIN_BYTES <= inflated < parallel.MIN_PARALLEL_BYTES:
+        return False
+    if "fork" not in multiprocessing.get_all_start_methods() or parallel.worker_count() < 2:
+        return False
+    return _running_others() < parallel.worker_count()
+
+
+def _running_others() -> float:
+    """Processes running or ready to run now besides this one (``/proc/loadavg``), else the
+    1-minute load average."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as handle:
+            running = int(handle.read().split()[3].split("/")[0])
+        return running - 1
+    except (OSError, ValueError, IndexError):
+        return parallel.worker_count() - parallel.idle_cores()
+
+
+class _Parts:
+    """A read-only binary file over byte strings (or memoryviews) laid end to end."""
+
+    def __init__(self, *parts) -> None:
+        self._parts = [memoryview(p) for p in parts]
+        self._at = 0  # index of the current part
+        self._offset = 0  # position within it
+        self.position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        out = []
+        want = size if size >= 0 else sum(len(p) for p in self._parts)
+        while want > 0 and self._at < len(self._parts):
+            part = self._parts[self._at]
+            piece = part[self._offset : self._offset + want]
+            out.append(piece)
+            want -= len(piece)
+            self._offset += len(piece)
+            if self._offset >= len(part):
+                self._at, self._offset = self._at + 1, 0
+        data = b"".join(out)
+        self.position += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        self._parts = []
+
+
+def _cut(data: bytes) -> tuple[int, int] | None:
+    """``(end of the first half, start of the second)``: a guessed event boundary near the
+    middle of the event array, or None (no object with ``traceEvents``, or no boundary)."""
+    start = _EVENTS_START.search(data)
+    if start is None or not _OBJECT_START.match(data):  # the usual object form only
+        return None
+    boundary = _NEXT_EVENT.search(data, start.end() + (len(data) - start.end()) // 2)
+    if boundary is None:
+        return None
+    return boundary.start() + 1, boundary.end() - 1
+
+
+def _parse(stream: EventStream, scan_events: Callable, state) -> tuple[Columns, int]:
+    """Scan every block of ``stream``: its columns and the number of events it held."""
+    cols = Columns()
+    count = 0
+    for first, events in stream:
+        state.exact = stream.exact_ts
+        state.exact_seen = state.exact_seen or state.exact
+        scan_events(events, cols, state, first)
+        count = first + len(events)
+    return cols, count
+
+
+def _child(conn, path: Path, data: bytes, second: int, decoders: tuple, scan_events, make_state) -> None:
+    """Parse the second half and send its payload (None on any failure) to the parent."""
+    payload = None
+    try:
+        state = make_state()
+        stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
+                             source=_Parts(b"[", memoryview(data)[second:]))  # fmt: skip
+        cols, count = _parse(stream, scan_events, state)
+        payload = {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
+                   "header": stream.header, "count": count, **state.payload()}  # fmt: skip
+    except Exception:  # noqa: BLE001 - any failure means: read this file in one process
+        payload = None
+    conn.send(payload)
+    conn.close()
+
+
+def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_state: Callable,
+                progress: Callable | None = None):  # fmt: skip
+    """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
+
+    ``decoders`` is ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state()``
+    gives a fresh scan state; ``scan_events(events, cols, state, first)`` scans one block.
+    """
+    try:
+        with open_binary(path) as handle:
+            data = handle.read()
+    except (OSError, EOFError, ParityError, *GZIP_ERRORS):
+        return None
+    cut = _cut(data)
+    if cut is None:
+        return None
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(send, path, data, cut[1], decoders, scan_events, make_state),
+                            daemon=True)  # fmt: skip
+    child.start()
+    send.close()
+    payload = None
+    try:
+        state = make_state()
+        stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
+                             source=_Parts(memoryview(data)[: cut[0]], b"]}"))  # fmt: skip
+        cols, count = _parse(stream, scan_events, state)
+        if progress is not None:
+            progress(len(data) // 2, len(data), str(path))
+        payload = receive.recv()
+    except (ParityError, EOFError, OSError) as exc:
+        log.debug("two-process read of %s falls back to one process: %s", path, exc)
+    finally:
+        receive.close()
+        if payload is None:  # failed: do not wait for the child's half
+            child.terminate()
+        child.join()
+    if payload is None:
+        return None
+    payload["marks"] = [(*mark[:6], mark[6] + count) for mark in payload["marks"]]
+    parallel.merge(payload, cols, state)
+    header = dict(stream.header)
+    header.update(payload["header"])
+    return cols, state, header

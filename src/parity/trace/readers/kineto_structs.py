@@ -1,0 +1,108 @@
+"""The shapes msgspec decodes Chrome-trace events into: only what the Kineto reader uses.
+
+An event's ``ph`` picks its struct (a tagged union): complete (``X``), metadata (``M``) and
+duration (``B``/``E``) events decode their fields; every other phase (flow, instant, counter,
+async...) decodes into an empty struct, so its keys and ``args`` are skipped without building
+any value. This is most of what makes the struct path fast: a Kineto trace is about 40% flow
+and instant events. An event whose ``ph`` is missing or not a Chrome-trace phase fails the
+decoder, and its block is read as dicts instead (:mod:`.jsonstream`).
+
+Each event struct has an exact twin whose ``ts`` is the JSON text of the value
+(``msgspec.Raw``), for microsecond timestamps too large for a float64 to hold the nanosecond
+(converted by :mod:`.rawtimes`).
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from parity.trace.table import NO_ID
+
+Int = int | None
+IntStr = int | str | None
+ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
+# Chrome trace phases with nothing the reader uses (the current ones and the deprecated async
+# ``S``/``T``/``p``/``F``)
+OTHER_PHASES = ("s", "t", "f", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "P", "N", "O", "D",
+                "R", "c", "v", "V", "(", ")")  # fmt: skip
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` keys the reader uses; all others are skipped while decoding.
+
+    Absent ids decode as NO_ID (``External id`` as :data:`ABSENT`, as the older key may stand
+    in for it), so columns need no per-value fix-up; an explicit ``null`` still decodes as None.
+    """
+
+    device: Int = NO_ID
+    stream: Int = NO_ID
+    correlation: Int = NO_ID
+    external_id: Int = msgspec.field(default=ABSENT, name="External id")
+    external_id_old: Int = msgspec.field(default=None, name="external id")
+    name: str | None = None  # metadata events: process/thread name
+    labels: str | None = None  # metadata events: process labels
+    cuda_sync_kind: str | None = None
+    sync_type: str | None = None
+    wait_on_stream: Int = None
+    wait_on_cuda_event_record_corr_id: Int = None
+
+
+NO_ARGS = Args()
+
+
+class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete (``ph: X``) event: one row."""
+
+    cat: str | None = None
+    name: str | None = None
+    pid: IntStr = None
+    tid: IntStr = None
+    ts: float | str | None = None
+    dur: float | str | None = None
+    ts_frac: float = 0.0
+    args: Args | None = None
+
+
+class Metadata(Complete, tag="M"):
+    """A metadata event (process and thread names)."""
+
+
+class Begin(Complete, tag="B"):
+    """The start of a duration event."""
+
+
+class End(Complete, tag="E"):
+    """The end of a duration event."""
+
+
+class ExactComplete(Complete, tag="X"):
+    """:class:`Complete` with ``ts`` as JSON text."""
+
+    ts: msgspec.Raw = msgspec.Raw()
+
+
+class ExactMetadata(ExactComplete, tag="M"):
+    """:class:`Metadata` with ``ts`` as JSON text."""
+
+
+class ExactBegin(ExactComplete, tag="B"):
+    """:class:`Begin` with ``ts`` as JSON text."""
+
+
+class ExactEnd(ExactComplete, tag="E"):
+    """:class:`End` with ``ts`` as JSON text."""
+
+
+_SKIPPED = tuple(
+    msgspec.defstruct(f"Phase{ord(ph)}", [], gc=False, tag_field="ph", tag=ph) for ph in OTHER_PHASES
+)
+COMPLETE = (Complete, ExactComplete)
+METADATA = (Metadata, ExactMetadata)
+BEGIN_END = {Begin: "B", End: "E", ExactBegin: "B", ExactEnd: "E"}
+DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]])
+EXACT_DECODER = msgspec.json.Decoder(
+    list[Union[(ExactComplete, ExactMetadata, ExactBegin, ExactEnd, *_SKIPPED)]]
+)
+STRUCT_TYPES = frozenset((*COMPLETE, *METADATA, *BEGIN_END, *_SKIPPED))

@@ -1,0 +1,84 @@
+"""The two-process Kineto read (readers/halves.py) gives the one-process table."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parity.trace.readers import halves
+from parity.trace.readers.kineto import read_kineto
+from parity.trace.table import ActivityTable
+
+
+def _same(a: ActivityTable, b: ActivityTable) -> None:
+    for column in ActivityTable.COLUMNS:
+        assert np.array_equal(getattr(a, column), getattr(b, column)), column
+    assert a.names == b.names
+    assert a.extra.keys() == b.extra.keys()
+    for key in a.extra:
+        assert a.extra[key].tolist() == b.extra[key].tolist(), key
+    assert a.meta == b.meta
+
+
+def _read(path: Path, monkeypatch: pytest.MonkeyPatch, *, split: bool) -> tuple[ActivityTable, int]:
+    """The table, and how many two-process reads succeeded."""
+    monkeypatch.setattr(halves, "MIN_BYTES", 0 if split else 1 << 40)
+    monkeypatch.setattr(halves, "_running_others", lambda: 0)
+    done = []
+    original = halves.read_halves
+
+    def counted(*args, **kwargs):
+        result = original(*args, **kwargs)
+        done.append(result is not None)
+        return result
+
+    monkeypatch.setattr(halves, "read_halves", counted)
+    return read_kineto(path), sum(done)
+
+
+@pytest.mark.parametrize("name", [
+    "kineto/hta/negative_queue_length_values_check/rank0.json.gz",  # whole-us timestamps
+    "kineto/hta/nccl_parser_config/nccl_data.json.gz",  # exact (ns) timestamps
+    "kineto/hta/mtia_inference_trace/mtia_inference_rank_0.json.gz",  # metadata events
+])  # fmt: skip
+def test_two_processes_give_the_one_process_table(traces_dir: Path, monkeypatch, name: str):
+    path = traces_dir / name
+    one, _ = _read(path, monkeypatch, split=False)
+    two, used = _read(path, monkeypatch, split=True)
+    assert used == 1
+    _same(one, two)
+
+
+def _trace(tmp_path: Path, events: list[dict]) -> Path:
+    path = tmp_path / "rank0.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 3}}).encode()))
+    return path
+
+
+def _kernel(i: int, name: str) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 5.0,
+            "args": {"device": 0, "stream": 7, "correlation": i}}
+
+
+def test_a_cut_inside_a_string_falls_back_to_one_process(tmp_path: Path, monkeypatch):
+    # the middle of the file is inside one long name made of the text the splitter looks for
+    names = ["a"] * 20 + ['}, {"x": 1' * 20_000] + ["b"] * 20
+    path = _trace(tmp_path, [_kernel(i, name) for i, name in enumerate(names)])
+    one, _ = _read(path, monkeypatch, split=False)
+    two, used = _read(path, monkeypatch, split=True)
+    assert used == 0
+    _same(one, two)
+    assert len(two) == 41 and two.meta["ranks"] == [3]
+
+
+def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch):
+    path = _trace(tmp_path, [_kernel(i, f"k{i % 7}") for i in range(500)])
+    two, used = _read(path, monkeypatch, split=True)
+    assert used == 1
+    assert two.meta["ranks"] == [3] and two.meta["rank_source"] == "distributedInfo"
+    assert two.names == tuple(f"k{i}" for i in range(7))
+    assert two.start_ns.tolist() == [10_000 * i for i in range(500)]
