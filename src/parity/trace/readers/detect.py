@@ -27,6 +27,7 @@ from parity.trace.readers.jsonstream import read_head
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+FIRST_LOOK = 64 << 10  # bytes read first; the rest of the 1 MB head only when they do not decide
 _ASCEND_DB = re.compile(r"ascend_pytorch_profiler(_\d+)?\.db$")
 _STRING_TS = re.compile(rb'"ts"\s*:\s*"\s*-?\d')
 _EVENT_KEY = re.compile(rb'\{\s*"(ph|name|pid|tid|ts|cat|dur|args)"\s*:')
@@ -47,7 +48,10 @@ def detect(path: Path) -> str:
     head = _raw_head(path)
     if head.startswith(SQLITE_MAGIC):
         return _detect_sqlite(path)
-    text = read_head(path)
+    first = read_head(path, FIRST_LOOK)
+    if first.lstrip()[:1] == b"{" and b'"traceEvents"' in first:
+        return "kineto"  # the common case, decided without inflating a whole MB
+    text = read_head(path) if len(first) == FIRST_LOOK else first
     if not text.strip():
         if head[:2] == b"\x1f\x8b":
             raise ParityError(f"{path}: gzip file is empty or truncated; copy the trace again")

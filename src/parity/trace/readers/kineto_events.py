@@ -10,6 +10,7 @@ numpy columns per block; no per-event objects are kept. A malformed event raises
 from __future__ import annotations
 
 from itertools import compress, repeat
+from operator import is_
 from pathlib import Path
 
 import msgspec
@@ -23,7 +24,6 @@ from parity.trace.readers.kineto_structs import (
     BEGIN_END,
     DECODER,
     EXACT_DECODER,
-    METADATA,
     NO_ARGS,
     STRUCT_TYPES,
     Args,
@@ -152,8 +152,8 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
         xs = events
     else:
         _note_other_events(events, types, first, state)
-        where = [i for i, t in enumerate(types) if t is complete]
-        xs = [events[i] for i in where]
+        where = list(compress(range(len(types)), map(is_, types, repeat(complete))))
+        xs = list(compress(events, map(is_, types, repeat(complete))))
     kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
         keep = [kind != SKIP for kind in kinds]
@@ -200,12 +200,16 @@ def _note_other_events(events: list, types: list, first: int, state: ScanState) 
     them, 22 distinct), so each distinct one is recorded once, in the order of its last
     occurrence: every lane ends with the name its last event gave it, as in file order.
     """
-    if types.count(Metadata) or types.count(ExactMetadata):
+    metadata = Metadata if types.count(Metadata) else ExactMetadata if types.count(ExactMetadata) else None
+    if metadata is not None:
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
-                for e, t in zip(events, types) if t in METADATA and e.args is not None and e.name in LANE_METADATA]  # fmt: skip
+                for e in compress(events, map(is_, types, repeat(metadata)))
+                if e.args is not None and e.name in LANE_METADATA]  # fmt: skip
         add = state.lanes.add
         for key in reversed(dict.fromkeys(reversed(meta))):
             add(*key)
+    if not any(map(types.count, BEGIN_END)):
+        return
     marks = state.marks
     for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
         e = events[i]

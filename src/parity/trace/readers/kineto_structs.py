@@ -99,10 +99,9 @@ _SKIPPED = tuple(
     msgspec.defstruct(f"Phase{ord(ph)}", [], gc=False, tag_field="ph", tag=ph) for ph in OTHER_PHASES
 )
 COMPLETE = (Complete, ExactComplete)
-METADATA = (Metadata, ExactMetadata)
 BEGIN_END = {Begin: "B", End: "E", ExactBegin: "B", ExactEnd: "E"}
 DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]])
 EXACT_DECODER = msgspec.json.Decoder(
     list[Union[(ExactComplete, ExactMetadata, ExactBegin, ExactEnd, *_SKIPPED)]]
 )
-STRUCT_TYPES = frozenset((*COMPLETE, *METADATA, *BEGIN_END, *_SKIPPED))
+STRUCT_TYPES = frozenset((*COMPLETE, Metadata, ExactMetadata, *BEGIN_END, *_SKIPPED))
