@@ -29,7 +29,6 @@ from parity.trace.readers.kineto_structs import (
     Args,
     Complete,
     ExactComplete,
-    ExactMetadata,
     Metadata,
 )
 from parity.trace.readers.lanes import LANE_METADATA, Lanes
@@ -200,10 +199,9 @@ def _note_other_events(events: list, types: list, first: int, state: ScanState) 
     them, 22 distinct), so each distinct one is recorded once, in the order of its last
     occurrence: every lane ends with the name its last event gave it, as in file order.
     """
-    metadata = Metadata if types.count(Metadata) else ExactMetadata if types.count(ExactMetadata) else None
-    if metadata is not None:
+    if types.count(Metadata):
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
-                for e in compress(events, map(is_, types, repeat(metadata)))
+                for e in compress(events, map(is_, types, repeat(Metadata)))
                 if e.args is not None and e.name in LANE_METADATA]  # fmt: skip
         add = state.lanes.add
         for key in reversed(dict.fromkeys(reversed(meta))):
@@ -219,10 +217,11 @@ def _note_other_events(events: list, types: list, first: int, state: ScanState) 
 
 def _name_ids(names_in: list, cols: Columns) -> list[int]:
     """Dictionary ids of ``names_in`` (``None`` as ""), new names added in order of appearance."""
-    ids = list(map(cols.names.get, names_in))
-    if None in ids:
-        intern = cols.intern
-        ids = [i if i is not None else intern(n if n is not None else "")
+    names = cols.names
+    ids = list(map(names.get, names_in))
+    if None in ids:  # new names: setdefault gives the next id (or the one this block just gave)
+        add = names.setdefault
+        ids = [i if i is not None else add(n if n is not None else "", len(names))
                for i, n in zip(ids, names_in)]  # fmt: skip
     return ids
 

@@ -41,8 +41,6 @@ class Args(msgspec.Struct, gc=False):
     correlation: Int = NO_ID
     external_id: Int = msgspec.field(default=ABSENT, name="External id")
     external_id_old: Int = msgspec.field(default=None, name="external id")
-    name: str | None = None  # metadata events: process/thread name
-    labels: str | None = None  # metadata events: process labels
     cuda_sync_kind: str | None = None
     sync_type: str | None = None
     wait_on_stream: Int = None
@@ -65,8 +63,21 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     args: Args | None = None
 
 
-class Metadata(Complete, tag="M"):
-    """A metadata event (process and thread names)."""
+class LaneArgs(msgspec.Struct, gc=False):
+    """The ``args`` of a metadata event that name a lane."""
+
+    name: str | None = None  # process/thread name
+    labels: str | None = None  # process labels
+
+
+class Metadata(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
+    """A metadata event (process and thread names): only what names a lane, so the many
+    repeated metadata events of some profilers cost little."""
+
+    name: str | None = None
+    pid: IntStr = None
+    tid: IntStr = None
+    args: LaneArgs | None = None
 
 
 class Begin(Complete, tag="B"):
@@ -81,10 +92,6 @@ class ExactComplete(Complete, tag="X"):
     """:class:`Complete` with ``ts`` as JSON text."""
 
     ts: msgspec.Raw = msgspec.Raw()
-
-
-class ExactMetadata(ExactComplete, tag="M"):
-    """:class:`Metadata` with ``ts`` as JSON text."""
 
 
 class ExactBegin(ExactComplete, tag="B"):
@@ -102,6 +109,6 @@ COMPLETE = (Complete, ExactComplete)
 BEGIN_END = {Begin: "B", End: "E", ExactBegin: "B", ExactEnd: "E"}
 DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]])
 EXACT_DECODER = msgspec.json.Decoder(
-    list[Union[(ExactComplete, ExactMetadata, ExactBegin, ExactEnd, *_SKIPPED)]]
+    list[Union[(ExactComplete, Metadata, ExactBegin, ExactEnd, *_SKIPPED)]]
 )
-STRUCT_TYPES = frozenset((*COMPLETE, Metadata, ExactMetadata, *BEGIN_END, *_SKIPPED))
+STRUCT_TYPES = frozenset((*COMPLETE, Metadata, *BEGIN_END, *_SKIPPED))
