@@ -19,6 +19,7 @@ not worth a second process; :func:`worth_it` decides.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import multiprocessing
 import re
@@ -28,7 +29,12 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns
-from parity.trace.readers.jsonstream import GZIP_ERRORS, EventStream, open_binary
+from parity.trace.readers.jsonstream import (
+    GZIP_ERRORS,
+    EventStream,
+    GzipReader,
+    open_binary,
+)
 
 log = logging.getLogger(__name__)
 MIN_BYTES = 4 << 20  # inflated text below this: a second process costs more than it saves
@@ -96,16 +102,61 @@ class _Parts:
         self._parts = []
 
 
-def _cut(data: bytes) -> tuple[int, int] | None:
+class _Text:
+    """The inflated file as the chunks the decompressor gave: joining them into one string
+    would copy (and page-fault in) the whole text once more for nothing."""
+
+    HEAD = 1 << 20  # bytes searched for the start of the event array
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = [c for c in chunks if c]
+        self.offsets = [0]
+        for chunk in self.chunks:
+            self.offsets.append(self.offsets[-1] + len(chunk))
+
+    def __len__(self) -> int:
+        return self.offsets[-1]
+
+    def _chunk_at(self, position: int) -> int:
+        return max(bisect.bisect_right(self.offsets, position) - 1, 0)
+
+    def window(self, lo: int, size: int) -> bytes:
+        """``size`` bytes from ``lo`` (fewer at the end), joined: for searches only."""
+        i = self._chunk_at(lo)
+        parts, have = [], 0
+        while i < len(self.chunks) and have < size:
+            start = lo - self.offsets[i] if not parts else 0
+            piece = memoryview(self.chunks[i])[start : start + size - have]
+            parts.append(piece)
+            have += len(piece)
+            i += 1
+        return b"".join(parts)
+
+    def views(self, lo: int, hi: int) -> list[memoryview]:
+        """Memoryviews over bytes ``lo:hi``, one per chunk they touch (no copy)."""
+        out = []
+        for i in range(self._chunk_at(lo), len(self.chunks)):
+            start, end = self.offsets[i], self.offsets[i + 1]
+            if start >= hi:
+                break
+            out.append(memoryview(self.chunks[i])[max(lo - start, 0) : min(hi, end) - start])
+        return out
+
+
+def _cut(text: _Text) -> tuple[int, int] | None:
     """``(end of the first half, start of the second)``: a guessed event boundary near the
     middle of the event array, or None (no object with ``traceEvents``, or no boundary)."""
-    start = _EVENTS_START.search(data)
-    if start is None or not _OBJECT_START.match(data):  # the usual object form only
+    head = text.window(0, _Text.HEAD)
+    start = _EVENTS_START.search(head)
+    if start is None or not _OBJECT_START.match(head):  # the usual object form only
         return None
-    boundary = _NEXT_EVENT.search(data, start.end() + (len(data) - start.end()) // 2)
-    if boundary is None:
-        return None
-    return boundary.start() + 1, boundary.end() - 1
+    middle = start.end() + (len(text) - start.end()) // 2
+    for lo in range(middle, len(text), _Text.HEAD):
+        near = text.window(lo, _Text.HEAD + 64)  # overlapping windows: no boundary missed
+        boundary = _NEXT_EVENT.search(near)
+        if boundary is not None:
+            return lo + boundary.start() + 1, lo + boundary.end() - 1
+    return None
 
 
 def _parse(stream: EventStream, scan_events: Callable, state) -> tuple[Columns, int]:
@@ -120,13 +171,13 @@ def _parse(stream: EventStream, scan_events: Callable, state) -> tuple[Columns, 
     return cols, count
 
 
-def _child(conn, path: Path, data: bytes, second: int, decoders: tuple, scan_events, make_state) -> None:
+def _child(conn, path: Path, text: _Text, second: int, decoders: tuple, scan_events, make_state) -> None:
     """Parse the second half and send its payload (None on any failure) to the parent."""
     payload = None
     try:
         state = make_state()
         stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
-                             source=_Parts(b"[", memoryview(data)[second:]))  # fmt: skip
+                             source=_Parts(b"[", *text.views(second, len(text))))  # fmt: skip
         cols, count = _parse(stream, scan_events, state)
         payload = {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
                    "header": stream.header, "count": count, **state.payload()}  # fmt: skip
@@ -145,15 +196,15 @@ def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_stat
     """
     try:
         with open_binary(path) as handle:
-            data = handle.read()
+            text = _Text(handle.read_chunks() if isinstance(handle, GzipReader) else [handle.read()])
     except (OSError, EOFError, ParityError, *GZIP_ERRORS):
         return None
-    cut = _cut(data)
+    cut = _cut(text)
     if cut is None:
         return None
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, path, data, cut[1], decoders, scan_events, make_state),
+    child = context.Process(target=_child, args=(send, path, text, cut[1], decoders, scan_events, make_state),
                             daemon=True)  # fmt: skip
     child.start()
     send.close()
@@ -161,10 +212,10 @@ def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_stat
     try:
         state = make_state()
         stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
-                             source=_Parts(memoryview(data)[: cut[0]], b"]}"))  # fmt: skip
+                             source=_Parts(*text.views(0, cut[0]), b"]}"))  # fmt: skip
         cols, count = _parse(stream, scan_events, state)
         if progress is not None:
-            progress(len(data) // 2, len(data), str(path))
+            progress(len(text) // 2, len(text), str(path))
         payload = receive.recv()
     except (ParityError, EOFError, OSError) as exc:
         log.debug("two-process read of %s falls back to one process: %s", path, exc)

@@ -89,11 +89,7 @@ class GzipReader:
         Output is handed out from one buffer by position, never re-sliced as a whole.
         """
         if size < 0:
-            parts = [self._buf[self._pos :]]
-            self._buf, self._pos = b"", 0
-            while not self._done:
-                parts.append(self._more(self.CHUNK))
-            return b"".join(parts)
+            return b"".join(self.read_chunks())
         parts, have = [], 0
         while have < size:
             if self._pos >= len(self._buf):
@@ -106,6 +102,14 @@ class GzipReader:
             have += len(piece)
             parts.append(piece)
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def read_chunks(self) -> list[bytes]:
+        """Everything left, as the decompressor's output pieces (about 1 MB each), unjoined."""
+        parts = [self._buf[self._pos :]]
+        self._buf, self._pos = b"", 0
+        while not self._done:
+            parts.append(self._more(self.CHUNK))
+        return parts
 
     def _more(self, chunk_size: int) -> bytes:
         """The output of the next ``chunk_size`` compressed bytes; b"" and ``_done`` after the
