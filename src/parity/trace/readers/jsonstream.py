@@ -95,7 +95,8 @@ class GzipReader:
             if self._pos >= len(self._buf):
                 if self._done:
                     break
-                self._buf, self._pos = self._more(self.CHUNK), 0
+                # a short read (a format probe) inflates a short chunk, not a whole small file
+                self._buf, self._pos = self._more(min(self.CHUNK, max(4096, (size - have) // 4))), 0
                 continue
             piece = self._buf[self._pos : self._pos + size - have]
             self._pos += len(piece)
@@ -367,14 +368,14 @@ def decode_block(text: bytes, decoder, exact_decoder=None) -> tuple[list | None,
     exact = _needs_exact_ts(text)
     if exact and exact_decoder is not None:
         try:
-            return exact_decoder.decode(b"[" + text + b"]"), exact
+            return exact_decoder.decode(_bracketed(text)), exact
         except msgspec.ValidationError:
             pass
         except msgspec.DecodeError:
             return None, exact
     if exact:
-        text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
-    return _decode(b"[" + text + b"]", decoder), exact
+        text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', bytes(text))  # re.sub returns no view
+    return _decode(_bracketed(text), decoder), exact
 
 
 def _cut(buf: bytes, pos: int, decoder, exact_decoder=None):
@@ -388,12 +389,17 @@ def _cut(buf: bytes, pos: int, decoder, exact_decoder=None):
         if after < 0 or buf[after : after + 1] not in (b",", b"]"):
             limit = brace
             continue
-        events, exact = decode_block(buf[pos : brace + 1], decoder, exact_decoder)
+        events, exact = decode_block(memoryview(buf)[pos : brace + 1], decoder, exact_decoder)
         if events is None:
             limit = brace
             continue
         return brace + 1, events, exact
     return None
+
+
+def _bracketed(text) -> bytes:
+    """``[`` + text + ``]`` in one copy (``text`` may be a memoryview into the read buffer)."""
+    return b"".join((b"[", text, b"]"))
 
 
 def _decode(text: bytes, decoder):
