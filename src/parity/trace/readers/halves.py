@@ -206,7 +206,13 @@ def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_stat
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(send, path, text, cut[1], decoders, scan_events, make_state),
                             daemon=True)  # fmt: skip
-    child.start()
+    try:
+        child.start()
+    except (AssertionError, OSError) as exc:  # a daemon process may not fork; out of processes
+        log.debug("two-process read of %s not started: %s", path, exc)
+        receive.close()
+        send.close()
+        return None
     send.close()
     payload = None
     try:
