@@ -127,3 +127,12 @@ def test_missing_rules_file(tmp_path: Path) -> None:
 def test_default_rules_ship_with_the_package() -> None:
     assert default_rules_path().is_file()
     assert DEFAULT.rules[0].category == "communication"
+
+
+def test_literals_that_cannot_decide_a_match_are_dropped_with_the_same_answers(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text('replace = true\n[[rules]]\ncategory = "matrix"\npatterns = ["gemm", "sgemm", "gemm", "Conv"]\n')
+    rules = load_rules(path)
+    assert rules.rules[0].literals == ("gemm", "conv")  # "sgemm" contains "gemm"; the repeat goes
+    for name, expected in (("volta_sgemm_128x64", "matrix"), ("implicit_CONV2d", "matrix"), ("relu", UNMATCHED)):
+        assert rules.category_of(name, Kind.KERNEL) == expected
