@@ -140,8 +140,9 @@ def intersection_length(
     """``|A ∩ B| = |A| + |B| - |A ∪ B|``, ns: the overlap of two interval sets (DESIGN.md,
     Traces). Three merges instead of a sweep over both sets' boundaries."""
     both = union_length(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
-    out = union_length(*a) + union_length(*b) - both
-    assert out >= 0
+    length_a, length_b = union_length(*a), union_length(*b)
+    out = length_a + length_b - both
+    assert 0 <= out <= min(length_a, length_b)
     return out
 
 
