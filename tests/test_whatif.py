@@ -13,6 +13,7 @@ from parity.trace.builder import build_table
 from parity.trace.table import Kind
 from parity.trace.whatif import parse_scale, predict
 from parity.trace.whatif.graph import build_graph
+from parity.trace.whatif.host_edges import wake_chance, wake_edges
 from parity.trace.whatif.replay import schedule
 from parity.trace.whatif.selection import scale_factors
 from parity.trace.whatif.timeline import build_timeline, leaf_segments
@@ -234,3 +235,35 @@ def test_user_rules_win_over_host_op_rules(tmp_path) -> None:
     assert own.first_order.category_ns == {"gemm-host=2": 110}
     default = predict(table, [parse_scale("matrix=2")], method="first-order", with_sensitivity=False)
     assert default.first_order.category_ns == {"matrix=2": 110}
+
+
+def _wake_timeline(worker_rows):
+    """Main thread 1: op [0,100_000), then after a gap op [at, at + 10_000); worker thread 2."""
+    main = {"kind": Kind.CPU_OP, "stream": 1}
+    rows = [dict(main, name="aten::mm", start_ns=0, end_ns=100_000),
+            dict(main, name="aten::gelu", start_ns=2_000_000, end_ns=2_010_000)]
+    rows += [dict(kind=Kind.CPU_OP, stream=2, name="aten::mul", start_ns=s, end_ns=e)
+             for s, e in worker_rows]
+    return build_timeline(build_table(rows))
+
+
+def test_wake_chance_is_the_poisson_probability_of_a_nearby_end() -> None:
+    # One end in a 400 us gap, 20 us tolerance: p = 1 - exp(-20/400) = 0.04877.
+    assert wake_chance(np.array([1]), np.array([400_000]), 20_000)[0] == pytest.approx(0.048771, abs=1e-6)
+    # Ten ends in a 100 us gap: p = 1 - exp(-2) = 0.8647.
+    assert wake_chance(np.array([10]), np.array([100_000]), 20_000)[0] == pytest.approx(0.864665, abs=1e-6)
+
+
+def test_a_thread_resuming_after_a_lone_end_waited_for_it() -> None:
+    # The worker's one op ends at 1_995_000, 5 us before main resumes after a 1.9 ms gap:
+    # p = 1 - exp(-20/1900) = 1.0% <= 5%: an edge.
+    timeline = _wake_timeline([(1_000_000, 1_995_000)])
+    edges = wake_edges(timeline)
+    assert len(edges.src) == 1
+
+
+def test_a_busy_neighbour_ending_just_before_is_no_evidence_of_a_wait() -> None:
+    # The worker ends an op every 20 us through main's 1.9 ms gap, the last at 1_995_000:
+    # 85 ends, p = 1 - exp(-85 * 20 / 1900) = 59%: chance, no edge.
+    timeline = _wake_timeline([(s, s + 15_000) for s in range(300_000, 1_995_000, 20_000)])
+    assert len(wake_edges(timeline).src) == 0

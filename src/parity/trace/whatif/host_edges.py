@@ -25,6 +25,20 @@ BLOCKED_CALL_MIN_NS = 50_000  # a call this long (and 5x its name's median) may 
 BLOCKED_CALL_RATIO = 5.0
 WAKE_GAP_MIN_NS = 50_000  # a thread idle this long before an activity may have been waiting
 WAKE_TOLERANCE_NS = 20_000  # ... on something that ended at most this long before it resumed
+WAKE_CHANCE_MAX = 0.05  # ... unless an unrelated end would fall that close this often by chance
+
+
+def wake_chance(ends_in_gap: np.ndarray, gap_ns: np.ndarray, tolerance_ns: float) -> np.ndarray:
+    """Probability that some activity of the other thread ends within ``tolerance_ns`` before a
+    moment chosen at random in the gap, with no wait involved:
+    ``p = 1 - exp(-n · tolerance / gap)``, the other thread's ends in the gap taken as a Poisson
+    process of rate ``n / gap``. The waker itself ends in the gap, so ``n >= 1``, and a gap
+    needs ``tolerance / -ln(1 - p)`` ns (about 20x the tolerance at p = 0.05) before a single
+    end in it counts as evidence.
+    """
+    n = np.maximum(np.asarray(ends_in_gap, dtype=np.float64), 1.0)
+    gap = np.maximum(np.asarray(gap_ns, dtype=np.float64), 1.0)
+    return -np.expm1(-n * float(tolerance_ns) / gap)
 
 
 def blocked_call_edges(timeline: Timeline, own: np.ndarray, *, tolerance_ns: int = WAKE_TOLERANCE_NS
@@ -65,13 +79,18 @@ def blocked_call_edges(timeline: Timeline, own: np.ndarray, *, tolerance_ns: int
     return EdgeSet.of(2 * target + 1, 2 * calls + 1, end[calls] - end[target])
 
 
-def wake_edges(timeline: Timeline, *, tolerance_ns: int = WAKE_TOLERANCE_NS) -> EdgeSet:
+def wake_edges(timeline: Timeline, *, tolerance_ns: int = WAKE_TOLERANCE_NS,
+               chance_max: float = WAKE_CHANCE_MAX) -> EdgeSet:
     """A host thread resuming right after another thread's activity ended was waiting for it
     (inferred; the trace records no cross-thread events).
 
     For each host activity preceded on its thread by a gap of at least
     :data:`WAKE_GAP_MIN_NS`: the latest activity of another thread of the same rank that ended
-    at most ``tolerance_ns`` before it starts becomes its predecessor.
+    at most ``tolerance_ns`` before it starts becomes its predecessor, unless such a match is
+    likely by chance (:func:`wake_chance` above ``chance_max``): a thread that ends activities
+    every few tens of microseconds has one ending just before almost any moment, so a short
+    gap on its neighbour (an interpreter lock handed over, a preempted thread) says nothing
+    about a wait, and pinning the neighbour to it would hold a faster replay back.
     """
     start, end = _times(timeline)
     host_lane = np.array([k[1] < 0 for k in timeline.lane_keys], dtype=bool)
@@ -92,6 +111,9 @@ def wake_edges(timeline: Timeline, *, tolerance_ns: int = WAKE_TOLERANCE_NS) -> 
         at = np.searchsorted(end[others], start[mine], side="right") - 1
         ok = at >= 0
         ok[ok] &= start[mine[ok]] - end[others[at[ok]]] <= tolerance_ns
+        gap_ns = start[mine] - previous_end[mine]
+        ends_in_gap = at + 1 - np.searchsorted(end[others], previous_end[mine], side="left")
+        ok &= wake_chance(ends_in_gap, gap_ns, tolerance_ns) <= chance_max
         src_parts.append(2 * others[at[ok]] + 1)
         dst_parts.append(2 * mine[ok])
     src = np.concatenate(src_parts) if src_parts else _EMPTY
