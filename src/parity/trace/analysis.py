@@ -88,10 +88,10 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
     return out, busy
 
 
-def _device(c: _Clipped, busy: np.ndarray) -> DeviceStats:
+def _device(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> DeviceStats:
+    """Device figures; ``sets`` holds each stream's merged busy intervals (by stream code)."""
     w = c.window.length_ns
     union = metrics.busy_ns(c.start, c.end, w) if w else 0
-    sets = [c.pair(c.stream_code == i) for i in range(len(c.stream_keys))]
     hist = metrics.streams_at_once(sets, c.window.start_ns, c.window.end_ns)
     return DeviceStats(
         window_ns=w,
@@ -122,10 +122,9 @@ def _categories(c: _Clipped, cats: Categorization, device_busy: int) -> list[Cat
     return sorted(out, key=lambda x: -x.time_ns)
 
 
-def _overlaps(c: _Clipped, table: ActivityTable, busy: np.ndarray) -> list[StreamOverlap]:
+def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> list[StreamOverlap]:
     top = np.argsort(-busy, kind="stable")[:MAX_OVERLAP_STREAMS]
     top = [int(i) for i in top if busy[i] > 0]
-    sets = {i: c.pair(c.stream_code == i) for i in top}
     ids = {i: int(c.stream_ids[i]) for i in top}
     out = []
     for x, a in enumerate(top):
@@ -174,7 +173,8 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     device_rows = np.flatnonzero(table.device_mask())
     c = _Clipped(table, device_rows, chosen, cats)
     streams, busy = _streams(table, c, cats, rank)
-    device = _device(c, busy)
+    sets = [c.pair(c.stream_code == i) for i in range(len(c.stream_keys))]  # merged once, used twice
+    device = _device(c, busy, sets)
     kernel_rows = c.rows[table.kind[c.rows] == Kind.KERNEL]
     blocks = None
     if len(streams):
@@ -188,7 +188,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         streams=tuple(streams),
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
-        overlaps=tuple(_overlaps(c, table, busy)),
+        overlaps=tuple(_overlaps(c, busy, sets)),
         comm=_comm(c, cats),
         top_kernels=tuple(_top_kernels(table, c, cats)),
         blocks=blocks,
