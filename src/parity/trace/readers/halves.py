@@ -46,14 +46,8 @@ _OBJECT_START = re.compile(rb"\s*\{")
 def worth_it(path: Path) -> bool:
     """Between :data:`MIN_BYTES` and the parallel reader's threshold (by size on disk, gzip
     counted 8x), fork available, two cores, and not every core already running something."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            gz = handle.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False
-    inflated = size * (8 if gz else 1)
-    if not MIN_BYTES <= inflated < parallel.MIN_PARALLEL_BYTES:
+    inflated = parallel.inflated_bytes_estimate(path)
+    if inflated is None or not MIN_BYTES <= inflated < parallel.MIN_PARALLEL_BYTES:
         return False
     if "fork" not in multiprocessing.get_all_start_methods() or parallel.worker_count() < 2:
         return False

@@ -50,22 +50,29 @@ def idle_cores() -> float:
     return worker_count() - load
 
 
-def worth_it(path: Path) -> bool:
-    """Large enough (by its size on disk; gzip counts 8x), more than one core, and a core idle.
-
-    Workers spend about 20% more CPU than one process (blocks and columns cross process
-    boundaries), so they pay off only when another core is free; on a machine already busy
-    with other work one process finishes sooner. The table is the same either way.
-    """
+def inflated_bytes_estimate(path: Path) -> int | None:
+    """The text size of a trace, estimated from its size on disk: gzip counts 8x (Kineto JSON
+    compresses about that much). None when the file cannot be read."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
             gz = handle.read(2) == b"\x1f\x8b"
     except OSError:
+        return None
+    return size * (8 if gz else 1)
+
+
+def worth_it(path: Path) -> bool:
+    """Large enough (:func:`inflated_bytes_estimate`), more than one core, and a core idle.
+
+    Workers spend about 20% more CPU than one process (blocks and columns cross process
+    boundaries), so they pay off only when another core is free; on a machine already busy
+    with other work one process finishes sooner. The table is the same either way.
+    """
+    inflated = inflated_bytes_estimate(path)
+    if inflated is None or "fork" not in multiprocessing.get_all_start_methods():
         return False
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return False
-    if worker_count() < 2 or size * (8 if gz else 1) < MIN_PARALLEL_BYTES:
+    if worker_count() < 2 or inflated < MIN_PARALLEL_BYTES:
         return False
     return idle_cores() >= 1.0
 
