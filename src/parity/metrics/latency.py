@@ -56,8 +56,8 @@ def ns_per_load(
 class Plateau:
     """A flat stretch of the latency-vs-size curve.
 
-    ``size_bytes`` is the level's capacity as measured: the largest working set still on the
-    plateau (for the memory level, the largest size measured); ``start_bytes`` the smallest.
+    ``size_bytes`` is the largest working set still on the plateau (for the memory level, the
+    largest size measured); ``start_bytes`` the smallest.
     ``latency_ns`` is the median over the plateau's points. ``reported_bytes`` is what the
     device reports for the level it is named after, and ``size_ratio`` = measured/reported for a
     cache level (None for memory, whose plateau only ends where the sweep does).

@@ -9,6 +9,7 @@ curve of the same run tells the two apart.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -20,12 +21,8 @@ from parity.model.errors import ParityError
 
 def page_walk_excess(*, base_ns: float, huge_ns: float) -> float:
     """Share of a base-page load's latency above the huge-page one at the same working set:
-    ``base_ns / huge_ns - 1``.
-
-    A 2 MiB page maps 512 times what a 4 KiB page does, so with huge pages the TLB covers
-    gigabytes and a chase pays (almost) no page walks; what base pages add on top is the cost
-    of TLB misses and the walks that follow them (Drepper, "What every programmer should know
-    about memory", 2007, section 4).
+    ``base_ns / huge_ns - 1``: the cost of TLB misses and the walks that follow them (Drepper,
+    "What every programmer should know about memory", 2007, section 4).
     """
     if huge_ns <= 0:
         raise ParityError(f"huge-page latency {huge_ns} ns must be positive")
@@ -73,9 +70,8 @@ def label_page_walks(
             continue
         huge_ns = float(np.median(inside))
         walk = page_walk_excess(base_ns=b.latency_ns, huge_ns=huge_ns) > tolerance
-        out.append(Plateau(
-            level=f"{cover.level}+page-walks" if walk else cover.level, size_bytes=b.size_bytes,
-            start_bytes=b.start_bytes, latency_ns=b.latency_ns, points=b.points,
+        out.append(dataclasses.replace(
+            b, level=f"{cover.level}+page-walks" if walk else cover.level,
             reported_bytes=cover.reported_bytes, memory=cover.memory, page_walk=walk,
             page_walk_ns=b.latency_ns - huge_ns if walk else None,
             capacity_bytes=None if cover.memory else b.capacity_bytes))
