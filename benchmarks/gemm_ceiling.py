@@ -43,9 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parity.bench.ceiling import SearchPlan, gemm_rate_evaluator, search_ceiling
+from parity.bench.ceiling import SearchPlan, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
+from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.rate_contest import Bracket, alternate, run_contest
 
 CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256, 384)

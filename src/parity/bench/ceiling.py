@@ -30,7 +30,8 @@ it, times that shape's score: on the ladder the previous square, timed just befo
 Bandwidth ceiling ``B``: a large device-to-device copy, counted as bytes read plus bytes written
 (STREAM convention), timed with the same protocol.
 
-The search takes its measurement as a callback, so the algorithm is tested without a device.
+The search takes its measurement as a callback, so the algorithm is tested without a device;
+the GEMM callback on a device is ``parity.bench.gemm.evaluator.gemm_rate_evaluator``.
 """
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ from parity.bench.rate_contest import Bracket, Contest, run_contest, time_relati
 log = logging.getLogger(__name__)
 
 Dims = tuple[int, int, int]
-# Enough samples for a stable median; more only slows the bootstrap in the summary.
-MAX_PROBE_SAMPLES = 100
 # Refinement steps: factors first (to reach far shapes, e.g. a long K), then alignments.
 REFINE_STEPS_MUL = (("mul", 2.0), ("mul", 1.5), ("mul", 1.25))
 REFINE_STEPS_ADD = (4, 2, 1)
@@ -345,34 +344,6 @@ def search_ceiling(
 
 
 # --- measuring on a device ------------------------------------------------------------------
-
-
-def gemm_rate_evaluator(*, device: Any, backend: Any, dtype: Any, warmup_s: float = 0.01,
-                        keep: dict[Dims, Any] | None = None) -> Evaluate:
-    """An ``evaluate`` callback timing ``backend`` on ``device`` with the timing core.
-
-    ``keep``, when given, receives the raw samples of the latest measurement of each shape.
-
-    Inputs rotate past the last-level cache and the cache is not flushed between calls
-    (mamf-finder times back-to-back calls): a sustained rate of the matrix units. The rate is
-    ``2MNK / median``.
-    """
-    from parity.bench.gemm.dtypes import precision_mode
-    from parity.bench.gemm.inputs import rotation_for
-    from parity.timing import measure
-
-    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
-        inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k, max_sets=4)
-        with precision_mode(dtype, device):
-            result = measure(backend.run, device=device, inputs=inputs, warmup_s=warmup_s,
-                             budget_s=budget_s, min_samples=3, max_samples=MAX_PROBE_SAMPLES,
-                             flush_cache=False)
-        del inputs
-        if keep is not None:
-            keep[(m, n, k)] = result.samples
-        return 2.0 * m * n * k / result.median_s
-
-    return evaluate
 
 
 def measure_bandwidth_ceiling(*, device: Any, size_bytes: int, budget_s: float = 0.3) -> dict[str, Any]:

@@ -13,13 +13,13 @@ from typing import Any
 from parity.bench.ceiling import (
     SearchPlan,
     bandwidth_copy_bytes,
-    gemm_rate_evaluator,
     measure_bandwidth_ceiling,
     search_ceiling,
 )
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.check import check_backend, check_findings
 from parity.bench.gemm.dtypes import GemmDtype, precision_mode
+from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.bench.suite import CaseSpec
 from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
