@@ -61,27 +61,36 @@ class Rule:
     # The same non-literal patterns split for ASCII names: those without capitals, compiled
     # case-sensitively and searched in the lowercased name (same answer; several times faster
     # than one case-insensitive alternation, as each keeps its literal prefix scan), and the rest.
-    split: bool = field(default=False, repr=False, compare=False)
+    # A rule built without them (``regex`` only) is searched through ``regex``.
     lowered: tuple[re.Pattern, ...] = field(default=(), repr=False, compare=False)
     rest: re.Pattern | None = field(default=None, repr=False, compare=False)
 
     def matches(self, name: str, kind: Kind) -> bool:
         """Whether a pattern is found in ``name`` (literal patterns by a plain substring test on
         the lowercased name, which is much faster than a regex on long C++ kernel names)."""
-        return self.matches_lowered(name, name.lower(), kind)
+        return first_match((self,), name, kind) is not None
 
-    def matches_lowered(self, name: str, lowered: str, kind: Kind) -> bool:
-        """:meth:`matches` with ``name.lower()`` given, so a caller trying many rules on one
-        (often long) name lowers it once."""
-        if self.kinds and kind not in self.kinds:
-            return False
-        if any(map(lowered.__contains__, self.literals)):
-            return True
-        if self.split and name.isascii():
-            if any(pattern.search(lowered) for pattern in self.lowered):
-                return True
-            return self.rest is not None and self.rest.search(name) is not None
-        return self.regex is not None and self.regex.search(name) is not None
+
+def first_match(rules: tuple[Rule, ...], name: str, kind: Kind) -> Rule | None:
+    """The first of ``rules`` matching ``name``, with the name lowered and its ASCII test done
+    once for all rules (this loop runs once per distinct name, tens of thousands of times on a
+    large trace, so it is written out rather than calling a method per rule)."""
+    lowered = name.lower()
+    ascii_name = name.isascii()
+    for rule in rules:
+        if rule.kinds and kind not in rule.kinds:
+            continue
+        if rule.literals and any(map(lowered.__contains__, rule.literals)):
+            return rule
+        if ascii_name and (rule.lowered or rule.rest):
+            for pattern in rule.lowered:
+                if pattern.search(lowered) is not None:
+                    return rule
+            if rule.rest is not None and rule.rest.search(name) is not None:
+                return rule
+        elif rule.regex is not None and rule.regex.search(name) is not None:
+            return rule
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,35 +118,14 @@ class Rules:
         """
         if not Kind(kind).on_device:
             return NOT_DEVICE
-        first = self._first_match(name, kind)
+        first = first_match(self.rules, name, kind)
         if first is None and task_type:
-            first = self._first_match(task_type, kind)
+            first = first_match(self.rules, task_type, kind)
         if first is not None and first.category == COMMUNICATION:
             return COMMUNICATION
         if core and core in self.accelerator_core:
             return self.accelerator_core[core]
         return first.category if first is not None else UNMATCHED
-
-    def _first_match(self, name: str, kind: Kind) -> Rule | None:
-        """The first rule matching ``name``: :meth:`Rule.matches_lowered` inlined, with the name
-        lowered and its ASCII test done once for all rules (this loop runs once per distinct
-        name, tens of thousands of times on a large trace)."""
-        lowered = name.lower()
-        ascii_name = name.isascii()
-        for rule in self.rules:
-            if rule.kinds and kind not in rule.kinds:
-                continue
-            if rule.literals and any(map(lowered.__contains__, rule.literals)):
-                return rule
-            if rule.split and ascii_name:
-                for pattern in rule.lowered:
-                    if pattern.search(lowered) is not None:
-                        return rule
-                if rule.rest is not None and rule.rest.search(name) is not None:
-                    return rule
-            elif rule.regex is not None and rule.regex.search(name) is not None:
-                return rule
-        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +190,7 @@ def _parse_rule(path: Path, index: int, raw: Any) -> Rule:
         raise ParityError(f"{where}: each rule must be a table with 'category' and 'patterns'")
     unknown = set(raw) - _RULE_KEYS
     if unknown:
-        raise ParityError(f"{where}: unknown key {sorted(unknown)[0]!r}; use {sorted(_RULE_KEYS)}")
+        raise ParityError(f"{where}: unknown key {min(unknown)!r}; use {sorted(_RULE_KEYS)}")
     category = raw.get("category")
     if not isinstance(category, str) or not category.strip() or category in (UNMATCHED, NOT_DEVICE):
         raise ParityError(f"{where}: 'category' must be a name such as 'matrix', got {category!r}")
@@ -230,7 +218,6 @@ def _parse_rule(path: Path, index: int, raw: Any) -> Rule:
         kinds=tuple(_KIND_NAMES[str(k).lower()] for k in kinds),
         regex=regex,
         literals=literals,
-        split=True,
         lowered=tuple(re.compile(p) for p in lowerable),
         rest=re.compile("|".join(f"(?:{p})" for p in rest), re.IGNORECASE) if rest else None,
     )
@@ -259,7 +246,7 @@ def _case_free(pattern: str) -> bool:
 def _parse(path: Path, data: dict[str, Any]) -> tuple[list[Rule], dict[str, str], bool]:
     unknown = set(data) - _TOP_KEYS
     if unknown:
-        raise ParityError(f"rules file {path}: unknown key {sorted(unknown)[0]!r}; use {sorted(_TOP_KEYS)}")
+        raise ParityError(f"rules file {path}: unknown key {min(unknown)!r}; use {sorted(_TOP_KEYS)}")
     raw_rules = data.get("rules", [])
     if not isinstance(raw_rules, list):
         raise ParityError(f"rules file {path}: 'rules' must be a list of tables ([[rules]] in TOML)")
