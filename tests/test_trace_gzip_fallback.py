@@ -10,7 +10,7 @@ import pytest
 
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
-from parity.trace.readers import jsonstream
+from parity.trace.readers import gzipfile
 
 SMALL = "kineto/hta/trace_filter/sampled_rank-0.json.gz"
 
@@ -31,8 +31,8 @@ class CountingZlib:
 def test_zlib_fallback_reads_the_same_table(traces_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = load_trace(traces_dir / SMALL)
     counting = CountingZlib()
-    monkeypatch.setattr(jsonstream, "_inflate_lib", counting)
-    monkeypatch.setattr(jsonstream, "GZIP_ERRORS", (zlib.error,))
+    monkeypatch.setattr(gzipfile, "_inflate_lib", counting)
+    monkeypatch.setattr(gzipfile, "GZIP_ERRORS", (zlib.error,))
     plain = load_trace(traces_dir / SMALL)
     assert counting.made >= 1
     assert len(plain) == len(fast) > 0
@@ -44,8 +44,8 @@ def test_zlib_fallback_reads_the_same_table(traces_dir: Path, monkeypatch: pytes
 def test_zlib_fallback_names_a_truncated_gzip(
     traces_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jsonstream, "_inflate_lib", zlib)
-    monkeypatch.setattr(jsonstream, "GZIP_ERRORS", (zlib.error,))
+    monkeypatch.setattr(gzipfile, "_inflate_lib", zlib)
+    monkeypatch.setattr(gzipfile, "GZIP_ERRORS", (zlib.error,))
     data = (traces_dir / SMALL).read_bytes()
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(data[: len(data) // 2])

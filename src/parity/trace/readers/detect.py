@@ -23,7 +23,7 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW
 from parity.trace.readers.columns import one_line
-from parity.trace.readers.jsonstream import read_head
+from parity.trace.readers.gzipfile import read_head
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -29,12 +29,8 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns
-from parity.trace.readers.jsonstream import (
-    GZIP_ERRORS,
-    EventStream,
-    GzipReader,
-    open_binary,
-)
+from parity.trace.readers.gzipfile import GZIP_ERRORS, GzipReader, open_binary
+from parity.trace.readers.jsonstream import EventStream
 
 log = logging.getLogger(__name__)
 MIN_BYTES = 4 << 20  # inflated text below this: a second process costs more than it saves

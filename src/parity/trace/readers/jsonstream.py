@@ -23,7 +23,6 @@ block (``exact_ts`` says what the last block needed).
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,14 +31,7 @@ import msgspec
 import orjson
 
 from parity.model.errors import ParityError
-
-try:  # ISA-L inflates gzip about 4x faster than zlib (optional: pip install 'parity[fast]')
-    from isal import isal_zlib as _inflate_lib
-
-    GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error, _inflate_lib.error)
-except ImportError:  # pragma: no cover - depends on the environment
-    _inflate_lib = zlib
-    GZIP_ERRORS = (zlib.error,)
+from parity.trace.readers.gzipfile import GZIP_ERRORS, open_binary
 
 BLOCK_BYTES = 2 << 20  # text parsed at a time: its structs stay in the CPU caches while scanned
 RAW_BLOCK_BYTES = 16 << 20  # text cut at a time for worker processes (fewer, larger messages)
@@ -50,103 +42,6 @@ FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 
 _TS_SPLIT = re.compile(rb'"ts":(\s*)(\d+)\.(\d+)(?![\deE])')
 _WS = b" \t\r\n"
 _MAX_RETRIES = 32
-
-
-def open_binary(path: Path):
-    """Open ``path`` for reading bytes, transparently gunzipping by content (magic bytes)."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller
-    except OSError as exc:
-        raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
-    magic = handle.read(2)
-    handle.seek(0)
-    if magic == b"\x1f\x8b":
-        return GzipReader(handle)
-    return handle
-
-
-class GzipReader:
-    """Read a gzip file (one member or several) with zlib (or ISA-L's zlib twin) directly.
-
-    ``gzip.GzipFile`` inflates in small steps and checks the CRC in Python-level calls; one
-    ``zlib`` decompressor fed 64 KB of compressed input at a time (it checks the CRC and
-    length itself) reads a trace faster. Truncation raises ``EOFError`` and corruption
-    one of :data:`GZIP_ERRORS`, as ``GzipFile`` does. ``fileobj`` is the compressed file, for progress.
-    """
-
-    CHUNK = 64 << 10  # compressed bytes per step: about 1 MB of JSON text
-
-    def __init__(self, fileobj) -> None:
-        self.fileobj = fileobj
-        self._inflate = _inflate_lib.decompressobj(wbits=31)
-        self._buf = b""  # decompressed bytes, returned from ``_pos`` on
-        self._pos = 0
-        self._done = False  # the last member is decompressed and the file read to its end
-
-    def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` decompressed bytes (all that is left when ``size < 0``); b"" at EOF.
-
-        Output is handed out from one buffer by position, never re-sliced as a whole.
-        """
-        if size < 0:
-            return b"".join(self.read_chunks())
-        parts, have = [], 0
-        while have < size:
-            if self._pos >= len(self._buf):
-                if self._done:
-                    break
-                # a short read (a format probe) inflates a short chunk, not a whole small file
-                self._buf, self._pos = self._more(min(self.CHUNK, max(4096, (size - have) // 4))), 0
-                continue
-            piece = self._buf[self._pos : self._pos + size - have]
-            self._pos += len(piece)
-            have += len(piece)
-            parts.append(piece)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    def read_chunks(self) -> list[bytes]:
-        """Everything left, as the decompressor's output pieces (about 1 MB each), unjoined."""
-        parts = [self._buf[self._pos :]]
-        self._buf, self._pos = b"", 0
-        while not self._done:
-            parts.append(self._more(self.CHUNK))
-        return parts
-
-    def _more(self, chunk_size: int) -> bytes:
-        """The output of the next ``chunk_size`` compressed bytes; b"" and ``_done`` after the
-        last member."""
-        if self._inflate.eof:  # a member ended: the next one, zero padding, or the file's end
-            rest = self._inflate.unused_data.lstrip(b"\0")
-            while not rest:
-                chunk = self.fileobj.read(chunk_size)
-                if not chunk:
-                    self._done = True
-                    return b""
-                rest = chunk.lstrip(b"\0")
-            self._inflate = _inflate_lib.decompressobj(wbits=31)
-            return self._inflate.decompress(rest)
-        chunk = self.fileobj.read(chunk_size)
-        if not chunk:
-            raise EOFError("compressed file ended before the end-of-stream marker was reached")
-        return self._inflate.decompress(chunk)
-
-    def close(self) -> None:
-        self.fileobj.close()
-
-    def __enter__(self) -> GzipReader:
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.close()
-
-
-def read_head(path: Path, size: int = 1 << 20) -> bytes:
-    """The first ``size`` bytes of the (decompressed) file; b"" when unreadable."""
-    try:
-        with open_binary(path) as handle:
-            return handle.read(size)
-    except (OSError, EOFError, *GZIP_ERRORS):
-        return b""
 
 
 @dataclass
