@@ -45,11 +45,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.bench.rate_contest import Bracket, Contest, run_contest, time_relative
+from parity.bench.rate_contest import (
+    Bracket,
+    Contest,
+    Dims,
+    Evaluate,
+    run_contest,
+    time_relative,
+)
 
 log = logging.getLogger(__name__)
 
-Dims = tuple[int, int, int]
 # Refinement steps: factors first (to reach far shapes, e.g. a long K), then alignments.
 REFINE_STEPS_MUL = (("mul", 2.0), ("mul", 1.5), ("mul", 1.25))
 REFINE_STEPS_ADD = (4, 2, 1)
@@ -60,7 +66,6 @@ GRID_EXPONENTS = (-2, -1, 0, 1, 2)
 LADDER_SHARE = 0.25
 GRID_SHARE = 0.45
 REFINE_SHARE = 0.8
-Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLOP/s
 
 
 @dataclass(frozen=True, kw_only=True)
