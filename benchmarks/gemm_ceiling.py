@@ -104,7 +104,7 @@ def cpu_mode(args: argparse.Namespace) -> int:
         duel = alternate(evaluate, found.dims, grid["dims"], budget_s=plan.confirm_budget_s, rounds=args.rounds)
         row = {"repeat": repeat + 1, "ceiling_flops": found.flops, "ceiling_dims": found.dims,
                "search_s": found.spent_s, "search_probes": len(found.probes), "search_phases": found.phases,
-               "search_contest": found.contest.to_dict() if found.contest else None,
+               "search_contest": found.contest.to_dict(),
                "side_by_side_ratio": found.flops / grid["flops"],
                "alternating_search_flops": statistics.median(duel.rates_a),
                "alternating_grid_flops": statistics.median(duel.rates_b),

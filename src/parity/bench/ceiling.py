@@ -107,14 +107,26 @@ class SearchResult:
     """What the search found: ``flops`` (FLOP/s, the winner's best contest round) at ``dims``,
     the winner's contest rates, every probe's latest rate and every scored shape's score."""
 
-    flops: float
-    dims: Dims
-    confirm_rates: list[float]
+    contest: Contest
     probes: dict[Dims, float] = field(default_factory=dict)
     scores: dict[Dims, float] = field(default_factory=dict)
-    contest: Contest | None = None
     spent_s: float = 0.0
     phases: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def flops(self) -> float:
+        """The ceiling, FLOP/s: the contest winner's best round."""
+        return self.contest.best_flops
+
+    @property
+    def dims(self) -> Dims:
+        """The contest winner's (M, N, K)."""
+        return self.contest.winner
+
+    @property
+    def confirm_rates(self) -> list[float]:
+        """The winner's contest rounds, FLOP/s, in the order timed."""
+        return list(self.contest.rates[self.contest.winner])
 
     def to_dict(self) -> dict[str, Any]:
         top = sorted(self.probes.items(), key=lambda kv: kv[1], reverse=True)[:10]
@@ -125,7 +137,7 @@ class SearchResult:
             "confirm_flops": list(self.confirm_rates),
             "probes": len(self.probes),
             "top_probes": [{"m": d[0], "n": d[1], "k": d[2], "flops": r} for d, r in top],
-            "contest": self.contest.to_dict() if self.contest is not None else None,
+            "contest": self.contest.to_dict(),
             "spent_s": self.spent_s,
             "phases": dict(self.phases),
         }
@@ -343,8 +355,7 @@ def search_ceiling(
     contest = search.contest(champions)
     log.info("compute ceiling %.4g FLOP/s at %s after %d probes", contest.best_flops, contest.winner,
              len(search.probes))
-    return SearchResult(flops=contest.best_flops, dims=contest.winner, confirm_rates=list(contest.rates[contest.winner]),
-                        probes=dict(search.probes), scores=dict(search.scores), contest=contest,
+    return SearchResult(contest=contest, probes=dict(search.probes), scores=dict(search.scores),
                         spent_s=search.spent(), phases=dict(search.phases))
 
 
