@@ -30,12 +30,10 @@ from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns
 from parity.trace.readers.gzipfile import GZIP_ERRORS, GzipReader, open_binary
-from parity.trace.readers.jsonstream import EventStream
+from parity.trace.readers.jsonstream import NEXT_EVENT, TRACE_EVENTS, EventStream
 
 log = logging.getLogger(__name__)
 MIN_BYTES = 4 << 20  # inflated text below this: a second process costs more than it saves
-_EVENTS_START = re.compile(rb'"traceEvents"\s*:\s*\[')
-_NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")
 _OBJECT_START = re.compile(rb"\s*\{")
 
 
@@ -137,13 +135,13 @@ def _cut(text: _Text) -> tuple[int, int] | None:
     """``(end of the first half, start of the second)``: a guessed event boundary near the
     middle of the event array, or None (no object with ``traceEvents``, or no boundary)."""
     head = text.window(0, _Text.HEAD)
-    start = _EVENTS_START.search(head)
+    start = TRACE_EVENTS.search(head)
     if start is None or not _OBJECT_START.match(head):  # the usual object form only
         return None
     middle = start.end() + (len(text) - start.end()) // 2
     for lo in range(middle, len(text), _Text.HEAD):
         near = text.window(lo, _Text.HEAD + 64)  # overlapping windows: no boundary missed
-        boundary = _NEXT_EVENT.search(near)
+        boundary = NEXT_EVENT.search(near)
         if boundary is not None:
             return lo + boundary.start() + 1, lo + boundary.end() - 1
     return None

@@ -35,7 +35,8 @@ from parity.trace.readers.gzipfile import GZIP_ERRORS, open_binary
 
 BLOCK_BYTES = 2 << 20  # text parsed at a time: its structs stay in the CPU caches while scanned
 RAW_BLOCK_BYTES = 16 << 20  # text cut at a time for worker processes (fewer, larger messages)
-_TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
+TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')  # the start of the event array
+NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events
 _BIG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d*[1-9]')
 EXACT_PROBE_BYTES = 128 << 10  # of each block: ~500 events, ~0.3 ms of regex per block
 FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
@@ -121,7 +122,7 @@ class EventStream:
     def _find_events(self, handle, buf: bytes, start: int, eof: bool):
         """Locate ``"traceEvents": [``; parse the keys before it into ``header``."""
         while True:
-            match = _TRACE_EVENTS.search(buf, start)
+            match = TRACE_EVENTS.search(buf, start)
             if match or eof:
                 break
             more = self._read(handle)
@@ -238,7 +239,6 @@ def _skip(buf: bytes, pos: int, chars: bytes) -> int:
     return pos
 
 
-_NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")
 RAW_TAIL_BYTES = 1 << 20
 
 
@@ -246,7 +246,7 @@ def _raw_cut(buf: bytes, pos: int):
     """Cut before the last ``}, {`` in the final MB of ``buf`` without parsing (see raw mode)."""
     lo = max(pos, len(buf) - RAW_TAIL_BYTES)
     last = None
-    for last in _NEXT_EVENT.finditer(buf, lo):
+    for last in NEXT_EVENT.finditer(buf, lo):
         pass
     if last is None:
         return None
