@@ -69,7 +69,7 @@ def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: flo
     best_rate = 0.0
     started = time.perf_counter()
     for dims in itertools.product(sides, sides, sides):
-        if best_rate and 2.0 * dims[0] * dims[1] * dims[2] / best_rate > plan.max_call_s:
+        if plan.too_slow(dims, best_rate):
             continue
         if plan.relative:
             rate, scores[dims] = bracket.score(dims)

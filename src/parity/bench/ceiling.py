@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import statistics
 import time
 from collections.abc import Callable
@@ -53,6 +52,7 @@ from parity.bench.rate_contest import (
     run_contest,
     time_relative,
 )
+from parity.metrics.roofline import gemm_flops
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,11 @@ class SearchPlan:
         return cls(budget_s=budget_s, min_dim=256, max_dim=20480, align=64,
                    max_call_s=max(0.01, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
                    confirm_budget_s=max(0.2, budget_s / 40))
+
+    def too_slow(self, dims: Dims, flops: float) -> bool:
+        """True when one call of ``dims`` at ``flops`` FLOP/s (0: not known yet, never too slow)
+        would exceed ``max_call_s``: ``2MNK / flops > max_call_s``."""
+        return flops > 0 and gemm_flops(*dims) / flops > self.max_call_s
 
 
 @dataclass(kw_only=True)
@@ -206,8 +211,7 @@ class _Search:
 
     def too_slow(self, dims: Dims) -> bool:
         """True when the call is predicted to exceed ``max_call_s`` at the best rate seen."""
-        best = max(self.probes.values(), default=0.0)
-        return best > 0 and 2.0 * math.prod(dims) / best > self.plan.max_call_s
+        return self.plan.too_slow(dims, max(self.probes.values(), default=0.0))
 
     def score(self, dims: Dims, reference: Dims | None, phase: str) -> float:
         """The rate of ``dims`` on the search's scale (FLOP/s). Plain: its probe. With
@@ -357,9 +361,6 @@ def search_ceiling(
              len(search.probes))
     return SearchResult(contest=contest, probes=dict(search.probes), scores=dict(search.scores),
                         spent_s=search.spent(), phases=dict(search.phases))
-
-
-# --- measuring on a device ------------------------------------------------------------------
 
 
 def measure_bandwidth_ceiling(*, device: Any, size_bytes: int, budget_s: float = 0.3) -> dict[str, Any]:

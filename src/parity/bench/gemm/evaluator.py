@@ -11,6 +11,7 @@ from typing import Any
 from parity.bench.gemm.dtypes import precision_mode
 from parity.bench.gemm.inputs import rotation_for
 from parity.bench.rate_contest import Dims, Evaluate
+from parity.metrics.roofline import gemm_flops
 from parity.timing import measure
 
 # Enough samples for a stable median; more only slows the bootstrap in the summary.
@@ -37,6 +38,6 @@ def gemm_rate_evaluator(*, device: Any, backend: Any, dtype: Any, warmup_s: floa
         del inputs
         if keep is not None:
             keep[(m, n, k)] = result.samples
-        return 2.0 * m * n * k / result.median_s
+        return gemm_flops(m, n, k) / result.median_s
 
     return evaluate
