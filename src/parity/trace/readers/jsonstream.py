@@ -196,9 +196,9 @@ class EventStream:
             text = buf[pos:close]
             self.exact_ts = _needs_exact_ts(text)
             if self.exact_ts:
-                text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', text)
+                text = _split_ts(text)
             try:
-                return orjson.loads(b"[" + text + b"]"), close + 1
+                return orjson.loads(_bracketed(text)), close + 1
             except orjson.JSONDecodeError:
                 limit = close
         try:
@@ -223,6 +223,12 @@ def _needs_exact_ts(text: bytes) -> bool:
     """
     probe = text[:EXACT_PROBE_BYTES]
     return any(int(m.group(1)) >= FLOAT_EXACT_US for m in _BIG_FRACTIONAL_TS.finditer(probe))
+
+
+def _split_ts(text) -> bytes:
+    """``text`` with each ``"ts": I.F`` written as ``"ts": I, "ts_frac": 0.F`` (see the module
+    docstring); ``text`` may be a memoryview, as ``re.sub`` takes none."""
+    return _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', bytes(text))
 
 
 def _first_nonspace(buf: bytes, pos: int) -> int:
@@ -269,7 +275,7 @@ def decode_block(text: bytes, decoder, exact_decoder=None) -> tuple[list | None,
         except msgspec.DecodeError:
             return None, exact
     if exact:
-        text = _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', bytes(text))  # re.sub returns no view
+        text = _split_ts(text)
     return _decode(_bracketed(text), decoder), exact
 
 
