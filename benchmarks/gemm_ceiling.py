@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.rate_contest import Bracket, alternate, run_contest
+from parity.stats import median
 
 CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256, 384)
 CPU_BAR = 0.97
@@ -106,8 +106,8 @@ def cpu_mode(args: argparse.Namespace) -> int:
                "search_s": found.spent_s, "search_probes": len(found.probes), "search_phases": found.phases,
                "search_contest": found.contest.to_dict(),
                "side_by_side_ratio": found.flops / grid["flops"],
-               "alternating_search_flops": statistics.median(duel.rates_a),
-               "alternating_grid_flops": statistics.median(duel.rates_b),
+               "alternating_search_flops": median(duel.rates_a),
+               "alternating_grid_flops": median(duel.rates_b),
                "alternating_ratio": duel.ratio_of_medians, "alternating_pair_ratio": duel.median_pair_ratio,
                "alternating_rates": {"search": duel.rates_a, "grid": duel.rates_b}}
         rows.append(row)
@@ -115,10 +115,10 @@ def cpu_mode(args: argparse.Namespace) -> int:
               f"shapes, {found.spent_s:.1f} s) | side by side {row['side_by_side_ratio']:.3f} | alternating "
               f"{_g(row['alternating_search_flops'])} vs {_g(row['alternating_grid_flops'])} = "
               f"{row['alternating_ratio']:.3f} (median pair ratio {row['alternating_pair_ratio']:.3f})", flush=True)
-    ceiling = statistics.median(r["ceiling_flops"] for r in rows)
+    ceiling = median([r["ceiling_flops"] for r in rows])
     side = ceiling / grid["flops"]
-    of_medians = statistics.median(r["alternating_ratio"] for r in rows)
-    honest = statistics.median(r["alternating_pair_ratio"] for r in rows)
+    of_medians = median([r["alternating_ratio"] for r in rows])
+    honest = median([r["alternating_pair_ratio"] for r in rows])
     verdict = "PASS" if honest >= CPU_BAR else "FAIL"
     print(f"\n{dtype.name} on {device.properties().name} ({device.name}); search budget {plan.budget_s:g} s, "
           f"{args.repeats} searches; grid {len(sides)}^3 of {sides}; {args.rounds} alternating rounds")

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from parity.bench.rate_contest import (
     time_relative,
 )
 from parity.metrics.roofline import gemm_flops
+from parity.stats import median
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class _Search:
     def contest_reserve_s(self) -> float:
         """Predicted seconds of the final contest: entrants x rounds x (round budget + the
         median overrun of the calls so far)."""
-        overrun = statistics.median(self.overheads_s) if self.overheads_s else 0.0
+        overrun = median(self.overheads_s) if self.overheads_s else 0.0
         return self.plan.confirm_top * max(1, self.plan.confirm_repeats) * (self.plan.confirm_budget_s + overrun)
 
     def probe(self, dims: Dims, phase: str) -> float:

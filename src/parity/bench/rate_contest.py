@@ -21,10 +21,11 @@ without a device.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from parity.stats import median
 
 Dims = tuple[int, int, int]
 Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLOP/s
@@ -87,7 +88,7 @@ class Contest:
     @property
     def median_flops(self) -> float:
         """The winner's median round rate, FLOP/s."""
-        return statistics.median(self.rates[self.winner])
+        return median(self.rates[self.winner])
 
     def to_dict(self) -> dict[str, Any]:
         ranked = sorted(self.scores, key=self.scores.__getitem__, reverse=True)
@@ -96,7 +97,7 @@ class Contest:
             "best_flops": self.best_flops,
             "median_flops": self.median_flops,
             "candidates": [{"m": d[0], "n": d[1], "k": d[2], "score": self.scores[d],
-                            "median_flops": statistics.median(self.rates[d])} for d in ranked],
+                            "median_flops": median(self.rates[d])} for d in ranked],
         }
 
 
@@ -119,7 +120,7 @@ def run_contest(evaluate: Evaluate, candidates: list[Dims], *, budget_s: float, 
         shift = index % len(unique)
         order = unique[shift:] + unique[:shift]
         timed = {dims: evaluate(*dims, budget_s) for dims in order}
-        middle = statistics.median(timed.values())
+        middle = median(list(timed.values()))
         for dims, rate in timed.items():
             rates[dims].append(rate)
             relative[dims].append(rate / middle)
@@ -127,7 +128,7 @@ def run_contest(evaluate: Evaluate, candidates: list[Dims], *, budget_s: float, 
             now = clock()
             if now + (now - began) > deadline:
                 break
-    scores = {d: statistics.median(r) for d, r in relative.items()}
+    scores = {d: median(r) for d, r in relative.items()}
     winner = max(unique, key=lambda d: (scores[d], -unique.index(d)))
     return Contest(winner=winner, rates=rates, scores=scores)
 
@@ -144,12 +145,12 @@ class Alternation:
     @property
     def ratio_of_medians(self) -> float:
         """median(rates_a) / median(rates_b)."""
-        return statistics.median(self.rates_a) / statistics.median(self.rates_b)
+        return median(self.rates_a) / median(self.rates_b)
 
     @property
     def median_pair_ratio(self) -> float:
         """Median over rounds of rate_a / rate_b, each pair timed next to each other."""
-        return statistics.median(x / y for x, y in zip(self.rates_a, self.rates_b))
+        return median([x / y for x, y in zip(self.rates_a, self.rates_b)])
 
 
 def alternate(evaluate: Evaluate, a: Dims, b: Dims, *, budget_s: float, rounds: int) -> Alternation:
