@@ -99,7 +99,7 @@ BUILTIN: dict[str, type] = {"matmul": TorchMatmul, "linear": TorchLinear}
 def _entry_points() -> dict[str, str]:
     try:
         return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
-    except Exception:  # noqa: BLE001 - a broken distribution must not hide the built-ins
+    except Exception:  # a broken distribution must not hide the built-ins
         log.warning("could not read %s entry points", ENTRY_POINT_GROUP, exc_info=True)
         return {}
 

@@ -125,7 +125,7 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
                          hint="skip this shape or free memory on the device")
     try:
         return _time_and_check(case, device=device, dtype=dtype, backend=backend, base=base)
-    except Exception as exc:  # noqa: BLE001 - errors are rows; the sweep goes on
+    except Exception as exc:  # errors are rows; the sweep goes on
         log.debug("%s failed", case.key, exc_info=True)
         _release(device)
         return error_row(case, code=_error_code(exc), message=_describe(exc), metrics=base,
@@ -142,12 +142,12 @@ def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: A
     graph = graph and bool(getattr(device, "supports_graphs", False))
     extra: list[Finding] = []
     with precision_mode(dtype, device):
-        kwargs = dict(device=device, inputs=inputs, warmup_s=float(p["warmup_s"]), budget_s=float(p["budget_s"]),
-                      min_samples=5, max_samples=int(p["max_samples"]), flush_cache=bool(p["flush"]),
-                      telemetry=bool(p["telemetry"]))
+        kwargs = {"device": device, "inputs": inputs, "warmup_s": float(p["warmup_s"]),
+                  "budget_s": float(p["budget_s"]), "min_samples": 5, "max_samples": int(p["max_samples"]),
+                  "flush_cache": bool(p["flush"]), "telemetry": bool(p["telemetry"])}
         try:
             result = measure(backend.run, graph=graph, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - graph capture can fail where eager works
+        except Exception as exc:  # graph capture can fail where eager works
             if not graph:
                 raise
             extra.append(Finding(code="graph-failed", severity=Severity.INFO,
@@ -207,5 +207,5 @@ def _release(device: Any) -> None:
         backend = getattr(torch, device.type, None)
         if backend is not None and hasattr(backend, "empty_cache"):
             backend.empty_cache()
-    except Exception:  # noqa: BLE001 - best effort
+    except Exception:  # best effort
         log.debug("empty_cache failed", exc_info=True)

@@ -20,7 +20,11 @@ from parity.bench.catalog.shapes import Shape
 from parity.bench.gemm.analysis import analyse
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
-from parity.bench.gemm.measure_case import measure_bandwidth, measure_ceiling, measure_shape
+from parity.bench.gemm.measure_case import (
+    measure_bandwidth,
+    measure_ceiling,
+    measure_shape,
+)
 from parity.bench.gemm.options import GemmOptions
 from parity.bench.suite import CaseSpec
 from parity.model.result import CaseResult
