@@ -151,8 +151,9 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
         xs = events
     else:
         _note_other_events(events, types, first, state)
-        where = list(compress(range(len(types)), map(is_, types, repeat(complete))))
-        xs = list(compress(events, map(is_, types, repeat(complete))))
+        is_complete = list(map(is_, types, repeat(complete)))
+        where = list(compress(range(len(types)), is_complete))
+        xs = list(compress(events, is_complete))
     kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
         keep = [kind != SKIP for kind in kinds]
