@@ -60,9 +60,10 @@ Dims = tuple[int, int, int]
 
 def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: float) -> dict[str, Any]:
     """Time every (M, N, K) of ``sides``^3 once (with ``plan.relative``: bracketed by timings of
-    the middle square and scored by the rate ratio, as the search's grid phase does), then let the ``plan.confirm_top`` best-scored shapes meet
-    in the search's own contest. Shapes whose call would exceed ``plan.max_call_s`` at the best
-    rate seen are skipped, the guard the search applies."""
+    the middle square and scored by the rate ratio, as the search's grid phase does), then let
+    the ``plan.confirm_top`` best-scored shapes meet in the search's own contest. Shapes whose
+    call would exceed ``plan.max_call_s`` at the best rate seen are skipped
+    (``SearchPlan.too_slow``, the guard the search applies)."""
     middle = sides[len(sides) // 2]
     bracket = Bracket(evaluate, (middle, middle, middle), budget_s=probe_s)
     scores: dict[Dims, float] = {}
