@@ -21,6 +21,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     _inflate_lib = zlib
     GZIP_ERRORS = (zlib.error,)
 
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip member
+
 
 def open_binary(path: Path):
     """Open ``path`` for reading bytes, transparently gunzipping by content (magic bytes)."""
@@ -30,7 +32,7 @@ def open_binary(path: Path):
         raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
     magic = handle.read(2)
     handle.seek(0)
-    if magic == b"\x1f\x8b":
+    if magic == GZIP_MAGIC:
         return GzipReader(handle)
     return handle
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns
+from parity.trace.readers.gzipfile import GZIP_MAGIC
 from parity.trace.readers.jsonstream import EventStream
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def inflated_bytes_estimate(path: Path) -> int | None:
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
-            gz = handle.read(2) == b"\x1f\x8b"
+            gz = handle.read(2) == GZIP_MAGIC
     except OSError:
         return None
     return size * (8 if gz else 1)
