@@ -103,10 +103,7 @@ def _one_by_one(raws: list, *, path: Path, first: int, index: np.ndarray) -> np.
             values.append(int(match.group(1)))
             fractions.append(float(b"0." + match.group(2)))
             continue
-        try:
-            values.append(msgspec.json.decode(text) if text else None)
-        except msgspec.DecodeError:
-            values.append(None)
+        values.append(_json_value(text))
         fractions.append(0.0)
     ns = times_to_ns(values, path=path, first=first, what="ts", index=index)
     return ns + np.rint(np.asarray(fractions, dtype=np.float64) * 1000).astype(np.int64)
@@ -118,6 +115,11 @@ def raw_mark_time(raw) -> object:
     text = bytes(raw)
     if _POINT_NUMBER.fullmatch(text):
         return text.decode("ascii")
+    return _json_value(text)
+
+
+def _json_value(text: bytes) -> object:
+    """The JSON value ``text`` holds; None for no text (an absent key) or text that is not JSON."""
     try:
         return msgspec.json.decode(text) if text else None
     except msgspec.DecodeError:
