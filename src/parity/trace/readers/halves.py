@@ -147,26 +147,15 @@ def _cut(text: _Text) -> tuple[int, int] | None:
     return None
 
 
-def _parse(stream: EventStream, scan_events: Callable, state) -> tuple[Columns, int]:
-    """Scan every block of ``stream``: its columns and the number of events it held."""
-    cols = Columns()
-    count = 0
-    for first, events in stream:
-        state.exact = stream.exact_ts
-        state.exact_seen = state.exact_seen or state.exact
-        scan_events(events, cols, state, first)
-        count = first + len(events)
-    return cols, count
-
-
-def _child(conn, path: Path, text: _Text, second: int, decoders: tuple, scan_events, make_state) -> None:
+def _child(conn, path: Path, text: _Text, second: int, decoders: tuple, scan_stream, make_state) -> None:
     """Parse the second half and send its payload (None on any failure) to the parent."""
     payload = None
     try:
         state = make_state()
         stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
                              source=_Parts(b"[", *text.views(second, len(text))))  # fmt: skip
-        cols, count = _parse(stream, scan_events, state)
+        cols = Columns()
+        count = scan_stream(stream, cols, state)
         payload = {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
                    "header": stream.header, "count": count, **state.payload()}  # fmt: skip
     except Exception:  # noqa: BLE001 - any failure means: read this file in one process
@@ -175,12 +164,13 @@ def _child(conn, path: Path, text: _Text, second: int, decoders: tuple, scan_eve
     conn.close()
 
 
-def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_state: Callable,
+def read_halves(path: Path, *, decoders: tuple, scan_stream: Callable, make_state: Callable,
                 progress: Callable | None = None):  # fmt: skip
     """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
 
     ``decoders`` is ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state()``
-    gives a fresh scan state; ``scan_events(events, cols, state, first)`` scans one block.
+    gives a fresh scan state; ``scan_stream(stream, cols, state)`` scans a whole stream into
+    ``cols`` and returns its number of events.
     """
     try:
         with open_binary(path) as handle:
@@ -192,7 +182,7 @@ def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_stat
         return None
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, path, text, cut[1], decoders, scan_events, make_state),
+    child = context.Process(target=_child, args=(send, path, text, cut[1], decoders, scan_stream, make_state),
                             daemon=True)  # fmt: skip
     try:
         child.start()
@@ -207,7 +197,8 @@ def read_halves(path: Path, *, decoders: tuple, scan_events: Callable, make_stat
         state = make_state()
         stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
                              source=_Parts(*text.views(0, cut[0]), b"]}"))  # fmt: skip
-        cols, count = _parse(stream, scan_events, state)
+        cols = Columns()
+        count = scan_stream(stream, cols, state)
         if progress is not None:
             progress(len(text) // 2, len(text), str(path))
         payload = receive.recv()

@@ -56,6 +56,7 @@ from parity.trace.readers.kineto_events import (
     ScanState,
     int_or,
     scan_events,
+    scan_stream,
     scan_text,
 )
 from parity.trace.table import ActivityTable, Kind
@@ -74,7 +75,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
     names the bad event.
     """
     if halves.worth_it(path):
-        done = halves.read_halves(path, decoders=(DECODER, EXACT_DECODER), scan_events=scan_events,
+        done = halves.read_halves(path, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
                                   make_state=lambda: ScanState(path=path, exact=False), progress=progress)  # fmt: skip
         if done is not None:
             return _finish(path, *done)
@@ -87,12 +88,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
     stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER)
     cols = Columns()
     state = ScanState(path=path, exact=False)
-    for first, events in stream:
-        state.exact = stream.exact_ts
-        state.exact_seen = state.exact_seen or state.exact
-        scan_events(events, cols, state, first)
-        if progress is not None:
-            progress(stream.bytes_read, stream.total_bytes, str(path))
+    scan_stream(stream, cols, state, progress)
     return _finish(path, cols, state, stream.header)
 
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:

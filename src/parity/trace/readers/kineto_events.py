@@ -18,7 +18,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line, times_to_ns
-from parity.trace.readers.jsonstream import decode_block
+from parity.trace.readers.jsonstream import EventStream, decode_block
 from parity.trace.readers.kineto_structs import (
     ABSENT,
     BEGIN_END,
@@ -62,6 +62,23 @@ def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -
         _scan_structs(events, first, cols, state)
     else:
         _scan(events, first, cols, state)
+
+
+def scan_stream(stream: EventStream, cols: Columns, state: ScanState, progress=None) -> int:
+    """Scan every block of ``stream`` into ``cols``; the number of events it held.
+
+    ``state.exact`` follows the stream's choice for each block (see :mod:`.jsonstream`);
+    ``progress(bytes_read, total_bytes, path)`` is called after each block when given.
+    """
+    count = 0
+    for first, events in stream:
+        state.exact = stream.exact_ts
+        state.exact_seen = state.exact_seen or state.exact
+        scan_events(events, cols, state, first)
+        count = first + len(events)
+        if progress is not None:
+            progress(stream.bytes_read, stream.total_bytes, str(stream.path))
+    return count
 
 
 def scan_text(path: str, text: bytes) -> dict | None:
