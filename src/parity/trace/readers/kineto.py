@@ -115,9 +115,9 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
     kind = state.lanes.resolve(table, UNKNOWN)
-    steps = _step_names(table.names)
-    kind = _mark_steps(table, kind, steps)
-    step = _step_numbers(table, kind, steps)
+    numbers = _step_numbers_by_name(table.names)
+    kind = _mark_steps(table, kind, numbers)
+    step = _step_numbers(table, kind, numbers)
     step = assign_steps(
         kind=kind, start_ns=table.start_ns, end_ns=table.end_ns,
         correlation=table.correlation, step=step,
@@ -141,32 +141,28 @@ def _rank(path: Path, header: dict) -> tuple[int, str]:
     return 0, "assumed"
 
 
-def _step_names(names: tuple[str, ...]) -> dict[int, int]:
-    """Name id -> N of every ``ProfilerStep#N`` name (N clipped to int32); a prefix test first,
-    as traces hold thousands of names and a handful of steps."""
-    out = {}
+def _step_numbers_by_name(names: tuple[str, ...]) -> np.ndarray:
+    """Per name id: N of a ``ProfilerStep#N`` name (clipped to int32), else -1; a prefix test
+    first, as traces hold thousands of names and a handful of steps."""
+    numbers = np.full(max(len(names), 1), -1, dtype=np.int64)
     for i in [i for i, n in enumerate(names) if n.startswith("ProfilerStep#")]:
         match = _STEP.match(names[i])
         if match:
-            out[i] = min(int(match.group(1)), 2**31 - 1)
-    return out
+            numbers[i] = min(int(match.group(1)), 2**31 - 1)
+    return numbers
 
 
-def _mark_steps(table: ActivityTable, kind: np.ndarray, steps: dict[int, int]) -> np.ndarray:
+def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     """Host rows named ``ProfilerStep#N`` become STEP rows (not the copies AMD traces draw on
     GPU lanes as ``gpu_user_annotation``, which stay ``Kind.OTHER`` on their device)."""
-    is_step_name = np.zeros(max(len(table.names), 1), dtype=bool)
-    is_step_name[list(steps)] = True
     host = ~np.isin(kind, DEVICE_CODES + (GPU_ANNOTATION,))
     kind = kind.copy()
-    kind[host & is_step_name[table.name_id]] = Kind.STEP
+    kind[host & (numbers[table.name_id] >= 0)] = Kind.STEP
     kind[kind == GPU_ANNOTATION] = Kind.OTHER  # ProfilerStep drawn on a GPU lane is no step
     return kind
 
 
-def _step_numbers(table: ActivityTable, kind: np.ndarray, steps: dict[int, int]) -> np.ndarray:
-    numbers = np.full(max(len(table.names), 1), -1, dtype=np.int64)
-    numbers[list(steps)] = list(steps.values())
+def _step_numbers(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     step = np.full(len(table), -1, dtype=np.int32)
     is_step = kind == Kind.STEP
     step[is_step] = numbers[table.name_id[is_step]]
