@@ -43,7 +43,7 @@ def worth_it(path: Path) -> bool:
     inflated = parallel.inflated_bytes_estimate(path)
     if inflated is None or not MIN_BYTES <= inflated < parallel.MIN_PARALLEL_BYTES:
         return False
-    if "fork" not in multiprocessing.get_all_start_methods() or parallel.worker_count() < 2:
+    if not parallel.can_fork_workers():
         return False
     return _running_others() < parallel.worker_count()
 

@@ -51,6 +51,11 @@ def idle_cores() -> float:
     return worker_count() - load
 
 
+def can_fork_workers() -> bool:
+    """Whether worker processes can be forked and there are at least two cores for them."""
+    return "fork" in multiprocessing.get_all_start_methods() and worker_count() >= 2
+
+
 def inflated_bytes_estimate(path: Path) -> int | None:
     """The text size of a trace, estimated from its size on disk: gzip counts 8x (Kineto JSON
     compresses about that much). None when the file cannot be read."""
@@ -71,9 +76,7 @@ def worth_it(path: Path) -> bool:
     with other work one process finishes sooner. The table is the same either way.
     """
     inflated = inflated_bytes_estimate(path)
-    if inflated is None or "fork" not in multiprocessing.get_all_start_methods():
-        return False
-    if worker_count() < 2 or inflated < MIN_PARALLEL_BYTES:
+    if inflated is None or inflated < MIN_PARALLEL_BYTES or not can_fork_workers():
         return False
     return idle_cores() >= 1.0
 
