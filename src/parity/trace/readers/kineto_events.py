@@ -57,6 +57,8 @@ EXTRA = dict(
     pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
     wait_on_event_corr=np.int64,
 )  # fmt: skip
+
+
 def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
     if events and type(events[0]) in STRUCT_TYPES:
         _scan_structs(events, first, cols, state)
