@@ -132,22 +132,8 @@ class ScanState:
 class _Block:
     """Plain lists the hot loop appends to; one block of events at a time."""
 
-    __slots__ = (
-        "corrs",
-        "devs",
-        "durs",
-        "exts",
-        "kinds",
-        "name_ids",
-        "pids",
-        "raw_ts",
-        "streams",
-        "sync_rows",
-        "tids",
-        "ts",
-        "tsf",
-        "where",
-    )  # fmt: skip
+    __slots__ = ("corrs", "devs", "durs", "exts", "kinds", "name_ids", "pids", "raw_ts", "streams",
+                 "sync_rows", "tids", "ts", "tsf", "where")  # fmt: skip
 
     def __init__(self) -> None:
         for slot in self.__slots__:
