@@ -23,7 +23,7 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW
 from parity.trace.readers.columns import one_line
-from parity.trace.readers.gzipfile import read_head
+from parity.trace.readers.gzipfile import GZIP_MAGIC, read_head
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -53,7 +53,7 @@ def detect(path: Path) -> str:
         return "kineto"  # the common case, decided without inflating a whole MB
     text = read_head(path) if len(first) == FIRST_LOOK else first
     if not text.strip():
-        if head[:2] == b"\x1f\x8b":
+        if head[:2] == GZIP_MAGIC:
             raise ParityError(f"{path}: gzip file is empty or truncated; copy the trace again")
         raise ParityError(f"{path}: file is empty; profile again or pick another file")
     stripped = text.lstrip()
