@@ -136,3 +136,35 @@ def test_literals_that_cannot_decide_a_match_are_dropped_with_the_same_answers(t
     assert rules.rules[0].literals == ("gemm", "conv")  # "sgemm" contains "gemm"; the repeat goes
     for name, expected in (("volta_sgemm_128x64", "matrix"), ("implicit_CONV2d", "matrix"), ("relu", UNMATCHED)):
         assert rules.category_of(name, Kind.KERNEL) == expected
+
+
+def test_one_pass_literal_finder_gives_the_answers_of_the_scan_per_literal(traces_dir: Path) -> None:
+    """Every name of the real Kineto traces, under every kind, through both literal tests."""
+    pytest.importorskip("ahocorasick_rs")
+    from parity.trace import load_trace
+    from parity.trace.categories import first_match
+
+    names = {"", "Memset (Device)", "ALL_REDUCE_kernel", "naïve_gemm_ß", "notify_wait", "embedding_bag_fbgemm"}
+    for path in sorted((traces_dir / "kineto/hta").rglob("*.json.gz"))[:14]:
+        if not path.name.endswith("_et.json.gz"):  # execution traces hold no profiler events
+            names.update(load_trace([path]).names)
+    rules = DEFAULT.rules
+    assert DEFAULT.finder is not None
+    for name in names:
+        for kind in Kind:
+            assert first_match(rules, name, kind, DEFAULT.finder) is first_match(rules, name, kind), (name, kind)
+
+
+def test_literal_finder_handles_an_empty_literal_and_rules_sharing_a_literal(tmp_path: Path) -> None:
+    pytest.importorskip("ahocorasick_rs")
+    from parity.trace.categories import literal_finder
+
+    path = tmp_path / "rules.toml"
+    path.write_text('replace = true\n[[rules]]\ncategory = "a"\npatterns = ["gemm"]\nkinds = ["memcpy"]\n'
+                    '[[rules]]\ncategory = "b"\npatterns = ["gemm", "add"]\n[[rules]]\ncategory = "c"\npatterns = [""]\n')
+    rules = load_rules(path)
+    finder = literal_finder(rules.rules)
+    assert finder("sgemm_add") == {0, 1, 2}
+    assert finder("relu") == {2}
+    assert rules.category_of("sgemm", Kind.KERNEL) == "b" and rules.category_of("sgemm", Kind.MEMCPY) == "a"
+    assert rules.category_of("relu", Kind.KERNEL) == "c"

@@ -9,7 +9,10 @@ fused kernel runs on the AI cores yet is a collective). Device time no rule matc
 categorised :data:`UNMATCHED` and reported, never hidden; host rows get :data:`NOT_DEVICE`.
 
 Matching runs once per distinct name (``table.names``), then maps to rows by ``name_id``, so
-categorising a million kernels costs a few thousand regex searches.
+categorising a million kernels costs a few thousand regex searches. With the optional
+``ahocorasick_rs`` (the ``fast`` extra) every rule's literal patterns are found in one pass over
+a name instead of one substring scan per literal, which is most of the matching time on long
+C++ kernel names; the answer is the same either way.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,6 +29,11 @@ from typing import Any
 import numpy as np
 
 from parity.model.errors import ParityError
+
+try:  # optional: finds all literals of all rules in one pass over a name
+    import ahocorasick_rs
+except ImportError:  # pragma: no cover - depends on the install
+    ahocorasick_rs = None
 from parity.trace.table import ActivityTable, Kind
 
 if sys.version_info >= (3, 11):
@@ -71,16 +79,20 @@ class Rule:
         return first_match((self,), name, kind) is not None
 
 
-def first_match(rules: tuple[Rule, ...], name: str, kind: Kind) -> Rule | None:
+def first_match(rules: tuple[Rule, ...], name: str, kind: Kind,
+                finder: Callable[[str], set[int]] | None = None) -> Rule | None:
     """The first of ``rules`` matching ``name``, with the name lowered and its ASCII test done
     once for all rules (this loop runs once per distinct name, tens of thousands of times on a
-    large trace, so it is written out rather than calling a method per rule)."""
+    large trace, so it is written out rather than calling a method per rule). ``finder`` (see
+    :func:`literal_finder`) gives the indices of the rules with a literal in the lowered name
+    at once; without it each rule's literals are searched in turn."""
     lowered = name.lower()
     ascii_name = name.isascii()
-    for rule in rules:
+    hits = finder(lowered) if finder is not None else None
+    for i, rule in enumerate(rules):
         if rule.kinds and kind not in rule.kinds:
             continue
-        if rule.literals and any(map(lowered.__contains__, rule.literals)):
+        if rule.literals and (i in hits if hits is not None else any(map(lowered.__contains__, rule.literals))):
             return rule
         if ascii_name and (rule.lowered or rule.rest):
             for pattern in rule.lowered:
@@ -93,6 +105,36 @@ def first_match(rules: tuple[Rule, ...], name: str, kind: Kind) -> Rule | None:
     return None
 
 
+def literal_finder(rules: tuple[Rule, ...]) -> Callable[[str], set[int]] | None:
+    """``finder(lowered_name)``: the indices of ``rules`` with a literal pattern in the name,
+    from one Aho-Corasick pass over it (every occurrence, overlapping ones included, so no
+    literal is missed); ``None`` without ``ahocorasick_rs``. An empty literal is in every name."""
+    if ahocorasick_rs is None:
+        return None
+    owners: dict[str, set[int]] = {}
+    always: set[int] = set()
+    for i, rule in enumerate(rules):
+        for literal in rule.literals:
+            if literal:
+                owners.setdefault(literal, set()).add(i)
+            else:
+                always.add(i)
+    if not owners:
+        return lambda lowered: set(always)
+    literals = list(owners)
+    rule_sets = [owners[literal] for literal in literals]
+    automaton = ahocorasick_rs.AhoCorasick(literals, matchkind=ahocorasick_rs.MatchKind.Standard)
+    find = automaton.find_matches_as_indexes
+
+    def finder(lowered: str) -> set[int]:
+        found = set(always)
+        for k in {k for k, _, _ in find(lowered, overlapping=True)}:
+            found |= rule_sets[k]
+        return found
+
+    return finder
+
+
 @dataclass(frozen=True, kw_only=True)
 class Rules:
     """An ordered rule list plus the Ascend accelerator-core table; build with :func:`load_rules`."""
@@ -100,6 +142,10 @@ class Rules:
     rules: tuple[Rule, ...]
     accelerator_core: dict[str, str]
     source: str
+    finder: Callable[[str], set[int]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "finder", literal_finder(self.rules))
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -118,9 +164,9 @@ class Rules:
         """
         if not Kind(kind).on_device:
             return NOT_DEVICE
-        first = first_match(self.rules, name, kind)
+        first = first_match(self.rules, name, kind, self.finder)
         if first is None and task_type:
-            first = first_match(self.rules, task_type, kind)
+            first = first_match(self.rules, task_type, kind, self.finder)
         if first is not None and first.category == COMMUNICATION:
             return COMMUNICATION
         if core and core in self.accelerator_core:
