@@ -16,6 +16,7 @@ from parity.trace.intervals import (
     intersect_intervals,
     intersection_length,
     merge_intervals,
+    pairwise_intersection_lengths,
     subtract_intervals,
     union_length,
 )
@@ -118,3 +119,27 @@ def test_against_brute_force_grid(a, b, c) -> None:
     s = np.concatenate([a[0], b[0], c[0]])
     e = np.concatenate([a[1], b[1], c[1]])
     assert grouped_union_lengths(groups, s, e, 3).tolist() == [ga.sum(), gb.sum(), gc.sum()]
+
+
+def test_pairwise_intersection_lengths_hand_computed() -> None:
+    # A = [0,10) ∪ [20,30); B = [5,25); C = [28,40)
+    a = (np.array([0, 20]), np.array([10, 30]))
+    b = (np.array([5]), np.array([25]))
+    c = (np.array([28]), np.array([40]))
+    m = pairwise_intersection_lengths([a, b, c])
+    # A∩B = [5,10) ∪ [20,25) = 10; A∩C = [28,30) = 2; B∩C = 0; diagonal = lengths 20, 20, 12
+    assert m.tolist() == [[20, 10, 2], [10, 20, 0], [2, 0, 12]]
+    assert pairwise_intersection_lengths([]).shape == (0, 0)
+    assert pairwise_intersection_lengths([a, (np.empty(0, np.int64), np.empty(0, np.int64))]).tolist() == [[20, 0], [0, 0]]
+
+
+def test_pairwise_intersection_lengths_match_the_pair_formula_on_random_sets() -> None:
+    rng = np.random.default_rng(7)
+    sets = []
+    for _ in range(9):
+        s = rng.integers(0, 10_000, 40)
+        sets.append(merge_intervals(s, s + rng.integers(0, 300, 40)))
+    m = pairwise_intersection_lengths(sets)
+    for i in range(len(sets)):
+        for j in range(len(sets)):
+            assert m[i, j] == intersection_length(sets[i], sets[j])

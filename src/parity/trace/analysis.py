@@ -125,12 +125,10 @@ def _categories(c: _Clipped, cats: Categorization, device_busy: int) -> list[Cat
 def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> list[StreamOverlap]:
     top = np.argsort(-busy, kind="stable")[:MAX_OVERLAP_STREAMS]
     top = [int(i) for i in top if busy[i] > 0]
-    ids = {i: int(c.stream_ids[i]) for i in top}
-    out = []
-    for x, a in enumerate(top):
-        for b in top[x + 1:]:
-            out.append(StreamOverlap(stream_a=ids[a], stream_b=ids[b], overlap_ns=metrics.overlap_ns(sets[a], sets[b])))
-    return out
+    ids = [int(c.stream_ids[i]) for i in top]
+    both = metrics.pairwise_overlap_ns([sets[i] for i in top])
+    return [StreamOverlap(stream_a=ids[x], stream_b=ids[y], overlap_ns=int(both[x, y]))
+            for x in range(len(top)) for y in range(x + 1, len(top))]
 
 
 def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:

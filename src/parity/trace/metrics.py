@@ -15,6 +15,7 @@ from parity.trace.intervals import (
     concurrency_histogram,
     difference_length,
     intersection_length,
+    pairwise_intersection_lengths,
     union_length,
 )
 
@@ -55,6 +56,13 @@ def overlap_ns(a: Pair, b: Pair) -> int:
     compute/communication overlap). :func:`intersection_length` checks ``0 <= |A ∩ B| <=
     min(|A|, |B|)`` with the lengths it already has."""
     return intersection_length(a, b)
+
+
+def pairwise_overlap_ns(sets: Sequence[Pair]) -> np.ndarray:
+    """``O[a, b] = |S_a ∩ S_b|``: the time streams ``a`` and ``b`` are busy together, for every
+    pair of merged stream sets at once (``O[a, a]`` is stream ``a``'s busy time); each entry
+    equals :func:`overlap_ns` of the pair."""
+    return pairwise_intersection_lengths(sets)
 
 
 def exposed_ns(comm: Pair, compute: Pair) -> int:
