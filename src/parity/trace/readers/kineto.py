@@ -48,13 +48,13 @@ from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
     DECODER,
-    DEVICE_CODES,
     EXACT_DECODER,
     EXTRA,
     GPU_ANNOTATION,
     UNKNOWN,
     ScanState,
     int_or,
+    on_stream,
     scan_events,
     scan_stream,
     scan_text,
@@ -155,7 +155,7 @@ def _step_numbers_by_name(names: tuple[str, ...]) -> np.ndarray:
 def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     """Host rows named ``ProfilerStep#N`` become STEP rows (not the copies AMD traces draw on
     GPU lanes as ``gpu_user_annotation``, which stay ``Kind.OTHER`` on their device)."""
-    host = ~np.isin(kind, DEVICE_CODES + (GPU_ANNOTATION,))
+    host = ~on_stream(kind)
     kind = kind.copy()
     kind[host & (numbers[table.name_id] >= 0)] = Kind.STEP
     kind[kind == GPU_ANNOTATION] = Kind.OTHER  # ProfilerStep drawn on a GPU lane is no step
