@@ -18,7 +18,16 @@ from parity.model.findings import Finding, Severity
 from parity.trace import metrics
 from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, is_ascend
 from parity.trace.blocks import find_blocks
-from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
+from parity.trace.categories import (
+    COMMUNICATION,
+    COMPUTE_EXCLUDED,
+    NOT_DEVICE,
+    UNMATCHED,
+    Categorization,
+    Rules,
+    categorize,
+    load_rules,
+)
 from parity.trace.intervals import grouped_union_lengths, merge_intervals
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
@@ -133,7 +142,9 @@ def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.nda
 
 def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
     comm_mask = c.cat == cats.code(COMMUNICATION)
-    compute_mask = cats.compute_mask()[c.rows]
+    is_compute = np.ones(len(cats.labels), dtype=bool)  # by category code, as compute_mask()
+    is_compute[[cats.code(x) for x in (*COMPUTE_EXCLUDED, NOT_DEVICE) if x in cats.labels]] = False
+    compute_mask = is_compute[c.cat]
     comm, compute = c.pair(comm_mask), c.pair(compute_mask)
     return CommOverlap(
         compute_ns=int(np.sum(compute[1] - compute[0])),
