@@ -12,6 +12,7 @@ from parity.trace.intervals import (
     clip_intervals,
     concurrency_histogram,
     difference_length,
+    grouped_merge,
     grouped_union_lengths,
     intersect_intervals,
     intersection_length,
@@ -143,3 +144,15 @@ def test_pairwise_intersection_lengths_match_the_pair_formula_on_random_sets() -
     for i in range(len(sets)):
         for j in range(len(sets)):
             assert m[i, j] == intersection_length(sets[i], sets[j])
+
+
+@pytest.mark.parametrize("far", [False, True])  # far: the shifted line would overflow, so groups merge one by one
+def test_grouped_merge_gives_each_groups_merged_set(far: bool) -> None:
+    groups = np.array([1, 0, 1, 1, 2, 3])
+    s = np.array([0, 5, 3, 20, 7, 2**61 if far else 30], dtype=np.int64)
+    e = np.array([4, 9, 6, 25, 7, 2**61 + 1 if far else 31], dtype=np.int64)
+    owner, ms, me = grouped_merge(groups, s, e, 4)
+    # group 0: [5,9); group 1: [0,4) ∪ [3,6) = [0,6), [20,25); group 2: only an empty interval
+    assert owner.tolist() == [0, 1, 1, 3]
+    assert ms.tolist() == [5, 0, 20, s[-1]] and me.tolist() == [9, 6, 25, e[-1]]
+    assert grouped_union_lengths(groups, s, e, 4).tolist() == [4, 11, 0, 1]

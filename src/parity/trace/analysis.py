@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ from parity.trace.categories import (
     categorize,
     load_rules,
 )
-from parity.trace.intervals import grouped_union_lengths, merge_intervals
+from parity.trace.intervals import grouped_merge, grouped_union_lengths, merge_intervals
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
     CategoryStats,
@@ -73,9 +74,14 @@ class _Clipped:
         return merge_intervals(self.start[mask], self.end[mask])
 
 
-def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int) -> tuple[list[StreamStats], np.ndarray]:
+def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int):
+    """Per-stream figures, the busy time per stream and each stream's merged busy intervals."""
     n_streams, n_cats = len(c.stream_keys), len(cats.labels)
-    busy = grouped_union_lengths(c.stream_code, c.start, c.end, n_streams)
+    owner, merged_s, merged_e = grouped_merge(c.stream_code, c.start, c.end, n_streams)
+    busy = np.zeros(n_streams, dtype=np.int64)
+    np.add.at(busy, owner, merged_e - merged_s)
+    cut = np.searchsorted(owner, np.arange(n_streams + 1)).tolist()
+    sets = [(merged_s[a:b], merged_e[a:b]) for a, b in pairwise(cut)]
     by_cat = grouped_union_lengths(c.stream_code * n_cats + c.cat, c.start, c.end, n_streams * n_cats)
     by_cat = by_cat.reshape(n_streams, n_cats)
     counts = np.bincount(c.stream_code, minlength=n_streams)
@@ -94,7 +100,7 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
             share_of_summed=metrics.share_of_summed(b, busy.tolist()),
             categories={cats.labels[k]: int(by_cat[i, k]) for k in np.flatnonzero(by_cat[i])},
         ))
-    return out, busy
+    return out, busy, sets
 
 
 def _device(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> DeviceStats:
@@ -181,8 +187,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     chosen = choose_window(table, window=window, steps=steps, row_steps=row_steps)
     device_rows = np.flatnonzero(table.device_mask())
     c = _Clipped(table, device_rows, chosen, cats)
-    streams, busy = _streams(table, c, cats, rank)
-    sets = [c.pair(c.stream_code == i) for i in range(len(c.stream_keys))]  # merged once, used twice
+    streams, busy, sets = _streams(table, c, cats, rank)  # sets: merged once, used twice
     device = _device(c, busy, sets)
     kernel_rows = c.rows[table.kind[c.rows] == Kind.KERNEL]
     blocks = None

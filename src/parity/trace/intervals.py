@@ -192,10 +192,11 @@ def pairwise_intersection_lengths(sets: Sequence[tuple[np.ndarray, np.ndarray]])
     return out
 
 
-def grouped_union_lengths(
+def grouped_merge(
     groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int
-) -> np.ndarray:
-    """Union length of each group's intervals, ns, for all groups at once.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every group's intervals merged, for all groups at once: ``(owner, starts, ends)`` of the
+    merged runs, sorted by owner then start (group ``g``'s set is the rows with ``owner == g``).
 
     ``groups`` holds dense group codes ``0 .. n_groups-1`` (e.g. stream indices). The groups are
     laid end to end on one line (group ``g`` shifted by ``g · (span + 1)``) so one merge handles
@@ -204,20 +205,29 @@ def grouped_union_lengths(
     """
     starts, ends = _as_pair(starts, ends)
     groups = np.asarray(groups, dtype=_INT)
-    out = np.zeros(n_groups, dtype=_INT)
     if len(starts) == 0:
-        return out
+        return np.empty(0, _INT), np.empty(0, _INT), np.empty(0, _INT)
     base = int(starts.min())
     span = int(ends.max()) - base + 1
     if span * max(n_groups, 1) < 2**62:
         shift = groups * _INT(span) - _INT(base)
         s, e = merge_intervals(starts + shift, ends + shift)
         owner = s // _INT(span)
-        np.add.at(out, owner, e - s)
-    else:
-        for g in range(n_groups):
-            mine = groups == g
-            out[g] = union_length(starts[mine], ends[mine])
+        unshift = owner * _INT(span) - _INT(base)
+        return owner, s - unshift, e - unshift
+    parts = [(g, *merge_intervals(starts[groups == g], ends[groups == g])) for g in range(n_groups)]
+    return (np.concatenate([np.full(len(s), g, _INT) for g, s, _ in parts]),
+            np.concatenate([s for _, s, _ in parts]), np.concatenate([e for _, _, e in parts]))  # fmt: skip
+
+
+def grouped_union_lengths(
+    groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int
+) -> np.ndarray:
+    """Union length of each group's intervals, ns, for all groups at once: the merged runs of
+    :func:`grouped_merge` summed by owner."""
+    owner, s, e = grouped_merge(groups, starts, ends, n_groups)
+    out = np.zeros(n_groups, dtype=_INT)
+    np.add.at(out, owner, e - s)
     return out
 
 
