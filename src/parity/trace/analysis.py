@@ -106,8 +106,8 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
 def _device(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> DeviceStats:
     """Device figures; ``sets`` holds each stream's merged busy intervals (by stream code)."""
     w = c.window.length_ns
-    union = metrics.busy_ns(c.start, c.end, w) if w else 0
-    hist = metrics.streams_at_once(sets, c.window.start_ns, c.window.end_ns)
+    hist = metrics.streams_at_once(sets, c.window.start_ns, c.window.end_ns, merged=True)
+    union = metrics.busy_ns(hist, w)
     return DeviceStats(
         window_ns=w,
         busy_ns=union,

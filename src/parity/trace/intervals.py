@@ -232,23 +232,24 @@ def grouped_union_lengths(
 
 
 def concurrency_histogram(
-    sets: Sequence[tuple[np.ndarray, np.ndarray]], lo: int, hi: int
+    sets: Sequence[tuple[np.ndarray, np.ndarray]], lo: int, hi: int, *, merged: bool = False
 ) -> np.ndarray:
     """Time, ns, during which exactly ``c`` of the given sets are active, for ``c = 0 .. len(sets)``.
 
     Each set is first merged (so a stream counts once however many of its kernels overlap) and
-    clipped to ``[lo, hi)``. Sweep: +1 at every start, -1 at every end, sorted by position;
-    ``np.cumsum`` gives the number active after each event, and the time to the next event is
-    credited to that number. ``Σ_c hist[c] = hi - lo`` and ``Σ_c c·hist[c] = Σ busy``.
+    clipped to ``[lo, hi)``; ``merged=True`` says the caller's sets are already both. Sweep: +1
+    at every start, -1 at every end, sorted by position; ``np.cumsum`` gives the number active
+    after each event, and the time to the next event is credited to that number.
+    ``Σ_c hist[c] = hi - lo`` and ``Σ_c c·hist[c] = Σ busy``.
     """
     if hi < lo:
         raise ValueError(f"window ends before it starts: [{lo}, {hi})")
     hist = np.zeros(len(sets) + 1, dtype=_INT)
-    merged = [merge_intervals(*clip_intervals(s, e, lo, hi)) for s, e in sets]
-    pos = np.concatenate([np.array([lo, hi], _INT)] + [a for m in merged for a in m])
-    delta = np.concatenate(
-        [np.zeros(2, _INT)] + [d for s, e in merged for d in (np.ones(len(s), _INT), -np.ones(len(e), _INT))]
-    )
+    if not merged:
+        sets = [merge_intervals(*clip_intervals(s, e, lo, hi)) for s, e in sets]
+    pos = np.concatenate([np.array([lo, hi], _INT)] + [a for m in sets for a in m])
+    counts = [len(a) for m in sets for a in m]
+    delta = np.concatenate((np.zeros(2, _INT), np.repeat(np.tile(np.array([1, -1], _INT), len(sets)), counts)))
     order = np.argsort(pos, kind="stable")
     pos, level = pos[order], np.cumsum(delta[order])
     widths = np.diff(pos)  # level[i] holds on [pos[i], pos[i+1]) after all events at pos[i]

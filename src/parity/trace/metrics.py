@@ -16,16 +16,16 @@ from parity.trace.intervals import (
     difference_length,
     intersection_length,
     pairwise_intersection_lengths,
-    union_length,
 )
 
 Pair = tuple[np.ndarray, np.ndarray]
 
 
-def busy_ns(starts: np.ndarray, ends: np.ndarray, window_ns: int) -> int:
-    """``busy(s) = |∪ intervals of s ∩ W|``: the stream's union length in the window, ns."""
-    busy = union_length(starts, ends)
-    assert 0 <= busy <= window_ns, f"busy {busy} ns exceeds the window {window_ns} ns"
+def busy_ns(streams_at_once_ns: np.ndarray, window_ns: int) -> int:
+    """``|∪_s busy(s)| = |W| - h[0]``: the device's union busy time in the window, ns, where
+    ``h[0]`` (:func:`streams_at_once`) is the window time during which no stream runs."""
+    busy = window_ns - int(streams_at_once_ns[0])
+    assert 0 <= busy <= window_ns, f"busy {busy} ns outside the window {window_ns} ns"
     return busy
 
 
@@ -70,12 +70,13 @@ def exposed_ns(comm: Pair, compute: Pair) -> int:
     return difference_length(comm, compute)
 
 
-def streams_at_once(sets: Sequence[Pair], lo: int, hi: int) -> np.ndarray:
+def streams_at_once(sets: Sequence[Pair], lo: int, hi: int, *, merged: bool = False) -> np.ndarray:
     """``h[c]`` = ns of ``[lo, hi)`` during which exactly ``c`` streams are busy, ``c = 0..S``.
 
-    ``h[0]`` is the idle time and ``Σ_c c·h[c] / |W|`` equals :func:`mean_concurrency`.
+    ``h[0]`` is the idle time and ``Σ_c c·h[c] / |W|`` equals :func:`mean_concurrency`;
+    ``merged=True`` when each set is already merged and inside ``[lo, hi)``.
     """
-    return concurrency_histogram(sets, lo, hi)
+    return concurrency_histogram(sets, lo, hi, merged=merged)
 
 
 def free_ns(span_ns: int, computing_or_communication_ns: int) -> int:
