@@ -42,14 +42,57 @@ class Repeat:
         return self.count * self.length
 
 
+def _candidate_counts(counts: np.ndarray, min_repeats: int) -> tuple[list[int], list[int]]:
+    """Occurrence counts ``c >= min_repeats`` to try and how many names have each, the counts
+    that explain the most items (names times ``c``) first, at most :data:`MAX_CANDIDATES`."""
+    values, how_many = np.unique(counts[counts >= min_repeats], return_counts=True)
+    order = np.argsort(-how_many * values, kind="stable")[:MAX_CANDIDATES]
+    return values[order].tolist(), how_many[order].tolist()
+
+
+def _positions(seq: np.ndarray, anchors: list[int], counts: np.ndarray) -> dict[int, np.ndarray]:
+    """Ascending indices of every anchor's occurrences, from one stable sort of the occurrences
+    of all anchors together (grouped by name, each group in sequence order)."""
+    wanted = np.zeros(len(counts), dtype=bool)
+    wanted[anchors] = True
+    where = np.flatnonzero(wanted[seq])
+    grouped = where[np.argsort(seq[where], kind="stable")]
+    out: dict[int, np.ndarray] = {}
+    offset = 0
+    for anchor, c in zip(sorted(anchors), counts[sorted(anchors)].tolist()):
+        out[anchor] = grouped[offset : offset + c]
+        offset += c
+    return out
+
+
 def _segments_identical(seq: np.ndarray, starts: np.ndarray, length: int) -> float:
-    """Fraction of segments ``seq[s : s+length]`` equal to the most common such segment."""
+    """Fraction of segments ``seq[s : s+length]`` equal to the most common such segment.
+
+    Segments equal to the first one are counted by comparing against it; only when those are
+    not a strict majority (so another segment might be the most common) are the segments
+    sorted as raw bytes and the longest run of equal ones counted.
+    """
     usable = starts[starts + length <= len(seq)]
     if len(usable) == 0:
         return 0.0
     block = seq[usable[:, None] + np.arange(length)[None, :]]  # (segments, length)
-    _, inverse, counts = np.unique(block, axis=0, return_inverse=True, return_counts=True)
-    return float(counts.max()) / len(starts)
+    most = int(np.count_nonzero((block == block[0]).all(axis=1)))
+    if 2 * most <= len(usable):
+        rows = np.ascontiguousarray(block).view(np.dtype((np.void, block.itemsize * length))).ravel()
+        most = int(np.unique(rows, return_counts=True)[1].max())
+    return most / len(starts)
+
+
+def _common_gap(starts: np.ndarray) -> tuple[int, int]:
+    """The gap between consecutive ``starts`` shared by more than half of them and how many
+    share it, or ``(0, 0)`` when no gap does. A value held by a strict majority is the middle
+    one of the sorted gaps, so no counting of every value is needed."""
+    gaps = np.diff(starts)
+    if len(gaps) == 0:
+        return 0, 0
+    middle = int(np.partition(gaps, len(gaps) // 2)[len(gaps) // 2])
+    share = int(np.count_nonzero(gaps == middle))
+    return (middle, share) if 2 * share > len(gaps) else (0, 0)
 
 
 def find_repeats(
@@ -59,49 +102,78 @@ def find_repeats(
 
     A candidate anchor is the first-occurring name among those with exactly ``c`` occurrences;
     its occurrences must be spaced by a common gap (the block length) for at least
-    :data:`MIN_IDENTICAL_FRACTION` of segments, and those segments must be identical.
+    :data:`MIN_IDENTICAL_FRACTION` of segments, and those segments must be identical. The
+    candidates are checked for identical segments in order of (coverage, length), largest
+    first (no two tie: coverage is ``c`` times length and every ``c`` differs), so the first
+    one that passes is the answer and the rest are never compared.
     """
     seq = np.asarray(seq, dtype=np.int64)
     n = len(seq)
     if n < 2 * min_repeats:
         return None
     counts = np.bincount(seq)
-    values, how_many = np.unique(counts[counts >= min_repeats], return_counts=True)
-    if len(values) == 0:
+    tried, _ = _candidate_counts(counts, min_repeats)
+    if not tried:
         return None
-    # try the occurrence counts that the most names share (one per block is the common case)
-    order = np.argsort(-how_many * values, kind="stable")[:MAX_CANDIDATES]
-    first_seen = np.full(len(counts), n, dtype=np.int64)
-    np.minimum.at(first_seen, seq, np.arange(n))
-    best: Repeat | None = None
-    for c in values[order].tolist():
-        names = np.flatnonzero(counts == c)
-        anchor = int(names[np.argmin(first_seen[names])])
-        starts = np.flatnonzero(seq == anchor)
-        gaps = np.diff(starts)
-        if len(gaps) == 0:
+    names, first = np.unique(seq, return_index=True)
+    by_first = names[np.argsort(first)]  # names in order of first occurrence
+    seen, where = np.unique(counts[by_first], return_index=True)  # first name with each count
+    anchor_of = dict(zip(seen.tolist(), by_first[where].tolist()))
+    anchors = [anchor_of[c] for c in tried]
+    positions = _positions(seq, anchors, counts)
+    candidates = []
+    for anchor in anchors:
+        starts = positions[anchor]
+        if len(starts) < 2:
             continue
-        gap_values, gap_counts = np.unique(gaps, return_counts=True)
-        length = int(gap_values[np.argmax(gap_counts)])
-        if length < min_length or length > max_length or gap_counts.max() < MIN_IDENTICAL_FRACTION * len(gaps):
+        length, share = _common_gap(starts)
+        if length < min_length or length > max_length or share < MIN_IDENTICAL_FRACTION * (len(starts) - 1):
             continue
+        candidates.append((len(starts) * length, length, anchor, starts))
+    for _, length, anchor, starts in sorted(candidates, key=lambda c: (c[0], c[1]), reverse=True):
         identical = _segments_identical(seq, starts, length)
-        if identical < MIN_IDENTICAL_FRACTION:
-            continue
-        candidate = Repeat(anchor=anchor, starts=starts, length=length, identical=identical)
-        if best is None or (candidate.coverage, candidate.length) > (best.coverage, best.length):
-            best = candidate
-    return best
+        if identical >= MIN_IDENTICAL_FRACTION:
+            return Repeat(anchor=anchor, starts=starts, length=length, identical=identical)
+    return None
 
 
-def _runs_of_equal(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start index and length of each run of equal consecutive values."""
-    if len(values) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    change = np.flatnonzero(np.diff(values) != 0) + 1
-    starts = np.concatenate(([0], change))
-    lengths = np.diff(np.concatenate((starts, [len(values)])))
-    return starts, lengths
+def _anchor_runs(seq: np.ndarray, anchors: list[int]) -> dict[int, list[tuple[int, int, int]]]:
+    """Per anchor, its runs of equally spaced occurrences as ``(first index, gap, gaps in the
+    run)``, at most three, the most items spanned (gaps in the run times gap) first, ties in
+    sequence order. All anchors are done together: their occurrences are grouped by name with
+    one stable sort, and the runs of equal gaps are found inside each group."""
+    wanted = np.zeros(int(seq.max()) + 1, dtype=bool)
+    wanted[anchors] = True
+    where = np.flatnonzero(wanted[seq])
+    order = np.argsort(seq[where], kind="stable")
+    pos, name = where[order], seq[where][order]
+    gaps = np.diff(pos)
+    inside = name[1:] == name[:-1]  # gap j joins two occurrences of one name
+    opens = inside.copy()
+    opens[1:] &= ~(inside[:-1] & (gaps[1:] == gaps[:-1]))
+    run_first = np.flatnonzero(opens)
+    ends = np.append(np.flatnonzero(opens | ~inside), len(gaps))
+    run_gaps = ends[np.searchsorted(ends, run_first, side="right")] - run_first
+    run_gap = gaps[run_first]
+    run_name = name[run_first]
+    ranked = np.lexsort((-run_gaps * run_gap, run_name))  # stable: ties keep sequence order
+    lo = np.searchsorted(run_name, anchors).tolist()
+    hi = np.searchsorted(run_name, anchors, side="right").tolist()
+    firsts, steps, sizes = pos[run_first].tolist(), run_gap.tolist(), run_gaps.tolist()
+    out = {}
+    for anchor, a, b in zip(anchors, lo, hi):
+        out[anchor] = [(firsts[i], steps[i], sizes[i]) for i in ranked[a : min(b, a + 3)].tolist()]
+    return out
+
+
+def _leading_copies(seq: np.ndarray, first: int, length: int, most: int) -> int:
+    """How many of the ``most`` back-to-back blocks ``seq[first + i*length : ...]`` equal the
+    first one before one differs: comparing the stretch with itself shifted by one block, the
+    first mismatch at offset ``j`` falls in block ``j // length + 1``."""
+    stretch = seq[first : first + most * length]
+    differ = stretch[length:] != stretch[:-length]
+    j = int(np.argmax(differ)) if len(differ) else 0
+    return j // length + 1 if len(differ) and differ[j] else most
 
 
 def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2) -> Repeat | None:
@@ -109,45 +181,48 @@ def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2
 
     Unlike :func:`find_repeats` the block need not span the whole sequence: a forward pass of
     L identical layers followed by a backward pass is found from the forward layers' anchor
-    occurrences whose gaps stay equal, the repetitions being checked name for name. The best
-    candidate explains the most kernels (ties: the longer block).
+    occurrences whose gaps stay equal, the repetitions being checked name for name. Anchors are
+    the first four names (by id) of each tried occurrence count; each anchor offers its three
+    runs of equal gaps spanning the most items. An anchor's best run explains the most kernels
+    (ties: the earlier run); the best anchor's run explains the most kernels (ties: the longer
+    block, then the earlier anchor). Runs are compared name for name in order of how many
+    kernels they could explain at most, and the search stops once no run left could reach the
+    best found, which cannot change the answer.
     """
     seq = np.asarray(seq, dtype=np.int64)
     n = len(seq)
     if n < min_repeats * min_length:
         return None
     counts = np.bincount(seq)
-    values, how_many = np.unique(counts[counts >= min_repeats], return_counts=True)
-    order = np.argsort(-how_many * values, kind="stable")[:MAX_CANDIDATES]
-    best: Repeat | None = None
-    for c in values[order].tolist():
-        for anchor in np.flatnonzero(counts == c)[:4].tolist():
-            candidate = _best_run(seq, anchor, min_repeats, min_length)
-            if candidate and (best is None or (candidate.coverage, candidate.length) > (best.coverage, best.length)):
-                best = candidate
-    return best
-
-
-def _best_run(seq: np.ndarray, anchor: int, min_repeats: int, min_length: int) -> Repeat | None:
-    positions = np.flatnonzero(seq == anchor)
-    gaps = np.diff(positions)
-    run_starts, run_lengths = _runs_of_equal(gaps)
-    best: Repeat | None = None
-    for i in np.argsort(-run_lengths * gaps[run_starts] if len(gaps) else [], kind="stable")[:3].tolist():
-        length = int(gaps[run_starts[i]])
-        first = positions[run_starts[i] : run_starts[i] + run_lengths[i] + 1]
-        if length < min_length:
-            continue
-        if first[-1] + length > len(seq):
-            first = first[:-1]  # the last repetition is cut off by the end of the sequence
-        if len(first) < min_repeats:
-            continue
-        block = seq[first[:, None] + np.arange(length)[None, :]]
-        same = np.all(block == block[0], axis=1)
-        k = int(np.argmin(same)) if not same.all() else len(same)  # leading identical repetitions
-        if k < min_repeats:
-            continue
-        candidate = Repeat(anchor=anchor, starts=first[:k], length=length, identical=1.0)
-        if best is None or candidate.coverage > best.coverage:
-            best = candidate
-    return best
+    tried, how_many = _candidate_counts(counts, min_repeats)
+    if not tried:
+        return None
+    by_count = np.argsort(counts, kind="stable")  # names grouped by count, by id inside
+    lo = np.searchsorted(counts[by_count], tried).tolist()
+    anchors = [a for s, k in zip(lo, how_many) for a in by_count[s : s + min(k, 4)].tolist()]
+    runs = _anchor_runs(seq, anchors)
+    offers = []  # (most it could explain, anchor rank, run rank, first, gap, repetitions)
+    for rank, anchor in enumerate(anchors):
+        for place, (first, gap, size) in enumerate(runs[anchor]):
+            most = size + 1 - (first + (size + 1) * gap > n)  # the last may be cut off by the end
+            if gap >= min_length and most >= min_repeats:
+                offers.append((most * gap, rank, place, first, gap, most))
+    offers.sort(key=lambda o: o[0], reverse=True)
+    found: list[tuple[int, int, int, int, int, int]] = []  # (coverage, rank, place, first, gap, k)
+    top = -1
+    for bound, rank, place, first, gap, most in offers:
+        if bound < top:
+            break
+        k = _leading_copies(seq, first, gap, most)
+        if k >= min_repeats and k * gap >= top:
+            top = k * gap
+            found.append((top, rank, place, first, gap, k))
+    winners = {}
+    for cover, rank, place, first, gap, k in found:
+        if cover == top and (rank not in winners or place < winners[rank][0]):
+            winners[rank] = (place, first, gap, k)
+    if not winners:
+        return None
+    rank = min(winners, key=lambda r: (-winners[r][2], r))
+    _, first, gap, k = winners[rank]
+    return Repeat(anchor=anchors[rank], starts=first + gap * np.arange(k, dtype=np.int64), length=gap, identical=1.0)
