@@ -152,11 +152,13 @@ def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
     is_compute[[cats.code(x) for x in (*COMPUTE_EXCLUDED, NOT_DEVICE) if x in cats.labels]] = False
     compute_mask = is_compute[c.cat]
     comm, compute = c.pair(comm_mask), c.pair(compute_mask)
+    both = metrics.pairwise_overlap_ns([compute, comm])  # [[|K|, |K ∩ C|], [.., |C|]] in one sweep
+    overlap = int(both[0, 1])
     return CommOverlap(
-        compute_ns=int(np.sum(compute[1] - compute[0])),
-        communication_ns=int(np.sum(comm[1] - comm[0])),
-        overlap_ns=metrics.overlap_ns(compute, comm),
-        exposed_communication_ns=metrics.exposed_ns(comm, compute),
+        compute_ns=int(both[0, 0]),
+        communication_ns=int(both[1, 1]),
+        overlap_ns=overlap,
+        exposed_communication_ns=metrics.exposed_ns(int(both[1, 1]), overlap),
     )
 
 

@@ -13,7 +13,6 @@ import numpy as np
 
 from parity.trace.intervals import (
     concurrency_histogram,
-    difference_length,
     intersection_length,
     pairwise_intersection_lengths,
 )
@@ -59,15 +58,17 @@ def overlap_ns(a: Pair, b: Pair) -> int:
 
 
 def pairwise_overlap_ns(sets: Sequence[Pair]) -> np.ndarray:
-    """``O[a, b] = |S_a ∩ S_b|``: the time streams ``a`` and ``b`` are busy together, for every
-    pair of merged stream sets at once (``O[a, a]`` is stream ``a``'s busy time); each entry
-    equals :func:`overlap_ns` of the pair."""
+    """``O[a, b] = |S_a ∩ S_b|``: the time sets ``a`` and ``b`` (streams; compute and
+    communication) are busy together, for every pair of merged sets at once (``O[a, a]`` is
+    set ``a``'s busy time); each entry equals :func:`overlap_ns` of the pair."""
     return pairwise_intersection_lengths(sets)
 
 
-def exposed_ns(comm: Pair, compute: Pair) -> int:
-    """``|C \\ K|``: exposed communication, the communication time no compute hides."""
-    return difference_length(comm, compute)
+def exposed_ns(comm_ns: int, overlap_ns: int) -> int:
+    """``|C \\ K| = |C| - |C ∩ K|``: exposed communication, the communication time no compute
+    hides, from the communication time and its overlap with compute (:func:`overlap_ns`)."""
+    assert 0 <= overlap_ns <= comm_ns, f"overlap {overlap_ns} ns exceeds communication {comm_ns} ns"
+    return comm_ns - overlap_ns
 
 
 def streams_at_once(sets: Sequence[Pair], lo: int, hi: int, *, merged: bool = False) -> np.ndarray:
