@@ -403,3 +403,18 @@ def test_parse_us_text() -> None:
     assert parse_us_text("-1.5") == -1500
     with pytest.raises(ValueError):
         parse_us_text("12:30")
+
+
+@pytest.mark.parametrize("header_bytes", [10, 20_000, 200_000])  # within the first look, the second, the 1 MB head
+@pytest.mark.parametrize("compressed", [False, True])
+def test_detect_finds_the_event_array_after_a_large_header(tmp_path: Path, header_bytes: int, compressed: bool) -> None:
+    import gzip
+
+    trace = {"deviceProperties": [{"name": "x" * header_bytes}],
+             "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+                              "args": {"device": 0, "stream": 7}}]}  # fmt: skip
+    text = orjson.dumps(trace)
+    path = tmp_path / ("t.json.gz" if compressed else "t.json")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    assert detect(path) == "kineto"
+    assert len(load_trace(path)) == 1

@@ -27,7 +27,9 @@ from parity.trace.readers.gzipfile import GZIP_MAGIC, read_head
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-FIRST_LOOK = 64 << 10  # bytes read first; the rest of the 1 MB head only when they do not decide
+# bytes read first, in turn (a Kineto header before its events is usually well under 4 kB, with
+# many devices' properties tens of kB); the 1 MB head only when they do not decide
+QUICK_LOOKS = (4 << 10, 64 << 10)
 _ASCEND_DB = re.compile(r"ascend_pytorch_profiler(_\d+)?\.db$")
 _STRING_TS = re.compile(rb'"ts"\s*:\s*"\s*-?\d')
 _EVENT_KEY = re.compile(rb'\{\s*"(ph|name|pid|tid|ts|cat|dur|args)"\s*:')
@@ -48,10 +50,13 @@ def detect(path: Path) -> str:
     head = _raw_head(path)
     if head.startswith(SQLITE_MAGIC):
         return _detect_sqlite(path)
-    first = read_head(path, FIRST_LOOK)
-    if first.lstrip()[:1] == b"{" and b'"traceEvents"' in first:
-        return "kineto"  # the common case, decided without inflating a whole MB
-    text = read_head(path) if len(first) == FIRST_LOOK else first
+    for size in QUICK_LOOKS:
+        first = read_head(path, size)
+        if first.lstrip()[:1] == b"{" and b'"traceEvents"' in first:
+            return "kineto"  # the common case, decided without inflating a whole MB
+        if len(first) < size:
+            break  # the whole file is read
+    text = read_head(path) if len(first) == QUICK_LOOKS[-1] else first
     if not text.strip():
         if head[:2] == GZIP_MAGIC:
             raise ParityError(f"{path}: gzip file is empty or truncated; copy the trace again")
