@@ -16,7 +16,7 @@ import pytest
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
 from parity.trace.readers import jsonstream, parallel
-from parity.trace.readers.columns import parse_us_text, us_to_ns
+from parity.trace.readers.columns import _lane_running_max, parse_us_text, us_to_ns
 from parity.trace.readers.detect import detect
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto import read_kineto
@@ -408,8 +408,6 @@ def test_parse_us_text() -> None:
 @pytest.mark.parametrize("header_bytes", [10, 20_000, 200_000])  # within the first look, the second, the 1 MB head
 @pytest.mark.parametrize("compressed", [False, True])
 def test_detect_finds_the_event_array_after_a_large_header(tmp_path: Path, header_bytes: int, compressed: bool) -> None:
-    import gzip
-
     trace = {"deviceProperties": [{"name": "x" * header_bytes}],
              "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
                               "args": {"device": 0, "stream": 7}}]}  # fmt: skip
@@ -418,3 +416,11 @@ def test_detect_finds_the_event_array_after_a_large_header(tmp_path: Path, heade
     path.write_bytes(gzip.compress(text) if compressed else text)
     assert detect(path) == "kineto"
     assert len(load_trace(path)) == 1
+
+
+@pytest.mark.parametrize("far", [False, True])  # far: lanes laid end to end would overflow, so a loop
+def test_lane_running_max_restarts_at_each_lane(far: bool) -> None:
+    values = np.array([5, 3, 9, 2, 1, 4, 2**62 if far else 0, 7], dtype=np.int64)
+    lanes = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    top = 2**62 if far else 7
+    assert _lane_running_max(values, lanes).tolist() == [5, 5, 9, 2, 2, 4, values[6], top]

@@ -232,7 +232,19 @@ def stream_overlap_warning(table: ActivityTable) -> str | None:
 
 
 def _lane_running_max(values: np.ndarray, lane_id: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` that restarts at each new lane (rows sorted by lane)."""
+    """Running maximum of ``values`` that restarts at each new lane (rows sorted by lane).
+
+    The lanes are laid end to end (values shifted to start at 0, lane ``k`` raised by
+    ``k · (span + 1)``), so one ``np.maximum.accumulate`` serves every lane: no lane's values
+    reach the next lane's. A loop over lanes where that line would overflow int64.
+    """
+    if len(values) == 0:
+        return values.copy()
+    base = int(values.min())
+    span = int(values.max()) - base + 1
+    if span * (int(lane_id[-1]) + 1) < 2**62:
+        shift = lane_id.astype(np.int64) * span - base
+        return np.maximum.accumulate(values + shift) - shift
     out = values.copy()
     boundaries = np.flatnonzero(np.diff(lane_id)) + 1
     for lo, hi in zip(np.concatenate(([0], boundaries)), np.concatenate((boundaries, [len(values)]))):
