@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -13,8 +15,10 @@ from parity.trace.categories import (
     UNMATCHED,
     categorize,
     default_rules_path,
+    first_match,
     load_rules,
 )
+from parity.trace.literals import RuleMatcher, required_literal
 from parity.trace.table import Kind
 
 DEFAULT = load_rules()
@@ -138,33 +142,88 @@ def test_literals_that_cannot_decide_a_match_are_dropped_with_the_same_answers(t
         assert rules.category_of(name, Kind.KERNEL) == expected
 
 
-def test_one_pass_literal_finder_gives_the_answers_of_the_scan_per_literal(traces_dir: Path) -> None:
-    """Every name of the real Kineto traces, under every kind, through both literal tests."""
-    pytest.importorskip("ahocorasick_rs")
-    from parity.trace import load_trace
-    from parity.trace.categories import first_match
+def _reference_first(rules: tuple, name: str, kind: Kind):
+    """The rule definition run literally: every pattern a case-insensitive regex search."""
+    for rule in rules:
+        if rule.kinds and kind not in rule.kinds:
+            continue
+        if any(re.search(p, name, re.IGNORECASE) for p in rule.patterns):
+            return rule
+    return None
 
-    names = {"", "Memset (Device)", "ALL_REDUCE_kernel", "naïve_gemm_ß", "notify_wait", "embedding_bag_fbgemm"}
+
+def test_one_pass_gated_matching_gives_the_answers_of_every_regex(traces_dir: Path) -> None:
+    """Every name of the real Kineto traces, under every kind: one Aho-Corasick pass (when
+    ahocorasick_rs is installed), a scan per literal, a scan without gates and (ASCII names)
+    every pattern as a regex agree."""
+    from parity.trace import load_trace
+
+    names = {"", "Memset (Device)", "ALL_REDUCE_kernel", "naïve_gemm_ß", "notify_wait", "embedding_bag_fbgemm",
+             "NOTIFY Record", "sm90_XMMA_gemm", "allreducer", "dot-product", "fc_layer", "ſdma"}
     for path in sorted((traces_dir / "kineto/hta").rglob("*.json.gz"))[:14]:
         if not path.name.endswith("_et.json.gz"):  # execution traces hold no profiler events
             names.update(load_trace([path]).names)
     rules = DEFAULT.rules
-    assert DEFAULT.finder is not None
+    assert any(rule.gates for rule in rules)
+    ungated = tuple(dataclasses.replace(rule, gates=()) for rule in rules)
+    scanning, plain = RuleMatcher(rules, one_pass=False), RuleMatcher(ungated, one_pass=False)
     for name in names:
         for kind in Kind:
-            assert first_match(rules, name, kind, DEFAULT.finder) is first_match(rules, name, kind), (name, kind)
+            got = scanning.first(name, kind)
+            assert DEFAULT.matcher.first(name, kind) is got, (name, kind)
+            other = plain.first(name, kind)
+            assert (got and rules.index(got)) == (other and ungated.index(other)), (name, kind)
+            if kind in (Kind.KERNEL, Kind.MEMCPY) and name.isascii():
+                assert got is _reference_first(rules, name, kind), (name, kind)
 
 
-def test_literal_finder_handles_an_empty_literal_and_rules_sharing_a_literal(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("gemm", "gemm"),
+        ("all_?reduce", "reduce"),  # the longest run of plain characters; "all" is another
+        ("^notify[ _]?(wait|record)$", "notify"),
+        ("ab*c", "a"),  # "b" may be absent; "a" and "c" tie, the first is kept
+        ("a|b", None),  # an alternation: no character is required
+        ("x?y", "y"),
+        ("(ab)+c", "c"),  # a group, even a repeated one, ends the run
+        ("[ab]cd", "cd"),
+        (r"\.gemm", ".gemm"),  # an escaped character is a plain character
+        (r"\d+x", "x"),
+        (r"ab\bcde", "cde"),  # an anchor ends the run
+        ("a{2}bc", "bc"),
+        ("(?i)gemm", None),  # case-insensitive: the text is not what a match contains
+        ("", None),
+        ("(unclosed", None),
+    ],
+)
+def test_required_literal_is_text_every_match_contains(pattern: str, expected: str | None) -> None:
+    assert required_literal(pattern) == expected
+    if expected is not None:  # and indeed: matches found in sample text hold it
+        for text in ("xx all_reduce abc aac ababcd bcd .gemm 12x aabc ab cde notify_wait y", "notifywait"):
+            for match in re.finditer(pattern, text):
+                assert expected in match.group(0)
+
+
+def test_rules_gate_their_case_free_regexes() -> None:
+    gates = {p.pattern: g for rule in DEFAULT.rules for p, g in zip(rule.lowered, rule.gates)}
+    assert gates["all_?reduce"] == "reduce" and gates["sm\\d+_xmma"] == "_xmma"
+    assert RuleMatcher(DEFAULT.rules, one_pass=False).first("sm90_xmma_gemm", Kind.KERNEL).category == "matrix"
+
+
+def test_matcher_handles_an_empty_literal_and_rules_sharing_a_literal(tmp_path: Path) -> None:
     pytest.importorskip("ahocorasick_rs")
-    from parity.trace.categories import literal_finder
-
     path = tmp_path / "rules.toml"
     path.write_text('replace = true\n[[rules]]\ncategory = "a"\npatterns = ["gemm"]\nkinds = ["memcpy"]\n'
                     '[[rules]]\ncategory = "b"\npatterns = ["gemm", "add"]\n[[rules]]\ncategory = "c"\npatterns = [""]\n')
     rules = load_rules(path)
-    finder = literal_finder(rules.rules)
-    assert finder("sgemm_add") == {0, 1, 2}
-    assert finder("relu") == {2}
+    matcher = RuleMatcher(rules.rules)
+
+    def rules_found(lowered: str) -> set[int]:  # bit i + 1 of the found-mask: a literal of rule i
+        return {i for i in range(3) if matcher.found(lowered) >> (i + 1) & 1}
+
+    assert rules_found("sgemm_add") == {0, 1, 2}
+    assert rules_found("relu") == {2}
     assert rules.category_of("sgemm", Kind.KERNEL) == "b" and rules.category_of("sgemm", Kind.MEMCPY) == "a"
     assert rules.category_of("relu", Kind.KERNEL) == "c"
+    assert first_match(rules.rules, "relu", Kind.KERNEL) is first_match(rules.rules, "relu", Kind.KERNEL, one_pass=True)

@@ -9,10 +9,10 @@ fused kernel runs on the AI cores yet is a collective). Device time no rule matc
 categorised :data:`UNMATCHED` and reported, never hidden; host rows get :data:`NOT_DEVICE`.
 
 Matching runs once per distinct name (``table.names``), then maps to rows by ``name_id``, so
-categorising a million kernels costs a few thousand regex searches. With the optional
-``ahocorasick_rs`` (the ``fast`` extra) every rule's literal patterns are found in one pass over
-a name instead of one substring scan per literal, which is most of the matching time on long
-C++ kernel names; the answer is the same either way.
+categorising a million kernels costs a few thousand name matches. A regex is searched only in
+names holding the text all its matches contain, and with the optional ``ahocorasick_rs`` (the
+``fast`` extra) all rules' literal patterns and such texts are found in one pass over a name
+(:mod:`parity.trace.literals`); the answer is the same either way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -29,11 +29,7 @@ from typing import Any
 import numpy as np
 
 from parity.model.errors import ParityError
-
-try:  # optional: finds all literals of all rules in one pass over a name
-    import ahocorasick_rs
-except ImportError:  # pragma: no cover - depends on the install
-    ahocorasick_rs = None
+from parity.trace.literals import RuleMatcher, required_literal
 from parity.trace.table import ActivityTable, Kind
 
 if sys.version_info >= (3, 11):
@@ -53,6 +49,7 @@ STANDARD_CATEGORIES = (COMMUNICATION, ATTENTION, MATRIX, VECTOR, MEMORY, OTHER, 
 COMPUTE_EXCLUDED = (COMMUNICATION, MEMORY)  # "compute" = device work in neither of these
 
 _KIND_NAMES = {k.name.lower(): k for k in Kind}
+_ON_DEVICE = frozenset(k for k in Kind if k.on_device)
 _RULE_KEYS = {"category", "patterns", "kinds"}
 _TOP_KEYS = {"rules", "accelerator_core", "replace"}
 
@@ -72,67 +69,20 @@ class Rule:
     # A rule built without them (``regex`` only) is searched through ``regex``.
     lowered: tuple[re.Pattern, ...] = field(default=(), repr=False, compare=False)
     rest: re.Pattern | None = field(default=None, repr=False, compare=False)
+    # per ``lowered`` pattern, text every match contains (required_literal) or None: without it
+    # in the name the pattern is not searched. Empty: no pattern is gated.
+    gates: tuple[str | None, ...] = field(default=(), repr=False, compare=False)
 
     def matches(self, name: str, kind: Kind) -> bool:
         """Whether a pattern is found in ``name`` (literal patterns by a plain substring test on
         the lowercased name, which is much faster than a regex on long C++ kernel names)."""
-        return first_match((self,), name, kind) is not None
+        return RuleMatcher((self,), one_pass=False).first(name, kind) is not None
 
 
-def first_match(rules: tuple[Rule, ...], name: str, kind: Kind,
-                finder: Callable[[str], set[int]] | None = None) -> Rule | None:
-    """The first of ``rules`` matching ``name``, with the name lowered and its ASCII test done
-    once for all rules (this loop runs once per distinct name, tens of thousands of times on a
-    large trace, so it is written out rather than calling a method per rule). ``finder`` (see
-    :func:`literal_finder`) gives the indices of the rules with a literal in the lowered name
-    at once; without it each rule's literals are searched in turn."""
-    lowered = name.lower()
-    ascii_name = name.isascii()
-    hits = finder(lowered) if finder is not None else None
-    for i, rule in enumerate(rules):
-        if rule.kinds and kind not in rule.kinds:
-            continue
-        if rule.literals and (i in hits if hits is not None else any(map(lowered.__contains__, rule.literals))):
-            return rule
-        if ascii_name and (rule.lowered or rule.rest):
-            for pattern in rule.lowered:
-                if pattern.search(lowered) is not None:
-                    return rule
-            if rule.rest is not None and rule.rest.search(name) is not None:
-                return rule
-        elif rule.regex is not None and rule.regex.search(name) is not None:
-            return rule
-    return None
-
-
-def literal_finder(rules: tuple[Rule, ...]) -> Callable[[str], set[int]] | None:
-    """``finder(lowered_name)``: the indices of ``rules`` with a literal pattern in the name,
-    from one Aho-Corasick pass over it (every occurrence, overlapping ones included, so no
-    literal is missed); ``None`` without ``ahocorasick_rs``. An empty literal is in every name."""
-    if ahocorasick_rs is None:
-        return None
-    owners: dict[str, set[int]] = {}
-    always: set[int] = set()
-    for i, rule in enumerate(rules):
-        for literal in rule.literals:
-            if literal:
-                owners.setdefault(literal, set()).add(i)
-            else:
-                always.add(i)
-    if not owners:
-        return lambda lowered: set(always)
-    literals = list(owners)
-    rule_sets = [owners[literal] for literal in literals]
-    automaton = ahocorasick_rs.AhoCorasick(literals, matchkind=ahocorasick_rs.MatchKind.Standard)
-    find = automaton.find_matches_as_indexes
-
-    def finder(lowered: str) -> set[int]:
-        found = set(always)
-        for k in {k for k, _, _ in find(lowered, overlapping=True)}:
-            found |= rule_sets[k]
-        return found
-
-    return finder
+def first_match(rules: tuple[Rule, ...], name: str, kind: Kind, *, one_pass: bool = False) -> Rule | None:
+    """The first of ``rules`` matching ``name`` (see :class:`RuleMatcher`, which a loop over
+    many names should build once, as :class:`Rules` does)."""
+    return RuleMatcher(rules, one_pass=one_pass).first(name, kind)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,10 +92,10 @@ class Rules:
     rules: tuple[Rule, ...]
     accelerator_core: dict[str, str]
     source: str
-    finder: Callable[[str], set[int]] | None = field(default=None, init=False, repr=False, compare=False)
+    matcher: RuleMatcher = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "finder", literal_finder(self.rules))
+        object.__setattr__(self, "matcher", RuleMatcher(self.rules))
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -162,11 +112,17 @@ class Rules:
 
         ``task_type`` (Ascend's task type) stands in for the name when the name matches no rule.
         """
-        if not Kind(kind).on_device:
+        if kind not in _ON_DEVICE:
+            Kind(kind)  # a value that is no kind raises ValueError
             return NOT_DEVICE
-        first = first_match(self.rules, name, kind, self.finder)
+        return self._device_category(name, kind, core, task_type)
+
+    def _device_category(self, name: str, kind: int, core: str | None, task_type: str | None) -> str:
+        """:meth:`category_of` for a device kind (``categorize`` calls it once per distinct
+        name, kind, core and task type)."""
+        first = self.matcher.first(name, kind)
         if first is None and task_type:
-            first = first_match(self.rules, task_type, kind, self.finder)
+            first = self.matcher.first(task_type, kind)
         if first is not None and first.category == COMMUNICATION:
             return COMMUNICATION
         if core and core in self.accelerator_core:
@@ -265,6 +221,7 @@ def _parse_rule(path: Path, index: int, raw: Any) -> Rule:
         regex=regex,
         literals=literals,
         lowered=tuple(re.compile(p) for p in lowerable),
+        gates=tuple(required_literal(p) for p in lowerable),
         rest=re.compile("|".join(f"(?:{p})" for p in rest), re.IGNORECASE) if rest else None,
     )
 
@@ -356,13 +313,14 @@ def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorizati
     key = ((type_codes * len(core_values) + core_codes) * n_kinds + table.kind[device].astype(np.int64)) * n_names
     key = key + table.name_id[device]
     unique_keys, inverse = np.unique(key, return_inverse=True)
-    lookup = np.empty(len(unique_keys), dtype=np.int16)
-    for j, k in enumerate(unique_keys.tolist()):
-        name_id, rest = k % n_names, k // n_names
-        kind, rest = Kind(rest % n_kinds), rest // n_kinds
-        core, task_type = core_values[rest % len(core_values)], type_values[rest // len(core_values)]
-        name = table.names[name_id] if table.names else ""
-        lookup[j] = index[rules.category_of(name, kind, core, task_type)]
+    names, n_cores, category = table.names or [""], len(core_values), rules._device_category
+    found = []
+    for k in unique_keys.tolist():  # kinds stay ints: a rule's kinds compare equal to them
+        rest, name_id = divmod(k, n_names)
+        rest, kind = divmod(rest, n_kinds)
+        rest, core = divmod(rest, n_cores)
+        found.append(index[category(names[name_id], kind, core_values[core], type_values[rest])])
+    lookup = np.array(found, dtype=np.int16)
     if len(device):
         codes[device] = lookup[inverse.reshape(-1)]
     return Categorization(codes=codes, labels=labels, source=rules.source)
