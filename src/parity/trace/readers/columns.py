@@ -178,9 +178,8 @@ def assign_steps(
     step_end = end_ns[is_step][order]
     step_num = step[is_step][order]
     when = start_ns.copy()
-    launched = np.isin(kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.SYNC)) & (
-        correlation != NO_ID
-    )
+    # device work (the three lowest kind codes) and syncs, launched by a runtime call
+    launched = ((kind <= Kind.MEMSET) & (kind >= Kind.KERNEL) | (kind == Kind.SYNC)) & (correlation != NO_ID)
     runtime = (kind == Kind.RUNTIME) & (correlation != NO_ID)
     if launched.any() and runtime.any():
         corr, first = np.unique(correlation[runtime], return_index=True)
