@@ -13,6 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from parity.trace import repeats
 from parity.trace.repeats import (
     MAX_CANDIDATES,
     MIN_IDENTICAL_FRACTION,
@@ -112,8 +113,10 @@ def _planted(rng: random.Random) -> list[int]:
     return seq
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_random_sequences_match_the_plain_reference(seed: int) -> None:
+@pytest.mark.parametrize("small", [0, 10**9], ids=["numpy", "lists"])
+@pytest.mark.parametrize("seed", range(3))
+def test_random_sequences_match_the_plain_reference(seed: int, small: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(repeats, "SMALL", small)  # every sequence through one of the two paths
     rng = random.Random(seed)
     for _ in range(300):
         seq = _planted(rng)
@@ -125,6 +128,7 @@ def test_random_sequences_match_the_plain_reference(seed: int) -> None:
 
 
 def test_long_sequence_matches_the_plain_reference() -> None:
+    assert repeats.SMALL < 2040  # this one goes through the numpy path
     rng = random.Random(7)
     layer = [rng.randrange(40) for _ in range(23)]
     step = [50] + layer * 12 + [rng.randrange(40) for _ in range(90)] + [51]

@@ -20,17 +20,21 @@ STEP_COVERAGE = 0.8  # a repeat explaining less of the window is a layer, not a 
 
 def _block_times(starts: np.ndarray, ends: np.ndarray, first: np.ndarray, length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Per repetition: time from its first kernel's start to the next kernel's start (for the
-    stream's very last kernel: to its end), and its summed kernel time."""
+    stream's very last kernel: to its end), and its summed kernel time.
+
+    Repetition ``i`` holds kernels ``first[i]`` up to the next repetition's first (the last one
+    ``length`` kernels, or to the end); summed kernel time is a difference of the running sum of
+    ``ends - starts``. Only the last repetition can end at the stream's last kernel.
+    """
     n = len(starts)
     bounds = np.append(first, min(first[-1] + length, n))
-    block_ns = []
-    busy_ns = []
-    for i in range(len(first)):
-        lo, hi = int(bounds[i]), int(bounds[i + 1])
-        stop = int(starts[hi]) if hi < n else int(ends[lo:hi].max())
-        block_ns.append(stop - int(starts[lo]))
-        busy_ns.append(int(np.sum(ends[lo:hi] - starts[lo:hi])))
-    return tuple(block_ns), tuple(busy_ns)
+    lo, hi = bounds[:-1], bounds[1:]
+    running = np.concatenate(([0], np.cumsum(ends - starts)))
+    busy_ns = running[hi] - running[lo]
+    block_ns = starts[np.minimum(hi, n - 1)] - starts[lo]
+    if hi[-1] == n:
+        block_ns[-1] = ends[lo[-1] : n].max() - starts[lo[-1]]
+    return tuple(block_ns.tolist()), tuple(busy_ns.tolist())
 
 
 def find_blocks(table: ActivityTable, rows: np.ndarray, stream: int, row_steps: np.ndarray | None = None) -> BlockStats | None:
@@ -40,9 +44,9 @@ def find_blocks(table: ActivityTable, rows: np.ndarray, stream: int, row_steps: 
     """
     mine = rows[table.stream[rows] == stream]
     mine = mine[np.argsort(table.start_ns[mine], kind="stable")]
-    if row_steps is not None and np.any(row_steps[mine] >= 0):
-        first_step = int(row_steps[mine][row_steps[mine] >= 0].min())
-        mine = mine[row_steps[mine] == first_step]
+    steps = row_steps[mine] if row_steps is not None else None
+    if steps is not None and np.any(steps >= 0):
+        mine = mine[steps == int(steps[steps >= 0].min())]
     else:
         outer = find_repeats(table.name_id[mine].astype(np.int64), min_repeats=2)
         if outer is not None and outer.coverage >= STEP_COVERAGE * len(mine):

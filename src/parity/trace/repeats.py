@@ -7,6 +7,9 @@ an *anchor* name (one that occurs once per block) splits the sequence into ``c``
 candidate is accepted when most segments are identical name for name. Among accepted
 candidates the one that explains the most kernels wins (ties: the longer block), so a whole
 training step beats a layer inside it when both repeat.
+
+Sequences of at most :data:`SMALL` items are searched with Python lists instead (same rules,
+same answers): there a handful of list operations costs less than numpy's per-call overhead.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 MIN_IDENTICAL_FRACTION = 0.8  # share of segments that must equal the most common segment
 MAX_CANDIDATES = 12  # distinct occurrence counts tried, most common first
+SMALL = 256  # sequences up to this many items are searched with Python lists
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +99,70 @@ def _common_gap(starts: np.ndarray) -> tuple[int, int]:
     return (middle, share) if 2 * share > len(gaps) else (0, 0)
 
 
+def _occurrences(items: list[int]) -> dict[int, list[int]]:
+    """Indices of every name's occurrences, the names in order of first occurrence."""
+    where: dict[int, list[int]] = {}
+    for i, name in enumerate(items):
+        if name in where:
+            where[name].append(i)
+        else:
+            where[name] = [i]
+    return where
+
+
+def _tried_small(where: dict[int, list[int]], min_repeats: int) -> list[tuple[int, int]]:
+    """:func:`_candidate_counts` from :func:`_occurrences` (``min_repeats >= 1``), as pairs."""
+    how_many: dict[int, int] = {}
+    for at in where.values():
+        if len(at) >= min_repeats:
+            how_many[len(at)] = how_many.get(len(at), 0) + 1
+    tried = sorted(sorted(how_many), key=lambda c: -c * how_many[c])[:MAX_CANDIDATES]  # stable
+    return [(c, how_many[c]) for c in tried]
+
+
+def _anchors_small(items: list[int], min_repeats: int) -> list[tuple[int, list[int], int, int]]:
+    """Per tried count: (anchor, its occurrences, common gap, how many gaps share it), as
+    :func:`find_repeats` builds them for long sequences, with lists and dicts."""
+    where = _occurrences(items)
+    first_with: dict[int, int] = {}
+    for name, at in where.items():
+        first_with.setdefault(len(at), name)
+    out = []
+    for c, _ in _tried_small(where, min_repeats):
+        starts = where[first_with[c]]
+        gaps: dict[int, int] = {}
+        for a, b in zip(starts, starts[1:]):
+            gaps[b - a] = gaps.get(b - a, 0) + 1
+        length, share = max(gaps.items(), key=lambda gs: gs[1], default=(0, 0))
+        out.append((first_with[c], starts, *((length, share) if 2 * share > c - 1 else (0, 0))))
+    return out
+
+
+def _anchors_large(seq: np.ndarray, min_repeats: int) -> list[tuple[int, np.ndarray, int, int]]:
+    """Per tried count: (anchor, its occurrences, common gap, how many gaps share it); the
+    anchor is the first-occurring name with that count."""
+    counts = np.bincount(seq)
+    tried, _ = _candidate_counts(counts, min_repeats)
+    if not tried:
+        return []
+    names, first = np.unique(seq, return_index=True)
+    by_first = names[np.argsort(first)]  # names in order of first occurrence
+    seen, where = np.unique(counts[by_first], return_index=True)  # first name with each count
+    anchor_of = dict(zip(seen.tolist(), by_first[where].tolist()))
+    positions = _positions(seq, [anchor_of[c] for c in tried], counts)
+    return [(anchor_of[c], positions[anchor_of[c]], *_common_gap(positions[anchor_of[c]])) for c in tried]
+
+
+def _segments_identical_small(items: list[int], starts: list[int], length: int) -> float:
+    """:func:`_segments_identical` on lists: segments counted as tuples."""
+    seen: dict[tuple[int, ...], int] = {}
+    for s in starts:
+        if s + length <= len(items):
+            key = tuple(items[s : s + length])
+            seen[key] = seen.get(key, 0) + 1
+    return max(seen.values(), default=0) / len(starts)
+
+
 def find_repeats(
     seq: np.ndarray, *, min_repeats: int = 3, min_length: int = 2, max_length: int = 200_000
 ) -> Repeat | None:
@@ -111,29 +179,22 @@ def find_repeats(
     n = len(seq)
     if n < 2 * min_repeats:
         return None
-    counts = np.bincount(seq)
-    tried, _ = _candidate_counts(counts, min_repeats)
-    if not tried:
-        return None
-    names, first = np.unique(seq, return_index=True)
-    by_first = names[np.argsort(first)]  # names in order of first occurrence
-    seen, where = np.unique(counts[by_first], return_index=True)  # first name with each count
-    anchor_of = dict(zip(seen.tolist(), by_first[where].tolist()))
-    anchors = [anchor_of[c] for c in tried]
-    positions = _positions(seq, anchors, counts)
+    small = n <= SMALL and min_repeats >= 1
+    items = seq.tolist() if small else []
     candidates = []
-    for anchor in anchors:
-        starts = positions[anchor]
+    for anchor, starts, length, share in _anchors_small(items, min_repeats) if small else _anchors_large(seq, min_repeats):
         if len(starts) < 2:
             continue
-        length, share = _common_gap(starts)
         if length < min_length or length > max_length or share < MIN_IDENTICAL_FRACTION * (len(starts) - 1):
             continue
         candidates.append((len(starts) * length, length, anchor, starts))
     for _, length, anchor, starts in sorted(candidates, key=lambda c: (c[0], c[1]), reverse=True):
-        identical = _segments_identical(seq, starts, length)
+        if small:
+            identical = _segments_identical_small(items, starts, length)
+        else:
+            identical = _segments_identical(seq, starts, length)
         if identical >= MIN_IDENTICAL_FRACTION:
-            return Repeat(anchor=anchor, starts=starts, length=length, identical=identical)
+            return Repeat(anchor=anchor, starts=np.asarray(starts, dtype=np.int64), length=length, identical=identical)
     return None
 
 
@@ -159,11 +220,9 @@ def _anchor_runs(seq: np.ndarray, anchors: list[int]) -> dict[int, list[tuple[in
     ranked = np.lexsort((-run_gaps * run_gap, run_name))  # stable: ties keep sequence order
     lo = np.searchsorted(run_name, anchors).tolist()
     hi = np.searchsorted(run_name, anchors, side="right").tolist()
-    firsts, steps, sizes = pos[run_first].tolist(), run_gap.tolist(), run_gaps.tolist()
-    out = {}
-    for anchor, a, b in zip(anchors, lo, hi):
-        out[anchor] = [(firsts[i], steps[i], sizes[i]) for i in ranked[a : min(b, a + 3)].tolist()]
-    return out
+    picked = ranked[np.array([i for a, b in zip(lo, hi) for i in range(a, min(b, a + 3))], dtype=np.int64)]
+    runs = iter(zip(pos[run_first[picked]].tolist(), run_gap[picked].tolist(), run_gaps[picked].tolist()))
+    return {anchor: [next(runs) for _ in range(min(b - a, 3))] for anchor, a, b in zip(anchors, lo, hi)}
 
 
 def _leading_copies(seq: np.ndarray, first: int, length: int, most: int) -> int:
@@ -174,6 +233,48 @@ def _leading_copies(seq: np.ndarray, first: int, length: int, most: int) -> int:
     differ = stretch[length:] != stretch[:-length]
     j = int(np.argmax(differ)) if len(differ) else 0
     return j // length + 1 if len(differ) and differ[j] else most
+
+
+def _leading_copies_small(items: list[int], first: int, length: int, most: int) -> int:
+    """:func:`_leading_copies` on a list, one block compared at a time."""
+    block = items[first : first + length]
+    k = 1
+    while k < most and items[first + k * length : first + (k + 1) * length] == block:
+        k += 1
+    return k
+
+
+def _runs_small(at: list[int]) -> list[tuple[int, int, int]]:
+    """:func:`_anchor_runs` for one anchor's occurrences ``at`` (a list)."""
+    runs: list[list[int]] = []  # [first index, gap, gaps in the run]
+    for a, b in zip(at, at[1:]):
+        if runs and runs[-1][1] == b - a:
+            runs[-1][2] += 1
+        else:
+            runs.append([a, b - a, 1])
+    return [(r[0], r[1], r[2]) for r in sorted(runs, key=lambda r: -r[1] * r[2])[:3]]  # stable
+
+
+def _block_anchors_small(items: list[int], min_repeats: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+    """Anchors of :func:`find_block_run` in the order tried, each with its best runs (lists)."""
+    where = _occurrences(items)
+    by_count: dict[int, list[int]] = {}
+    for name in sorted(where):
+        by_count.setdefault(len(where[name]), []).append(name)
+    return [(a, _runs_small(where[a])) for c, _ in _tried_small(where, min_repeats) for a in by_count[c][:4]]
+
+
+def _block_anchors_large(seq: np.ndarray, min_repeats: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+    """Anchors of :func:`find_block_run` in the order tried, each with its best runs."""
+    counts = np.bincount(seq)
+    tried, how_many = _candidate_counts(counts, min_repeats)
+    if not tried:
+        return []
+    by_count = np.argsort(counts, kind="stable")  # names grouped by count, by id inside
+    lo = np.searchsorted(counts[by_count], tried).tolist()
+    anchors = [a for s, k in zip(lo, how_many) for a in by_count[s : s + min(k, 4)].tolist()]
+    runs = _anchor_runs(seq, anchors)
+    return [(a, runs[a]) for a in anchors]
 
 
 def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2) -> Repeat | None:
@@ -193,17 +294,12 @@ def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2
     n = len(seq)
     if n < min_repeats * min_length:
         return None
-    counts = np.bincount(seq)
-    tried, how_many = _candidate_counts(counts, min_repeats)
-    if not tried:
-        return None
-    by_count = np.argsort(counts, kind="stable")  # names grouped by count, by id inside
-    lo = np.searchsorted(counts[by_count], tried).tolist()
-    anchors = [a for s, k in zip(lo, how_many) for a in by_count[s : s + min(k, 4)].tolist()]
-    runs = _anchor_runs(seq, anchors)
+    small = n <= SMALL and min_repeats >= 1
+    items = seq.tolist() if small else []
+    anchors = _block_anchors_small(items, min_repeats) if small else _block_anchors_large(seq, min_repeats)
     offers = []  # (most it could explain, anchor rank, run rank, first, gap, repetitions)
-    for rank, anchor in enumerate(anchors):
-        for place, (first, gap, size) in enumerate(runs[anchor]):
+    for rank, (_, runs) in enumerate(anchors):
+        for place, (first, gap, size) in enumerate(runs):
             most = size + 1 - (first + (size + 1) * gap > n)  # the last may be cut off by the end
             if gap >= min_length and most >= min_repeats:
                 offers.append((most * gap, rank, place, first, gap, most))
@@ -213,7 +309,7 @@ def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2
     for bound, rank, place, first, gap, most in offers:
         if bound < top:
             break
-        k = _leading_copies(seq, first, gap, most)
+        k = _leading_copies_small(items, first, gap, most) if small else _leading_copies(seq, first, gap, most)
         if k >= min_repeats and k * gap >= top:
             top = k * gap
             found.append((top, rank, place, first, gap, k))
@@ -225,4 +321,4 @@ def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2
         return None
     rank = min(winners, key=lambda r: (-winners[r][2], r))
     _, first, gap, k = winners[rank]
-    return Repeat(anchor=anchors[rank], starts=first + gap * np.arange(k, dtype=np.int64), length=gap, identical=1.0)
+    return Repeat(anchor=anchors[rank][0], starts=first + gap * np.arange(k, dtype=np.int64), length=gap, identical=1.0)
