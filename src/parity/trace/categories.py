@@ -306,13 +306,18 @@ def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorizati
     n = len(table)
     codes = np.full(n, index[NOT_DEVICE], dtype=np.int16)
     device = np.flatnonzero(table.device_mask())  # host rows are never device time
+    # key = ((task type * cores + core) * kinds + kind) * names + name id, built term by term
+    n_names, n_kinds = max(len(table.names), 1), len(Kind)
+    key = table.kind[device].astype(np.int64) * n_names + table.name_id[device]
+    span = n_kinds * n_names
     core_values, core_codes = _codes(table.extra.get("accelerator_core"), device)
+    if core_codes is not None:
+        key += core_codes * span
+    span *= len(core_values)
     type_values, type_codes = _codes(table.extra.get("task_type"), device)
-    n_names = max(len(table.names), 1)
-    n_kinds = len(Kind)
-    key = ((type_codes * len(core_values) + core_codes) * n_kinds + table.kind[device].astype(np.int64)) * n_names
-    key = key + table.name_id[device]
-    unique_keys, inverse = np.unique(key, return_inverse=True)
+    if type_codes is not None:
+        key += type_codes * span
+    unique_keys, inverse = _unique(key, span * len(type_values))
     names, n_cores, category = table.names or [""], len(core_values), rules._device_category
     found = []
     for k in unique_keys.tolist():  # kinds stay ints: a rule's kinds compare equal to them
@@ -322,14 +327,29 @@ def categorize(table: ActivityTable, rules: Rules | None = None) -> Categorizati
         found.append(index[category(names[name_id], kind, core_values[core], type_values[rest])])
     lookup = np.array(found, dtype=np.int16)
     if len(device):
-        codes[device] = lookup[inverse.reshape(-1)]
+        codes[device] = lookup[inverse]
     return Categorization(codes=codes, labels=labels, source=rules.source)
 
 
-def _codes(column: np.ndarray | None, rows: np.ndarray) -> tuple[list[str | None], np.ndarray]:
-    """Dictionary-encode an optional string column at ``rows``: ``(values, int64 codes)``."""
+def _unique(key: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for keys in ``[0, span)``: through a table of
+    ``span`` slots when that is small beside ``key`` (a few array passes instead of a sort)."""
+    if span > 4 * len(key) + 65536:
+        unique_keys, inverse = np.unique(key, return_inverse=True)
+        return unique_keys, inverse.reshape(-1)
+    present = np.zeros(span, dtype=bool)
+    present[key] = True
+    unique_keys = np.flatnonzero(present)
+    slot = np.empty(span, dtype=np.intp)
+    slot[unique_keys] = np.arange(len(unique_keys))
+    return unique_keys, slot[key]
+
+
+def _codes(column: np.ndarray | None, rows: np.ndarray) -> tuple[list[str | None], np.ndarray | None]:
+    """Dictionary-encode an optional string column at ``rows``: ``(values, int64 codes)``;
+    codes are ``None`` (all zero) without the column."""
     if column is None:
-        return [None], np.zeros(len(rows), dtype=np.int64)
+        return [None], None
     text = np.array([c if isinstance(c, str) else "" for c in column[rows]], dtype=object)
     if len(text) == 0:
         return [None], np.zeros(0, dtype=np.int64)
