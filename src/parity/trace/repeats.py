@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_IDENTICAL_FRACTION = 0.8  # share of segments that must equal the most common segment
-MAX_CANDIDATES = 12  # distinct occurrence counts tried, most common first
+MAX_CANDIDATES = 12  # distinct occurrence counts tried, most common first (at most 63)
 SMALL = 256  # sequences up to this many items are searched with Python lists
 
 
@@ -198,31 +198,55 @@ def find_repeats(
     return None
 
 
-def _anchor_runs(seq: np.ndarray, anchors: list[int]) -> dict[int, list[tuple[int, int, int]]]:
-    """Per anchor, its runs of equally spaced occurrences as ``(first index, gap, gaps in the
-    run)``, at most three, the most items spanned (gaps in the run times gap) first, ties in
-    sequence order. All anchors are done together: their occurrences are grouped by name with
-    one stable sort, and the runs of equal gaps are found inside each group."""
-    wanted = np.zeros(int(seq.max()) + 1, dtype=bool)
-    wanted[anchors] = True
-    where = np.flatnonzero(wanted[seq])
-    order = np.argsort(seq[where], kind="stable")
-    pos, name = where[order], seq[where][order]
+def _anchor_runs(seq: np.ndarray, anchors: list[int]) -> tuple[np.ndarray, ...]:
+    """The runs of equally spaced occurrences each anchor offers, at most three per anchor, the
+    most items spanned (gaps in the run times gap) first, ties in sequence order: arrays of
+    (anchor rank in ``anchors``, rank among the anchor's runs, first index, gap, gaps in the
+    run). All anchors are done together: their occurrences are grouped by name with one stable
+    sort of small codes (1, 2, ... in order of name id; a radix sort), and the runs of equal
+    gaps are found inside each group."""
+    code = np.zeros(int(seq.max()) + 1, dtype=np.uint8)  # at most 4 * MAX_CANDIDATES anchors
+    code[sorted(anchors)] = np.arange(1, len(anchors) + 1)
+    coded = code[seq]
+    where = np.flatnonzero(coded)
+    order = np.argsort(coded[where], kind="stable")
+    pos, name = where[order], coded[where][order]
     gaps = np.diff(pos)
     inside = name[1:] == name[:-1]  # gap j joins two occurrences of one name
     opens = inside.copy()
     opens[1:] &= ~(inside[:-1] & (gaps[1:] == gaps[:-1]))
-    run_first = np.flatnonzero(opens)
-    ends = np.append(np.flatnonzero(opens | ~inside), len(gaps))
-    run_gaps = ends[np.searchsorted(ends, run_first, side="right")] - run_first
+    bounds = np.append(np.flatnonzero(opens | ~inside), len(gaps))  # a run ends at the next one
+    is_run = opens[bounds[:-1]]
+    run_first = bounds[:-1][is_run]
+    run_gaps = np.diff(bounds)[is_run]
     run_gap = gaps[run_first]
     run_name = name[run_first]
-    ranked = np.lexsort((-run_gaps * run_gap, run_name))  # stable: ties keep sequence order
-    lo = np.searchsorted(run_name, anchors).tolist()
-    hi = np.searchsorted(run_name, anchors, side="right").tolist()
-    picked = ranked[np.array([i for a, b in zip(lo, hi) for i in range(a, min(b, a + 3))], dtype=np.int64)]
-    runs = iter(zip(pos[run_first[picked]].tolist(), run_gap[picked].tolist(), run_gaps[picked].tolist()))
-    return {anchor: [next(runs) for _ in range(min(b - a, 3))] for anchor, a, b in zip(anchors, lo, hi)}
+    # by name, then items spanned (at most len(seq)) largest first; stable: ties in sequence order
+    ranked = np.argsort(run_name * np.int64(len(seq) + 1) + (len(seq) - run_gaps * run_gap), kind="stable")
+    lo = np.searchsorted(run_name, code[anchors])
+    hi = np.searchsorted(run_name, code[anchors], side="right")
+    slot = lo[:, None] + np.arange(3)[None, :]  # (anchor, place) -> index into ranked
+    rank, place = np.nonzero(slot < hi[:, None])
+    picked = run_first[ranked[slot[rank, place]]]
+    return rank, place, pos[picked], gaps[picked], run_gaps[ranked[slot[rank, place]]]
+
+
+def _offers_large(seq: np.ndarray, min_repeats: int, min_length: int) -> tuple[list[int], list[tuple[int, ...]]]:
+    """The anchors of :func:`find_block_run` in the order tried and the runs they offer as
+    ``(most items it could explain, anchor rank, run rank, first index, gap, repetitions)``;
+    repetitions leave out a last one cut off by the end of ``seq``."""
+    counts = np.bincount(seq)
+    tried, how_many = _candidate_counts(counts, min_repeats)
+    if not tried:
+        return [], []
+    by_count = np.argsort(counts, kind="stable")  # names grouped by count, by id inside
+    lo = np.searchsorted(counts[by_count], tried).tolist()
+    anchors = [a for s, k in zip(lo, how_many) for a in by_count[s : s + min(k, 4)].tolist()]
+    rank, place, first, gap, size = _anchor_runs(seq, anchors)
+    most = size + 1 - (first + (size + 1) * gap > len(seq))
+    keep = (gap >= min_length) & (most >= min_repeats)
+    columns = (most * gap, rank, place, first, gap, most)
+    return anchors, list(zip(*(c[keep].tolist() for c in columns)))
 
 
 def _leading_copies(seq: np.ndarray, first: int, length: int, most: int) -> int:
@@ -245,7 +269,8 @@ def _leading_copies_small(items: list[int], first: int, length: int, most: int) 
 
 
 def _runs_small(at: list[int]) -> list[tuple[int, int, int]]:
-    """:func:`_anchor_runs` for one anchor's occurrences ``at`` (a list)."""
+    """Runs of equal gaps in one anchor's occurrences ``at`` as ``(first index, gap, gaps in
+    the run)``, the three spanning the most items first (ties in sequence order)."""
     runs: list[list[int]] = []  # [first index, gap, gaps in the run]
     for a, b in zip(at, at[1:]):
         if runs and runs[-1][1] == b - a:
@@ -255,26 +280,20 @@ def _runs_small(at: list[int]) -> list[tuple[int, int, int]]:
     return [(r[0], r[1], r[2]) for r in sorted(runs, key=lambda r: -r[1] * r[2])[:3]]  # stable
 
 
-def _block_anchors_small(items: list[int], min_repeats: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
-    """Anchors of :func:`find_block_run` in the order tried, each with its best runs (lists)."""
+def _offers_small(items: list[int], min_repeats: int, min_length: int) -> tuple[list[int], list[tuple[int, ...]]]:
+    """:func:`_offers_large` with lists and dicts (``min_repeats >= 1``)."""
     where = _occurrences(items)
     by_count: dict[int, list[int]] = {}
     for name in sorted(where):
         by_count.setdefault(len(where[name]), []).append(name)
-    return [(a, _runs_small(where[a])) for c, _ in _tried_small(where, min_repeats) for a in by_count[c][:4]]
-
-
-def _block_anchors_large(seq: np.ndarray, min_repeats: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
-    """Anchors of :func:`find_block_run` in the order tried, each with its best runs."""
-    counts = np.bincount(seq)
-    tried, how_many = _candidate_counts(counts, min_repeats)
-    if not tried:
-        return []
-    by_count = np.argsort(counts, kind="stable")  # names grouped by count, by id inside
-    lo = np.searchsorted(counts[by_count], tried).tolist()
-    anchors = [a for s, k in zip(lo, how_many) for a in by_count[s : s + min(k, 4)].tolist()]
-    runs = _anchor_runs(seq, anchors)
-    return [(a, runs[a]) for a in anchors]
+    anchors = [a for c, _ in _tried_small(where, min_repeats) for a in by_count[c][:4]]
+    offers = []
+    for rank, anchor in enumerate(anchors):
+        for place, (first, gap, size) in enumerate(_runs_small(where[anchor])):
+            most = size + 1 - (first + (size + 1) * gap > len(items))
+            if gap >= min_length and most >= min_repeats:
+                offers.append((most * gap, rank, place, first, gap, most))
+    return anchors, offers
 
 
 def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2) -> Repeat | None:
@@ -296,13 +315,7 @@ def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2
         return None
     small = n <= SMALL and min_repeats >= 1
     items = seq.tolist() if small else []
-    anchors = _block_anchors_small(items, min_repeats) if small else _block_anchors_large(seq, min_repeats)
-    offers = []  # (most it could explain, anchor rank, run rank, first, gap, repetitions)
-    for rank, (_, runs) in enumerate(anchors):
-        for place, (first, gap, size) in enumerate(runs):
-            most = size + 1 - (first + (size + 1) * gap > n)  # the last may be cut off by the end
-            if gap >= min_length and most >= min_repeats:
-                offers.append((most * gap, rank, place, first, gap, most))
+    anchors, offers = _offers_small(items, min_repeats, min_length) if small else _offers_large(seq, min_repeats, min_length)
     offers.sort(key=lambda o: o[0], reverse=True)
     found: list[tuple[int, int, int, int, int, int]] = []  # (coverage, rank, place, first, gap, k)
     top = -1
@@ -321,4 +334,4 @@ def find_block_run(seq: np.ndarray, *, min_repeats: int = 2, min_length: int = 2
         return None
     rank = min(winners, key=lambda r: (-winners[r][2], r))
     _, first, gap, k = winners[rank]
-    return Repeat(anchor=anchors[rank][0], starts=first + gap * np.arange(k, dtype=np.int64), length=gap, identical=1.0)
+    return Repeat(anchor=anchors[rank], starts=first + gap * np.arange(k, dtype=np.int64), length=gap, identical=1.0)
