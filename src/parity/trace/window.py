@@ -33,6 +33,9 @@ from parity.trace.table import NO_ID, ActivityTable, Kind
 
 _STEP_NUMBER = re.compile(r"(\d+)\s*$")
 DETECTED_COVERAGE = 0.5  # a detected step must explain half the busiest stream's kernels
+# kind codes as plain ints (an enum attribute look-up costs more than the comparison it feeds)
+_KERNEL, _RUNTIME, _STEP = int(Kind.KERNEL), int(Kind.RUNTIME), int(Kind.STEP)
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,19 +104,18 @@ def step_markers(table: ActivityTable) -> tuple[np.ndarray, np.ndarray, np.ndarr
     The number comes from the marker's ``step`` column, else from the digits ending its name
     (``ProfilerStep#12`` -> 12). Markers repeated for one step (one per thread) are merged.
     """
-    rows = np.flatnonzero(table.kind == Kind.STEP)
+    rows = np.flatnonzero(table.kind == _STEP)
     if len(rows) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     numbers = table.step[rows].astype(np.int64)
-    for i, row in enumerate(rows.tolist()):
-        if numbers[i] < 0:
-            found = _STEP_NUMBER.search(table.name_of(row))
-            numbers[i] = int(found.group(1)) if found else -1
+    for i in np.flatnonzero(numbers < 0).tolist():
+        found = _STEP_NUMBER.search(table.name_of(int(rows[i])))
+        numbers[i] = int(found.group(1)) if found else -1
     keep = numbers >= 0
     rows, numbers = rows[keep], numbers[keep]
     steps, inverse = np.unique(numbers, return_inverse=True)
-    starts = np.full(len(steps), np.iinfo(np.int64).max, dtype=np.int64)
-    ends = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
+    starts = np.full(len(steps), _INT64_MAX, dtype=np.int64)
+    ends = np.full(len(steps), _INT64_MIN, dtype=np.int64)
     np.minimum.at(starts, inverse, table.start_ns[rows])
     np.maximum.at(ends, inverse, table.end_ns[rows])
     order = np.argsort(starts, kind="stable")
@@ -126,25 +128,30 @@ def device_steps(table: ActivityTable) -> np.ndarray:
     A reader's ``step`` column wins where it is set; other rows are placed by step markers.
     """
     out = table.step.astype(np.int64)
-    steps, m_start, m_end = step_markers(table)
     missing = out < 0
-    if len(steps) == 0 or not missing.any():
+    if not missing.any():  # the reader placed every row: no markers needed
         return out
-    when = table.start_ns.copy()
-    has_corr = table.correlation != NO_ID
-    runtime = np.flatnonzero((table.kind == Kind.RUNTIME) & has_corr)
+    steps, m_start, m_end = step_markers(table)
+    if len(steps) == 0:
+        return out
+    rows = np.flatnonzero(missing)  # only these are placed: often a handful in a large trace
+    when = table.start_ns[rows]
+    has_corr = table.correlation[rows] != NO_ID
+    device = np.flatnonzero(table.device_mask()[rows] & has_corr)  # indices into rows
+    runtime = np.flatnonzero(table.kind == _RUNTIME) if len(device) else np.empty(0, np.int64)
+    runtime = runtime[table.correlation[runtime] != NO_ID]
     if len(runtime):
         key = table.correlation[runtime] * 4096 + table.rank[runtime]
         order = np.argsort(key, kind="stable")
         sorted_key, sorted_rows = key[order], runtime[order]
-        device = np.flatnonzero(table.device_mask() & has_corr & missing)
-        dkey = table.correlation[device] * 4096 + table.rank[device]
+        launched = rows[device]
+        dkey = table.correlation[launched] * 4096 + table.rank[launched]
         pos = np.clip(np.searchsorted(sorted_key, dkey), 0, len(sorted_key) - 1)
         found = sorted_key[pos] == dkey
         when[device[found]] = table.start_ns[sorted_rows[pos[found]]]
     idx = np.searchsorted(m_start, when, side="right") - 1
-    inside = missing & (idx >= 0) & (when < m_end[np.clip(idx, 0, None)])
-    out[inside] = steps[idx[inside]]
+    inside = (idx >= 0) & (when < m_end[np.clip(idx, 0, None)])
+    out[rows[inside]] = steps[idx[inside]]
     return out
 
 
@@ -153,10 +160,12 @@ def _device_span(table: ActivityTable, rows: np.ndarray) -> tuple[int, int]:
 
 
 def _window_of_steps(
-    table: ActivityTable, row_steps: np.ndarray, first: int, last: int, *, source: str, detail: str
+    table: ActivityTable, device_rows: np.ndarray, device_steps: np.ndarray, first: int, last: int, *,
+    source: str, detail: str,
 ) -> Window:
-    device = table.device_mask()
-    rows = np.flatnonzero(device & (row_steps >= first) & (row_steps <= last))
+    """The device time of steps ``first..last``; ``device_steps`` is the step of each of the
+    ``device_rows`` (work on device rows only: a tenth of a large trace's rows or less)."""
+    rows = device_rows[(device_steps >= first) & (device_steps <= last)]
     if len(rows) == 0:
         steps, m_start, m_end = step_markers(table)
         chosen = (steps >= first) & (steps <= last)
@@ -172,12 +181,16 @@ def _window_of_steps(
 
 
 def _detected_window(table: ActivityTable) -> Window | None:
-    kernels = np.flatnonzero(table.kind == Kind.KERNEL)
+    kernels = np.flatnonzero(table.kind == _KERNEL)
     if len(kernels) < 6:
         return None
-    streams, inverse = np.unique(table.stream[kernels], return_inverse=True)
-    busiest = np.argmax(np.bincount(inverse, weights=table.duration_ns[kernels]))
-    rows = kernels[inverse == busiest]
+    stream = table.stream[kernels]
+    if (stream == stream[0]).all():  # one stream (the common case): it is the busiest
+        streams, busiest, rows = stream[:1], 0, kernels
+    else:
+        streams, inverse = np.unique(stream, return_inverse=True)
+        busiest = np.argmax(np.bincount(inverse, weights=table.duration_ns[kernels]))
+        rows = kernels[inverse == busiest]
     rows = rows[np.argsort(table.start_ns[rows], kind="stable")]
     repeat = find_repeats(table.name_id[rows])
     if repeat is None or repeat.count < 3 or repeat.coverage < DETECTED_COVERAGE * len(rows):
@@ -210,27 +223,30 @@ def choose_window(
             raise ParityError(f"window {start / 1e3}:{end / 1e3} us is empty; the end must be after the start")
         return Window(start_ns=start, end_ns=end, source="user-window", detail="given with --window")
     row_steps = device_steps(table) if row_steps is None else row_steps
+    device_rows = np.flatnonzero(table.device_mask())
+    steps_of = row_steps[device_rows]
     if steps is not None:
-        return _window_of_steps(table, row_steps, *steps, source="user-steps",
+        return _window_of_steps(table, device_rows, steps_of, *steps, source="user-steps",
                                 detail=f"steps {steps[0]}-{steps[1]} given with --steps")
     # steps that device activity is tied to (a marker without device work, such as the last
-    # step of a trace stopped early, cannot be a device window)
-    numbers = np.unique(row_steps[table.device_mask() & (row_steps >= 0)])
-    if len(numbers) >= 2:
-        first, last = int(numbers[1]), int(numbers[-1])
-        return _window_of_steps(table, row_steps, first, last, source="steps",
-                                detail=f"steps {first}-{last} of {int(numbers[0])}-{last}; "
-                                       f"step {int(numbers[0])} skipped as warm-up")
-    if len(numbers) == 1:
-        only = int(numbers[0])
-        return _window_of_steps(table, row_steps, only, only, source="steps",
-                                detail=f"step {only}, the only step with device activity")
+    # step of a trace stopped early, cannot be a device window): the lowest, the next one and
+    # the highest are all the rule needs, found by reductions rather than a sort of every row
+    tied = steps_of[steps_of >= 0]
+    lowest = int(tied.min()) if len(tied) else -1
+    last = int(tied.max()) if len(tied) else -1
+    if last > lowest:
+        first = int(tied[tied > lowest].min())
+        return _window_of_steps(table, device_rows, steps_of, first, last, source="steps",
+                                detail=f"steps {first}-{last} of {lowest}-{last}; "
+                                       f"step {lowest} skipped as warm-up")
+    if len(tied):
+        return _window_of_steps(table, device_rows, steps_of, lowest, lowest, source="steps",
+                                detail=f"step {lowest}, the only step with device activity")
     detected = _detected_window(table)
     if detected is not None:
         return detected
-    device = np.flatnonzero(table.device_mask())
-    if len(device) == 0:
+    if len(device_rows) == 0:
         return Window(start_ns=0, end_ns=0, source="empty", detail="no device activity in the trace")
-    start, end = _device_span(table, device)
+    start, end = _device_span(table, device_rows)
     return Window(start_ns=start, end_ns=end, source="span",
                   detail="no step markers and no repeating kernel sequence: whole device span")
