@@ -107,3 +107,37 @@ def test_parse_window() -> None:
     for bad in ["1000", "5:1", "x:y"]:
         with pytest.raises(ParityError, match="--window"):
             parse_window(bad)
+
+
+def test_rows_the_reader_left_unplaced_are_placed_by_their_launch() -> None:
+    rows = stepped_rows(lag=95)  # each kernel starts inside the next step's marker
+    for k, row in enumerate(rows):
+        row["step"] = 9 if row["name"] == "gemm" else k // 3 + 1  # the reader's word stands ...
+    del rows[5]["step"]  # ... except for the second kernel, placed through its launch in step 2
+    steps = device_steps(build_table(rows))
+    assert steps.tolist() == [1, 1, 9, 2, 2, 2, 3, 3, 9, 4, 4, 9]
+
+
+def test_steps_without_device_work_and_gaps_in_numbers() -> None:
+    rows = stepped_rows(n_steps=3)
+    for row, number in zip([r for r in rows if r.get("kind") == Kind.STEP], (3, 7, 9)):
+        row["name"] = f"ProfilerStep#{number}"
+    rows.append(dict(kind=Kind.STEP, device=-1, stream=1, name="ProfilerStep#12", start_ns=300, end_ns=400))
+    w = choose_window(build_table(rows))  # step 12 has no kernel: it cannot end the window
+    assert (w.start_ns, w.end_ns, w.steps) == (140, 260, (7, 9))
+    assert w.detail == "steps 7-9 of 3-9; step 3 skipped as warm-up"
+
+
+@pytest.mark.parametrize(("other_ns", "stream"), [(50, 7), (400, 3)])
+def test_detection_looks_at_the_busiest_stream(other_ns: int, stream: int) -> None:
+    rows, t = [], 0
+    for _ in range(5):
+        for name in ["embed", "gemm", "softmax", "gemm", "nccl_allreduce"]:
+            rows.append(dict(stream=7, name=name, start_ns=t, end_ns=t + 10))  # 250 ns in all
+            t += 12
+    rows += [dict(stream=3, name=f"copy{i}", start_ns=20 * i, end_ns=20 * i + other_ns // 8) for i in range(8)]
+    w = choose_window(build_table(rows))
+    if stream == 7:
+        assert w.source == "detected" and "on stream 7" in w.detail
+    else:  # stream 3 is busier and does not repeat
+        assert w.source == "span"
