@@ -20,7 +20,7 @@ import numpy as np
 
 MIN_IDENTICAL_FRACTION = 0.8  # share of segments that must equal the most common segment
 MAX_CANDIDATES = 12  # distinct occurrence counts tried, most common first (at most 63)
-SMALL = 256  # sequences up to this many items are searched with Python lists
+SMALL = 512  # sequences up to this many items are searched with Python lists (faster below ~600)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +74,7 @@ def _segments_identical(seq: np.ndarray, starts: np.ndarray, length: int) -> flo
 
     Segments equal to the first one are counted by comparing against it; only when those are
     not a strict majority (so another segment might be the most common) are the segments
-    sorted as raw bytes and the longest run of equal ones counted.
+    viewed as raw bytes and the largest group of equal ones counted with ``np.unique``.
     """
     usable = starts[starts + length <= len(seq)]
     if len(usable) == 0:
@@ -88,8 +88,8 @@ def _segments_identical(seq: np.ndarray, starts: np.ndarray, length: int) -> flo
 
 
 def _common_gap(starts: np.ndarray) -> tuple[int, int]:
-    """The gap between consecutive ``starts`` shared by more than half of them and how many
-    share it, or ``(0, 0)`` when no gap does. A value held by a strict majority is the middle
+    """The gap between consecutive ``starts`` shared by more than half of the gaps and how many
+    share it, or ``(0, 0)`` when no gap is. A value held by a strict majority is the middle
     one of the sorted gaps, so no counting of every value is needed."""
     gaps = np.diff(starts)
     if len(gaps) == 0:
@@ -149,8 +149,9 @@ def _anchors_large(seq: np.ndarray, min_repeats: int) -> list[tuple[int, np.ndar
     by_first = names[np.argsort(first)]  # names in order of first occurrence
     seen, where = np.unique(counts[by_first], return_index=True)  # first name with each count
     anchor_of = dict(zip(seen.tolist(), by_first[where].tolist()))
-    positions = _positions(seq, [anchor_of[c] for c in tried], counts)
-    return [(anchor_of[c], positions[anchor_of[c]], *_common_gap(positions[anchor_of[c]])) for c in tried]
+    anchors = [anchor_of[c] for c in tried if c in anchor_of]  # a count of 0 has no occurrence
+    positions = _positions(seq, anchors, counts)
+    return [(a, positions[a], *_common_gap(positions[a])) for a in anchors]
 
 
 def _segments_identical_small(items: list[int], starts: list[int], length: int) -> float:
