@@ -227,3 +227,18 @@ def test_matcher_handles_an_empty_literal_and_rules_sharing_a_literal(tmp_path: 
     assert rules.category_of("sgemm", Kind.KERNEL) == "b" and rules.category_of("sgemm", Kind.MEMCPY) == "a"
     assert rules.category_of("relu", Kind.KERNEL) == "c"
     assert first_match(rules.rules, "relu", Kind.KERNEL) is first_match(rules.rules, "relu", Kind.KERNEL, one_pass=True)
+
+
+def test_categorize_reads_task_types_and_cores_with_gaps() -> None:
+    rows = [
+        dict(name="hccl_task", task_type="Notify Wait", accelerator_core="AI_VECTOR_CORE"),  # name wins
+        dict(name="x_task", task_type="Notify Wait", accelerator_core=None),  # the task type stands in
+        dict(name="x_task", task_type=None, accelerator_core=None),
+        dict(name="x_task", task_type="", accelerator_core=""),
+        dict(name="MatMulV2", task_type="AI_CORE", accelerator_core=""),
+        dict(name="MatMulV2", task_type="AI_CORE", accelerator_core="AI_VECTOR_CORE"),
+        dict(name="x_task", task_type=None, accelerator_core="AI_CPU"),
+    ]
+    table = build_table([dict(row, start_ns=10 * i, end_ns=10 * i + 5) for i, row in enumerate(rows)])
+    assert categorize(table, DEFAULT).of_rows().tolist() == [
+        "communication", "communication", UNMATCHED, UNMATCHED, "matrix", "vector", "other"]

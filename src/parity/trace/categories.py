@@ -346,12 +346,12 @@ def _unique(key: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _codes(column: np.ndarray | None, rows: np.ndarray) -> tuple[list[str | None], np.ndarray | None]:
-    """Dictionary-encode an optional string column at ``rows``: ``(values, int64 codes)``;
-    codes are ``None`` (all zero) without the column."""
+    """Dictionary-encode an optional string column at ``rows``: ``(values, int64 codes)``, in
+    first-seen order (a dict, not a sort of Python strings); anything but a non-empty string
+    is ``None``. Codes are ``None`` (all zero) without the column."""
     if column is None:
         return [None], None
-    text = np.array([c if isinstance(c, str) else "" for c in column[rows]], dtype=object)
-    if len(text) == 0:
-        return [None], np.zeros(0, dtype=np.int64)
-    values, codes = np.unique(text, return_inverse=True)
-    return [v or None for v in values.tolist()], codes.reshape(-1).astype(np.int64)
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(c if isinstance(c, str) else "", len(index)) for c in column[rows].tolist()),
+                        dtype=np.int64, count=len(rows))
+    return [v or None for v in index] or [None], codes
