@@ -49,7 +49,10 @@ class Repeat:
 def _candidate_counts(counts: np.ndarray, min_repeats: int) -> tuple[list[int], list[int]]:
     """Occurrence counts ``c >= min_repeats`` to try and how many names have each, the counts
     that explain the most items (names times ``c``) first, at most :data:`MAX_CANDIDATES`."""
-    values, how_many = np.unique(counts[counts >= min_repeats], return_counts=True)
+    names_with = np.bincount(counts)  # names_with[c]: how many names occur c times
+    names_with[: max(min_repeats, 0)] = 0
+    values = np.flatnonzero(names_with)
+    how_many = names_with[values]
     order = np.argsort(-how_many * values, kind="stable")[:MAX_CANDIDATES]
     return values[order].tolist(), how_many[order].tolist()
 
