@@ -424,3 +424,22 @@ def test_lane_running_max_restarts_at_each_lane(far: bool) -> None:
     lanes = np.array([0, 0, 0, 1, 1, 1, 2, 2])
     top = 2**62 if far else 7
     assert _lane_running_max(values, lanes).tolist() == [5, 5, 9, 2, 2, 4, values[6], top]
+
+
+@pytest.mark.parametrize("exact_decoder", [True, False])  # False: the text-rewriting path
+def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, exact_decoder: bool) -> None:
+    """A file whose events fit one block is decoded where it lies, brackets and spaces included."""
+    from parity.trace.readers import kineto as kineto_reader
+
+    if not exact_decoder:
+        monkeypatch.setattr(kineto_reader, "EXACT_DECODER", None)
+    text = (b'{"traceEvents": [ \n {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+            b'"ts": 1736408883704643.212, "dur": 1.5, "args": {"device": 0, "stream": 7}} ,\n'
+            b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1736408883704650.001, '
+            b'"dur": 2, "args": {"device": 0, "stream": 7}}\n ] , "displayTimeUnit": "ns"}')  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    table = load_trace(path)
+    assert table.start_ns.tolist() == [1736408883704643212, 1736408883704650001]
+    assert table.end_ns.tolist() == [1736408883704644712, 1736408883704652001]
+    assert table.meta["display_time_unit"] == "ns"

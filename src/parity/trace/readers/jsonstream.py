@@ -142,12 +142,13 @@ class EventStream:
 
     def _array(self, handle, buf: bytes, pos: int, eof: bool) -> Iterator[tuple[int, list]]:
         index = 0
+        opened = pos - 1  # the array's "[" while it is in ``buf``: see _cut
         while True:
             pos = _skip(buf, pos, b"," + _WS)
             if pos < len(buf) and buf[pos : pos + 1] == b"]":
                 self._trailer(handle, buf[pos + 1 :], eof)
                 return
-            cut = _raw_cut(buf, pos) if self.raw else _cut(buf, pos, self.decoder, self.exact_decoder)
+            cut = _raw_cut(buf, pos) if self.raw else _cut(buf, pos, self.decoder, self.exact_decoder, opened)
             if cut is None:
                 if eof:
                     events, end = self._last_events(buf, pos, index)
@@ -158,13 +159,13 @@ class EventStream:
                 more = self._read(handle)
                 eof = not more
                 buf = buf[pos:] + more
-                pos = 0
+                pos, opened = 0, -1
                 continue
             end, events, self.exact_ts = cut
             if events:
                 yield index, events
                 index += len(events) if not self.raw else 0
-            pos = end
+            pos, opened = end, -1
 
     def _trailer(self, handle, rest: bytes, eof: bool) -> None:
         """Parse the keys after the event array (``, "k": v ... }``) into ``header``."""
@@ -259,28 +260,33 @@ def _raw_cut(buf: bytes, pos: int):
     return last.start() + 1, buf[pos : last.start() + 1], False
 
 
-def decode_block(text: bytes, decoder, exact_decoder=None) -> tuple[list | None, bool]:
+def decode_block(text, decoder, exact_decoder=None, *, bracketed: bool = False) -> tuple[list | None, bool]:
     """Parse the text of a run of events (as :func:`_cut` does): ``(events or None, exact)``.
 
-    Where timestamps need exact handling, ``exact_decoder`` (one that keeps ``ts`` as JSON
-    text) is tried first; without it, or for values it does not fit, ``ts`` is rewritten as
-    the module docstring says.
+    ``text`` is the events between the array's brackets, or with ``bracketed`` the whole array
+    brackets included (decoded where it lies, without a copy). Where timestamps need exact
+    handling, ``exact_decoder`` (one that keeps ``ts`` as JSON text) is tried first; without
+    it, or for values it does not fit, ``ts`` is rewritten as the module docstring says.
     """
+    array = (lambda t: t) if bracketed else _bracketed
     exact = _needs_exact_ts(text)
     if exact and exact_decoder is not None:
         try:
-            return exact_decoder.decode(_bracketed(text)), exact
+            return exact_decoder.decode(array(text)), exact
         except msgspec.ValidationError:
             pass
         except msgspec.DecodeError:
             return None, exact
     if exact:
         text = _split_ts(text)
-    return _decode(_bracketed(text), decoder), exact
+    return _decode(array(text), decoder), exact
 
 
-def _cut(buf: bytes, pos: int, decoder, exact_decoder=None):
-    """The largest parseable run of events from ``pos``: ``(end, events, exact)`` or None."""
+def _cut(buf: bytes, pos: int, decoder, exact_decoder=None, opened: int = -1):
+    """The largest parseable run of events from ``pos``: ``(end, events, exact)`` or None.
+
+    ``opened`` is where the array's ``[`` is in ``buf`` (-1 when it is not): a run from there
+    to the closing ``]`` (a whole small file) is decoded in place instead of copied."""
     limit = len(buf)
     for _ in range(_MAX_RETRIES):
         brace = buf.rfind(b"}", pos, limit)
@@ -290,7 +296,10 @@ def _cut(buf: bytes, pos: int, decoder, exact_decoder=None):
         if after < 0 or buf[after : after + 1] not in (b",", b"]"):
             limit = brace
             continue
-        events, exact = decode_block(memoryview(buf)[pos : brace + 1], decoder, exact_decoder)
+        if opened >= 0 and buf[after : after + 1] == b"]":
+            events, exact = decode_block(memoryview(buf)[opened : after + 1], decoder, exact_decoder, bracketed=True)
+        else:
+            events, exact = decode_block(memoryview(buf)[pos : brace + 1], decoder, exact_decoder)
         if events is None:
             limit = brace
             continue
