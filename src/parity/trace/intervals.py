@@ -172,22 +172,31 @@ def pairwise_intersection_lengths(sets: Sequence[tuple[np.ndarray, np.ndarray]])
     k = len(sets)
     if k > MAX_MASK_SETS:
         raise ValueError(f"{k} sets; a bitmask sweep takes at most {MAX_MASK_SETS}")
-    pairs = [_as_pair(s, e) for s, e in sets]
-    total = sum(len(s) for s, _ in pairs)
-    if total == 0:
+    starts = [np.asarray(s, dtype=_INT) for s, _ in sets]
+    ends = [np.asarray(e, dtype=_INT) for _, e in sets]
+    counts = [len(x) for x in starts]
+    if counts != [len(x) for x in ends] or any(x.ndim != 1 for x in (*starts, *ends)):
+        raise ValueError("each set needs 1-d starts and ends of equal length")
+    if sum(counts) == 0:
         return np.zeros((k, k), dtype=_INT)
-    pos = np.concatenate([a for pair in pairs for a in pair])
-    delta = np.concatenate([np.full(len(s), sign << i, dtype=_INT)
-                            for i, (s, _) in enumerate(pairs) for sign in (1, -1)])  # fmt: skip
+    all_s, all_e = np.concatenate(starts), np.concatenate(ends)
+    if (all_e < all_s).any():
+        raise ValueError("an interval ends before it starts")
+    owner = np.repeat(np.arange(k, dtype=_INT), counts)
+    bit = np.left_shift(_INT(1), owner)
+    # at a position where one set ends and another starts the order is arbitrary; the pieces
+    # between such events have no width, so whatever mask they show adds no time
+    pos = np.concatenate((all_s, all_e))
     order = np.argsort(pos, kind="stable")
-    mask = np.cumsum(delta[order])
+    mask = np.cumsum(np.concatenate((bit, -bit))[order])
     widths = np.diff(pos[order])
     masks, inverse = np.unique(mask[:-1], return_inverse=True)
     time = np.zeros(len(masks), dtype=_INT)
     np.add.at(time, inverse.reshape(-1), widths)
     bits = (masks[:, None] >> np.arange(k, dtype=_INT)[None, :]) & 1
     out = (bits * time[:, None]).T @ bits
-    lengths = np.array([int(np.sum(e - s)) for s, e in pairs], dtype=_INT)
+    lengths = np.zeros(k, dtype=_INT)
+    np.add.at(lengths, owner, all_e - all_s)
     assert (np.diagonal(out) == lengths).all(), "pairwise overlap needs disjoint intervals within each set"
     return out
 
