@@ -152,12 +152,13 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
     that need them. This is what makes large traces load quickly.
     """
     types = list(map(type, events))
-    complete = Complete if Complete in types else ExactComplete  # one decoder made the block
-    if types.count(complete) == len(types):
+    present = set(types)  # one hashing pass; each list.count would be a pass of comparisons
+    complete = Complete if Complete in present else ExactComplete  # one decoder made the block
+    if present == {complete}:
         where: list[int] | range = range(len(types))  # every event is a complete one
         xs = events
     else:
-        _note_other_events(events, types, first, state)
+        _note_other_events(events, types, present, first, state)
         is_complete = list(map(is_, types, repeat(complete)))
         where = list(compress(range(len(types)), is_complete))
         xs = list(compress(events, is_complete))
@@ -200,21 +201,21 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
     _add_block(cols, state, first, b)
 
 
-def _note_other_events(events: list, types: list, first: int, state: ScanState) -> None:
+def _note_other_events(events: list, types: list, present: set, first: int, state: ScanState) -> None:
     """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing.
 
     Some profilers repeat the same few metadata events for every span (MTIA traces: 300,000 of
     them, 22 distinct), so each distinct one is recorded once, in the order of its last
     occurrence: every lane ends with the name its last event gave it, as in file order.
     """
-    if types.count(Metadata):
+    if Metadata in present:
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
                 for e in compress(events, map(is_, types, repeat(Metadata)))
                 if e.args is not None and e.name in LANE_METADATA]  # fmt: skip
         add = state.lanes.add
         for key in reversed(dict.fromkeys(reversed(meta))):
             add(*key)
-    if not any(map(types.count, BEGIN_END)):
+    if present.isdisjoint(BEGIN_END):
         return
     marks = state.marks
     for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
