@@ -242,3 +242,15 @@ def test_categorize_reads_task_types_and_cores_with_gaps() -> None:
     table = build_table([dict(row, start_ns=10 * i, end_ns=10 * i + 5) for i, row in enumerate(rows)])
     assert categorize(table, DEFAULT).of_rows().tolist() == [
         "communication", "communication", UNMATCHED, UNMATCHED, "matrix", "vector", "other"]
+
+
+def test_answers_kept_by_found_mask_never_stand_for_a_regex_search(tmp_path: Path) -> None:
+    """"xreduce" and "allreduce" contain the same texts ("reduce"); only a regex tells them
+    apart, so the answer for one must not be reused for the other, in either order."""
+    path = tmp_path / "rules.toml"
+    path.write_text('replace = true\n[[rules]]\ncategory = "a"\npatterns = ["all_?reduce"]\n'
+                    '[[rules]]\ncategory = "b"\npatterns = ["reduce"]\n')
+    for names in (("xreduce", "allreduce"), ("allreduce", "xreduce")):
+        rules = load_rules(path)
+        got = [rules.category_of(name, Kind.KERNEL) for name in names * 2]
+        assert got == [{"xreduce": "b", "allreduce": "a"}[name] for name in names * 2]

@@ -10,7 +10,8 @@ Two kinds of text stand in for regular-expression work on long C++ kernel names:
 ``ahocorasick_rs`` (the ``fast`` extra) every literal and gate of every rule is found in one
 pass over the lowered name; without it each is tested with a substring search, in rule order,
 only as far as the first matching rule. The answer is the same either way, and the same as
-running every regex.
+running every regex. In one-pass mode an answer that took no regex search depends only on
+which texts the name holds and its kind, so it is kept under those for the next name.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from parity.trace.categories import Rule
 
 MIN_GATE_CHARS = 2  # a one-character gate is in most names: it would save little, cost a scan
+MAX_DECIDED = 65536  # answers kept per matcher, by found-mask and kind
 _ALWAYS = 1  # bit 0 of a name's found-mask: set for every name (ungated regexes, empty literals)
 
 
@@ -82,6 +84,9 @@ class RuleMatcher:
         self._always = _ALWAYS
         self._bits: dict[str, int] = {}
         self._find = None
+        # (found-mask, kind) -> first rule, for answers that took no regex search: a pure
+        # function of the key, and a trace's names share a few dozen masks at most
+        self._decided: dict[tuple[int, int], Rule | None] = {}
         gate_bits: dict[str, int] = {}  # gate text -> its bit, above the rules' bits
         plan, fast = [], []
         for i, rule in enumerate(self.rules):
@@ -155,17 +160,30 @@ class RuleMatcher:
         bits = self._bits
         for text in self._find(lowered, overlapping=True):
             found |= bits[text]
+        key = (found, kind)
+        decided = self._decided.get(key, self)  # self: not decided yet
+        if decided is not self:
+            return decided
+        searched = False  # whether a regex was run: then the answer depends on more than the key
         for rule, kinds, rule_bit, need, gated, in_name in self._fast:
             if not found & need or (kinds and kind not in kinds):
                 continue
             if found & rule_bit:
-                return rule
+                break
             for bit, pattern in gated:
-                if found & bit and pattern.search(lowered) is not None:
+                if found & bit:
+                    if pattern.search(lowered) is not None:
+                        return rule
+                    searched = True
+            if in_name is not None:
+                if in_name.search(name) is not None:
                     return rule
-            if in_name is not None and in_name.search(name) is not None:
-                return rule
-        return None
+                searched = True
+        else:
+            rule = None
+        if not searched and len(self._decided) < MAX_DECIDED:
+            self._decided[key] = rule
+        return rule
 
     def _first_scanning(self, name: str, kind: int) -> Rule | None:
         lowered = name.lower()
