@@ -143,8 +143,9 @@ class Categorization:
 
     def mask(self, *labels: str) -> np.ndarray:
         """Rows whose category is any of ``labels``."""
-        wanted = [self.labels.index(x) for x in labels if x in self.labels]
-        return np.isin(self.codes, np.array(wanted, dtype=self.codes.dtype))
+        wanted = np.zeros(len(self.labels), dtype=bool)  # by code: one look-up per row
+        wanted[[self.labels.index(x) for x in labels if x in self.labels]] = True
+        return wanted[self.codes]
 
     def compute_mask(self) -> np.ndarray:
         """Device rows that are compute: neither communication, memory nor host."""
