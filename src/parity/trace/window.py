@@ -160,12 +160,12 @@ def _device_span(table: ActivityTable, rows: np.ndarray) -> tuple[int, int]:
 
 
 def _window_of_steps(
-    table: ActivityTable, device_rows: np.ndarray, device_steps: np.ndarray, first: int, last: int, *,
+    table: ActivityTable, device_rows: np.ndarray, steps_of: np.ndarray, first: int, last: int, *,
     source: str, detail: str,
 ) -> Window:
-    """The device time of steps ``first..last``; ``device_steps`` is the step of each of the
-    ``device_rows`` (work on device rows only: a tenth of a large trace's rows or less)."""
-    rows = device_rows[(device_steps >= first) & (device_steps <= last)]
+    """The device time of steps ``first..last``; ``steps_of`` is the step of each of the
+    ``device_rows`` (the work is on device rows only, often a small part of a trace)."""
+    rows = device_rows[(steps_of >= first) & (steps_of <= last)]
     if len(rows) == 0:
         steps, m_start, m_end = step_markers(table)
         chosen = (steps >= first) & (steps <= last)
