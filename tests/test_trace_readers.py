@@ -443,3 +443,21 @@ def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypa
     assert table.start_ns.tolist() == [1736408883704643212, 1736408883704650001]
     assert table.end_ns.tolist() == [1736408883704644712, 1736408883704652001]
     assert table.meta["display_time_unit"] == "ns"
+
+
+@pytest.mark.parametrize("skipped", [[], [0], [3, 39], list(range(0, 40, 2))])  # none, few (deleted), many (filtered)
+@pytest.mark.parametrize("as_range", [False, True])
+def test_drop_skipped_keeps_rows_aligned(skipped: list, as_range: bool) -> None:
+    from parity.trace.readers.kineto_events import _drop_skipped
+    from parity.trace.readers.kineto_rows import SKIP
+
+    n = 40
+    kinds = [SKIP if i in skipped else i % 5 for i in range(n)]
+    xs = [f"event {i}" for i in range(n)]
+    where = range(n) if as_range else list(range(100, 100 + n))
+    before = (list(xs), list(kinds))
+    got_where, got_xs, got_kinds = _drop_skipped(where, xs, kinds)
+    assert (xs, kinds) == before  # the caller's lists are left as they were
+    keep = [i for i in range(n) if i not in skipped]
+    assert got_where == [list(where)[i] for i in keep]
+    assert got_xs == [xs[i] for i in keep] and got_kinds == [kinds[i] for i in keep]

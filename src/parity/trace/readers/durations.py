@@ -12,20 +12,23 @@ warning this module returns. ``ts`` is read exactly as for complete events; an `
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, times_to_ns
-from parity.trace.readers.kineto_events import (
+from parity.trace.readers.kineto_rows import (
     CAT_CODE,
     DEVICE_CODES,
     SKIP,
     UNKNOWN,
-    ScanState,
     int_or,
 )
 from parity.trace.table import NO_ID
+
+if TYPE_CHECKING:
+    from parity.trace.readers.kineto_events import ScanState
 
 
 def pair_begin_end(marks: list[tuple], *, path: Path) -> tuple[list[tuple], str | None]:

@@ -49,15 +49,17 @@ from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
     DECODER,
     EXACT_DECODER,
-    EXTRA,
-    GPU_ANNOTATION,
-    UNKNOWN,
     ScanState,
-    int_or,
-    on_stream,
     scan_events,
     scan_stream,
     scan_text,
+)
+from parity.trace.readers.kineto_rows import (
+    EXTRA,
+    GPU_ANNOTATION,
+    UNKNOWN,
+    int_or,
+    on_stream,
 )
 from parity.trace.table import ActivityTable, Kind
 

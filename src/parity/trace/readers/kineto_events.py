@@ -14,11 +14,17 @@ from operator import eq, is_
 from pathlib import Path
 
 import msgspec
-import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, one_line, times_to_ns
+from parity.trace.readers.columns import Columns, one_line
 from parity.trace.readers.jsonstream import EventStream, decode_block
+from parity.trace.readers.kineto_rows import (
+    CAT_CODE,
+    SKIP,
+    UNKNOWN,
+    Block,
+    add_block,
+)
 from parity.trace.readers.kineto_structs import (
     ABSENT,
     BEGIN_END,
@@ -32,33 +38,8 @@ from parity.trace.readers.kineto_structs import (
     Metadata,
 )
 from parity.trace.readers.lanes import LANE_METADATA, Lanes
-from parity.trace.readers.rawtimes import raw_mark_time, raw_times_to_ns
-from parity.trace.table import NO_ID, Kind
-
-UNKNOWN = 99  # kind code of an event whose cat is not known; resolved by lanes at the end
-GPU_ANNOTATION = 98  # a user annotation drawn on a device lane; Kind.OTHER once steps are marked
-SKIP = -1
-CAT_KIND: dict = {
-    "kernel": Kind.KERNEL, "Kernel": Kind.KERNEL, "mtia_ccp_events": Kind.KERNEL,
-    "gpu_memcpy": Kind.MEMCPY, "Memcpy": Kind.MEMCPY,
-    "gpu_memset": Kind.MEMSET, "Memset": Kind.MEMSET,
-    "cuda_runtime": Kind.RUNTIME, "Runtime": Kind.RUNTIME, "cuda_driver": Kind.RUNTIME,
-    "Driver": Kind.RUNTIME, "mtia_runtime": Kind.RUNTIME, "privateuse1_runtime": Kind.RUNTIME,
-    "privateuse1_driver": Kind.RUNTIME,
-    "cpu_op": Kind.CPU_OP, "Operator": Kind.CPU_OP, "operator": Kind.CPU_OP,
-    "cuda_sync": Kind.SYNC,
-    "user_annotation": Kind.OTHER, "gpu_user_annotation": GPU_ANNOTATION,
-    "python_function": Kind.OTHER, "cuda_profiler_range": Kind.OTHER,
-    "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
-}  # fmt: skip
-CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
-DEVICE_CODES = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.SYNC))  # on a stream
-_ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
-_ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
-EXTRA = dict(
-    pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
-    wait_on_event_corr=np.int64,
-)  # fmt: skip
+from parity.trace.readers.rawtimes import raw_mark_time
+from parity.trace.table import NO_ID
 
 
 def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
@@ -131,18 +112,6 @@ class ScanState:
         self.exact_seen = self.exact_seen or payload["exact"]
 
 
-class _Block:
-    """Plain lists the hot loop appends to; one block of events at a time."""
-
-    __slots__ = ("corrs", "devs", "durs", "exts", "kinds", "name_ids", "pids", "raw_ts", "streams",
-                 "sync_rows", "tids", "ts", "tsf", "where")  # fmt: skip
-
-    def __init__(self) -> None:
-        for slot in self.__slots__:
-            setattr(self, slot, [])
-        self.raw_ts = False  # ts holds JSON texts (msgspec.Raw), see ExactComplete
-
-
 def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> None:
     """The fast path of :func:`_scan` for blocks decoded into structs (types already checked).
 
@@ -164,12 +133,10 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
         xs = list(compress(events, is_complete))
     kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
-        keep = [kind != SKIP for kind in kinds]
-        where, xs = list(compress(where, keep)), list(compress(xs, keep))
-        kinds = [kind for kind in kinds if kind != SKIP]
+        where, xs, kinds = _drop_skipped(where, xs, kinds)
     if not kinds:
         return
-    b = _Block()
+    b = Block()
     b.where, b.kinds = where, kinds
     b.name_ids = _name_ids([e.name for e in xs], cols)
     b.ts = [e.ts for e in xs]
@@ -183,7 +150,7 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
     if args.count(None) == len(args):
         nothing = [NO_ID] * len(xs)
         b.devs, b.streams, b.corrs, b.exts = nothing, nothing, nothing, nothing
-        _add_block(cols, state, first, b)
+        add_block(cols, state, first, b)
         return
     if None in args:
         args = [a if a is not None else NO_ARGS for a in args]
@@ -198,7 +165,24 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
              a.wait_on_cuda_event_record_corr_id)
             for row, a in zip(rows, map(args.__getitem__, rows))
         ]  # fmt: skip
-    _add_block(cols, state, first, b)
+    add_block(cols, state, first, b)
+
+
+def _drop_skipped(where, xs: list, kinds: list) -> tuple[list, list, list]:
+    """The rows without the events of a skipped category (a trace's own ``Trace`` span): a few
+    are found by C-level ``list.index`` and deleted, many by one filtering pass."""
+    drop, at = [], -1
+    while len(drop) <= 16:
+        try:
+            at = kinds.index(SKIP, at + 1)
+        except ValueError:
+            where, xs, kinds = list(where), list(xs), list(kinds)
+            for i in reversed(drop):
+                del where[i], xs[i], kinds[i]
+            return where, xs, kinds
+        drop.append(at)
+    keep = [kind != SKIP for kind in kinds]
+    return list(compress(where, keep)), list(compress(xs, keep)), [kind for kind in kinds if kind != SKIP]
 
 
 def _note_other_events(events: list, types: list, present: set, first: int, state: ScanState) -> None:
@@ -248,13 +232,6 @@ def _ids_or_no_id(values: list) -> list:
     return [v if type(v) is int else NO_ID for v in values]
 
 
-def on_stream(kind: np.ndarray) -> np.ndarray:
-    """Rows drawn on a device stream (device kinds, syncs, GPU annotations), by a table look-up
-    of the kind code (the codes of read rows are ``0 .. UNKNOWN``; skipped events never become
-    rows), which costs one indexing pass where ``np.isin`` costs a dozen."""
-    return _ON_STREAM[kind]
-
-
 def _none_to_no_id(values: list) -> list:
     return [NO_ID if v is None else v for v in values] if None in values else values
 
@@ -262,7 +239,7 @@ def _none_to_no_id(values: list) -> list:
 def _external_ids(args: list[Args]) -> list:
     """``External id`` (else the older ``external id``, else NO_ID) of each event.
 
-    Absent keys decode as :data:`ABSENT`, which :func:`_add_block` turns into NO_ID, so the
+    Absent keys decode as :data:`ABSENT`, which :func:`~.kineto_rows.add_block` turns into NO_ID, so the
     common case is one attribute pass; the merge with the older key runs only where it occurs.
     """
     exts = [a.external_id for a in args]
@@ -275,7 +252,7 @@ def _external_ids(args: list[Args]) -> list:
 
 def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
     """Turn one block of event dicts into column blocks (the hot loop: one pass, no objects)."""
-    b = _Block()
+    b = Block()
     kinds, name_ids, ts, tsf, durs = b.kinds, b.name_ids, b.ts, b.tsf, b.durs
     pids, tids, devs, streams, corrs, exts, where = (
         b.pids, b.tids, b.devs, b.streams, b.corrs, b.exts, b.where
@@ -335,70 +312,4 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
             "the trace is corrupt"
         ) from None
     if kinds:
-        _add_block(cols, state, first, b)
-
-
-def _add_block(cols: Columns, state: ScanState, first: int, b: _Block) -> None:
-    if type(b.where) is range:
-        where = np.arange(b.where.start, b.where.stop, dtype=np.int64)
-    else:
-        where = np.asarray(b.where, dtype=np.int64)
-    if b.raw_ts:
-        start = raw_times_to_ns(b.ts, path=state.path, first=first, index=where)
-    else:
-        start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
-    if state.exact and not b.raw_ts:
-        start = start + np.rint(np.asarray(b.tsf, dtype=np.float64) * 1000).astype(np.int64)
-    dur = times_to_ns(b.durs, path=state.path, first=first, what="dur", index=where)
-    negative = dur < 0
-    if negative.any():
-        index = first + int(where[np.flatnonzero(negative)[0]])
-        raise ParityError(
-            f"{state.path}: event {index} has a negative dur ({int(dur[negative][0])} ns); "
-            "the trace is corrupt"
-        )
-    kind = np.asarray(b.kinds, dtype=np.int16)
-    ints = {key: _int64(getattr(b, key), where, first, state.path, key)
-            for key in ("pids", "tids", "devs", "streams", "corrs", "exts")}  # fmt: skip
-    pid, tid, dev, stream = ints["pids"], ints["tids"], ints["devs"], ints["streams"]
-    ints["exts"][ints["exts"] == ABSENT] = NO_ID
-    on_device = on_stream(kind)
-    device = np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID)
-    stream = np.where(on_device & (stream != NO_ID), stream, tid)
-    n = len(kind)
-    sync_type = np.full(n, None, dtype=object)
-    wait_stream = np.full(n, NO_ID, dtype=np.int64)
-    wait_corr = np.full(n, NO_ID, dtype=np.int64)
-    for row, kind_name, waited_stream, on_corr in b.sync_rows:
-        sync_type[row] = kind_name if isinstance(kind_name, str) else None
-        wait_stream[row] = int_or(waited_stream)
-        wait_corr[row] = int_or(on_corr)
-    state.events += n
-    state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
-    cols.add(
-        rank=np.zeros(n, dtype=np.int32), device=device, stream=stream, kind=kind,
-        name_id=np.asarray(b.name_ids, dtype=np.int32), start_ns=start, end_ns=start + dur,
-        correlation=ints["corrs"], step=np.full(n, -1, np.int32),
-        pid=pid, tid=tid, external_id=ints["exts"],
-        sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
-    )  # fmt: skip
-
-
-def int_or(value, default: int = NO_ID) -> int:
-    return value if type(value) is int and -(2**63) <= value < 2**63 else default
-
-
-_WHAT = {"pids": "pid", "tids": "tid", "devs": "args.device", "streams": "args.stream",
-         "corrs": "args.correlation", "exts": "args['External id']"}  # fmt: skip
-
-
-def _int64(values: list, where: np.ndarray, first: int, path: Path, key: str) -> np.ndarray:
-    """An int64 column; a ParityError naming the event whose id does not fit 64 bits."""
-    try:
-        return np.asarray(values, dtype=np.int64)
-    except OverflowError:
-        bad = next(i for i, v in enumerate(values) if not -(2**63) <= v < 2**63)
-        raise ParityError(
-            f"{path}: event {first + int(where[bad])} has {_WHAT[key]} {values[bad]} beyond 64 bits; "
-            "the trace is corrupt"
-        ) from None
+        add_block(cols, state, first, b)
