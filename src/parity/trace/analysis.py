@@ -191,7 +191,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     c = _Clipped(table, device_rows, chosen, cats)
     streams, busy, sets = _streams(table, c, cats, rank)  # sets: merged once, used twice
     device = _device(c, busy, sets)
-    kernel_rows = c.rows[table.kind[c.rows] == Kind.KERNEL]
+    kernel_rows = c.rows[table.kind[c.rows] == int(Kind.KERNEL)]
     blocks = None
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)

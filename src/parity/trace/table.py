@@ -34,6 +34,7 @@ class Kind(IntEnum):
 
 assert Kind.KERNEL == 0 and Kind.MEMCPY == 1 and Kind.MEMSET == 2, "device_mask needs device kinds first"
 NO_ID = -1  # the value of an integer column where a row has no such id
+_KERNEL, _MEMSET = int(Kind.KERNEL), int(Kind.MEMSET)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,8 +103,10 @@ class ActivityTable:
 
     def device_mask(self) -> np.ndarray:
         """Rows that run on a device (kernels, copies, sets): the three lowest kind codes, so
-        two comparisons where ``np.isin`` would sort (this runs several times per analysis)."""
-        return (self.kind >= Kind.KERNEL) & (self.kind <= Kind.MEMSET)
+        two comparisons where ``np.isin`` would sort (this runs several times per analysis).
+        The codes are plain ints: numpy widens a column compared with an enum member to int64
+        first, several times slower on large tables."""
+        return (self.kind >= _KERNEL) & (self.kind <= _MEMSET)
 
     def take(self, mask_or_index: np.ndarray) -> ActivityTable:
         """A new table with the selected rows (boolean mask or integer index)."""

@@ -170,7 +170,7 @@ def assign_steps(
     the STEP rows on input (other rows ignored); the result is a new array.
     """
     out = np.full(len(kind), -1, dtype=np.int32)
-    is_step = kind == Kind.STEP
+    is_step = kind == int(Kind.STEP)
     if not is_step.any():
         return out
     order = np.argsort(start_ns[is_step], kind="stable")
@@ -179,8 +179,8 @@ def assign_steps(
     step_num = step[is_step][order]
     when = start_ns.copy()
     # device work (the three lowest kind codes) and syncs, launched by a runtime call
-    launched = ((kind <= Kind.MEMSET) & (kind >= Kind.KERNEL) | (kind == Kind.SYNC)) & (correlation != NO_ID)
-    runtime = (kind == Kind.RUNTIME) & (correlation != NO_ID)
+    launched = ((kind <= int(Kind.MEMSET)) & (kind >= int(Kind.KERNEL)) | (kind == int(Kind.SYNC))) & (correlation != NO_ID)
+    runtime = (kind == int(Kind.RUNTIME)) & (correlation != NO_ID)
     if launched.any() and runtime.any():
         corr, first = np.unique(correlation[runtime], return_index=True)
         launch_time = start_ns[runtime][first]
@@ -265,7 +265,7 @@ def finish_ascend_rank(table: ActivityTable, rank: int) -> ActivityTable:
         dtype=np.int64,
     )
     step = table.step.copy()
-    is_step = table.kind == Kind.STEP
+    is_step = table.kind == int(Kind.STEP)
     step[is_step] = numbers[table.name_id[is_step]]
     placed = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
                           correlation=table.correlation, step=step)  # fmt: skip

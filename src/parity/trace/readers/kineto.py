@@ -166,6 +166,6 @@ def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> 
 
 def _step_numbers(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     step = np.full(len(table), -1, dtype=np.int32)
-    is_step = kind == Kind.STEP
+    is_step = kind == int(Kind.STEP)
     step[is_step] = numbers[table.name_id[is_step]]
     return step
