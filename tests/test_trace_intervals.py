@@ -134,10 +134,11 @@ def test_pairwise_intersection_lengths_hand_computed() -> None:
     assert pairwise_intersection_lengths([a, (np.empty(0, np.int64), np.empty(0, np.int64))]).tolist() == [[20, 0], [0, 0]]
 
 
-def test_pairwise_intersection_lengths_match_the_pair_formula_on_random_sets() -> None:
+@pytest.mark.parametrize("n_sets", [9, 14])  # a slot per possible mask; distinct masks found by sorting
+def test_pairwise_intersection_lengths_match_the_pair_formula_on_random_sets(n_sets: int) -> None:
     rng = np.random.default_rng(7)
     sets = []
-    for _ in range(9):
+    for _ in range(n_sets):
         s = rng.integers(0, 10_000, 40)
         sets.append(merge_intervals(s, s + rng.integers(0, 300, 40)))
     m = pairwise_intersection_lengths(sets)

@@ -157,6 +157,7 @@ def difference_length(
 
 
 MAX_MASK_SETS = 62  # sets a bitmask of int64 can hold
+SMALL_MASK_SETS = 10  # up to this many sets, time is summed into one slot per possible mask
 
 
 def pairwise_intersection_lengths(sets: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -190,9 +191,14 @@ def pairwise_intersection_lengths(sets: Sequence[tuple[np.ndarray, np.ndarray]])
     order = np.argsort(pos, kind="stable")
     mask = np.cumsum(np.concatenate((bit, -bit))[order])
     widths = np.diff(pos[order])
-    masks, inverse = np.unique(mask[:-1], return_inverse=True)
-    time = np.zeros(len(masks), dtype=_INT)
-    np.add.at(time, inverse.reshape(-1), widths)
+    if k <= SMALL_MASK_SETS:  # every mask has a slot: no sort to find the distinct ones
+        masks = np.arange(1 << k, dtype=_INT)
+        time = np.zeros(1 << k, dtype=_INT)
+        np.add.at(time, mask[:-1], widths)
+    else:
+        masks, inverse = np.unique(mask[:-1], return_inverse=True)
+        time = np.zeros(len(masks), dtype=_INT)
+        np.add.at(time, inverse.reshape(-1), widths)
     bits = (masks[:, None] >> np.arange(k, dtype=_INT)[None, :]) & 1
     out = (bits * time[:, None]).T @ bits
     lengths = np.zeros(k, dtype=_INT)
