@@ -62,7 +62,8 @@ class Columns:
         parts = self.blocks.get(key)
         if not parts:
             return np.full(self.rows, NO_ID if fill is None else fill, dtype=dtype)
-        return np.concatenate(parts).astype(dtype, copy=False)
+        whole = parts[0] if len(parts) == 1 else np.concatenate(parts)  # one block: no copy
+        return whole.astype(dtype, copy=False)
 
     def table(self, *, extra_keys: dict[str, object], meta: dict) -> ActivityTable:
         """Build the table; ``extra_keys`` maps each extra column to its dtype."""
