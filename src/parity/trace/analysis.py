@@ -29,7 +29,7 @@ from parity.trace.categories import (
     categorize,
     load_rules,
 )
-from parity.trace.intervals import grouped_merge, grouped_union_lengths, merge_intervals
+from parity.trace.intervals import grouped_merge, grouped_union_lengths
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
     CategoryStats,
@@ -69,9 +69,6 @@ class _Clipped:
         self.stream_ids = table.stream[self.rows[first]] if len(self.rows) else np.empty(0, np.int64)
         self.cat = cats.codes[self.rows].astype(np.int64)
         self.window = window
-
-    def pair(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return merge_intervals(self.start[mask], self.end[mask])
 
 
 def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int):
@@ -150,8 +147,11 @@ def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
     comm_mask = c.cat == cats.code(COMMUNICATION)
     is_compute = np.ones(len(cats.labels), dtype=bool)  # by category code, as compute_mask()
     is_compute[[cats.code(x) for x in (*COMPUTE_EXCLUDED, NOT_DEVICE) if x in cats.labels]] = False
-    compute_mask = is_compute[c.cat]
-    comm, compute = c.pair(comm_mask), c.pair(compute_mask)
+    keep = comm_mask | is_compute[c.cat]
+    # both sets from one grouped merge: compute rows are group 0, communication rows group 1
+    owner, starts, ends = grouped_merge(comm_mask[keep].astype(np.int64), c.start[keep], c.end[keep], 2)
+    split = int(np.searchsorted(owner, 1))
+    compute, comm = (starts[:split], ends[:split]), (starts[split:], ends[split:])
     both = metrics.pairwise_overlap_ns([compute, comm])  # [[|K|, |K ∩ C|], [.., |C|]] in one sweep
     overlap = int(both[0, 1])
     return CommOverlap(
