@@ -238,8 +238,8 @@ def deepep_case(repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="parity vs HTA: device busy time and speed")
     parser.add_argument("--repeats", type=int, default=7, help="rounds per trace, at least (default 7)")
-    parser.add_argument("--min-seconds", type=float, default=2.0,
-                        help="add rounds until HTA has run this long in all (default 2.0)")
+    parser.add_argument("--min-seconds", type=float, default=5.0,
+                        help="add rounds until HTA has run this long in all (default 5.0)")
     parser.add_argument("--traces", nargs="*", help="folder names under kineto/hta (default: all)")
     args = parser.parse_args()
     traces = sorted(p for p in TRACES.rglob("*.json*") if not p.name.endswith("_et.json.gz"))
