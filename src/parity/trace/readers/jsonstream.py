@@ -38,7 +38,8 @@ RAW_BLOCK_BYTES = 16 << 20  # text cut at a time for worker processes (fewer, la
 TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')  # the start of the event array
 NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events
 _BIG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d*[1-9]')
-EXACT_PROBE_BYTES = 128 << 10  # of each block: ~500 events, ~0.3 ms of regex per block
+_POINTS_BY_FIND = 32  # decimal points looked at one by one before a regex search takes over
+EXACT_PROBE_BYTES = 128 << 10  # of each block: ~500 events
 FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
 _TS_SPLIT = re.compile(rb'"ts":(\s*)(\d+)\.(\d+)(?![\deE])')
 _WS = b" \t\r\n"
@@ -220,10 +221,51 @@ def _needs_exact_ts(text: bytes) -> bool:
 
     Checked per block on its first :data:`EXACT_PROBE_BYTES` (a profiler formats every
     timestamp of a file alike), so a file whose first events are whole microseconds is still
-    read exactly later on; ``.0`` fractions are exact in a float and do not count.
+    read exactly later on; ``.0`` fractions are exact in a float and do not count. The regex
+    runs only where :func:`_may_need_exact` finds a point it could match at.
     """
-    probe = text[:EXACT_PROBE_BYTES]
+    probe = bytes(text[:EXACT_PROBE_BYTES])
+    if not _may_need_exact(probe):
+        return False
     return any(int(m.group(1)) >= FLOAT_EXACT_US for m in _BIG_FRACTIONAL_TS.finditer(probe))
+
+
+def _may_need_exact(probe: bytes) -> bool:
+    """Whether some ``.`` in ``probe`` follows a run of digits worth at least
+    :data:`FLOAT_EXACT_US`, which every match of ``_BIG_FRACTIONAL_TS`` has: where none
+    does, the regex cannot match and is not run.
+
+    The regex engine spends a step on every byte looking for ``"ts"`` (about 0.3 ms per
+    128 kB); ``bytes.find`` jumps from point to point with ``memchr``, and most traces have a
+    few dozen points in a probe (names, float ``args``). Past :data:`_POINTS_BY_FIND` of them
+    a search for a point that ends such a run finishes the scan.
+    """
+    at = probe.find(b".")
+    for _ in range(_POINTS_BY_FIND):
+        if at < 0:
+            return False
+        if _BIG_POINT.match(probe, at):
+            return True
+        at = probe.find(b".", at + 1)
+    return at >= 0 and _BIG_POINT.search(probe, at) is not None
+
+
+def _at_least(number: bytes) -> bytes:
+    """A regex of the digit strings as long as ``number`` and not below it: ``number`` itself,
+    or its first ``k`` digits, a larger digit, then any digits."""
+    larger = [
+        re.escape(number[:k]) + b"[%c-9]" % (number[k] + 1) + rb"\d" * (len(number) - k - 1)
+        for k in range(len(number))
+        if number[k] < ord("9")
+    ]
+    return b"|".join([re.escape(number), *larger])
+
+
+# A "." after 14 digits or more, or after 13 that are FLOAT_EXACT_US or more (both looked
+# behind at, so the search stops only at points): what every match of _BIG_FRACTIONAL_TS has.
+_BIG_POINT = re.compile(
+    rb"\.(?:(?<=\d{14}\.)|(?<=(?:" + _at_least(b"%d" % FLOAT_EXACT_US) + rb")\.))"
+)
 
 
 def _split_ts(text) -> bytes:
