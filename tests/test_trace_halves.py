@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.trace.readers import halves
+from parity.trace.readers import halves, parallel
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.table import ActivityTable
 
@@ -82,3 +82,26 @@ def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch
     assert two.meta["ranks"] == [3] and two.meta["rank_source"] == "distributedInfo"
     assert two.names == tuple(f"k{i}" for i in range(7))
     assert two.start_ns.tolist() == [10_000 * i for i in range(500)]
+
+
+def test_inflated_size_comes_from_the_gzip_trailer(tmp_path: Path):
+    text = b'{"traceEvents": [' + b'{"ph": "X"}, ' * 10_000 + b"{}]}"  # 17 + 13 * 10,000 + 4 bytes; compresses >100x
+    plain, one, two = tmp_path / "t.json", tmp_path / "t.json.gz", tmp_path / "two.json.gz"
+    plain.write_bytes(text)
+    one.write_bytes(gzip.compress(text))
+    two.write_bytes(gzip.compress(text) + gzip.compress(b"{}"))  # the last member says 2 bytes
+    assert parallel.inflated_bytes_estimate(plain) == len(text) == 130_021
+    assert parallel.inflated_bytes_estimate(one) == 130_021
+    assert parallel.inflated_bytes_estimate(two) == 8 * two.stat().st_size  # the floor
+    assert parallel.inflated_bytes_estimate(tmp_path / "missing.json") is None
+
+
+def test_the_size_picks_one_reader(monkeypatch):
+    monkeypatch.setattr(halves, "_running_others", lambda: 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    sizes = [None, halves.MIN_BYTES - 1, halves.MIN_BYTES, parallel.MIN_PARALLEL_BYTES - 1, parallel.MIN_PARALLEL_BYTES]
+    assert [halves.worth_it(s) for s in sizes] == [False, False, True, True, False]
+    assert [parallel.worth_it(s) for s in sizes] == [False, False, False, False, True]
+    monkeypatch.setattr(halves, "_running_others", lambda: 2)  # both cores busy: one process
+    assert not halves.worth_it(halves.MIN_BYTES)

@@ -76,12 +76,13 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
     (:mod:`.parallel`); whatever goes wrong there is read again here in one process, which
     names the bad event.
     """
-    if halves.worth_it(path):
+    inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
+    if halves.worth_it(inflated):
         done = halves.read_halves(path, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
                                   make_state=lambda: ScanState(path=path, exact=False), progress=progress)  # fmt: skip
         if done is not None:
             return _finish(path, *done)
-    elif parallel.worth_it(path):
+    elif parallel.worth_it(inflated):
         state = ScanState(path=path, exact=False)
         done = parallel.read_parallel(path, scan_text, scan_events, state, progress)
         if done is not None:
