@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, times_to_ns
+from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.readers.rawtimes import raw_times_to_ns
 from parity.trace.table import NO_ID, Kind
@@ -68,49 +68,109 @@ def on_stream(kind: np.ndarray) -> np.ndarray:
 
 
 def add_block(cols: Columns, state: ScanState, first: int, b: Block) -> None:
-    if type(b.where) is range:
-        where = np.arange(b.where.start, b.where.stop, dtype=np.int64)
-    else:
-        where = np.asarray(b.where, dtype=np.int64)
-    if b.raw_ts:
-        start = raw_times_to_ns(b.ts, path=state.path, first=first, index=where)
-    else:
-        start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
-    if state.exact and not b.raw_ts:
-        start = start + np.rint(np.asarray(b.tsf, dtype=np.float64) * 1000).astype(np.int64)
-    dur = times_to_ns(b.durs, path=state.path, first=first, what="dur", index=where)
-    negative = dur < 0
-    if negative.any():
-        index = first + int(where[np.flatnonzero(negative)[0]])
-        raise ParityError(
-            f"{state.path}: event {index} has a negative dur ({int(dur[negative][0])} ns); "
-            "the trace is corrupt"
-        )
+    start, dur = _times(cols, state, first, b)
     kind = np.asarray(b.kinds, dtype=np.int16)
-    ints = {key: _int64(getattr(b, key), where, first, state.path, key)
-            for key in ("pids", "tids", "devs", "streams", "corrs", "exts")}  # fmt: skip
-    pid, tid, dev, stream = ints["pids"], ints["tids"], ints["devs"], ints["streams"]
-    ints["exts"][ints["exts"] == ABSENT] = NO_ID
+    pid, tid, dev, stream, corr, ext = _ids(b, first, state.path)
+    ext[ext == ABSENT] = NO_ID
     on_device = on_stream(kind)
     device = np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID)
     stream = np.where(on_device & (stream != NO_ID), stream, tid)
     n = len(kind)
     sync_type = np.full(n, None, dtype=object)
-    wait_stream = np.full(n, NO_ID, dtype=np.int64)
-    wait_corr = np.full(n, NO_ID, dtype=np.int64)
+    wait_stream, wait_corr = np.full((2, n), NO_ID, dtype=np.int64)
     for row, kind_name, waited_stream, on_corr in b.sync_rows:
         sync_type[row] = kind_name if isinstance(kind_name, str) else None
         wait_stream[row] = int_or(waited_stream)
         wait_corr[row] = int_or(on_corr)
     state.events += n
-    state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
+    state.known_cat = state.known_cat or b.kinds.count(UNKNOWN) != n
     cols.add(
         rank=np.zeros(n, dtype=np.int32), device=device, stream=stream, kind=kind,
         name_id=np.asarray(b.name_ids, dtype=np.int32), start_ns=start, end_ns=start + dur,
-        correlation=ints["corrs"], step=np.full(n, -1, np.int32),
-        pid=pid, tid=tid, external_id=ints["exts"],
+        correlation=corr, step=np.full(n, -1, np.int32),
+        pid=pid, tid=tid, external_id=ext,
         sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
     )  # fmt: skip
+
+
+def _where(b: Block) -> np.ndarray:
+    """Each row's position in its block of events, for naming a bad event in an error."""
+    if type(b.where) is range:
+        return np.arange(b.where.start, b.where.stop, dtype=np.int64)
+    return np.asarray(b.where, dtype=np.int64)
+
+
+def _times(cols: Columns, state: ScanState, first: int, b: Block) -> tuple[np.ndarray, np.ndarray]:
+    """Start and duration (int64 ns) of the block's rows: both columns at once by
+    :func:`plain_times_ns` when every value is a plain number in range, else column by column
+    (:func:`~.columns.times_to_ns`, :func:`~.rawtimes.raw_times_to_ns`), which name the event
+    of a bad value, and a check that no duration is negative."""
+    both = None if b.raw_ts else plain_times_ns(b.ts, b.durs)
+    if both is not None:
+        start, dur = both
+    else:
+        where = _where(b)
+        if b.raw_ts:
+            start = raw_times_to_ns(b.ts, path=state.path, first=first, index=where)
+        else:
+            start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
+        dur = times_to_ns(b.durs, path=state.path, first=first, what="dur", index=where)
+        negative = dur < 0
+        if negative.any():
+            index = first + int(where[np.flatnonzero(negative)[0]])
+            raise ParityError(
+                f"{state.path}: event {index} has a negative dur ({int(dur[negative][0])} ns); "
+                "the trace is corrupt"
+            )
+    if state.exact and not b.raw_ts:
+        start = start + np.rint(np.asarray(b.tsf, dtype=np.float64) * 1000).astype(np.int64)
+    return start, dur
+
+
+_NOT_NUMBERS = frozenset({str, bool})  # numpy would read "12.5" or True as numbers
+
+
+def plain_times_ns(ts: list, durs: list) -> np.ndarray | None:
+    """``[start_ns, dur_ns]`` (int64, shape ``(2, n)``) of microsecond lists whose values are
+    all numbers in ``0 .. MAX_US``; None when any is not (a string, ``None``, a negative or
+    non-finite value...), for the column-by-column path to convert or name.
+
+    The same figures as :func:`~.columns.us_to_ns` in one pass over both columns:
+    ``ns = trunc(us) * 1000 + rint(frac(us) * 1000)``, where ``np.modf`` gives the integer part
+    and the exact fraction at once (they equal ``floor`` and ``us - floor(us)`` for values
+    not below zero, which the range check ensures). Non-negative, so no negative duration.
+    """
+    if not ts or not (_NOT_NUMBERS.isdisjoint(map(type, ts)) and _NOT_NUMBERS.isdisjoint(map(type, durs))):
+        return None
+    try:
+        us = np.array((ts, durs), dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if us.ndim != 2 or not (us.min() >= 0 and us.max() <= MAX_US):  # NaN fails both tests
+        return None
+    frac, whole = np.modf(us)
+    frac *= 1000.0
+    np.rint(frac, out=frac)
+    ns = whole.astype(np.int64)
+    ns *= 1000
+    ns += frac.astype(np.int64)
+    return ns
+
+
+_ID_KEYS = ("pids", "tids", "devs", "streams", "corrs", "exts")
+
+
+def _ids(b: Block, first: int, path: Path) -> np.ndarray:
+    """The six id columns (``_ID_KEYS``) as rows of one int64 array, built in one call; when
+    that fails, column by column, which names the event of an id beyond 64 bits."""
+    try:
+        ids = np.array([getattr(b, key) for key in _ID_KEYS], dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        ids = None
+    if ids is not None and ids.ndim == 2:
+        return ids
+    where = _where(b)
+    return np.array([_int64(getattr(b, key), where, first, path, key) for key in _ID_KEYS])
 
 
 def int_or(value, default: int = NO_ID) -> int:

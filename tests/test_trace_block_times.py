@@ -1,0 +1,106 @@
+"""Both time columns of a Kineto block at once give what the column-by-column path gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parity.model.errors import ParityError
+from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
+from parity.trace.readers.kineto_events import ScanState
+from parity.trace.readers.kineto_rows import Block, add_block, plain_times_ns
+from parity.trace.table import NO_ID
+
+PATH = Path("t.json")
+
+in_range = st.one_of(
+    st.floats(min_value=0, max_value=MAX_US),
+    st.floats(min_value=0, max_value=1e4),
+    st.integers(0, 9 * 10**15),
+)
+value = st.one_of(
+    in_range,
+    st.integers(-5, 5),
+    st.floats(min_value=-1e-3, max_value=0),
+    st.sampled_from([1694039968955744.5, 0.0005, 0.0015, 2.9995, -0.0, MAX_US, MAX_US * 1.0000001]),
+    st.sampled_from([None, "12.5", True, float("nan"), float("inf"), 10**30]),
+)
+
+
+def column_by_column(ts: list, durs: list) -> np.ndarray | None:
+    """The reference: each column by times_to_ns, and durations not negative."""
+    try:
+        start = times_to_ns(ts, path=PATH, first=0, what="ts")
+        dur = times_to_ns(durs, path=PATH, first=0, what="dur")
+    except ParityError:
+        return None
+    if (dur < 0).any():
+        return None
+    return np.stack([start, dur])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(value, value), min_size=1, max_size=20))
+def test_same_nanoseconds_as_column_by_column(pairs: list) -> None:
+    ts, durs = [t for t, _ in pairs], [d for _, d in pairs]
+    fast = plain_times_ns(ts, durs)
+    if fast is None:
+        return  # the caller then takes the column-by-column path itself
+    reference = column_by_column(ts, durs)
+    assert reference is not None
+    assert fast.dtype == np.int64
+    np.testing.assert_array_equal(fast, reference)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(in_range, in_range), min_size=1, max_size=20))
+def test_numbers_in_range_take_the_one_pass(pairs: list) -> None:
+    ts, durs = [t for t, _ in pairs], [d for _, d in pairs]
+    np.testing.assert_array_equal(plain_times_ns(ts, durs), column_by_column(ts, durs))
+
+
+def test_plain_numbers_take_the_one_pass() -> None:
+    ts = [1694039968955744, 2.0005, 4398046511103.999]
+    durs = [0, 1.0015, 0.0004]
+    ns = plain_times_ns(ts, durs)
+    assert ns.tolist() == [[1694039968955744000, 2001, 4398046511103999], [0, 1002, 0]]
+    # the floats nearest 2.0005 and 1.0015 lie just above them: their half ns round up
+    np.testing.assert_array_equal(ns, column_by_column(ts, durs))
+
+
+@pytest.mark.parametrize(
+    "ts, durs",
+    [(["1.5"], [1.0]), ([True], [1.0]), ([None], [1.0]), ([1.0], [-0.5]), ([-1.0], [1.0]),
+     ([float("nan")], [1.0]), ([1.0], [MAX_US * 2]), ([[1.0]], [[2.0]]), ([], [])],
+)  # fmt: skip
+def test_anything_else_is_left_to_the_checked_path(ts: list, durs: list) -> None:
+    assert plain_times_ns(ts, durs) is None
+
+
+def _block(**values) -> Block:
+    b = Block()
+    n = len(values["ts"])
+    b.where, b.kinds, b.name_ids = range(n), [0] * n, [0] * n
+    for key in ("pids", "tids", "devs", "streams", "corrs", "exts"):
+        setattr(b, key, [NO_ID] * n)
+    for key, column in values.items():
+        setattr(b, key, column)
+    return b
+
+
+def test_block_rows_and_errors() -> None:
+    cols = Columns()
+    add_block(cols, ScanState(path=PATH, exact=False), 0, _block(ts=[1.5, 2.0], durs=[1.0, 0.25], corrs=[7, 8]))
+    assert cols.blocks["start_ns"][0].tolist() == [1500, 2000]
+    assert cols.blocks["end_ns"][0].tolist() == [2500, 2250]
+    assert cols.blocks["correlation"][0].tolist() == [7, 8]
+    with pytest.raises(ParityError, match=r"event 11 has a negative dur \(-500 ns\)"):
+        add_block(cols, ScanState(path=PATH, exact=False), 10, _block(ts=[1.0, 2.0], durs=[1.0, -0.5]))
+    with pytest.raises(ParityError, match=r"event 10 has ts '1x'"):
+        add_block(cols, ScanState(path=PATH, exact=False), 10, _block(ts=["1x", 2.0], durs=[1.0, -0.5]))
+    with pytest.raises(ParityError, match=r"event 13 has args.correlation 18446744073709551616 beyond 64 bits"):
+        add_block(cols, ScanState(path=PATH, exact=False), 12, _block(ts=[1.0, 2.0], durs=[1.0, 1.0], corrs=[1, 2**64]))
