@@ -8,6 +8,7 @@ nanoseconds, ids to int64, device and stream by kind) and appends them to the re
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,21 +133,27 @@ _NOT_NUMBERS = frozenset({str, bool})  # numpy would read "12.5" or True as numb
 
 def plain_times_ns(ts: list, durs: list) -> np.ndarray | None:
     """``[start_ns, dur_ns]`` (int64, shape ``(2, n)``) of microsecond lists whose values are
-    all numbers in ``0 .. MAX_US``; None when any is not (a string, ``None``, a negative or
-    non-finite value...), for the column-by-column path to convert or name.
+    all numbers in ``0 .. MAX_US``; None when any is not (a string, ``None``, ``True``, a
+    negative or non-finite value...), for the column-by-column path to convert or name.
 
     The same figures as :func:`~.columns.us_to_ns` in one pass over both columns:
     ``ns = trunc(us) * 1000 + rint(frac(us) * 1000)``, where ``np.modf`` gives the integer part
     and the exact fraction at once (they equal ``floor`` and ``us - floor(us)`` for values
     not below zero, which the range check ensures). Non-negative, so no negative duration.
+    ``array("d")`` takes numbers only (strings, ``None`` and lists fail it) but reads a bool
+    as 0 or 1, so the types are checked at the values 0 and 1 alone.
     """
-    if not ts or not (_NOT_NUMBERS.isdisjoint(map(type, ts)) and _NOT_NUMBERS.isdisjoint(map(type, durs))):
+    if not ts:
         return None
+    values = ts + durs
     try:
-        us = np.array((ts, durs), dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
+        us = np.frombuffer(array("d", values), dtype=np.float64).reshape(2, len(ts))
+    except (TypeError, OverflowError):
         return None
-    if us.ndim != 2 or not (us.min() >= 0 and us.max() <= MAX_US):  # NaN fails both tests
+    if not (us.min() >= 0 and us.max() <= MAX_US):  # NaN fails both tests
+        return None
+    zero_one = np.flatnonzero((us == 0) | (us == 1)).tolist()
+    if zero_one and not _NOT_NUMBERS.isdisjoint(map(type, map(values.__getitem__, zero_one))):
         return None
     frac, whole = np.modf(us)
     frac *= 1000.0
