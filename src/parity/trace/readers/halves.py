@@ -34,10 +34,13 @@ from parity.trace.readers.gzipfile import GZIP_ERRORS, GzipReader, open_binary
 from parity.trace.readers.jsonstream import NEXT_EVENT, TRACE_EVENTS, EventStream
 
 log = logging.getLogger(__name__)
-# Inflated text below this is read in one process: the fork, the pipe and the merge cost about
-# what the second half saves. Measured on 2 vCPUs (load_trace, medians of paired interleaved
-# runs, ratio of two processes to one): 4.8 MB trace 1.44 / 0.87 (41 pairs, alone / beside an
-# idle HTA process), 9.8 MB 0.91, 15 MB 0.81, 26 MB 0.83, 54 MB 0.71, 87 MB 0.64 (15 pairs).
+# Inflated text below this is read in one process: the fork (6-11 ms here), the pipe and
+# the merge cost about what the second half saves. Measured on 2 vCPUs, load_trace and
+# analyze(load_trace), alone and beside an idle HTA process, as the median of the ratios
+# two processes / one process over pairs run alternately in one process: a 4.8 MB trace
+# (HTA's mtia_inference) went from 0.86 to 1.44 over 13 runs of 11-41 pairs, median 0.97 (a
+# wash, with losses when the CPU is fast); 9.8 MB (nccl_parser_config) 0.88-0.96 in 8 runs,
+# 15-35 MB 0.73-0.92, 54 MB 0.70-0.83, 87 MB 0.64-0.88.
 MIN_BYTES = 8 << 20
 _OBJECT_START = re.compile(rb"\s*\{")
 

@@ -31,8 +31,10 @@ from parity.trace.readers.jsonstream import EventStream
 
 log = logging.getLogger(__name__)
 # Below this the two-process reader (halves.py) is faster than a pool of workers. Measured on
-# 2 vCPUs, load_trace, medians of paired interleaved runs, ratio to one process: plain 165 MB
-# synthetic trace, halves 0.91 / pool 1.16 (5 pairs); 310 MB, halves 0.80 / pool 0.97 (3 pairs).
+# 2 vCPUs as the median of the ratios to one process over pairs run alternately: real traces
+# of 35, 54 and 87 MB (analyze(load_trace), 11 pairs), halves 0.83 / 0.70 / 0.79, pool 1.38 /
+# 1.29 / 2.14; plain synthetic traces (benchmarks/trace_synthetic_1gb.py build_trace, load_trace)
+# of 165 MB, halves 0.91 / pool 1.16 (5 pairs), and 310 MB, halves 0.80 / pool 0.97 (3 pairs).
 # Halves keeps the whole text in memory, so the pool (bounded memory) takes the large files.
 MIN_PARALLEL_BYTES = 256 << 20
 GZIP_FLOOR_RATIO = 8  # inflated/compressed size assumed when the gzip trailer cannot be trusted
