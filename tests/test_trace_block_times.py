@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity.model.errors import ParityError
+from parity.trace.readers import columns
 from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
 from parity.trace.readers.kineto_events import ScanState
 from parity.trace.readers.kineto_rows import Block, add_block, plain_times_ns
@@ -104,3 +105,38 @@ def test_block_rows_and_errors() -> None:
         add_block(cols, ScanState(path=PATH, exact=False), 10, _block(ts=["1x", 2.0], durs=[1.0, -0.5]))
     with pytest.raises(ParityError, match=r"event 13 has args.correlation 18446744073709551616 beyond 64 bits"):
         add_block(cols, ScanState(path=PATH, exact=False), 12, _block(ts=[1.0, 2.0], durs=[1.0, 1.0], corrs=[1, 2**64]))
+
+
+def reference_times_to_ns(values: list, *, first: int, what: str) -> np.ndarray:
+    """times_to_ns as first written: numpy reads the list, a type pass refuses strings and
+    bools, an explicit finiteness and range test, then value by value where anything fails."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is not None and not {str, bool}.isdisjoint(set(map(type, values))):
+        array = None
+    if array is not None:
+        bad = ~np.isfinite(array) | (np.abs(array) > MAX_US)
+        if bad.any():
+            bad_at = int(np.flatnonzero(bad)[0])
+            columns._one_time(values[bad_at], path=PATH, index=first + bad_at, what=what)
+            raise AssertionError("unreachable: _one_time refuses what the range test refuses")
+        whole = np.floor(array)
+        return whole.astype(np.int64) * 1000 + np.rint((array - whole) * 1000.0).astype(np.int64)
+    return np.array([columns._one_time(v, path=PATH, index=first + i, what=what)
+                     for i, v in enumerate(values)], dtype=np.int64)  # fmt: skip
+
+
+def outcome(convert, values: list):
+    try:
+        return convert(values, first=3, what="dur").tolist()
+    except (ParityError, TypeError, OverflowError) as exc:  # the last two: ints past a float64
+        return f"{type(exc).__name__}: {exc}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(value, st.floats(min_value=-MAX_US, max_value=0), st.sampled_from(["-1.5", " 7 ", "x"])), max_size=12))
+def test_times_to_ns_gives_the_first_written_results_and_errors(values: list) -> None:
+    new = outcome(lambda v, **kw: times_to_ns(v, path=PATH, **kw), values)
+    assert new == outcome(reference_times_to_ns, values)

@@ -11,6 +11,7 @@ handled by :mod:`.jsonstream` rewriting the text before parsing).
 from __future__ import annotations
 
 import re
+from array import array as typed_array
 from collections import defaultdict
 from pathlib import Path
 
@@ -79,9 +80,16 @@ def one_line(exc: BaseException, limit: int = 160) -> str:
 
 
 def us_to_ns(values: np.ndarray) -> np.ndarray:
-    """Float microseconds to int64 nanoseconds, integer part and fraction converted apart."""
+    """Float microseconds to int64 nanoseconds, integer part and fraction converted apart:
+    ``ns = floor(us) * 1000 + rint((us - floor(us)) * 1000)`` (in place where it can)."""
     whole = np.floor(values)
-    return whole.astype(np.int64) * 1000 + np.rint((values - whole) * 1000.0).astype(np.int64)
+    frac = values - whole
+    frac *= 1000.0
+    np.rint(frac, out=frac)
+    ns = whole.astype(np.int64)
+    ns *= 1000
+    ns += frac.astype(np.int64)
+    return ns
 
 
 def parse_us_text(text: str) -> int:
@@ -109,8 +117,13 @@ def times_to_ns(
     """A list of microsecond values (numbers or strings) to int64 ns, naming bad events.
 
     Raises :class:`ParityError` with the event index (``first + index[i]``, or ``first + i``
-    without ``index``) for a missing, non-numeric, non-finite or out-of-range value.
+    without ``index``) for a missing, non-numeric, non-finite or out-of-range value. Lists of
+    plain numbers in range take the short way (:func:`_plain_us`); anything else is checked
+    value by value where needed.
     """
+    plain = _plain_us(values)
+    if plain is not None:
+        return us_to_ns(plain)
     position = (lambda i: first + int(index[i])) if index is not None else (lambda i: first + i)
     try:
         array = np.asarray(values, dtype=np.float64)
@@ -132,6 +145,26 @@ def times_to_ns(
     for i, value in enumerate(values):
         out[i] = _one_time(value, path=path, index=position(i), what=what)
     return out
+
+
+_NOT_NUMBERS = frozenset({str, bool})  # numpy would read "12.5" or True as numbers
+
+
+def _plain_us(values: list) -> np.ndarray | None:
+    """``values`` as float64 when every one is a number (not a bool) within ``MAX_US``, else
+    None. ``array("d")`` takes numbers only (strings, ``None`` and lists fail it) but reads a
+    bool as 0 or 1, so types are checked at the values 0 and 1 alone; one ``min`` and one
+    ``max`` replace the finiteness and range tests (NaN fails both comparisons)."""
+    try:
+        us = np.frombuffer(typed_array("d", values), dtype=np.float64)
+    except (TypeError, OverflowError):
+        return None
+    if len(us) == 0 or not (us.min() >= -MAX_US and us.max() <= MAX_US):
+        return None
+    zero_one = np.flatnonzero((us == 0) | (us == 1)).tolist()
+    if zero_one and not _NOT_NUMBERS.isdisjoint(map(type, map(values.__getitem__, zero_one))):
+        return None
+    return us
 
 
 def _one_time(value, *, path: Path, index: int, what: str) -> int:
