@@ -8,7 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity.trace.readers import jsonstream
-from parity.trace.readers.jsonstream import EXACT_PROBE_BYTES, FLOAT_EXACT_US, _needs_exact_ts
+from parity.trace.readers.jsonstream import (
+    EXACT_PROBE_BYTES,
+    FLOAT_EXACT_US,
+    _needs_exact_ts,
+)
 
 _REFERENCE = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d*[1-9]')
 
@@ -20,7 +24,7 @@ def reference(text: bytes) -> bool:
     return any(int(m.group(1)) >= FLOAT_EXACT_US for m in _REFERENCE.finditer(probe))
 
 
-_NEAR = [FLOAT_EXACT_US + d for d in (-10**6, -1, 0, 1, 10**6)]
+_NEAR = [FLOAT_EXACT_US + d for d in (-(10**6), -1, 0, 1, 10**6)]
 whole = st.one_of(
     st.sampled_from(_NEAR),
     st.integers(0, 10**12),
@@ -28,8 +32,14 @@ whole = st.one_of(
     st.integers(10**13, 10**17),
 )
 digits = st.text("0123456789", max_size=5)
-fraction = st.one_of(st.just(""), digits.map(lambda d: "." + d), st.sampled_from([".0", ".000", ".100", ".5"]))
-padding = st.sampled_from(["", "0", "00", "000"])  # leading zeros make long runs of small values
+fraction = st.one_of(
+    st.just(""),
+    digits.map(lambda d: "." + d),
+    st.sampled_from([".0", ".000", ".100", ".5"]),
+)
+padding = st.sampled_from(
+    ["", "0", "00", "000"]
+)  # leading zeros make long runs of small values
 space = st.sampled_from(["", " ", "\n  ", "\t"])
 key = st.sampled_from(['"ts"', '"ts"', '"dur"', '"ts_frac"', '"xts"', '"name": "ts"'])
 
@@ -47,7 +57,12 @@ def entry(draw) -> str:
 
 @st.composite
 def texts(draw) -> bytes:
-    parts = draw(st.lists(st.one_of(entry(), number(), st.text("ts:. 0123456789\"", max_size=20)), max_size=40))
+    parts = draw(
+        st.lists(
+            st.one_of(entry(), number(), st.text('ts:. 0123456789"', max_size=20)),
+            max_size=40,
+        )
+    )
     return ", ".join(parts).encode()
 
 
@@ -60,7 +75,9 @@ def test_same_answer_as_the_regex(text: bytes) -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(entry(), min_size=40, max_size=120), st.integers(0, 200))
-def test_same_answer_past_the_points_looked_at_one_by_one(entries: list[str], names: int) -> None:
+def test_same_answer_past_the_points_looked_at_one_by_one(
+    entries: list[str], names: int
+) -> None:
     """Many points before the first big timestamp: the regex search finishes the scan."""
     text = ", ".join(['"name": "a.b"'] * names + entries).encode()
     assert _needs_exact_ts(text) is reference(text)
@@ -77,7 +94,7 @@ def test_hand_written_cases() -> None:
         f'"ts": {big}5': False,
         f'"dur": {big}.5': False,
         f'"name": "ts", "x": {big}.5': False,
-        f'"name": "a.b", "ts": 1694039968955744.125': True,
+        '"name": "a.b", "ts": 1694039968955744.125': True,
         f'{"1." * 100}"ts": {10**15}.25': True,
         '"ts": 1694039968955744, "dur": 12.5': False,
     }

@@ -9,6 +9,7 @@ nanoseconds, ids to int64, device and stream by kind) and appends them to the re
 from __future__ import annotations
 
 from array import array
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,16 +169,45 @@ _ID_KEYS = ("pids", "tids", "devs", "streams", "corrs", "exts")
 
 
 def _ids(b: Block, first: int, path: Path) -> np.ndarray:
-    """The six id columns (``_ID_KEYS``) as rows of one int64 array, built in one call; when
-    that fails, column by column, which names the event of an id beyond 64 bits."""
+    """The six id columns (``_ID_KEYS``) as rows of one int64 array; when that fails, column
+    by column, which names the event of an id beyond 64 bits.
+
+    Numpy converts a list at some 40 ns a value, while ``list.count`` passes over the same
+    object in a few: a column holding one value (no device or stream on a CPU-only trace, one
+    pid) is filled instead, and the other columns are converted in one call.
+    """
+    columns = [getattr(b, key) for key in _ID_KEYS]
+    n = len(columns[0])
     try:
-        ids = np.array([getattr(b, key) for key in _ID_KEYS], dtype=np.int64)
+        constant = [_one_value(values, n) for values in columns]
+        if True not in constant:
+            ids = np.array(columns, dtype=np.int64)
+            if ids.ndim == 2:
+                return ids
+        else:
+            ids = np.empty((len(columns), n), dtype=np.int64)
+            varied = [row for row, same in enumerate(constant) if not same]
+            for row in compress(range(len(columns)), constant):
+                ids[row] = columns[row][0]
+            if varied:
+                ids[varied] = np.array([columns[row] for row in varied], dtype=np.int64)
+            return ids
     except (OverflowError, TypeError, ValueError):
-        ids = None
-    if ids is not None and ids.ndim == 2:
-        return ids
+        pass
     where = _where(b)
     return np.array([_int64(getattr(b, key), where, first, path, key) for key in _ID_KEYS])
+
+
+def _one_value(values: list, n: int) -> bool:
+    """Whether every value equals the first, an int that fits 64 bits (so filling the column
+    with it gives what converting the list gives); 16 values spread over the list are
+    compared before a full count."""
+    first = values[0] if n else None
+    return (
+        type(first) is int and -(2**63) <= first < 2**63
+        and values[::n // 16 + 1].count(first) == len(values[::n // 16 + 1])
+        and values.count(first) == n
+    )  # fmt: skip
 
 
 def int_or(value, default: int = NO_ID) -> int:
