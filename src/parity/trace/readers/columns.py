@@ -84,11 +84,12 @@ def us_to_ns(values: np.ndarray) -> np.ndarray:
     ``ns = floor(us) * 1000 + rint((us - floor(us)) * 1000)`` (in place where it can)."""
     whole = np.floor(values)
     frac = values - whole
-    frac *= 1000.0
-    np.rint(frac, out=frac)
     ns = whole.astype(np.int64)
     ns *= 1000
-    ns += frac.astype(np.int64)
+    if frac.any():  # whole microseconds need no rounding pass
+        frac *= 1000.0
+        np.rint(frac, out=frac)
+        ns += frac.astype(np.int64)
     return ns
 
 

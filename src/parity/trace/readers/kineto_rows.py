@@ -145,7 +145,7 @@ def plain_times_ns(ts: list, durs: list) -> np.ndarray | None:
     and the exact fraction at once (they equal ``floor`` and ``us - floor(us)`` for values
     not below zero, which the range check ensures). Non-negative, so no negative duration.
     ``array("d")`` takes numbers only (strings, ``None`` and lists fail it) but reads a bool
-    as 0 or 1, so the types are checked at the values 0 and 1 alone.
+    as 0 or 1, so the types are checked at the values up to 1 alone.
     """
     if not ts:
         return None
@@ -156,15 +156,16 @@ def plain_times_ns(ts: list, durs: list) -> np.ndarray | None:
         return None
     if not (us.min() >= 0 and us.max() <= MAX_US):  # NaN fails both tests
         return None
-    zero_one = np.flatnonzero((us == 0) | (us == 1)).tolist()
-    if zero_one and not _NOT_NUMBERS.isdisjoint(map(type, map(values.__getitem__, zero_one))):
+    up_to_one = np.flatnonzero(us <= 1).tolist()  # where a bool could be (0 or 1)
+    if up_to_one and not _NOT_NUMBERS.isdisjoint(map(type, map(values.__getitem__, up_to_one))):
         return None
     frac, whole = np.modf(us)
-    frac *= 1000.0
-    np.rint(frac, out=frac)
     ns = whole.astype(np.int64)
     ns *= 1000
-    ns += frac.astype(np.int64)
+    if frac.any():  # whole microseconds (most traces) need no rounding pass
+        frac *= 1000.0
+        np.rint(frac, out=frac)
+        ns += frac.astype(np.int64)
     return ns
 
 
