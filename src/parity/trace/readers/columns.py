@@ -81,7 +81,8 @@ def one_line(exc: BaseException, limit: int = 160) -> str:
 
 def us_to_ns(values: np.ndarray) -> np.ndarray:
     """Float microseconds to int64 nanoseconds, integer part and fraction converted apart:
-    ``ns = floor(us) * 1000 + rint((us - floor(us)) * 1000)`` (in place where it can)."""
+    ``ns = floor(us) * 1000 + rint((us - floor(us)) * 1000)``, the second term skipped when
+    every fraction is zero."""
     whole = np.floor(values)
     frac = values - whole
     ns = whole.astype(np.int64)
