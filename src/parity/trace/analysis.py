@@ -41,7 +41,7 @@ from parity.trace.results import (
     StreamStats,
     TraceAnalysis,
 )
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.table import ActivityTable, KindCode
 from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     c = _Clipped(table, device_rows, chosen, cats)
     streams, busy, sets = _streams(table, c, cats, rank)  # sets: merged once, used twice
     device = _device(c, busy, sets)
-    kernel_rows = c.rows[table.kind[c.rows] == int(Kind.KERNEL)]
+    kernel_rows = c.rows[table.kind[c.rows] == KindCode.KERNEL]
     blocks = None
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)

@@ -31,7 +31,7 @@ import numpy as np
 from parity.trace.categories import COMMUNICATION, Categorization
 from parity.trace.intervals import merge_intervals
 from parity.trace.metrics import free_ns, overlap_ns
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.table import ActivityTable, KindCode
 from parity.trace.window import device_steps
 
 RUNTIME_TASK_NAMES = frozenset({
@@ -103,7 +103,7 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     carries HCCL operators belong to the collective (its own AI-core tasks included) and are
     never Computing.
     """
-    mask = (table.kind == Kind.KERNEL) & ~cats.mask(COMMUNICATION)
+    mask = (table.kind == KindCode.KERNEL) & ~cats.mask(COMMUNICATION)
     hccl_streams = np.unique(table.stream[communication_op_mask(table, cats)])
     mask &= ~np.isin(table.stream, hccl_streams)
     types = table.extra.get("task_type")

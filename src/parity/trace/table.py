@@ -32,9 +32,17 @@ class Kind(IntEnum):
         return self in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 
 
-assert Kind.KERNEL == 0 and Kind.MEMCPY == 1 and Kind.MEMSET == 2, "device_mask needs device kinds first"
+class KindCode:
+    """:class:`Kind` codes as plain ints, for comparisons with a kind column: numpy reads a
+    plain int at the column's own dtype, but an enum member as an int64, and widens the whole
+    column first (several times slower on a large table)."""
+
+    KERNEL, MEMCPY, MEMSET, RUNTIME, CPU_OP, SYNC, STEP, OTHER = (int(k) for k in Kind)
+
+
+assert KindCode.KERNEL == 0 and KindCode.MEMCPY == 1 and KindCode.MEMSET == 2, "device_mask needs device kinds first"
+assert KindCode.OTHER == Kind.OTHER and len(Kind) == 8, "KindCode lists every Kind in order"
 NO_ID = -1  # the value of an integer column where a row has no such id
-_KERNEL, _MEMSET = int(Kind.KERNEL), int(Kind.MEMSET)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,10 +111,8 @@ class ActivityTable:
 
     def device_mask(self) -> np.ndarray:
         """Rows that run on a device (kernels, copies, sets): the three lowest kind codes, so
-        two comparisons where ``np.isin`` would sort (this runs several times per analysis).
-        The codes are plain ints: numpy widens a column compared with an enum member to int64
-        first, several times slower on large tables."""
-        return (self.kind >= _KERNEL) & (self.kind <= _MEMSET)
+        two comparisons where ``np.isin`` would sort (this runs several times per analysis)."""
+        return (self.kind >= KindCode.KERNEL) & (self.kind <= KindCode.MEMSET)
 
     def take(self, mask_or_index: np.ndarray) -> ActivityTable:
         """A new table with the selected rows (boolean mask or integer index)."""

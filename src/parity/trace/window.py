@@ -29,12 +29,10 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.repeats import find_repeats
-from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.table import NO_ID, ActivityTable, KindCode
 
 _STEP_NUMBER = re.compile(r"(\d+)\s*$")
 DETECTED_COVERAGE = 0.5  # a detected step must explain half the busiest stream's kernels
-# kind codes as plain ints (an enum attribute look-up costs more than the comparison it feeds)
-_KERNEL, _RUNTIME, _STEP = int(Kind.KERNEL), int(Kind.RUNTIME), int(Kind.STEP)
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
@@ -104,7 +102,7 @@ def step_markers(table: ActivityTable) -> tuple[np.ndarray, np.ndarray, np.ndarr
     The number comes from the marker's ``step`` column, else from the digits ending its name
     (``ProfilerStep#12`` -> 12). Markers repeated for one step (one per thread) are merged.
     """
-    rows = np.flatnonzero(table.kind == _STEP)
+    rows = np.flatnonzero(table.kind == KindCode.STEP)
     if len(rows) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     numbers = table.step[rows].astype(np.int64)
@@ -138,7 +136,7 @@ def device_steps(table: ActivityTable) -> np.ndarray:
     when = table.start_ns[rows]
     has_corr = table.correlation[rows] != NO_ID
     device = np.flatnonzero(table.device_mask()[rows] & has_corr)  # indices into rows
-    runtime = np.flatnonzero(table.kind == _RUNTIME) if len(device) else np.empty(0, np.int64)
+    runtime = np.flatnonzero(table.kind == KindCode.RUNTIME) if len(device) else np.empty(0, np.int64)
     runtime = runtime[table.correlation[runtime] != NO_ID]
     if len(runtime):
         key = table.correlation[runtime] * 4096 + table.rank[runtime]
@@ -181,7 +179,7 @@ def _window_of_steps(
 
 
 def _detected_window(table: ActivityTable) -> Window | None:
-    kernels = np.flatnonzero(table.kind == _KERNEL)
+    kernels = np.flatnonzero(table.kind == KindCode.KERNEL)
     if len(kernels) < 6:
         return None
     stream = table.stream[kernels]

@@ -48,7 +48,7 @@ from parity.trace.readers.columns import (
     times_to_ns,
 )
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
@@ -218,14 +218,14 @@ def _place_hccl_ops(kind, types, stream, start, end, plane_streams) -> None:
     without plane rows (profiler level 0), from the first hardware task of a communication
     type (Notify Wait, SDMA, ...) inside it; 0 when neither exists.
     """
-    ops = np.flatnonzero((types == "HCCL") & (kind == Kind.KERNEL))
+    ops = np.flatnonzero((types == "HCCL") & (kind == KindCode.KERNEL))
     if len(ops) == 0:
         return
     if plane_streams:
         rows = np.array([r for r, _ in plane_streams])
         lanes = np.array([s for _, s in plane_streams])
     else:
-        rows = np.flatnonzero(np.isin(types, list(COMM_TASK_TYPES)) & (kind == Kind.KERNEL))
+        rows = np.flatnonzero(np.isin(types, list(COMM_TASK_TYPES)) & (kind == KindCode.KERNEL))
         lanes = stream[rows]
     for op in ops:
         inside = (start[rows] >= start[op]) & (start[rows] <= end[op])

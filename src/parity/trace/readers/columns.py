@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.table import NO_ID, ActivityTable, KindCode
 
 INT64_DTYPES = dict(
     rank=np.int32, device=np.int32, stream=np.int64, kind=np.int8, name_id=np.int32,
@@ -206,7 +206,7 @@ def assign_steps(
     the STEP rows on input (other rows ignored); the result is a new array.
     """
     out = np.full(len(kind), -1, dtype=np.int32)
-    is_step = kind == int(Kind.STEP)
+    is_step = kind == KindCode.STEP
     if not is_step.any():
         return out
     order = np.argsort(start_ns[is_step], kind="stable")
@@ -215,8 +215,8 @@ def assign_steps(
     step_num = step[is_step][order]
     when = start_ns.copy()
     # device work (the three lowest kind codes) and syncs, launched by a runtime call
-    launched = ((kind <= int(Kind.MEMSET)) & (kind >= int(Kind.KERNEL)) | (kind == int(Kind.SYNC))) & (correlation != NO_ID)
-    runtime = (kind == int(Kind.RUNTIME)) & (correlation != NO_ID)
+    launched = ((kind <= KindCode.MEMSET) & (kind >= KindCode.KERNEL) | (kind == KindCode.SYNC)) & (correlation != NO_ID)
+    runtime = (kind == KindCode.RUNTIME) & (correlation != NO_ID)
     if launched.any() and runtime.any():
         corr, first = np.unique(correlation[runtime], return_index=True)
         launch_time = start_ns[runtime][first]
@@ -301,7 +301,7 @@ def finish_ascend_rank(table: ActivityTable, rank: int) -> ActivityTable:
         dtype=np.int64,
     )
     step = table.step.copy()
-    is_step = table.kind == int(Kind.STEP)
+    is_step = table.kind == KindCode.STEP
     step[is_step] = numbers[table.name_id[is_step]]
     placed = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
                           correlation=table.correlation, step=step)  # fmt: skip

@@ -61,7 +61,7 @@ from parity.trace.readers.kineto_rows import (
     int_or,
     on_stream,
 )
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.table import ActivityTable, Kind, KindCode
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -167,6 +167,6 @@ def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> 
 
 def _step_numbers(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     step = np.full(len(table), -1, dtype=np.int32)
-    is_step = kind == int(Kind.STEP)
+    is_step = kind == KindCode.STEP
     step[is_step] = numbers[table.name_id[is_step]]
     return step

@@ -39,7 +39,7 @@ from parity.trace.readers.kineto_structs import (
 )
 from parity.trace.readers.lanes import LANE_METADATA, Lanes
 from parity.trace.readers.rawtimes import raw_mark_time
-from parity.trace.table import NO_ID
+from parity.trace.table import NO_ID, KindCode
 
 
 def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
@@ -158,8 +158,8 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
     b.streams = _none_to_no_id([a.stream for a in args])
     b.corrs = _none_to_no_id([a.correlation for a in args])
     b.exts = _external_ids(args)
-    if 5 in kinds:  # Kind.SYNC
-        rows = list(compress(range(len(kinds)), map(eq, kinds, repeat(5))))
+    if KindCode.SYNC in kinds:
+        rows = list(compress(range(len(kinds)), map(eq, kinds, repeat(KindCode.SYNC))))
         b.sync_rows = [
             (row, a.cuda_sync_kind or a.sync_type, a.wait_on_stream,
              a.wait_on_cuda_event_record_corr_id)
@@ -301,7 +301,7 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
             where.append(i)
             if exact:
                 tsf.append(e.get("ts_frac", 0.0))
-            if kind == 5:  # Kind.SYNC
+            if kind == KindCode.SYNC:
                 b.sync_rows.append((
                     len(kinds) - 1, args.get("cuda_sync_kind", args.get("sync_type")),
                     args.get("wait_on_stream"), args.get("wait_on_cuda_event_record_corr_id"),

@@ -22,7 +22,7 @@ from parity.model.errors import ParityError
 from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.readers.rawtimes import raw_times_to_ns
-from parity.trace.table import NO_ID, Kind
+from parity.trace.table import NO_ID, Kind, KindCode
 
 if TYPE_CHECKING:
     from parity.trace.readers.kineto_events import ScanState
@@ -44,7 +44,7 @@ CAT_KIND: dict = {
     "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
 }  # fmt: skip
 CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
-DEVICE_CODES = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.SYNC))  # on a stream
+DEVICE_CODES = (KindCode.KERNEL, KindCode.MEMCPY, KindCode.MEMSET, KindCode.SYNC)  # on a stream
 _ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
 _ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
 EXTRA = {

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
 
 _DEVICE = re.compile(r"\b(gpu|npu|mtia|xpu|tpu|hpu|ipu|device|accelerator|cuda|rocm|hip)\b", re.IGNORECASE)
 _HOST = re.compile(r"\b(cpu|host|python)\b", re.IGNORECASE)
@@ -71,7 +71,7 @@ class Lanes:
     def device_and_stream(self, table: ActivityTable, kind: np.ndarray, unknown: int):
         """Device and stream columns, with lanes' numbers for rows that had an unknown cat."""
         device, stream = table.device.astype(np.int32), table.stream.copy()
-        rows = np.flatnonzero((table.kind == unknown) & (kind == Kind.KERNEL))
+        rows = np.flatnonzero((table.kind == unknown) & (kind == KindCode.KERNEL))
         if len(rows) == 0:
             return device, stream
         pid, tid = table.extra["pid"][rows], table.extra["tid"][rows]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.table import NO_ID, ActivityTable, KindCode
 from parity.trace.whatif.timeline import Timeline
 
 _EMPTY = np.empty(0, dtype=np.int64)
@@ -161,7 +161,7 @@ class _DeviceLanes:
 
 
 def _sync_rows(table: ActivityTable, wait: bool) -> np.ndarray:
-    rows = np.flatnonzero(table.kind == Kind.SYNC)
+    rows = np.flatnonzero(table.kind == KindCode.SYNC)
     types = table.extra.get("sync_type")
     if types is None or not len(rows):
         return _EMPTY

@@ -16,7 +16,7 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.categories import Rules, load_rules
 from parity.trace.intervals import clip_intervals, union_length
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.table import ActivityTable, KindCode
 from parity.trace.whatif.bounds import Bounds, bounds
 from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_ns
 from parity.trace.whatif.graph import build_graph
@@ -161,7 +161,7 @@ def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
     """Step starts per marker thread, for host-mode step barriers between threads."""
     if timeline.mode != "host" or len(timeline.lane_keys) < 2:
         return None
-    marks = np.flatnonzero(table.kind == Kind.STEP)
+    marks = np.flatnonzero(table.kind == KindCode.STEP)
     out: dict[tuple[int, int, int], list[int]] = {}
     for row in marks.tolist():
         key = (int(table.rank[row]), -1, int(table.stream[row]))

@@ -16,7 +16,7 @@ import numpy as np
 
 from parity.metrics.whatif import check_factor
 from parity.model.errors import ParityError
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.table import ActivityTable, KindCode
 from parity.trace.whatif.timeline import Timeline
 
 _ALIASES = {"comm": "communication", "mem": "memory", "attn": "attention", "gemm": "matrix"}
@@ -129,7 +129,7 @@ def choose_window(
         if hi <= lo:
             raise ParityError(f"window {lo}..{hi} ns is empty; give START < END")
         return Window(start_ns=lo, end_ns=hi, source="given span")
-    marks = np.flatnonzero(table.kind == Kind.STEP)
+    marks = np.flatnonzero(table.kind == KindCode.STEP)
     if len(marks):
         keys = np.stack([table.rank[marks], table.stream[marks]], 1)
         unique, counts = np.unique(keys, axis=0, return_counts=True)

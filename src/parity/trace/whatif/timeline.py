@@ -25,7 +25,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.categories import Rule, Rules, categorize, load_rules
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.table import ActivityTable, Kind, KindCode
 
 DEVICE = "device"
 HOST = "host"
@@ -94,7 +94,7 @@ def build_timeline(table: ActivityTable, rules: Rules | None = None) -> Timeline
     rules = rules or load_rules()
     if len(table) and table.device_mask().any():
         return _device_timeline(table, rules)
-    if len(table) and (table.kind == Kind.CPU_OP).any():
+    if len(table) and (table.kind == KindCode.CPU_OP).any():
         return _host_timeline(table, rules)
     raise ParityError(
         f"trace {table.meta.get('source', '<table>')} has neither device activities nor host "
@@ -119,7 +119,7 @@ def _lanes(rank: np.ndarray, device: np.ndarray, stream: np.ndarray) -> tuple[np
 
 def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:
     device_rows = np.flatnonzero(table.device_mask())
-    runtime_rows = np.flatnonzero(table.kind == Kind.RUNTIME)
+    runtime_rows = np.flatnonzero(table.kind == KindCode.RUNTIME)
     rows = np.concatenate([device_rows, runtime_rows])
     labels = categorize(table, rules).of_rows()
     lane, keys = _lanes(table.rank[rows], np.where(np.isin(rows, device_rows), table.device[rows], -1),
@@ -139,7 +139,7 @@ def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:
 
 
 def _host_timeline(table: ActivityTable, rules: Rules) -> Timeline:
-    ops = np.flatnonzero(table.kind == Kind.CPU_OP)
+    ops = np.flatnonzero(table.kind == KindCode.CPU_OP)
     seg_start, seg_end, seg_row = leaf_segments(
         table.rank[ops], table.stream[ops], table.start_ns[ops], table.end_ns[ops]
     )
