@@ -157,3 +157,13 @@ def test_grouped_merge_gives_each_groups_merged_set(far: bool) -> None:
     assert owner.tolist() == [0, 1, 1, 3]
     assert ms.tolist() == [5, 0, 20, s[-1]] and me.tolist() == [9, 6, 25, e[-1]]
     assert grouped_union_lengths(groups, s, e, 4).tolist() == [4, 11, 0, 1]
+
+
+def test_grouped_sets_split_the_grouped_merge_by_group() -> None:
+    from parity.trace.intervals import grouped_sets
+
+    groups = np.array([1, 0, 1, 1])
+    s, e = np.array([0, 5, 3, 20]), np.array([4, 9, 6, 25])
+    sets, lengths = grouped_sets(groups, s, e, 3)
+    assert [(a.tolist(), b.tolist()) for a, b in sets] == [([5], [9]), ([0, 20], [6, 25]), ([], [])]
+    assert lengths.tolist() == [4, 11, 0]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +18,8 @@ from parity.model.findings import Finding, Severity
 from parity.trace import metrics
 from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, is_ascend
 from parity.trace.blocks import find_blocks
-from parity.trace.categories import (
-    COMMUNICATION,
-    COMPUTE_EXCLUDED,
-    NOT_DEVICE,
-    UNMATCHED,
-    Categorization,
-    Rules,
-    categorize,
-    load_rules,
-)
-from parity.trace.intervals import grouped_merge, grouped_union_lengths
+from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
+from parity.trace.intervals import grouped_sets, grouped_union_lengths
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
     CategoryStats,
@@ -74,11 +64,7 @@ class _Clipped:
 def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int):
     """Per-stream figures, the busy time per stream and each stream's merged busy intervals."""
     n_streams, n_cats = len(c.stream_keys), len(cats.labels)
-    owner, merged_s, merged_e = grouped_merge(c.stream_code, c.start, c.end, n_streams)
-    busy = np.zeros(n_streams, dtype=np.int64)
-    np.add.at(busy, owner, merged_e - merged_s)
-    cut = np.searchsorted(owner, np.arange(n_streams + 1)).tolist()
-    sets = [(merged_s[a:b], merged_e[a:b]) for a, b in pairwise(cut)]
+    sets, busy = grouped_sets(c.stream_code, c.start, c.end, n_streams)
     by_cat = grouped_union_lengths(c.stream_code * n_cats + c.cat, c.start, c.end, n_streams * n_cats)
     by_cat = by_cat.reshape(n_streams, n_cats)
     counts = np.bincount(c.stream_code, minlength=n_streams)
@@ -145,13 +131,9 @@ def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.nda
 
 def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
     comm_mask = c.cat == cats.code(COMMUNICATION)
-    is_compute = np.ones(len(cats.labels), dtype=bool)  # by category code, as compute_mask()
-    is_compute[[cats.code(x) for x in (*COMPUTE_EXCLUDED, NOT_DEVICE) if x in cats.labels]] = False
-    keep = comm_mask | is_compute[c.cat]
+    keep = comm_mask | cats.compute_codes()[c.cat]
     # both sets from one grouped merge: compute rows are group 0, communication rows group 1
-    owner, starts, ends = grouped_merge(comm_mask[keep].astype(np.int64), c.start[keep], c.end[keep], 2)
-    split = int(np.searchsorted(owner, 1))
-    compute, comm = (starts[:split], ends[:split]), (starts[split:], ends[split:])
+    (compute, comm), _ = grouped_sets(comm_mask[keep].astype(np.int64), c.start[keep], c.end[keep], 2)
     both = metrics.pairwise_overlap_ns([compute, comm])  # [[|K|, |K ∩ C|], [.., |C|]] in one sweep
     overlap = int(both[0, 1])
     return CommOverlap(

@@ -141,15 +141,23 @@ class Categorization:
     def code(self, label: str) -> int:
         return self.labels.index(label)
 
-    def mask(self, *labels: str) -> np.ndarray:
-        """Rows whose category is any of ``labels``."""
-        wanted = np.zeros(len(self.labels), dtype=bool)  # by code: one look-up per row
+    def code_mask(self, *labels: str) -> np.ndarray:
+        """Per category code: whether its label is any of ``labels`` (index it with codes)."""
+        wanted = np.zeros(len(self.labels), dtype=bool)
         wanted[[self.labels.index(x) for x in labels if x in self.labels]] = True
-        return wanted[self.codes]
+        return wanted
+
+    def mask(self, *labels: str) -> np.ndarray:
+        """Rows whose category is any of ``labels``: one look-up per row by code."""
+        return self.code_mask(*labels)[self.codes]
+
+    def compute_codes(self) -> np.ndarray:
+        """Per category code: whether it is compute, neither communication, memory nor host."""
+        return ~self.code_mask(*COMPUTE_EXCLUDED, NOT_DEVICE)
 
     def compute_mask(self) -> np.ndarray:
         """Device rows that are compute: neither communication, memory nor host."""
-        return ~self.mask(*COMPUTE_EXCLUDED, NOT_DEVICE)
+        return self.compute_codes()[self.codes]
 
     def of_rows(self) -> np.ndarray:
         """Category names per row (object array), for exports."""

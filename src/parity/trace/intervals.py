@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -240,7 +241,20 @@ def grouped_union_lengths(
 ) -> np.ndarray:
     """Union length of each group's intervals, ns, for all groups at once: the merged runs of
     :func:`grouped_merge` summed by owner."""
+    return _lengths_by_owner(*grouped_merge(groups, starts, ends, n_groups), n_groups)
+
+
+def grouped_sets(
+    groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """Each group's merged intervals as its own normalised pair, and each group's union length
+    (:func:`grouped_union_lengths`), from one :func:`grouped_merge`."""
     owner, s, e = grouped_merge(groups, starts, ends, n_groups)
+    cut = np.searchsorted(owner, np.arange(n_groups + 1)).tolist()
+    return [(s[a:b], e[a:b]) for a, b in pairwise(cut)], _lengths_by_owner(owner, s, e, n_groups)
+
+
+def _lengths_by_owner(owner: np.ndarray, s: np.ndarray, e: np.ndarray, n_groups: int) -> np.ndarray:
     out = np.zeros(n_groups, dtype=_INT)
     np.add.at(out, owner, e - s)
     return out
