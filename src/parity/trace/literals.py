@@ -156,10 +156,7 @@ class RuleMatcher:
         if not name.isascii():  # rare: the rules' case-insensitive regexes, literal by literal
             return self._first_scanning(name, kind)
         lowered = name.lower()
-        found = self._always  # self.found(lowered), written out: this runs once per name
-        bits = self._bits
-        for text in self._find(lowered, overlapping=True):
-            found |= bits[text]
+        found = self.found(lowered)
         key = (found, kind)
         decided = self._decided.get(key, self)  # self: not decided yet
         if decided is not self:
