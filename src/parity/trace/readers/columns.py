@@ -120,10 +120,10 @@ def times_to_ns(
 
     Raises :class:`ParityError` with the event index (``first + index[i]``, or ``first + i``
     without ``index``) for a missing, non-numeric, non-finite or out-of-range value. Lists of
-    plain numbers in range take the short way (:func:`_plain_us`); anything else is checked
+    plain numbers in range take the short way (:func:`plain_us`); anything else is checked
     value by value where needed.
     """
-    plain = _plain_us(values)
+    plain = plain_us(values)
     if plain is not None:
         return us_to_ns(plain)
     position = (lambda i: first + int(index[i])) if index is not None else (lambda i: first + i)
@@ -131,7 +131,7 @@ def times_to_ns(
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         array = None
-    if array is not None and not {str, bool}.isdisjoint(set(map(type, values))):
+    if array is not None and not _NOT_NUMBERS.isdisjoint(set(map(type, values))):
         array = None  # numpy would read "12.5" or True as numbers: check them one by one
     if array is not None:
         bad = ~np.isfinite(array) | (np.abs(array) > MAX_US)
@@ -152,16 +152,16 @@ def times_to_ns(
 _NOT_NUMBERS = frozenset({str, bool})  # numpy would read "12.5" or True as numbers
 
 
-def _plain_us(values: list) -> np.ndarray | None:
-    """``values`` as float64 when every one is a number (not a bool) within ``MAX_US``, else
-    None. ``array("d")`` takes numbers only (strings, ``None`` and lists fail it) but reads a
-    bool as 0 or 1, so types are checked at the values 0 and 1 alone; one ``min`` and one
-    ``max`` replace the finiteness and range tests (NaN fails both comparisons)."""
+def plain_us(values: list, *, lowest: float = -MAX_US) -> np.ndarray | None:
+    """``values`` as float64 when every one is a number (not a bool) within ``lowest ..
+    MAX_US``, else None. ``array("d")`` takes numbers only (strings, ``None`` and lists fail
+    it) but reads a bool as 0 or 1, so types are checked at the values 0 and 1 alone; one
+    ``min`` and one ``max`` replace the finiteness and range tests (NaN fails both)."""
     try:
         us = np.frombuffer(typed_array("d", values), dtype=np.float64)
     except (TypeError, OverflowError):
         return None
-    if len(us) == 0 or not (us.min() >= -MAX_US and us.max() <= MAX_US):
+    if len(us) == 0 or not (us.min() >= lowest and us.max() <= MAX_US):
         return None
     zero_one = np.flatnonzero((us == 0) | (us == 1)).tolist()
     if zero_one and not _NOT_NUMBERS.isdisjoint(map(type, map(values.__getitem__, zero_one))):

@@ -11,7 +11,6 @@ event of a bad value, runs only when the joint one refuses a block.
 
 from __future__ import annotations
 
-from array import array
 from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
+from parity.trace.readers.columns import Columns, plain_us, times_to_ns, us_to_ns
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.readers.rawtimes import raw_times_to_ns
 from parity.trace.table import NO_ID, Kind, KindCode
@@ -132,41 +131,14 @@ def _times(cols: Columns, state: ScanState, first: int, b: Block) -> tuple[np.nd
     return start, dur
 
 
-_NOT_NUMBERS = frozenset({str, bool})  # numpy would read "12.5" or True as numbers
-
-
 def plain_times_ns(ts: list, durs: list) -> np.ndarray | None:
     """``[start_ns, dur_ns]`` (int64, shape ``(2, n)``) of microsecond lists whose values are
-    all numbers in ``0 .. MAX_US``; None when any is not (a string, ``None``, ``True``, a
-    negative or non-finite value...), for the column-by-column path to convert or name.
-
-    The same figures as :func:`~.columns.us_to_ns` in one pass over both columns:
-    ``ns = trunc(us) * 1000 + rint(frac(us) * 1000)``, where ``np.modf`` gives the integer part
-    and the exact fraction at once (they equal ``floor`` and ``us - floor(us)`` for values
-    not below zero, which the range check ensures). Non-negative, so no negative duration.
-    ``array("d")`` takes numbers only (strings, ``None`` and lists fail it) but reads a bool
-    as 0 or 1, so the types are checked at the values up to 1 alone.
-    """
-    if not ts:
-        return None
-    values = ts + durs
-    try:
-        us = np.frombuffer(array("d", values), dtype=np.float64).reshape(2, len(ts))
-    except (TypeError, OverflowError):
-        return None
-    if not (us.min() >= 0 and us.max() <= MAX_US):  # NaN fails both tests
-        return None
-    up_to_one = np.flatnonzero(us <= 1).tolist()  # where a bool could be (0 or 1)
-    if up_to_one and not _NOT_NUMBERS.isdisjoint(map(type, map(values.__getitem__, up_to_one))):
-        return None
-    frac, whole = np.modf(us)
-    ns = whole.astype(np.int64)
-    ns *= 1000
-    if frac.any():  # whole microseconds (most traces) need no rounding pass
-        frac *= 1000.0
-        np.rint(frac, out=frac)
-        ns += frac.astype(np.int64)
-    return ns
+    all numbers in ``0 .. MAX_US`` (:func:`~.columns.plain_us` on both at once), converted by
+    :func:`~.columns.us_to_ns`; None when any is not (a string, ``None``, ``True``, a negative
+    or non-finite value...), for the column-by-column path to convert or name. Non-negative,
+    so no negative duration."""
+    us = plain_us(ts + durs, lowest=0.0)
+    return None if us is None else us_to_ns(us).reshape(2, len(ts))
 
 
 _ID_KEYS = ("pids", "tids", "devs", "streams", "corrs", "exts")
