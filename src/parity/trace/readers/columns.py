@@ -290,16 +290,24 @@ def _lane_running_max(values: np.ndarray, lane_id: np.ndarray) -> np.ndarray:
 PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)$")
 
 
+def step_numbers_by_name(names: tuple[str, ...]) -> np.ndarray:
+    """Per name id: N of a ``ProfilerStep#N`` name (clipped to int32), else -1; a prefix test
+    first, as traces hold thousands of names and a handful of steps."""
+    numbers = np.full(max(len(names), 1), -1, dtype=np.int64)
+    for i in [i for i, n in enumerate(names) if n.startswith("ProfilerStep#")]:
+        match = PROFILER_STEP.match(names[i])
+        if match:
+            numbers[i] = min(int(match.group(1)), 2**31 - 1)
+    return numbers
+
+
 def finish_ascend_rank(table: ActivityTable, rank: int) -> ActivityTable:
     """Rank column, ProfilerStep numbers, and steps for the rows the reader did not place.
 
     Steps a reader already set (``kernel_details.csv``'s ``Step Id``) are kept; every other row
     gets the step its launch fell in (:func:`assign_steps`).
     """
-    numbers = np.array(
-        [int(m.group(1)) if (m := PROFILER_STEP.match(n)) else -1 for n in table.names] or [-1],
-        dtype=np.int64,
-    )
+    numbers = step_numbers_by_name(table.names)
     step = table.step.copy()
     is_step = table.kind == KindCode.STEP
     step[is_step] = numbers[table.name_id[is_step]]

@@ -43,7 +43,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers import halves, parallel
-from parity.trace.readers.columns import Columns, assign_steps
+from parity.trace.readers.columns import Columns, assign_steps, step_numbers_by_name
 from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
@@ -64,7 +64,6 @@ from parity.trace.readers.kineto_rows import (
 from parity.trace.table import ActivityTable, Kind, KindCode
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 Progress = Callable[[int, int, str], None]
 
@@ -118,7 +117,7 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
     kind = state.lanes.resolve(table, UNKNOWN)
-    numbers = _step_numbers_by_name(table.names)
+    numbers = step_numbers_by_name(table.names)
     kind = _mark_steps(table, kind, numbers)
     step = _step_numbers(table, kind, numbers)
     step = assign_steps(
@@ -142,17 +141,6 @@ def _rank(path: Path, header: dict) -> tuple[int, str]:
     if match:
         return int(match.group(1)), "file name"
     return 0, "assumed"
-
-
-def _step_numbers_by_name(names: tuple[str, ...]) -> np.ndarray:
-    """Per name id: N of a ``ProfilerStep#N`` name (clipped to int32), else -1; a prefix test
-    first, as traces hold thousands of names and a handful of steps."""
-    numbers = np.full(max(len(names), 1), -1, dtype=np.int64)
-    for i in [i for i, n in enumerate(names) if n.startswith("ProfilerStep#")]:
-        match = _STEP.match(names[i])
-        if match:
-            numbers[i] = min(int(match.group(1)), 2**31 - 1)
-    return numbers
 
 
 def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
