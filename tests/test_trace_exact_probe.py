@@ -7,11 +7,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parity.trace.readers import jsonstream
-from parity.trace.readers.jsonstream import (
+from parity.trace.readers import exactts
+from parity.trace.readers.exactts import (
     EXACT_PROBE_BYTES,
     FLOAT_EXACT_US,
-    _needs_exact_ts,
+    needs_exact_ts,
 )
 
 _REFERENCE = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d*[1-9]')
@@ -69,8 +69,8 @@ def texts(draw) -> bytes:
 @settings(max_examples=300, deadline=None)
 @given(texts())
 def test_same_answer_as_the_regex(text: bytes) -> None:
-    assert _needs_exact_ts(text) is reference(text)
-    assert _needs_exact_ts(memoryview(text)) is reference(text)
+    assert needs_exact_ts(text) is reference(text)
+    assert needs_exact_ts(memoryview(text)) is reference(text)
 
 
 @settings(max_examples=80, deadline=None)
@@ -80,7 +80,7 @@ def test_same_answer_past_the_points_looked_at_one_by_one(
 ) -> None:
     """Many points before the first big timestamp: the regex search finishes the scan."""
     text = ", ".join(['"name": "a.b"'] * names + entries).encode()
-    assert _needs_exact_ts(text) is reference(text)
+    assert needs_exact_ts(text) is reference(text)
 
 
 def test_hand_written_cases() -> None:
@@ -99,17 +99,17 @@ def test_hand_written_cases() -> None:
         '"ts": 1694039968955744, "dur": 12.5': False,
     }
     for text, expected in cases.items():
-        assert _needs_exact_ts(text.encode()) is expected, text
+        assert needs_exact_ts(text.encode()) is expected, text
         assert reference(text.encode()) is expected, text
 
 
 def test_only_the_probe_counts() -> None:
     text = b" " * EXACT_PROBE_BYTES + b'"ts": 1694039968955744.125'
-    assert _needs_exact_ts(text) is reference(text) is False
+    assert needs_exact_ts(text) is reference(text) is False
 
 
 def test_many_points_use_the_search() -> None:
     """Points past the ones looked at one by one are found by the search."""
-    filler = b'"a": 1.5, ' * (jsonstream._POINTS_BY_FIND + 5)
-    assert _needs_exact_ts(filler + b'"ts": 1694039968955744.125') is True
-    assert _needs_exact_ts(filler + b'"ts": 1694039968955744') is False
+    filler = b'"a": 1.5, ' * (exactts._POINTS_BY_FIND + 5)
+    assert needs_exact_ts(filler + b'"ts": 1694039968955744.125') is True
+    assert needs_exact_ts(filler + b'"ts": 1694039968955744') is False

@@ -200,6 +200,21 @@ def same_table(a, b) -> None:
         assert np.array_equal(a.extra[key], b.extra[key]), key
 
 
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("block", [64, 4096, 1 << 20])
+@pytest.mark.parametrize("hint", [None, 10, 1 << 30])
+def test_stream_buffer_holds_any_event_and_keeps_the_keys_around(tmp_path: Path, compress: bool, block: int, hint) -> None:
+    """Events far larger than a block, space before the JSON, keys after the array, and a size
+    hint too small or too large: every event comes out once, in order, and the header whole."""
+    events = [{"ph": "X", "name": "k" * size, "ts": i, "dur": 1} for i, size in enumerate([10, 5000, 20, 100_000, 3])]
+    text = b" " * 50_000 + orjson.dumps({"a": 1, "traceEvents": events, "z": [1, 2]}) + b"  \n"
+    path = tmp_path / ("t.json.gz" if compress else "t.json")
+    path.write_bytes(gzip.compress(text) if compress else text)
+    stream = EventStream(path, block_bytes=block, size_hint=hint)
+    assert [e["name"] for _, b in stream for e in b] == [e["name"] for e in events]
+    assert stream.header == {"a": 1, "traceEvents": None, "z": [1, 2]}
+
+
 @pytest.mark.parametrize(("relative", "block"), [(f"{HTA}/trace_filter/sampled_rank-1.json.gz", 64 << 10), (NS, 2 << 20)])
 def test_streamed_blocks_equal_one_parse(traces_dir: Path, monkeypatch, relative: str, block: int) -> None:
     """Small blocks (many cuts), and blocks parsed by worker processes, give the same table."""

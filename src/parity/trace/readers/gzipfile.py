@@ -76,6 +76,23 @@ class GzipReader:
             parts.append(piece)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def readinto(self, view) -> int:
+        """Fill ``view`` (a writable buffer) with the next decompressed bytes; how many were
+        written, fewer than ``len(view)`` only at the end of the file."""
+        size, done = len(view), 0
+        with memoryview(view) as out:
+            while done < size:
+                if self._pos >= len(self._buf):
+                    if self._done:
+                        break
+                    self._buf, self._pos = self._more(self.CHUNK), 0
+                    continue
+                count = min(size - done, len(self._buf) - self._pos)
+                out[done : done + count] = memoryview(self._buf)[self._pos : self._pos + count]
+                self._pos += count
+                done += count
+        return done
+
     def read_chunks(self) -> list[bytes]:
         """Everything left, as the decompressor's output pieces (about 1 MB each), unjoined."""
         parts = [self._buf[self._pos :]]

@@ -79,20 +79,20 @@ class _Parts:
         self._offset = 0  # position within it
         self.position = 0
 
-    def read(self, size: int = -1) -> bytes:
-        out = []
-        want = size if size >= 0 else sum(len(p) for p in self._parts)
-        while want > 0 and self._at < len(self._parts):
-            part = self._parts[self._at]
-            piece = part[self._offset : self._offset + want]
-            out.append(piece)
-            want -= len(piece)
-            self._offset += len(piece)
-            if self._offset >= len(part):
-                self._at, self._offset = self._at + 1, 0
-        data = b"".join(out)
-        self.position += len(data)
-        return data
+    def readinto(self, view) -> int:
+        """Fill ``view`` from the parts; how many bytes were written (0 at the end)."""
+        size, done = len(view), 0
+        with memoryview(view) as out:
+            while done < size and self._at < len(self._parts):
+                part = self._parts[self._at]
+                piece = part[self._offset : self._offset + size - done]
+                out[done : done + len(piece)] = piece
+                done += len(piece)
+                self._offset += len(piece)
+                if self._offset >= len(part):
+                    self._at, self._offset = self._at + 1, 0
+        self.position += done
+        return done
 
     def tell(self) -> int:
         return self.position

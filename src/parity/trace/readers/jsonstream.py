@@ -2,22 +2,20 @@
 
 A 1 GB trace parsed whole by ``orjson.loads`` becomes several GB of Python dicts. This module
 instead reads the file (plain or gzip) in blocks, finds the ``traceEvents`` array (or a
-top-level array of events, as Ascend's ``trace_view.json`` is), and hands out lists of event
-dicts a few MB of text at a time, so peak memory is one block of dicts plus the
-caller's numpy columns.
+top-level array of events, as Ascend's ``trace_view.json`` is), and hands out lists of events
+a few MB of text at a time, so peak memory is one block of events plus the caller's numpy
+columns.
 
 How a block is cut: the last ``}`` followed by ``,`` or ``]`` is a candidate end of an event;
-``orjson`` parses ``[`` + text up to it + ``]``. A JSON parser reaches a cut inside a string
-or a nested object in the same state as the real parse does, so a cut that parses is an event
-boundary; one that does not is retried at the previous candidate. The keys around the array
+the text from the block's first event up to it is parsed as an array, in place in the read
+buffer (:class:`_Window`). A JSON parser reaches a cut inside a string or a nested object in
+the same state as the real parse does, so a cut that parses is an event boundary; one that
+does not is retried at the previous candidate. The keys around the array
 (``distributedInfo``, ``baseTimeNanoseconds``, which Kineto writes after the events) are
 parsed from the text before and after it and returned as ``header``.
 
-Exact timestamps: microsecond floats such as ``1712195495519689.047`` (Kineto's
-nanosecond-resolution traces) do not fit a float64 to the nanosecond. When the first block
-shows such values, each ``"ts": I.F`` is rewritten to ``"ts": I, "ts_frac": 0.F`` before
-parsing so the integer part stays exact and the fraction keeps its digits. This is decided per
-block (``exact_ts`` says what the last block needed).
+Exact timestamps: whether a block's microsecond timestamps need more than a float64 is
+decided per block (:mod:`.exactts`; ``exact_ts`` says what the last block needed).
 """
 
 from __future__ import annotations
@@ -31,18 +29,17 @@ import msgspec
 import orjson
 
 from parity.model.errors import ParityError
+from parity.trace.readers.exactts import needs_exact_ts, split_ts
 from parity.trace.readers.gzipfile import GZIP_ERRORS, open_binary
 
 BLOCK_BYTES = 2 << 20  # text parsed at a time: its structs stay in the CPU caches while scanned
 RAW_BLOCK_BYTES = 16 << 20  # text cut at a time for worker processes (fewer, larger messages)
 TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')  # the start of the event array
 NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events
-_BIG_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*(\d{13,})\.\d*[1-9]')
-_POINTS_BY_FIND = 32  # decimal points looked at one by one before a regex search takes over
-EXACT_PROBE_BYTES = 128 << 10  # of each block: ~500 events
-FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
-_TS_SPLIT = re.compile(rb'"ts":(\s*)(\d+)\.(\d+)(?![\deE])')
 _WS = b" \t\r\n"
+_SEPARATORS = b"," + _WS
+_AFTER_EVENT = b",]"
+_OPEN, _CLOSE = ord("["), ord("]")
 _MAX_RETRIES = 32
 
 
@@ -63,15 +60,19 @@ class EventStream:
     decoded into structs, which skips unneeded keys without building them: about 3x faster and
     far smaller than dicts. A block whose values do not fit the struct types (a generic or
     damaged trace) falls back to dicts; ``events`` then holds dicts, which callers tell apart
-    by ``type``.
+    by ``type``. Structs may hold views (``msgspec.Raw``) of the text, valid until the next
+    block is read.
+
+    ``size_hint`` (the text size, when known) keeps the buffer of a small file small.
     """
 
     path: Path
     decoder: msgspec.json.Decoder | None = None
     exact_decoder: msgspec.json.Decoder | None = None  # see decode_block
     raw: bool = False
-    source: object = None  # a binary file-like to read instead of opening ``path``
+    source: object = None  # a binary file-like (with ``readinto``) to read instead of ``path``
     block_bytes: int = 0  # 0: BLOCK_BYTES, or RAW_BLOCK_BYTES with ``raw``
+    size_hint: int | None = None
     header: dict = field(default_factory=dict)
     exact_ts: bool = False
     bytes_read: int = 0
@@ -83,8 +84,11 @@ class EventStream:
         except OSError:
             self.total_bytes = 0
         handle = self.source if self.source is not None else open_binary(self.path)
+        block = self.block_bytes or (RAW_BLOCK_BYTES if self.raw else BLOCK_BYTES)
+        if self.size_hint is not None:
+            block = max(min(block, self.size_hint + 1), 1)
         try:
-            yield from self._blocks(handle)
+            yield from self._blocks(_Window(handle, block, self))
         except (OSError, EOFError, *GZIP_ERRORS) as exc:
             raise ParityError(
                 f"{self.path}: compressed stream is truncated or corrupt ({exc}); "
@@ -93,88 +97,77 @@ class EventStream:
         finally:
             handle.close()
 
-    def _read(self, handle) -> bytes:
-        data = handle.read(self.block_bytes or (RAW_BLOCK_BYTES if self.raw else BLOCK_BYTES))
+    def note_position(self, handle) -> None:
+        """Set ``bytes_read`` from the file's position (the compressed file's, for gzip)."""
         raw = getattr(handle, "fileobj", None)
         self.bytes_read = raw.tell() if raw is not None else handle.tell()
-        return data
 
-    def _blocks(self, handle) -> Iterator[tuple[int, list]]:
-        buf = self._read(handle)
-        eof = not buf
-        start = _first_nonspace(buf, 0)
-        while start < 0 and not eof:
-            more = self._read(handle)
-            eof = not more
-            buf += more
-            start = _first_nonspace(buf, 0)
+    def _blocks(self, win: _Window) -> Iterator[tuple[int, list]]:
+        win.fill(0)
+        start = _first_nonspace(win.data, 0, win.hi)
+        while start < 0 and not win.eof:
+            win.fill(win.hi)  # all space so far: drop it
+            start = _first_nonspace(win.data, 0, win.hi)
         if start < 0:
             raise ParityError(f"{self.path}: file is empty; profile again or pick another file")
-        if buf[start : start + 1] == b"[":
+        first = win.data[start]
+        if first == _OPEN:
             pos = start + 1
-        elif buf[start : start + 1] == b"{":
-            buf, pos, eof = self._find_events(handle, buf, start, eof)
+        elif first == ord("{"):
+            pos = self._find_events(win, start)
             if pos < 0:
                 return
         else:
-            raise ParityError(f"{self.path}: not JSON (starts with {buf[start:start + 12]!r})")
-        yield from self._array(handle, buf, pos, eof)
+            raise ParityError(f"{self.path}: not JSON (starts with {bytes(win.data[start:start + 12])!r})")
+        yield from self._array(win, pos)
 
-    def _find_events(self, handle, buf: bytes, start: int, eof: bool):
+    def _find_events(self, win: _Window, start: int) -> int:
         """Locate ``"traceEvents": [``; parse the keys before it into ``header``."""
         while True:
-            match = TRACE_EVENTS.search(buf, start)
-            if match or eof:
+            match = TRACE_EVENTS.search(win.data, start, win.hi)
+            if match or win.eof:
                 break
-            more = self._read(handle)
-            eof = not more
-            buf += more
+            start -= win.fill(0, grow=True)
         if match is None:  # a JSON object without an event array: parse it whole
-            self.header = _loads_or_raise(self.path, buf, "the file")
+            self.header = _loads_or_raise(self.path, bytes(win.data[start : win.hi]), "the file")
             if not isinstance(self.header, dict):
                 raise ParityError(f"{self.path}: top-level JSON is not an object")
-            return buf, -1, eof
-        head = buf[start : match.start()] + b'"traceEvents":null}'
+            return -1
+        head = bytes(win.data[start : match.start()]) + b'"traceEvents":null}'
         try:
             self.header = orjson.loads(head)
         except orjson.JSONDecodeError:
             self.header = {}
-        return buf, match.end(), eof
+        return match.end()
 
-    def _array(self, handle, buf: bytes, pos: int, eof: bool) -> Iterator[tuple[int, list]]:
+    def _array(self, win: _Window, pos: int) -> Iterator[tuple[int, list]]:
         index = 0
-        opened = pos - 1  # the array's "[" while it is in ``buf``: see _cut
         while True:
-            pos = _skip(buf, pos, b"," + _WS)
-            if pos < len(buf) and buf[pos : pos + 1] == b"]":
-                self._trailer(handle, buf[pos + 1 :], eof)
+            pos = _skip(win.data, pos, win.hi, _SEPARATORS)
+            if pos < win.hi and win.data[pos] == _CLOSE:
+                self._trailer(win, pos + 1)
                 return
-            cut = _raw_cut(buf, pos) if self.raw else _cut(buf, pos, self.decoder, self.exact_decoder, opened)
+            cut = _raw_cut(win, pos) if self.raw else _cut(win, pos, self.decoder, self.exact_decoder)
             if cut is None:
-                if eof:
-                    events, end = self._last_events(buf, pos, index)
+                if win.eof:
+                    events, end = self._last_events(win, pos, index)
                     if events:
                         yield index, events
-                    self._trailer(handle, buf[end:], eof)
+                    self._trailer(win, end)
                     return
-                more = self._read(handle)
-                eof = not more
-                buf = buf[pos:] + more
-                pos, opened = 0, -1
+                pos -= win.fill(pos - 1)  # keep the byte before ``pos``: _cut brackets in place
                 continue
             end, events, self.exact_ts = cut
             if events:
                 yield index, events
                 index += len(events) if not self.raw else 0
-            pos, opened = end, -1
+            pos = end
 
-    def _trailer(self, handle, rest: bytes, eof: bool) -> None:
+    def _trailer(self, win: _Window, pos: int) -> None:
         """Parse the keys after the event array (``, "k": v ... }``) into ``header``."""
-        while not eof:
-            more = self._read(handle)
-            eof = not more
-            rest += more
-        text = rest.strip(_WS)
+        while not win.eof:
+            pos -= win.fill(pos, grow=True)
+        text = bytes(win.data[pos : win.hi]).strip(_WS)
         if text in (b"", b"}"):
             return
         body = text.lstrip(b"," + _WS)
@@ -187,24 +180,24 @@ class EventStream:
         if isinstance(tail, dict):
             self.header.update(tail)
 
-    def _last_events(self, buf: bytes, pos: int, index: int) -> tuple[list, int]:
+    def _last_events(self, win: _Window, pos: int, index: int) -> tuple[list, int]:
         """At end of file, the entries before the array's closing ``]`` (which need not be
         objects) and where the trailer starts; a ParityError when the array never closes."""
-        limit = len(buf)
+        buf, limit = win.data, win.hi
         for _ in range(_MAX_RETRIES):
             close = buf.rfind(b"]", pos, limit)
             if close < 0:
                 break
-            text = buf[pos:close]
-            self.exact_ts = _needs_exact_ts(text)
+            text = bytes(buf[pos:close])
+            self.exact_ts = needs_exact_ts(text)
             if self.exact_ts:
-                text = _split_ts(text)
+                text = split_ts(text)
             try:
                 return orjson.loads(_bracketed(text)), close + 1
             except orjson.JSONDecodeError:
                 limit = close
         try:
-            orjson.loads(b"[" + buf[pos:] + b"]")
+            orjson.loads(_bracketed(bytes(buf[pos : win.hi])))
         except orjson.JSONDecodeError as exc:
             raise ParityError(
                 f"{self.path}: invalid or truncated JSON at event {index} ({exc}); "
@@ -216,73 +209,55 @@ class EventStream:
         )
 
 
-def _needs_exact_ts(text: bytes) -> bool:
-    """Whether ``text`` has a fractional microsecond timestamp too large for a float64.
+class _Window:
+    """The text being parsed: ``data[:hi]`` of one ``bytearray`` that is refilled in place.
 
-    Checked per block on its first :data:`EXACT_PROBE_BYTES` (a profiler formats every
-    timestamp of a file alike), so a file whose first events are whole microseconds is still
-    read exactly later on; ``.0`` fractions are exact in a float and do not count. The regex
-    runs only where :func:`_may_need_exact` finds a point it could match at.
+    Reading goes straight into the buffer (``readinto``); a block is decoded where it lies
+    (:func:`_cut` writes its brackets over the bytes around it); before the next read, what
+    follows the last parsed event moves to the front. Each byte of text is copied into the
+    buffer once, where slicing and joining ``bytes`` copied it three times, each time into
+    fresh memory that the kernel had to map in page by page. The buffer is replaced, never
+    resized, so the views that decoded structs hold (``msgspec.Raw``) never block a read.
     """
-    probe = bytes(text[:EXACT_PROBE_BYTES])
-    if not _may_need_exact(probe):
-        return False
-    return any(int(m.group(1)) >= FLOAT_EXACT_US for m in _BIG_FRACTIONAL_TS.finditer(probe))
+
+    def __init__(self, handle, block: int, stream: EventStream) -> None:
+        self.handle = handle
+        self.stream = stream
+        self.block = block
+        self.data = bytearray(block)
+        self.hi = 0  # data[:hi] is text; the rest is room for the next read
+        self.eof = False
+
+    def fill(self, keep: int, *, grow: bool = False) -> int:
+        """Keep ``data[keep:hi]`` (moved to the front) and read until the buffer is full or the
+        file ends; returns ``keep``, the shift of every position. ``grow`` (or a kept run of
+        more than half the buffer: an event larger than a block) doubles the buffer first."""
+        rest = self.hi - keep
+        if grow or 2 * rest > len(self.data):
+            data = bytearray(max(2 * len(self.data), self.block))
+            data[:rest] = memoryview(self.data)[keep : self.hi]
+            self.data = data
+        elif keep:
+            self.data[:rest] = self.data[keep : self.hi]
+        self.hi = rest
+        with memoryview(self.data) as view:
+            while self.hi < len(self.data):
+                count = self.handle.readinto(view[self.hi :])
+                if not count:
+                    self.eof = True
+                    break
+                self.hi += count
+        self.stream.note_position(self.handle)
+        return keep
 
 
-def _may_need_exact(probe: bytes) -> bool:
-    """Whether some ``.`` in ``probe`` follows a run of digits worth at least
-    :data:`FLOAT_EXACT_US`, which every match of ``_BIG_FRACTIONAL_TS`` has: where none
-    does, the regex cannot match and is not run.
-
-    The regex engine spends a step on every byte looking for ``"ts"`` (about 0.3 ms per
-    128 kB); ``bytes.find`` jumps from point to point with ``memchr``, and most traces have a
-    few dozen points in a probe (names, float ``args``). Past :data:`_POINTS_BY_FIND` of them
-    a search for a point that ends such a run finishes the scan.
-    """
-    at = probe.find(b".")
-    for _ in range(_POINTS_BY_FIND):
-        if at < 0:
-            return False
-        if _BIG_POINT.match(probe, at):
-            return True
-        at = probe.find(b".", at + 1)
-    return at >= 0 and _BIG_POINT.search(probe, at) is not None
-
-
-def _at_least(number: bytes) -> bytes:
-    """A regex of the digit strings as long as ``number`` and not below it: ``number`` itself,
-    or its first ``k`` digits, a larger digit, then any digits."""
-    larger = [
-        re.escape(number[:k]) + b"[%c-9]" % (number[k] + 1) + rb"\d" * (len(number) - k - 1)
-        for k in range(len(number))
-        if number[k] < ord("9")
-    ]
-    return b"|".join([re.escape(number), *larger])
-
-
-# A "." after 14 digits or more, or after 13 that are FLOAT_EXACT_US or more (both looked
-# behind at, so the search stops only at points): what every match of _BIG_FRACTIONAL_TS has.
-_BIG_POINT = re.compile(
-    rb"\.(?:(?<=\d{14}\.)|(?<=(?:" + _at_least(b"%d" % FLOAT_EXACT_US) + rb")\.))"
-)
-
-
-def _split_ts(text) -> bytes:
-    """``text`` with each ``"ts": I.F`` written as ``"ts": I, "ts_frac": 0.F`` (see the module
-    docstring); ``text`` may be a memoryview, as ``re.sub`` takes none."""
-    return _TS_SPLIT.sub(rb'"ts":\1\2,"ts_frac":0.\3', bytes(text))
-
-
-def _first_nonspace(buf: bytes, pos: int) -> int:
-    end = len(buf)
+def _first_nonspace(buf, pos: int, end: int) -> int:
     while pos < end and buf[pos] in _WS:
         pos += 1
     return pos if pos < end else -1
 
 
-def _skip(buf: bytes, pos: int, chars: bytes) -> int:
-    end = len(buf)
+def _skip(buf, pos: int, end: int, chars: bytes) -> int:
     while pos < end and buf[pos] in chars:
         pos += 1
     return pos
@@ -291,15 +266,14 @@ def _skip(buf: bytes, pos: int, chars: bytes) -> int:
 RAW_TAIL_BYTES = 1 << 20
 
 
-def _raw_cut(buf: bytes, pos: int):
-    """Cut before the last ``}, {`` in the final MB of ``buf`` without parsing (see raw mode)."""
-    lo = max(pos, len(buf) - RAW_TAIL_BYTES)
+def _raw_cut(win: _Window, pos: int):
+    """Cut before the last ``}, {`` in the final MB of the window without parsing (raw mode)."""
     last = None
-    for last in NEXT_EVENT.finditer(buf, lo):
+    for last in NEXT_EVENT.finditer(win.data, max(pos, win.hi - RAW_TAIL_BYTES), win.hi):
         pass
     if last is None:
         return None
-    return last.start() + 1, buf[pos : last.start() + 1], False
+    return last.start() + 1, bytes(win.data[pos : last.start() + 1]), False
 
 
 def decode_block(text, decoder, exact_decoder=None, *, bracketed: bool = False) -> tuple[list | None, bool]:
@@ -311,7 +285,7 @@ def decode_block(text, decoder, exact_decoder=None, *, bracketed: bool = False) 
     it, or for values it does not fit, ``ts`` is rewritten as the module docstring says.
     """
     array = (lambda t: t) if bracketed else _bracketed
-    exact = _needs_exact_ts(text)
+    exact = needs_exact_ts(text)
     if exact and exact_decoder is not None:
         try:
             return exact_decoder.decode(array(text)), exact
@@ -320,28 +294,31 @@ def decode_block(text, decoder, exact_decoder=None, *, bracketed: bool = False) 
         except msgspec.DecodeError:
             return None, exact
     if exact:
-        text = _split_ts(text)
+        text = split_ts(text)
     return _decode(array(text), decoder), exact
 
 
-def _cut(buf: bytes, pos: int, decoder, exact_decoder=None, opened: int = -1):
+def _cut(win: _Window, pos: int, decoder, exact_decoder=None):
     """The largest parseable run of events from ``pos``: ``(end, events, exact)`` or None.
 
-    ``opened`` is where the array's ``[`` is in ``buf`` (-1 when it is not): a run from there
-    to the closing ``]`` (a whole small file) is decoded in place instead of copied."""
-    limit = len(buf)
+    The run is decoded where it lies: the byte before it (the array's ``[``, a comma or a
+    space) and the one after its last ``}`` (a comma, a space or the array's ``]``) are
+    overwritten with brackets for the decode and then put back."""
+    buf, limit = win.data, win.hi
     for _ in range(_MAX_RETRIES):
         brace = buf.rfind(b"}", pos, limit)
         if brace < 0:
             return None
-        after = _first_nonspace(buf, brace + 1)
-        if after < 0 or buf[after : after + 1] not in (b",", b"]"):
+        after = _first_nonspace(buf, brace + 1, win.hi)
+        if after < 0 or buf[after] not in _AFTER_EVENT:
             limit = brace
             continue
-        if opened >= 0 and buf[after : after + 1] == b"]":
-            events, exact = decode_block(memoryview(buf)[opened : after + 1], decoder, exact_decoder, bracketed=True)
-        else:
-            events, exact = decode_block(memoryview(buf)[pos : brace + 1], decoder, exact_decoder)
+        before, behind = buf[pos - 1], buf[brace + 1]
+        buf[pos - 1], buf[brace + 1] = _OPEN, _CLOSE
+        try:
+            events, exact = decode_block(memoryview(buf)[pos - 1 : brace + 2], decoder, exact_decoder, bracketed=True)
+        finally:
+            buf[pos - 1], buf[brace + 1] = before, behind
         if events is None:
             limit = brace
             continue

@@ -87,7 +87,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
         if done is not None:
             cols, header = done
             return _finish(path, cols, state, header)
-    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER)
+    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, size_hint=inflated)
     cols = Columns()
     state = ScanState(path=path, exact=False)
     scan_stream(stream, cols, state, progress)
