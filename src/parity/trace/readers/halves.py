@@ -1,17 +1,21 @@
 """Read a mid-sized Chrome-trace JSON file in two processes: each parses half of the events.
 
 Parsing (JSON decoding and the column scan) is most of the time of reading a trace of tens
-of MB, and it splits cleanly: the reading process inflates the whole file, cuts the event
-array near its middle where ``}`` is followed by ``, {`` (a guess at an event boundary), and
-forks one child, which parses the second half from the memory it inherits (nothing is
-copied to it) while the parent parses the first. The child sends back its numpy columns,
-names and counts (:func:`.parallel.merge` appends them after the parent's, so rows, names and
-lanes come out in file order, as one process would give them).
+of MB, and it splits cleanly. The reading process forks one child at once; both open the
+file and read it as a stream. The parent parses the text up to a guessed event boundary
+(the first ``}`` followed by ``, {`` after :data:`FIRST_SHARE` of the text, whose size the
+caller knows from the gzip trailer or the file size); the child inflates and drops that
+text, finds the same boundary (both read the same bytes in the same steps, so both find the
+same match) and parses the rest. Inflating overlaps parsing in both processes. The child
+sends back its numpy columns, names and counts (:func:`.parallel.merge` appends them after
+the parent's, so rows, names and lanes come out in file order, as one process would give
+them).
 
 A guess inside a string makes the parent's half end inside that string, which never parses;
 so when both halves parse, the cut was a boundary. Anything unexpected (a half that does not
 parse, a bad event, the child failing) makes :func:`read_halves` return None and the caller
-reads the file again in one process, which names the bad event precisely.
+reads the file again in one process, which names the bad event precisely. A size that was
+wrong only moves the cut (or, past the end, leaves the whole file to the parent).
 
 Files too large to hold inflated in memory use :mod:`.parallel` instead, and small ones are
 not worth a second process; :func:`worth_it` decides.
@@ -19,7 +23,6 @@ not worth a second process; :func:`worth_it` decides.
 
 from __future__ import annotations
 
-import bisect
 import logging
 import multiprocessing
 import os
@@ -30,8 +33,8 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns
-from parity.trace.readers.gzipfile import GZIP_ERRORS, GzipReader, open_binary
-from parity.trace.readers.jsonstream import NEXT_EVENT, TRACE_EVENTS, EventStream
+from parity.trace.readers.gzipfile import open_binary
+from parity.trace.readers.jsonstream import NEXT_EVENT, EventStream
 
 log = logging.getLogger(__name__)
 # Inflated text below this is read in one process: the fork (6-11 ms here), the pipe and
@@ -42,7 +45,9 @@ log = logging.getLogger(__name__)
 # wash, with losses when the CPU is fast); 9.8 MB (nccl_parser_config) 0.88-0.96 in 8 runs,
 # 15-35 MB 0.73-0.92, 54 MB 0.70-0.83, 87 MB 0.64-0.88.
 MIN_BYTES = 8 << 20
-_OBJECT_START = re.compile(rb"\s*\{")
+FIRST_SHARE = 0.5  # of the text, parsed by the reading process
+# where the event array starts: what the first read of the first half must show
+_EVENTS_START = re.compile(rb'\A\s*\[|"traceEvents"\s*:\s*\[')
 
 
 def worth_it(inflated: int | None) -> bool:
@@ -70,130 +75,121 @@ def _running_others() -> float:
         return parallel.worker_count() - parallel.idle_cores()
 
 
-class _Parts:
-    """A read-only binary file over byte strings (or memoryviews) laid end to end."""
+class _Half:
+    """One process's half of a file's text, as a binary file (``readinto``).
 
-    def __init__(self, *parts) -> None:
-        self._parts = [memoryview(p) for p in parts]
-        self._at = 0  # index of the current part
-        self._offset = 0  # position within it
-        self.position = 0
+    The first half is the text up to the boundary's ``}`` and then ``]}``, which closes the
+    event array and the object around it; the second is ``[`` and the text from the
+    boundary's ``{`` to the end. When no boundary follows ``middle`` (the size was too
+    large), the first half is the whole text and the second is empty (``found`` is False).
+    """
+
+    STEP = 64 << 10  # text read at a time while looking for the boundary, by both processes
+
+    def __init__(self, handle, middle: int, *, first: bool) -> None:
+        self.handle = handle
+        self.fileobj = getattr(handle, "fileobj", handle)  # for progress: the file's position
+        self.middle = middle
+        self.first = first
+        self.position = 0  # text read from ``handle``
+        self.pending = memoryview(b"")  # text to hand out before reading ``handle`` again
+        self.found: bool | None = None  # whether a boundary follows ``middle`` (None: not looked)
+        if not first:
+            self._skip_first_half()
+
+    def _skip_first_half(self) -> None:
+        while self.position < self.middle:
+            chunk = self.handle.read(min(self.middle - self.position, 1 << 20))
+            if not chunk:
+                break
+            self.position += len(chunk)
+        self._look_for_boundary()
+
+    def _look_for_boundary(self) -> None:
+        """Read from ``middle`` in :data:`STEP` pieces until a boundary shows or the file
+        ends, and set ``pending`` to this half's share of what was read."""
+        seen = bytearray()
+        boundary = None
+        while boundary is None:
+            chunk = self.handle.read(self.STEP) if self.position >= self.middle else b""
+            if not chunk:
+                break
+            self.position += len(chunk)
+            seen += chunk
+            boundary = NEXT_EVENT.search(seen)
+        self.found = boundary is not None
+        if self.first:
+            text = bytes(seen[: boundary.start() + 1]) + b"]}" if boundary else bytes(seen)
+        else:
+            text = b"[" + bytes(seen[boundary.end() - 1 :]) if boundary else b""
+        self.pending = memoryview(text)
 
     def readinto(self, view) -> int:
-        """Fill ``view`` from the parts; how many bytes were written (0 at the end)."""
-        size, done = len(view), 0
+        """Fill ``view`` with the next text of this half; how many bytes (0 at its end)."""
         with memoryview(view) as out:
-            while done < size and self._at < len(self._parts):
-                part = self._parts[self._at]
-                piece = part[self._offset : self._offset + size - done]
-                out[done : done + len(piece)] = piece
-                done += len(piece)
-                self._offset += len(piece)
-                if self._offset >= len(part):
-                    self._at, self._offset = self._at + 1, 0
-        self.position += done
-        return done
+            if len(self.pending):
+                count = min(len(out), len(self.pending))
+                out[:count] = self.pending[:count]
+                self.pending = self.pending[count:]
+                return count
+            if self.first and self.found is None:
+                if self.position < self.middle:
+                    count = self.handle.readinto(out[: self.middle - self.position])
+                    if self.position == 0 and not _EVENTS_START.search(out[:count]):
+                        raise ParityError("the event array does not start in the first half's first read")
+                    self.position += count
+                    if count:
+                        return count
+                self._look_for_boundary()
+                return self.readinto(out) if len(self.pending) else 0
+            if self.first or not self.found:
+                return 0
+            count = self.handle.readinto(out)
+            self.position += count
+            return count
 
     def tell(self) -> int:
         return self.position
 
     def close(self) -> None:
-        self._parts = []
+        self.handle.close()
 
 
-class _Text:
-    """The inflated file as the chunks the decompressor gave: joining them into one string
-    would copy (and page-fault in) the whole text once more for nothing."""
-
-    HEAD = 1 << 20  # bytes searched for the start of the event array
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = [c for c in chunks if c]
-        self.offsets = [0]
-        for chunk in self.chunks:
-            self.offsets.append(self.offsets[-1] + len(chunk))
-
-    def __len__(self) -> int:
-        return self.offsets[-1]
-
-    def _chunk_at(self, position: int) -> int:
-        return max(bisect.bisect_right(self.offsets, position) - 1, 0)
-
-    def window(self, lo: int, size: int) -> bytes:
-        """``size`` bytes from ``lo`` (fewer at the end), joined: for searches only."""
-        i = self._chunk_at(lo)
-        parts, have = [], 0
-        while i < len(self.chunks) and have < size:
-            start = lo - self.offsets[i] if not parts else 0
-            piece = memoryview(self.chunks[i])[start : start + size - have]
-            parts.append(piece)
-            have += len(piece)
-            i += 1
-        return b"".join(parts)
-
-    def views(self, lo: int, hi: int) -> list[memoryview]:
-        """Memoryviews over bytes ``lo:hi``, one per chunk they touch (no copy)."""
-        out = []
-        for i in range(self._chunk_at(lo), len(self.chunks)):
-            start, end = self.offsets[i], self.offsets[i + 1]
-            if start >= hi:
-                break
-            out.append(memoryview(self.chunks[i])[max(lo - start, 0) : min(hi, end) - start])
-        return out
-
-
-def _cut(text: _Text) -> tuple[int, int] | None:
-    """``(end of the first half, start of the second)``: a guessed event boundary near the
-    middle of the event array, or None (no object with ``traceEvents``, or no boundary)."""
-    head = text.window(0, _Text.HEAD)
-    start = TRACE_EVENTS.search(head)
-    if start is None or not _OBJECT_START.match(head):  # the usual object form only
-        return None
-    middle = start.end() + (len(text) - start.end()) // 2
-    for lo in range(middle, len(text), _Text.HEAD):
-        near = text.window(lo, _Text.HEAD + 64)  # overlapping windows: no boundary missed
-        boundary = NEXT_EVENT.search(near)
-        if boundary is not None:
-            return lo + boundary.start() + 1, lo + boundary.end() - 1
-    return None
-
-
-def _child(conn, path: Path, text: _Text, second: int, decoders: tuple, scan_stream, make_state) -> None:
-    """Parse the second half and send its payload (None on any failure) to the parent."""
+def _child(conn, path: Path, middle: int, decoders: tuple, scan_stream, make_state) -> None:
+    """Parse the second half and send its payload to the parent: ``"none"`` when there is no
+    second half, None on any failure."""
     payload = None
     try:
-        state = make_state()
-        stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
-                             source=_Parts(b"[", *text.views(second, len(text))))  # fmt: skip
-        cols = Columns()
-        count = scan_stream(stream, cols, state)
-        payload = {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
-                   "header": stream.header, "count": count, **state.payload()}  # fmt: skip
+        source = _Half(open_binary(path), middle, first=False)
+        if not source.found:
+            payload = "none"
+            source.close()
+        else:
+            state = make_state()
+            stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
+            cols = Columns()
+            count = scan_stream(stream, cols, state)
+            payload = {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
+                       "header": stream.header, "count": count, **state.payload()}  # fmt: skip
     except Exception:  # noqa: BLE001 - any failure means: read this file in one process
         payload = None
     conn.send(payload)
     conn.close()
 
 
-def read_halves(path: Path, *, decoders: tuple, scan_stream: Callable, make_state: Callable,
+def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable, make_state: Callable,
                 progress: Callable | None = None):  # fmt: skip
     """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
 
-    ``decoders`` is ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state()``
-    gives a fresh scan state; ``scan_stream(stream, cols, state)`` scans a whole stream into
-    ``cols`` and returns its number of events.
+    ``size`` is the text size (:func:`.parallel.inflated_bytes_estimate`); ``decoders`` is
+    ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state()`` gives a fresh scan
+    state; ``scan_stream(stream, cols, state)`` scans a whole stream into ``cols`` and returns
+    its number of events.
     """
-    try:
-        with open_binary(path) as handle:
-            text = _Text(handle.read_chunks() if isinstance(handle, GzipReader) else [handle.read()])
-    except (OSError, EOFError, ParityError, *GZIP_ERRORS):
-        return None
-    cut = _cut(text)
-    if cut is None:
-        return None
+    middle = int(size * FIRST_SHARE)
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, path, text, cut[1], decoders, scan_stream, make_state),
+    child = context.Process(target=_child, args=(send, path, middle, decoders, scan_stream, make_state),
                             daemon=True)  # fmt: skip
     try:
         child.start()
@@ -203,15 +199,15 @@ def read_halves(path: Path, *, decoders: tuple, scan_stream: Callable, make_stat
         send.close()
         return None
     send.close()
-    payload = None
+    payload = source = None
     try:
         state = make_state()
-        stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1],
-                             source=_Parts(*text.views(0, cut[0]), b"]}"))  # fmt: skip
+        source = _Half(open_binary(path), middle, first=True)
+        stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
         cols = Columns()
         count = scan_stream(stream, cols, state)
         if progress is not None:
-            progress(len(text) // 2, len(text), str(path))
+            progress(stream.bytes_read, stream.total_bytes, str(path))
         payload = receive.recv()
     except (ParityError, EOFError, OSError) as exc:
         log.debug("two-process read of %s falls back to one process: %s", path, exc)
@@ -220,10 +216,10 @@ def read_halves(path: Path, *, decoders: tuple, scan_stream: Callable, make_stat
         if payload is None:  # failed: do not wait for the child's half
             child.terminate()
         child.join()
-    if payload is None:
+    if payload is None or (payload != "none") != source.found:  # failed, or the halves disagree
         return None
-    payload["marks"] = [(*mark[:6], mark[6] + count) for mark in payload["marks"]]
-    parallel.merge(payload, cols, state)
-    header = dict(stream.header)
-    header.update(payload["header"])
-    return cols, state, header
+    if payload != "none":
+        payload["marks"] = [(*mark[:6], mark[6] + count) for mark in payload["marks"]]
+        parallel.merge(payload, cols, state)
+        stream.header.update(payload["header"])
+    return cols, state, stream.header

@@ -77,7 +77,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
     """
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
     if halves.worth_it(inflated):
-        done = halves.read_halves(path, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
+        done = halves.read_halves(path, size=inflated, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
                                   make_state=lambda: ScanState(path=path, exact=False), progress=progress)  # fmt: skip
         if done is not None:
             return _finish(path, *done)
