@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parity.model.errors import ParityError
+from parity.trace.readers.columns import MAX_US
 from parity.trace.readers.rawtimes import raw_mark_time, raw_times_to_ns
 
 PATH = Path("trace.json")
@@ -49,3 +53,18 @@ def test_mark_time_keeps_the_decimal_text():
     assert raw_mark_time(b"1712195495519689.047") == "1712195495519689.047"
     assert raw_mark_time(b"12") == 12
     assert raw_mark_time(b"") is None
+
+
+def test_widths_that_add_up_to_one_width_are_told_apart():
+    # 4 + 3 + 5 bytes: as long in all as three texts of 4, which one fixed-width matrix would misread
+    assert _ns([b"12.5", b"1.5", b"123.5"]) == [12500, 1500, 123500]
+    assert _ns([b"15", b"1234", b"7.5"]) == [15000, 1_234_000, 7500]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, int(MAX_US)), st.integers(0, 3), st.integers(0, 999)), min_size=1, max_size=40))
+def test_any_mix_of_plain_numbers_is_exact(values):
+    """Whole microseconds or 1-3 decimals, any widths mixed: the decimal value to the ns."""
+    texts = [f"{whole}.{fraction:03d}"[: len(str(whole)) + 1 + decimals] if decimals else str(whole)
+             for whole, decimals, fraction in values]  # fmt: skip
+    assert _ns([t.encode() for t in texts]) == [int(Decimal(t) * 1000) for t in texts]
