@@ -1,4 +1,4 @@
-"""Both time columns of a Kineto block at once give what the column-by-column path gives."""
+"""Kineto blocks: both time columns at once give what the column-by-column path gives; name ids."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from parity.model.errors import ParityError
 from parity.trace.readers import columns
 from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
-from parity.trace.readers.kineto_events import ScanState
+from parity.trace.readers.kineto_events import ScanState, _name_ids
 from parity.trace.readers.kineto_rows import Block, add_block, plain_times_ns
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.table import NO_ID
@@ -205,3 +205,12 @@ def test_id_columns_of_one_value_are_filled() -> None:
             4,
             _block(ts=[1.0], durs=[1.0], devs=[2**63]),
         )
+
+
+def test_name_ids_in_order_of_appearance_for_many_or_few_new_names() -> None:
+    cols = Columns()
+    first = ["a", "b", None, "a", "c", "b"]  # all new: the C-level path
+    assert _name_ids(first, cols) == [0, 1, 2, 0, 3, 1]
+    later = ["a"] * 40 + ["d", None, "e", "d"] + ["c"] * 40  # 3 rows in 84 new: patched one by one
+    assert _name_ids(later, cols) == [0] * 40 + [4, 2, 5, 4] + [3] * 40
+    assert list(cols.names) == ["a", "b", "", "c", "d", "e"]

@@ -211,18 +211,25 @@ def _note_other_events(events: list, types: list, present: set, first: int, stat
 def _name_ids(names_in: list, cols: Columns) -> list[int]:
     """Dictionary ids of ``names_in`` (``None`` as ""), new names added in order of appearance.
 
-    New names are found with C-level passes (``map``, ``compress``, ``dict.fromkeys``) and
-    added once each, then every id is looked up again: a file's first block is all new names,
-    where one Python-level step per event would cost more than the lookups."""
+    Where many rows have new names (a file's first block), the new names are found with
+    C-level passes (``map``, ``compress``, ``dict.fromkeys``) and added once each, then every
+    id is looked up again, which costs less than one Python-level step per row; where few do
+    (later blocks: a few dozen rows in thousands), only those rows are looked up again."""
     names = cols.names
     ids = list(map(names.get, names_in))
-    if None in ids:
-        if None in names_in:
-            names_in = ["" if n is None else n for n in names_in]
-        for name in dict.fromkeys(compress(names_in, map(is_, ids, repeat(None)))):
-            names.setdefault(name, len(names))
-        ids = list(map(names.__getitem__, names_in))
-    return ids
+    if None not in ids:
+        return ids
+    new = list(compress(range(len(ids)), map(is_, ids, repeat(None))))
+    if 8 * len(new) < len(ids):  # a few new names (a later block): look up only those again
+        for row in new:
+            name = names_in[row]
+            ids[row] = names.setdefault("" if name is None else name, len(names))
+        return ids
+    if None in names_in:
+        names_in = ["" if n is None else n for n in names_in]
+    for name in dict.fromkeys(compress(names_in, map(is_, ids, repeat(None)))):
+        names.setdefault(name, len(names))
+    return list(map(names.__getitem__, names_in))
 
 
 def _ids_or_no_id(values: list) -> list:
