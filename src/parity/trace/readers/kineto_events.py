@@ -14,6 +14,7 @@ from operator import eq, is_
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line
@@ -208,28 +209,23 @@ def _note_other_events(events: list, types: list, present: set, first: int, stat
         marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, ts, first + i))
 
 
-def _name_ids(names_in: list, cols: Columns) -> list[int]:
-    """Dictionary ids of ``names_in`` (``None`` as ""), new names added in order of appearance.
+def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
+    """Dictionary ids (int32) of ``names_in`` (``None`` as ""), new names added in order of
+    appearance.
 
-    Where many rows have new names (a file's first block), the new names are found with
-    C-level passes (``map``, ``compress``, ``dict.fromkeys``) and added once each, then every
-    id is looked up again, which costs less than one Python-level step per row; where few do
-    (later blocks: a few dozen rows in thousands), only those rows are looked up again."""
+    One C-level pass looks every name up (-1 where it is new); only the rows with new names
+    (all of a file's first block, a few dozen in thousands later) are looked at again."""
     names = cols.names
-    ids = list(map(names.get, names_in))
-    if None not in ids:
-        return ids
-    new = list(compress(range(len(ids)), map(is_, ids, repeat(None))))
-    if 8 * len(new) < len(ids):  # a few new names (a later block): look up only those again
-        for row in new:
-            name = names_in[row]
-            ids[row] = names.setdefault("" if name is None else name, len(names))
-        return ids
-    if None in names_in:
-        names_in = ["" if n is None else n for n in names_in]
-    for name in dict.fromkeys(compress(names_in, map(is_, ids, repeat(None)))):
-        names.setdefault(name, len(names))
-    return list(map(names.__getitem__, names_in))
+    ids = np.fromiter(map(names.get, names_in, repeat(-1)), dtype=np.int32, count=len(names_in))
+    new = np.flatnonzero(ids < 0)
+    if len(new):
+        fresh = list(map(names_in.__getitem__, new.tolist()))
+        if None in fresh:
+            fresh = ["" if name is None else name for name in fresh]
+        for name in dict.fromkeys(fresh):
+            names.setdefault(name, len(names))
+        ids[new] = np.fromiter(map(names.__getitem__, fresh), dtype=np.int32, count=len(fresh))
+    return ids
 
 
 def _ids_or_no_id(values: list) -> list:
