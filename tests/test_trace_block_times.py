@@ -214,3 +214,7 @@ def test_name_ids_in_order_of_appearance() -> None:
     later = ["a"] * 40 + ["d", None, "e", "d"] + ["c"] * 40
     assert _name_ids(later, cols).tolist() == [0] * 40 + [4, 2, 5, 4] + [3] * 40
     assert list(cols.names) == ["a", "b", "", "c", "d", "e"]
+    cols = Columns()  # a first block without None names: one pass adds them all
+    assert _name_ids(["x", "y", "x", "z"], cols).tolist() == [0, 1, 0, 2]
+    assert _name_ids(["z", "w", None, "x"], cols).tolist() == [2, 3, 4, 0]
+    assert list(cols.names) == ["x", "y", "z", "w", ""]

@@ -9,7 +9,7 @@ numpy columns per block; no per-event objects are kept. A malformed event raises
 
 from __future__ import annotations
 
-from itertools import compress, repeat
+from itertools import compress, count, repeat
 from operator import eq, is_
 from pathlib import Path
 
@@ -213,10 +213,16 @@ def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
     """Dictionary ids (int32) of ``names_in`` (``None`` as ""), new names added in order of
     appearance.
 
-    One C-level pass looks every name up (-1 where it is new); only the rows with new names
-    (all of a file's first block, a few dozen in thousands later) are looked at again."""
-    names = cols.names
-    ids = np.fromiter(map(names.get, names_in, repeat(-1)), dtype=np.int32, count=len(names_in))
+    The first block (every name new) adds its distinct names in one C-level pass and looks
+    every name up once. Later blocks look every name up (-1 where it is new) and look again
+    only at the rows with new names, a few dozen in thousands."""
+    names, n = cols.names, len(names_in)
+    if not names:
+        distinct = dict.fromkeys(names_in)
+        if None not in distinct:
+            names.update(zip(distinct, count()))
+            return np.fromiter(map(names.__getitem__, names_in), dtype=np.int32, count=n)
+    ids = np.fromiter(map(names.get, names_in, repeat(-1)), dtype=np.int32, count=n)
     new = np.flatnonzero(ids < 0)
     if len(new):
         fresh = list(map(names_in.__getitem__, new.tolist()))
