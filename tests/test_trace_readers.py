@@ -192,6 +192,29 @@ def test_generic_chrome_trace_device_lanes(tmp_path: Path) -> None:
     ]
 
 
+def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
+    """``null`` device/stream/correlation/External id and string pid/tid are no ids: the
+    table is the one without those keys, whichever decoding path reads the block."""
+
+    def kernel(i: int, args: dict, pid=0, tid=7) -> dict:
+        return {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": pid, "tid": tid, "ts": 10.0 * i, "dur": 1.0,
+                "args": args}  # fmt: skip
+
+    with_nulls = [kernel(0, {"device": None, "stream": None, "correlation": None, "External id": None}),
+                  kernel(1, {"device": 0, "stream": 7}, pid="GPU 0", tid="stream 7")]  # fmt: skip
+    without = [kernel(0, {}), kernel(1, {"device": 0, "stream": 7}, pid="GPU 0", tid="stream 7")]
+    tables = []
+    for name, events in (("nulls.json", with_nulls), ("absent.json", without)):
+        path = tmp_path / name
+        path.write_bytes(orjson.dumps({"traceEvents": events}))
+        tables.append(load_trace(path))
+    same_table(*tables)
+    table = tables[0]
+    assert table.correlation.tolist() == [-1, -1] and table.extra["external_id"].tolist() == [-1, -1]
+    assert table.extra["pid"].tolist() == [0, -1] and table.extra["tid"].tolist() == [7, -1]
+    assert table.device.tolist() == [0, 0] and table.stream.tolist() == [7, 7]
+
+
 def same_table(a, b) -> None:
     for column in ("kind", "start_ns", "end_ns", "rank", "device", "stream", "correlation", "step"):
         assert np.array_equal(getattr(a, column), getattr(b, column)), column

@@ -155,9 +155,9 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
         return
     if None in args:
         args = [a if a is not None else NO_ARGS for a in args]
-    b.devs = _none_to_no_id([a.device for a in args])
-    b.streams = _none_to_no_id([a.stream for a in args])
-    b.corrs = _none_to_no_id([a.correlation for a in args])
+    b.devs = [a.device for a in args]
+    b.streams = [a.stream for a in args]
+    b.corrs = [a.correlation for a in args]
     b.exts = _external_ids(args)
     if KindCode.SYNC in kinds:
         rows = list(compress(range(len(kinds)), map(eq, kinds, repeat(KindCode.SYNC))))
@@ -235,14 +235,15 @@ def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
 
 
 def _ids_or_no_id(values: list) -> list:
-    """``pid``/``tid`` values: integers kept, names (strings) and ``None`` become NO_ID."""
-    if set(map(type, values)) <= {int}:
-        return values
-    return [v if type(v) is int else NO_ID for v in values]
+    """``pid``/``tid`` values: integers kept, names (strings) and ``None`` become NO_ID.
 
-
-def _none_to_no_id(values: list) -> list:
-    return [NO_ID if v is None else v for v in values] if None in values else values
+    ``sum`` is the cheap test: a C-level pass that fails on a string or ``None``, the only
+    other values the decoder gives."""
+    try:
+        sum(values)
+    except TypeError:
+        return [v if type(v) is int else NO_ID for v in values]
+    return values
 
 
 def _external_ids(args: list[Args]) -> list:
@@ -253,10 +254,9 @@ def _external_ids(args: list[Args]) -> list:
     """
     exts = [a.external_id for a in args]
     olds = [a.external_id_old for a in args]
-    if olds.count(None) == len(olds) and None not in exts:
+    if olds.count(None) == len(olds):
         return exts
-    return [e if e is not None and e != ABSENT else (NO_ID if o is None else o)
-            for e, o in zip(exts, olds)]  # fmt: skip
+    return [e if e != ABSENT else (NO_ID if o is None else o) for e, o in zip(exts, olds)]
 
 
 def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:

@@ -33,13 +33,14 @@ class Args(msgspec.Struct, gc=False):
     """The ``args`` keys the reader uses; all others are skipped while decoding.
 
     Absent ids decode as NO_ID (``External id`` as :data:`ABSENT`, as the older key may stand
-    in for it), so columns need no per-value fix-up; an explicit ``null`` still decodes as None.
+    in for it), so columns need no per-value fix-up. They are integers only: a block where one
+    is ``null`` (no profiler writes that) fails the decoder and is read as dicts.
     """
 
-    device: Int = NO_ID
-    stream: Int = NO_ID
-    correlation: Int = NO_ID
-    external_id: Int = msgspec.field(default=ABSENT, name="External id")
+    device: int = NO_ID
+    stream: int = NO_ID
+    correlation: int = NO_ID
+    external_id: int = msgspec.field(default=ABSENT, name="External id")
     external_id_old: Int = msgspec.field(default=None, name="external id")
     cuda_sync_kind: str | None = None
     sync_type: str | None = None
