@@ -46,7 +46,12 @@ class GzipReader:
     one of :data:`GZIP_ERRORS`, as ``GzipFile`` does. ``fileobj`` is the compressed file, for progress.
     """
 
-    CHUNK = 64 << 10  # compressed bytes per step: about 1 MB of JSON text
+    CHUNK = 64 << 10  # compressed bytes read at a time: about 1 MB of JSON text
+    # Decompressed bytes per step. Small pieces come from memory the allocator has already
+    # mapped; a 1 MB piece is new memory each time, which the kernel maps in page by page
+    # (with the reused read buffer of jsonstream, a 1.8 MB trace loads about 12% faster on a
+    # 2-vCPU VM: 656 of its 795 page faults a load are gone).
+    OUT = 64 << 10
 
     def __init__(self, fileobj) -> None:
         self.fileobj = fileobj
@@ -102,10 +107,12 @@ class GzipReader:
         return parts
 
     def _more(self, chunk_size: int) -> bytes:
-        """The output of the next ``chunk_size`` compressed bytes; b"" and ``_done`` after the
-        last member."""
-        if self._inflate.eof:  # a member ended: the next one, zero padding, or the file's end
-            rest = self._inflate.unused_data.lstrip(b"\0")
+        """The next output of the decompressor (at most :data:`OUT` bytes), fed ``chunk_size``
+        compressed bytes when it has used up what it had; b"" and ``_done`` after the last
+        member."""
+        inflate = self._inflate
+        if inflate.eof:  # a member ended: the next one, zero padding, or the file's end
+            rest = inflate.unused_data.lstrip(b"\0")
             while not rest:
                 chunk = self.fileobj.read(chunk_size)
                 if not chunk:
@@ -113,11 +120,12 @@ class GzipReader:
                     return b""
                 rest = chunk.lstrip(b"\0")
             self._inflate = _inflate_lib.decompressobj(wbits=31)
-            return self._inflate.decompress(rest)
-        chunk = self.fileobj.read(chunk_size)
-        if not chunk:
+            return self._inflate.decompress(rest, self.OUT)
+        data = inflate.unconsumed_tail or self.fileobj.read(chunk_size)
+        out = inflate.decompress(data, self.OUT)  # no input left: what the decompressor holds
+        if not data and not out and not inflate.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
-        return self._inflate.decompress(chunk)
+        return out
 
     def close(self) -> None:
         self.fileobj.close()

@@ -87,8 +87,9 @@ class EventStream:
         block = self.block_bytes or (RAW_BLOCK_BYTES if self.raw else BLOCK_BYTES)
         if self.size_hint is not None:
             block = max(min(block, self.size_hint + 1), 1)
+        window = _Window(handle, block, self)
         try:
-            yield from self._blocks(_Window(handle, block, self))
+            yield from self._blocks(window)
         except (OSError, EOFError, *GZIP_ERRORS) as exc:
             raise ParityError(
                 f"{self.path}: compressed stream is truncated or corrupt ({exc}); "
@@ -96,6 +97,7 @@ class EventStream:
             ) from None
         finally:
             handle.close()
+            window.release()
 
     def note_position(self, handle) -> None:
         """Set ``bytes_read`` from the file's position (the compressed file's, for gzip)."""
@@ -224,31 +226,63 @@ class _Window:
         self.handle = handle
         self.stream = stream
         self.block = block
-        self.data = bytearray(block)
-        self.hi = 0  # data[:hi] is text; the rest is room for the next read
+        self.capacity = block  # text held at most; ``data`` may be longer (a reused buffer)
+        self.data = _spare_buffer(block)
+        self.hi = 0  # data[:hi] is text; data[hi:capacity] is room for the next read
         self.eof = False
 
     def fill(self, keep: int, *, grow: bool = False) -> int:
-        """Keep ``data[keep:hi]`` (moved to the front) and read until the buffer is full or the
-        file ends; returns ``keep``, the shift of every position. ``grow`` (or a kept run of
-        more than half the buffer: an event larger than a block) doubles the buffer first."""
+        """Keep ``data[keep:hi]`` (moved to the front) and read until ``capacity`` is reached
+        or the file ends; returns ``keep``, the shift of every position. ``grow`` (or a kept
+        run of more than half the capacity: an event larger than a block) doubles it first."""
         rest = self.hi - keep
-        if grow or 2 * rest > len(self.data):
-            data = bytearray(max(2 * len(self.data), self.block))
+        if grow or 2 * rest > self.capacity:
+            self.capacity = max(2 * self.capacity, self.block)
+        if self.capacity > len(self.data):
+            data = bytearray(self.capacity)
             data[:rest] = memoryview(self.data)[keep : self.hi]
             self.data = data
         elif keep:
             self.data[:rest] = self.data[keep : self.hi]
         self.hi = rest
         with memoryview(self.data) as view:
-            while self.hi < len(self.data):
-                count = self.handle.readinto(view[self.hi :])
+            while self.hi < self.capacity:
+                count = self.handle.readinto(view[self.hi : self.capacity])
                 if not count:
                     self.eof = True
                     break
                 self.hi += count
         self.stream.note_position(self.handle)
         return keep
+
+    def release(self) -> None:
+        """Keep the buffer for the next stream (see :func:`_spare_buffer`)."""
+        if len(self.data) <= _SPARE_MAX and (not _SPARE or len(_SPARE[0]) < len(self.data)):
+            _SPARE[:] = [self.data]
+
+
+_SPARE: list[bytearray] = []  # the largest buffer a finished stream left, for the next one
+_SPARE_MAX = 64 << 20
+
+
+def _spare_buffer(size: int) -> bytearray:
+    """A buffer of at least ``size`` bytes: the spare one when it is large enough and no view
+    of it is alive, else a new one.
+
+    Reading a trace into memory that is already mapped saves the kernel mapping in a new
+    buffer page by page, which costs as much as inflating the text on a VM. A buffer that
+    decoded structs still view (``msgspec.Raw``) is never handed out again: a resize is
+    refused while any view exists, and a one-byte append and pop is that test.
+    """
+    spare = _SPARE.pop() if _SPARE else None
+    if spare is None or len(spare) < size:
+        return bytearray(size)
+    try:
+        spare.append(0)
+    except BufferError:
+        return bytearray(size)
+    spare.pop()
+    return spare
 
 
 def _first_nonspace(buf, pos: int, end: int) -> int:
