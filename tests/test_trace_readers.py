@@ -192,6 +192,18 @@ def test_generic_chrome_trace_device_lanes(tmp_path: Path) -> None:
     ]
 
 
+def test_the_read_buffer_is_reused_only_when_nothing_views_it(monkeypatch) -> None:
+    buffer = bytearray(100)
+    monkeypatch.setattr(jsonstream, "_SPARE", [buffer])
+    view = memoryview(buffer)[10:20]  # as a decoded msgspec.Raw holds one
+    assert jsonstream._spare_buffer(50) is not buffer
+    view.release()
+    jsonstream._SPARE[:] = [buffer]
+    assert jsonstream._spare_buffer(200) is not buffer  # too small
+    jsonstream._SPARE[:] = [buffer]
+    assert jsonstream._spare_buffer(50) is buffer and len(buffer) == 100
+
+
 def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
     """``null`` device/stream/correlation/External id and string pid/tid are no ids: the
     table is the one without those keys, whichever decoding path reads the block."""
