@@ -53,9 +53,10 @@ def test_two_processes_give_the_one_process_table(traces_dir: Path, monkeypatch,
     _same(one, two)
 
 
-def _trace(tmp_path: Path, events: list[dict]) -> Path:
-    path = tmp_path / "rank0.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 3}}).encode()))
+def _trace(tmp_path: Path, events: list[dict], *, compress: bool = True) -> Path:
+    text = json.dumps({"traceEvents": events, "distributedInfo": {"rank": 3}}).encode()
+    path = tmp_path / ("rank0.json.gz" if compress else "rank0.json")
+    path.write_bytes(gzip.compress(text) if compress else text)
     return path
 
 
@@ -75,8 +76,9 @@ def test_a_cut_inside_a_string_falls_back_to_one_process(tmp_path: Path, monkeyp
     assert len(two) == 41 and two.meta["ranks"] == [3]
 
 
-def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch):
-    path = _trace(tmp_path, [_kernel(i, f"k{i % 7}") for i in range(500)])
+@pytest.mark.parametrize("compress", [True, False])  # the second half inflated and dropped, or sought
+def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch, compress: bool):
+    path = _trace(tmp_path, [_kernel(i, f"k{i % 7}") for i in range(500)], compress=compress)
     two, used = _read(path, monkeypatch, split=True)
     assert used == 1
     assert two.meta["ranks"] == [3] and two.meta["rank_source"] == "distributedInfo"
