@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 # two processes / one process over pairs run alternately in one process: a 4.8 MB trace
 # (HTA's mtia_inference) went from 0.86 to 1.44 over 13 runs of 11-41 pairs, median 0.97 (a
 # wash, with losses when the CPU is fast); 9.8 MB (nccl_parser_config) 0.88-0.96 in 8 runs,
-# 15-35 MB 0.73-0.92, 54 MB 0.70-0.83, 87 MB 0.64-0.88.
+# 15-35 MB 0.73-0.92, 54 MB 0.70-0.83, 87 MB 0.64-0.88. Since both processes stream the
+# file (fork 3-4 ms), the same measure of analyze(load_trace), 12 pairs a run: 1.8 MB
+# (trace_filter/sampled_rank) 1.10 and 1.66 (slower), 4.8 MB 0.89 and 0.98.
 MIN_BYTES = 8 << 20
 FIRST_SHARE = 0.5  # of the text, parsed by the reading process
 # where the event array starts: what the first read of the first half must show
