@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from parity.model.errors import ParityError
 from parity.store import Store
 
 WRITER = r"""
@@ -68,3 +72,37 @@ def test_two_writers_racing_to_create_a_fresh_store(tmp_path: Path) -> None:
         assert store.integrity_check() == "ok"
         for run_id, tag in zip(run_ids, ("a", "b"), strict=True):
             assert [c.key for c in store.cases(run_id)] == [f"{tag}-{i:04d}" for i in range(COUNT)]
+
+
+def test_opening_tries_again_while_another_process_holds_the_new_file(tmp_path: Path, monkeypatch) -> None:
+    """SQLite answers "database is locked" at once (no waiting) to one of two connections that
+    both want the exclusive lock of a new file; opening tries again and succeeds."""
+    from parity.store import opening
+
+    real, calls = opening.migrate, []
+
+    def migrate_after_two_refusals(conn, *, source):
+        calls.append(source)
+        if len(calls) <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return real(conn, source=source)
+
+    monkeypatch.setattr(opening, "migrate", migrate_after_two_refusals)
+    with Store.open(tmp_path / "fresh.sqlite") as store:
+        assert store.integrity_check() == "ok"
+    assert len(calls) == 3
+
+
+def test_opening_does_not_retry_other_errors(tmp_path: Path, monkeypatch) -> None:
+    from parity.store import opening
+
+    calls = []
+
+    def broken(conn, *, source):
+        calls.append(source)
+        raise sqlite3.OperationalError("no such table: runs")
+
+    monkeypatch.setattr(opening, "migrate", broken)
+    with pytest.raises(ParityError, match="not a usable results store"):
+        Store.open(tmp_path / "fresh.sqlite")
+    assert len(calls) == 1

@@ -30,13 +30,12 @@ from parity.model.findings import Finding
 from parity.model.result import CaseResult, RunRecord
 from parity.model.samples import Samples
 from parity.model.schema import json_default
-from parity.store.schema import migrate
+from parity.store.opening import BUSY_TIMEOUT_MS, prepare_with_retries
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 ENV_VAR = "PARITY_DB"
-BUSY_TIMEOUT_MS = 60_000
 RUN_STATUSES = ("running", "complete", "failed")
 
 
@@ -130,15 +129,7 @@ class Store:
                 f"cannot open results store {target}: {exc}; check the path"
             ) from None
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                log.warning(
-                    "%s: journal mode %s, not wal; concurrent writers may wait", target, mode
-                )
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            found = migrate(conn, source=str(target))
+            found = prepare_with_retries(conn, target)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise ParityError(
