@@ -225,7 +225,6 @@ class _Window:
     def __init__(self, handle, block: int, stream: EventStream) -> None:
         self.handle = handle
         self.stream = stream
-        self.block = block
         self.capacity = block  # text held at most; ``data`` may be longer (a reused buffer)
         self.data = _spare_buffer(block)
         self.hi = 0  # data[:hi] is text; data[hi:capacity] is room for the next read
@@ -237,7 +236,7 @@ class _Window:
         run of more than half the capacity: an event larger than a block) doubles it first."""
         rest = self.hi - keep
         if grow or 2 * rest > self.capacity:
-            self.capacity = max(2 * self.capacity, self.block)
+            self.capacity *= 2
         if self.capacity > len(self.data):
             data = bytearray(self.capacity)
             data[:rest] = memoryview(self.data)[keep : self.hi]
@@ -285,16 +284,15 @@ def _spare_buffer(size: int) -> bytearray:
     return spare
 
 
-def _first_nonspace(buf, pos: int, end: int) -> int:
-    while pos < end and buf[pos] in _WS:
-        pos += 1
-    return pos if pos < end else -1
-
-
 def _skip(buf, pos: int, end: int, chars: bytes) -> int:
     while pos < end and buf[pos] in chars:
         pos += 1
     return pos
+
+
+def _first_nonspace(buf, pos: int, end: int) -> int:
+    pos = _skip(buf, pos, end, _WS)
+    return pos if pos < end else -1
 
 
 RAW_TAIL_BYTES = 1 << 20
