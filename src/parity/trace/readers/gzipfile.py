@@ -61,25 +61,14 @@ class GzipReader:
         self._done = False  # the last member is decompressed and the file read to its end
 
     def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` decompressed bytes (all that is left when ``size < 0``); b"" at EOF.
-
-        Output is handed out from one buffer by position, never re-sliced as a whole.
-        """
+        """Up to ``size`` decompressed bytes (all that is left when ``size < 0``); b"" at EOF."""
         if size < 0:
-            return b"".join(self.read_chunks())
-        parts, have = [], 0
-        while have < size:
-            if self._pos >= len(self._buf):
-                if self._done:
-                    break
-                # a short read (a format probe) inflates a short chunk, not a whole small file
-                self._buf, self._pos = self._more(min(self.CHUNK, max(4096, (size - have) // 4))), 0
-                continue
-            piece = self._buf[self._pos : self._pos + size - have]
-            self._pos += len(piece)
-            have += len(piece)
-            parts.append(piece)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+            parts = []
+            while part := self.read(1 << 20):
+                parts.append(part)
+            return b"".join(parts)
+        buffer = bytearray(size)
+        return bytes(memoryview(buffer)[: self.readinto(buffer)])
 
     def readinto(self, view) -> int:
         """Fill ``view`` (a writable buffer) with the next decompressed bytes; how many were
@@ -97,14 +86,6 @@ class GzipReader:
                 self._pos += count
                 done += count
         return done
-
-    def read_chunks(self) -> list[bytes]:
-        """Everything left, as the decompressor's output pieces (about 1 MB each), unjoined."""
-        parts = [self._buf[self._pos :]]
-        self._buf, self._pos = b"", 0
-        while not self._done:
-            parts.append(self._more(self.CHUNK))
-        return parts
 
     def _more(self, chunk_size: int) -> bytes:
         """The next output of the decompressor (at most :data:`OUT` bytes), fed ``chunk_size``
