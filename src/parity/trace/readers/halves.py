@@ -35,7 +35,7 @@ from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns
 from parity.trace.readers.gzipfile import open_binary
-from parity.trace.readers.jsonstream import NEXT_EVENT, EventStream
+from parity.trace.readers.jsonstream import NEXT_EVENT, TRACE_EVENTS, EventStream
 
 log = logging.getLogger(__name__)
 # Inflated text below this is read in one process: the fork (6-11 ms here), the pipe and
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 MIN_BYTES = 8 << 20
 FIRST_SHARE = 0.5  # of the text, parsed by the reading process
 # where the event array starts: what the first read of the first half must show
-_EVENTS_START = re.compile(rb'\A\s*\[|"traceEvents"\s*:\s*\[')
+_EVENTS_START = re.compile(rb"\A\s*\[|" + TRACE_EVENTS.pattern)
 
 
 def worth_it(inflated: int | None) -> bool:
@@ -104,11 +104,12 @@ class _Half:
         if isinstance(self.handle, io.BufferedReader):  # plain text: straight to the middle
             self.handle.seek(self.middle)
             self.position = self.middle
+        sink = memoryview(bytearray(min(self.middle, 1 << 20)))
         while self.position < self.middle:  # gzip: inflate and drop
-            chunk = self.handle.read(min(self.middle - self.position, 1 << 20))
-            if not chunk:
+            count = self.handle.readinto(sink[: self.middle - self.position])
+            if not count:
                 break
-            self.position += len(chunk)
+            self.position += count
         self._look_for_boundary()
 
     def _look_for_boundary(self) -> None:
@@ -153,9 +154,6 @@ class _Half:
             count = self.handle.readinto(out)
             self.position += count
             return count
-
-    def tell(self) -> int:
-        return self.position
 
     def close(self) -> None:
         self.handle.close()
