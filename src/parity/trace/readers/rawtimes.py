@@ -37,9 +37,10 @@ def raw_times_to_ns(raws: list, *, path: Path, first: int, index: np.ndarray) ->
     n = len(raws)
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    ns = _all_one_width(raws)
-    if ns is not None:
-        return ns
+    chars = _one_width(raws)
+    if chars is not None:
+        ns = _fixed_width(chars)
+        return ns if ns is not None else _one_by_one(raws, path=path, first=first, index=index)
     out = np.empty(n, dtype=np.int64)
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=n)
     for width in np.unique(lengths).tolist():
@@ -50,8 +51,9 @@ def raw_times_to_ns(raws: list, *, path: Path, first: int, index: np.ndarray) ->
     return out
 
 
-def _all_one_width(raws: list) -> np.ndarray | None:
-    """:func:`_fixed_width` of ``raws`` when all are as long as the first, else None.
+def _one_width(raws: list) -> np.ndarray | None:
+    """The texts of ``raws`` as rows of a byte matrix when all are as long as the first, else
+    None.
 
     The texts are joined with a comma after each, which no number holds: when the text is
     ``n * (width + 1)`` bytes long, holds ``n`` commas and has one at the end of every row of
@@ -64,7 +66,7 @@ def _all_one_width(raws: list) -> np.ndarray | None:
     chars = _matrix(joined, n, width + 1)
     if not (chars[:, width] == _COMMA).all():
         return None
-    return _fixed_width(chars[:, :width])
+    return chars[:, :width]
 
 
 def _matrix(joined: bytes, n: int, width: int) -> np.ndarray:
