@@ -58,6 +58,11 @@ class Columns:
             self.blocks[key].append(values)
         self.rows += lengths.pop() if lengths else 0
 
+    def payload(self) -> dict:
+        """The blocks, names and row count, to send from a worker process to
+        :func:`~.parallel.merge`."""
+        return {"blocks": dict(self.blocks), "names": list(self.names), "rows": self.rows}
+
     def column(self, key: str, dtype, fill=None) -> np.ndarray:
         """The concatenated column; ``fill`` for a column no block added."""
         parts = self.blocks.get(key)

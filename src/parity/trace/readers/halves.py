@@ -173,8 +173,7 @@ def _child(conn, path: Path, middle: int, decoders: tuple, scan_stream, make_sta
             stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
             cols = Columns()
             count = scan_stream(stream, cols, state)
-            payload = {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
-                       "header": stream.header, "count": count, **state.payload()}  # fmt: skip
+            payload = {**cols.payload(), **state.payload(), "header": stream.header, "count": count}
     except Exception:  # noqa: BLE001 - any failure means: read this file in one process
         payload = None
     conn.send(payload)

@@ -78,8 +78,7 @@ def scan_text(path: str, text: bytes) -> dict | None:
         scan_events(events, cols, state)
     except ParityError:
         return None
-    return {"blocks": dict(cols.blocks), "names": list(cols.names), "rows": cols.rows,
-            **state.payload()}  # fmt: skip
+    return {**cols.payload(), **state.payload()}
 
 
 class ScanState:
