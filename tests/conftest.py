@@ -7,6 +7,7 @@ where there is none; tests marked ``torch`` are skipped where PyTorch is not ins
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,32 @@ def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "parity.sqlite"
     monkeypatch.setenv("PARITY_DB", str(path))
     return path
+
+
+@pytest.fixture()
+def halves_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each two-process trace read (``readers.halves.read_halves``) gave a table; no
+    read counts as busy beside the others."""
+    from parity.trace.readers import halves
+
+    monkeypatch.setattr(halves, "_running_others", lambda: 0)
+    outcomes: list[bool] = []
+    original = halves.read_halves
+
+    def counted(*args, **kwargs):
+        result = original(*args, **kwargs)
+        outcomes.append(result is not None)
+        return result
+
+    monkeypatch.setattr(halves, "read_halves", counted)
+    return outcomes
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_helper():
+    """The two-process trace read keeps a helper process, forked with the reader as it was
+    then (monkeypatches included): let it go after each test that may have made one."""
+    yield
+    helper = sys.modules.get("parity.trace.readers.helper")
+    if helper is not None:
+        helper.retire()

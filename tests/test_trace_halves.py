@@ -24,20 +24,12 @@ def _same(a: ActivityTable, b: ActivityTable) -> None:
     assert a.meta == b.meta
 
 
-def _read(path: Path, monkeypatch: pytest.MonkeyPatch, *, split: bool) -> tuple[ActivityTable, int]:
+def _read(path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[bool], *, split: bool) -> tuple[ActivityTable, int]:
     """The table, and how many two-process reads succeeded."""
     monkeypatch.setattr(halves, "MIN_BYTES", 0 if split else 1 << 40)
-    monkeypatch.setattr(halves, "_running_others", lambda: 0)
-    done = []
-    original = halves.read_halves
-
-    def counted(*args, **kwargs):
-        result = original(*args, **kwargs)
-        done.append(result is not None)
-        return result
-
-    monkeypatch.setattr(halves, "read_halves", counted)
-    return read_kineto(path), sum(done)
+    monkeypatch.setattr(halves, "FORK_FIRST_BYTES", 0)  # a helper for the first read too
+    before = sum(outcomes)
+    return read_kineto(path), sum(outcomes) - before
 
 
 @pytest.mark.parametrize("name", [
@@ -45,10 +37,10 @@ def _read(path: Path, monkeypatch: pytest.MonkeyPatch, *, split: bool) -> tuple[
     "kineto/hta/nccl_parser_config/nccl_data.json.gz",  # exact (ns) timestamps
     "kineto/hta/mtia_inference_trace/mtia_inference_rank_0.json.gz",  # metadata events
 ])  # fmt: skip
-def test_two_processes_give_the_one_process_table(traces_dir: Path, monkeypatch, name: str):
+def test_two_processes_give_the_one_process_table(traces_dir: Path, monkeypatch, halves_outcomes, name: str):
     path = traces_dir / name
-    one, _ = _read(path, monkeypatch, split=False)
-    two, used = _read(path, monkeypatch, split=True)
+    one, _ = _read(path, monkeypatch, halves_outcomes, split=False)
+    two, used = _read(path, monkeypatch, halves_outcomes, split=True)
     assert used == 1
     _same(one, two)
 
@@ -65,21 +57,21 @@ def _kernel(i: int, name: str) -> dict:
             "args": {"device": 0, "stream": 7, "correlation": i}}
 
 
-def test_a_cut_inside_a_string_falls_back_to_one_process(tmp_path: Path, monkeypatch):
+def test_a_cut_inside_a_string_falls_back_to_one_process(tmp_path: Path, monkeypatch, halves_outcomes):
     # the middle of the file is inside one long name made of the text the splitter looks for
     names = ["a"] * 20 + ['}, {"x": 1' * 20_000] + ["b"] * 20
     path = _trace(tmp_path, [_kernel(i, name) for i, name in enumerate(names)])
-    one, _ = _read(path, monkeypatch, split=False)
-    two, used = _read(path, monkeypatch, split=True)
+    one, _ = _read(path, monkeypatch, halves_outcomes, split=False)
+    two, used = _read(path, monkeypatch, halves_outcomes, split=True)
     assert used == 0
     _same(one, two)
     assert len(two) == 41 and two.meta["ranks"] == [3]
 
 
 @pytest.mark.parametrize("compress", [True, False])  # the second half inflated and dropped, or sought
-def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch, compress: bool):
+def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch, halves_outcomes, compress: bool):
     path = _trace(tmp_path, [_kernel(i, f"k{i % 7}") for i in range(500)], compress=compress)
-    two, used = _read(path, monkeypatch, split=True)
+    two, used = _read(path, monkeypatch, halves_outcomes, split=True)
     assert used == 1
     assert two.meta["ranks"] == [3] and two.meta["rank_source"] == "distributedInfo"
     assert two.names == tuple(f"k{i}" for i in range(7))

@@ -1,21 +1,22 @@
 """Read a mid-sized Chrome-trace JSON file in two processes: each parses half of the events.
 
-Parsing (JSON decoding and the column scan) is most of the time of reading a trace of tens
-of MB, and it splits cleanly. The reading process forks one child at once; both open the
-file and read it as a stream. The parent parses the text up to a guessed event boundary
-(the first ``}`` followed by ``, {`` after :data:`FIRST_SHARE` of the text, whose size the
-caller knows from the gzip trailer or the file size); the child inflates and drops that
-text, finds the same boundary (both read the same bytes in the same steps, so both find the
-same match) and parses the rest. Inflating overlaps parsing in both processes. The child
-sends back its numpy columns, names and counts (:func:`.parallel.merge` appends them after
-the parent's, so rows, names and lanes come out in file order, as one process would give
-them).
+Parsing (JSON decoding and the column scan) is most of the time of reading a trace of more
+than a few hundred kB, and it splits cleanly. The reading process hands the second half to
+a helper process (:mod:`.helper`: forked for a large file or a burst of reads, and kept
+while reads go on), and both open the file and read it as a stream. The reading process
+parses the text up to a guessed event boundary (the first ``}`` followed by ``, {`` after :data:`FIRST_SHARE` of the
+text, whose size the caller knows from the gzip trailer or the file size); the helper
+inflates and drops that text, finds the same boundary (both read the same bytes in the same
+steps, so both find the same match) and parses the rest. Inflating overlaps parsing in both
+processes. The helper sends back its numpy columns, names and counts
+(:func:`.parallel.merge` appends them after the reading process's, so rows, names and lanes
+come out in file order, as one process would give them).
 
-A guess inside a string makes the parent's half end inside that string, which never parses;
+A guess inside a string makes the first half end inside that string, which never parses;
 so when both halves parse, the cut was a boundary. Anything unexpected (a half that does not
-parse, a bad event, the child failing) makes :func:`read_halves` return None and the caller
+parse, a bad event, the helper failing) makes :func:`read_halves` return None and the caller
 reads the file again in one process, which names the bad event precisely. A size that was
-wrong only moves the cut (or, past the end, leaves the whole file to the parent).
+wrong only moves the cut (or, past the end, leaves the whole file to the reading process).
 
 Files too large to hold inflated in memory use :mod:`.parallel` instead, and small ones are
 not worth a second process; :func:`worth_it` decides.
@@ -23,31 +24,33 @@ not worth a second process; :func:`worth_it` decides.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
-import multiprocessing
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from parity.model.errors import ParityError
-from parity.trace.readers import parallel
+from parity.trace.readers import helper, parallel
 from parity.trace.readers.columns import Columns
 from parity.trace.readers.gzipfile import open_binary
 from parity.trace.readers.jsonstream import NEXT_EVENT, TRACE_EVENTS, EventStream
 
 log = logging.getLogger(__name__)
-# Inflated text below this is read in one process: the fork (6-11 ms here), the pipe and
-# the merge cost about what the second half saves. Measured on 2 vCPUs, load_trace and
-# analyze(load_trace), alone and beside an idle HTA process, as the median of the ratios
-# two processes / one process over pairs run alternately in one process: a 4.8 MB trace
-# (HTA's mtia_inference) went from 0.86 to 1.44 over 13 runs of 11-41 pairs, median 0.97 (a
-# wash, with losses when the CPU is fast); 9.8 MB (nccl_parser_config) 0.88-0.96 in 8 runs,
-# 15-35 MB 0.73-0.92, 54 MB 0.70-0.83, 87 MB 0.64-0.88. Since both processes stream the
-# file (fork 3-4 ms), the same measure of analyze(load_trace), 12 pairs a run: 1.8 MB
-# (trace_filter/sampled_rank) 1.10 and 1.66 (slower), 4.8 MB 0.89 and 0.98.
-MIN_BYTES = 8 << 20
+# Inflated text below this is read in one process: the request, the pipe and the merge cost
+# about what the second half saves. Measured on 2 vCPUs with the helper kept, as the median
+# of the ratios two processes / one process of analyze(load_trace) over 12 pairs run
+# alternately in one process: 0.5 MB (HTA's overlaid_critical_path) 0.95, and load_trace
+# alone 1.05 to 1.13 from 0.3 to 0.5 MB; 0.86 MB (cupti_profiler, load only) 0.74 to 0.80;
+# 1.8 MB (trace_filter/sampled_rank) 0.70 and 0.75; 4.8 MB 0.67; 9.8 MB 0.62; 15 MB 0.61;
+# 26 MB 0.57. (Before the helper was kept, a child forked per file, 3-4 ms, made 1.8 MB
+# 1.10 to 1.66 and 4.8 MB a wash, so the threshold was 8 MB.)
+MIN_BYTES = 768 << 10
+# From this size a helper is forked for the first file of a burst too: a child forked per file
+# made 9.8 MB take 0.88 to 0.96 of one process, 15 to 87 MB 0.64 to 0.92.
+FORK_FIRST_BYTES = 8 << 20
 FIRST_SHARE = 0.5  # of the text, parsed by the reading process
 # where the event array starts: what the first read of the first half must show
 _EVENTS_START = re.compile(rb"\A\s*\[|" + TRACE_EVENTS.pattern)
@@ -159,28 +162,17 @@ class _Half:
         self.handle.close()
 
 
-def _child(conn, path: Path, middle: int, decoders: tuple, scan_stream, make_state) -> None:
-    """Parse the second half and send its payload to the parent: ``"none"`` when there is no
-    second half, None on any failure."""
-    payload = None
-    try:
-        source = _Half(open_binary(path), middle, first=False)
-        if not source.found:
-            payload = "none"
-            source.close()
-        else:
-            state = make_state()
-            stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
-            cols = Columns()
-            count = scan_stream(stream, cols, state)
-            payload = {**cols.payload(), **state.payload(), "header": stream.header, "count": count}
-    except Exception:  # noqa: BLE001 - any failure means: read this file in one process
-        payload = None
-    conn.send(payload)
-    conn.close()
-    # Nothing is left to flush or clean up, and a normal exit would first free every object
-    # of the half: milliseconds of a core the parent is still using.
-    os._exit(0)
+def _second_half(path: Path, middle: int, *, decoders: tuple, scan_stream: Callable, make_state: Callable):
+    """The helper's work: the second half's payload; ``"none"`` when there is no second half."""
+    source = _Half(open_binary(path), middle, first=False)
+    if not source.found:
+        source.close()
+        return "none"
+    state = make_state(path)
+    stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
+    cols = Columns()
+    count = scan_stream(stream, cols, state)
+    return {**cols.payload(), **state.payload(), "header": stream.header, "count": count}
 
 
 def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable, make_state: Callable,
@@ -188,42 +180,33 @@ def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable
     """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
 
     ``size`` is the text size (:func:`.parallel.inflated_bytes_estimate`); ``decoders`` is
-    ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state()`` gives a fresh scan
-    state; ``scan_stream(stream, cols, state)`` scans a whole stream into ``cols`` and returns
-    its number of events.
+    ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state(path)`` gives a fresh
+    scan state; ``scan_stream(stream, cols, state)`` scans a whole stream into ``cols`` and
+    returns its number of events. The second half is read by the kept helper process
+    (:mod:`.helper`); None when there is none to ask.
     """
     middle = int(size * FIRST_SHARE)
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, path, middle, decoders, scan_stream, make_state),
-                            daemon=True)  # fmt: skip
-    try:
-        child.start()
-    except (AssertionError, OSError) as exc:  # a daemon process may not fork; out of processes
-        log.debug("two-process read of %s not started: %s", path, exc)
-        receive.close()
-        send.close()
+    work = functools.partial(_second_half, decoders=decoders, scan_stream=scan_stream, make_state=make_state)
+    child = helper.acquire(work, key=(*decoders, scan_stream, make_state), fork_first=size >= FORK_FIRST_BYTES)
+    if child is None:
         return None
-    send.close()
     payload = source = None
+    answered = False
     try:
-        state = make_state()
+        child.ask(path, middle)
+        state = make_state(path)
         source = _Half(open_binary(path), middle, first=True)
         stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
         cols = Columns()
         count = scan_stream(stream, cols, state)
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(path))
-        payload = receive.recv()
+        payload = child.answer()
+        answered = True
     except (ParityError, EOFError, OSError) as exc:
         log.debug("two-process read of %s falls back to one process: %s", path, exc)
     finally:
-        receive.close()
-        if payload is None:  # failed: do not wait for the child's half
-            child.terminate()
-            child.join()
-        else:  # it has sent all and is exiting: reaped now if gone, else by the next start()
-            child.join(0)
+        helper.release(child, answered=answered)
     if payload is None or (payload != "none") != source.found:  # failed, or the halves disagree
         return None
     if payload != "none":

@@ -78,20 +78,25 @@ def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTabl
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
     if halves.worth_it(inflated):
         done = halves.read_halves(path, size=inflated, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
-                                  make_state=lambda: ScanState(path=path, exact=False), progress=progress)  # fmt: skip
+                                  make_state=_scan_state, progress=progress)  # fmt: skip
         if done is not None:
             return _finish(path, *done)
     elif parallel.worth_it(inflated):
-        state = ScanState(path=path, exact=False)
+        state = _scan_state(path)
         done = parallel.read_parallel(path, scan_text, scan_events, state, progress)
         if done is not None:
             cols, header = done
             return _finish(path, cols, state, header)
     stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, size_hint=inflated)
     cols = Columns()
-    state = ScanState(path=path, exact=False)
+    state = _scan_state(path)
     scan_stream(stream, cols, state, progress)
     return _finish(path, cols, state, stream.header)
+
+
+def _scan_state(path: Path) -> ScanState:
+    return ScanState(path=path, exact=False)
+
 
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:
     pairs_warning = add_duration_pairs(cols, state)
