@@ -123,7 +123,7 @@ def test_an_unanswered_request_stops_the_helper():
     helper.release(fresh, answered=True)
 
 
-def test_a_helper_that_dies_is_end_of_file_then_replaced(tmp_path: Path, two_processes: list[bool], monkeypatch):
+def test_a_dead_helper_is_end_of_file_then_replaced(tmp_path: Path, two_processes: list[bool], monkeypatch):
     kept = helper.acquire(_leave, KEY, fork_first=True)
     kept.ask(3)
     with pytest.raises(EOFError):

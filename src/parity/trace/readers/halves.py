@@ -4,13 +4,13 @@ Parsing (JSON decoding and the column scan) is most of the time of reading a tra
 than a few hundred kB, and it splits cleanly. The reading process hands the second half to
 a helper process (:mod:`.helper`: forked for a large file or a burst of reads, and kept
 while reads go on), and both open the file and read it as a stream. The reading process
-parses the text up to a guessed event boundary (the first ``}`` followed by ``, {`` after :data:`FIRST_SHARE` of the
-text, whose size the caller knows from the gzip trailer or the file size); the helper
-inflates and drops that text, finds the same boundary (both read the same bytes in the same
-steps, so both find the same match) and parses the rest. Inflating overlaps parsing in both
-processes. The helper sends back its numpy columns, names and counts
-(:func:`.parallel.merge` appends them after the reading process's, so rows, names and lanes
-come out in file order, as one process would give them).
+parses the text up to a guessed event boundary (the first ``}`` followed by ``, {`` after
+:data:`FIRST_SHARE` of the text, whose size the caller knows from the gzip trailer or the
+file size); the helper inflates and drops that text, finds the same boundary (both read the
+same bytes in the same steps, so both find the same match) and parses the rest. Inflating
+overlaps parsing in both processes. The helper sends back its numpy columns, names and
+counts (:func:`.parallel.merge` appends them after the reading process's, so rows, names and
+lanes come out in file order, as one process would give them).
 
 A guess inside a string makes the first half end inside that string, which never parses;
 so when both halves parse, the cut was a boundary. Anything unexpected (a half that does not
@@ -187,7 +187,8 @@ def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable
     """
     middle = int(size * FIRST_SHARE)
     work = functools.partial(_second_half, decoders=decoders, scan_stream=scan_stream, make_state=make_state)
-    child = helper.acquire(work, key=(*decoders, scan_stream, make_state), fork_first=size >= FORK_FIRST_BYTES)
+    key = (*decoders, scan_stream, make_state)
+    child = helper.acquire(work, key, fork_first=size >= FORK_FIRST_BYTES)
     if child is None:
         return None
     payload = source = None

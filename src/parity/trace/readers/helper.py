@@ -3,11 +3,13 @@
 Forking a child for each file costs a few milliseconds, and a fresh child then pays again for
 first touching its memory; on a trace of a few MB that is about what reading half of it in
 parallel saves. So the child is kept: forked for a large file or the second of a burst of
-reads (:func:`acquire`), it answers a request (a file and where its second half starts) with that half's payload, then waits for
-the next one. It leaves after :data:`IDLE_SECONDS` without a request, at end of file on its
-pipe (the reading process ended or let it go), or when terminated. The reading process asks
-it only within :data:`REUSE_SECONDS` of its last answer, so a request never meets a helper
-that is leaving; an older helper is let go and a new one forked.
+reads (:func:`acquire`), it answers a request (a file and where its second half starts) with
+that half's payload, then waits for the next one. It leaves after :data:`IDLE_SECONDS`
+without a request, at end of file on its pipe (the reading process ended or let it go), or
+when terminated. The reading process asks it only within :data:`REUSE_SECONDS` of its last
+answer, so a request never meets a helper that is leaving; an older helper is let go and a
+new one forked. (A process forked from the reading process later, such as a pool worker,
+holds a copy of the pipe's end until it exits; the idle timeout ends the helper all the same.)
 
 A forked process shares the reading process's memory as it was at the fork (copy on write):
 pages the reading process writes afterwards are copied. That is why the helper does not
