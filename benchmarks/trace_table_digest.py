@@ -64,6 +64,7 @@ def main() -> None:
         from parity.trace.readers import halves  # absent before the two-process reader
 
         halves.MIN_BYTES = 0
+        halves.FORK_FIRST_BYTES = 0  # the helper process from the first file on
         halves._running_others = lambda: 0
     now = digests()
     if args.save:
