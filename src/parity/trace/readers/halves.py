@@ -107,7 +107,7 @@ class _Half:
         if isinstance(self.handle, io.BufferedReader):  # plain text: straight to the middle
             self.handle.seek(self.middle)
             self.position = self.middle
-        sink = memoryview(bytearray(min(self.middle, 1 << 20)))
+        sink = _sink()
         while self.position < self.middle:  # gzip: inflate and drop
             count = self.handle.readinto(sink[: self.middle - self.position])
             if not count:
@@ -160,6 +160,13 @@ class _Half:
 
     def close(self) -> None:
         self.handle.close()
+
+
+@functools.cache
+def _sink() -> memoryview:
+    """Where the helper inflates and drops the first half, kept for its next request: fresh
+    memory would be mapped in page by page each time."""
+    return memoryview(bytearray(1 << 20))
 
 
 def _second_half(path: Path, middle: int, *, decoders: tuple, scan_stream: Callable, make_state: Callable):
