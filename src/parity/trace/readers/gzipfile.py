@@ -79,7 +79,7 @@ class GzipReader:
                 if self._pos >= len(self._buf):
                     if self._done:
                         break
-                    self._buf, self._pos = self._more(self.CHUNK), 0
+                    self._buf, self._pos = self._more(), 0
                     continue
                 count = min(size - done, len(self._buf) - self._pos)
                 out[done : done + count] = memoryview(self._buf)[self._pos : self._pos + count]
@@ -87,22 +87,22 @@ class GzipReader:
                 done += count
         return done
 
-    def _more(self, chunk_size: int) -> bytes:
-        """The next output of the decompressor (at most :data:`OUT` bytes), fed ``chunk_size``
+    def _more(self) -> bytes:
+        """The next output of the decompressor (at most :data:`OUT` bytes), fed :data:`CHUNK`
         compressed bytes when it has used up what it had; b"" and ``_done`` after the last
         member."""
         inflate = self._inflate
         if inflate.eof:  # a member ended: the next one, zero padding, or the file's end
             rest = inflate.unused_data.lstrip(b"\0")
             while not rest:
-                chunk = self.fileobj.read(chunk_size)
+                chunk = self.fileobj.read(self.CHUNK)
                 if not chunk:
                     self._done = True
                     return b""
                 rest = chunk.lstrip(b"\0")
             self._inflate = _inflate_lib.decompressobj(wbits=31)
             return self._inflate.decompress(rest, self.OUT)
-        data = inflate.unconsumed_tail or self.fileobj.read(chunk_size)
+        data = inflate.unconsumed_tail or self.fileobj.read(self.CHUNK)
         out = inflate.decompress(data, self.OUT)  # no input left: what the decompressor holds
         if not data and not out and not inflate.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
