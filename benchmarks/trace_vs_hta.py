@@ -24,13 +24,14 @@
     pair is the *warm* time (code and data cached, the CPU busy already), the one the bar uses,
     as each tool would run inside a longer session; the first is the *cold* time, right after
     the other tool ran, printed beside it (a few-millisecond call pays for its caches and a
-    sleeping CPU there, which a call of seconds does not notice). parity reads a file of
-    768 kB or more in two processes, the second one kept between reads
+    sleeping CPU there, which a call of seconds does not notice). parity reads a file from
+    ``halves.MIN_BYTES`` up in two processes, the second one kept between reads
     (``parity.trace.readers.helper``): a warm call finds it waiting, and a cold call forks it
     again when HTA ran for longer than the helper is kept (``helper.REUSE_SECONDS``). The
     speed-up of a trace is the median over rounds of HTA's time over parity's; a first round
-    of each is left out. Short traces get more rounds (until HTA has run ``--min-seconds`` in all), because on a
-    noisy machine a few milliseconds move by tens of percent between moments.
+    of each is left out. Short traces get more rounds (until HTA has run ``--min-seconds`` in
+    all), because on a noisy machine a few milliseconds move by tens of percent between
+    moments.
     Bar: HTA / parity >= 10 (warm) on the largest trace; the last line says whether it holds on
     every trace, naming those below it with both medians.
 
