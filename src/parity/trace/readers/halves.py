@@ -107,12 +107,13 @@ class _Half:
         if isinstance(self.handle, io.BufferedReader):  # plain text: straight to the middle
             self.handle.seek(self.middle)
             self.position = self.middle
-        sink = _sink()
-        while self.position < self.middle:  # gzip: inflate and drop
-            count = self.handle.readinto(sink[: self.middle - self.position])
-            if not count:
-                break
-            self.position += count
+        else:  # gzip: inflate and drop
+            sink = _sink()
+            while self.position < self.middle:
+                count = self.handle.readinto(sink[: self.middle - self.position])
+                if not count:
+                    break
+                self.position += count
         self._look_for_boundary()
 
     def _look_for_boundary(self) -> None:
