@@ -59,6 +59,21 @@ def test_overlap_and_exposed_communication(result) -> None:
     assert pairs[(7, 9)] == 10 and sum(pairs.values()) == 10
 
 
+def test_two_busy_streams_without_communication() -> None:
+    rows = [
+        dict(stream=7, name="ampere_sgemm_128x64", start_ns=0, end_ns=40),
+        dict(stream=7, name="vectorized_elementwise_kernel", start_ns=60, end_ns=90),
+        dict(stream=9, name="ampere_sgemm_128x64", start_ns=30, end_ns=70),
+    ]
+    first = analyze(build_table(rows), window=(0, 100)).first
+    # both streams run in [30,40) and [60,70): 20 ns, the histogram's two-at-once time
+    assert [(o.stream_a, o.stream_b, o.overlap_ns) for o in first.overlaps] == [(7, 9, 20)]
+    assert first.device.streams_at_once_ns == (10, 70, 20)
+    # no communication: compute is the union [0,90) and nothing is exposed
+    comm = first.comm
+    assert (comm.compute_ns, comm.communication_ns, comm.overlap_ns, comm.exposed_communication_ns) == (90, 0, 0, 0)
+
+
 def test_categories_and_unmatched_always_shown(result) -> None:
     cats = {c.category: c for c in result.first.categories}
     assert cats["matrix"].time_ns == 60 and cats["matrix"].summed_ns == 70 and cats["matrix"].kernels == 2

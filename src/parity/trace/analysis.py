@@ -19,7 +19,7 @@ from parity.trace import metrics
 from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, is_ascend
 from parity.trace.blocks import find_blocks
 from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
-from parity.trace.intervals import grouped_sets, grouped_union_lengths
+from parity.trace.intervals import grouped_sets, grouped_union_lengths, union_length
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
     CategoryStats,
@@ -120,10 +120,17 @@ def _categories(c: _Clipped, cats: Categorization, device_busy: int) -> list[Cat
     return sorted(out, key=lambda x: -x.time_ns)
 
 
-def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> list[StreamOverlap]:
+def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]],
+              streams_at_once_ns: tuple[int, ...]) -> list[StreamOverlap]:
+    """Pairwise overlap of the busiest streams (at most :data:`MAX_OVERLAP_STREAMS`), from
+    :func:`metrics.pairwise_overlap_ns`; of two busy streams, from the device's histogram of
+    streams at once (``h[2]``), which is the same figure without another sweep."""
     top = np.argsort(-busy, kind="stable")[:MAX_OVERLAP_STREAMS]
     top = [int(i) for i in top if busy[i] > 0]
     ids = [int(c.stream_ids[i]) for i in top]
+    if len(top) == 2:  # the only two busy streams: both run exactly when two streams run
+        overlap = int(streams_at_once_ns[2])
+        return [StreamOverlap(stream_a=ids[0], stream_b=ids[1], overlap_ns=overlap)]
     both = metrics.pairwise_overlap_ns([sets[i] for i in top])
     return [StreamOverlap(stream_a=ids[x], stream_b=ids[y], overlap_ns=int(both[x, y]))
             for x in range(len(top)) for y in range(x + 1, len(top))]
@@ -131,7 +138,12 @@ def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.nda
 
 def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
     comm_mask = c.cat == cats.code(COMMUNICATION)
-    keep = comm_mask | cats.compute_codes()[c.cat]
+    compute_mask = cats.compute_codes()[c.cat]
+    if not comm_mask.any():  # no communication (one device, most traces): nothing to overlap
+        compute = union_length(c.start[compute_mask], c.end[compute_mask])
+        return CommOverlap(compute_ns=compute, communication_ns=0, overlap_ns=0,
+                           exposed_communication_ns=metrics.exposed_ns(0, 0))  # fmt: skip
+    keep = comm_mask | compute_mask
     # both sets from one grouped merge: compute rows are group 0, communication rows group 1
     (compute, comm), _ = grouped_sets(comm_mask[keep].astype(np.int64), c.start[keep], c.end[keep], 2)
     both = metrics.pairwise_overlap_ns([compute, comm])  # [[|K|, |K ∩ C|], [.., |C|]] in one sweep
@@ -186,7 +198,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         streams=tuple(streams),
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
-        overlaps=tuple(_overlaps(c, busy, sets)),
+        overlaps=tuple(_overlaps(c, busy, sets, device.streams_at_once_ns)),
         comm=_comm(c, cats),
         top_kernels=tuple(_top_kernels(table, c, cats)),
         blocks=blocks,

@@ -26,7 +26,7 @@ def _as_pair(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarr
     ends = np.asarray(ends, dtype=_INT)
     if starts.shape != ends.shape or starts.ndim != 1:
         raise ValueError(f"starts and ends must be 1-d and equal length: {starts.shape} vs {ends.shape}")
-    if len(starts) and bool(np.any(ends < starts)):
+    if len(starts) and (ends < starts).any():
         bad = int(np.argmax(ends < starts))
         raise ValueError(f"interval {bad} ends before it starts: [{starts[bad]}, {ends[bad]})")
     return starts, ends
@@ -40,7 +40,11 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
     (``np.maximum.reduceat``). Touching intervals (``start == previous end``) join one run, and
     empty intervals are dropped. O(n log n).
     """
-    starts, ends = _as_pair(starts, ends)
+    return _merge(*_as_pair(starts, ends))
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`merge_intervals` of a pair already checked by :func:`_as_pair`."""
     keep = ends > starts
     if not keep.all():
         starts, ends = starts[keep], ends[keep]
@@ -227,7 +231,7 @@ def grouped_merge(
     span = int(ends.max()) - base + 1
     if span * max(n_groups, 1) < 2**62:
         shift = groups * _INT(span) - _INT(base)
-        s, e = merge_intervals(starts + shift, ends + shift)
+        s, e = _merge(starts + shift, ends + shift)
         owner = s // _INT(span)
         unshift = owner * _INT(span) - _INT(base)
         return owner, s - unshift, e - unshift

@@ -23,13 +23,15 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW
 from parity.trace.readers.columns import one_line
-from parity.trace.readers.gzipfile import GZIP_MAGIC, read_head
+from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, GzipReader
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # bytes read first, in turn (a Kineto header before its events is usually well under 4 kB, with
-# many devices' properties tens of kB); the 1 MB head only when they do not decide
+# many devices' properties tens of kB), on from one open file; the 1 MB head only when they do
+# not decide
 QUICK_LOOKS = (4 << 10, 64 << 10)
+HEAD_BYTES = 1 << 20
 _ASCEND_DB = re.compile(r"ascend_pytorch_profiler(_\d+)?\.db$")
 _STRING_TS = re.compile(rb'"ts"\s*:\s*"\s*-?\d')
 _EVENT_KEY = re.compile(rb'\{\s*"(ph|name|pid|tid|ts|cat|dur|args)"\s*:')
@@ -47,16 +49,19 @@ def detect(path: Path) -> str:
         return _detect_folder(path)
     if not path.is_file():
         raise ParityError(f"{path}: no such file or folder")
-    head = _raw_head(path)
-    if head.startswith(SQLITE_MAGIC):
-        return _detect_sqlite(path)
-    for size in QUICK_LOOKS:
-        first = read_head(path, size)
-        if first.lstrip()[:1] == b"{" and b'"traceEvents"' in first:
-            return "kineto"  # the common case, decided without inflating a whole MB
-        if len(first) < size:
-            break  # the whole file is read
-    text = read_head(path) if len(first) == QUICK_LOOKS[-1] else first
+    with _open(path) as handle:
+        head = handle.read(len(SQLITE_MAGIC))
+        if head.startswith(SQLITE_MAGIC):
+            return _detect_sqlite(path)
+        handle.seek(0)
+        reader = GzipReader(handle) if head[:2] == GZIP_MAGIC else handle
+        text = b""
+        for size in (*QUICK_LOOKS, HEAD_BYTES):
+            text = _read_on(reader, text, size)
+            if text.lstrip()[:1] == b"{" and b'"traceEvents"' in text:
+                return "kineto"  # the common case, decided without inflating a whole MB
+            if len(text) < size:
+                break  # the whole file is read (or it could not be)
     if not text.strip():
         if head[:2] == GZIP_MAGIC:
             raise ParityError(f"{path}: gzip file is empty or truncated; copy the trace again")
@@ -77,12 +82,20 @@ def detect(path: Path) -> str:
     )
 
 
-def _raw_head(path: Path) -> bytes:
+def _open(path: Path):
     try:
-        with open(path, "rb") as handle:
-            return handle.read(16)
+        return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
     except OSError as exc:
         raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
+
+
+def _read_on(reader, text: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of the (decompressed) file, read on from ``text``, the first
+    ones read so far; b"" when the file cannot be read that far (a gzip cut short or corrupt)."""
+    try:
+        return text + reader.read(size - len(text))
+    except (OSError, EOFError, *GZIP_ERRORS):
+        return b""
 
 
 def _detect_folder(path: Path) -> str:

@@ -116,12 +116,3 @@ class GzipReader:
 
     def __exit__(self, *_exc) -> None:
         self.close()
-
-
-def read_head(path: Path, size: int = 1 << 20) -> bytes:
-    """The first ``size`` bytes of the (decompressed) file; b"" when unreadable."""
-    try:
-        with open_binary(path) as handle:
-            return handle.read(size)
-    except (OSError, EOFError, *GZIP_ERRORS):
-        return b""
