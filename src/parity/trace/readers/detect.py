@@ -84,7 +84,7 @@ def detect(path: Path) -> str:
 
 def _open(path: Path):
     try:
-        return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
+        return open(path, "rb")
     except OSError as exc:
         raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
 
