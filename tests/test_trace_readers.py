@@ -16,7 +16,13 @@ import pytest
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
 from parity.trace.readers import jsonstream, parallel
-from parity.trace.readers.columns import _lane_running_max, parse_us_text, us_to_ns
+from parity.trace.readers.columns import (
+    _lane_overlaps,
+    _lane_overlaps_small,
+    _lane_running_max,
+    parse_us_text,
+    us_to_ns,
+)
 from parity.trace.readers.detect import detect
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto import read_kineto
@@ -474,6 +480,25 @@ def test_lane_running_max_restarts_at_each_lane(far: bool) -> None:
     lanes = np.array([0, 0, 0, 1, 1, 1, 2, 2])
     top = 2**62 if far else 7
     assert _lane_running_max(values, lanes).tolist() == [5, 5, 9, 2, 2, 4, values[6], top]
+
+
+def test_lane_overlaps_hand_computed() -> None:
+    # lane (0, 0, 7): [0,10) [5,8) [6,20) -> 5 starts 5 ns early, 6 starts 4 ns early (the
+    # running end is 10); lane (0, 0, 9): [3,4) [4,6) touch, no overlap
+    rows = ([0] * 5, [0] * 5, [7, 9, 7, 9, 7], [0, 3, 5, 4, 6], [10, 4, 8, 6, 20])
+    columns = [np.array(c, dtype=np.int64) for c in rows]
+    assert _lane_overlaps(*columns) == _lane_overlaps_small(*columns) == (2, 5)
+
+
+def test_lane_overlaps_small_path_matches_the_array_path() -> None:
+    """Ties in start (zero-length rows among them) are taken in row order by both paths."""
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n = int(rng.integers(2, 60))
+        start = rng.integers(0, 30, n)
+        columns = [rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 3, n), start,
+                   start + rng.integers(0, 8, n)]  # fmt: skip
+        assert _lane_overlaps_small(*columns) == _lane_overlaps(*columns)
 
 
 @pytest.mark.parametrize("exact_decoder", [True, False])  # False: the text-rewriting path
