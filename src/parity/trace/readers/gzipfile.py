@@ -52,6 +52,7 @@ class GzipReader:
     # (with the reused read buffer of jsonstream, a 1.8 MB trace loads about 12% faster on a
     # 2-vCPU VM: 656 of its 795 page faults a load are gone).
     OUT = 64 << 10
+    MIN_OUT = 4 << 10  # decompressed bytes per step at the least, however few are wanted
 
     def __init__(self, fileobj) -> None:
         self.fileobj = fileobj
@@ -79,7 +80,7 @@ class GzipReader:
                 if self._pos >= len(self._buf):
                     if self._done:
                         break
-                    self._buf, self._pos = self._more(), 0
+                    self._buf, self._pos = self._more(size - done), 0
                     continue
                 count = min(size - done, len(self._buf) - self._pos)
                 out[done : done + count] = memoryview(self._buf)[self._pos : self._pos + count]
@@ -87,10 +88,12 @@ class GzipReader:
                 done += count
         return done
 
-    def _more(self) -> bytes:
-        """The next output of the decompressor (at most :data:`OUT` bytes), fed :data:`CHUNK`
-        compressed bytes when it has used up what it had; b"" and ``_done`` after the last
-        member."""
+    def _more(self, wanted: int) -> bytes:
+        """The next output of the decompressor, fed :data:`CHUNK` compressed bytes when it has
+        used up what it had; b"" and ``_done`` after the last member. At most :data:`OUT`
+        bytes, and no more than ``wanted`` (at least :data:`MIN_OUT`): each inflating call
+        costs more the more it makes, which a read of a file's first kilobytes notices."""
+        limit = min(self.OUT, max(wanted, self.MIN_OUT))
         inflate = self._inflate
         if inflate.eof:  # a member ended: the next one, zero padding, or the file's end
             rest = inflate.unused_data.lstrip(b"\0")
@@ -101,9 +104,9 @@ class GzipReader:
                     return b""
                 rest = chunk.lstrip(b"\0")
             self._inflate = _inflate_lib.decompressobj(wbits=31)
-            return self._inflate.decompress(rest, self.OUT)
+            return self._inflate.decompress(rest, limit)
         data = inflate.unconsumed_tail or self.fileobj.read(self.CHUNK)
-        out = inflate.decompress(data, self.OUT)  # no input left: what the decompressor holds
+        out = inflate.decompress(data, limit)  # no input left: what the decompressor holds
         if not data and not out and not inflate.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         return out
