@@ -233,6 +233,28 @@ def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
     assert table.device.tolist() == [0, 0] and table.stream.tolist() == [7, 7]
 
 
+def test_text_ids_of_rocm_runtime_calls_read_as_absent(tmp_path: Path) -> None:
+    """ROCm traces give each runtime call's ``args.stream`` as text (``"0x0"``): the block still
+    decodes into structs (not the slower dicts), and text ids are no ids, as in a dict."""
+    from parity.trace.readers.kineto_structs import DECODER
+
+    def event(cat: str, i: int, args: dict) -> dict:
+        return {"ph": "X", "cat": cat, "name": f"{cat}{i}", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 1.0,
+                "args": args}  # fmt: skip
+
+    with_text = [event("cuda_runtime", 0, {"stream": "0x0", "correlation": 5}),
+                 event("kernel", 1, {"device": "0", "stream": 7, "correlation": "5"})]  # fmt: skip
+    without = [event("cuda_runtime", 0, {"correlation": 5}), event("kernel", 1, {"stream": 7})]
+    assert type(DECODER.decode(orjson.dumps(with_text))[0]).__name__ == "Complete"
+    tables = []
+    for name, events in (("text.json", with_text), ("absent.json", without)):
+        path = tmp_path / name
+        path.write_bytes(orjson.dumps({"traceEvents": events}))
+        tables.append(load_trace(path))
+    same_table(*tables)
+    assert tables[0].correlation.tolist() == [5, -1] and tables[0].stream.tolist() == [7, 7]
+
+
 def same_table(a, b) -> None:
     for column in ("kind", "start_ns", "end_ns", "rank", "device", "stream", "correlation", "step"):
         assert np.array_equal(getattr(a, column), getattr(b, column)), column

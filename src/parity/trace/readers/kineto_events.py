@@ -154,9 +154,9 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
         return
     if None in args:
         args = [a if a is not None else NO_ARGS for a in args]
-    b.devs = [a.device for a in args]
-    b.streams = [a.stream for a in args]
-    b.corrs = [a.correlation for a in args]
+    b.devs = _ids_or_no_id([a.device for a in args])
+    b.streams = _ids_or_no_id([a.stream for a in args])
+    b.corrs = _ids_or_no_id([a.correlation for a in args])
     b.exts = _external_ids(args)
     if KindCode.SYNC in kinds:
         rows = list(compress(range(len(kinds)), map(eq, kinds, repeat(KindCode.SYNC))))
@@ -234,7 +234,8 @@ def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
 
 
 def _ids_or_no_id(values: list) -> list:
-    """``pid``/``tid`` values: integers kept, names (strings) and ``None`` become NO_ID.
+    """``pid``/``tid`` values and the ids of ``args``: integers kept, names or other text and
+    ``None`` become NO_ID.
 
     ``sum`` is the cheap test: a C-level pass that fails on a string or ``None``, the only
     other values the decoder gives."""

@@ -22,6 +22,7 @@ from parity.trace.table import NO_ID
 
 Int = int | None
 IntStr = int | str | None
+IntText = int | str  # ROCm's runtime calls give ``args.stream`` as text ("0x0"): NO_ID, as in a dict
 ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
 # Chrome trace phases with nothing the reader uses (the current ones and the deprecated async
 # ``S``/``T``/``p``/``F``)
@@ -33,13 +34,15 @@ class Args(msgspec.Struct, gc=False):
     """The ``args`` keys the reader uses; all others are skipped while decoding.
 
     Absent ids decode as NO_ID (``External id`` as :data:`ABSENT`, as the older key may stand
-    in for it), so columns need no per-value fix-up. They are integers only: a block where one
-    is ``null`` (no profiler writes that) fails the decoder and is read as dicts.
+    in for it), so columns need no per-value fix-up. They are integers, or for ``device``,
+    ``stream`` and ``correlation`` text, which the scan turns into NO_ID as it does in a dict
+    (ROCm traces give every runtime call's stream as ``"0x0"``): a block where one is ``null``
+    or a float (no profiler writes that) fails the decoder and is read as dicts.
     """
 
-    device: int = NO_ID
-    stream: int = NO_ID
-    correlation: int = NO_ID
+    device: IntText = NO_ID
+    stream: IntText = NO_ID
+    correlation: IntText = NO_ID
     external_id: int = msgspec.field(default=ABSENT, name="External id")
     external_id_old: Int = msgspec.field(default=None, name="external id")
     cuda_sync_kind: str | None = None
