@@ -221,11 +221,7 @@ def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
     with_nulls = [kernel(0, {"device": None, "stream": None, "correlation": None, "External id": None}),
                   kernel(1, {"device": 0, "stream": 7}, pid="GPU 0", tid="stream 7")]  # fmt: skip
     without = [kernel(0, {}), kernel(1, {"device": 0, "stream": 7}, pid="GPU 0", tid="stream 7")]
-    tables = []
-    for name, events in (("nulls.json", with_nulls), ("absent.json", without)):
-        path = tmp_path / name
-        path.write_bytes(orjson.dumps({"traceEvents": events}))
-        tables.append(load_trace(path))
+    tables = load_each(tmp_path, {"nulls.json": with_nulls, "absent.json": without})
     same_table(*tables)
     table = tables[0]
     assert table.correlation.tolist() == [-1, -1] and table.extra["external_id"].tolist() == [-1, -1]
@@ -246,13 +242,19 @@ def test_text_ids_of_rocm_runtime_calls_read_as_absent(tmp_path: Path) -> None:
                  event("kernel", 1, {"device": "0", "stream": 7, "correlation": "5"})]  # fmt: skip
     without = [event("cuda_runtime", 0, {"correlation": 5}), event("kernel", 1, {"stream": 7})]
     assert type(DECODER.decode(orjson.dumps(with_text))[0]).__name__ == "Complete"
-    tables = []
-    for name, events in (("text.json", with_text), ("absent.json", without)):
-        path = tmp_path / name
-        path.write_bytes(orjson.dumps({"traceEvents": events}))
-        tables.append(load_trace(path))
+    tables = load_each(tmp_path, {"text.json": with_text, "absent.json": without})
     same_table(*tables)
     assert tables[0].correlation.tolist() == [5, -1] and tables[0].stream.tolist() == [7, 7]
+
+
+def load_each(folder: Path, events_by_name: dict[str, list]) -> list:
+    """Each event list written as a Kineto file of that name in ``folder``, and its table."""
+    tables = []
+    for name, events in events_by_name.items():
+        path = folder / name
+        path.write_bytes(orjson.dumps({"traceEvents": events}))
+        tables.append(load_trace(path))
+    return tables
 
 
 def same_table(a, b) -> None:
