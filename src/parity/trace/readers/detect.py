@@ -27,11 +27,10 @@ from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, GzipReader
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-# bytes read first, in turn (a Kineto header before its events is usually well under 4 kB, with
-# many devices' properties tens of kB), on from one open file; the 1 MB head only when they do
-# not decide
-QUICK_LOOKS = (4 << 10, 64 << 10)
-HEAD_BYTES = 1 << 20
+# how far into the file to look, in turn, reading on from one open file (a Kineto header before
+# its events is usually well under 4 kB, with many devices' properties tens of kB); the 1 MB
+# head only when the first looks do not decide
+HEAD_LOOKS = (4 << 10, 64 << 10, 1 << 20)
 _ASCEND_DB = re.compile(r"ascend_pytorch_profiler(_\d+)?\.db$")
 _STRING_TS = re.compile(rb'"ts"\s*:\s*"\s*-?\d')
 _EVENT_KEY = re.compile(rb'\{\s*"(ph|name|pid|tid|ts|cat|dur|args)"\s*:')
@@ -56,7 +55,7 @@ def detect(path: Path) -> str:
         handle.seek(0)
         reader = GzipReader(handle) if head[:2] == GZIP_MAGIC else handle
         text = b""
-        for size in (*QUICK_LOOKS, HEAD_BYTES):
+        for size in HEAD_LOOKS:
             text = _read_on(reader, text, size)
             if text.lstrip()[:1] == b"{" and b'"traceEvents"' in text:
                 return "kineto"  # the common case, decided without inflating a whole MB
