@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from parity.bench.gemm.options import GemmOptions
 from parity.bench.gemm import GemmSuite
 from parity.bench.gemm.backends import TorchMatmul, load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
@@ -64,7 +65,7 @@ def test_dtype_names_and_tolerances() -> None:
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
 @pytest.mark.parametrize("backend", ["matmul", "linear"])
 def test_real_shapes_pass_their_check(cpu: Any, dtype: str, backend: str) -> None:
-    result = GemmSuite().measure(case(33, 65, 127, dtype=dtype, backend=backend), device=cpu, options={})
+    result = GemmSuite().measure(case(33, 65, 127, dtype=dtype, backend=backend), device=cpu, options=GemmOptions(), state={})
     assert result.error is None, result.error
     assert result.ok, result.findings
     assert result.check["passed"] and result.check["relative_error"] < result.check["tolerance"]
@@ -93,15 +94,15 @@ def test_backend_exception_is_an_error_row(cpu: Any) -> None:
 
 def test_unsupported_dtype_and_backend_are_rows_not_crashes(cpu: Any) -> None:
     suite = GemmSuite()
-    tf32 = suite.measure(case(16, 16, 16, dtype="tf32"), device=cpu, options={})
+    tf32 = suite.measure(case(16, 16, 16, dtype="tf32"), device=cpu, options=GemmOptions(), state={})
     assert tf32.error and "tf32 mode is not available on cpu" in tf32.error
     assert tf32.findings[0].code == "unsupported-dtype"
-    fp8_linear = suite.measure(case(16, 16, 16, dtype="fp8", backend="linear"), device=cpu, options={})
+    fp8_linear = suite.measure(case(16, 16, 16, dtype="fp8", backend="linear"), device=cpu, options=GemmOptions(), state={})
     assert fp8_linear.findings[0].code in ("unsupported-backend", "unsupported-dtype")
 
 
 def test_fp8_through_scaled_matmul_where_supported(cpu: Any) -> None:
-    result = GemmSuite().measure(case(32, 48, 64, dtype="fp8"), device=cpu, options={})
+    result = GemmSuite().measure(case(32, 48, 64, dtype="fp8"), device=cpu, options=GemmOptions(), state={})
     if result.error is not None:  # a torch build without CPU fp8 says so in a row
         assert result.findings[0].code in ("unsupported-dtype", "backend-error")
         return
@@ -111,7 +112,7 @@ def test_fp8_through_scaled_matmul_where_supported(cpu: Any) -> None:
 
 def test_shape_too_large_for_memory_is_an_error_row(cpu: Any) -> None:
     huge = 2**22
-    result = GemmSuite().measure(case(huge, huge, huge), device=cpu, options={})
+    result = GemmSuite().measure(case(huge, huge, huge), device=cpu, options=GemmOptions(), state={})
     assert result.error and "GiB" in result.error
     assert result.findings[0].code == "out-of-memory"
 
@@ -123,13 +124,13 @@ def test_shape_too_slow_at_the_ceiling_is_skipped(cpu: Any) -> None:
 
 
 def test_cases_list_ceiling_bandwidth_then_shapes(cpu: Any) -> None:
-    cases = GemmSuite().cases(device=cpu, quick=True, options={"backends": ["matmul", "linear"]})
+    cases = GemmSuite().cases(device=cpu, quick=True, options=GemmOptions(backends=("matmul", "linear")))
     assert [c.key for c in cases[:2]] == ["ceiling/bf16", "bandwidth"]
     shapes = cases[2:]
     assert len(shapes) % 2 == 0 and len({c.key for c in cases}) == len(cases)
     assert all(c.params["kind"] == "shape" and c.cost > 0.5 for c in shapes)
     with pytest.raises(ParityError, match="unknown gemm backend 'cublas'"):
-        GemmSuite().cases(device=cpu, quick=True, options={"backends": ["cublas"]})
+        GemmSuite().cases(device=cpu, quick=True, options=GemmOptions(backends=("cublas",)))
 
 
 PLUGIN = """

@@ -8,6 +8,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from parity.bench.latency_options import LatencyOptions
 from parity.bench.latency import LatencySuite, block_counts, working_sets
 from parity.bench.latency_summary import summarize_latency
 from parity.bench.suite import CaseSpec
@@ -54,7 +55,7 @@ def test_real_cpu_cases_measure_both_curves() -> None:
                     params={**common, "curve": "size", "working_set_bytes": 16 * KIB, "blocks": 1})
     blocks = CaseSpec(suite="latency", key="blocks/base/2",
                       params={**common, "curve": "blocks", "working_set_bytes": 16 * KIB, "blocks": 2})
-    options = {"target_s": 0.0005, "budget_s": 0.01, "min_samples": 5}
+    options = LatencyOptions(target_s=0.0005, budget_s=0.01, min_samples=5)
     for case in (size, blocks):
         result = suite.measure(case, device=cpu, options=options)
         assert result.ok, (result.error, result.check)
@@ -143,7 +144,7 @@ def test_gpu_chase_runs_in_triton() -> None:
     for curve, blocks in (("size", 1), ("blocks", 8)):
         case = CaseSpec(suite="latency", key=f"{curve}/device/{blocks}",
                         params={**common, "curve": curve, "working_set_bytes": 16 * KIB, "blocks": blocks})
-        result = LatencySuite().measure(case, device=gpu, options={"budget_s": 0.05})
+        result = LatencySuite().measure(case, device=gpu, options=LatencyOptions(budget_s=0.05))
         assert result.ok, (result.error, result.check)
         assert result.metrics["page_label"] == "device-default"
         assert 1 < result.metrics["ns_per_load_min"] < 2000
@@ -192,7 +193,7 @@ def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> No
     case = CaseSpec(suite="latency", key="size/base/16384",
                     params={"curve": "size", "page": "base", "working_set_bytes": 16 * KIB,
                             "blocks": 1, "quick": True})
-    result = LatencySuite()._measure_rings(case, Rings(), device=None, options={})
+    result = LatencySuite()._measure_rings(case, Rings(), device=None, options=LatencyOptions())
     assert len(calls) == 2 * latency_module.SLOPE_ATTEMPTS
     assert result.error is not None and "not positive" in result.error
     assert not result.ok

@@ -8,6 +8,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from parity.bench.membw_options import MembwOptions
 from parity.bench.membw import MembwSuite, transfer_sizes
 from parity.bench.membw_summary import summarize_membw
 from parity.bench.suite import CaseSpec
@@ -30,7 +31,7 @@ def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
     from parity.device import get_device
 
     cpu = get_device("cpu")
-    cases = MembwSuite().cases(device=cpu, quick=True, options={})
+    cases = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions())
     assert {c.params["op"] for c in cases} == {"copy", "read", "write", "triad"}
     sweep = [c for c in cases if c.params["op"] != "copy"]
     assert max(c.params["bytes"] for c in sweep) <= 64 * 2**20
@@ -38,7 +39,7 @@ def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
     assert cases[0].params["ceiling_bytes"] in copies  # the ceiling copy joins the curve
     assert len({c.key for c in cases}) == len(cases)
     with pytest.raises(ParityError, match="needs an accelerator"):
-        MembwSuite().cases(device=cpu, quick=True, options={"ops": "h2d-pinned"})
+        MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(ops=("h2d-pinned",)))
 
 
 @pytest.mark.parametrize("op", ["copy", "read", "write", "triad"])
@@ -48,7 +49,7 @@ def test_real_cpu_case_is_checked_and_rated(op: str) -> None:
     cpu = get_device("cpu")
     case = CaseSpec(suite="membw", key=f"{op}/65536", params={
         "op": op, "bytes": 65536, "dtype": "float32", "flush": False, "quick": True, "device_name": "cpu"})
-    result = MembwSuite().measure(case, device=cpu, options={"budget_s": 0.01})
+    result = MembwSuite().measure(case, device=cpu, options=MembwOptions(budget_s=0.01))
     assert result.ok, (result.error, result.check)
     factor = {"copy": 2, "read": 1, "write": 1, "triad": 3}[op]
     assert result.metrics["bytes_moved"] == factor * 65536
@@ -115,6 +116,6 @@ def test_gpu_transfers_are_checked(op: str) -> None:
     gpu = get_device("cuda")
     case = CaseSpec(suite="membw", key=f"{op}/1048576", params={
         "op": op, "bytes": 2**20, "dtype": "float32", "flush": True, "quick": True, "device_name": "gpu"})
-    result = MembwSuite().measure(case, device=gpu, options={"budget_s": 0.02})
+    result = MembwSuite().measure(case, device=gpu, options=MembwOptions(budget_s=0.02))
     assert result.ok, (result.error, result.check)
     assert result.samples["main"].method == "device-events"

@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,63 +16,83 @@ import pytest
 
 from parity.bench import registry
 from parity.bench.runner import ProgressEvent, estimate_eta_s, estimate_run_eta_s, run_suites
-from parity.bench.suite import CaseSpec, Suite
+from parity.bench.options import option
+from parity.bench.suite import CaseSpec, Suite, SuiteBase
+from parity.bench.work import Work
 from parity.device.fake import FakeDevice
 from parity.model import CaseResult, ParityError
+from parity.model.figure import Figure
 from parity.store import Store
-from parity.timing import measure
 
 
-class TinySuite:
-    """Many small cases timed for real with ``parity.timing.measure``.
+@dataclass(frozen=True, kw_only=True)
+class TinyOptions:
+    """The typed options of the test-only suite."""
 
-    Options: ``cases`` (count), ``sleep_s`` (pause per case, so a test can kill a run mid-way),
-    ``raise_on`` (keys whose measure raises), ``wrong`` (keys whose check fails),
-    ``interrupt_at`` (key at which measure raises KeyboardInterrupt, as Ctrl-C would).
+    cases: int | None = option(None, help="case count (4 quick, 8 full)", minimum=0)
+    sleep_s: float = option(0.0, help="pause per case, s, so a test can kill a run mid-way", minimum=0.0)
+    raise_on: tuple[str, ...] = option((), help="keys whose measure raises")
+    wrong: tuple[str, ...] = option((), help="keys whose check fails")
+    interrupt_at: str = option("", help="key at which measure raises KeyboardInterrupt, as Ctrl-C would")
+
+
+class TinySuite(SuiteBase):
+    """Many small cases of declared work, timed, checked and rated by the harness.
+
+    Each case declares one call (a sum of ``range(100)``: 99 additions), its check (the sum is
+    4950, unless the key is in ``wrong``), and nothing else; the runner and harness do the rest.
+    ``setup`` counts how often it ran, so tests see that state is built once per run.
     """
 
     name = "tiny"
     description = "test-only suite of small cases"
+    options_type = TinyOptions
 
     def __init__(self) -> None:
         self.measured: list[str] = []
+        self.setups = 0
+        self.teardowns = 0
 
-    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
-        count = int(options.get("cases", 4 if quick else 8))
+    def setup(self, *, device: Any, options: TinyOptions) -> dict[str, int]:
+        self.setups += 1
+        return {"cases_in_this_process": 0}
+
+    def teardown(self, state: dict[str, int]) -> None:
+        self.teardowns += 1
+
+    def cases(self, *, device: Any, quick: bool, options: TinyOptions) -> list[CaseSpec]:
+        count = options.cases if options.cases is not None else (4 if quick else 8)
         return [
             CaseSpec(suite=self.name, key=f"case-{i:03d}", params={"i": i}, cost=1.0 + i % 3)
             for i in range(count)
         ]
 
-    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
-        if case.key == options.get("interrupt_at"):
+    def measure(self, case: CaseSpec, *, device: Any, options: TinyOptions, state: dict[str, int]) -> Work:
+        if case.key == options.interrupt_at:
             raise KeyboardInterrupt
-        if case.key in options.get("raise_on", []):
+        if case.key in options.raise_on:
             raise RuntimeError(f"boom at {case.key}\nsecond line")
-        time.sleep(float(options.get("sleep_s", 0.0)))
-        m = measure(
-            lambda: sum(range(100)),
-            device=device,
-            warmup_s=0.0,
-            budget_s=0.001,
-            min_samples=5,
-            max_samples=10,
-            flush_cache=False,
-        )
+        time.sleep(options.sleep_s)
+        state["cases_in_this_process"] += 1
         self.measured.append(case.key)
-        return CaseResult(
-            suite=self.name,
-            key=case.key,
-            params=dict(case.params),
-            samples={"main": m.samples},
-            metrics={"median_s": m.median_s, "i": case.params["i"]},
-            check={"passed": case.key not in options.get("wrong", [])},
-            findings=m.findings,
-        )
+        out: list[int] = []
 
-    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+        def check() -> dict[str, Any]:
+            return {"passed": out[-1] == 4950 and case.key not in options.wrong, "method": "sum(range(100)) == 4950"}
+
+        return Work(call=lambda: out.append(sum(range(100))), check=check, flop=99.0,
+                    warmup_s=0.0, budget_s=0.001, min_samples=5, max_samples=10, flush_cache=False,
+                    metrics={"i": case.params["i"], "cases_in_this_process": state["cases_in_this_process"]})
+
+    def summarize(self, results: list[CaseResult], *, options: TinyOptions) -> dict[str, Any]:
         measured = [r for r in results if r.error is None]
-        return {"measured": len(measured), "sum_i": sum(r.metrics["i"] for r in measured)}
+        return {"measured": len(measured), "sum_i": sum(r.metrics["i"] for r in measured),
+                "median_rate": statistics.median(r.metrics["flop_per_s"] for r in measured)}
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        return [Figure(name="tiny.median_rate", value=summary["median_rate"], unit="FLOP/s",
+                       method="median over cases of 99 additions / median time",
+                       scope={"cases": summary["measured"]})]
 
 
 class OtherSuite(TinySuite):
@@ -127,13 +149,23 @@ def test_run_stores_every_case_and_summary(store: Store) -> None:
         "device": "fake",
         "suites": ["tiny", "other"],
         "quick": False,
-        "options": {"tiny": {"cases": 3}},
+        "options": {"tiny": {"cases": 3}, "other": {}},
     }
     assert run.provenance["command_line"] == ["parity", "run"] and run.provenance["device_identity"]
     assert run.summary["ok"] is True
-    assert run.summary["suites"]["tiny"]["summary"] == {"measured": 3, "sum_i": 3}
+    # FakeDevice times every call 1.0, 1.1 or 0.9 ms: the median is 1 ms, so 99 FLOP / 1 ms.
+    assert run.summary["suites"]["tiny"]["summary"] == {"measured": 3, "sum_i": 3, "median_rate": 99_000.0}
+    (figure,) = run.summary["suites"]["tiny"]["figures"]
+    assert figure["name"] == "tiny.median_rate" and figure["value"] == 99_000.0 and figure["unit"] == "FLOP/s"
     assert [c.key for c in store.cases(run.run_id, "tiny")] == ["case-000", "case-001", "case-002"]
     assert all(len(c.samples["main"]) >= 5 for c in outcome.cases)
+    first = store.cases(run.run_id, "tiny")[0]
+    assert first.check == {"passed": True, "method": "sum(range(100)) == 4950"}
+    assert first.metrics["flop"] == 99.0 and first.metrics["flop_per_s"] == pytest.approx(99_000.0)
+    assert first.metrics["median_s"] == pytest.approx(1e-3) and len(first.metrics["ci95_s"]) == 2
+    # setup ran once per suite per run and its state reached every case of that run only
+    assert [(s.setups, s.teardowns) for s in suites] == [(1, 1), (1, 1)]
+    assert [c.metrics["cases_in_this_process"] for c in store.cases(run.run_id, "tiny")] == [1, 2, 3]
 
     phases = [e.phase for e in events]
     assert phases == ["start"] + ["case", "measured"] * 11 + ["summary", "done"]
@@ -173,7 +205,9 @@ def test_errors_are_rows_and_the_sweep_goes_on(store: Store) -> None:
     assert store.get_run(outcome.run.run_id).status == "failed"
     tiny = outcome.suites[0]
     assert (tiny.cases, tiny.failed, tiny.errors) == (5, 2, 1)
-    assert tiny.summary == {"measured": 4, "sum_i": 0 + 2 + 3 + 4}
+    assert tiny.summary == {"measured": 4, "sum_i": 0 + 2 + 3 + 4, "median_rate": 99_000.0}
+    assert cases["case-003"].check["passed"] is False
+    assert [f.code for f in cases["case-003"].findings if f.severity.value == "error"] == ["wrong-result"]
 
 
 def test_interrupted_run_resumes_without_measuring_twice(store: Store) -> None:
@@ -226,17 +260,17 @@ class BrokenSuite(TinySuite):
         super().__init__()
         self.mode = mode
 
-    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+    def cases(self, *, device: Any, quick: bool, options: TinyOptions) -> list[CaseSpec]:
         if self.mode == "cases":
             raise ValueError("no shapes for this dtype")
         if self.mode == "duplicate":
             return [CaseSpec(suite=self.name, key="same"), CaseSpec(suite=self.name, key="same")]
         return [CaseSpec(suite=self.name, key="a", params={"i": 0})]
 
-    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+    def measure(self, case: CaseSpec, *, device: Any, options: TinyOptions, state: Any) -> CaseResult:
         return CaseResult(suite=self.name, key="not-" + case.key)
 
-    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: TinyOptions) -> dict[str, Any]:
         raise ZeroDivisionError("division by zero")
 
 

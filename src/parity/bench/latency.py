@@ -28,11 +28,14 @@ import math
 import time
 from typing import Any
 
+from parity.bench.latency_options import LatencyOptions
 from parity.bench.latency_summary import summarize_latency
-from parity.bench.suite import CaseSpec
+from parity.bench.figures import latency_figures
+from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.latency import ns_per_load
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
+from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
 log = logging.getLogger(__name__)
@@ -76,14 +79,13 @@ def largest_working_set(llc_bytes: int, *, quick: bool, cpu: bool) -> int:
     return min(QUICK_GPU_MAX_WORKING_SET, QUICK_GPU_LLC_FACTOR * llc_bytes)
 
 
-def page_sizes(device: Any, options: dict[str, Any]) -> list[str]:
+def page_sizes(device: Any, options: LatencyOptions) -> list[str]:
     """``base`` (and ``thp`` where the OS allows it) on the CPU; the driver's choice on GPUs."""
     if device.type != "cpu":
         return ["device"]
     from parity.bench.chase.pages import thp_unavailable_reason
 
-    wanted = options.get("pages") or ["base", "thp"]
-    wanted = wanted.split(",") if isinstance(wanted, str) else list(wanted)
+    wanted = list(options.pages) or ["base", "thp"]
     reason = thp_unavailable_reason()
     if "thp" in wanted and reason:
         log.warning("%s; measuring base pages only", reason)
@@ -99,17 +101,18 @@ def block_counts(compute_units: int, *, quick: bool) -> list[int]:
     return sorted({1, 2, *range(step, top + 1, step), top})
 
 
-class LatencySuite:
+class LatencySuite(SuiteBase):
     """Pointer-chase latency across working-set sizes and concurrent blocks."""
 
     name = "latency"
     description = "pointer-chase latency: plateaus across working-set sizes, knees across blocks"
+    options_type = LatencyOptions
 
-    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
+    def cases(self, *, device: Any, quick: bool, options: LatencyOptions) -> list[CaseSpec]:
         props = device.properties()
         llc = props.llc_bytes or props.l2_bytes or 32 * MIB
-        top = int(options.get("max_bytes", largest_working_set(llc, quick=quick, cpu=device.type == "cpu")))
-        stride = int(options.get("stride_bytes", CPU_STRIDE if device.type == "cpu" else GPU_STRIDE))
+        top = options.max_bytes or largest_working_set(llc, quick=quick, cpu=device.type == "cpu")
+        stride = options.stride_bytes or (CPU_STRIDE if device.type == "cpu" else GPU_STRIDE)
         common = {
             "device": device.name, "device_name": props.name, "stride_bytes": stride,
             "caches": _reported_caches(props), "memory_bytes": props.memory_bytes,
@@ -119,7 +122,7 @@ class LatencySuite:
         }
         cases = []
         for page in page_sizes(device, options):
-            for size in working_sets(max_bytes=top, per_octave=int(options.get("per_octave", 2))):
+            for size in working_sets(max_bytes=top, per_octave=options.per_octave):
                 cases.append(CaseSpec(suite=self.name, key=f"size/{page}/{size}", cost=1.0 + size / (64 * MIB),
                                       params={**common, "curve": "size", "page": page, "working_set_bytes": size, "blocks": 1}))
             for n in block_counts(props.compute_units or 1, quick=quick):
@@ -128,7 +131,7 @@ class LatencySuite:
                                               "working_set_bytes": BLOCK_REGION, "blocks": n}))
         return cases
 
-    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+    def measure(self, case: CaseSpec, *, device: Any, options: LatencyOptions, state: Any = None) -> CaseResult:
         p = case.params
         rings = _rings(device, p)
         try:
@@ -136,7 +139,7 @@ class LatencySuite:
         finally:
             rings.close()
 
-    def _measure_rings(self, case: CaseSpec, rings: Any, *, device: Any, options: dict[str, Any]) -> CaseResult:
+    def _measure_rings(self, case: CaseSpec, rings: Any, *, device: Any, options: LatencyOptions) -> CaseResult:
         from parity.timing import measure
 
         p = case.params
@@ -145,14 +148,14 @@ class LatencySuite:
             rings.step(loads, many=many)
 
         passed = rings.verify()
-        target = float(options.get("target_s", _target_s(quick=bool(p.get("quick")), many=many)))
+        target = options.target_s or _target_s(quick=bool(p.get("quick")), many=many)
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
         samples = (BLOCKS_MIN_SAMPLES if many else MIN_SAMPLES)
-        timing = {"device": device, "flush_cache": False, "warmup_s": float(options.get("warmup_s", 0.01)),
-                  "budget_s": float(options.get("budget_s", 1.5 * samples * target)),
-                  "min_samples": int(options.get("min_samples", samples)),
-                  "max_samples": int(options.get("max_samples", 200))}
+        timing = {"device": device, "flush_cache": False, "warmup_s": options.warmup_s,
+                  "budget_s": options.budget_s or 1.5 * samples * target,
+                  "min_samples": options.min_samples or samples,
+                  "max_samples": options.max_samples}
         for attempt in range(1, SLOPE_ATTEMPTS + 1):
             short = measure(lambda: run(short_loads), **timing)
             long = measure(lambda: run(long_loads), **timing)
@@ -186,8 +189,11 @@ class LatencySuite:
                           check={"passed": passed, "method": "one turn of every ring returns to its start"},
                           findings=tuple(findings))
 
-    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
-        return summarize_latency(results, estimator=str(options.get("estimator", "min")))
+    def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> dict[str, Any]:
+        return summarize_latency(results, estimator=options.estimator)
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        return latency_figures(summary)
 
 
 def _rings(device: Any, p: dict[str, Any]) -> Any:

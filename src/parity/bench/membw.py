@@ -19,8 +19,10 @@ from typing import Any
 
 from parity.bench.ceiling import bandwidth_copy_bytes
 from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
+from parity.bench.membw_options import MembwOptions
 from parity.bench.membw_summary import summarize_membw
-from parity.bench.suite import CaseSpec
+from parity.bench.figures import membw_figures
+from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.bandwidth import (
     NVBANDWIDTH_CONVENTION,
     STREAM_CONVENTION,
@@ -28,6 +30,7 @@ from parity.metrics.bandwidth import (
     bytes_moved,
 )
 from parity.model.errors import ParityError
+from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
 log = logging.getLogger(__name__)
@@ -82,12 +85,12 @@ def free_memory_bytes(device: Any) -> int | None:
     return device.properties().memory_bytes
 
 
-def _ops(device: Any, options: dict[str, Any]) -> list[str]:
-    wanted = options.get("ops")
+def _ops(device: Any, options: MembwOptions) -> list[str]:
+    wanted = options.ops
     available = list(DEVICE_OPS) + ([] if device.type == "cpu" else list(HOST_OPS))
     if not wanted:
         return available
-    ops = [o.strip() for o in (wanted.split(",") if isinstance(wanted, str) else wanted)]
+    ops = list(wanted)
     for op in ops:
         if op not in DEVICE_OPS + HOST_OPS:
             raise ParityError(f"unknown membw op {op!r}; known: {', '.join(DEVICE_OPS + HOST_OPS)}")
@@ -112,24 +115,25 @@ def host_page_policy() -> str:
     return f"{base_page_bytes() // 1024}KiB (THP {mode}, not requested by torch)"
 
 
-class MembwSuite:
+class MembwSuite(SuiteBase):
     """Bandwidth against transfer size for each memory operation."""
 
     name = "membw"
     description = "memory bandwidth across transfer sizes: copy, read, write, triad, host<->device"
+    options_type = MembwOptions
 
-    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
-        per_octave = int(options.get("per_octave", 1 if quick else 2))
-        top = int(options.get("max_bytes", QUICK_MAX_BYTES if quick else MAX_BYTES))
-        bottom = int(options.get("min_bytes", MIN_BYTES))
+    def cases(self, *, device: Any, quick: bool, options: MembwOptions) -> list[CaseSpec]:
+        per_octave = (1 if quick else 2) if options.per_octave is None else options.per_octave
+        top = (QUICK_MAX_BYTES if quick else MAX_BYTES) if options.max_bytes is None else options.max_bytes
+        bottom = MIN_BYTES if options.min_bytes is None else options.min_bytes
         free = free_memory_bytes(device)
         props = device.properties()
         common = {
             "device": device.name,
             "device_name": props.name,
             "llc_bytes": props.llc_bytes,
-            "dtype": str(options.get("dtype", "float32")),
-            "flush": bool(options.get("flush", True)),
+            "dtype": options.dtype,
+            "flush": options.flush,
             "quick": bool(quick),
             "pages": host_page_policy() if device.type == "cpu" else "device-default",
         }
@@ -140,7 +144,7 @@ class MembwSuite:
             cap = top if free is None else min(top, int(free * FREE_MEMORY_SHARE / operand_count(op)))
             sizes = transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave)
             room = free is None or 2 * ceiling_bytes <= free * FREE_MEMORY_SHARE
-            if op == "copy" and room and "max_bytes" not in options:
+            if op == "copy" and room and options.max_bytes is None:
                 sizes = sorted(set(sizes) | {ceiling_bytes})  # the measured ceiling's own copy
             for size in sizes:
                 cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
@@ -150,10 +154,10 @@ class MembwSuite:
             log.info("sizes capped at %d B by free memory (%d B free)", cap, free)
         return cases
 
-    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+    def measure(self, case: CaseSpec, *, device: Any, options: MembwOptions, state: Any = None) -> CaseResult:
         from parity.timing import measure
 
-        threads = _set_threads(device, options.get("threads"))
+        threads = _set_threads(device, options.threads)
         params = {**case.params, "threads": threads}
         work = MemoryOp(op=params["op"], nbytes=int(params["bytes"]), device=device, dtype=params["dtype"])
         try:
@@ -162,9 +166,9 @@ class MembwSuite:
             return CaseResult(suite=self.name, key=case.key, params=params, error=f"allocation failed: {exc}".splitlines()[0])
         try:
             m = measure(
-                work, device=device, warmup_s=float(options.get("warmup_s", 0.02)),
-                budget_s=float(options.get("budget_s", QUICK_BUDGET_S if params.get("quick") else BUDGET_S)), min_samples=int(options.get("min_samples", 5)),
-                max_samples=int(options.get("max_samples", 2000)), flush_cache=params["flush"],
+                work, device=device, warmup_s=options.warmup_s,
+                budget_s=options.budget_s or (QUICK_BUDGET_S if params.get("quick") else BUDGET_S),
+                min_samples=options.min_samples, max_samples=options.max_samples, flush_cache=params["flush"],
             )
             check = work.check()
         finally:
@@ -177,6 +181,7 @@ class MembwSuite:
             "median_s": median_s,
             "iqr_s": m.summary.iqr,
             "ci95_s": [m.summary.ci_low, m.summary.ci_high],
+            "min_s": m.summary.min,
             "gbps": bandwidth_gbps(moved, median_s),
             "convention": STREAM_CONVENTION,
             "operand_gbps": bandwidth_gbps(moved / bytes_moved(base_op(params["op"]), 1), median_s),
@@ -186,8 +191,11 @@ class MembwSuite:
         return CaseResult(suite=self.name, key=case.key, params=params, samples={"main": m.samples},
                           metrics=metrics, check=check, findings=m.findings, telemetry=m.telemetry)
 
-    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> dict[str, Any]:
         return summarize_membw(results)
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        return membw_figures(summary)
 
 
 def _itemsize(dtype: str) -> int:

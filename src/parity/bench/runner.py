@@ -9,16 +9,20 @@ through a callback; the runner never prints.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from parity.bench.options import options_to_dict, parse_options
 from parity.bench.suite import CaseSpec, Suite
+from parity.bench.work import Work
 from parity.model.errors import ParityError
+from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store, now_utc
 
@@ -59,6 +63,7 @@ class SuiteOutcome:
     cases: int
     failed: int
     errors: int
+    figures: tuple[Figure, ...] = ()
     summary_error: str | None = None
 
     @property
@@ -73,6 +78,7 @@ class SuiteOutcome:
             "failed": self.failed,
             "errors": self.errors,
             "summary": self.summary,
+            "figures": [f.to_dict() for f in self.figures],
             "summary_error": self.summary_error,
         }
 
@@ -132,13 +138,27 @@ def estimate_run_eta_s(
 def run_config(
     *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]
 ) -> dict[str, Any]:
-    """The stored ``config`` of a run: what was asked, enough to resume it."""
+    """The stored ``config`` of a run: what was asked, enough to resume it (typed options in
+    their JSON form, only the keys that differ from the defaults)."""
     return {
         "device": getattr(device, "name", str(device)),
         "suites": [s.name for s in suites],
         "quick": bool(quick),
-        "options": options,
+        "options": {s.name: options_to_dict(options[s.name]) for s in suites},
     }
+
+
+def typed_options(suites: Sequence[Suite], given: dict[str, Any]) -> dict[str, Any]:
+    """Each suite's options as its ``options_type``, parsed once here from a mapping (the CLI,
+    a stored config) or taken as given; options for suites not in ``suites`` are refused."""
+    by_name = {s.name: s for s in suites}
+    for name in given:
+        if name not in by_name:
+            raise ParityError(
+                f"options given for suite {name!r}, which this run does not measure; "
+                f"suites: {', '.join(by_name)}"
+            )
+    return {s.name: parse_options(s.options_type, given.get(s.name, {}), suite=s.name) for s in suites}
 
 
 def _device_identity(device: Any) -> str | None:
@@ -192,7 +212,7 @@ def _list_cases(
 ) -> list[CaseSpec]:
     """The suite's cases, checked for the unique keys ``--resume`` relies on."""
     try:
-        cases = list(suite.cases(device=device, quick=quick, options=options.get(suite.name, {})))
+        cases = list(suite.cases(device=device, quick=quick, options=options[suite.name]))
     except ParityError:
         raise
     except Exception as exc:  # noqa: BLE001 - name the suite instead of a traceback
@@ -208,11 +228,16 @@ def _list_cases(
 
 
 def _measure_one(
-    suite: Suite, case: CaseSpec, *, device: Any, options: dict[str, Any]
+    suite: Suite, case: CaseSpec, *, device: Any, options: Any, state: Any
 ) -> CaseResult:
-    """The suite's result for ``case``, or an error row when it raises or answers wrongly."""
+    """The suite's result for ``case`` (its declared work timed, checked and rated by the
+    harness, or its own result), or an error row when it raises or answers wrongly."""
+    from parity.bench.harness import measure_work
+
     try:
-        result = suite.measure(case, device=device, options=options)
+        result = suite.measure(case, device=device, options=options, state=state)
+        if isinstance(result, Work):
+            result = measure_work(case, result, device=device)
     except Exception as exc:  # noqa: BLE001 - errors are data; the sweep goes on
         log.debug("%s/%s raised", case.suite, case.key, exc_info=True)
         first = str(exc).splitlines()[0] if str(exc) else ""
@@ -237,12 +262,17 @@ def _measure_one(
     return result
 
 
-def _summarize(suite: Suite, results: list[CaseResult], *, options: dict[str, Any]) -> SuiteOutcome:
+def _summarize(suite: Suite, results: list[CaseResult], *, options: Any) -> SuiteOutcome:
     summary: dict[str, Any] = {}
+    figures: tuple[Figure, ...] = ()
     error: str | None = None
     measured = [r for r in results if r.error is None]
     try:
         summary = dict(suite.summarize(results, options=options)) if measured else {}
+        figures = tuple(suite.figures(summary)) if measured else ()
+        wrong = [f for f in figures if not isinstance(f, Figure)]
+        if wrong:
+            raise TypeError(f"figures() returned {type(wrong[0]).__name__}, not Figure")
     except Exception as exc:  # noqa: BLE001 - a broken summary fails the run, not the process
         log.debug("summarising %s raised", suite.name, exc_info=True)
         error = f"{type(exc).__name__}: {exc}"
@@ -252,6 +282,7 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: dict[str, An
         cases=len(results),
         failed=sum(not r.ok for r in results),
         errors=sum(r.error is not None for r in results),
+        figures=figures,
         summary_error=error,
     )
 
@@ -321,14 +352,35 @@ def _sweep(
     total = sum(len(cases) for _, cases in plan)
     tracker = _Tracker(run_id=run.run_id, total=total, todo=todo, report=report)
     tracker.emit("start")
-    for suite, case in todo:
-        tracker.emit("case", suite=suite.name, key=case.key)
-        started = time.perf_counter()
-        result = _measure_one(suite, case, device=device, options=options.get(suite.name, {}))
-        store.add_case(run.run_id, result)  # committed before the next case starts
-        tracker.count(suite.name, case, seconds=time.perf_counter() - started)
-        tracker.emit("measured", suite=suite.name, key=case.key, ok=result.ok)
+    for suite, cases in plan:
+        pending = [case for s, case in todo if s is suite]
+        if not pending:
+            continue
+        with _suite_state(suite, device=device, options=options[suite.name]) as state:
+            for case in pending:
+                tracker.emit("case", suite=suite.name, key=case.key)
+                started = time.perf_counter()
+                result = _measure_one(suite, case, device=device, options=options[suite.name], state=state)
+                store.add_case(run.run_id, result)  # committed before the next case starts
+                tracker.count(suite.name, case, seconds=time.perf_counter() - started)
+                tracker.emit("measured", suite=suite.name, key=case.key, ok=result.ok)
     return tracker
+
+
+@contextlib.contextmanager
+def _suite_state(suite: Suite, *, device: Any, options: Any) -> Iterator[Any]:
+    """The suite's ``setup`` state for one run's cases, torn down afterwards, even on errors."""
+    try:
+        state = suite.setup(device=device, options=options)
+    except ParityError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - name the suite instead of a traceback
+        log.debug("setting up %s raised", suite.name, exc_info=True)
+        raise ParityError(f"suite {suite.name!r} could not set up: {type(exc).__name__}: {exc}") from None
+    try:
+        yield state
+    finally:
+        suite.teardown(state)
 
 
 def _missing(cases: list[CaseSpec], done: set[str]) -> list[CaseSpec]:
@@ -352,7 +404,7 @@ def run_suites(
     the run's stored cases are skipped and the rest measured into the same run. The cases are
     listed before the run is created, so a suite that cannot list them leaves no run behind.
     """
-    options = dict(options or {})
+    options = typed_options(suites, dict(options or {}))
     report = progress or (lambda event: None)
     plan = [
         (suite, _list_cases(suite, device=device, quick=quick, options=options)) for suite in suites
@@ -369,7 +421,7 @@ def run_suites(
     tracker = _sweep(store, run, plan, device=device, options=options, report=report)
     tracker.emit("summary")
     outcomes = [
-        _summarize(suite, store.cases(run.run_id, suite.name), options=options.get(suite.name, {}))
+        _summarize(suite, store.cases(run.run_id, suite.name), options=options[suite.name])
         for suite in suites
     ]
     ok = all(o.ok for o in outcomes)

@@ -1,8 +1,19 @@
 """The contract between benchmarks and the harness.
 
-A suite declares its cases and how to measure one; the runner (``parity.bench.runner``) walks
-the cases, skips those a resumed run already stored, commits each result to the store as soon
-as it is measured, and shows progress. A suite never prints and never writes to the store.
+A suite declares its typed options (``options_type``, see ``parity.bench.options``), its
+cases, and per case either its declared work (:class:`parity.bench.work.Work`: one call to time,
+its FLOP and bytes with the convention that counts them, and its correctness check) or, for a
+protocol that is more than one timed call (a ceiling search, a pointer chase timed at two chain
+lengths), a finished ``CaseResult`` measured with the strategies of ``parity.timing``. The
+harness (``parity.bench.harness``) times declared work with the named strategy, runs its check
+and derives its rates; the runner (``parity.bench.runner``) walks the cases, skips those a
+resumed run already stored, commits each result as soon as it is measured, and shows progress.
+
+State: ``setup`` builds what the cases share (buffers, a model, a process group, a ceiling
+measured earlier in the run) once per run, and again on resume; it is handed to every
+``measure`` call as ``state`` and to ``teardown`` at the end. Nothing else passes between
+cases. A suite never prints and never writes to the store; a performance row without a
+correctness check is not ok.
 """
 
 from __future__ import annotations
@@ -10,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
 
@@ -31,16 +43,40 @@ class Suite(Protocol):
 
     name: str
     description: str
+    options_type: type
 
-    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
-        """The cases this suite would measure on ``device``."""
+    def cases(self, *, device: Any, quick: bool, options: Any) -> list[CaseSpec]:
+        """The cases this suite would measure on ``device`` (``options`` is ``options_type``)."""
         ...
 
-    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
-        """Measure one case. Errors (out of memory, unsupported dtype) are returned as a
-        ``CaseResult`` with ``error`` set, never raised."""
+    def setup(self, *, device: Any, options: Any) -> Any:
+        """What the cases share, built once per run (and again on resume); None if nothing."""
         ...
 
-    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
-        """Suite-level figures derived from the stored cases (a JSON-serialisable dict)."""
+    def measure(self, case: CaseSpec, *, device: Any, options: Any, state: Any) -> Any:
+        """One case: its declared ``Work`` for the harness to time and check, or a finished
+        ``CaseResult``. Errors (out of memory, unsupported dtype) may be raised or returned as
+        a ``CaseResult`` with ``error`` set: either way they become a row and the sweep goes on."""
         ...
+
+    def teardown(self, state: Any) -> None:
+        """Release what ``setup`` built; called once, after the last case, even on errors."""
+        ...
+
+    def summarize(self, results: list[CaseResult], *, options: Any) -> dict[str, Any]:
+        """Suite-level details derived from the stored cases, for the family's own renderer."""
+        ...
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        """The summary's quotable figures, the only thing compare and report read."""
+        ...
+
+
+class SuiteBase:
+    """Defaults for the optional parts of the contract: no state, no teardown."""
+
+    def setup(self, *, device: Any, options: Any) -> Any:
+        return None
+
+    def teardown(self, state: Any) -> None:
+        return None

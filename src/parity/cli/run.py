@@ -22,7 +22,7 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         name, sep, raw = item.partition("=")
         suite, dot, key = name.partition(".")
         if not sep or not dot or not suite or not key:
-            raise ParityError(f"--set {item!r}: expected SUITE.KEY=VALUE, e.g. gemm.dtypes=bf16")
+            raise ParityError(f"--set {item!r}: expected SUITE.KEY=VALUE, e.g. gemm.dtype=bf16")
         try:
             value: Any = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -31,20 +31,48 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return options
 
 
-def _check_settings(options: dict[str, dict[str, Any]], *, selected: list[str]) -> None:
-    """Refuse options for unknown suites (typos); note those for suites not selected."""
-    from parity.bench.registry import names
+def _check_settings(
+    options: dict[str, dict[str, Any]], *, selected: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Refuse options for unknown suites and unknown keys (typos); drop, with a note, those for
+    known suites that are not selected. Keys and values are checked against each suite's typed
+    options, so a mistake is a one-line error before anything is measured."""
+    from parity.bench.options import parse_options
+    from parity.bench.registry import get_suite, names
 
     known = names()
-    for suite in options:
+    kept: dict[str, dict[str, Any]] = {}
+    for suite, values in options.items():
         if suite not in known:
             raise ParityError(
                 f"--set names unknown suite {suite!r}; known suites: {', '.join(known)}"
             )
+        parse_options(get_suite(suite).options_type, values, suite=suite)
         if suite not in selected:
             click.echo(
                 f"parity: note: --set {suite}.* ignored, suite {suite} is not selected", err=True
             )
+            continue
+        kept[suite] = values
+    return kept
+
+
+class _RunCommand(click.Command):
+    """``parity run``, whose help ends with every registered suite's option keys."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        from parity.bench.options import describe_options
+        from parity.bench.registry import get_suite, names
+
+        with formatter.section("Suite options (--set SUITE.KEY=VALUE)"):
+            for name in names():
+                try:
+                    infos = describe_options(get_suite(name).options_type)
+                except ParityError as exc:
+                    formatter.write_text(f"{name}: unavailable ({exc})")
+                    continue
+                formatter.write_dl([(f"{name}.{i.key}", i.line().split(": ", 1)[1]) for i in infos])
 
 
 def _resume_settings(
@@ -64,7 +92,7 @@ def _resume_settings(
     return run.run_id, dict(run.config)
 
 
-@click.command()
+@click.command(cls=_RunCommand)
 @click.option("--quick", is_flag=True, help="Fewer, smaller cases: a smoke run, not a measurement to quote.")
 @click.option(
     "--device",
@@ -85,7 +113,7 @@ def _resume_settings(
     "settings",
     multiple=True,
     metavar="SUITE.KEY=VALUE",
-    help="A suite option, repeatable; VALUE is read as JSON when it parses.",
+    help="A suite option, repeatable; VALUE is read as JSON when it parses. Keys: see below.",
 )
 @click.option(
     "--resume",
@@ -114,6 +142,7 @@ def run(
     Example:
       parity run --quick
       parity run --device cuda:0 --suite gemm,membw --json run.json
+      parity run --suite gemm --set gemm.dtype=fp32 --set gemm.backends=matmul,linear
       parity run --resume 20261129-230512-a3f9
     """
     from parity.bench.registry import resolve
@@ -132,7 +161,7 @@ def run(
             options = dict(config.get("options", {}))
             device_name = device_name or config.get("device")
         suites = resolve(list(suite_names))
-        _check_settings(options, selected=[s.name for s in suites])
+        options = _check_settings(options, selected=[s.name for s in suites])
         device = get_device(device_name)
         renderer = ProgressRenderer(label="parity run")
         started: dict[str, str] = {}

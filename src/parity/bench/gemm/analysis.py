@@ -54,8 +54,8 @@ def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | No
         return row
     achieved = float(m["achieved_flops"])
     row.update({
-        "median_s": m["median_s"], "iqr_s": m["iqr_s"], "ci95_low_s": m.get("ci95_low_s"),
-        "ci95_high_s": m.get("ci95_high_s"), "achieved_flops": achieved, "tflops": achieved / TERA,
+        "median_s": m["median_s"], "iqr_s": m["iqr_s"], "ci95_s": m.get("ci95_s"),
+        "achieved_flops": achieved, "tflops": achieved / TERA,
         "relative_error": result.check.get("relative_error"), "check_passed": result.check.get("passed"),
         "power_limited": bool(m.get("power_limited")), "throttle_reasons": m.get("throttle_reasons", []),
         "clock_mhz": m.get("clock_mhz"), "power_w": m.get("power_w"),

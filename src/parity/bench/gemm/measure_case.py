@@ -170,7 +170,7 @@ def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: A
     metrics = {
         **base,
         "median_s": summary.median, "iqr_s": summary.iqr, "p25_s": summary.p25, "p75_s": summary.p75,
-        "ci95_low_s": summary.ci_low, "ci95_high_s": summary.ci_high, "min_s": summary.min,
+        "ci95_s": [summary.ci_low, summary.ci_high], "min_s": summary.min,
         "samples": summary.n, "achieved_flops": base["work_flop"] / summary.median,
         "power_limited": power_limited, "throttle_reasons": reasons,
         "clock_mhz": _median_reading(telemetry, "clock_mhz"), "power_w": _median_reading(telemetry, "power_w"),

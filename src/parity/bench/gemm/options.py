@@ -1,12 +1,17 @@
-"""What a GEMM sweep was asked to do, from the suite options dict (CLI flags or ``parity run``)."""
+"""What a GEMM sweep is asked to do (``GemmOptions``) and what that resolves to (``GemmPlan``).
+
+``GemmOptions`` is the typed option set users give (``parity run --set gemm.dtype=fp32``,
+``parity gemm --dtype fp32``, the Python API); a ``None`` field takes the mode's default.
+``GemmPlan.resolve`` turns it into the concrete budgets for one mode and device kind, which
+every case records in its params.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from parity.bench.gemm.dtypes import resolve_dtype
-from parity.model.errors import ParityError
+from parity.bench.gemm.dtypes import DTYPES, resolve_dtype
+from parity.bench.options import option
 
 # Per-shape timing: seconds of warm-up and of timed calls. Quick keeps the CPU sweep short; the
 # full budgets fit the 1,055-shape catalog in under ten minutes on a current GPU.
@@ -20,6 +25,36 @@ MAX_CALL_S = 20.0
 
 @dataclass(frozen=True, kw_only=True)
 class GemmOptions:
+    """The options of the ``gemm`` suite."""
+
+    dtype: str = option("bf16", help="precision: " + ", ".join(DTYPES))
+    backends: tuple[str, ...] = option(("matmul",), help="GEMM backends: matmul, linear or module:Class")
+    shapes: str = option("catalog", help="the built-in catalog, or a CSV of m,n,k[,name] lines")
+    warmup_s: float | None = option(None, help="warm-up per shape, s (0.02 quick, 0.025 full)",
+                                    minimum=0.0, exclusive_minimum=True)
+    budget_s: float | None = option(None, help="timed calls per shape, s (0.08 quick, 0.15 full)",
+                                    minimum=0.0, exclusive_minimum=True)
+    ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s (20 quick, 60 full)",
+                                            minimum=0.0, exclusive_minimum=True)
+    flush: bool = option(True, help="flush the last-level cache before every timed call")
+    telemetry: bool = option(True, help="sample clocks, power and throttle reasons while timing")
+    check: bool = option(True, help="check every product against a reference")
+    graph: str = option("auto", help="graph replay for tiny kernels", choices=("auto", "on", "off"))
+    max_call_s: float = option(MAX_CALL_S, help="refuse a shape slower than this per call at the ceiling, s",
+                               minimum=0.0, exclusive_minimum=True)
+    max_samples: int = option(500, help="most timed calls per shape", minimum=1)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", resolve_dtype(self.dtype).name)  # aliases, and loud on unknown
+        if not self.backends:
+            object.__setattr__(self, "backends", ("matmul",))
+        object.__setattr__(self, "backends", tuple(dict.fromkeys(self.backends)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemmPlan:
+    """``GemmOptions`` resolved for one mode (quick or full) and device kind."""
+
     dtype: str
     backends: tuple[str, ...]
     shapes: str  # "catalog" or a CSV path
@@ -34,37 +69,21 @@ class GemmOptions:
     max_samples: int
 
     @classmethod
-    def parse(cls, options: dict[str, Any], *, quick: bool, device_type: str) -> GemmOptions:
+    def resolve(cls, options: GemmOptions, *, quick: bool, device_type: str) -> GemmPlan:
         timing = QUICK_TIMING if quick else FULL_TIMING
-        backends = options.get("backends") or options.get("backend") or ("matmul",)
-        if isinstance(backends, str):
-            backends = tuple(b.strip() for b in backends.split(",") if b.strip())
-        graph = str(options.get("graph", "auto")).lower()
-        if graph not in ("auto", "on", "off"):
-            raise ParityError(f"gemm option graph={graph!r} is invalid; use auto, on or off")
         kind = "cpu" if device_type == "cpu" else "accel"
         return cls(
-            dtype=resolve_dtype(options.get("dtype", "bf16")).name,
-            backends=tuple(dict.fromkeys(backends)),
-            shapes=str(options.get("shapes", "catalog")),
-            warmup_s=_positive(options, "warmup_s", timing["warmup_s"]),
-            budget_s=_positive(options, "budget_s", timing["budget_s"]),
-            ceiling_budget_s=_positive(options, "ceiling_budget_s", CEILING_BUDGET_S[(kind, quick)]),
-            flush=bool(options.get("flush", True)),
-            telemetry=bool(options.get("telemetry", True)),
-            check=bool(options.get("check", True)),
-            graph=graph,
-            max_call_s=_positive(options, "max_call_s", MAX_CALL_S),
-            max_samples=int(options.get("max_samples", 500)),
+            dtype=options.dtype,
+            backends=options.backends,
+            shapes=options.shapes,
+            warmup_s=timing["warmup_s"] if options.warmup_s is None else options.warmup_s,
+            budget_s=timing["budget_s"] if options.budget_s is None else options.budget_s,
+            ceiling_budget_s=(CEILING_BUDGET_S[(kind, quick)] if options.ceiling_budget_s is None
+                              else options.ceiling_budget_s),
+            flush=options.flush,
+            telemetry=options.telemetry,
+            check=options.check,
+            graph=options.graph,
+            max_call_s=options.max_call_s,
+            max_samples=options.max_samples,
         )
-
-
-def _positive(options: dict[str, Any], key: str, default: float) -> float:
-    value = options.get(key, default)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParityError(f"gemm option {key}={value!r} is not a number") from None
-    if not number > 0:
-        raise ParityError(f"gemm option {key}={value!r} must be positive")
-    return number

@@ -25,8 +25,10 @@ from parity.bench.gemm.measure_case import (
     measure_ceiling,
     measure_shape,
 )
-from parity.bench.gemm.options import GemmOptions
-from parity.bench.suite import CaseSpec
+from parity.bench.gemm.options import GemmOptions, GemmPlan
+from parity.bench.figures import gemm_figures
+from parity.bench.suite import CaseSpec, SuiteBase
+from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
 log = logging.getLogger(__name__)
@@ -53,19 +55,22 @@ def shape_key(dtype: str, backend: str, shape: Shape) -> str:
     return f"{dtype}/{backend}/{shape.m}x{shape.n}x{shape.k}"
 
 
-class GemmSuite:
-    """``parity gemm`` / ``parity run --suite gemm``."""
+class GemmSuite(SuiteBase):
+    """``parity gemm`` / ``parity run --suite gemm``.
+
+    State (``setup``): the compute ceilings measured in this run, by (device, dtype), the guard
+    against shapes too slow to time. A resumed run that skips the ceiling case has no guard.
+    """
 
     name = SUITE
     description = "matmul over the 1,055-shape catalog: TFLOP/s, roofline efficiency, ceilings"
+    options_type = GemmOptions
 
-    def __init__(self) -> None:
-        # Ceilings measured in this process, by (device, dtype): the guard against shapes too
-        # slow to time. A resumed run that skips the ceiling case simply has no guard.
-        self._ceilings: dict[tuple[str, str], float] = {}
+    def setup(self, *, device: Any, options: GemmOptions) -> dict[tuple[str, str], float]:
+        return {}
 
-    def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
-        opts = GemmOptions.parse(options, quick=quick, device_type=device.type)
+    def cases(self, *, device: Any, quick: bool, options: GemmOptions) -> list[CaseSpec]:
+        opts = GemmPlan.resolve(options, quick=quick, device_type=device.type)
         for spec in opts.backends:
             load_backend(spec)  # unknown names fail now, before the run starts
         shapes = select_shapes(opts.shapes, quick=quick)
@@ -89,7 +94,8 @@ class GemmSuite:
                 ))
         return cases
 
-    def measure(self, case: CaseSpec, *, device: Any, options: dict[str, Any]) -> CaseResult:
+    def measure(self, case: CaseSpec, *, device: Any, options: GemmOptions,
+                state: dict[tuple[str, str], float]) -> CaseResult:
         params = case.params
         kind = params.get("kind")
         if kind == "bandwidth":
@@ -99,11 +105,14 @@ class GemmSuite:
         if kind == "ceiling":
             result = measure_ceiling(case, device=device, dtype=dtype, unavailable=reason)
             if result.error is None:
-                self._ceilings[(device.name, dtype.name)] = float(result.metrics["ceiling_flops"])
+                state[(device.name, dtype.name)] = float(result.metrics["ceiling_flops"])
             return result
         backend = load_backend(params["backend"])
         return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
-                             ceiling_flops=self._ceilings.get((device.name, dtype.name)))
+                             ceiling_flops=state.get((device.name, dtype.name)))
 
-    def summarize(self, results: list[CaseResult], *, options: dict[str, Any]) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> dict[str, Any]:
         return analyse(results)
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        return gemm_figures(summary)

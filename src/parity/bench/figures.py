@@ -1,0 +1,94 @@
+"""Each built-in family's summary as typed figures (``parity.model.figure.Figure``).
+
+Compare and the report read these and nothing else, so every figure names its method and its
+scope here, once. A figure whose value the summary could not derive is still listed, with
+``value=None`` and a note saying why, so a missing number is never silent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.metrics.bandwidth import STREAM_CONVENTION
+from parity.model.figure import Figure
+
+GIGA = 1e9
+NS = 1e-9
+
+
+def _ci(summary: dict[str, Any] | None) -> tuple[float, float] | None:
+    if not summary or summary.get("ci95_low") is None:
+        return None
+    return (summary["ci95_low"], summary["ci95_high"])
+
+
+def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
+    """The GEMM sweep: ceilings, best fraction of ``P``, median efficiencies (compute-bound, all)."""
+    dtype = summary.get("dtype")
+    scope = {"dtype": dtype, "device": summary.get("device_name")}
+    shape = summary.get("ceiling_shape")
+    figures = [
+        Figure(name="gemm.ceiling", value=summary.get("ceiling_flops"), unit="FLOP/s",
+               method="measured compute ceiling: best sustained rate of the ceiling search",
+               scope={**scope, "shape": shape}, note=summary.get("ceiling_error") or ""),
+        Figure(name="gemm.bandwidth_ceiling", value=summary.get("bandwidth_bps"), unit="B/s",
+               method=f"large device-to-device copy, {STREAM_CONVENTION}", scope=scope,
+               note=summary.get("bandwidth_error") or ""),
+        Figure(name="gemm.best_fraction_of_ceiling", value=summary.get("best_fraction_of_ceiling"), unit="1",
+               method="best achieved rate over the measured ceiling P",
+               scope={**scope, "cases": summary.get("measured", 0), "best_shape": summary.get("best_shape")}),
+    ]
+    for subset, key in (("compute-bound", "efficiency_compute_bound"), ("all", "efficiency_all")):
+        eff = summary.get(key)
+        figures.append(Figure(
+            name=f"gemm.median_efficiency.{subset}", value=eff["median"] if eff else None, unit="1",
+            method="median of achieved/attainable, attainable = min(P, AI*B); 95% bootstrap CI",
+            scope={**scope, "subset": subset, "cases": eff["n"] if eff else 0},
+            ci95=_ci(eff), note="" if eff else f"no {subset} shapes measured"))
+    return figures
+
+
+def membw_figures(summary: dict[str, Any]) -> list[Figure]:
+    """Bandwidth: the measured ceiling, and per operation the fit's asymptote, fixed cost, n½."""
+    device = summary.get("device")
+    ceiling = summary.get("ceiling")
+    figures = [Figure(
+        name="membw.ceiling", value=ceiling["gbps"] * GIGA if ceiling else None, unit="B/s",
+        method=f"{ceiling['method']}, {STREAM_CONVENTION}" if ceiling else STREAM_CONVENTION,
+        scope={"device": device, "op": "copy",
+               "operand_bytes": ceiling["operand_bytes"] if ceiling else None},
+        note="" if ceiling else "no copy measured")]
+    for curve in summary.get("curves", []):
+        scope = {"device": device, "op": curve["op"], "points": len(curve.get("points", [])),
+                 "flush": summary.get("flush")}
+        note = curve.get("note", "")
+        asym = curve.get("asymptotic_gbps")
+        figures += [
+            Figure(name=f"membw.{curve['op']}.asymptotic", value=asym * GIGA if asym is not None else None,
+                   unit="B/s", method=f"b of the fit t = a + V/b, {curve['convention']}", scope=scope, note=note),
+            Figure(name=f"membw.{curve['op']}.fixed_cost", value=curve.get("fixed_cost_s"), unit="s",
+                   method="a of the fit t = a + V/b", scope=scope, note=note),
+            Figure(name=f"membw.{curve['op']}.n_half", value=curve.get("n_half_bytes"), unit="B",
+                   method="half-bandwidth size n½ = a·b", scope=scope, note=note),
+        ]
+    return figures
+
+
+def latency_figures(summary: dict[str, Any]) -> list[Figure]:
+    """Latency: each plateau of the preferred page size, and the first knee of concurrent blocks."""
+    device = summary.get("device")
+    method = f"{summary.get('method')}; {summary.get('estimator')}"
+    figures = []
+    for plateau in summary.get("plateaus", []):
+        figures.append(Figure(
+            name=f"latency.{plateau['level']}", value=plateau["latency_ns"] * NS, unit="s", method=method,
+            scope={"device": device, "page": plateau.get("page"), "level": plateau["level"],
+                   "from_bytes": plateau.get("start_bytes"), "to_bytes": plateau.get("size_bytes"),
+                   "memory": plateau.get("memory")}))
+    knees = summary.get("blocks_curve", {}).get("knees", [])
+    if knees:
+        figures.append(Figure(
+            name="latency.first_knee", value=float(knees[0]["blocks"]), unit="count",
+            method="first knee of latency against concurrent blocks (16 KiB region each)",
+            scope={"device": device, "page": summary.get("blocks_curve", {}).get("page")}))
+    return figures

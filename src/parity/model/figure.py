@@ -1,0 +1,95 @@
+"""A derived figure: the one record compare and report read, whatever family made it.
+
+A figure is a number a user may quote: its ``name`` (stable, dotted: ``gemm.ceiling``,
+``membw.fixed_cost.warm``), its ``value`` in SI units (FLOP/s, B/s, s, a fraction), the
+``unit`` that value is in, the ``method`` or convention that produced it (``median of rounds``,
+``bytes read + written (STREAM)``), the ``scope`` it is over (which cases, which dtype, which
+op), and a 95% confidence interval where there is one. Humans' units (TFLOP/s, GB/s, us) are
+made at the edge by :func:`format_value`, never stored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# SI units a figure may carry, and how a human reads each one.
+UNITS: dict[str, tuple[str, float]] = {
+    "FLOP/s": ("TFLOP/s", 1e12),
+    "B/s": ("GB/s", 1e9),
+    "s": ("us", 1e-6),
+    "B": ("MiB", 2**20),
+    "1": ("%", 0.01),
+    "count": ("", 1.0),
+    "tok/s": ("tok/s", 1.0),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Figure:
+    """One derived figure with its method and scope.
+
+    ``scope`` maps what the figure is over to JSON values (``{"dtype": "bf16", "cases": 12,
+    "subset": "compute-bound"}``); ``ci95`` is ``(low, high)`` in the figure's unit, or None
+    when there is no interval ("too few for a CI" goes in ``note``). ``best`` is the best
+    observation beside a median value, where the figure has one.
+    """
+
+    name: str
+    value: float | None
+    unit: str
+    method: str
+    scope: dict[str, Any] = field(default_factory=dict)
+    ci95: tuple[float, float] | None = None
+    best: float | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"figure {self.name!r}: unit {self.unit!r} is not one of {', '.join(UNITS)}")
+        if self.value is not None:
+            object.__setattr__(self, "value", float(self.value))
+            if not math.isfinite(self.value):
+                raise ValueError(f"figure {self.name!r}: value {self.value!r} is not finite")
+        if self.ci95 is not None:
+            low, high = (float(v) for v in self.ci95)
+            if low > high:
+                raise ValueError(f"figure {self.name!r}: CI ({low}, {high}) is reversed")
+            object.__setattr__(self, "ci95", (low, high))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "method": self.method,
+            "scope": dict(self.scope),
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "best": self.best,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Figure:
+        ci = data.get("ci95")
+        return cls(
+            name=str(data["name"]),
+            value=data.get("value"),
+            unit=str(data["unit"]),
+            method=str(data.get("method", "")),
+            scope=dict(data.get("scope", {})),
+            ci95=(float(ci[0]), float(ci[1])) if ci else None,
+            best=data.get("best"),
+            note=str(data.get("note", "")),
+        )
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``."""
+    if value is None:
+        return "n/a"
+    human, scale = UNITS[unit]
+    shown = value / scale
+    text = f"{shown:.3g}" if abs(shown) < 1000 else f"{shown:,.0f}"
+    return f"{text}{human}" if human == "%" else f"{text} {human}".rstrip()
