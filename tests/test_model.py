@@ -27,7 +27,12 @@ def test_case_not_ok_on_error_failed_check_or_error_finding() -> None:
     assert not CaseResult(suite="s", key="k", error="out of memory").ok
     assert not CaseResult(suite="s", key="k", check={"passed": False}).ok
     bad = Finding(code="wrong-result", severity=Severity.ERROR, message="x")
-    assert not CaseResult(suite="s", key="k", findings=(bad,)).ok
+    assert not CaseResult(suite="s", key="k", check={"passed": True}, findings=(bad,)).ok
+
+
+def test_a_measured_row_without_a_check_is_not_ok() -> None:
+    assert not CaseResult(suite="s", key="k", metrics={"median_s": 1e-3}).ok
+    assert CaseResult(suite="s", key="k", metrics={"median_s": 1e-3}, check={"passed": True}).ok
 
 
 def test_run_round_trip() -> None:

@@ -375,7 +375,9 @@ def measure_bandwidth_ceiling(*, device: Any, size_bytes: int, budget_s: float =
     result = measure(lambda: dst.copy_(src), device=device, warmup_s=0.05, budget_s=budget_s,
                      min_samples=5, flush_cache=False)
     moved = 2 * elements * 4
+    copied = bool(torch.equal(dst, src))
     return {
+        "check": {"passed": copied, "method": "the destination equals the source after the timed copies"},
         "bps": moved / result.median_s,
         "bytes_copied": elements * 4,
         "bytes_moved": moved,

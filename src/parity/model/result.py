@@ -32,10 +32,13 @@ class CaseResult:
 
     @property
     def ok(self) -> bool:
-        """True when the case ran, its check passed and no finding is an error."""
+        """True when the case ran, carries a check that passed, and no finding is an error.
+
+        A measured row without a correctness check is not ok: a figure nobody verified is not
+        one to quote."""
         if self.error is not None:
             return False
-        if self.check and not self.check.get("passed", False):
+        if not self.check.get("passed", False):
             return False
         return not any(f.severity is Severity.ERROR for f in self.findings)
 

@@ -61,8 +61,10 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     device_name = device.properties().name
     sheet = peak_flops(device_name, dtype.name)
     m, n, k = result.dims
+    check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     return CaseResult(
-        suite=case.suite, key=case.key, params=dict(case.params),
+        suite=case.suite, key=case.key, params=dict(case.params), check=check,
+        findings=tuple(check_findings(check)),
         samples={"winner": kept[result.dims]} if result.dims in kept else {},
         metrics={
             "ceiling_flops": result.flops,
@@ -91,7 +93,11 @@ def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
                          hint="free device memory or run without other jobs")
     samples = result.pop("samples")
     findings = tuple(result.pop("findings"))
-    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
+    check = result.pop("check")
+    if not check["passed"]:
+        findings += (Finding(code="wrong-result", severity=Severity.ERROR, message="the copy did not reproduce its source",
+                             hint="the device or its driver corrupts copies; do not quote B"),)
+    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params), check=check,
                       samples={"main": samples}, metrics={"bandwidth_bps": result["bps"], **result},
                       findings=findings)
 
