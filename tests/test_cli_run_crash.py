@@ -103,3 +103,23 @@ def test_sigkill_mid_run_then_resume_keeps_every_case_once(tmp_path: Path) -> No
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+    # The typed options came back from the stored config; the summary is typed figures.
+    assert doc["run"]["config"]["options"] == {"tiny": {"cases": CASES, "sleep_s": 0.1}}
+    (suite,) = doc["suites"]
+    (figure,) = suite["figures"]
+    assert figure["name"] == "tiny.median_rate" and figure["unit"] == "FLOP/s" and figure["value"] > 0
+    assert figure["scope"] == {"cases": CASES}
+    # Declared work was timed, checked and rated by the harness for every case, before and after the kill.
+    assert all(c["check"]["passed"] and c["metrics"]["flop_per_s"] > 0 for c in doc["cases"])
+    # The whole run exports as one row per case.
+    exported = tmp_path / "run.csv"
+    export = subprocess.run(
+        [sys.executable, "-m", "parity", "runs", "export", run_id, "--format", "csv", "--output", str(exported)],
+        env=_env(db), capture_output=True, text=True, timeout=60,
+    )
+    assert export.returncode == 0, export.stderr
+    import csv
+
+    rows = list(csv.DictReader(exported.open()))
+    assert [r["key"] for r in rows] == [f"case-{i:03d}" for i in range(CASES)]
+    assert all(r["check_passed"] == "True" and float(r["metric.flop_per_s"]) > 0 for r in rows)

@@ -205,10 +205,6 @@ def help_text(cls: type, *, suite: str) -> str:
     return "\n".join(f"  {suite}.{info.line()}" for info in describe_options(cls))
 
 
-class NoOptions:
-    """Marker base for suites without options: ``options_type = EmptyOptions``."""
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class EmptyOptions(NoOptions):
-    """A suite that takes no options; any key is refused."""
+class EmptyOptions:
+    """The options of a suite that takes none (``options_type = EmptyOptions``): any key is refused."""
