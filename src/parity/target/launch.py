@@ -38,6 +38,7 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -101,7 +102,7 @@ def launch_local_ranks(
             "quiet": not log.isEnabledFor(logging.DEBUG),
         }
         limits = {"timeout_s": timeout_s, "start_timeout_s": start_timeout_s}
-        outcome = _supervised(job, status=status, **limits)
+        outcome = _supervised(job, status=status, limits=limits)
     if isinstance(outcome, str):
         raise ParityError(outcome)
     kind, payload = outcome
@@ -113,7 +114,7 @@ def launch_local_ranks(
 
 
 def _supervised(
-    job: dict[str, Any], *, status: Path, timeout_s: float, start_timeout_s: float
+    job: dict[str, Any], *, status: Path, limits: dict[str, float]
 ) -> tuple[str, Any] | str:
     """Start the supervisor and wait for its answer; the timeout's message instead when the
     ranks do not start or do not return in time. The supervisor's process group is ended on
@@ -123,7 +124,9 @@ def _supervised(
     process = context.Process(target=_supervise, args=(job, send), name="parity-ranks")
     try:
         process.start()
-    except (TypeError, AttributeError, multiprocessing.ProcessError) as exc:
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        receive.close()
+        send.close()
         raise ParityError(
             f"cannot start ranks with entry {getattr(job['entry'], '__qualname__', job['entry'])}"
             f": {exc}; pass a module-level function and picklable arguments"
@@ -131,9 +134,7 @@ def _supervised(
     send.close()
     answered = False
     try:
-        late = _wait(
-            receive, status, nproc=job["nproc"], timeout_s=timeout_s, start_timeout_s=start_timeout_s
-        )
+        late = _wait(receive, status, nproc=job["nproc"], **limits)
         if late is not None:
             return late
         answered = True

@@ -165,7 +165,9 @@ async def _get(address: str, timeout_s: float, api_key: str | None) -> tuple[int
         ) from None
     except aiohttp.ClientError as exc:
         text = " ".join(str(exc).split())[:200]
-        raise ParityError(f"cannot reach {address}: {text}; start the server or fix the url") from None
+        raise ParityError(
+            f"cannot reach {address}: {text}; start the server or fix the url"
+        ) from None
 
 
 def _aiohttp() -> Any:
