@@ -17,13 +17,25 @@ ALLOWED: dict[str, set[str]] = {
     "stats": {"model"},
     "metrics": {"stats", "model"},
     "device": {"model", "stats"},
-    "timing": {"device", "stats", "model"},
+    "target": {"device", "stats", "model"},
+    "timing": {"target", "device", "stats", "model"},
     "store": {"model"},
     "trace": {"metrics", "stats", "model"},
     # bench also holds the runner, which commits each case to the store as it is measured.
-    "bench": {"timing", "device", "metrics", "stats", "model", "store"},
+    "bench": {"timing", "target", "device", "metrics", "stats", "model", "store"},
     "report": {"store", "trace", "metrics", "stats", "model"},
-    "cli": {"report", "bench", "store", "trace", "timing", "device", "metrics", "stats", "model"},
+    "cli": {
+        "report",
+        "bench",
+        "store",
+        "trace",
+        "timing",
+        "target",
+        "device",
+        "metrics",
+        "stats",
+        "model",
+    },
 }
 
 # Third-party modules that must never be imported at module level by a layer.

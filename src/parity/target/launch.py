@@ -1,0 +1,337 @@
+"""parity starts N local ranks itself, through torch's elastic launcher (what torchrun runs).
+
+``launch_local_ranks(nproc, entry, args, timeout_s=...)`` returns every rank's return value of
+``entry(*args)``, in rank order. ``entry`` must be a module-level function (it is pickled into
+fresh processes) and should begin with ``parity.target.join_group()``, exactly as under the
+user's ``torchrun``: the ranks find RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
+set, with ``PARITY_LOCAL_LAUNCH=1`` besides.
+
+How: a supervisor process, in a process group (session) of its own, runs
+``torch.distributed.launcher.api.elastic_launch`` with ``nproc`` workers on this host: c10d
+rendezvous on 127.0.0.1 at a free port, ``max_restarts=0``, ``spawn``; gloo is kept on the
+loopback interface (``GLOO_SOCKET_IFNAME``) unless the user chose one. Each rank marks a file
+when it starts and when ``entry`` returns.
+
+Bounded time and nothing left behind:
+
+- a rank that exits with an error (an exception, ``os._exit(3)``, a signal) makes the elastic
+  agent stop the others at once; the launch raises a one-line ParityError naming the rank that
+  failed first, its exit code or signal, and its exception's message;
+- a rank that hangs: ``timeout_s`` after the last rank started, the whole process group is
+  sent SIGTERM, then SIGKILL after ``KILL_GRACE_S``, and the ParityError names the ranks that
+  had not returned (or, sooner, a rank's own barrier error naming the hung rank, when the entry
+  waits at a timed ``barrier``);
+- ranks that do not start (each is a fresh interpreter importing torch: seconds on a busy host)
+  are ended the same way after ``start_timeout_s``, named;
+- the supervisor dies with the calling process (Linux ``PR_SET_PDEATHSIG``), and its SIGTERM
+  handler stops the ranks, so a killed parity leaves no rank behind.
+
+So a launch ends within ``start_timeout_s + timeout_s + 2 * KILL_GRACE_S`` plus the
+supervisor's own start, whatever the ranks do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from parity.model.errors import ParityError
+from parity.target.environment import LOCAL_LAUNCH_VAR
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+KILL_GRACE_S = 3.0
+DEFAULT_START_TIMEOUT_S = 120.0
+POLL_S = 0.1
+# Filler torch puts in a failure without an error file; it says nothing about the failure.
+_NO_MESSAGE = "To enable traceback"
+_OWN_ERROR = "ParityError: "
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port nothing listens on at ``host`` now (the OS picks it; a race is possible but
+    the rendezvous then fails loudly rather than joining another run)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def launch_local_ranks(
+    nproc: int,
+    entry: Callable[..., Any],
+    args: Sequence[Any] = (),
+    *,
+    timeout_s: float,
+    start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+) -> list[Any]:
+    """Run ``entry(*args)`` on ``nproc`` local ranks; their return values in rank order.
+
+    ``timeout_s`` bounds the ranks' run, counted from the moment the last rank started;
+    ``start_timeout_s`` bounds their start (a fresh interpreter importing torch each).
+    """
+    if nproc < 1:
+        raise ParityError(f"cannot launch {nproc} ranks; ask for 1 or more")
+    if timeout_s <= 0 or start_timeout_s <= 0:
+        raise ParityError(
+            f"launch timeouts must be positive, got {timeout_s!r} and {start_timeout_s!r} s"
+        )
+    with tempfile.TemporaryDirectory(prefix="parity-ranks-") as workdir:
+        status = Path(workdir) / "status"
+        status.mkdir()
+        job = {
+            "nproc": nproc,
+            "entry": entry,
+            "args": tuple(args),
+            "port": free_port(),
+            "workdir": workdir,
+            "parent": os.getpid(),
+            "quiet": not log.isEnabledFor(logging.DEBUG),
+        }
+        limits = {"timeout_s": timeout_s, "start_timeout_s": start_timeout_s}
+        outcome = _supervised(job, status=status, limits=limits)
+    if isinstance(outcome, str):
+        raise ParityError(outcome)
+    kind, payload = outcome
+    if kind == "failed":
+        raise ParityError(failure_message(payload, nproc=nproc))
+    if kind == "error":
+        raise ParityError(f"local launch of {nproc} ranks failed: {payload}")
+    return list(payload)
+
+
+def _supervised(
+    job: dict[str, Any], *, status: Path, limits: dict[str, float]
+) -> tuple[str, Any] | str:
+    """Start the supervisor and wait for its answer; the timeout's message instead when the
+    ranks do not start or do not return in time. The supervisor's process group is ended on
+    every way out."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_supervise, args=(job, send), name="parity-ranks")
+    try:
+        process.start()
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        receive.close()
+        send.close()
+        raise ParityError(
+            f"cannot start ranks with entry {getattr(job['entry'], '__qualname__', job['entry'])}"
+            f": {exc}; pass a module-level function and picklable arguments"
+        ) from None
+    send.close()
+    answered = False
+    try:
+        late = _wait(receive, status, nproc=job["nproc"], **limits)
+        if late is not None:
+            return late
+        answered = True
+        with contextlib.suppress(EOFError):
+            return receive.recv()
+        process.join(timeout=KILL_GRACE_S)
+        return ("error", f"the launcher process exited with code {process.exitcode}")
+    finally:
+        _end_group(process, answered=answered)
+        receive.close()
+
+
+def _wait(
+    receive: Any, status: Path, *, nproc: int, timeout_s: float, start_timeout_s: float
+) -> str | None:
+    """Poll for the supervisor's answer: None when it comes, else the message of the bound
+    that ran out first (start, then run)."""
+    begun = time.monotonic()
+    all_started: float | None = None
+    while not receive.poll(POLL_S):
+        now = time.monotonic()
+        if all_started is None:
+            if len(_marked(status, "started", nproc)) == nproc:
+                all_started = now
+            elif now - begun > start_timeout_s:
+                return start_message(status, nproc=nproc, start_timeout_s=start_timeout_s)
+        elif now - all_started > timeout_s:
+            return hang_message(status, nproc=nproc, timeout_s=timeout_s)
+    return None
+
+
+def _marked(status: Path, mark: str, nproc: int) -> list[int]:
+    """The ranks whose wrapper left ``rank<r>.<mark>`` in the status folder."""
+    return [r for r in range(nproc) if (status / f"rank{r}.{mark}").exists()]
+
+
+def _end_group(process: Any, *, answered: bool) -> None:
+    """End the supervisor's process group: a grace for a supervisor that answered to exit by
+    itself, then SIGTERM to the group, SIGKILL after ``KILL_GRACE_S``; the supervisor is reaped."""
+    if answered:
+        _wait_gone(process, KILL_GRACE_S)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if _wait_gone(process, 0):
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)  # the supervisor leads its own session
+        _wait_gone(process, KILL_GRACE_S)
+    process.join()
+
+
+def _wait_gone(process: Any, wait_s: float) -> bool:
+    """True once the supervisor has exited (and is reaped) and no process of its group is
+    left, polling for at most ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        gone = not process.is_alive() and not _group_alive(process.pid)
+        if gone or time.monotonic() >= deadline:
+            return gone
+        time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while some process of group ``pgid`` exists (a zombie leader counts until reaped)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def start_message(status: Path, *, nproc: int, start_timeout_s: float) -> str:
+    """Which ranks had not started when the start bound ran out."""
+    missing = sorted(set(range(nproc)) - set(_marked(status, "started", nproc)))
+    return (
+        f"{_ranks(missing)} of {nproc} did not start within {start_timeout_s:g} s; raise "
+        "start_timeout_s on a busy host; the processes were ended"
+    )
+
+
+def hang_message(status: Path, *, nproc: int, timeout_s: float) -> str:
+    """Which ranks had not returned ``timeout_s`` after the last one started."""
+    late = sorted(set(range(nproc)) - set(_marked(status, "done", nproc)))
+    return (
+        f"{_ranks(late)} of {nproc} did not return within {timeout_s:g} s of starting (it "
+        "hangs, or waits on a rank that does); the processes were ended"
+    )
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
+
+
+def failure_message(failures: list[tuple[int, int, str, float]], *, nproc: int) -> str:
+    """One line for the ranks that failed: ``(rank, exit code, message, time)`` each; the
+    earliest is the root cause, the others are listed."""
+    first = min(failures, key=lambda f: (f[3], f[0]))
+    rank, code, message, _ = first
+    how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
+    line = f"rank {rank} of {nproc} {how}"
+    message = " ".join(message.split())[:300]
+    if message.startswith(_OWN_ERROR):  # parity's own one-line error, already explicit
+        line = f"rank {rank} of {nproc} stopped: {message[len(_OWN_ERROR):]}"
+    elif message and _NO_MESSAGE not in message:
+        line += f": {message}"
+    others = sorted(f[0] for f in failures if f[0] != rank)
+    if others:
+        line += f" (also failed: rank {', '.join(map(str, others))})"
+    return line
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+# --- the supervisor process and the rank wrapper ---------------------------------------------
+
+
+def _supervise(job: dict[str, Any], send: Any) -> None:
+    """Runs in the supervisor: own session, die with the parent, run the elastic agent."""
+    os.setsid()
+    _die_with_parent(job["parent"])
+    if job["quiet"]:
+        logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    os.environ[LOCAL_LAUNCH_VAR] = "1"
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_interface())
+    try:
+        send.send(_run_agent(job))
+    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
+        send.send(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
+    finally:
+        send.close()
+
+
+def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    nproc = job["nproc"]
+    wanted = {
+        "min_nodes": 1,
+        "max_nodes": 1,
+        "nproc_per_node": nproc,
+        "run_id": f"parity-{os.getpid()}",
+        "rdzv_backend": "c10d",
+        "rdzv_endpoint": f"{LOOPBACK}:{job['port']}",
+        "max_restarts": 0,
+        "monitor_interval": 0.1,
+        "start_method": "spawn",
+        "local_addr": LOOPBACK,
+        "logs_specs": DefaultLogsSpecs(log_dir=str(Path(job["workdir"]) / "logs")),
+        "shutdown_timeout": int(KILL_GRACE_S),
+    }
+    known = {f.name for f in dataclasses.fields(LaunchConfig)}
+    config = LaunchConfig(**{k: v for k, v in wanted.items() if k in known})
+    status = str(Path(job["workdir"]) / "status")
+    try:
+        values = elastic_launch(config, _rank_main)(job["entry"], status, *job["args"])
+    except ChildFailedError as exc:
+        return ("failed", [_failure_tuple(rank, f) for rank, f in exc.failures.items()])
+    return ("ok", [values[rank] for rank in range(nproc)])
+
+
+def _failure_tuple(rank: int, failure: Any) -> tuple[int, int, str, float]:
+    message = failure.message
+    if isinstance(message, dict):  # an error file holds {"message": ..., "extraInfo": ...}
+        message = message.get("message", "")
+    return (int(rank), int(failure.exitcode), str(message or ""), float(failure.timestamp))
+
+
+def _rank_main(entry: Callable[..., Any], status: str, *args: Any) -> Any:
+    """What each rank runs: mark the start, call ``entry``, mark the return."""
+    rank = os.environ.get("RANK", "?")
+    Path(status, f"rank{rank}.started").write_text(str(os.getpid()))
+    value = entry(*args)
+    Path(status, f"rank{rank}.done").write_text(str(time.time()))
+    return value
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to send SIGTERM when the calling process dies (the elastic agent's handler
+    then stops the ranks); exit at once if it already has."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _loopback_interface() -> str:
+    """The loopback interface's name (``lo`` on Linux, ``lo0`` on macOS)."""
+    with contextlib.suppress(OSError):
+        for _, name in socket.if_nameindex():
+            if name.startswith("lo"):
+                return name
+    return "lo"

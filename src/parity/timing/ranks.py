@@ -1,0 +1,122 @@
+"""Max over ranks: the time of a collective step is the slowest rank's, iteration by iteration.
+
+Method (nccl-tests' convention, per iteration instead of per batch of iterations): every rank
+times the same iterations with its own clock; then, for each iteration ``i``,
+
+    t_i = max over ranks r of t[r, i]        (the timing: the step ends when the last rank does)
+    m_i = min over ranks r of t[r, i]        (kept beside it, in ``meta["min_over_ranks_s"]``)
+
+by two ``all_reduce`` calls (MAX and MIN) over a float64 tensor of the per-iteration times, on
+the group's gloo control channel (the numbers are tiny; no accelerator is involved). A wide
+``t_i - m_i`` says the ranks did not finish together: a straggler, or ranks that did not start
+together. Biases: per-rank clocks are not synchronised, so an iteration's max over ranks is a
+max of durations, not of end times; ``time_iterations_over_ranks`` therefore starts every
+iteration at a barrier, which removes start skew larger than the barrier's own jitter
+(sub-millisecond over gloo on one host, more across hosts). An averaging convention (the mean
+over ranks, as some vendor tables use) would hide the straggler and is not offered.
+
+Every rank must call these, with the same number of iterations (checked: a mismatch is a
+ParityError, not a hang).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from parity.model.errors import ParityError
+from parity.model.samples import Samples
+from parity.target.gather import barrier
+
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.target.group import RankGroup
+
+METHOD = "max-over-ranks"
+
+
+def max_over_ranks(
+    times_s: Sequence[float],
+    *,
+    group: RankGroup,
+    rank_method: str,
+    resolution_s: float = 0.0,
+    calls_per_sample: int = 1,
+    warmup_calls: int = 0,
+) -> Samples:
+    """Per-iteration ``max`` over ranks as the samples, ``min`` beside it (module docstring).
+
+    ``times_s`` are this rank's per-iteration durations in seconds, taken by ``rank_method``
+    (``device-events``, ``host-clock``); the result's ``resolution_s`` is the coarsest rank's.
+    Example: rank 0 timed (1, 5, 3) s and rank 1 (4, 2, 3) s -> values (4, 5, 3), min (1, 2, 3).
+    """
+    import torch
+    import torch.distributed as dist
+
+    count = len(times_s)
+    shape = torch.tensor([count, -count, resolution_s], dtype=torch.float64)
+    dist.all_reduce(shape, op=dist.ReduceOp.MAX, group=group.control)
+    most, fewest, coarsest = int(shape[0]), -int(shape[1]), float(shape[2])
+    if most != fewest:
+        raise ParityError(
+            f"ranks timed different numbers of iterations ({fewest} to {most}; rank "
+            f"{group.rank} timed {count}); every rank must time the same iterations"
+        )
+    if count == 0:
+        raise ParityError("no iteration was timed on any rank; time at least one")
+    high = torch.tensor(list(times_s), dtype=torch.float64)
+    low = high.clone()
+    dist.all_reduce(high, op=dist.ReduceOp.MAX, group=group.control)
+    dist.all_reduce(low, op=dist.ReduceOp.MIN, group=group.control)
+    return Samples(
+        values_s=tuple(high.tolist()),
+        method=METHOD,
+        resolution_s=coarsest,
+        calls_per_sample=calls_per_sample,
+        warmup_calls=warmup_calls,
+        meta={
+            "min_over_ranks_s": low.tolist(),
+            "world_size": group.world_size,
+            "rank_method": rank_method,
+        },
+    )
+
+
+def time_iterations_over_ranks(
+    fn: Callable[[], Any],
+    *,
+    group: RankGroup,
+    iterations: int,
+    warmup: int = 1,
+    barrier_timeout_s: float = 60.0,
+) -> Samples:
+    """Time ``fn`` for ``iterations`` iterations on every rank of ``group``, each iteration
+    started at a barrier and timed by the device's timer, then reduced by ``max_over_ranks``.
+
+    ``warmup`` untimed calls come first. The device queue is drained before each barrier, so
+    no earlier work runs into the timed iteration; a rank that stops arriving fails the barrier
+    within ``barrier_timeout_s`` with a ParityError naming it.
+    """
+    device = group.device
+    if device is None:
+        raise ParityError("the rank group has no device; join it with join_group(device=...)")
+    if iterations < 1:
+        raise ParityError(f"cannot time {iterations} iterations; ask for 1 or more")
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    for _ in range(iterations):
+        device.synchronize()
+        barrier(group, timeout_s=barrier_timeout_s)
+        timer = device.event_timer()
+        timer.start()
+        fn()
+        timer.stop()
+        device.synchronize()
+        times.append(timer.elapsed_s())
+    return max_over_ranks(
+        times,
+        group=group,
+        rank_method="device-events" if device.has_events else "host-clock",
+        resolution_s=device.timer_resolution_s(),
+        warmup_calls=warmup,
+    )
