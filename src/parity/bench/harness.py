@@ -4,8 +4,9 @@
 
 1. time ``work.call`` with ``time_work`` (``auto``: the device's events, or the host clock plus
    a synchronize where the device has none; ``graph-replay``: CUDA graph replays, eager with a
-   finding elsewhere; ``max-over-ranks``: each rank times every iteration and the per-iteration
-   maximum over ranks is the sample, the minimum kept beside it);
+   finding elsewhere; ``max-over-ranks``, always when the run has several ranks: each rank
+   times every iteration and the per-iteration maximum over ranks is the sample, the minimum
+   kept beside it);
 2. run ``work.check`` after timing, on the state the timed calls left;
 3. derive ``flop_per_s`` and ``bytes_per_s`` from the median (``parity.metrics.rates``) and keep
    the raw samples, the median, IQR and 95% CI in the one shape every family uses
@@ -39,10 +40,12 @@ def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
     timing = {"device": device, "inputs": work.inputs, "warmup_s": work.warmup_s,
               "budget_s": work.budget_s, "min_samples": work.min_samples,
               "max_samples": work.max_samples, "flush_cache": work.flush_cache}
-    if work.strategy == "max-over-ranks":
-        from parity.timing.ranks import measure_max_over_ranks
+    if group is not None or work.strategy == "max-over-ranks":
+        from parity.timing.ranks import measure_over_ranks
 
-        return measure_max_over_ranks(work.call, group=group, **timing)
+        if group is None:
+            raise ValueError("max-over-ranks timing needs a group of ranks; run with --ranks N")
+        return measure_over_ranks(work.call, group=group, **timing)
     return measure(work.call, graph=work.strategy == "graph-replay", **timing)
 
 

@@ -9,16 +9,25 @@ through a callback; the runner never prints.
 
 from __future__ import annotations
 
+__all__ = ["ProgressEvent", "RunOutcome", "SuiteOutcome", "estimate_eta_s", "estimate_run_eta_s", "run_suites"]
+
 import contextlib
 import logging
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from parity.bench.options import options_to_dict, parse_options
+from parity.bench.progress import (
+    ProgressCallback,
+    ProgressEvent,
+    Tracker,
+    estimate_eta_s,
+    estimate_run_eta_s,
+)
 from parity.bench.suite import CaseSpec, Suite
 from parity.bench.work import Work
 from parity.model.errors import ParityError
@@ -27,31 +36,6 @@ from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store, now_utc
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProgressEvent:
-    """Where a run stands, sent to the progress callback.
-
-    ``phase`` is ``start`` (cases counted), ``case`` (about to measure ``suite``/``key``),
-    ``measured`` (that case is stored; ``ok`` says how it went), ``summary`` (summarising) or
-    ``done``. ``done``/``total`` count cases including those a resume skipped; ``eta_s`` is the
-    cost-weighted estimate of the time left (None until one case has been timed).
-    """
-
-    phase: str
-    done: int
-    total: int
-    run_id: str = ""
-    skipped: int = 0
-    suite: str = ""
-    key: str = ""
-    ok: bool | None = None
-    elapsed_s: float = 0.0
-    eta_s: float | None = None
-
-
-ProgressCallback = Callable[[ProgressEvent], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,43 +82,6 @@ class RunOutcome:
         return all(s.ok for s in self.suites)
 
 
-def estimate_eta_s(*, elapsed_s: float, done_cost: float, remaining_cost: float) -> float | None:
-    """Seconds left, assuming time is proportional to the cases' declared ``cost``.
-
-    ``eta = elapsed_s / done_cost * remaining_cost``: the time per unit of cost measured so far
-    in this process (skipped cases excluded), times the cost still to go. None before any cost
-    has been timed.
-    """
-    if done_cost <= 0:
-        return None
-    return elapsed_s / done_cost * max(remaining_cost, 0.0)
-
-
-def estimate_run_eta_s(
-    *, spent: dict[str, tuple[float, float]], remaining: dict[str, float]
-) -> float | None:
-    """Seconds left over several suites, whose ``cost`` units may differ (seconds, FLOP, 1.0).
-
-    ``spent[s] = (T_s, D_s)``: seconds taken by suite ``s``'s measured cases and their summed
-    cost. ``eta = sum_s remaining[s] * r_s`` with ``r_s = T_s / D_s``, each suite's own rate;
-    a suite not started yet uses the pooled rate ``sum T / sum D``. None before any cost has
-    been timed.
-    """
-    pooled = estimate_eta_s(
-        elapsed_s=sum(t for t, _ in spent.values()),
-        done_cost=sum(d for _, d in spent.values()),
-        remaining_cost=1.0,
-    )
-    if pooled is None:
-        return None
-    eta = 0.0
-    for suite, cost in remaining.items():
-        seconds, done = spent.get(suite, (0.0, 0.0))
-        rate = estimate_eta_s(elapsed_s=seconds, done_cost=done, remaining_cost=1.0)
-        eta += max(cost, 0.0) * (pooled if rate is None else rate)
-    return eta
-
-
 def run_config(
     *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]
 ) -> dict[str, Any]:
@@ -170,12 +117,29 @@ def _device_identity(device: Any) -> str | None:
         return None
 
 
-def _collect_provenance(device: Any, argv: Sequence[str] | None) -> dict[str, Any]:
+def _target_record(device: Any, group: Any) -> Any:
+    """The run's target: the group of ranks when there is one, else this local device."""
+    from parity.target import LocalTarget
+
+    return group.record() if group is not None else LocalTarget(device=device).record()
+
+
+def _collect_provenance(device: Any, argv: Sequence[str] | None, *, group: Any = None) -> dict[str, Any]:
     from parity.device.provenance import collect_provenance
 
     provenance = dict(collect_provenance(device, argv=list(argv if argv is not None else sys.argv)))
     provenance.setdefault("device_identity", _device_identity(device))
+    provenance["target"] = _target_record(device, group).to_dict()
     return provenance
+
+
+def _check_target(run: RunRecord, *, device: Any, group: Any) -> None:
+    """Refuse to resume a run on another target (another device, world size or backend)."""
+    from parity.target import Target, check_same_target
+
+    stored = run.provenance.get("target")
+    if stored:
+        check_same_target(Target.from_dict(stored), _target_record(device, group))
 
 
 def _start_or_resume(
@@ -187,11 +151,13 @@ def _start_or_resume(
     options: dict[str, Any],
     resume_run_id: str | None,
     argv: Sequence[str] | None,
+    group: Any = None,
 ) -> RunRecord:
     if resume_run_id is None:
         config = run_config(device=device, suites=suites, quick=quick, options=options)
-        return store.create_run(config=config, provenance=_collect_provenance(device, argv))
+        return store.create_run(config=config, provenance=_collect_provenance(device, argv, group=group))
     run = store.get_run(resume_run_id)
+    _check_target(run, device=device, group=group)
     stored = run.provenance.get("device_identity")
     here = _device_identity(device)
     if stored and here and stored != here:
@@ -227,28 +193,54 @@ def _list_cases(
     return cases
 
 
-def _measure_one(
-    suite: Suite, case: CaseSpec, *, device: Any, options: Any, state: Any
-) -> CaseResult:
-    """The suite's result for ``case`` (its declared work timed, checked and rated by the
-    harness, or its own result), or an error row when it raises or answers wrongly."""
-    from parity.bench.harness import measure_work
+def _error_row(case: CaseSpec, exc: BaseException) -> CaseResult:
+    """A row for a case whose measure raised: the exception's first line and where it was."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    return CaseResult(
+        suite=case.suite,
+        key=case.key,
+        params=dict(case.params),
+        error=f"{type(exc).__name__}: {first}".rstrip(": "),
+        telemetry={"raised_at": f"{where.filename}:{where.lineno}"} if where else {},
+    )
 
+
+def _declared(suite: Suite, case: CaseSpec, *, device: Any, options: Any, state: Any) -> Any:
+    """What the suite gives for ``case``: its ``Work``, its own ``CaseResult``, or an error row."""
     try:
-        result = suite.measure(case, device=device, options=options, state=state)
-        if isinstance(result, Work):
-            result = measure_work(case, result, device=device)
+        return suite.measure(case, device=device, options=options, state=state)
     except Exception as exc:  # noqa: BLE001 - errors are data; the sweep goes on
         log.debug("%s/%s raised", case.suite, case.key, exc_info=True)
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-        return CaseResult(
-            suite=case.suite,
-            key=case.key,
-            params=dict(case.params),
-            error=f"{type(exc).__name__}: {first}".rstrip(": "),
-            telemetry={"raised_at": f"{where.filename}:{where.lineno}"} if where else {},
-        )
+        return _error_row(case, exc)
+
+
+def _measure_one(
+    suite: Suite, case: CaseSpec, *, device: Any, options: Any, state: Any, coord: Any
+) -> CaseResult:
+    """The suite's result for ``case`` (its declared work timed, checked and rated by the
+    harness, or its own result), or an error row when it raises or answers wrongly.
+
+    With ranks, every rank first says whether it could prepare the case (``coord.ready``), so
+    either all of them time it together or none does; a rank that fails while timing ends the
+    run (the others would wait for it), where a single process keeps the error as a row."""
+    from parity.bench.harness import measure_work
+
+    result = _declared(suite, case, device=device, options=options, state=state)
+    problem = coord.ready(result.error if isinstance(result, CaseResult) else None)
+    if isinstance(result, Work):
+        if problem is not None:
+            if result.release is not None:
+                result.release()
+            return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
+                              error=f"not timed, another rank could not prepare it: {problem}")
+        try:
+            result = measure_work(case, result, device=device, group=coord.group)
+        except Exception as exc:
+            if coord.group is not None:
+                raise
+            log.debug("%s/%s raised", case.suite, case.key, exc_info=True)
+            return _error_row(case, exc)
     if not isinstance(result, CaseResult) or (result.suite, result.key) != (case.suite, case.key):
         got = (
             (result.suite, result.key) if isinstance(result, CaseResult) else type(result).__name__
@@ -287,72 +279,30 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: Any) -> Suit
     )
 
 
-class _Tracker:
-    """Progress bookkeeping of one sweep: counts, time and cost per suite, the events sent."""
-
-    def __init__(
-        self,
-        *,
-        run_id: str,
-        total: int,
-        todo: list[tuple[Suite, CaseSpec]],
-        report: ProgressCallback,
-    ) -> None:
-        self.run_id, self.total, self.skipped = run_id, total, total - len(todo)
-        self.done, self.measured = self.skipped, 0
-        self.remaining: dict[str, float] = {}
-        for suite, case in todo:
-            self.remaining[suite.name] = self.remaining.get(suite.name, 0.0) + case.cost
-        self.spent: dict[str, tuple[float, float]] = {}
-        self.report = report
-        self.started = time.perf_counter()
-
-    def emit(self, phase: str, *, suite: str = "", key: str = "", ok: bool | None = None) -> None:
-        elapsed = time.perf_counter() - self.started
-        eta = estimate_run_eta_s(spent=self.spent, remaining=self.remaining)
-        if phase in ("summary", "done"):
-            eta = 0.0
-        self.report(
-            ProgressEvent(
-                phase=phase,
-                done=self.done,
-                total=self.total,
-                run_id=self.run_id,
-                skipped=self.skipped,
-                suite=suite,
-                key=key,
-                ok=ok,
-                elapsed_s=elapsed,
-                eta_s=eta,
-            )
-        )
-
-    def count(self, suite: str, case: CaseSpec, *, seconds: float) -> None:
-        self.done, self.measured = self.done + 1, self.measured + 1
-        taken, cost = self.spent.get(suite, (0.0, 0.0))
-        self.spent[suite] = (taken + seconds, cost + case.cost)
-        self.remaining[suite] = self.remaining.get(suite, 0.0) - case.cost
-
-
 def _sweep(
-    store: Store,
-    run: RunRecord,
+    store: Store | None,
+    run_id: str,
     plan: list[tuple[Suite, list[CaseSpec]]],
     *,
     device: Any,
     options: dict[str, dict[str, Any]],
     report: ProgressCallback,
-) -> _Tracker:
-    """Measure and commit, one at a time, every planned case the run does not hold yet."""
+    coord: Any,
+) -> Tracker:
+    """Measure and commit, one at a time, every planned case the run does not hold yet.
+
+    The writer reads which cases are stored and shares the keys still to measure, so every
+    rank walks the same cases in the same order; only the writer commits and reports."""
+    done = {suite.name: sorted(store.done_keys(run_id, suite.name)) for suite, _ in plan} if store else None
+    done = coord.share(done)
     todo = [
-        (suite, case)
-        for suite, cases in plan
-        for case in _missing(cases, store.done_keys(run.run_id, suite.name))
+        (suite, case) for suite, cases in plan for case in _missing(cases, set(done[suite.name]))
     ]
     total = sum(len(cases) for _, cases in plan)
-    tracker = _Tracker(run_id=run.run_id, total=total, todo=todo, report=report)
+    tracker = Tracker(run_id=run_id, total=total, todo=todo,
+                       report=report if coord.writer else (lambda event: None))
     tracker.emit("start")
-    for suite, cases in plan:
+    for suite, _ in plan:
         pending = [case for s, case in todo if s is suite]
         if not pending:
             continue
@@ -360,10 +310,13 @@ def _sweep(
             for case in pending:
                 tracker.emit("case", suite=suite.name, key=case.key)
                 started = time.perf_counter()
-                result = _measure_one(suite, case, device=device, options=options[suite.name], state=state)
-                store.add_case(run.run_id, result)  # committed before the next case starts
+                result = _measure_one(suite, case, device=device, options=options[suite.name],
+                                      state=state, coord=coord)
+                stored = coord.collect(result)
+                if stored is not None and store is not None:
+                    store.add_case(run_id, stored)  # committed before the next case starts
                 tracker.count(suite.name, case, seconds=time.perf_counter() - started)
-                tracker.emit("measured", suite=suite.name, key=case.key, ok=result.ok)
+                tracker.emit("measured", suite=suite.name, key=case.key, ok=(stored or result).ok)
     return tracker
 
 
@@ -388,7 +341,7 @@ def _missing(cases: list[CaseSpec], done: set[str]) -> list[CaseSpec]:
 
 
 def run_suites(
-    store: Store,
+    store: Store | None,
     *,
     device: Any,
     suites: Sequence[Suite],
@@ -397,40 +350,53 @@ def run_suites(
     resume_run_id: str | None = None,
     progress: ProgressCallback | None = None,
     argv: Sequence[str] | None = None,
-) -> RunOutcome:
+    group: Any = None,
+) -> RunOutcome | None:
     """Measure every case of ``suites`` on ``device`` into ``store`` and summarise the run.
 
-    ``options`` maps a suite name to the options that suite receives. With ``resume_run_id``
-    the run's stored cases are skipped and the rest measured into the same run. The cases are
-    listed before the run is created, so a suite that cannot list them leaves no run behind.
+    ``options`` maps a suite name to the options that suite receives (a mapping, or the
+    suite's ``options_type``). With ``resume_run_id`` the run's stored cases are skipped and
+    the rest measured into the same run. The cases are listed before the run is created, so a
+    suite that cannot list them leaves no run behind.
+
+    ``group`` (a joined ``parity.target.RankGroup``) makes this one rank of a multi-rank run:
+    every rank calls ``run_suites`` with its own device and the same arguments; every rank
+    measures every case, declared work is timed as the maximum over ranks per iteration, and
+    rank 0 alone opens the store (``store`` is None elsewhere), commits, summarises and
+    returns the outcome (None on the other ranks).
     """
+    from parity.bench.coordination import Alone, Ranked
+
+    coord = (Ranked(group=group, timeout_s=group.timeout_s) if group is not None and group.world_size > 1
+             else Alone())
+    if coord.writer and store is None:
+        raise ParityError("the writing rank needs a results store")
     options = typed_options(suites, dict(options or {}))
     report = progress or (lambda event: None)
     plan = [
         (suite, _list_cases(suite, device=device, quick=quick, options=options)) for suite in suites
     ]
-    run = _start_or_resume(
-        store,
-        device=device,
-        suites=suites,
-        quick=quick,
-        options=options,
-        resume_run_id=resume_run_id,
-        argv=argv,
-    )
-    tracker = _sweep(store, run, plan, device=device, options=options, report=report)
+    run_id = None
+    if coord.writer:
+        run_id = _start_or_resume(store, device=device, suites=suites, quick=quick, options=options,
+                                  resume_run_id=resume_run_id, argv=argv, group=group).run_id
+    run_id = coord.share(run_id)
+    tracker = _sweep(store if coord.writer else None, run_id, plan, device=device, options=options,
+                     report=report, coord=coord)
+    if not coord.writer:
+        return None
     tracker.emit("summary")
     outcomes = [
-        _summarize(suite, store.cases(run.run_id, suite.name), options=options[suite.name])
+        _summarize(suite, store.cases(run_id, suite.name), options=options[suite.name])
         for suite in suites
     ]
     ok = all(o.ok for o in outcomes)
     summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}}
-    store.finish_run(run.run_id, status="complete" if ok else "failed", summary=summary)
+    store.finish_run(run_id, status="complete" if ok else "failed", summary=summary)
     tracker.emit("done")
     return RunOutcome(
-        run=store.get_run(run.run_id),
-        cases=store.cases(run.run_id),
+        run=store.get_run(run_id),
+        cases=store.cases(run_id),
         suites=outcomes,
         measured=tracker.measured,
         skipped=tracker.skipped,

@@ -122,6 +122,14 @@ def _resume_settings(
     metavar="RUN_ID",
     help="Continue a run that was interrupted: measure only the cases it lacks.",
 )
+@click.option("--ranks", type=click.IntRange(1), default=None, metavar="N",
+              help="Measure on N local ranks that parity starts (torch.distributed; gloo on the CPU, "
+                   "one GPU per rank). Every rank measures, time is the maximum over ranks.")
+@click.option("--join", is_flag=True,
+              help="Be one rank of a group the user's torchrun or srun started; rank 0 writes the store.")
+@click.option("--rank-timeout", "step_timeout_s", type=click.FloatRange(1.0), default=600.0, show_default=True,
+              metavar="SECONDS", help="With ranks: how long a rank waits for the others at a step before "
+                                      "naming the rank that died or hangs.")
 @db_option
 @json_option
 def run(
@@ -130,6 +138,9 @@ def run(
     suite_names: tuple[str, ...],
     settings: tuple[str, ...],
     resume_id: str | None,
+    ranks: int | None,
+    join: bool,
+    step_timeout_s: float,
     db_path: str | None,
     json_path: str | None,
 ) -> int:
@@ -144,12 +155,14 @@ def run(
       parity run --device cuda:0 --suite gemm,membw --json run.json
       parity run --suite gemm --set gemm.dtype=fp32 --set gemm.backends=matmul,linear
       parity run --resume 20261129-230512-a3f9
+      parity run --ranks 2 --device cpu --suite mysuite
+      torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite mysuite
     """
     from parity.bench.registry import resolve
-    from parity.bench.runner import run_suites
-    from parity.device import get_device
-    from parity.report.run_summary import render_run_summary, run_ok
+    from parity.cli.run_ranks import measure_on_ranks, stored_world_size
 
+    if join and ranks is not None:
+        raise ParityError("--join takes the ranks its launcher started; drop --ranks")
     with Store.open(db_path) as store:
         options = parse_settings(settings)
         if resume_id is not None:
@@ -160,8 +173,30 @@ def run(
             quick = bool(config.get("quick", False))
             options = dict(config.get("options", {}))
             device_name = device_name or config.get("device")
+            ranks = ranks or (None if join else stored_world_size(store.get_run(resume_id)))
         suites = resolve(list(suite_names))
         options = _check_settings(options, selected=[s.name for s in suites])
+        db = str(store.path)
+    if join or (ranks or 1) > 1:
+        run_id = measure_on_ranks(ranks=ranks, join=join, db=db, suites=[s.name for s in suites], quick=quick,
+                                  options=options, device_name=device_name,
+                                  resume_id=resume_id, step_timeout_s=step_timeout_s)
+        if run_id is None:
+            return 0  # a joined rank other than 0: rank 0 reports
+        with Store.open(db) as store:
+            run_record = store.get_run(run_id)
+            return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={})
+    return _run_here(db, suites=suites, quick=quick, options=options, device_name=device_name,
+                     resume_id=resume_id, json_path=json_path)
+
+
+def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
+              resume_id: str | None, json_path: str | None) -> int:
+    """The run in this process, on one device, with live progress."""
+    from parity.bench.runner import run_suites
+    from parity.device import get_device
+
+    with Store.open(db) as store:
         device = get_device(device_name)
         renderer = ProgressRenderer(label="parity run")
         started: dict[str, str] = {}
@@ -189,18 +224,27 @@ def run(
                     f"parity: continue with: parity run --resume {started['run_id']}", err=True
                 )
             raise
-    stdout_console(json_path).print(render_run_summary(outcome.run, outcome.cases))
-    ok = run_ok(outcome.run, outcome.cases)
+        return _report(store, outcome.run, outcome.cases, json_path=json_path,
+                       extra={"measured": outcome.measured, "skipped": outcome.skipped})
+
+
+def _report(store: Store, run_record: Any, cases: list[Any], *, json_path: str | None,
+            extra: dict[str, Any]) -> int:
+    """Print the run's summary, write ``--json``; the exit status (1 when the run FAILED)."""
+    from parity.report.run_summary import render_run_summary, run_ok
+
+    stdout_console(json_path).print(render_run_summary(run_record, cases))
+    ok = run_ok(run_record, cases)
+    suites = [{"suite": name, **data} for name, data in run_record.summary.get("suites", {}).items()]
     write_json(
         json_path,
         "run",
         {
-            "run": outcome.run.to_dict(),
-            "cases": [c.to_dict() for c in outcome.cases],
-            "suites": [s.to_dict() for s in outcome.suites],
+            "run": run_record.to_dict(),
+            "cases": [c.to_dict() for c in cases],
+            "suites": suites,
             "ok": ok,
-            "measured": outcome.measured,
-            "skipped": outcome.skipped,
+            **extra,
             "db": str(store.path),
         },
     )

@@ -120,3 +120,61 @@ def time_iterations_over_ranks(
         resolution_s=device.timer_resolution_s(),
         warmup_calls=warmup,
     )
+
+
+def measure_over_ranks(
+    fn: Callable[..., Any],
+    *,
+    group: RankGroup,
+    inputs: Any = None,
+    warmup_s: float = 0.02,
+    budget_s: float = 0.1,
+    min_samples: int = 5,
+    max_samples: int = 1000,
+    flush_cache: bool = False,
+    device: Any = None,
+    barrier_timeout_s: float = 60.0,
+) -> Any:
+    """A ``parity.timing.Measurement`` of ``fn`` timed on every rank, max over ranks per call.
+
+    The same budget rule as ``parity.timing.measure``, agreed by every rank: each rank warms up
+    for ``warmup_s`` and estimates its per-call time; the iteration count is
+    ``clamp(floor(budget_s / slowest per-call estimate), min_samples, max_samples)``, the same
+    on every rank; then ``time_iterations_over_ranks``. The cache is not flushed between
+    iterations (a flush per rank would be timed by the barrier); ``flush_cache=True`` adds an
+    info finding that says so. ``inputs`` (an input rotation) gives call ``i`` its set ``i``.
+    """
+    import itertools
+    import statistics
+    import time
+
+    from parity.model.findings import Finding, Severity
+    from parity.stats.checks import check_samples
+    from parity.stats.summary import summarize
+    from parity.target.gather import all_gather
+    from parity.timing import samples_for_budget
+    from parity.timing.measurement import Measurement
+
+    calls = itertools.count()
+    call = (lambda: fn(inputs[next(calls)])) if inputs is not None else fn
+    dev = device if device is not None else group.device
+    times: list[float] = []
+    started = time.perf_counter()
+    while not times or (sum(times) < warmup_s and time.perf_counter() - started < 10.0):
+        dev.synchronize()
+        begin = time.perf_counter()
+        call()
+        dev.synchronize()
+        times.append(time.perf_counter() - begin)
+    estimate = statistics.median(times[1:] or times)
+    slowest = max(all_gather(estimate, group=group, timeout_s=barrier_timeout_s))
+    count = samples_for_budget(budget_s=budget_s, per_sample_s=slowest, min_samples=min_samples,
+                               max_samples=max_samples)
+    samples = time_iterations_over_ranks(call, group=group, iterations=count, warmup=0,
+                                         barrier_timeout_s=barrier_timeout_s)
+    findings = tuple(check_samples(samples))
+    if flush_cache:
+        findings += (Finding(code="no-flush-over-ranks", severity=Severity.INFO,
+                             message="timed over ranks without a cache flush between iterations",
+                             hint="the work's inputs may be cache-resident after the first call"),)
+    return Measurement(samples=samples, summary=summarize(samples.values_s), findings=findings)
