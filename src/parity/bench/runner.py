@@ -83,16 +83,19 @@ class RunOutcome:
 
 
 def run_config(
-    *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any]
+    *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any], endpoint: Any = None
 ) -> dict[str, Any]:
     """The stored ``config`` of a run: what was asked, enough to resume it (typed options in
-    their JSON form, only the keys that differ from the defaults)."""
-    return {
+    their JSON form, only the keys that differ from the defaults; the endpoint's URL and model)."""
+    config = {
         "device": getattr(device, "name", str(device)),
         "suites": [s.name for s in suites],
         "quick": bool(quick),
         "options": {s.name: options_to_dict(options[s.name]) for s in suites},
     }
+    if endpoint is not None:
+        config["endpoint"] = {"url": endpoint.url, "model": endpoint.model}
+    return config
 
 
 def typed_options(suites: Sequence[Suite], given: dict[str, Any]) -> dict[str, Any]:
@@ -117,29 +120,35 @@ def _device_identity(device: Any) -> str | None:
         return None
 
 
-def _target_record(device: Any, group: Any) -> Any:
-    """The run's target: the group of ranks when there is one, else this local device."""
+def _target_record(device: Any, group: Any, endpoint: Any = None) -> Any:
+    """The run's target: the remote endpoint or the group of ranks when there is one, else this
+    local device."""
     from parity.target import LocalTarget
 
+    if endpoint is not None:
+        return endpoint.record()
     return group.record() if group is not None else LocalTarget(device=device).record()
 
 
-def _collect_provenance(device: Any, argv: Sequence[str] | None, *, group: Any = None) -> dict[str, Any]:
+def _collect_provenance(
+    device: Any, argv: Sequence[str] | None, *, group: Any = None, endpoint: Any = None
+) -> dict[str, Any]:
     from parity.device.provenance import collect_provenance
 
     provenance = dict(collect_provenance(device, argv=list(argv if argv is not None else sys.argv)))
     provenance.setdefault("device_identity", _device_identity(device))
-    provenance["target"] = _target_record(device, group).to_dict()
+    provenance["target"] = _target_record(device, group, endpoint).to_dict()
     return provenance
 
 
-def _check_target(run: RunRecord, *, device: Any, group: Any) -> None:
-    """Refuse to resume a run on another target (another device, world size or backend)."""
+def _check_target(run: RunRecord, *, device: Any, group: Any, endpoint: Any = None) -> None:
+    """Refuse to resume a run on another target (another device, world size, backend, server
+    or model)."""
     from parity.target import Target, check_same_target
 
     stored = run.provenance.get("target")
     if stored:
-        check_same_target(Target.from_dict(stored), _target_record(device, group))
+        check_same_target(Target.from_dict(stored), _target_record(device, group, endpoint))
 
 
 def _start_or_resume(
@@ -152,12 +161,14 @@ def _start_or_resume(
     resume_run_id: str | None,
     argv: Sequence[str] | None,
     group: Any = None,
+    endpoint: Any = None,
 ) -> RunRecord:
     if resume_run_id is None:
-        config = run_config(device=device, suites=suites, quick=quick, options=options)
-        return store.create_run(config=config, provenance=_collect_provenance(device, argv, group=group))
+        config = run_config(device=device, suites=suites, quick=quick, options=options, endpoint=endpoint)
+        provenance = _collect_provenance(device, argv, group=group, endpoint=endpoint)
+        return store.create_run(config=config, provenance=provenance)
     run = store.get_run(resume_run_id)
-    _check_target(run, device=device, group=group)
+    _check_target(run, device=device, group=group, endpoint=endpoint)
     stored = run.provenance.get("device_identity")
     here = _device_identity(device)
     if stored and here and stored != here:
@@ -351,6 +362,7 @@ def run_suites(
     progress: ProgressCallback | None = None,
     argv: Sequence[str] | None = None,
     group: Any = None,
+    endpoint: Any = None,
 ) -> RunOutcome | None:
     """Measure every case of ``suites`` on ``device`` into ``store`` and summarise the run.
 
@@ -364,6 +376,10 @@ def run_suites(
     measures every case, declared work is timed as the maximum over ranks per iteration, and
     rank 0 alone opens the store (``store`` is None elsewhere), commits, summarises and
     returns the outcome (None on the other ranks).
+
+    ``endpoint`` (a probed ``parity.target.RemoteEndpoint``) makes the run measure that server:
+    the suites get the endpoint where they would get a device (``device`` is then the client's
+    own, recorded in the provenance), and the endpoint's record is the run's target.
     """
     from parity.bench.coordination import Alone, Ranked
 
@@ -373,15 +389,17 @@ def run_suites(
         raise ParityError("the writing rank needs a results store")
     options = typed_options(suites, dict(options or {}))
     report = progress or (lambda event: None)
+    measured = endpoint if endpoint is not None else device
     plan = [
-        (suite, _list_cases(suite, device=device, quick=quick, options=options)) for suite in suites
+        (suite, _list_cases(suite, device=measured, quick=quick, options=options)) for suite in suites
     ]
     run_id = None
     if coord.writer:
         run_id = _start_or_resume(store, device=device, suites=suites, quick=quick, options=options,
-                                  resume_run_id=resume_run_id, argv=argv, group=group).run_id
+                                  resume_run_id=resume_run_id, argv=argv, group=group,
+                                  endpoint=endpoint).run_id
     run_id = coord.share(run_id)
-    tracker = _sweep(store if coord.writer else None, run_id, plan, device=device, options=options,
+    tracker = _sweep(store if coord.writer else None, run_id, plan, device=measured, options=options,
                      report=report, coord=coord)
     if not coord.writer:
         return None

@@ -130,6 +130,12 @@ def _resume_settings(
 @click.option("--rank-timeout", "step_timeout_s", type=click.FloatRange(1.0), default=600.0, show_default=True,
               metavar="SECONDS", help="With ranks: how long a rank waits for the others at a step before "
                                       "naming the rank that died or hangs.")
+@click.option("--endpoint", "endpoint_url", default=None, metavar="URL",
+              help="Measure an OpenAI-compatible server (vLLM, SGLang, TGI) at URL instead of a local device.")
+@click.option("--model", default=None, metavar="NAME",
+              help="With --endpoint: the served model (default: the only one the server lists).")
+@click.option("--api-key-env", default=None, metavar="VAR",
+              help="With --endpoint: the environment variable holding the API key (never stored).")
 @db_option
 @json_option
 def run(
@@ -141,6 +147,9 @@ def run(
     ranks: int | None,
     join: bool,
     step_timeout_s: float,
+    endpoint_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
     db_path: str | None,
     json_path: str | None,
 ) -> int:
@@ -157,12 +166,15 @@ def run(
       parity run --resume 20261129-230512-a3f9
       parity run --ranks 2 --device cpu --suite mysuite
       torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite mysuite
+      parity run --endpoint http://127.0.0.1:8000 --model my-model --suite mysuite
     """
     from parity.bench.registry import resolve
     from parity.cli.run_ranks import measure_on_ranks, stored_world_size
 
     if join and ranks is not None:
         raise ParityError("--join takes the ranks its launcher started; drop --ranks")
+    if endpoint_url is None and (model or api_key_env):
+        raise ParityError("--model and --api-key-env go with --endpoint URL; give the server's URL")
     with Store.open(db_path) as store:
         options = parse_settings(settings)
         if resume_id is not None:
@@ -174,9 +186,15 @@ def run(
             options = dict(config.get("options", {}))
             device_name = device_name or config.get("device")
             ranks = ranks or (None if join else stored_world_size(store.get_run(resume_id)))
+            stored_endpoint = config.get("endpoint") or {}
+            endpoint_url = endpoint_url or stored_endpoint.get("url")
+            model = model or stored_endpoint.get("model")
         suites = resolve(list(suite_names))
         options = _check_settings(options, selected=[s.name for s in suites])
         db = str(store.path)
+    endpoint = _probe(endpoint_url, model, api_key_env) if endpoint_url else None
+    if endpoint is not None and (join or (ranks or 1) > 1):
+        raise ParityError("a remote endpoint is measured from one client process; drop --ranks/--join")
     if join or (ranks or 1) > 1:
         run_id = measure_on_ranks(ranks=ranks, join=join, db=db, suites=[s.name for s in suites], quick=quick,
                                   options=options, device_name=device_name,
@@ -187,24 +205,39 @@ def run(
             run_record = store.get_run(run_id)
             return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={})
     return _run_here(db, suites=suites, quick=quick, options=options, device_name=device_name,
-                     resume_id=resume_id, json_path=json_path)
+                     resume_id=resume_id, json_path=json_path, endpoint=endpoint)
+
+
+def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
+    """The endpoint at ``url`` as its server reports it (``GET /v1/models``)."""
+    import os
+
+    from parity.target import probe_endpoint_blocking
+
+    key = None
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ParityError(f"--api-key-env {api_key_env}: that variable is not set; export the key in it")
+    return probe_endpoint_blocking(url, model, api_key=key)
 
 
 def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
-              resume_id: str | None, json_path: str | None) -> int:
-    """The run in this process, on one device, with live progress."""
+              resume_id: str | None, json_path: str | None, endpoint: Any = None) -> int:
+    """The run in this process, on one device or against one endpoint, with live progress."""
     from parity.bench.runner import run_suites
     from parity.device import get_device
 
     with Store.open(db) as store:
-        device = get_device(device_name)
+        device = get_device("cpu" if endpoint is not None else device_name)
         renderer = ProgressRenderer(label="parity run")
         started: dict[str, str] = {}
 
         def progress(event: Any) -> None:
             if event.phase == "start":
                 started["run_id"] = event.run_id
-                renderer.note(f"run {event.run_id} on {device.name} (store {store.path})")
+                where = endpoint.record().name if endpoint is not None else device.name
+                renderer.note(f"run {event.run_id} on {where} (store {store.path})")
             renderer(event)
 
         try:
@@ -217,6 +250,7 @@ def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any
                     options=options,
                     resume_run_id=resume_id,
                     progress=progress,
+                    endpoint=endpoint,
                 )
         except KeyboardInterrupt:
             if started:
