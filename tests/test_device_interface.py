@@ -115,6 +115,19 @@ def test_unknown_device_types_and_builds_without_gloo_fail_loudly() -> None:
         choose_backend("cuda", available=_having(), torch_version="2.9.0")
 
 
+def test_backend_availability_on_a_torch_without_is_backend_available() -> None:
+    from parity.device.distributed import _availability
+
+    old_dist = SimpleNamespace(
+        is_gloo_available=lambda: True,
+        is_nccl_available=lambda: False,
+        Backend=SimpleNamespace(backend_list=["gloo", "nccl", "hccl"]),
+    )
+    available = _availability(old_dist)
+    assert available("gloo") and available("hccl")  # hccl: registered by torch_npu
+    assert not available("nccl") and not available("xccl")
+
+
 def test_the_table_covers_every_registered_backend() -> None:
     assert set(backends()) <= set(PREFERRED)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from parity.model.errors import ParityError
 
@@ -95,5 +96,18 @@ def torch_backend(device_type: str) -> DistributedBackend:
             "install a build with distributed support to run collectives"
         )
     return choose_backend(
-        device_type, available=dist.is_backend_available, torch_version=str(torch.__version__)
+        device_type, available=_availability(dist), torch_version=str(torch.__version__)
     )
+
+
+def _availability(dist: Any) -> Callable[[str], bool]:
+    """``dist.is_backend_available`` where torch has it; before that, the ``is_<name>_available``
+    functions and the list of registered third-party backends (torch_npu's hccl) it consults."""
+    if hasattr(dist, "is_backend_available"):
+        return dist.is_backend_available  # type: ignore[no-any-return]
+
+    def available(name: str) -> bool:
+        probe = getattr(dist, f"is_{name}_available", None)
+        return bool(probe()) if probe is not None else name in dist.Backend.backend_list
+
+    return available
