@@ -137,7 +137,7 @@ def test_the_table_covers_every_registered_backend() -> None:
 
 def test_available_memory_from_a_meminfo_file(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal:       2048 kB\nMemFree:         512 kB\nMemAvailable:   1024 kB\n")
+    meminfo.write_text("MemTotal:  2048 kB\nMemFree:  512 kB\nMemAvailable:  1024 kB\n")
     assert host.available_memory_bytes(meminfo=meminfo) == 1024 * 1024
     meminfo.write_text("MemTotal:       2048 kB\n")  # kernels before 3.14 lack the line
     assert host.available_memory_bytes(meminfo=meminfo) is None

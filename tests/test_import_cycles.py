@@ -123,7 +123,8 @@ def test_cycle_finder_on_a_hand_made_package(tmp_path: Path) -> None:
     _write(pkg, "__init__.py", "")
     _write(pkg, "a.py", "from pkg.b import x\n")
     _write(pkg, "b.py", "def f():\n    from pkg import a\nx = 1\n")  # a <-> b, one inside f
-    _write(pkg, "c.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import T\n")
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import T\n"
+    _write(pkg, "c.py", typing_only)
     _write(pkg, "d.py", "from .c import y\nimport pkg.e\n")  # c <-> d, one typing-only
     _write(pkg, "e.py", "import os\nfrom pkg.sub import g\n")
     _write(pkg, "sub/__init__.py", "from . import h\n")

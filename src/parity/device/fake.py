@@ -4,8 +4,8 @@ Its timers return the scripted durations in order (cycling when the script runs 
 operation the harness performs on it is appended to ``ops``: ``mark:<phase>``, ``flush``,
 ``start``, ``stop``, ``record`` (an event), ``sync``, ``capture``, ``replay``, ``empty-cache``,
 ``fp32-matmul:<mode>``. Free memory, architecture and compute capability are scripted too; its
-collectives backend is gloo, as on the CPU whose tensors it uses. Scripted telemetry readings let tests
-exercise the throttling checks. Work functions can add ``call`` with
+collectives backend is gloo, as on the CPU whose tensors it uses. Scripted telemetry readings
+let tests exercise the throttling checks. Work functions can add ``call`` with
 ``device.record("call")``, so a test can assert the whole protocol order.
 """
 

@@ -57,7 +57,8 @@ class NpuDevice(TorchAcceleratorDevice):
         return None
 
     def architecture(self) -> str:
-        """The Ascend chip name torch_npu reports (``Ascend910B3``): CANN builds kernels per chip."""
+        """The Ascend chip name torch_npu reports (``Ascend910B3``); CANN builds kernels per
+        chip."""
         import torch
 
         return str(torch.npu.get_device_name(self.index))  # type: ignore[attr-defined]
