@@ -100,6 +100,11 @@ def test_a_missing_vendor_backend_falls_back_to_gloo_and_says_why() -> None:
         "collectives fall back to gloo, which runs them on host copies"
     )
     assert chosen.to_dict()["fallback_reason"] == chosen.fallback_reason
+    (finding,) = chosen.findings()
+    assert finding.code == "collectives-fallback" and finding.severity.value == "warning"
+    assert finding.message == chosen.fallback_reason
+    native = choose_backend("xpu", available=_having("xccl", "gloo"), torch_version="2.9.0")
+    assert native.findings() == []
 
 
 def test_mps_uses_gloo_with_a_note() -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parity.model.errors import ParityError
+from parity.model.findings import Finding, Severity
 
 GLOO = "gloo"
 
@@ -49,6 +50,20 @@ class DistributedBackend:
 
     def to_dict(self) -> dict[str, str | None]:
         return {"name": self.name, "fallback_reason": self.fallback_reason, "note": self.note}
+
+    def findings(self) -> list[Finding]:
+        """``collectives-fallback`` (warning) when gloo stands in for the device's own backend:
+        collective timings then measure host copies, not the device's interconnect."""
+        if self.fallback_reason is None:
+            return []
+        return [
+            Finding(
+                code="collectives-fallback",
+                severity=Severity.WARNING,
+                message=self.fallback_reason,
+                hint="install a torch build with the device's collective backend",
+            )
+        ]
 
 
 def choose_backend(
