@@ -171,9 +171,12 @@ def test_cpu_identity_and_memory_calls() -> None:
 
 
 @pytest.mark.torch
-def test_cpu_collectives_run_on_the_backend_it_names() -> None:
+def test_cpu_collectives_run_on_the_backend_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
     import torch.distributed as dist
+
+    # One rank, an in-process store, and gloo bound to the loopback interface: no network.
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
 
     chosen = get_device("cpu").distributed_backend()
     assert chosen.name == "gloo" and chosen.fallback_reason is None
