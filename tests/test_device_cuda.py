@@ -106,3 +106,68 @@ def test_readiness_smoke_on_cuda(gpu) -> None:
 
     row = backend_row("cuda", gpu.name, 300)
     assert row["installed"] and row["smoke"] == "passed", row
+
+
+def test_free_memory_drops_when_a_tensor_is_held_and_empty_cache_returns_it(gpu) -> None:
+    import torch
+
+    total = gpu.properties().memory_bytes
+    gpu.empty_cache()
+    reserved_before = torch.cuda.memory_reserved(gpu.index)
+    free_before = gpu.free_memory_bytes()
+    assert free_before is not None and 0 < free_before <= total
+    held = torch.empty(1 << 30, dtype=torch.uint8, device=gpu.torch_device)  # 1 GiB
+    free_held = gpu.free_memory_bytes()
+    assert free_held is not None and free_before - free_held >= 1 << 30
+    del held
+    assert torch.cuda.memory_reserved(gpu.index) > reserved_before  # the allocator kept it
+    gpu.empty_cache()
+    assert torch.cuda.memory_reserved(gpu.index) == reserved_before
+
+
+def test_architecture_and_compute_capability_agree_with_torch(gpu) -> None:
+    import torch
+
+    if gpu.is_rocm:
+        assert gpu.architecture().startswith("gfx")
+        assert gpu.compute_capability() is None
+        assert gpu.reduced_fp32_matmul_reason() is None
+        return
+    major, minor = torch.cuda.get_device_capability(gpu.index)
+    assert gpu.compute_capability() == (major, minor)
+    assert gpu.architecture() == f"sm_{major}{minor}"
+    assert (gpu.reduced_fp32_matmul_reason() is None) == (major >= 8)
+
+
+def test_distributed_backend_is_nccl(gpu) -> None:
+    chosen = gpu.distributed_backend()
+    assert chosen.name == "nccl" and chosen.fallback_reason is None
+
+
+def test_consecutive_events_split_the_time_between_them(gpu) -> None:
+    import torch
+
+    a = gpu.random_tensor((4096, 4096), torch.float32)
+    events = [gpu.create_event() for _ in range(3)]
+    events[0].record()
+    for _ in range(5):
+        a @ a
+    events[1].record()
+    for _ in range(5):
+        a @ a
+    events[2].record()
+    gpu.synchronize()
+    first, second = events[0].elapsed_s(events[1]), events[1].elapsed_s(events[2])
+    assert first > 0 and second > 0
+    assert events[0].elapsed_s(events[2]) == pytest.approx(first + second, abs=2e-6)
+
+
+def test_fp32_matmul_mode_switches_tf32(gpu) -> None:
+    import torch
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    with gpu.fp32_matmul_mode(reduced=True):
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+    with gpu.fp32_matmul_mode(reduced=False):
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+    assert torch.backends.cuda.matmul.allow_tf32 == before

@@ -12,7 +12,7 @@ from parity.device.fake import FakeDevice
 from parity.model.errors import ParityError
 from parity.target import LocalTarget, Target, check_same_target, read_rank_env
 from parity.target.gather import barrier_failure
-from parity.target.group import FALLBACK_BACKENDS, distributed_backend, rank_device
+from parity.target.group import distributed_backend, rank_device
 from parity.target.launch import failure_message, free_port, hang_message, start_message
 
 TORCHRUN = {
@@ -89,21 +89,22 @@ def test_bad_rank_environment_is_one_line_naming_the_variable(environ: dict, mes
     assert "\n" not in str(caught.value)
 
 
-def test_backend_comes_from_the_device_or_the_fallback_map() -> None:
+def test_backend_comes_from_the_device_interface() -> None:
+    from parity.device.distributed import DistributedBackend
+
     assert distributed_backend(FakeDevice()) == "gloo"
-    assert FALLBACK_BACKENDS["cuda"] == "nccl" and FALLBACK_BACKENDS["npu"] == "hccl"
 
     class Reporting(FakeDevice):
-        def distributed_backend(self) -> str:
-            return "xccl"
+        def distributed_backend(self) -> DistributedBackend:
+            return DistributedBackend(name="xccl")
 
     assert distributed_backend(Reporting()) == "xccl"
 
-    class Unknown(FakeDevice):
-        type = "tpu"
+    class Fallback(FakeDevice):
+        def distributed_backend(self) -> DistributedBackend:
+            return DistributedBackend(name="gloo", fallback_reason="xccl is not in this torch build")
 
-    with pytest.raises(ParityError, match="no torch.distributed backend is known for .* 'tpu'"):
-        distributed_backend(Unknown())
+    assert distributed_backend(Fallback()) == "gloo"
 
 
 def test_rank_device_keeps_a_device_and_the_cpu_unindexed() -> None:

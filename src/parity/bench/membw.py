@@ -60,29 +60,10 @@ def transfer_sizes(*, min_bytes: int, max_bytes: int, per_octave: int) -> list[i
 
 
 def free_memory_bytes(device: Any) -> int | None:
-    """Bytes free for new tensors on ``device`` (host MemAvailable on the CPU), None if unknown.
-
-    Uses the device's own ``free_memory_bytes()`` when it has one; otherwise the backend's
-    ``mem_get_info`` (CUDA, ROCm, XPU, NPU all provide it), else the total memory.
-    """
-    own = getattr(device, "free_memory_bytes", None)
-    if callable(own):
-        return own()
-    if device.type == "cpu":
-        try:
-            for line in open("/proc/meminfo", encoding="ascii"):
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return device.properties().memory_bytes
-    import torch
-
-    backend = getattr(torch, device.type, None)
-    if backend is not None and hasattr(backend, "mem_get_info"):
-        free, _ = backend.mem_get_info(device.index or 0)
-        return int(free)
-    return device.properties().memory_bytes
+    """Bytes free for new tensors on ``device`` (host MemAvailable on the CPU): the device's
+    ``free_memory_bytes()``, else its total memory, None if both are unknown."""
+    free = device.free_memory_bytes()
+    return free if free is not None else device.properties().memory_bytes
 
 
 def _ops(device: Any, options: MembwOptions) -> list[str]:

@@ -8,19 +8,21 @@ from parity.device import cpu, cuda, fake, mps, npu, xpu  # noqa: F401 - registe
 from parity.device.base import (
     Device,
     DeviceProperties,
-    EventTimer,
-    HostTimer,
     backend,
     backends,
     register_backend,
 )
+from parity.device.distributed import DistributedBackend
+from parity.device.events import DeviceEvent, EventTimer, HostEvent
 from parity.device.selection import available_types, detect, get_device, parse_name
 
 __all__ = [
     "Device",
+    "DeviceEvent",
     "DeviceProperties",
+    "DistributedBackend",
     "EventTimer",
-    "HostTimer",
+    "HostEvent",
     "available_types",
     "backend",
     "backends",

@@ -2,14 +2,19 @@
 
 ``cuda`` (NVIDIA and ROCm), ``npu`` (torch_npu), ``xpu`` and ``mps`` all expose
 ``synchronize()`` and an ``Event(enable_timing=True)`` whose ``elapsed_time`` is in
-milliseconds; the subclasses add properties, telemetry and availability checks.
+milliseconds; all but ``mps`` also have ``mem_get_info`` and ``empty_cache``. The subclasses
+add properties, architecture, telemetry and availability checks.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from parity.device.base import Device, EventTimer, module_available
+from parity.device.base import Device, module_available
+from parity.device.events import DeviceEvent, TorchEvent
+
+log = logging.getLogger(__name__)
 
 # Back-to-back event pairs recorded to bound the event timer's resolution.
 RESOLUTION_PROBES = 50
@@ -25,34 +30,6 @@ def torch_version() -> str | None:
     import torch
 
     return str(torch.__version__)
-
-
-class DeviceEventTimer:
-    """Device events around one call; read ``elapsed_s`` only after a synchronize.
-
-    Method "device-events": the device's own clock between two points in its queue, so host
-    launch overhead that overlaps earlier work is not counted.
-    """
-
-    def __init__(self, *, event_class: Any, stream: Any = None) -> None:
-        self._begin = event_class(enable_timing=True)
-        self._end = event_class(enable_timing=True)
-        self._stream = stream
-
-    def start(self) -> None:
-        self._record(self._begin)
-
-    def stop(self) -> None:
-        self._record(self._end)
-
-    def _record(self, event: Any) -> None:
-        if self._stream is None:
-            event.record()
-        else:
-            event.record(self._stream)
-
-    def elapsed_s(self) -> float:
-        return float(self._begin.elapsed_time(self._end)) * 1e-3
 
 
 class TorchAcceleratorDevice(Device):
@@ -79,10 +56,30 @@ class TorchAcceleratorDevice(Device):
         else:
             module.synchronize(self.index)
 
-    def event_timer(self) -> EventTimer:
+    def create_event(self) -> DeviceEvent:
+        """A timing event on the device's current stream."""
         module = self.module()
         stream = module.current_stream(self.index) if hasattr(module, "current_stream") else None
-        return DeviceEventTimer(event_class=module.Event, stream=stream)
+        return TorchEvent(event_class=module.Event, stream=stream)
+
+    def free_memory_bytes(self) -> int | None:
+        """The driver's free bytes from ``mem_get_info`` (CUDA, ROCm, NPU and XPU have it);
+        None when this build lacks it or the driver call fails."""
+        module = self.module()
+        if not hasattr(module, "mem_get_info"):
+            return None
+        try:
+            free, _total = module.mem_get_info(self.index or 0)
+        except RuntimeError:
+            log.debug("mem_get_info failed on %s", self.name, exc_info=True)
+            return None
+        return int(free)
+
+    def empty_cache(self) -> None:
+        """``torch.<type>.empty_cache()``: cached, unused blocks go back to the driver."""
+        module = self.module()
+        if hasattr(module, "empty_cache"):
+            module.empty_cache()
 
     def timer_resolution_s(self) -> float:
         """The smallest positive gap between back-to-back events: an upper bound on resolution."""

@@ -1,4 +1,4 @@
-"""The device interface every backend implements, its registry, and the host-clock timer.
+"""The device interface every backend implements, and its registry.
 
 A backend is a ``Device`` subclass registered under torch's device type name (``cuda``, ``npu``,
 ``xpu``, ``mps``, ``cpu``) plus ``fake`` for harness tests. Nothing here imports torch at module
@@ -8,16 +8,25 @@ level: backends import it inside methods, so provenance and trace analysis work 
 from __future__ import annotations
 
 import abc
+import contextlib
 import importlib.util
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from parity.device.events import (
+    DeviceEvent,
+    EventPairTimer,
+    EventTimer,
+    HostEvent,
+    perf_counter_resolution_s,
+)
 from parity.model.errors import ParityError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
+    from parity.device.distributed import DistributedBackend
     from parity.device.telemetry import TelemetrySampler
 
 # Where a device reports no last-level cache size, flush this much (bytes): above every L2 and
@@ -71,55 +80,6 @@ def module_available(name: str) -> bool:
         return False
 
 
-class EventTimer(Protocol):
-    """Times one call: ``start()``, the work, ``stop()``; ``elapsed_s()`` after a synchronize."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def elapsed_s(self) -> float: ...
-
-
-class HostTimer:
-    """Host ``perf_counter`` bracketed by device synchronizes, for backends without events.
-
-    Bias: includes the synchronize's own cost and the host's launch overhead, so short calls read
-    long; the timing core flags samples under 100x the timer resolution.
-    """
-
-    def __init__(self, *, synchronize: Any) -> None:
-        self._synchronize = synchronize
-        self._start: float | None = None
-        self._stop: float | None = None
-
-    def start(self) -> None:
-        self._synchronize()
-        self._start = time.perf_counter()
-
-    def stop(self) -> None:
-        self._synchronize()
-        self._stop = time.perf_counter()
-
-    def elapsed_s(self) -> float:
-        if self._start is None or self._stop is None:
-            raise RuntimeError("timer read before start() and stop()")
-        return self._stop - self._start
-
-
-def perf_counter_resolution_s() -> float:
-    """The host clock's resolution in seconds: the OS's claim, or the smallest step observed."""
-    claimed = time.get_clock_info("perf_counter").resolution
-    smallest = float("inf")
-    for _ in range(200):
-        t0 = time.perf_counter()
-        t1 = time.perf_counter()
-        while t1 == t0:
-            t1 = time.perf_counter()
-        smallest = min(smallest, t1 - t0)
-    return max(claimed, smallest)
-
-
 class Device(abc.ABC):
     """One torch device. Construct with ``get_device(name)``, never directly from user input."""
 
@@ -166,9 +126,16 @@ class Device(abc.ABC):
     def synchronize(self) -> None:
         """Wait until all queued work on the device has finished."""
 
+    def create_event(self) -> DeviceEvent:
+        """A fresh, unrecorded point in the device's queue (see ``parity.device.events``).
+
+        Device events where the backend has them, else the host clock after a synchronize.
+        """
+        return HostEvent(synchronize=self.synchronize)
+
     def event_timer(self) -> EventTimer:
-        """A fresh timer for one call: device events where available, host clock otherwise."""
-        return HostTimer(synchronize=self.synchronize)
+        """A fresh timer for one call: two events from ``create_event``."""
+        return EventPairTimer(begin=self.create_event(), end=self.create_event())
 
     def timer_resolution_s(self) -> float:
         """Smallest duration the timer distinguishes, in seconds."""
@@ -210,6 +177,61 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def properties(self) -> DeviceProperties:
         """Name, vendor, compute units, memory and caches."""
+
+    # --- memory ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def free_memory_bytes(self) -> int | None:
+        """Bytes free for new tensors now (the driver's free memory on accelerators, the
+        kernel's MemAvailable on the CPU); None when the backend cannot tell."""
+
+    @abc.abstractmethod
+    def empty_cache(self) -> None:
+        """Return blocks cached by torch's allocator to the driver, so a failed case leaves the
+        next one a clean pool; a no-op where torch caches nothing (the CPU)."""
+
+    # --- identity ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def architecture(self) -> str:
+        """The instruction-set or chip architecture kernels are built for: ``sm_90`` (NVIDIA),
+        ``gfx942`` (AMD), the Ascend chip name, ``x86-64`` or ``arm64`` (CPU)."""
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        """NVIDIA's (major, minor) compute capability; None on every other device, ROCm
+        included, since AMD's architectures do not order on that scale."""
+        return None
+
+    def distributed_backend(self) -> DistributedBackend:
+        """The ``torch.distributed`` backend for collectives on this device, with the reason
+        when it is a gloo fallback (see ``parity.device.distributed``)."""
+        from parity.device.distributed import torch_backend
+
+        return torch_backend(self.type)
+
+    # --- matmul precision -------------------------------------------------------------------
+    def reduced_fp32_matmul_reason(self) -> str | None:
+        """Why fp32 matmuls cannot be allowed to round inputs to a reduced precision (TF32 on
+        NVIDIA and AMD, HF32 on Ascend) here, or None when they can."""
+        return (
+            f"tf32 mode is not available on {self.type}: "
+            "torch has no reduced-precision fp32 matmul switch there"
+        )
+
+    @contextlib.contextmanager
+    def fp32_matmul_mode(self, *, reduced: bool) -> Iterator[None]:
+        """Inside: fp32 matmuls may round inputs to TF32 when ``reduced``, else they must not,
+        so fp32 means true fp32. The previous setting is restored on exit.
+
+        torch's ``allow_tf32`` setter also sets the global float32 matmul precision
+        (``highest`` when off), which is what holds the CPU and other backends to fp32.
+        """
+        import torch
+
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = reduced
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
 
     def telemetry_sampler(self, interval_s: float = 0.1) -> TelemetrySampler:
         """Samples clocks, power, temperature and throttling on a background thread."""

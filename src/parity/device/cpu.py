@@ -13,7 +13,7 @@ class CpuDevice(Device):
     """``cpu``: work runs synchronously on the calling thread (and torch's intra-op pool).
 
     Timing uses the host clock; ``synchronize`` has nothing to wait for. The cache flush writes
-    twice the last-level cache size read from sysfs.
+    twice the last-level cache size read from sysfs. Collectives run through gloo.
     """
 
     type = "cpu"
@@ -34,6 +34,17 @@ class CpuDevice(Device):
 
     def synchronize(self) -> None:
         """Nothing is queued on the CPU: torch CPU ops return when they are done."""
+
+    def free_memory_bytes(self) -> int | None:
+        """The kernel's ``MemAvailable`` (bytes); None where ``/proc/meminfo`` is unreadable."""
+        return host.available_memory_bytes()
+
+    def empty_cache(self) -> None:
+        """torch's CPU allocator keeps no cache of freed blocks: nothing to return."""
+
+    def architecture(self) -> str:
+        """``x86-64``, ``arm64`` or the machine string (see ``host.architecture``)."""
+        return host.architecture()
 
     def properties(self) -> DeviceProperties:
         caches = host.cache_sizes()

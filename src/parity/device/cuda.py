@@ -17,7 +17,8 @@ GRAPH_WARMUP_CALLS = 3
 
 @register_backend
 class CudaDevice(TorchAcceleratorDevice):
-    """``cuda:N``: device events, CUDA graphs, NVML telemetry on NVIDIA."""
+    """``cuda:N``: device events, CUDA graphs, NVML telemetry on NVIDIA; collectives through
+    NCCL (RCCL on ROCm, registered under the same name)."""
 
     type = "cuda"
     supports_graphs = True
@@ -46,6 +47,33 @@ class CudaDevice(TorchAcceleratorDevice):
         import torch
 
         return torch.version.hip is not None
+
+    def architecture(self) -> str:
+        """``gfx942``-style names on ROCm (with feature flags, as ``gcnArchName`` gives them),
+        ``sm_90``-style names on NVIDIA."""
+        import torch
+
+        if self.is_rocm:
+            props = torch.cuda.get_device_properties(self.index)
+            return str(getattr(props, "gcnArchName", "") or "gfx-unknown")
+        major, minor = torch.cuda.get_device_capability(self.index)
+        return f"sm_{major}{minor}"
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        """(major, minor) on NVIDIA; None on ROCm, whose capability numbers are not NVIDIA's."""
+        import torch
+
+        if self.is_rocm:
+            return None
+        major, minor = torch.cuda.get_device_capability(self.index)
+        return int(major), int(minor)
+
+    def reduced_fp32_matmul_reason(self) -> str | None:
+        """TF32 needs compute capability 8.0 (Ampere) on NVIDIA; ROCm builds accept the switch."""
+        capability = self.compute_capability()
+        if capability is None or capability[0] >= 8:
+            return None
+        return f"tf32 needs compute capability 8.0 or newer; {self.name} has {capability[0]}.x"
 
     def properties(self) -> DeviceProperties:
         import torch

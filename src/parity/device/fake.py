@@ -2,14 +2,17 @@
 
 Its timers return the scripted durations in order (cycling when the script runs out), and every
 operation the harness performs on it is appended to ``ops``: ``mark:<phase>``, ``flush``,
-``start``, ``stop``, ``sync``, ``capture``, ``replay``. Scripted telemetry readings let tests
-exercise the throttling checks. Work functions can add ``call`` with
+``start``, ``stop``, ``record`` (an event), ``sync``, ``capture``, ``replay``, ``empty-cache``,
+``fp32-matmul:<mode>``. Free memory, architecture and compute capability are scripted too; its
+collectives backend is gloo, as on the CPU whose tensors it uses. Scripted telemetry readings
+let tests exercise the throttling checks. Work functions can add ``call`` with
 ``device.record("call")``, so a test can assert the whole protocol order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from parity.device.base import Device, DeviceProperties, register_backend
@@ -38,6 +41,25 @@ class FakeTimer:
         return self._value
 
 
+class FakeEvent:
+    """A point on the fake device's clock: recording stamps the clock, then advances it by the
+    next scripted duration, so the work between consecutive events takes the script's values."""
+
+    def __init__(self, device: FakeDevice) -> None:
+        self._device = device
+        self._at_s: float | None = None
+
+    def record(self) -> None:
+        self._device.record("record")
+        self._at_s = self._device.clock_s
+        self._device.clock_s += self._device.next_duration()
+
+    def elapsed_s(self, end: FakeEvent) -> float:
+        if self._at_s is None or end._at_s is None:
+            raise RuntimeError("fake event read before both events were recorded")
+        return end._at_s - self._at_s
+
+
 @register_backend
 class FakeDevice(Device):
     """``fake``: no hardware. ``durations_s`` scripts what its timers measure, in seconds."""
@@ -54,6 +76,9 @@ class FakeDevice(Device):
         llc_bytes: int = 1 << 20,
         graphs: bool = False,
         telemetry: Sequence[dict[str, Any]] = (),
+        free_bytes: int | None = 1 << 30,
+        arch: str = "fake",
+        capability: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(index=index)
         if not durations_s or any(d < 0 for d in durations_s):
@@ -63,6 +88,10 @@ class FakeDevice(Device):
         self.llc_bytes = llc_bytes
         self.supports_graphs = graphs  # type: ignore[misc]
         self.telemetry_script = [dict(r) for r in telemetry]
+        self.free_bytes = free_bytes
+        self.arch = arch
+        self.capability = capability
+        self.clock_s = 0.0
         self.ops: list[str] = []
         self._next = 0
 
@@ -96,6 +125,9 @@ class FakeDevice(Device):
     def synchronize(self) -> None:
         self.record("sync")
 
+    def create_event(self) -> FakeEvent:
+        return FakeEvent(self)
+
     def event_timer(self) -> FakeTimer:
         return FakeTimer(self)
 
@@ -107,6 +139,24 @@ class FakeDevice(Device):
 
     def flush_bytes(self) -> int:
         return 2 * self.llc_bytes
+
+    def free_memory_bytes(self) -> int | None:
+        return self.free_bytes
+
+    def empty_cache(self) -> None:
+        self.record("empty-cache")
+
+    def architecture(self) -> str:
+        return self.arch
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        return self.capability
+
+    @contextlib.contextmanager
+    def fp32_matmul_mode(self, *, reduced: bool) -> Iterator[None]:
+        """Logs ``fp32-matmul:reduced`` or ``fp32-matmul:full``; touches no torch setting."""
+        self.record(f"fp32-matmul:{'reduced' if reduced else 'full'}")
+        yield
 
     def properties(self) -> DeviceProperties:
         return DeviceProperties(

@@ -321,6 +321,14 @@ def memory_bytes() -> int | None:
         return None
 
 
+def available_memory_bytes(*, meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """``MemAvailable`` from ``/proc/meminfo`` (KiB there) in bytes: the kernel's estimate of
+    what new allocations can take without swapping; None where the line is missing."""
+    text = _read(meminfo)
+    match = re.search(r"^MemAvailable:\s+(\d+)\s*kB", text or "", flags=re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
 def max_clock() -> tuple[float | None, str]:
     """``(MHz, source)``: cpufreq ``cpuinfo_max_freq`` (kHz), else lscpu, else ``cpu MHz``.
 

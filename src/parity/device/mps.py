@@ -7,11 +7,13 @@ from typing import Any
 
 from parity.device.accelerator import TorchAcceleratorDevice, torch_version
 from parity.device.base import DeviceProperties, register_backend
+from parity.device.events import DeviceEvent, TorchEvent
 
 
 @register_backend
 class MpsDevice(TorchAcceleratorDevice):
-    """``mps``: one device, events from ``torch.mps.Event``; no telemetry without root tools."""
+    """``mps``: one device, events from ``torch.mps.Event``, collectives through gloo on the
+    host; no telemetry without root tools."""
 
     type = "mps"
 
@@ -39,12 +41,29 @@ class MpsDevice(TorchAcceleratorDevice):
 
         torch.mps.synchronize()
 
-    def event_timer(self) -> Any:
+    def create_event(self) -> DeviceEvent:
+        """A ``torch.mps.Event``; MPS has one queue, so no stream is named."""
         import torch
 
-        from parity.device.accelerator import DeviceEventTimer
+        return TorchEvent(event_class=torch.mps.Event)
 
-        return DeviceEventTimer(event_class=torch.mps.Event)
+    def free_memory_bytes(self) -> int | None:
+        """Metal's recommended working-set size minus what the driver has allocated: MPS has
+        no ``mem_get_info``, and the GPU shares the host's memory."""
+        import torch
+
+        if not hasattr(torch.mps, "recommended_max_memory"):
+            return None
+        return max(0, torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory())
+
+    def empty_cache(self) -> None:
+        import torch
+
+        torch.mps.empty_cache()
+
+    def architecture(self) -> str:
+        """The host's machine type (``arm64``): torch does not expose the Apple GPU family."""
+        return platform.machine() or "unknown"
 
     def properties(self) -> DeviceProperties:
         import torch

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 from parity.device.accelerator import TorchAcceleratorDevice, torch_version
@@ -30,7 +32,8 @@ def import_torch_npu() -> str | None:
 
 @register_backend
 class NpuDevice(TorchAcceleratorDevice):
-    """``npu:N``: device events from ``torch.npu``; no graph replay here."""
+    """``npu:N``: device events from ``torch.npu``, collectives through HCCL; no graph replay
+    here."""
 
     type = "npu"
 
@@ -53,6 +56,34 @@ class NpuDevice(TorchAcceleratorDevice):
             return f"torch_npu sees {count} NPU(s): npu:0..npu:{count - 1}"
         return None
 
+    def architecture(self) -> str:
+        """The Ascend chip name torch_npu reports (``Ascend910B3``); CANN builds kernels per
+        chip."""
+        import torch
+
+        return str(torch.npu.get_device_name(self.index))  # type: ignore[attr-defined]
+
+    def reduced_fp32_matmul_reason(self) -> str | None:
+        """HF32 (Ascend's TF32) needs torch_npu's ``matmul.allow_hf32`` switch."""
+        if _hf32_switch() is None:
+            return "this torch_npu has no matmul.allow_hf32 switch"
+        return None
+
+    @contextlib.contextmanager
+    def fp32_matmul_mode(self, *, reduced: bool) -> Iterator[None]:
+        """``torch.npu.matmul.allow_hf32`` set to ``reduced`` inside, restored on exit; nothing
+        changes where this torch_npu has no such switch."""
+        switch = _hf32_switch()
+        if switch is None:
+            yield
+            return
+        previous = switch.allow_hf32
+        switch.allow_hf32 = reduced
+        try:
+            yield
+        finally:
+            switch.allow_hf32 = previous
+
     def properties(self) -> DeviceProperties:
         import torch
 
@@ -74,6 +105,14 @@ class NpuDevice(TorchAcceleratorDevice):
 
     def telemetry_sources(self) -> list[Any]:
         return [NpuSmiTelemetry(npu_id=self.index or 0)]
+
+
+def _hf32_switch() -> Any:
+    """``torch.npu.matmul`` when it has ``allow_hf32``, else None."""
+    import torch
+
+    switch = getattr(getattr(torch, "npu", None), "matmul", None)
+    return switch if hasattr(switch, "allow_hf32") else None
 
 
 # npu-smi "Key(unit) : value" lines -> our metric names.

@@ -10,7 +10,8 @@ from parity.device.base import DeviceProperties, register_backend
 
 @register_backend
 class XpuDevice(TorchAcceleratorDevice):
-    """``xpu:N``: device events from ``torch.xpu``; telemetry is not read on this backend."""
+    """``xpu:N``: device events from ``torch.xpu``, collectives through XCCL where torch has it
+    (gloo otherwise, with the reason); telemetry is not read on this backend."""
 
     type = "xpu"
 
@@ -27,6 +28,13 @@ class XpuDevice(TorchAcceleratorDevice):
         if index is not None and not 0 <= index < count:
             return f"torch {version} sees {count} XPU(s): xpu:0..xpu:{count - 1}"
         return None
+
+    def architecture(self) -> str:
+        """The device name torch.xpu reports: not every torch build exposes Intel's
+        architecture id, and the name (``Intel(R) Data Center GPU Max 1550``) fixes it."""
+        import torch
+
+        return str(torch.xpu.get_device_properties(self.index).name)
 
     def properties(self) -> DeviceProperties:
         import torch

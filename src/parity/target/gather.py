@@ -16,12 +16,18 @@ from __future__ import annotations
 import logging
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from parity.model.errors import ParityError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from parity.target.group import RankGroup
+
+class RankGroup(Protocol):
+    """What these helpers need of ``parity.target.group.RankGroup`` (named here, not imported,
+    since the group module itself gathers through these helpers)."""
+
+    world_size: int
+    rank: int
+    control: Any
 
 log = logging.getLogger(__name__)
 

@@ -36,16 +36,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 300.0
-# The collective backend of each device type, used until a device reports its own through
-# ``distributed_backend()``: NCCL also serves ROCm (RCCL), HCCL is Ascend's, XCCL Intel's.
-FALLBACK_BACKENDS = {
-    "cuda": "nccl",
-    "npu": "hccl",
-    "xpu": "xccl",
-    "mps": "gloo",
-    "cpu": "gloo",
-    "fake": "gloo",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,19 +80,13 @@ class RankGroup:
 
 
 def distributed_backend(device: Device) -> str:
-    """The torch.distributed backend that goes with ``device``: its own answer where the
-    device interface has ``distributed_backend()``, else ``FALLBACK_BACKENDS``."""
-    own = getattr(device, "distributed_backend", None)
-    if callable(own):
-        return str(own())
-    try:
-        return FALLBACK_BACKENDS[device.type]
-    except KeyError:
-        known = ", ".join(sorted(FALLBACK_BACKENDS))
-        raise ParityError(
-            f"no torch.distributed backend is known for device type {device.type!r}; "
-            f"multi-rank runs support {known}"
-        ) from None
+    """The torch.distributed backend that goes with ``device`` (nccl, hccl, xccl, gloo), as the
+    device interface reports it (``Device.distributed_backend()``; a gloo fallback is logged
+    with its reason)."""
+    chosen = device.distributed_backend()
+    if chosen.fallback_reason:
+        log.warning("%s", chosen.fallback_reason)
+    return chosen.name
 
 
 def rank_device(device: str | Device | None, local_rank: int) -> Device:

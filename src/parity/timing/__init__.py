@@ -7,8 +7,9 @@ operations and the biases of each method.
 from parity.timing.checks import clock_drop, telemetry_findings
 from parity.timing.graph import calls_per_replay
 from parity.timing.measurement import Measurement
-from parity.timing.protocol import measure, samples_for_budget
+from parity.timing.protocol import measure
 from parity.timing.rotation import InputRotation, sets_to_exceed_cache
+from parity.timing.sampling import samples_for_budget
 
 __all__ = [
     "InputRotation",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from parity.device.base import Device
+from parity.timing.sampling import samples_for_budget, time_calls
 
 # Each replay should last about this long, so it is far above the event timer's resolution.
 TARGET_REPLAY_S = 1e-3
@@ -49,8 +50,6 @@ def measure_graph_samples(
 
     Returns ``(per-call seconds per replay, "graph-replay", k)``.
     """
-    from parity.timing.protocol import samples_for_budget, time_calls
-
     k = calls_per_replay(per_call_s=per_call_s, inputs=inputs)
     device.mark("capture")
 

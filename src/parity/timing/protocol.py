@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import math
 import statistics
 import time
 from collections.abc import Callable
@@ -40,31 +39,16 @@ from parity.timing.checks import (
     rotation_findings,
     telemetry_findings,
 )
+from parity.timing.graph import measure_graph_samples
 from parity.timing.measurement import Measurement
 from parity.timing.rotation import InputRotation
+from parity.timing.sampling import samples_for_budget, time_calls
 
 log = logging.getLogger(__name__)
 
 # Caps on the warm-up, so a timer that reads zero (a broken or fake clock) cannot loop forever.
 MAX_WARMUP_CALLS = 100_000
 WARMUP_WALL_CAP_S = 10.0
-
-
-def samples_for_budget(
-    *, budget_s: float, per_sample_s: float, min_samples: int, max_samples: int
-) -> int:
-    """How many samples fit the budget: ``clamp(floor(budget_s / per_sample_s), min, max)``.
-
-    Example: 0.2 s budget, 1 ms per sample (call plus flush), bounds 5..10000 -> 200 samples.
-    A per-sample estimate of zero (timer too coarse) gives ``max_samples``.
-    """
-    if min_samples < 1 or max_samples < min_samples:
-        raise ValueError(f"need 1 <= min_samples <= max_samples, got {min_samples}, {max_samples}")
-    if budget_s < 0:
-        raise ValueError(f"budget {budget_s!r} s is negative")
-    if per_sample_s <= 0:
-        return max_samples
-    return max(min_samples, min(max_samples, math.floor(budget_s / per_sample_s)))
 
 
 def call_with(fn: Callable[..., Any], inputs: InputRotation | None) -> Callable[[int], Any]:
@@ -115,22 +99,6 @@ def time_flush(device: Device) -> float:
     timer.stop()
     device.synchronize()
     return timer.elapsed_s()
-
-
-def time_calls(
-    device: Device, run: Callable[[int], Any], *, count: int, flush: bool
-) -> list[float]:
-    """``count`` samples: [flush,] start, ``run(i)``, stop; one synchronize; elapsed seconds."""
-    device.mark("measure")
-    timers = [device.event_timer() for _ in range(count)]
-    for i, timer in enumerate(timers):
-        if flush:
-            device.flush_cache()
-        timer.start()
-        run(i)
-        timer.stop()
-    device.synchronize()
-    return [timer.elapsed_s() for timer in timers]
 
 
 def measure(
@@ -226,8 +194,6 @@ def _eager_samples(device: Device, run: Callable[[int], Any], plan: _Plan) -> li
 def _graph_samples(
     device: Device, call: Callable[[int], Any], plan: _Plan, inputs: InputRotation | None
 ) -> tuple[list[float], str, int]:
-    from parity.timing.graph import measure_graph_samples
-
     return measure_graph_samples(
         device,
         call,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +78,7 @@ def storage_dtype(dtype: GemmDtype, device: Any) -> Any:
     """The torch dtype of A and B on ``device`` (e4m3fnuz on AMD CDNA3 for fp8)."""
     import torch
 
-    if dtype.name == "fp8" and _is_rocm(device) and _gcn_arch(device).startswith("gfx94"):
+    if dtype.name == "fp8" and device.architecture().startswith("gfx94"):
         return torch.float8_e4m3fnuz
     return getattr(torch, dtype.storage)
 
@@ -95,14 +94,14 @@ def unavailable_reason(dtype: GemmDtype, device: Any) -> str | None:
     import torch
 
     if dtype.name == "tf32":
-        return _tf32_unavailable(device)
+        return device.reduced_fp32_matmul_reason()
     if dtype.name == "fp8":
         if not hasattr(torch, "_scaled_mm"):
             return f"torch {torch.__version__} has no scaled matmul (torch._scaled_mm) for fp8"
-        if device.type == "cuda" and not _is_rocm(device):
-            major, minor = torch.cuda.get_device_capability(device.torch_device)
-            if (major, minor) < (8, 9):
-                return f"fp8 matmul needs compute capability 8.9 or newer; {device.name} has {major}.{minor}"
+        capability = device.compute_capability()
+        if capability is not None and capability < (8, 9):
+            major, minor = capability
+            return f"fp8 matmul needs compute capability 8.9 or newer; {device.name} has {major}.{minor}"
     try:
         ok = device.supports_dtype(storage_dtype(dtype, device))
     except Exception as exc:  # noqa: BLE001 - a probe that fails means unsupported
@@ -110,57 +109,7 @@ def unavailable_reason(dtype: GemmDtype, device: Any) -> str | None:
     return None if ok else f"{device.name} cannot create {dtype.storage} tensors"
 
 
-def _tf32_unavailable(device: Any) -> str | None:
-    import torch
-
-    if device.type == "cuda":
-        if _is_rocm(device):
-            return None
-        major, _ = torch.cuda.get_device_capability(device.torch_device)
-        return None if major >= 8 else f"tf32 needs compute capability 8.0 or newer; {device.name} has {major}.x"
-    if device.type == "npu":
-        npu_matmul = getattr(getattr(torch, "npu", None), "matmul", None)
-        return None if hasattr(npu_matmul, "allow_hf32") else "this torch_npu has no matmul.allow_hf32 switch"
-    return f"tf32 mode is not available on {device.type}: torch has no reduced-precision fp32 matmul switch there"
-
-
-@contextlib.contextmanager
-def precision_mode(dtype: GemmDtype, device: Any) -> Iterator[None]:
+def precision_mode(dtype: GemmDtype, device: Any) -> contextlib.AbstractContextManager[None]:
     """Inside: fp32 matmuls may use TF32 (HF32 on Ascend) when ``dtype`` is tf32; otherwise they
     must not (so fp32 means true fp32). The previous settings are restored on exit."""
-    import torch
-
-    allow = dtype.name == "tf32"
-    if device.type == "npu":
-        switch = getattr(getattr(torch, "npu", None), "matmul", None)
-        if switch is None or not hasattr(switch, "allow_hf32"):
-            yield
-            return
-        previous = switch.allow_hf32
-        switch.allow_hf32 = allow
-        try:
-            yield
-        finally:
-            switch.allow_hf32 = previous
-        return
-    previous = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = allow
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = previous
-
-
-def _is_rocm(device: Any) -> bool:
-    import torch
-
-    return device.type == "cuda" and getattr(torch.version, "hip", None) is not None
-
-
-def _gcn_arch(device: Any) -> str:
-    import torch
-
-    try:
-        return str(torch.cuda.get_device_properties(device.torch_device).gcnArchName)
-    except Exception:  # noqa: BLE001 - unknown architecture: assume the OCP e4m3 format
-        return ""
+    return device.fp32_matmul_mode(reduced=dtype.name == "tf32")

@@ -42,23 +42,5 @@ def rotation_for(*, device: Any, backend: Any, dtype: GemmDtype, m: int, n: int,
 
 
 def free_memory_bytes(device: Any) -> int | None:
-    """Bytes free for new tensors: ``mem_get_info`` on accelerators, MemAvailable on the CPU."""
-    if device.type == "cpu":
-        try:
-            with open("/proc/meminfo", encoding="ascii") as handle:
-                for line in handle:
-                    if line.startswith("MemAvailable:"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            return None
-        return None
-    try:
-        import torch
-
-        backend = getattr(torch, device.type, None)
-        if backend is not None and hasattr(backend, "mem_get_info"):
-            free, _ = backend.mem_get_info(device.index or 0)
-            return int(free)
-    except Exception:  # noqa: BLE001 - unknown is an answer
-        return None
-    return None
+    """Bytes free for new tensors (the device's ``free_memory_bytes``), None when unknown."""
+    return device.free_memory_bytes()

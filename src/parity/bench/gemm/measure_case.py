@@ -208,10 +208,6 @@ def _describe(exc: BaseException) -> str:
 def _release(device: Any) -> None:
     """Return cached blocks after a failure so the next shape starts from a clean pool."""
     try:
-        import torch
-
-        backend = getattr(torch, device.type, None)
-        if backend is not None and hasattr(backend, "empty_cache"):
-            backend.empty_cache()
+        device.empty_cache()
     except Exception:  # best effort
         log.debug("empty_cache failed", exc_info=True)
