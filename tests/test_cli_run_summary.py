@@ -108,3 +108,17 @@ def test_rendered_summary_lists_failed_cases_and_warnings() -> None:
     assert "gemm/b: out of memory" in text and "membw/d: over-ceiling: 120%" in text
     assert "warnings: high-variance x1" in text
     assert text.rstrip().endswith("FAILED (4 cases, 3 not ok, summary failed: membw)")
+
+
+def test_headline_reads_the_suites_figures_in_human_units() -> None:
+    from parity.model.figure import Figure
+    from parity.report.run_summary import figure_headline
+
+    figures = [
+        Figure(name="gemm.ceiling", value=1.25e12, unit="FLOP/s", method="m").to_dict(),
+        Figure(name="gemm.bandwidth_ceiling", value=None, unit="B/s", method="m", note="not measured").to_dict(),
+        Figure(name="gemm.median_efficiency.compute-bound", value=0.415, unit="1", method="m").to_dict(),
+        Figure(name="membw.copy.fixed_cost", value=2.5e-6, unit="s", method="m").to_dict(),
+    ]
+    assert figure_headline(figures, suite="gemm") == \
+        "ceiling 1.25 TFLOP/s; median_efficiency.compute-bound 41.5%; membw.copy.fixed_cost 2.5 us"

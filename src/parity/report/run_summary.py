@@ -120,6 +120,31 @@ def _numeric_leaves(
     return found
 
 
+def figure_headline(figures: list[dict[str, Any]], *, suite: str, limit: int = MAX_HEADLINE_FIGURES) -> str:
+    """A suite's first figures that have a value, ``name value unit`` in humans' units; the
+    suite's own prefix (``gemm.``) is dropped from each name."""
+    from parity.model.figure import Figure, format_value as format_figure
+
+    shown = []
+    for data in figures:
+        figure = Figure.from_dict(data)
+        if figure.value is None:
+            continue
+        name = figure.name.removeprefix(f"{suite}.")
+        shown.append(f"{name} {format_figure(figure.value, figure.unit)}")
+    return "; ".join(shown[:limit])
+
+
+def _suite_headline(name: str, entry: dict[str, Any]) -> str:
+    """The headline of one stored suite entry: its figures, or (runs stored before figures
+    existed) its summary's own headline."""
+    if entry.get("summary_error"):
+        return f"summary failed: {entry['summary_error']}"
+    if entry.get("figures"):
+        return figure_headline(entry["figures"], suite=name)
+    return headline(entry.get("summary", {}))
+
+
 def suite_rows(run: RunRecord, cases: list[CaseResult]) -> list[SuiteRow]:
     """Per-suite counts from the cases, with the headline of the run's stored summary."""
     stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
@@ -139,11 +164,7 @@ def suite_rows(run: RunRecord, cases: list[CaseResult]) -> list[SuiteRow]:
                 failed=failed,
                 errors=sum(c.error is not None for c in mine),
                 warnings=sum(f.severity is Severity.WARNING for c in mine for f in c.findings),
-                headline=(
-                    f"summary failed: {summary_error}"
-                    if summary_error
-                    else headline(entry.get("summary", {}))
-                ),
+                headline=_suite_headline(name, entry),
                 ok=failed == 0 and not summary_error,
             )
         )
