@@ -11,7 +11,14 @@ from parity.model.errors import ParityError
 from parity.target import LocalTarget, Target, check_same_target, read_rank_env
 from parity.target.gather import barrier_failure
 from parity.target.group import FALLBACK_BACKENDS, distributed_backend, rank_device
-from parity.target.launch import failure_message, free_port, hang_message, start_message
+from parity.target.launch import (
+    RankFailure,
+    rank_failure,
+    failure_message,
+    free_port,
+    hang_message,
+    start_message,
+)
 
 TORCHRUN = {
     "RANK": "3",
@@ -130,18 +137,30 @@ def test_barrier_failures_name_the_missing_ranks() -> None:
 
 def test_failure_message_names_the_first_failure_and_the_others() -> None:
     failures = [
-        (0, 1, "RuntimeError: peer gone\n  at line 3", 20.0),
-        (2, -9, "Signal 9 (SIGKILL) received by PID 7", 10.0),
+        RankFailure(rank=0, exitcode=1, message="RuntimeError: peer gone\n  at 3", timestamp=20),
+        RankFailure(rank=2, exitcode=-9, message="Signal 9 (SIGKILL) received", timestamp=10),
     ]
     assert failure_message(failures, nproc=4) == (
-        "rank 2 of 4 was killed by SIGKILL: Signal 9 (SIGKILL) received by PID 7 "
-        "(also failed: rank 0)"
+        "rank 2 of 4 was killed by SIGKILL: Signal 9 (SIGKILL) received (also failed: rank 0)"
     )
     filler = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
-    assert failure_message([(1, 3, filler, 0.0)], nproc=2) == "rank 1 of 2 exited with code 3"
+    silent = RankFailure(rank=1, exitcode=3, message=filler, timestamp=0)
+    assert failure_message([silent], nproc=2) == "rank 1 of 2 exited with code 3"
     own = "ParityError: rank 1 did not reach the barrier within 2 s"
-    assert failure_message([(0, 1, own, 0.0)], nproc=2) == (
+    stopped = RankFailure(rank=0, exitcode=1, message=own, timestamp=0)
+    assert failure_message([stopped], nproc=2) == (
         "rank 0 of 2 stopped: rank 1 did not reach the barrier within 2 s"
+    )
+
+
+def test_a_torch_process_failure_becomes_a_plain_record() -> None:
+    class ProcessFailure:  # what torch's elastic agent reports for a rank that raised
+        exitcode = 1
+        timestamp = 7
+        message = {"message": "RuntimeError: boom", "extraInfo": {"py_callstack": "Traceback"}}
+
+    assert rank_failure(1, ProcessFailure()) == RankFailure(
+        rank=1, exitcode=1, message="RuntimeError: boom", timestamp=7.0, traceback="Traceback"
     )
 
 
@@ -154,6 +173,10 @@ def test_timeout_messages_read_the_rank_marks(tmp_path: Path) -> None:
     (tmp_path / "rank0.done").write_text("1")
     assert hang_message(tmp_path, nproc=2, timeout_s=2.5).startswith(
         "rank 1 of 2 did not return within 2.5 s of starting"
+    )
+    (tmp_path / "rank1.done").write_text("1")
+    assert hang_message(tmp_path, nproc=2, timeout_s=1).startswith(
+        "all 2 ranks returned but the launcher did not finish"
     )
 
 
