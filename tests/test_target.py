@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -198,8 +199,9 @@ def test_free_port_is_bindable_on_loopback() -> None:
 @pytest.mark.torch
 def test_one_rank_group_joins_gathers_and_reduces_in_process() -> None:
     pytest.importorskip("torch")
+    from parity.device import get_device
     from parity.target import joined_group
-    from parity.timing.ranks import max_over_ranks
+    from parity.timing.ranks import max_over_ranks, time_iterations_over_ranks
 
     environ = {**TORCHRUN, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
     environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
@@ -214,6 +216,11 @@ def test_one_rank_group_joins_gathers_and_reduces_in_process() -> None:
         assert samples.resolution_s == 1e-6
         with pytest.raises(ParityError, match="no iteration was timed"):
             max_over_ranks((), group=group, rank_method="injected")
+        on_cpu = replace(group, device=get_device("cpu"))
+        timed = time_iterations_over_ranks(lambda: sum(range(100)), group=on_cpu, iterations=3)
+        assert len(timed) == 3 and timed.method == "max-over-ranks"
+        assert timed.meta["rank_method"] == "host-clock" and timed.warmup_calls == 1
+        assert timed.meta["min_over_ranks_s"] == list(timed.values_s)  # one rank: min is max
         with pytest.raises(ParityError, match="already belongs to a process group"):
             from parity.target import join_group
 
