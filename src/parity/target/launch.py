@@ -278,9 +278,6 @@ def _supervise(job: dict[str, Any], send: Any) -> None:
     """Runs in the supervisor: own session, die with the parent, run the elastic agent."""
     os.setsid()
     _die_with_parent(job["parent"])
-    if job["quiet"]:  # the launch's error says what failed; torch's own lines only at debug
-        for name in ("torch.distributed.elastic", "torch.multiprocessing"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
     os.environ[LOCAL_LAUNCH_VAR] = "1"
     os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_interface())
     try:
@@ -296,6 +293,8 @@ def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    if job["quiet"]:
+        _quiet_torch_launcher()
     nproc = job["nproc"]
     wanted = {
         "min_nodes": 1,
@@ -319,6 +318,15 @@ def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
     except ChildFailedError as exc:
         return ("failed", [rank_failure(rank, f) for rank, f in exc.failures.items()])
     return ("ok", [values[rank] for rank in range(nproc)])
+
+
+def _quiet_torch_launcher() -> None:
+    """Silence the elastic agent's own log lines (the launch's error says what failed): torch
+    gives each of its loggers an explicit level, so every one is set, not only the parent."""
+    prefixes = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing")
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(prefixes):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def rank_failure(rank: int, failure: Any) -> RankFailure:
