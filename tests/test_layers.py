@@ -81,7 +81,8 @@ def test_layer_imports_point_one_way(layer: str, path: Path) -> None:
 
 
 def test_trace_and_cli_import_without_torch() -> None:
-    """An analyst studies a trace on a laptop without PyTorch: block torch and import."""
+    """An analyst studies a trace, and a decode client probes an endpoint, without PyTorch:
+    block torch and import."""
     code = (
         "import sys\n"
         "class Block:\n"
@@ -90,11 +91,13 @@ def test_trace_and_cli_import_without_torch() -> None:
         "            raise ImportError('torch is blocked in this test')\n"
         "sys.meta_path.insert(0, Block())\n"
         "import parity.trace, parity.model, parity.stats, parity.metrics, parity.store\n"
+        "import parity.target, parity.timing.stream  # a decode client needs no torch\n"
         "from parity.cli.main import cli\n"
         "from click.testing import CliRunner\n"
         "r = CliRunner().invoke(cli, ['trace', '--help'])\n"
         "assert r.exit_code == 0, r.output\n"
         "assert 'torch' not in sys.modules\n"
+        "assert 'aiohttp' not in sys.modules  # imported by the probe, not by the package\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -40,9 +40,11 @@ DEFAULT_TIMEOUT_S = 300.0
 
 @dataclass(frozen=True, kw_only=True)
 class RankGroup:
-    """This rank's view of a joined group. ``rank_provenance`` holds every rank's provenance
-    (rank order) on rank 0, only this rank's elsewhere; ``control`` is the gloo process group
-    the helpers of ``parity.target.gather`` and ``parity.timing.ranks`` use (not stored)."""
+    """This rank's view of a joined group. ``launcher`` is ``parity``, ``torchrun`` or
+    ``srun``; ``master`` the rendezvous ``host:port``; ``timeout_s`` the process group's
+    timeout. ``rank_provenance`` holds every rank's provenance (rank order) on rank 0, only this
+    rank's elsewhere; ``control`` is the gloo process group the helpers of
+    ``parity.target.gather`` and ``parity.timing.ranks`` use (not stored)."""
 
     world_size: int
     rank: int
@@ -68,7 +70,7 @@ class RankGroup:
         device_type = self.device.type if self.device is not None else None
         return Target(
             kind="ranks",
-            name=f"{self.world_size} ranks ({self.backend}, {device_type})",
+            name=f"{self.world_size} ranks ({self.backend}, {device_type}) via {self.launcher}",
             identity={
                 "world_size": self.world_size,
                 "backend": self.backend,

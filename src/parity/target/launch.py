@@ -46,7 +46,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from parity.model.errors import ParityError
 from parity.target.environment import LOCAL_LAUNCH_VAR
@@ -107,6 +107,9 @@ def launch_local_ranks(
         raise ParityError(outcome)
     kind, payload = outcome
     if kind == "failed":
+        for failure in payload:
+            if failure.traceback:
+                log.info("rank %d failed:\n%s", failure.rank, failure.traceback)
         raise ParityError(failure_message(payload, nproc=nproc))
     if kind == "error":
         raise ParityError(f"local launch of {nproc} ranks failed: {payload}")
@@ -173,7 +176,7 @@ def _marked(status: Path, mark: str, nproc: int) -> list[int]:
 
 def _end_group(process: Any, *, answered: bool) -> None:
     """End the supervisor's process group: a grace for a supervisor that answered to exit by
-    itself, then SIGTERM to the group, SIGKILL after ``KILL_GRACE_S``; the supervisor is reaped."""
+    itself, then SIGTERM to the group, SIGKILL after ``KILL_GRACE_S``; reap the supervisor."""
     if answered:
         _wait_gone(process, KILL_GRACE_S)
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -217,6 +220,11 @@ def start_message(status: Path, *, nproc: int, start_timeout_s: float) -> str:
 def hang_message(status: Path, *, nproc: int, timeout_s: float) -> str:
     """Which ranks had not returned ``timeout_s`` after the last one started."""
     late = sorted(set(range(nproc)) - set(_marked(status, "done", nproc)))
+    if not late:
+        return (
+            f"all {nproc} ranks returned but the launcher did not finish within {timeout_s:g} s"
+            " of their start; the processes were ended"
+        )
     return (
         f"{_ranks(late)} of {nproc} did not return within {timeout_s:g} s of starting (it "
         "hangs, or waits on a rank that does); the processes were ended"
@@ -227,19 +235,30 @@ def _ranks(ranks: list[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
-def failure_message(failures: list[tuple[int, int, str, float]], *, nproc: int) -> str:
-    """One line for the ranks that failed: ``(rank, exit code, message, time)`` each; the
-    earliest is the root cause, the others are listed."""
-    first = min(failures, key=lambda f: (f[3], f[0]))
-    rank, code, message, _ = first
+class RankFailure(NamedTuple):
+    """One failed rank as the elastic agent saw it: exit code (negative: the signal), the
+    message of its error file (``Type: text`` of the exception) and its traceback, if any."""
+
+    rank: int
+    exitcode: int
+    message: str
+    timestamp: float
+    traceback: str = ""
+
+
+def failure_message(failures: Sequence[RankFailure], *, nproc: int) -> str:
+    """One line for the ranks that failed: the earliest is the root cause, the others are
+    listed after it."""
+    first = min(failures, key=lambda f: (f.timestamp, f.rank))
+    code = first.exitcode
     how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
-    line = f"rank {rank} of {nproc} {how}"
-    message = " ".join(message.split())[:300]
+    line = f"rank {first.rank} of {nproc} {how}"
+    message = " ".join(first.message.split())[:300]
     if message.startswith(_OWN_ERROR):  # parity's own one-line error, already explicit
-        line = f"rank {rank} of {nproc} stopped: {message[len(_OWN_ERROR):]}"
+        line = f"rank {first.rank} of {nproc} stopped: {message[len(_OWN_ERROR):]}"
     elif message and _NO_MESSAGE not in message:
         line += f": {message}"
-    others = sorted(f[0] for f in failures if f[0] != rank)
+    others = sorted(f.rank for f in failures if f.rank != first.rank)
     if others:
         line += f" (also failed: rank {', '.join(map(str, others))})"
     return line
@@ -259,8 +278,6 @@ def _supervise(job: dict[str, Any], send: Any) -> None:
     """Runs in the supervisor: own session, die with the parent, run the elastic agent."""
     os.setsid()
     _die_with_parent(job["parent"])
-    if job["quiet"]:
-        logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     os.environ[LOCAL_LAUNCH_VAR] = "1"
     os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_interface())
     try:
@@ -276,6 +293,8 @@ def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    if job["quiet"]:
+        _quiet_torch_launcher()
     nproc = job["nproc"]
     wanted = {
         "min_nodes": 1,
@@ -297,15 +316,33 @@ def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
     try:
         values = elastic_launch(config, _rank_main)(job["entry"], status, *job["args"])
     except ChildFailedError as exc:
-        return ("failed", [_failure_tuple(rank, f) for rank, f in exc.failures.items()])
+        return ("failed", [rank_failure(rank, f) for rank, f in exc.failures.items()])
     return ("ok", [values[rank] for rank in range(nproc)])
 
 
-def _failure_tuple(rank: int, failure: Any) -> tuple[int, int, str, float]:
-    message = failure.message
-    if isinstance(message, dict):  # an error file holds {"message": ..., "extraInfo": ...}
+def _quiet_torch_launcher() -> None:
+    """Silence the elastic agent's own log lines (the launch's error says what failed): torch
+    gives each of its loggers an explicit level, so every one is set, not only the parent."""
+    prefixes = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing")
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(prefixes):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def rank_failure(rank: int, failure: Any) -> RankFailure:
+    """A plain record of torch's ``ProcessFailure`` (its error file holds ``{"message": text,
+    "extraInfo": {"py_callstack": ...}}`` when the rank raised)."""
+    message, stack = failure.message, ""
+    if isinstance(message, dict):
+        stack = str(message.get("extraInfo", {}).get("py_callstack", ""))
         message = message.get("message", "")
-    return (int(rank), int(failure.exitcode), str(message or ""), float(failure.timestamp))
+    return RankFailure(
+        rank=int(rank),
+        exitcode=int(failure.exitcode),
+        message=str(message or ""),
+        timestamp=float(failure.timestamp),
+        traceback=stack,
+    )
 
 
 def _rank_main(entry: Callable[..., Any], status: str, *args: Any) -> Any:
