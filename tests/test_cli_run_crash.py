@@ -6,7 +6,6 @@ loaded through ``PARITY_PLUGINS``, into a real SQLite file.
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -16,32 +15,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from plugin_runs import plugin_env, stored_cases
 
-TESTS = Path(__file__).resolve().parent
 CASES = 20
 
 
 def _env(db: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
-    env["PARITY_PLUGINS"] = "test_runner:TinySuite"
-    env["PARITY_DB"] = str(db)
-    return env
+    return plugin_env(db, "test_runner:TinySuite")
 
 
 def _stored(db: Path) -> list[tuple[str, str, int]]:
-    """(run_id, key, copies) for every stored case, read by an independent connection."""
-    if not db.exists():
-        return []
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    try:
-        return conn.execute(
-            "SELECT run_id, key, count(*) FROM cases GROUP BY run_id, key ORDER BY key"
-        ).fetchall()
-    except sqlite3.OperationalError:  # tables not created yet
-        return []
-    finally:
-        conn.close()
+    return stored_cases(db)
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
+from plugin_runs import plugin_env, stored_cases
 
 from parity.bench.options import option
 from parity.bench.suite import CaseSpec, SuiteBase
@@ -29,7 +30,6 @@ from parity.bench.work import Work
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
-TESTS = Path(__file__).resolve().parent
 ALGORITHM_BYTES = "nccl-tests algbw: bytes of the buffer per rank"
 
 
@@ -90,11 +90,7 @@ class AllReduceSuite(SuiteBase):
 
 
 def _env(db: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
-    env["PARITY_PLUGINS"] = "test_run_ranks:AllReduceSuite"
-    env["PARITY_DB"] = str(db)
-    return env
+    return plugin_env(db, "test_run_ranks:AllReduceSuite")
 
 
 def _parity(args: list[str], db: Path, *, timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -103,15 +99,7 @@ def _parity(args: list[str], db: Path, *, timeout: float = 240) -> subprocess.Co
 
 
 def _stored_keys(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    try:
-        return [k for (k,) in conn.execute("SELECT key FROM cases ORDER BY key")]
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        conn.close()
+    return [key for _, key, _ in stored_cases(db)]
 
 
 @pytest.mark.slow

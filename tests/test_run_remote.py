@@ -9,7 +9,6 @@ every chunk in order; the run's target is the endpoint as the server reported it
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
+from plugin_runs import plugin_env
 
 from parity.bench.options import option
 from parity.bench.suite import CaseSpec, SuiteBase
@@ -29,7 +29,6 @@ from parity.model.result import CaseResult
 aiohttp = pytest.importorskip("aiohttp")
 from aiohttp import web  # noqa: E402
 
-TESTS = Path(__file__).resolve().parent
 GAP_S = 0.01
 
 
@@ -119,11 +118,7 @@ def server() -> Iterator[str]:
 
 
 def _parity(args: list[str], db: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
-    env["PARITY_PLUGINS"] = "test_run_remote:StreamSuite"
-    env["PARITY_DB"] = str(db)
-    env["NO_PROXY"] = "127.0.0.1"
+    env = {**plugin_env(db, "test_run_remote:StreamSuite"), "NO_PROXY": "127.0.0.1"}
     return subprocess.run([sys.executable, "-m", "parity", *args], env=env, capture_output=True, text=True,
                           timeout=120)
 
