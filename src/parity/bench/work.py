@@ -12,8 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# Strategies the harness knows, by name (see parity.bench.harness.time_work).
-STRATEGIES = ("auto", "device-events", "host-clock", "graph-replay", "max-over-ranks")
+# Strategies the harness knows, by name (see parity.bench.harness.time_work): ``auto`` is the
+# device's events, or the host clock plus a synchronize where the device has none (the samples
+# say which); ``graph-replay`` times CUDA graph replays (eager, with a finding, elsewhere);
+# ``max-over-ranks`` is what every declared work gets on several ranks.
+STRATEGIES = ("auto", "graph-replay", "max-over-ranks")
 
 
 @dataclass(frozen=True, kw_only=True)
