@@ -172,3 +172,22 @@ def test_a_rank_that_hangs_ends_the_run_within_the_rank_timeout(tmp_path: Path) 
     line = done.stderr.strip().splitlines()[-1]
     assert "rank 1" in line and "continue with parity run --resume" in line, done.stderr
     assert _stored_keys(db) == ["sum/64"]
+
+
+def test_rank_zeros_progress_travels_as_json_lines_read_whole(tmp_path: Path) -> None:
+    from parity.bench.progress import ProgressEvent
+    from parity.bench.ranked import _progress_writer, read_progress
+
+    path = tmp_path / "events.jsonl"
+    write = _progress_writer(str(path))
+    first = ProgressEvent(phase="start", done=0, total=3, run_id="r")
+    write(first)
+    with path.open("a") as out:
+        out.write('{"phase": "case", "done"')  # a line still being written is not read yet
+    events, offset = read_progress(str(path), offset=0)
+    assert events == [first]
+    with path.open("a") as out:
+        out.write(': 1, "total": 3}\n')
+    events, _ = read_progress(str(path), offset=offset)
+    assert events == [ProgressEvent(phase="case", done=1, total=3)]
+    assert read_progress(str(tmp_path / "none.jsonl"), offset=0) == ([], 0)

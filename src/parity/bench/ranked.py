@@ -33,6 +33,7 @@ class RankRequest:
     resume_run_id: str | None = None
     argv: tuple[str, ...] = ()
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
+    progress_path: str | None = None  # rank 0 appends its progress events here, one JSON line each
 
 
 def rank_main(request: RankRequest) -> dict[str, Any] | None:
@@ -54,10 +55,44 @@ def run_rank(group: Any, request: RankRequest) -> dict[str, Any] | None:
     with opened as store:
         outcome = run_suites(store, device=group.device, suites=suites, quick=request.quick,
                              options=request.options, resume_run_id=request.resume_run_id,
-                             argv=list(request.argv), group=group)
+                             argv=list(request.argv), group=group,
+                             progress=_progress_writer(request.progress_path))
     if outcome is None:
         return None
     return {"run_id": outcome.run.run_id, "ok": outcome.ok}
+
+
+def _progress_writer(path: str | None) -> Any:
+    """A progress callback that appends each event to ``path`` as a JSON line (None: no callback),
+    so the process that started the ranks can show rank 0's progress."""
+    if path is None:
+        return None
+    import dataclasses
+    import json
+
+    def write(event: Any) -> None:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(dataclasses.asdict(event)) + "\n")
+
+    return write
+
+
+def read_progress(path: str, *, offset: int) -> tuple[list[Any], int]:
+    """The progress events appended to ``path`` since ``offset`` (whole lines only), and the
+    new offset."""
+    import json
+
+    from parity.bench.progress import ProgressEvent
+
+    try:
+        with open(path, encoding="utf-8") as source:
+            source.seek(offset)
+            text = source.read()
+    except FileNotFoundError:
+        return [], offset
+    complete = text[: text.rfind("\n") + 1]
+    events = [ProgressEvent(**json.loads(line)) for line in complete.splitlines() if line.strip()]
+    return events, offset + len(complete.encode("utf-8"))
 
 
 def launch_run(nproc: int, request: RankRequest) -> dict[str, Any]:

@@ -25,7 +25,7 @@ def measure_on_ranks(
 ) -> str | None:
     """Measure on ``ranks`` local ranks (or, with ``join``, as one rank of the user's launcher);
     the run id on the process that holds rank 0's answer, None on the other joined ranks."""
-    from parity.bench.ranked import RankRequest, launch_run, rank_main
+    from parity.bench.ranked import RankRequest, rank_main
 
     request = RankRequest(suites=tuple(suites), quick=quick, options=options, device=device_name, db=db,
                           resume_run_id=resume_id, argv=tuple(sys.argv), step_timeout_s=step_timeout_s)
@@ -36,10 +36,46 @@ def measure_on_ranks(
         before = {r.run_id for r in store.list_runs()}
     click.echo(f"parity: measuring on {ranks} local ranks (store {db})", err=True)
     try:
-        answer = launch_run(int(ranks or 1), request)
+        answer = _launch_showing_progress(int(ranks or 1), request)
     except ParityError as exc:
         raise ParityError(f"{exc}{_resume_hint(db, before, resume_id, ranks)}") from None
     return str(answer["run_id"])
+
+
+def _launch_showing_progress(nproc: int, request: Any) -> dict[str, Any]:
+    """``launch_run`` in a thread while this one shows rank 0's progress events as they come."""
+    import dataclasses
+    import tempfile
+    import threading
+
+    from parity.bench.ranked import launch_run, read_progress
+    from parity.cli.progress import ProgressRenderer
+
+    with tempfile.TemporaryDirectory(prefix="parity-progress-") as folder:
+        path = f"{folder}/events.jsonl"
+        request = dataclasses.replace(request, progress_path=path)
+        outcome: dict[str, Any] = {}
+
+        def launch() -> None:
+            try:
+                outcome["answer"] = launch_run(nproc, request)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=launch, name="parity-launch", daemon=True)
+        offset = 0
+        with ProgressRenderer(label=f"parity run ({nproc} ranks)") as renderer:
+            worker.start()
+            while True:
+                worker.join(timeout=0.25)
+                events, offset = read_progress(path, offset=offset)
+                for event in events:
+                    renderer(event)
+                if not worker.is_alive():
+                    break
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["answer"]
 
 
 def _resume_hint(db: str, before: set[str], resume_id: str | None, ranks: int | None) -> str:
