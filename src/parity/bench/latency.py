@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from typing import Any
 
 from parity.bench.latency_summary import summarize_latency
@@ -42,10 +41,13 @@ MIN_WORKING_SET = 4 * KIB
 BLOCK_REGION = 16 * KIB
 CPU_STRIDE = 64
 GPU_STRIDE = 128
-# Working sets reach this multiple of the last-level cache (quick: 2x on a CPU, 4x on an
-# accelerator whose last level is its L2; full: 8x), within these caps.
-QUICK_LLC_FACTOR, QUICK_GPU_LLC_FACTOR, FULL_LLC_FACTOR = 2, 4, 8
-QUICK_MAX_WORKING_SET, QUICK_GPU_MAX_WORKING_SET, FULL_MAX_WORKING_SET = 64 * MIB, 256 * MIB, 1024 * MIB
+# Working sets reach this multiple of the last-level cache (4x in quick mode, 8x in full), so
+# the sweep leaves the last cache (past 2x, where a random ring hits it on at most half its loads)
+# with points to spare, whatever the cache's size: 128 MiB on a 32 MiB L3, 1.2 GiB on a 300 MiB one.
+QUICK_LLC_FACTOR, FULL_LLC_FACTOR = 4, 8
+# The largest ring may take this share of the memory free when the cases are planned: the ring,
+# plus the build's index arrays (about 0.7x the ring at a 64 B stride), with room for the rest.
+FREE_MEMORY_SHARE = 0.25
 # The long chain is timed for about this long (s); the short one is a quarter as many loads.
 # Short enough that most samples escape preemption on a shared machine.
 QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
@@ -60,20 +62,41 @@ HUGE_SHARE_EXPECTED = 0.9
 
 
 def working_sets(*, max_bytes: int, per_octave: int = 2) -> list[int]:
-    """Sizes from 4 KiB to ``max_bytes``, ``per_octave`` per doubling, multiples of 4 KiB."""
+    """Sizes from 4 KiB to ``max_bytes``, ``per_octave`` per doubling, multiples of 4 KiB.
+
+    ``max_bytes`` (rounded down to 4 KiB) is always the last size, so the sweep ends where it
+    was asked to even between grid points.
+    """
     if max_bytes < MIN_WORKING_SET:
         raise ParityError(f"largest working set {max_bytes} B is under {MIN_WORKING_SET} B")
     steps = math.floor(math.log2(max_bytes / MIN_WORKING_SET) * per_octave + 1e-9)
-    return sorted({int(MIN_WORKING_SET * 2 ** (k / per_octave)) // (4 * KIB) * (4 * KIB) for k in range(steps + 1)})
+    grid = {int(MIN_WORKING_SET * 2 ** (k / per_octave)) // (4 * KIB) * (4 * KIB) for k in range(steps + 1)}
+    return sorted(grid | {max_bytes // (4 * KIB) * (4 * KIB)})
 
 
-def largest_working_set(llc_bytes: int, *, quick: bool, cpu: bool) -> int:
-    """Well past the last-level cache: enough points beyond it for a memory plateau."""
-    if not quick:
-        return min(FULL_MAX_WORKING_SET, FULL_LLC_FACTOR * llc_bytes)
-    if cpu:
-        return min(QUICK_MAX_WORKING_SET, QUICK_LLC_FACTOR * llc_bytes)
-    return min(QUICK_GPU_MAX_WORKING_SET, QUICK_GPU_LLC_FACTOR * llc_bytes)
+def largest_working_set(llc_bytes: int, *, quick: bool, free_bytes: int | None) -> tuple[int, str | None]:
+    """The sweep's largest working set and what capped it (None when the cache decided).
+
+    ``factor · llc_bytes`` (``QUICK_LLC_FACTOR`` = 4 quick, ``FULL_LLC_FACTOR`` = 8 full), at
+    most ``FREE_MEMORY_SHARE`` of ``free_bytes`` rounded down to a power of two (so a resume
+    plans the same sizes unless free memory changed twofold); never under 64 KiB.
+    """
+    top = (QUICK_LLC_FACTOR if quick else FULL_LLC_FACTOR) * llc_bytes
+    if free_bytes:
+        bound = 2 ** math.floor(math.log2(max(1, FREE_MEMORY_SHARE * free_bytes)))
+        if bound < top:
+            return max(64 * KIB, bound), "free memory"
+    return top, None
+
+
+def free_memory_bytes(device: Any, props: Any) -> int | None:
+    """Memory the chase buffer can take: the host's available memory for the CPU, the device's
+    total memory elsewhere (the device interface reports no free figure yet)."""
+    if device.type == "cpu":
+        from parity.bench.chase.pages import available_memory_bytes
+
+        return available_memory_bytes()
+    return props.memory_bytes
 
 
 def page_sizes(device: Any, options: dict[str, Any]) -> list[str]:
@@ -108,14 +131,16 @@ class LatencySuite:
     def cases(self, *, device: Any, quick: bool, options: dict[str, Any]) -> list[CaseSpec]:
         props = device.properties()
         llc = props.llc_bytes or props.l2_bytes or 32 * MIB
-        top = int(options.get("max_bytes", largest_working_set(llc, quick=quick, cpu=device.type == "cpu")))
+        top, limit = largest_working_set(llc, quick=quick, free_bytes=free_memory_bytes(device, props))
+        if "max_bytes" in options:
+            top, limit = int(options["max_bytes"]), "max_bytes"
         stride = int(options.get("stride_bytes", CPU_STRIDE if device.type == "cpu" else GPU_STRIDE))
         common = {
             "device": device.name, "device_name": props.name, "stride_bytes": stride,
             "caches": _reported_caches(props), "memory_bytes": props.memory_bytes,
             "memory_name": "DRAM" if device.type == "cpu" else "HBM",
             "compute_units": props.compute_units, "compute_unit_kind": props.compute_unit_kind,
-            "quick": bool(quick), "hypervisor": _under_hypervisor(device),
+            "quick": bool(quick), "hypervisor": _under_hypervisor(device), "sweep_limit": limit,
         }
         cases = []
         for page in page_sizes(device, options):
@@ -217,20 +242,14 @@ def _loads_for(run: Any, *, device: Any, target_s: float) -> int:
     """Loads per long chain so that it takes about ``target_s``.
 
     The per-load time is itself a slope, between probes of 4096 and 32768 loads (best of
-    three each), so thread start and launch costs do not inflate it.
+    three each, :func:`parity.timing.probe.time_best_of`), so thread start and launch costs do
+    not inflate it.
     """
-    def best_of_three(loads: int) -> float:
-        best = math.inf
-        for _ in range(3):
-            device.synchronize()
-            start = time.perf_counter()
-            run(loads)
-            device.synchronize()
-            best = min(best, time.perf_counter() - start)
-        return best
+    from parity.timing.probe import time_best_of
 
     small, large = PROBE_LOADS, 8 * PROBE_LOADS
-    t_small, t_large = best_of_three(small), best_of_three(large)
+    t_small = time_best_of(lambda: run(small), device=device)
+    t_large = time_best_of(lambda: run(large), device=device)
     per_load = (t_large - t_small) / (large - small)
     if per_load <= 0:
         per_load = t_large / large

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parity.metrics.latency import PLATEAU_TOLERANCE, Plateau
+from parity.metrics.cache_levels import Plateau
+from parity.metrics.latency import PLATEAU_TOLERANCE
 from parity.model.errors import ParityError
 
 
