@@ -182,7 +182,7 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
     return {
         "headline": headline,
         "device": next((r.params.get("device_name") for r in results), None),
-        "method": "pointer chase through a Sattolo ring; ns per load from the slope between two chain lengths",
+        "method": "pointer chase through a random single-cycle ring; ns per load from the slope between two chain lengths",
         "estimator": f"slope between the chains' {ESTIMATOR_WORDS[estimator]}",
         "size_curves": size_curves,
         "plateaus": top,

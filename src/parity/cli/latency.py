@@ -28,7 +28,7 @@ from parity.cli.suite_command import parse_bytes, run_suite_command
 @json_option
 def latency(device_name: str | None, quick: bool, pages: str, max_size: str | None,
             stride_bytes: int | None, estimator: str, db_path: str | None, json_path: str | None) -> int:
-    """Pointer-chase latency: ns per dependent load through a Sattolo ring, from the slope
+    """Pointer-chase latency: ns per dependent load through a random single-cycle ring, from the slope
     between two chain lengths.
 
     Curve one, latency against working-set size, shows the cache levels as plateaus, named and
