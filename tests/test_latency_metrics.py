@@ -261,3 +261,19 @@ def test_a_base_plateau_where_huge_pages_are_in_transition_is_no_level() -> None
     assert [p.level for p in base] == ["L1", "L2", "L2-part1", "DRAM"]
     named = label_page_walks(base, huge, sizes, lat)
     assert [p.level for p in named] == ["L1", "L2", "DRAM"]
+
+
+def test_two_base_stretches_inside_one_huge_page_level_get_distinct_names() -> None:
+    from parity.metrics.cache_levels import Plateau
+    from parity.metrics.page_walks import label_page_walks
+
+    sizes = [2**k for k in range(12, 27)]
+    lat = [1.3] * 3 + [4.2] * 6 + [16.0] * 2 + [170.0] * 4  # L2 from 32 KiB to 1 MiB
+    huge = name_plateaus(sizes, lat, caches=CACHES)
+    # Base pages split L2 in two stretches (4.2 then 5.3 ns), both within 30% of huge pages.
+    base = [Plateau(level="L1", size_bytes=16 * KIB, start_bytes=4 * KIB, latency_ns=1.3, points=3),
+            Plateau(level="L2", size_bytes=128 * KIB, start_bytes=32 * KIB, latency_ns=4.2, points=3),
+            Plateau(level="L2-part1", size_bytes=1 * MIB, start_bytes=256 * KIB, latency_ns=5.3, points=3)]
+    named = label_page_walks(base, huge, sizes, lat)
+    assert [p.level for p in named] == ["L1", "L2", "L2-part1"]
+    assert named[1].reported_bytes == 512 * KIB and named[2].reported_bytes is None

@@ -56,11 +56,13 @@ def label_page_walks(
     (:func:`page_walk_excess`), it is a page-walk step: marked ``page_walk``, named
     ``<level>+page-walks``. A base plateau whose mid-size falls between huge-page plateaus sits
     where the huge-page curve is in transition from one level to the next, so it is no level of
-    its own and is left out. One with no huge-page point in its span keeps its own name.
+    its own and is left out. One with no huge-page point in its span keeps its own name. A name
+    already taken by an earlier base plateau (two base stretches inside one huge-page level) is
+    suffixed ``-part<k>``, so every level of a curve has its own name.
     """
     sizes = np.asarray(huge_sizes_bytes, dtype=np.float64)
     lat = np.asarray(huge_latencies_ns, dtype=np.float64)
-    out = []
+    out: list[Plateau] = []
     for b in base:
         inside = lat[(sizes >= b.start_bytes) & (sizes <= b.size_bytes)]
         cover = _covering(huge, math.sqrt(b.start_bytes * b.size_bytes))
@@ -76,4 +78,15 @@ def label_page_walks(
             reported_bytes=cover.reported_bytes, memory=cover.memory, page_walk=walk,
             page_walk_ns=b.latency_ns - huge_ns if walk else None,
             capacity_bytes=None if cover.memory else b.capacity_bytes))
+    return _distinct_names(out)
+
+
+def _distinct_names(plateaus: Sequence[Plateau]) -> list[Plateau]:
+    """The plateaus with repeated names suffixed ``-part1``, ``-part2``, ... after the first."""
+    seen: dict[str, int] = {}
+    out = []
+    for p in plateaus:
+        repeats = seen.get(p.level, 0)
+        seen[p.level] = repeats + 1
+        out.append(p if repeats == 0 else dataclasses.replace(p, level=f"{p.level}-part{repeats}", reported_bytes=None))
     return out
