@@ -109,6 +109,12 @@ def measure_pair(exe: Path, *, page: str, level: str, size: int, reps: int, pari
     return pair
 
 
+def median_ratio_within(ratios: list[float], bar: float) -> tuple[float, bool]:
+    """The median of paired ratios parity/C and whether it is within ``bar`` of 1."""
+    ratio = statistics.median(ratios)
+    return ratio, abs(ratio - 1) <= bar
+
+
 def compare(exe: Path, *, rounds: int, reps: int, pages: list[str], points: dict[str, int]) -> bool:
     pairs: dict[tuple[str, str], list[dict]] = {(pg, lv): [] for pg in pages for lv in points}
     for r in range(rounds):
@@ -132,8 +138,7 @@ def compare(exe: Path, *, rounds: int, reps: int, pages: list[str], points: dict
             continue
         for stat in ("median", "min"):
             ratios = [x["parity"][stat] / x["c"][stat] for x in usable]
-            ratio = statistics.median(ratios)
-            good = abs(ratio - 1) <= BAR
+            ratio, good = median_ratio_within(ratios, BAR)
             ok &= good
             print(f"{page:5} {level:5} {points[level]:>10} {stat:6} {len(usable):>6}"
                   f" {statistics.median(x['parity'][stat] for x in usable):10.2f}"
@@ -252,8 +257,7 @@ def quick_bar(exe: Path, *, rounds: int, reps: int, pages: list[str]) -> bool:
         if not usable:
             continue
         ratios = [p / c["min"] for p, c in usable]
-        ratio = statistics.median(ratios)
-        good = abs(ratio - 1) <= QUICK_BAR
+        ratio, good = median_ratio_within(ratios, QUICK_BAR)
         ok &= good
         print(f"{pg:5} {len(usable):>6} {statistics.median(p for p, _ in usable):10.1f}"
               f" {statistics.median(c['min'] for _, c in usable):8.1f} {statistics.median(c['median'] for _, c in usable):9.1f}"

@@ -113,6 +113,18 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
     assert summary["headline"]["L3_ns"] == 15.0
 
 
+def test_report_says_where_memory_is_read() -> None:
+    from rich.console import Console
+
+    from parity.report.memory import render_latency
+
+    sizes = [2**k for k in range(12, 28)]  # to 128 MiB: memory read at 64 and 128 MiB
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
+    console = Console(width=200, record=True)
+    console.print(render_latency(summarize_latency([_row("size", s, lat[s]) for s in sizes])))
+    assert "DRAM is the median of the 2 working sets where the sweep has left the last cache" in console.export_text()
+
+
 def test_summary_says_when_a_reported_level_has_no_plateau() -> None:
     sizes = [2**k for k in range(12, 28)]  # to 128 MiB, 4x the reported L3
     lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 120.0 for s in sizes}
