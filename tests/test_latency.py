@@ -113,6 +113,19 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
     assert summary["headline"]["L3_ns"] == 15.0
 
 
+def test_level_names_do_not_depend_on_row_order() -> None:
+    """A resume reads the stored rows back in whatever order the store returns them: the
+    summary, names included, must be the same."""
+    import random
+
+    sizes = [2**k for k in range(12, 28)]
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
+    rows = [_row("size", s, lat[s]) for s in sizes]
+    shuffled = list(rows)
+    random.Random(4).shuffle(shuffled)
+    assert summarize_latency(shuffled)["plateaus"] == summarize_latency(rows)["plateaus"]
+
+
 def test_report_says_where_memory_is_read() -> None:
     from rich.console import Console
 
