@@ -15,7 +15,7 @@ CACHES = [("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 32 * MIB)]
 
 def test_slope_cancels_the_fixed_cost() -> None:
     # t(N) = 50 us + N * 80 ns: the slope between 1e5 and 3e5 loads is 80 ns whatever t0 is.
-    t = lambda n: 50e-6 + n * 80e-9  # noqa: E731
+    t = lambda n: 50e-6 + n * 80e-9
     assert ns_per_load(short_s=t(1e5), long_s=t(3e5), short_loads=100_000, long_loads=300_000) == pytest.approx(80.0)
     with pytest.raises(ParityError):
         ns_per_load(short_s=1.0, long_s=2.0, short_loads=10, long_loads=10)
@@ -200,7 +200,11 @@ def test_memory_is_named_only_once_the_sweep_has_left_the_last_cache() -> None:
 
 
 def test_helpers_of_level_naming_on_hand_computed_cases() -> None:
-    from parity.metrics.cache_levels import latencies_agree, left_last_cache, level_index
+    from parity.metrics.cache_levels import (
+        latencies_agree,
+        left_last_cache,
+        level_index,
+    )
 
     assert left_last_cache(largest_bytes=64 * MIB, llc_bytes=32 * MIB)
     assert not left_last_cache(largest_bytes=64 * MIB - 1, llc_bytes=32 * MIB)
@@ -234,7 +238,6 @@ def test_level_capacity_is_where_the_curve_crosses_half_way_on_a_log_scale() -> 
 
 
 def test_a_partly_evicted_tail_on_a_dense_grid_is_a_transition() -> None:
-    from parity.metrics.cache_levels import plateau_capacities
 
     sizes = (2.0 ** np.arange(12, 28.01, 0.25)).astype(np.int64)  # 4 KiB .. 256 MiB, 4 per octave
     lat = np.where(sizes <= 32 * KIB, 1.2, np.where(sizes <= 256 * KIB, 3.5, np.where(
