@@ -126,6 +126,17 @@ def test_level_names_do_not_depend_on_row_order() -> None:
     assert summarize_latency(shuffled)["plateaus"] == summarize_latency(rows)["plateaus"]
 
 
+def test_headline_keeps_the_reported_levels_and_memory_only() -> None:
+    """A 9 ns stretch from 1 to 4 MiB is L3-part1, which noise may make or unmake: the headline,
+    which runs are compared by, leaves it out."""
+    sizes = [2**k for k in range(12, 28)]
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 9.0 if s <= 4 * MIB else 15.0 if s <= 32 * MIB
+           else 120.0 for s in sizes}
+    summary = summarize_latency([_row("size", s, lat[s]) for s in sizes])
+    assert [p["level"] for p in summary["plateaus"]] == ["L1", "L2", "L3-part1", "L3", "DRAM"]
+    assert list(summary["headline"]) == ["L1_ns", "L2_ns", "L3_ns", "DRAM_ns"]
+
+
 def test_report_says_where_memory_is_read() -> None:
     from rich.console import Console
 

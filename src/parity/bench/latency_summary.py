@@ -176,7 +176,10 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
                    for c in curves.values()]
     top = size_curves[list(curves).index(preferred)]["plateaus"] if preferred is not None else []
     blocks_curves = [_blocks_curve(pg, groups[("blocks", pg)], metric) for pg in pages if ("blocks", pg) in groups]
-    headline: dict[str, Any] = {f"{p['level']}_ns": p["latency_ns"] for p in top}
+    # The reported levels and memory only: their names are the same on every run, where a
+    # "-part" stretch comes and goes with the noise.
+    headline: dict[str, Any] = {f"{p['level']}_ns": p["latency_ns"] for p in top
+                                if p["reported_bytes"] is not None or p["memory"]}
     if blocks_curves and blocks_curves[0]["knees"]:
         headline["first_knee_blocks"] = blocks_curves[0]["knees"][0]["blocks"]
     return {

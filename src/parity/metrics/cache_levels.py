@@ -224,14 +224,17 @@ def _merge_regions(runs: Sequence[tuple[Run, int]], sizes: np.ndarray, lat: np.n
 def _region_names(runs: Sequence[Run], regions: Sequence[int],
                   levels: Sequence[tuple[str, int]]) -> list[tuple[str, int | None]]:
     """``(name, reported bytes)`` per cache plateau. In each region the widest plateau (largest
-    ``end/start``, then most points, then the first) is the level: a level spans the sizes
-    between the cache below and its own, while a partly evicted stretch or one paying TLB misses
-    spans less. The region's other plateaus are ``<level>-part<k>``, ``k`` from 1 in size order."""
+    ``end/start``; on a tie, one ending within the reported size before one past it, then the
+    one ending nearest it, ``|log2(end/reported)|``, then the first) is the level: a level spans
+    the sizes between the cache below and its own and ends near its own, not past it, while a
+    partly evicted stretch or one paying TLB misses spans less. The region's other plateaus are ``<level>-part<k>``, ``k`` from 1 in size order."""
     names: list[tuple[str, int | None]] = [("", None)] * len(regions)
     for k in dict.fromkeys(regions):
         members = [i for i, r in enumerate(regions) if r == k]
         name, reported = (f"past-{levels[-1][0]}", None) if k == len(levels) else levels[k]
-        best = max(members, key=lambda i: (runs[i][1] / runs[i][0], runs[i][3], -i))
+        near = ((lambda i: (runs[i][1] <= reported, -abs(math.log2(runs[i][1] / reported)))) if reported
+                else (lambda i: (True, 0.0)))
+        best = max(members, key=lambda i: (runs[i][1] / runs[i][0], near(i), -i))
         others = iter(range(1, len(members)))
         for i in members:
             names[i] = (name, reported) if i == best else (f"{name}-part{next(others)}", None)
