@@ -221,6 +221,13 @@ def _merge_regions(runs: Sequence[tuple[Run, int]], sizes: np.ndarray, lat: np.n
     return out
 
 
+def _nearness(end_bytes: int, reported_bytes: int | None) -> tuple[bool, float]:
+    """How well a plateau's end fits a reported size: within it first, then nearest in log2."""
+    if not reported_bytes:
+        return (True, 0.0)
+    return (end_bytes <= reported_bytes, -abs(math.log2(end_bytes / reported_bytes)))
+
+
 def _region_names(runs: Sequence[Run], regions: Sequence[int],
                   levels: Sequence[tuple[str, int]]) -> list[tuple[str, int | None]]:
     """``(name, reported bytes)`` per cache plateau. In each region the widest plateau (largest
@@ -232,9 +239,7 @@ def _region_names(runs: Sequence[Run], regions: Sequence[int],
     for k in dict.fromkeys(regions):
         members = [i for i, r in enumerate(regions) if r == k]
         name, reported = (f"past-{levels[-1][0]}", None) if k == len(levels) else levels[k]
-        near = ((lambda i: (runs[i][1] <= reported, -abs(math.log2(runs[i][1] / reported)))) if reported
-                else (lambda i: (True, 0.0)))
-        best = max(members, key=lambda i: (runs[i][1] / runs[i][0], near(i), -i))
+        best = max(members, key=lambda i: (runs[i][1] / runs[i][0], _nearness(runs[i][1], reported), -i))
         others = iter(range(1, len(members)))
         for i in members:
             names[i] = (name, reported) if i == best else (f"{name}-part{next(others)}", None)
