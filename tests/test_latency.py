@@ -257,6 +257,15 @@ def test_probe_keeps_the_shortest_synchronized_call(monkeypatch: pytest.MonkeyPa
         probe.time_best_of(lambda: None, device=Device(), repeats=0)
 
 
+def test_chains_past_the_last_cache_take_more_samples() -> None:
+    from parity.bench.latency import MIN_SAMPLES, PAST_CACHE_MIN_SAMPLES, _min_samples
+
+    caches = [["L1", 32 * KIB], ["L3", 32 * MIB]]
+    assert _min_samples({"curve": "size", "working_set_bytes": 32 * MIB, "caches": caches}) == MIN_SAMPLES
+    assert _min_samples({"curve": "size", "working_set_bytes": 64 * MIB, "caches": caches}) == PAST_CACHE_MIN_SAMPLES
+    assert _min_samples({"curve": "size", "working_set_bytes": 64 * MIB}) == MIN_SAMPLES  # nothing reported
+
+
 def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> None:
     """Interference can make the short chain slower than the long one; after SLOPE_ATTEMPTS
     tries the case is an error row (errors are data) rather than a negative latency."""

@@ -280,3 +280,20 @@ def test_two_base_stretches_inside_one_huge_page_level_get_distinct_names() -> N
     named = label_page_walks(base, huge, sizes, lat)
     assert [p.level for p in named] == ["L1", "L2", "L2-part1"]
     assert named[1].reported_bytes == 512 * KIB and named[2].reported_bytes is None
+
+
+def test_base_memory_is_memory_even_when_its_span_starts_where_huge_pages_climb() -> None:
+    """Seen on a 300 MiB L3: the base-page memory level spans 256 MiB..1.2 GiB (its mid-size
+    555 MiB), the huge-page one 724 MiB..1.2 GiB after an L3 to 512 MiB. The mid-size falls in
+    the huge-page gap, yet the base level is memory, with page walks."""
+    from parity.metrics.cache_levels import Plateau
+    from parity.metrics.page_walks import label_page_walks
+
+    sizes = [256 * MIB, 362 * MIB, 512 * MIB, 724 * MIB, 1024 * MIB, 1200 * MIB]
+    huge_lat = [150.0, 152.0, 153.0, 160.0, 167.0, 188.0]
+    huge = [Plateau(level="L3", size_bytes=512 * MIB, start_bytes=8 * MIB, latency_ns=146.0, points=12,
+                    reported_bytes=300 * MIB),
+            Plateau(level="DRAM", size_bytes=1200 * MIB, start_bytes=724 * MIB, latency_ns=167.0, points=3, memory=True)]
+    base = [Plateau(level="DRAM", size_bytes=1200 * MIB, start_bytes=256 * MIB, latency_ns=253.0, points=3, memory=True)]
+    named = label_page_walks(base, huge, sizes, huge_lat)
+    assert [p.level for p in named] == ["DRAM+page-walks"] and named[0].memory

@@ -56,6 +56,10 @@ QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
 # sharing as a steady slowdown rather than as the luck of one slice.
 QUICK_BLOCKS_TARGET_S, FULL_BLOCKS_TARGET_S = 0.04, 0.1
 MIN_SAMPLES, BLOCKS_MIN_SAMPLES = 15, 7
+# Past the last cache every load goes to memory, which other processes and tenants share, and
+# their bursts last longer than a short chain: more samples, over a longer window, give the
+# minimum a better chance at an undisturbed one (lmbench-style references repeat about 50 times).
+PAST_CACHE_MIN_SAMPLES = 51
 SLOPE_ATTEMPTS = 3  # measurements of a case before a non-positive slope becomes an error row
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
 HUGE_SHARE_EXPECTED = 0.9
@@ -172,7 +176,7 @@ class LatencySuite:
         target = float(options.get("target_s", _target_s(quick=bool(p.get("quick")), many=many)))
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
-        samples = (BLOCKS_MIN_SAMPLES if many else MIN_SAMPLES)
+        samples = _min_samples(p)
         timing = {"device": device, "flush_cache": False, "warmup_s": float(options.get("warmup_s", 0.01)),
                   "budget_s": float(options.get("budget_s", 1.5 * samples * target)),
                   "min_samples": int(options.get("min_samples", samples)),
@@ -229,6 +233,16 @@ def _rings(device: Any, p: dict[str, Any]) -> Any:
         raise ParityError(f"the {device.type} pointer chase needs triton ({exc}); pip install triton") from None
     return TritonChase(device=device, region_bytes=int(p["working_set_bytes"]),
                        stride_bytes=int(p["stride_bytes"]), count=count)
+
+
+def _min_samples(params: dict[str, Any]) -> int:
+    """Samples per chain length: fewer for concurrent blocks (long chains), more past the last
+    reported cache (memory, shared and bursty), ``MIN_SAMPLES`` otherwise."""
+    if params["curve"] == "blocks":
+        return BLOCKS_MIN_SAMPLES
+    caches = params.get("caches") or []
+    last = max((int(size) for _, size in caches), default=None)
+    return PAST_CACHE_MIN_SAMPLES if last and params["working_set_bytes"] > last else MIN_SAMPLES
 
 
 def _target_s(*, quick: bool, many: bool) -> float:

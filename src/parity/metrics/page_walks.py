@@ -56,7 +56,8 @@ def label_page_walks(
     (:func:`page_walk_excess`), it is a page-walk step: marked ``page_walk``, named
     ``<level>+page-walks``. A base plateau whose mid-size falls between huge-page plateaus sits
     where the huge-page curve is in transition from one level to the next, so it is no level of
-    its own and is left out. One with no huge-page point in its span keeps its own name. A name
+    its own and is left out; the base curve's memory level takes the huge-page memory level's
+    name whatever its span. One with no huge-page point in its span keeps its own name. A name
     already taken by an earlier base plateau (two base stretches inside one huge-page level) is
     suffixed ``-part<k>``, so every level of a curve has its own name.
     """
@@ -66,6 +67,8 @@ def label_page_walks(
     for b in base:
         inside = lat[(sizes >= b.start_bytes) & (sizes <= b.size_bytes)]
         cover = _covering(huge, math.sqrt(b.start_bytes * b.size_bytes))
+        if b.memory:  # memory is memory on both curves, wherever each one's span starts
+            cover = next((p for p in huge if p.memory), cover)
         if inside.size == 0:
             out.append(b)
             continue
