@@ -9,7 +9,7 @@ sits in the reported hierarchy, the same way on every run and on resume:
   its reported size (:func:`left_last_cache`): a random ring of ``W`` bytes hits a cache of
   ``C`` bytes on about ``C/W`` of its loads, so at ``2C`` at most half the loads are cache hits.
   Memory's latency is the median of the curve from there on; its span extends down over the
-  plateaus just before it whose latency agrees (a flat stretch across the reported last-level
+  plateaus just before it whose latency agrees within 5% (a flat stretch across the reported last-level
   size: a cache that holds less in practice than reported);
 - a cache plateau after the level whose size region ``(previous level, level]`` holds its
   geometric mid-size (:func:`level_index`); neighbouring plateaus in one region that agree in
@@ -154,7 +154,6 @@ def plateau_capacities(
     return inner + [None] if plateaus else []
 
 
-
 Run = tuple[int, int, float, int]  # (start_bytes, end_bytes, median latency ns, points)
 
 
@@ -197,8 +196,9 @@ def memory_run(sizes: np.ndarray, lat: np.ndarray, inner: Sequence[Run], *, llc_
     sweep's end, where the last cache can hold at most half the ring; ``points`` counts them.
     Its span starts there, or lower: the plateaus of ``inner`` (found below that size) that end
     the cache curve join it while their latency agrees with memory's within ``tolerance``
-    (:func:`latencies_agree`, ``MEMORY_AGREEMENT``), a flat stretch across the reported size of a cache that holds less in practice. They do
-    not move its latency, which stays where the sweep has left the cache. ``sizes`` ascending.
+    (:func:`latencies_agree`, ``MEMORY_AGREEMENT``): a flat stretch across the reported size of
+    a cache that holds less in practice. They do not move its latency, which stays where the
+    sweep has left the cache. ``sizes`` ascending.
     """
     cut = int(np.searchsorted(sizes, MEMORY_FACTOR * llc_bytes, side="left"))
     latency = float(np.median(lat[cut:]))
