@@ -21,6 +21,16 @@ chains' medians; C: median over repetitions) and the minimum (slope between mini
 repetitions). Printed per point and estimator: the median over rounds of each side, the median of
 the paired ratios parity/C with their range, and whether that median ratio is within 10%.
 
+With ``--quick-bar`` it checks the issue's bar instead: ``parity latency --quick --json`` (the
+command as a user runs it, in its own process, pinned to the same CPU) and the C chase at 1 GiB
+for each page size just before and just after it (their mean is the round's reference),
+``--rounds`` times. Per page
+size it prints parity's memory plateau (the last level named memory on that page size's curve,
+``DRAM+page-walks`` on 4 KiB pages) beside
+the C figure (median and minimum over repetitions), the median over rounds of the paired ratios
+parity/C, and whether it is within 15% of the C minimum (parity's default estimator is the slope
+between minima). A round whose curve names no memory level fails the bar.
+
 With ``--plateaus`` it also sweeps the size curve for each page size with both programs,
 interleaved size by size, runs parity's plateau detection on both curves, and compares the
 detected plateaus with the cache sizes ``lscpu`` reports (the bar: within a factor of two; judged
@@ -28,11 +38,13 @@ on the curve parity names cache sizes from, the huge-page one where THP is avail
 when a reported level has no plateau).
 
     python benchmarks/latency_vs_lmbench.py --rounds 9 --plateaus
+    python benchmarks/latency_vs_lmbench.py --quick-bar --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -42,6 +54,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 BAR = 0.10
+QUICK_BAR = 0.15  # parity latency --quick's memory plateau against the C chase at 1 GiB
+BAR_BYTES = 1024 * 1024 * 1024
 KIB, MIB = 1024, 1024 * 1024
 # Loads per timed chain of the C program: a few milliseconds at each level's latency, like
 # parity's chains, so both sides see the same odds of being preempted on a shared machine.
@@ -97,6 +111,12 @@ def measure_pair(exe: Path, *, page: str, level: str, size: int, reps: int, pari
     return pair
 
 
+def median_ratio_within(ratios: list[float], bar: float) -> tuple[float, bool]:
+    """The median of paired ratios parity/C and whether it is within ``bar`` of 1."""
+    ratio = statistics.median(ratios)
+    return ratio, abs(ratio - 1) <= bar
+
+
 def compare(exe: Path, *, rounds: int, reps: int, pages: list[str], points: dict[str, int]) -> bool:
     pairs: dict[tuple[str, str], list[dict]] = {(pg, lv): [] for pg in pages for lv in points}
     for r in range(rounds):
@@ -120,8 +140,7 @@ def compare(exe: Path, *, rounds: int, reps: int, pages: list[str], points: dict
             continue
         for stat in ("median", "min"):
             ratios = [x["parity"][stat] / x["c"][stat] for x in usable]
-            ratio = statistics.median(ratios)
-            good = abs(ratio - 1) <= BAR
+            ratio, good = median_ratio_within(ratios, BAR)
             ok &= good
             print(f"{page:5} {level:5} {points[level]:>10} {stat:6} {len(usable):>6}"
                   f" {statistics.median(x['parity'][stat] for x in usable):10.2f}"
@@ -200,6 +219,64 @@ def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: i
     return ok
 
 
+def run_quick_command(out: Path) -> dict[str, float | None]:
+    """``parity latency --quick --json out`` in its own process: each page size's memory latency."""
+    subprocess.run([sys.executable, "-m", "parity", "latency", "--quick", "--json", str(out),
+                    "--db", str(OUT / "quick-bar.sqlite")], check=True, stdout=subprocess.DEVNULL)
+    data = json.loads(out.read_text())
+    memory = {}
+    for curve in data["size_curves"]:
+        # The last memory level: on 4 KiB pages it pays page walks (DRAM+page-walks), as the C
+        # chase on 4 KiB pages does.
+        level = next((p for p in reversed(curve["plateaus"]) if p["memory"]), None)
+        memory["thp" if "THP" in curve["page"] else "base"] = level and level["latency_ns"]
+    return memory
+
+
+def quick_bar(exe: Path, *, rounds: int, reps: int, pages: list[str]) -> bool:
+    """The issue's bar: the quick command's memory plateau within 15% of C at 1 GiB, per page.
+
+    The C chase runs just before and just after each quick command, and its figure for the
+    round is the mean of the two, so a drift of the machine's memory latency during the command
+    (tens of percent within a minute on a shared machine) falls on both sides of the pair.
+    """
+    def reference() -> dict[str, dict[str, float]]:
+        return {pg: run_reference(exe, size=BAR_BYTES, page=pg, loads=C_LOADS["DRAM"], reps=reps) for pg in pages}
+
+    rows: dict[str, list[tuple[float | None, dict[str, float]]]] = {pg: [] for pg in pages}
+    for r in range(rounds):
+        before = reference()
+        ours = run_quick_command(OUT / f"quick-bar-{r}.json")
+        after = reference()
+        for pg in pages:
+            c = {stat: (before[pg][stat] + after[pg][stat]) / 2 for stat in ("median", "min")}
+            c["huge"] = min(before[pg]["huge"], after[pg]["huge"])
+            rows[pg].append((ours.get(pg), c))
+            got = ours.get(pg)
+            print(f"round {r + 1}/{rounds} {pg:4} parity memory {'none' if got is None else f'{got:7.1f}'} ns"
+                  f"  C 1 GiB median {c['median']:7.1f} min {c['min']:7.1f}"
+                  f" (before {before[pg]['min']:.1f}, after {after[pg]['min']:.1f}; {c['huge']:.0%} huge)", flush=True)
+    ok = True
+    print(f"\n{'pages':5} {'rounds':>6} {'parity ns':>10} {'C min':>8} {'C median':>9} {'ratio/min':>10}"
+          f" {'range':>13} {'ratio/median':>13}  within {QUICK_BAR:.0%} of C min")
+    for pg, pairs in rows.items():
+        usable = [(p, c) for p, c in pairs if p is not None and page_as_asked(pg, c["huge"])]
+        if len(usable) < len(pairs):
+            print(f"{pg:5} {len(pairs) - len(usable)} of {len(pairs)} rounds named no memory level or did not get {pg} pages")
+        if not usable or len(usable) < len(pairs):
+            ok = False
+        if not usable:
+            continue
+        ratios = [p / c["min"] for p, c in usable]
+        ratio, good = median_ratio_within(ratios, QUICK_BAR)
+        ok &= good
+        print(f"{pg:5} {len(usable):>6} {statistics.median(p for p, _ in usable):10.1f}"
+              f" {statistics.median(c['min'] for _, c in usable):8.1f} {statistics.median(c['median'] for _, c in usable):9.1f}"
+              f" {ratio:10.3f} {min(ratios):6.3f}-{max(ratios):5.3f}"
+              f" {statistics.median(p / c['median'] for p, c in usable):13.3f}  {'yes' if good else 'NO'}")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
@@ -208,6 +285,8 @@ def main() -> int:
     parser.add_argument("--dram-size", type=int, default=256, help="DRAM working set in MiB (both sides)")
     parser.add_argument("--levels", default="L1,L2,DRAM", help="points to compare (L1, L2, DRAM)")
     parser.add_argument("--plateaus", action="store_true", help="also compare detected plateaus with lscpu")
+    parser.add_argument("--quick-bar", action="store_true",
+                        help="only the bar: parity latency --quick's memory plateau against C at 1 GiB")
     parser.add_argument("--plateau-max", type=int, default=128, help="largest working set of the sweep, MiB")
     parser.add_argument("--per-octave", type=int, default=4, help="sweep points per doubling of the size")
     parser.add_argument("--estimator", choices=["min", "median"], default="min",
@@ -224,6 +303,8 @@ def main() -> int:
     points = {"L1": 16 * KIB, "L2": 64 * KIB, "DRAM": args.dram_size * MIB}
     points = {k: v for k, v in points.items() if k in args.levels.split(",")}
     exe = compile_reference()
+    if args.quick_bar:
+        return 0 if quick_bar(exe, rounds=args.rounds, reps=args.reps, pages=pages) else 1
     ok = compare(exe, rounds=args.rounds, reps=args.reps, pages=pages, points=points) if points else True
     if args.plateaus:
         ok &= check_plateaus(exe, pages=pages, max_bytes=args.plateau_max * MIB, per_octave=args.per_octave,

@@ -1,4 +1,5 @@
-"""Sattolo rings and the native chase: one cycle, every slot visited, threads as blocks."""
+"""Random single-cycle rings and the native chase: one cycle, every slot visited, every chase
+checked against the ring's order, threads as blocks."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from parity.bench.chase import ChaseRings, native
 from parity.bench.chase.pages import PagedBuffer, page_label, thp_unavailable_reason
-from parity.bench.chase.permutation import _apply_swaps, cycle_order, sattolo_cycle, sattolo_draws
+from parity.bench.chase.permutation import is_single_cycle, links_of, random_order
 from parity.model.errors import ParityError
 
 
@@ -25,40 +26,62 @@ def _native_unbuildable() -> bool:
 needs_native = pytest.mark.skipif(_native_unbuildable(), reason="no C compiler: the native chase is not built")
 
 
+def walk_order(nxt: np.ndarray, *, start: int = 0) -> list[int]:
+    """The slots a chase from ``start`` visits in one turn, by following ``nxt`` one step at a
+    time (the slow, obvious way the vectorised checks are tested against); raises AssertionError
+    unless ``nxt`` is one cycle through every slot."""
+    seen, slot, order = set(), start, []
+    for _ in range(nxt.size):
+        assert slot not in seen, f"back at slot {slot} after {len(order)} of {nxt.size} steps"
+        seen.add(slot)
+        order.append(slot)
+        slot = int(nxt[slot])
+    assert slot == start, f"no return to slot {start} after {nxt.size} steps"
+    return order
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 1000, 65536])
-def test_sattolo_is_one_cycle_through_every_slot(n: int) -> None:
-    nxt = sattolo_cycle(n, seed=n)
+def test_ring_is_one_cycle_through_every_slot_in_its_order(n: int) -> None:
+    order = random_order(n, seed=n)
+    nxt = links_of(order)
     assert sorted(nxt.tolist()) == list(range(n))  # a permutation
-    order = cycle_order(nxt)  # raises unless one cycle of length n
-    assert len(set(order.tolist())) == n
+    assert walk_order(nxt) == order.tolist()  # one cycle, visited in the drawn order
+    assert is_single_cycle(nxt, order)
     if n > 1:
         assert not np.any(nxt == np.arange(n))  # no slot points at itself
 
 
-def test_native_and_python_swaps_agree_for_one_seed() -> None:
-    draws = sattolo_draws(5000, seed=11)
-    perm = np.arange(5000, dtype=np.int64)
-    _apply_swaps(draws, perm)
-    assert np.array_equal(perm, sattolo_cycle(5000, seed=11))
+def test_single_cycle_check_refuses_two_cycles_and_broken_orders() -> None:
+    order = np.array([0, 1, 2, 3])
+    assert is_single_cycle(np.array([1, 2, 3, 0]), order)
+    assert not is_single_cycle(np.array([1, 0, 3, 2]), order)  # two 2-cycles
+    assert not is_single_cycle(np.array([1, 2, 3, 0]), np.array([0, 1, 1, 3]))  # slot 2 missing
 
 
-def test_sattolo_draws_stay_below_their_index() -> None:
-    draws = sattolo_draws(100, seed=1)
-    assert np.all(draws < np.arange(99, 0, -1)) and np.all(draws >= 0)
+def test_every_single_cycle_of_four_slots_is_drawn_about_equally() -> None:
+    """Uniform over the (n-1)! = 6 cycles of 4 slots, as Sattolo's algorithm is: 6000 draws
+    give each cycle 1000 expected; a count off by more than 20% would be a biased shuffle."""
+    counts: dict[tuple[int, ...], int] = {}
+    for seed in range(6000):
+        key = tuple(links_of(random_order(4, seed=seed)).tolist())
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == 6 and all(800 < c < 1200 for c in counts.values())
 
 
-def test_cycle_order_refuses_two_cycles() -> None:
-    with pytest.raises(ParityError, match="returns to slot 0 after 2 of 4"):
-        cycle_order(np.array([1, 0, 3, 2]))
+def test_random_order_starts_at_slot_zero_and_refuses_no_slots() -> None:
+    assert random_order(5, seed=1)[0] == 0
+    with pytest.raises(ParityError, match="at least one slot"):
+        random_order(0, seed=1)
 
 
 @needs_native
-def test_ring_follows_the_permutation_and_carries_on() -> None:
+def test_ring_follows_its_order_and_carries_on() -> None:
     with ChaseRings(region_bytes=64 * 64, stride_bytes=64, seed=5) as rings:
-        order = cycle_order(sattolo_cycle(64, seed=5))
+        order = random_order(64, seed=5)
         assert rings.chase(3) == int(order[3]) * 64
         assert rings.chase(2) == int(order[5]) * 64  # continues from where it stopped
-        assert rings.verify()
+        assert rings.chase(64 + 1) == int(order[6]) * 64  # a full turn and one more
+        assert rings.verify() and rings.mismatches == 0
 
 
 @needs_native
@@ -67,9 +90,23 @@ def test_threads_chase_their_own_rings() -> None:
         ends = rings.chase_threads(1000)
         for k, end in enumerate(ends):
             assert k * 16 * 1024 <= end < (k + 1) * 16 * 1024
-            order = cycle_order(sattolo_cycle(256, seed=2 + k))
-            assert end - k * 16 * 1024 == int(order[1000 % 256]) * 64
+            assert end - k * 16 * 1024 == int(random_order(256, seed=2 + k)[1000 % 256]) * 64
         assert rings.verify()
+
+
+@needs_native
+def test_verify_catches_a_broken_ring_and_a_chase_that_went_astray() -> None:
+    with ChaseRings(region_bytes=64 * 64, stride_bytes=64, seed=1) as rings:
+        words = rings.memory.array(np.uint64)
+        saved = int(words[8])
+        words[8] = words[0]  # slot 1 now links where slot 0 does: two slots share a successor
+        assert not rings.verify()
+        words[8] = saved
+        del words
+        assert rings.verify()
+        rings.positions[0] = 64  # the ring's state no longer matches where it stands
+        rings.chase(1)
+        assert rings.mismatches == 1 and not rings.verify()
 
 
 @needs_native

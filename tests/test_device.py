@@ -93,19 +93,22 @@ def _sysfs_cache_sizes() -> dict[int, int]:
 @pytest.mark.torch
 @pytest.mark.skipif(not SYS_CACHE.is_dir(), reason="no sysfs cache information on this host")
 def test_cpu_properties_report_this_machines_caches() -> None:
+    """Compared with what this host itself says (sysfs caches, affinity, total RAM, machine
+    type), never with fixed sizes: it holds on a 32 MiB or a 300 MiB LLC, on any core count and
+    any architecture torch runs on."""
+    import platform
+
     props = get_device("cpu").properties()
     expected = _sysfs_cache_sizes()
     assert props.llc_bytes == expected[max(expected)]
     assert props.l1_bytes == expected.get(1)
     assert props.l2_bytes == expected.get(2)
     assert props.compute_units == len(os.sched_getaffinity(0))
-    assert props.memory_bytes and props.memory_bytes > 1 << 30
+    assert props.memory_bytes == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert props.type == "cpu" and props.name
     data = props.to_dict()
-    assert data["llc_bytes"] == props.llc_bytes and data["extra"]["architecture"] in (
-        "x86-64",
-        "arm64",
-    )
+    arch = {"x86_64": "x86-64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    assert data["llc_bytes"] == props.llc_bytes and data["extra"]["architecture"] == arch
 
 
 @pytest.mark.torch
@@ -158,12 +161,16 @@ def test_cpu_supports_common_dtypes() -> None:
 
 @pytest.mark.torch
 def test_cpu_flush_writes_twice_the_last_level_cache() -> None:
+    """Twice whatever LLC this host reports; a host that reports none (some virtual machines
+    hide their caches) gets the default flush size instead."""
+    from parity.device.base import DEFAULT_FLUSH_BYTES
+
     device = get_device("cpu")
     llc = device.properties().llc_bytes
-    assert llc
     device.flush_cache()
     buffer = device._flush_buffer
-    assert buffer.numel() * buffer.element_size() == 2 * llc == device.flush_bytes()
+    want = 2 * llc if llc else DEFAULT_FLUSH_BYTES
+    assert buffer.numel() * buffer.element_size() == want == device.flush_bytes()
     first = int(buffer[0])
     device.flush_cache()
     assert int(device._flush_buffer[-1]) != first  # rewritten with a new value each time

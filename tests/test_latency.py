@@ -61,8 +61,10 @@ def test_real_cpu_cases_measure_both_curves() -> None:
         assert result.ok, (result.error, result.check)
         assert result.metrics["page_label"] == "4KiB"
         assert result.metrics["long_loads"] == 4 * result.metrics["short_loads"]
-        # An L1-resident chase on any CPU of the last decades: between 0.1 and 20 ns.
-        assert 0.1 < result.metrics["ns_per_load_min"] < 20, result.metrics
+        # Behaviour, not speed (a shared 2-core machine can be slow at any moment): a positive
+        # slope, and a check that covered the timed chases.
+        assert result.metrics["ns_per_load_min"] > 0 and result.metrics["ns_per_load"] > 0, result.metrics
+        assert "every chase ended" in result.check["method"]
 
 
 def _row(curve: str, x: int, ns: float, page: str = "base") -> CaseResult:
@@ -112,6 +114,42 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
     assert summary["headline"]["L3_ns"] == 15.0
 
 
+def test_level_names_do_not_depend_on_row_order() -> None:
+    """A resume reads the stored rows back in whatever order the store returns them: the
+    summary, names included, must be the same."""
+    import random
+
+    sizes = [2**k for k in range(12, 28)]
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
+    rows = [_row("size", s, lat[s]) for s in sizes]
+    shuffled = list(rows)
+    random.Random(4).shuffle(shuffled)
+    assert summarize_latency(shuffled)["plateaus"] == summarize_latency(rows)["plateaus"]
+
+
+def test_headline_keeps_the_reported_levels_and_memory_only() -> None:
+    """A 9 ns stretch from 1 to 4 MiB is L3-part1, which noise may make or unmake: the headline,
+    which runs are compared by, leaves it out."""
+    sizes = [2**k for k in range(12, 28)]
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 9.0 if s <= 4 * MIB else 15.0 if s <= 32 * MIB
+           else 120.0 for s in sizes}
+    summary = summarize_latency([_row("size", s, lat[s]) for s in sizes])
+    assert [p["level"] for p in summary["plateaus"]] == ["L1", "L2", "L3-part1", "L3", "DRAM"]
+    assert list(summary["headline"]) == ["L1_ns", "L2_ns", "L3_ns", "DRAM_ns"]
+
+
+def test_report_says_where_memory_is_read() -> None:
+    from rich.console import Console
+
+    from parity.report.memory import render_latency
+
+    sizes = [2**k for k in range(12, 28)]  # to 128 MiB: memory read at 64 and 128 MiB
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
+    console = Console(width=200, record=True)
+    console.print(render_latency(summarize_latency([_row("size", s, lat[s]) for s in sizes])))
+    assert "DRAM is the median of the 2 working sets where the sweep has left the last cache" in console.export_text()
+
+
 def test_summary_says_when_a_reported_level_has_no_plateau() -> None:
     sizes = [2**k for k in range(12, 28)]  # to 128 MiB, 4x the reported L3
     lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 120.0 for s in sizes}
@@ -151,12 +189,82 @@ def test_gpu_chase_runs_in_triton() -> None:
 
 
 def test_working_sets_reach_past_the_last_level_cache() -> None:
+    """4x the last-level cache in quick mode, 8x in full, whatever its size (a 32 MiB L3 or a
+    300 MiB one); free memory caps it at a power of two, and says so."""
     from parity.bench.latency import largest_working_set
 
-    assert largest_working_set(32 * MIB, quick=True, cpu=True) == 64 * MIB
-    assert largest_working_set(50 * MIB, quick=True, cpu=False) == 200 * MIB  # H200-like L2
-    assert largest_working_set(32 * MIB, quick=False, cpu=True) == 256 * MIB
-    assert largest_working_set(256 * MIB, quick=False, cpu=True) == 1024 * MIB
+    assert largest_working_set(32 * MIB, quick=True, free_bytes=None) == (128 * MIB, None)
+    assert largest_working_set(300 * MIB, quick=True, free_bytes=64 * 2**30) == (1200 * MIB, None)
+    assert largest_working_set(50 * MIB, quick=True, free_bytes=None) == (200 * MIB, None)  # H200-like L2
+    assert largest_working_set(32 * MIB, quick=False, free_bytes=None) == (256 * MIB, None)
+    # 0.25 x 3 GiB = 768 MiB, rounded down to a power of two: 512 MiB.
+    assert largest_working_set(300 * MIB, quick=True, free_bytes=3 * 2**30) == (512 * MIB, "free memory")
+    assert working_sets(max_bytes=1200 * MIB)[-2:] == [1024 * MIB, 1200 * MIB]
+
+
+def test_planned_sweep_leaves_this_hosts_last_cache() -> None:
+    """Adapts to the host: whatever LLC this machine reports (32 MiB, 300 MiB, or none), quick
+    mode plans sizes to 4x it unless free memory caps them, and every case records the cap."""
+    from parity.bench.latency import QUICK_LLC_FACTOR
+    from parity.device import get_device
+
+    cpu = get_device("cpu")
+    cases = LatencySuite().cases(device=cpu, quick=True, options=LatencyOptions(pages=("base",)))
+    sizes = [c.params["working_set_bytes"] for c in cases if c.params["curve"] == "size"]
+    llc = cpu.properties().llc_bytes or cpu.properties().l2_bytes or 32 * MIB
+    if cases[0].params["sweep_limit"] is None:
+        assert max(sizes) == QUICK_LLC_FACTOR * llc // (4 * KIB) * (4 * KIB)
+    else:
+        assert cases[0].params["sweep_limit"] == "free memory" and max(sizes) < QUICK_LLC_FACTOR * llc
+
+
+def test_a_sweep_inside_the_last_cache_says_so_and_names_no_memory() -> None:
+    sizes = [2**k for k in range(12, 26)]  # to 32 MiB: under 2x the reported 32 MiB L3
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 for s in sizes}
+    rows = [_row("size", s, lat[s]) for s in sizes]
+    for row in rows:
+        row.params["sweep_limit"] = "free memory"
+    summary = summarize_latency(rows)
+    assert [p["level"] for p in summary["plateaus"]] == ["L1", "L2", "L3"]
+    assert not any(p["memory"] for p in summary["plateaus"])
+    finding = next(f for f in summary["findings"] if f["code"] == "sweep-inside-cache")
+    assert "never left the last cache" in finding["message"] and "free memory" in finding["hint"]
+
+
+def test_available_memory_is_read_from_meminfo(tmp_path: Path) -> None:
+    from parity.bench.chase.pages import available_memory_bytes
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n")
+    assert available_memory_bytes(meminfo=meminfo) == 2048 * 1024
+
+
+def test_probe_keeps_the_shortest_synchronized_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake clock reads 0, 5 | 10, 12 | 20, 27: calls of 5, 2 and 7 s; the probe is 2 s and
+    synchronizes before and after every call."""
+    from parity.timing import probe
+
+    ticks = iter([0.0, 5.0, 10.0, 12.0, 20.0, 27.0])
+    monkeypatch.setattr(probe.time, "perf_counter", lambda: next(ticks))
+    syncs = []
+
+    class Device:
+        def synchronize(self) -> None:
+            syncs.append(1)
+
+    assert probe.time_best_of(lambda: None, device=Device(), repeats=3) == 2.0
+    assert len(syncs) == 6
+    with pytest.raises(ValueError, match="repeats"):
+        probe.time_best_of(lambda: None, device=Device(), repeats=0)
+
+
+def test_chains_past_the_last_cache_take_more_samples() -> None:
+    from parity.bench.latency import MIN_SAMPLES, PAST_CACHE_MIN_SAMPLES, _min_samples
+
+    caches = [["L1", 32 * KIB], ["L3", 32 * MIB]]
+    assert _min_samples({"curve": "size", "working_set_bytes": 32 * MIB, "caches": caches}) == MIN_SAMPLES
+    assert _min_samples({"curve": "size", "working_set_bytes": 64 * MIB, "caches": caches}) == PAST_CACHE_MIN_SAMPLES
+    assert _min_samples({"curve": "size", "working_set_bytes": 64 * MIB}) == MIN_SAMPLES  # nothing reported
 
 
 def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> None:

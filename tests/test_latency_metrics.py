@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parity.metrics.latency import find_knees, find_plateaus, name_plateaus, ns_per_load
+from parity.metrics.cache_levels import name_plateaus
+from parity.metrics.latency import find_knees, find_plateaus, ns_per_load
 from parity.model.errors import ParityError
 
 KIB, MIB = 1024, 1024 * 1024
@@ -14,7 +15,7 @@ CACHES = [("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 32 * MIB)]
 
 def test_slope_cancels_the_fixed_cost() -> None:
     # t(N) = 50 us + N * 80 ns: the slope between 1e5 and 3e5 loads is 80 ns whatever t0 is.
-    t = lambda n: 50e-6 + n * 80e-9  # noqa: E731
+    t = lambda n: 50e-6 + n * 80e-9
     assert ns_per_load(short_s=t(1e5), long_s=t(3e5), short_loads=100_000, long_loads=300_000) == pytest.approx(80.0)
     with pytest.raises(ParityError):
         ns_per_load(short_s=1.0, long_s=2.0, short_loads=10, long_loads=10)
@@ -29,7 +30,7 @@ def _staircase(sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def test_plateaus_found_named_and_sized_on_a_synthetic_staircase() -> None:
     sizes = (2.0 ** np.arange(12, 29, 0.5)).astype(np.int64)  # 4 KiB .. 256 MiB, 2 per octave
     lat = _staircase(sizes, np.random.default_rng(3))
-    plateaus = name_plateaus(find_plateaus(sizes, lat), caches=CACHES, memory_bytes=24 * 2**30)
+    plateaus = name_plateaus(sizes, lat, caches=CACHES, memory_bytes=24 * 2**30)
     assert [p.level for p in plateaus] == ["L1", "L2", "L3", "DRAM"]
     for p, (_, reported) in zip(plateaus[:3], CACHES):
         assert p.reported_bytes == reported
@@ -38,7 +39,7 @@ def test_plateaus_found_named_and_sized_on_a_synthetic_staircase() -> None:
     assert plateaus[1].latency_ns == pytest.approx(3.5, rel=0.05)
     assert plateaus[2].latency_ns == pytest.approx(12.0, rel=0.05)
     assert plateaus[-1].latency_ns == pytest.approx(110, rel=0.05)
-    assert plateaus[-1].start_bytes > 32 * MIB
+    assert plateaus[-1].start_bytes == 64 * MIB  # memory starts where the sweep left the L3 (2x)
     assert plateaus[-1].memory and plateaus[-1].size_ratio is None  # memory has no capacity here
 
 
@@ -49,9 +50,19 @@ def test_transition_points_between_levels_are_not_plateaus() -> None:
     assert [(s, e) for s, e, _, _ in found] == [(4 * KIB, 16 * KIB), (64 * KIB, 256 * KIB)]
 
 
-def test_naming_without_reported_caches_counts_levels() -> None:
-    found = [(4096, 16384, 1.0, 3), (65536, 262144, 4.0, 3), (2**22, 2**24, 90.0, 3)]
-    assert [p.level for p in name_plateaus(found, caches=[], memory_name="HBM")] == ["L1", "L2", "HBM"]
+def _steps(sizes: list[int], steps: list[tuple[int, float]]) -> list[float]:
+    """Latency of each size: the first ``(up_to_bytes, ns)`` step that holds it."""
+    return [next(ns for top, ns in steps if s <= top) for s in sizes]
+
+
+OCTAVES = [2**k for k in range(12, 29)]  # 4 KiB .. 256 MiB, one per octave
+
+
+def test_naming_without_reported_caches_counts_levels_and_names_no_memory() -> None:
+    """With no reported sizes nothing says where the last cache ends, so no plateau is memory."""
+    lat = _steps(OCTAVES, [(16 * KIB, 1.0), (256 * KIB, 4.0), (2**40, 90.0)])
+    named = name_plateaus(OCTAVES, lat, caches=[], memory_name="HBM")
+    assert [p.level for p in named] == ["level-1", "level-2", "level-3"] and not any(p.memory for p in named)
 
 
 def test_published_blocks_curve_has_knees_at_18_and_56() -> None:
@@ -79,18 +90,31 @@ def test_flat_noisy_curve_has_no_knee() -> None:
     assert find_knees(np.arange(1, 33), lat) == []
 
 
-def test_extra_plateaus_leave_each_level_its_nearest_match() -> None:
-    # A noisy curve with an extra step between L2 and L3: L2 still takes its nearest plateau.
-    found = [(4 * KIB, 32 * KIB, 1.2, 3), (64 * KIB, 512 * KIB, 4.0, 4), (1 * MIB, 2 * MIB, 9.0, 2),
-             (4 * MIB, 32 * MIB, 14.0, 4), (64 * MIB, 256 * MIB, 110.0, 3)]
-    named = name_plateaus(found, caches=CACHES)
-    assert [p.level for p in named] == ["L1", "L2", "cache-3", "L3", "DRAM"]
-    assert named[2].reported_bytes is None and named[3].size_ratio == 1.0
+def test_a_slower_stretch_inside_a_level_is_a_part_of_it() -> None:
+    """An extra step at 9 ns from 1 to 2 MiB sits in L3's region (512 KiB, 32 MiB]: the wider
+    14 ns plateau is L3, the step is ``L3-part1`` and takes no reported size."""
+    sizes = [int(2 ** (k / 2)) // 4096 * 4096 for k in range(24, 57)]  # 4 KiB .. 256 MiB, 2 per octave
+    lat = _steps(sizes, [(32 * KIB, 1.2), (512 * KIB, 4.0), (2 * MIB, 9.0), (32 * MIB, 14.0), (2**40, 110.0)])
+    named = name_plateaus(sizes, lat, caches=CACHES)
+    assert [p.level for p in named] == ["L1", "L2", "L3-part1", "L3", "DRAM"]
+    assert named[2].reported_bytes is None and named[3].reported_bytes == 32 * MIB
 
 
-def test_fewer_plateaus_than_levels_still_name_in_order() -> None:
-    found = [(4 * KIB, 32 * KIB, 1.2, 3), (1 * MIB, 32 * MIB, 14.0, 5), (64 * MIB, 256 * MIB, 110.0, 3)]
-    assert [p.level for p in name_plateaus(found, caches=CACHES)] == ["L1", "L3", "DRAM"]
+def test_a_level_split_by_noise_keeps_its_name() -> None:
+    """One noisy point (9 ns) inside L2 splits it in two runs: they agree within 30%, so they are
+    merged into one L2 and L3 keeps its name, where matching by order would shift every name."""
+    sizes = [int(2 ** (k / 2)) // 4096 * 4096 for k in range(24, 57)]  # 4 KiB .. 256 MiB, 2 per octave
+    lat = _steps(sizes, [(32 * KIB, 1.2), (512 * KIB, 4.0), (32 * MIB, 14.0), (2**40, 110.0)])
+    lat[sizes.index(128 * KIB)] = 9.0
+    lat[sizes.index(256 * KIB)] = 4.6  # the second run sits 15% above the first
+    named = name_plateaus(sizes, lat, caches=CACHES)
+    assert [p.level for p in named] == ["L1", "L2", "L3", "DRAM"]
+    assert named[1].start_bytes <= 64 * KIB and named[1].size_bytes == 512 * KIB
+
+
+def test_fewer_plateaus_than_levels_still_name_by_region() -> None:
+    lat = _steps(OCTAVES, [(32 * KIB, 1.2), (32 * MIB, 14.0), (2**40, 110.0)])
+    assert [p.level for p in name_plateaus(OCTAVES, lat, caches=CACHES)] == ["L1", "L3", "DRAM"]
 
 
 def test_two_point_transitions_are_skipped_but_a_short_memory_tail_is_kept() -> None:
@@ -122,38 +146,79 @@ def test_page_walk_steps_are_named_after_the_huge_page_levels() -> None:
     from parity.metrics.page_walks import label_page_walks
 
     sizes, huge_lat, base_lat = _walk_curves()
-    huge = name_plateaus(find_plateaus(sizes, huge_lat), caches=CACHES)
-    base_alone = name_plateaus(find_plateaus(sizes, base_lat), caches=CACHES)
-    # On its own, the base curve has six flat stretches and calls page-walk steps cache levels.
+    huge = name_plateaus(sizes, huge_lat, caches=CACHES)
+    base_alone = name_plateaus(sizes, base_lat, caches=CACHES)
+    # On its own, the base curve calls its page-walk step inside L3's region a part of L3, and
+    # its memory is the median past 64 MiB, 128 MiB..1 GiB paying slow walks (180 ns).
     assert [p.level for p in huge] == ["L1", "L2", "L3", "DRAM"] and huge[2].size_bytes == 32 * MIB
-    assert len(base_alone) == 6 and [p.level for p in base_alone] != ["L1", "L2", "L3", "DRAM"]
+    assert [p.level for p in base_alone] == ["L1", "L2", "L3", "L3-part1", "DRAM"]
     named = label_page_walks(base_alone, huge, sizes, huge_lat)
-    assert [p.level for p in named] == ["L1", "L2", "L3", "L3+page-walks", "DRAM", "DRAM+page-walks"]
-    assert [p.page_walk for p in named] == [False, False, False, True, False, True]
+    assert [p.level for p in named] == ["L1", "L2", "L3", "L3+page-walks", "DRAM+page-walks"]
+    assert [p.page_walk for p in named] == [False, False, False, True, True]
     assert named[2].size_bytes == 8 * MIB and named[3].start_bytes > 8 * MIB  # the TLB's reach
-    assert named[3].page_walk_ns == pytest.approx(6.0) and named[5].page_walk_ns == pytest.approx(70.0)
-    assert named[4].memory and named[5].memory and named[3].reported_bytes == 32 * MIB
+    assert named[3].page_walk_ns == pytest.approx(6.0) and named[4].page_walk_ns == pytest.approx(70.0)
+    assert named[4].memory and named[3].reported_bytes == 32 * MIB
 
 
 def test_size_agreement_is_a_factor_of_two_either_way() -> None:
-    from parity.metrics.latency import size_agrees
+    from parity.metrics.cache_levels import size_agrees
 
     assert size_agrees(0.5) and size_agrees(2.0) and size_agrees(1.0)
     assert not size_agrees(0.49) and not size_agrees(32 * MIB / (3 * MIB) / 4)
     assert not size_agrees(3 * MIB / (32 * MIB))
 
 
-def test_a_last_plateau_past_twice_the_largest_cache_is_memory() -> None:
-    # A machine whose last-level cache holds 2 MiB in practice of a reported 32 MiB, measured
-    # with no L3 plateau at all: the flat stretch from 1 MiB to 128 MiB is memory, not L3.
-    found = [(4 * KIB, 32 * KIB, 1.2, 4), (64 * KIB, 256 * KIB, 4.0, 3), (1 * MIB, 128 * MIB, 150.0, 8)]
-    assert [p.level for p in name_plateaus(found, caches=CACHES)] == ["L1", "L2", "DRAM"]
-    short = [(4 * KIB, 32 * KIB, 1.2, 4), (64 * KIB, 256 * KIB, 4.0, 3), (1 * MIB, 32 * MIB, 15.0, 6)]
-    assert [p.level for p in name_plateaus(short, caches=CACHES)][-1] == "L3"  # the sweep stopped in L3
+def test_a_flat_stretch_across_the_reported_last_cache_is_memory() -> None:
+    """A machine whose last-level cache holds 512 KiB..1 MiB in practice of a reported 32 MiB:
+    the flat 150 ns stretch from 1 MiB through 64 MiB (2x the L3) and on is memory, not L3,
+    and the reported L3 has no plateau."""
+    lat = _steps(OCTAVES, [(32 * KIB, 1.2), (256 * KIB, 4.0), (2**40, 150.0)])
+    named = name_plateaus(OCTAVES, lat, caches=CACHES)
+    assert [p.level for p in named] == ["L1", "L2", "DRAM"]
+    assert named[-1].start_bytes == 512 * KIB and named[-1].points == 3  # latency from 64 MiB on
+
+
+def test_memory_is_named_only_once_the_sweep_has_left_the_last_cache() -> None:
+    """The issue's case: a 300 MiB L3 at about 140 ns, DRAM at 260 ns. A sweep to 64 MiB never
+    leaves the L3, so its 140 ns plateau is L3 and nothing is memory; a sweep to 1.2 GiB (4x)
+    is memory from 600 MiB (2x), its latency the median of 724 MiB, 1 GiB and 1.2 GiB."""
+    caches = [("L1", 48 * KIB), ("L2", 2 * MIB), ("L3", 300 * MIB)]
+    sizes = [int(2 ** (k / 2)) // 4096 * 4096 for k in range(24, 61)] + [1200 * MIB]  # .. 1 GiB, then 1.2 GiB
+    # Past the L3 a random ring still hits it on about C/W of its loads: 260 - 120 * C/W ns.
+    lat = [1.5 if s <= 32 * KIB else 5.0 if s <= 1 * MIB else 140.0 if s <= 300 * MIB
+           else 260.0 - 120.0 * (300 * MIB) / s for s in sizes]
+    short = [s for s in sizes if s <= 64 * MIB]
+    named = name_plateaus(short, lat[: len(short)], caches=caches)
+    assert [p.level for p in named] == ["L1", "L2", "L3"] and not any(p.memory for p in named)
+    full = name_plateaus(sizes, lat, caches=caches)
+    assert [p.level for p in full] == ["L1", "L2", "L3", "DRAM"]
+    assert full[-1].start_bytes == min(s for s in sizes if s >= 600 * MIB) and full[-1].points == 3
+    assert full[-1].latency_ns == pytest.approx(260.0 - 120.0 * 300 / 1024)
+    assert full[2].latency_ns == 140.0
+    past = name_plateaus([s for s in sizes if s <= 512 * MIB], lat[:sizes.index(512 * MIB) + 1], caches=caches)
+    assert past[-1].level == "L3" and not past[-1].memory  # 362..512 MiB joined the L3 run: not memory
+
+
+def test_helpers_of_level_naming_on_hand_computed_cases() -> None:
+    from parity.metrics.cache_levels import (
+        latencies_agree,
+        left_last_cache,
+        level_index,
+    )
+
+    assert left_last_cache(largest_bytes=64 * MIB, llc_bytes=32 * MIB)
+    assert not left_last_cache(largest_bytes=64 * MIB - 1, llc_bytes=32 * MIB)
+    assert not left_last_cache(largest_bytes=2**40, llc_bytes=None)
+    bounds = [32 * KIB, 512 * KIB, 32 * MIB]
+    assert level_index(4 * KIB, 32 * KIB, bounds) == 0  # mid 11.3 KiB
+    assert level_index(64 * KIB, 4 * MIB, bounds) == 1  # mid 512 KiB: on the edge, inside
+    assert level_index(1 * MIB, 2 * MIB, bounds) == 2
+    assert level_index(64 * MIB, 128 * MIB, bounds) == 3
+    assert latencies_agree(10.0, 13.0) and not latencies_agree(10.0, 13.1)
 
 
 def test_level_capacity_is_where_the_curve_crosses_half_way_on_a_log_scale() -> None:
-    from parity.metrics.latency import level_capacity_bytes
+    from parity.metrics.cache_levels import level_capacity_bytes
 
     sizes = [128 * KIB, 256 * KIB, 512 * KIB, 1 * MIB, 2 * MIB]
     lat = [4.0, 4.0, 6.0, 12.0, 16.0]
@@ -173,7 +238,6 @@ def test_level_capacity_is_where_the_curve_crosses_half_way_on_a_log_scale() -> 
 
 
 def test_a_partly_evicted_tail_on_a_dense_grid_is_a_transition() -> None:
-    from parity.metrics.latency import plateau_capacities
 
     sizes = (2.0 ** np.arange(12, 28.01, 0.25)).astype(np.int64)  # 4 KiB .. 256 MiB, 4 per octave
     lat = np.where(sizes <= 32 * KIB, 1.2, np.where(sizes <= 256 * KIB, 3.5, np.where(
@@ -181,7 +245,7 @@ def test_a_partly_evicted_tail_on_a_dense_grid_is_a_transition() -> None:
     found = find_plateaus(sizes, lat)
     # 304..512 KiB at 5 ns (an L2 partly evicted) is flat but spans less than an octave.
     assert len(find_plateaus(sizes, lat, min_span=1.0)) == 5 and len(found) == 4
-    named = name_plateaus(found, caches=CACHES, capacities=plateau_capacities(sizes, lat, found))
+    named = name_plateaus(sizes, lat, caches=CACHES)
     assert [p.level for p in named] == ["L1", "L2", "L3", "DRAM"]
     assert named[1].size_bytes == 256 * KIB and named[1].capacity_bytes > 512 * KIB
     assert all(0.9 <= p.size_ratio <= 1.5 for p in named[:3])
@@ -191,12 +255,45 @@ def test_a_partly_evicted_tail_on_a_dense_grid_is_a_transition() -> None:
 def test_a_base_plateau_where_huge_pages_are_in_transition_is_no_level() -> None:
     from parity.metrics.page_walks import label_page_walks
 
-    huge = name_plateaus([(4 * KIB, 16 * KIB, 1.3, 3), (32 * KIB, 256 * KIB, 4.2, 4), (1 * MIB, 2 * MIB, 16.0, 2),
-                          (4 * MIB, 64 * MIB, 170.0, 5)], caches=CACHES)
     sizes = [2**k for k in range(12, 27)]
     lat = [1.3, 1.3, 1.3, 4.2, 4.2, 4.2, 4.2, 8.0, 13.0, 16.0, 16.0, 170.0, 170.0, 170.0, 170.0]
+    huge = name_plateaus(sizes, lat, caches=CACHES)
     # Base pages: a flat 256..1024 KiB stretch at 8 ns, where the huge-page curve climbs.
-    base = name_plateaus([(4 * KIB, 16 * KIB, 1.3, 3), (32 * KIB, 128 * KIB, 4.3, 3), (256 * KIB, 1 * MIB, 8.1, 3),
-                          (2 * MIB, 64 * MIB, 180.0, 6)], caches=CACHES)
+    base_lat = [1.3, 1.3, 1.3, 4.3, 4.3, 4.3, 8.1, 8.1, 8.1, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0]
+    base = name_plateaus(sizes, base_lat, caches=CACHES)
+    assert [p.level for p in base] == ["L1", "L2", "L2-part1", "DRAM"]
     named = label_page_walks(base, huge, sizes, lat)
     assert [p.level for p in named] == ["L1", "L2", "DRAM"]
+
+
+def test_two_base_stretches_inside_one_huge_page_level_get_distinct_names() -> None:
+    from parity.metrics.cache_levels import Plateau
+    from parity.metrics.page_walks import label_page_walks
+
+    sizes = [2**k for k in range(12, 27)]
+    lat = [1.3] * 3 + [4.2] * 6 + [16.0] * 2 + [170.0] * 4  # L2 from 32 KiB to 1 MiB
+    huge = name_plateaus(sizes, lat, caches=CACHES)
+    # Base pages split L2 in two stretches (4.2 then 5.3 ns), both within 30% of huge pages.
+    base = [Plateau(level="L1", size_bytes=16 * KIB, start_bytes=4 * KIB, latency_ns=1.3, points=3),
+            Plateau(level="L2", size_bytes=128 * KIB, start_bytes=32 * KIB, latency_ns=4.2, points=3),
+            Plateau(level="L2-part1", size_bytes=1 * MIB, start_bytes=256 * KIB, latency_ns=5.3, points=3)]
+    named = label_page_walks(base, huge, sizes, lat)
+    assert [p.level for p in named] == ["L1", "L2", "L2-part1"]
+    assert named[1].reported_bytes == 512 * KIB and named[2].reported_bytes is None
+
+
+def test_base_memory_is_memory_even_when_its_span_starts_where_huge_pages_climb() -> None:
+    """Seen on a 300 MiB L3: the base-page memory level spans 256 MiB..1.2 GiB (its mid-size
+    555 MiB), the huge-page one 724 MiB..1.2 GiB after an L3 to 512 MiB. The mid-size falls in
+    the huge-page gap, yet the base level is memory, with page walks."""
+    from parity.metrics.cache_levels import Plateau
+    from parity.metrics.page_walks import label_page_walks
+
+    sizes = [256 * MIB, 362 * MIB, 512 * MIB, 724 * MIB, 1024 * MIB, 1200 * MIB]
+    huge_lat = [150.0, 152.0, 153.0, 160.0, 167.0, 188.0]
+    huge = [Plateau(level="L3", size_bytes=512 * MIB, start_bytes=8 * MIB, latency_ns=146.0, points=12,
+                    reported_bytes=300 * MIB),
+            Plateau(level="DRAM", size_bytes=1200 * MIB, start_bytes=724 * MIB, latency_ns=167.0, points=3, memory=True)]
+    base = [Plateau(level="DRAM", size_bytes=1200 * MIB, start_bytes=256 * MIB, latency_ns=253.0, points=3, memory=True)]
+    named = label_page_walks(base, huge, sizes, huge_lat)
+    assert [p.level for p in named] == ["DRAM+page-walks"] and named[0].memory

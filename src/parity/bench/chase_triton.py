@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from parity.bench.chase.permutation import sattolo_cycle
+from parity.bench.chase.permutation import links_of, random_order
 from parity.model.errors import ParityError
 
 INDEX_BYTES = 8
@@ -40,7 +40,7 @@ def chase_kernel(table_ptr, positions_ptr, steps):
 
 
 def build_table(*, region_bytes: int, stride_bytes: int, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The int64 table of ``count`` Sattolo rings and each ring's start index (elements).
+    """The int64 table of ``count`` random single-cycle rings and each ring's start index (elements).
 
     Ring ``k`` covers elements ``[k·R, (k+1)·R)`` with ``R = region_bytes / 8``; slot ``s`` of it
     is element ``k·R + s·stride/8`` and holds the element index of its successor. Elements
@@ -56,7 +56,7 @@ def build_table(*, region_bytes: int, stride_bytes: int, count: int, seed: int =
     table = np.zeros(region * count, dtype=np.int64)
     heads = np.arange(slots, dtype=np.int64) * per_slot
     for k in range(count):
-        nxt = sattolo_cycle(slots, seed=seed + k)
+        nxt = links_of(random_order(slots, seed=seed + k))
         table[k * region + heads] = k * region + nxt * per_slot
     starts = np.arange(count, dtype=np.int64) * region
     return table, starts
@@ -97,6 +97,8 @@ class TritonChase:
     def step(self, steps: int, *, many: bool) -> None:
         """What the harness times: one launch over ring 0 (``many`` false) or every ring."""
         self.launch(steps, blocks=None if many else 1)
+
+    check_method = "one turn of every ring returns to its start"
 
     def verify(self) -> bool:
         """True when one full turn brings every ring back to where it was."""

@@ -2,7 +2,7 @@
 
 Two kinds of case:
 
-- ``size/<page>/<bytes>``: one chaser through a Sattolo ring of ``bytes`` at cache-line stride
+- ``size/<page>/<bytes>``: one chaser through a random single-cycle ring of ``bytes`` at cache-line stride
   (64 B on the CPU, 128 B on GPUs), from 4 KiB to well past the last-level cache. The plateaus
   of this curve are the cache levels.
 - ``blocks/<page>/<n>``: ``n`` chasers at once, each through its own 16 KiB ring (the published
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from typing import Any
 
 from parity.bench.latency_options import LatencyOptions
@@ -45,10 +44,13 @@ MIN_WORKING_SET = 4 * KIB
 BLOCK_REGION = 16 * KIB
 CPU_STRIDE = 64
 GPU_STRIDE = 128
-# Working sets reach this multiple of the last-level cache (quick: 2x on a CPU, 4x on an
-# accelerator whose last level is its L2; full: 8x), within these caps.
-QUICK_LLC_FACTOR, QUICK_GPU_LLC_FACTOR, FULL_LLC_FACTOR = 2, 4, 8
-QUICK_MAX_WORKING_SET, QUICK_GPU_MAX_WORKING_SET, FULL_MAX_WORKING_SET = 64 * MIB, 256 * MIB, 1024 * MIB
+# Working sets reach this multiple of the last-level cache (4x in quick mode, 8x in full), so
+# the sweep leaves the last cache (past 2x, where a random ring hits it on at most half its loads)
+# with points to spare, whatever the cache's size: 128 MiB on a 32 MiB L3, 1.2 GiB on a 300 MiB one.
+QUICK_LLC_FACTOR, FULL_LLC_FACTOR = 4, 8
+# The largest ring may take this share of the memory free when the cases are planned: the ring,
+# plus the build's index arrays (about 0.7x the ring at a 64 B stride), with room for the rest.
+FREE_MEMORY_SHARE = 0.25
 # The long chain is timed for about this long (s); the short one is a quarter as many loads.
 # Short enough that most samples escape preemption on a shared machine.
 QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
@@ -57,26 +59,51 @@ QUICK_TARGET_S, FULL_TARGET_S = 0.002, 0.005
 # sharing as a steady slowdown rather than as the luck of one slice.
 QUICK_BLOCKS_TARGET_S, FULL_BLOCKS_TARGET_S = 0.04, 0.1
 MIN_SAMPLES, BLOCKS_MIN_SAMPLES = 15, 7
+# Past the last cache every load goes to memory, which other processes and tenants share, and
+# their bursts last longer than a short chain: more samples, over a longer window, give the
+# minimum a better chance at an undisturbed one (lmbench-style references repeat about 50 times).
+PAST_CACHE_MIN_SAMPLES = 51
 SLOPE_ATTEMPTS = 3  # measurements of a case before a non-positive slope becomes an error row
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
 HUGE_SHARE_EXPECTED = 0.9
 
 
 def working_sets(*, max_bytes: int, per_octave: int = 2) -> list[int]:
-    """Sizes from 4 KiB to ``max_bytes``, ``per_octave`` per doubling, multiples of 4 KiB."""
+    """Sizes from 4 KiB to ``max_bytes``, ``per_octave`` per doubling, multiples of 4 KiB.
+
+    ``max_bytes`` (rounded down to 4 KiB) is always the last size, so the sweep ends where it
+    was asked to even between grid points.
+    """
     if max_bytes < MIN_WORKING_SET:
         raise ParityError(f"largest working set {max_bytes} B is under {MIN_WORKING_SET} B")
     steps = math.floor(math.log2(max_bytes / MIN_WORKING_SET) * per_octave + 1e-9)
-    return sorted({int(MIN_WORKING_SET * 2 ** (k / per_octave)) // (4 * KIB) * (4 * KIB) for k in range(steps + 1)})
+    grid = {int(MIN_WORKING_SET * 2 ** (k / per_octave)) // (4 * KIB) * (4 * KIB) for k in range(steps + 1)}
+    return sorted(grid | {max_bytes // (4 * KIB) * (4 * KIB)})
 
 
-def largest_working_set(llc_bytes: int, *, quick: bool, cpu: bool) -> int:
-    """Well past the last-level cache: enough points beyond it for a memory plateau."""
-    if not quick:
-        return min(FULL_MAX_WORKING_SET, FULL_LLC_FACTOR * llc_bytes)
-    if cpu:
-        return min(QUICK_MAX_WORKING_SET, QUICK_LLC_FACTOR * llc_bytes)
-    return min(QUICK_GPU_MAX_WORKING_SET, QUICK_GPU_LLC_FACTOR * llc_bytes)
+def largest_working_set(llc_bytes: int, *, quick: bool, free_bytes: int | None) -> tuple[int, str | None]:
+    """The sweep's largest working set and what capped it (None when the cache decided).
+
+    ``factor · llc_bytes`` (``QUICK_LLC_FACTOR`` = 4 quick, ``FULL_LLC_FACTOR`` = 8 full), at
+    most ``FREE_MEMORY_SHARE`` of ``free_bytes`` rounded down to a power of two (so a resume
+    plans the same sizes unless free memory changed twofold); never under 64 KiB.
+    """
+    top = (QUICK_LLC_FACTOR if quick else FULL_LLC_FACTOR) * llc_bytes
+    if free_bytes:
+        bound = 2 ** math.floor(math.log2(max(1, FREE_MEMORY_SHARE * free_bytes)))
+        if bound < top:
+            return max(64 * KIB, bound), "free memory"
+    return top, None
+
+
+def free_memory_bytes(device: Any, props: Any) -> int | None:
+    """Memory the chase buffer can take: the host's available memory for the CPU, the device's
+    total memory elsewhere (the device interface reports no free figure yet)."""
+    if device.type == "cpu":
+        from parity.bench.chase.pages import available_memory_bytes
+
+        return available_memory_bytes()
+    return props.memory_bytes
 
 
 def page_sizes(device: Any, options: LatencyOptions) -> list[str]:
@@ -111,14 +138,16 @@ class LatencySuite(SuiteBase):
     def cases(self, *, device: Any, quick: bool, options: LatencyOptions) -> list[CaseSpec]:
         props = device.properties()
         llc = props.llc_bytes or props.l2_bytes or 32 * MIB
-        top = options.max_bytes or largest_working_set(llc, quick=quick, cpu=device.type == "cpu")
+        top, limit = largest_working_set(llc, quick=quick, free_bytes=free_memory_bytes(device, props))
+        if options.max_bytes is not None:
+            top, limit = options.max_bytes, "max_bytes"
         stride = options.stride_bytes or (CPU_STRIDE if device.type == "cpu" else GPU_STRIDE)
         common = {
             "device": device.name, "device_name": props.name, "stride_bytes": stride,
             "caches": _reported_caches(props), "memory_bytes": props.memory_bytes,
             "memory_name": "DRAM" if device.type == "cpu" else "HBM",
             "compute_units": props.compute_units, "compute_unit_kind": props.compute_unit_kind,
-            "quick": bool(quick), "hypervisor": _under_hypervisor(device),
+            "quick": bool(quick), "hypervisor": _under_hypervisor(device), "sweep_limit": limit,
         }
         cases = []
         for page in page_sizes(device, options):
@@ -147,11 +176,10 @@ class LatencySuite(SuiteBase):
         def run(loads: int) -> None:
             rings.step(loads, many=many)
 
-        passed = rings.verify()
         target = options.target_s or _target_s(quick=bool(p.get("quick")), many=many)
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
-        samples = (BLOCKS_MIN_SAMPLES if many else MIN_SAMPLES)
+        samples = _min_samples(p)
         timing = {"device": device, "flush_cache": False, "warmup_s": options.warmup_s,
                   "budget_s": options.budget_s or 1.5 * samples * target,
                   "min_samples": options.min_samples or samples,
@@ -175,6 +203,7 @@ class LatencySuite(SuiteBase):
                        f"({ns:.3g} ns median, {ns_min:.3g} ns min): other work disturbed the "
                        "timing; rerun on a quieter machine or raise target_s"),
             )
+        passed = rings.verify()  # after timing: the timed chases are checked too
         huge = rings.memory.huge_fraction() if hasattr(rings, "memory") else None
         findings = list(short.findings) + list(long.findings) + _page_findings(p["page"], huge)
         metrics = {
@@ -186,7 +215,7 @@ class LatencySuite(SuiteBase):
         }
         return CaseResult(suite=self.name, key=case.key, params=dict(p), metrics=metrics,
                           samples={"short": short.samples, "long": long.samples},
-                          check={"passed": passed, "method": "one turn of every ring returns to its start"},
+                          check={"passed": passed, "method": rings.check_method},
                           findings=tuple(findings))
 
     def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> dict[str, Any]:
@@ -212,6 +241,16 @@ def _rings(device: Any, p: dict[str, Any]) -> Any:
                        stride_bytes=int(p["stride_bytes"]), count=count)
 
 
+def _min_samples(params: dict[str, Any]) -> int:
+    """Samples per chain length: fewer for concurrent blocks (long chains), more past the last
+    reported cache (memory, shared and bursty), ``MIN_SAMPLES`` otherwise."""
+    if params["curve"] == "blocks":
+        return BLOCKS_MIN_SAMPLES
+    caches = params.get("caches") or []
+    last = max((int(size) for _, size in caches), default=None)
+    return PAST_CACHE_MIN_SAMPLES if last and params["working_set_bytes"] > last else MIN_SAMPLES
+
+
 def _target_s(*, quick: bool, many: bool) -> float:
     """How long the long chain should take, in seconds."""
     if many:
@@ -223,20 +262,14 @@ def _loads_for(run: Any, *, device: Any, target_s: float) -> int:
     """Loads per long chain so that it takes about ``target_s``.
 
     The per-load time is itself a slope, between probes of 4096 and 32768 loads (best of
-    three each), so thread start and launch costs do not inflate it.
+    three each, :func:`parity.timing.probe.time_best_of`), so thread start and launch costs do
+    not inflate it.
     """
-    def best_of_three(loads: int) -> float:
-        best = math.inf
-        for _ in range(3):
-            device.synchronize()
-            start = time.perf_counter()
-            run(loads)
-            device.synchronize()
-            best = min(best, time.perf_counter() - start)
-        return best
+    from parity.timing.probe import time_best_of
 
     small, large = PROBE_LOADS, 8 * PROBE_LOADS
-    t_small, t_large = best_of_three(small), best_of_three(large)
+    t_small = time_best_of(lambda: run(small), device=device)
+    t_large = time_best_of(lambda: run(large), device=device)
     per_load = (t_large - t_small) / (large - small)
     if per_load <= 0:
         per_load = t_large / large

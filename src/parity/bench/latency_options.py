@@ -21,6 +21,6 @@ class LatencyOptions:
     warmup_s: float = option(0.01, help="warm-up per chain, s", minimum=0.0)
     budget_s: float | None = option(None, help="timing budget per chain, s (1.5 x samples x target)",
                                     minimum=0.0, exclusive_minimum=True)
-    min_samples: int | None = option(None, help="fewest timed chains (15; 7 for concurrent blocks)", minimum=1)
+    min_samples: int | None = option(None, help="fewest timed chains (15; 51 past the last cache; 7 for concurrent blocks)", minimum=1)
     max_samples: int = option(200, help="most timed chains", minimum=1)
     estimator: str = option("min", help="statistic of the summary's latencies", choices=("min", "median"))

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from parity.metrics.latency import (
+from parity.metrics.cache_levels import (
+    MEMORY_FACTOR,
     SIZE_AGREEMENT_FACTOR,
     Plateau,
-    find_knees,
-    find_plateaus,
+    left_last_cache,
     name_plateaus,
-    plateau_capacities,
     size_agrees,
 )
+from parity.metrics.latency import find_knees
 from parity.metrics.page_walks import label_page_walks
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
@@ -41,10 +41,9 @@ def _size_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any
     points = [{"working_set_bytes": r.params["working_set_bytes"], "latency_ns": r.metrics[metric],
                "huge_page_share": r.metrics.get("huge_page_share")} for r in rows]
     sizes, lat = [p["working_set_bytes"] for p in points], [p["latency_ns"] for p in points]
-    found = find_plateaus(sizes, lat)
     caches = [(str(name), int(size)) for name, size in first.get("caches", [])]
-    plateaus = name_plateaus(found, caches=caches, memory_name=first.get("memory_name", "DRAM"),
-                             memory_bytes=first.get("memory_bytes"), capacities=plateau_capacities(sizes, lat, found))
+    plateaus = name_plateaus(sizes, lat, caches=caches, memory_name=first.get("memory_name", "DRAM"),
+                             memory_bytes=first.get("memory_bytes"))
     return {
         "page": rows[0].metrics.get("page_label", page),
         "stride_bytes": first.get("stride_bytes"),
@@ -52,6 +51,7 @@ def _size_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any
         "plateaus": plateaus,
         "reported_caches": [{"level": n, "size_bytes": s} for n, s in caches],
         "hypervisor": bool(first.get("hypervisor")),
+        "sweep_limit": first.get("sweep_limit"),
     }
 
 
@@ -106,6 +106,32 @@ def cache_size_findings(plateaus: list[Plateau], *, reported: list[dict[str, Any
     return out
 
 
+def sweep_findings(curve: dict[str, Any], *, sweep_limit: str | None = None) -> list[Finding]:
+    """Warnings when a size curve cannot name memory: no reported cache sizes, or a sweep whose
+    largest working set is under ``MEMORY_FACTOR`` (2) times the reported last-level cache.
+
+    ``sweep_limit`` says what capped the sweep (``free memory`` or ``max_bytes``), for the hint.
+    """
+    reported = curve["reported_caches"]
+    largest = max(p["working_set_bytes"] for p in curve["points"])
+    if not reported:
+        return [Finding(code="no-reported-caches", severity=Severity.WARNING,
+                        message="the device reports no cache sizes: plateaus are numbered level-1, level-2, ... "
+                                "and none is named memory",
+                        hint="nothing says where the last cache ends; read the levels from the curve yourself")]
+    last = reported[-1]
+    if left_last_cache(largest_bytes=largest, llc_bytes=last["size_bytes"]):
+        return []
+    hint = (f"the sweep was capped by {sweep_limit}; " if sweep_limit else "") + (
+        f"raise --max-size to at least {MEMORY_FACTOR:g}x the {last['level']} "
+        f"({int(MEMORY_FACTOR * last['size_bytes'])} B) where memory allows")
+    return [Finding(code="sweep-inside-cache", severity=Severity.WARNING,
+                    message=(f"the largest working set ({largest} B, {curve['page']} pages) is under "
+                             f"{MEMORY_FACTOR:g}x the reported {last['level']} ({last['size_bytes']} B): the sweep "
+                             "never left the last cache, so no plateau is memory"),
+                    hint=hint)]
+
+
 def _blocks_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, Any]:
     rows = sorted(rows, key=lambda r: r.params["blocks"])
     first = rows[0].params
@@ -144,17 +170,22 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
         curves[preferred]["plateaus"], reported=curves[preferred]["reported_caches"],
         page=curves[preferred]["page"], huge_pages=preferred == HUGE_PAGES,
         hypervisor=curves[preferred]["hypervisor"])
+    if preferred is not None:
+        findings += sweep_findings(curves[preferred], sweep_limit=curves[preferred].get("sweep_limit"))
     size_curves = [{**c, "plateaus": [{**p.to_dict(), "page": c["page"]} for p in c["plateaus"]]}
                    for c in curves.values()]
     top = size_curves[list(curves).index(preferred)]["plateaus"] if preferred is not None else []
     blocks_curves = [_blocks_curve(pg, groups[("blocks", pg)], metric) for pg in pages if ("blocks", pg) in groups]
-    headline: dict[str, Any] = {f"{p['level']}_ns": p["latency_ns"] for p in top[:3]}
+    # The reported levels and memory only: their names are the same on every run, where a
+    # "-part" stretch comes and goes with the noise.
+    headline: dict[str, Any] = {f"{p['level']}_ns": p["latency_ns"] for p in top
+                                if p["reported_bytes"] is not None or p["memory"]}
     if blocks_curves and blocks_curves[0]["knees"]:
         headline["first_knee_blocks"] = blocks_curves[0]["knees"][0]["blocks"]
     return {
         "headline": headline,
         "device": next((r.params.get("device_name") for r in results), None),
-        "method": "pointer chase through a Sattolo ring; ns per load from the slope between two chain lengths",
+        "method": "pointer chase through a random single-cycle ring; ns per load from the slope between two chain lengths",
         "estimator": f"slope between the chains' {ESTIMATOR_WORDS[estimator]}",
         "size_curves": size_curves,
         "plateaus": top,

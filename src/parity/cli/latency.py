@@ -14,11 +14,12 @@ from parity.cli.suite_command import parse_bytes, run_suite_command
 @click.command()
 @click.option("--device", "device_name", default=None, metavar="DEV",
               help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
-@click.option("--quick", is_flag=True, help="Working sets up to 2x the last-level cache (at most 64 MiB), short chains.")
+@click.option("--quick", is_flag=True,
+              help="Working sets to 4x the last-level cache (8x without --quick), within a quarter of free memory; short chains.")
 @click.option("--pages", type=click.Choice(["base", "thp", "both"]), default="both", show_default=True,
               help="CPU page size: base pages (4 KiB), transparent huge pages, or both where the OS allows.")
 @click.option("--max-size", default=None, metavar="SIZE",
-              help="Largest working set (default 8x the last-level cache, at most 1 GiB).")
+              help="Largest working set (default 8x the last-level cache, 4x with --quick, within a quarter of free memory).")
 @click.option("--stride", "stride_bytes", type=click.IntRange(8), default=None,
               help="Bytes between slots (default: 64 on the CPU, 128 on GPUs).")
 @click.option("--estimator", type=click.Choice(["min", "median"]), default="min", show_default=True,
@@ -27,7 +28,7 @@ from parity.cli.suite_command import parse_bytes, run_suite_command
 @json_option
 def latency(device_name: str | None, quick: bool, pages: str, max_size: str | None,
             stride_bytes: int | None, estimator: str, db_path: str | None, json_path: str | None) -> int:
-    """Pointer-chase latency: ns per dependent load through a Sattolo ring, from the slope
+    """Pointer-chase latency: ns per dependent load through a random single-cycle ring, from the slope
     between two chain lengths.
 
     Curve one, latency against working-set size, shows the cache levels as plateaus, named and

@@ -12,7 +12,6 @@ resource saturates, then bends upward at a knee.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,8 +31,6 @@ PLATEAU_TOLERANCE = 0.30
 MIN_PLATEAU_SPAN = 2.0
 # Working-set sizes are rounded to whole pages, so a span may fall short of its octave by this.
 SPAN_ROUNDING = 0.02
-# A measured cache size agrees with the reported one within this factor either way.
-SIZE_AGREEMENT_FACTOR = 2.0
 # A knee must lift the last point at least this fraction of the baseline above the old trend.
 KNEE_MIN_RISE = 0.10
 
@@ -50,62 +47,6 @@ def ns_per_load(
             f"the long chain ({long_loads} loads) must be longer than the short one ({short_loads})"
         )
     return (long_s - short_s) / (long_loads - short_loads) * 1e9
-
-
-@dataclass(frozen=True, kw_only=True)
-class Plateau:
-    """A flat stretch of the latency-vs-size curve.
-
-    ``size_bytes`` is the largest working set still on the plateau (for the memory level, the
-    largest size measured); ``start_bytes`` the smallest.
-    ``latency_ns`` is the median over the plateau's points. ``reported_bytes`` is what the
-    device reports for the level it is named after, and ``size_ratio`` = measured/reported for a
-    cache level (None for memory, whose plateau only ends where the sweep does).
-    ``capacity_bytes`` is the size where the curve, leaving this plateau, crosses half-way (on a
-    log scale) to the next one (:func:`level_capacity_bytes`); ``size_bytes`` bounds it from below.
-    ``page_walk`` marks a plateau of a base-page curve that sits above the huge-page curve at the
-    same working sets (see :func:`label_page_walks`): a step made by TLB misses, not a cache
-    level; ``page_walk_ns`` is its median excess over the huge-page latency.
-    """
-
-    level: str
-    size_bytes: int
-    start_bytes: int
-    latency_ns: float
-    points: int
-    reported_bytes: int | None = None
-    memory: bool = False
-    page_walk: bool = False
-    page_walk_ns: float | None = None
-    capacity_bytes: int | None = None
-
-    @property
-    def size_ratio(self) -> float | None:
-        """Measured over reported size: ``capacity_bytes`` (else ``size_bytes``) / ``reported_bytes``."""
-        if not self.reported_bytes or self.memory:
-            return None
-        return (self.capacity_bytes or self.size_bytes) / self.reported_bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "level": self.level,
-            "size_bytes": self.size_bytes,
-            "start_bytes": self.start_bytes,
-            "latency_ns": self.latency_ns,
-            "points": self.points,
-            "reported_bytes": self.reported_bytes,
-            "size_ratio": self.size_ratio,
-            "memory": self.memory,
-            "page_walk": self.page_walk,
-            "page_walk_ns": self.page_walk_ns,
-            "capacity_bytes": self.capacity_bytes,
-        }
-
-
-def size_agrees(ratio: float, *, factor: float = SIZE_AGREEMENT_FACTOR) -> bool:
-    """True when a measured/reported size ratio is within ``factor`` either way:
-    ``1/factor <= ratio <= factor``."""
-    return 1.0 / factor <= ratio <= factor
 
 
 def _segments(latency: np.ndarray, tolerance: float) -> list[tuple[int, int]]:
@@ -130,6 +71,7 @@ def find_plateaus(
     min_points: int = 3,
     min_points_last: int = 2,
     min_span: float = MIN_PLATEAU_SPAN,
+    open_end: bool = True,
 ) -> list[tuple[int, int, float, int]]:
     """Flat stretches of a latency-vs-size curve, unnamed.
 
@@ -139,7 +81,8 @@ def find_plateaus(
     smallest, an octave) are plateaus; shorter runs are transitions between levels (a level
     partly evicted reads as a short flat stretch between two real ones; the span rule keeps it a
     transition on a dense grid too). The run at the largest sizes needs only ``min_points_last``
-    and no span: the sweep's end cuts the memory plateau short. Returns
+    and no span: the sweep's end cuts the memory plateau short. With ``open_end`` false (a curve
+    cut short by the caller, not by the sweep) the last run is judged like the others. Returns
     ``(start_bytes, end_bytes, median_latency_ns, points)`` per plateau.
     """
     sizes = np.asarray(sizes_bytes, dtype=np.int64)
@@ -150,127 +93,11 @@ def find_plateaus(
     sizes, lat = sizes[order], lat[order]
     found = []
     for lo, hi in _segments(lat, tolerance):
-        last = hi == lat.size
+        last = open_end and hi == lat.size
         wide = sizes[hi - 1] >= min_span * (1 - SPAN_ROUNDING) * sizes[lo]
         if hi - lo >= (min_points_last if last else min_points) and (last or wide):
             found.append((int(sizes[lo]), int(sizes[hi - 1]), float(np.median(lat[lo:hi])), hi - lo))
     return found
-
-
-def level_capacity_bytes(
-    sizes_bytes: Sequence[int],
-    latencies_ns: Sequence[float],
-    *,
-    end_bytes: int,
-    next_start_bytes: int,
-    level_ns: float,
-    next_ns: float,
-) -> int:
-    """Where the curve leaving a plateau crosses half-way, on a log scale, to the next plateau.
-
-    The threshold is the geometric mean ``sqrt(level_ns · next_ns)``. Among the points after
-    the plateau's last one (``end_bytes``) up to the next plateau's first (``next_start_bytes``),
-    the crossing is bracketed by the last point below the threshold and the point after it (by
-    the plateau's end and the first point when none is below), and interpolated linearly in
-    latency against ``log2(size)``: ``s = s0 · (s1/s0)^((thr - l0)/(l1 - l0))``. Taking the
-    last point below makes a noisy transition, which may dip under the threshold after first
-    crossing it, cross where the curve leaves for good. A random ring starts to miss before it
-    fills a cache (set conflicts, imperfect replacement) and still hits on some loads past it,
-    so the last point on the plateau undershoots the capacity by a grid step or more; the
-    mid-point of the transition does not. Returns ``end_bytes`` when there is nothing to bracket.
-    """
-    sizes = np.asarray(sizes_bytes, dtype=np.float64)
-    lat = np.asarray(latencies_ns, dtype=np.float64)
-    order = np.argsort(sizes, kind="stable")
-    sizes, lat = sizes[order], lat[order]
-    if level_ns <= 0 or next_ns <= 0:
-        return int(end_bytes)
-    threshold = math.sqrt(level_ns * next_ns)
-    window = np.flatnonzero((sizes > end_bytes) & (sizes <= next_start_bytes))
-    if window.size == 0:
-        return int(end_bytes)
-    below = window[lat[window] < threshold]
-    if below.size:
-        i = int(below[-1])
-        if i + 1 >= sizes.size:
-            return int(sizes[i])
-        s0, l0, s1, l1 = sizes[i], lat[i], sizes[i + 1], lat[i + 1]
-    else:
-        s0, l0, s1, l1 = float(end_bytes), level_ns, sizes[window[0]], lat[window[0]]
-    share = min(1.0, max(0.0, (threshold - l0) / (l1 - l0))) if l1 > l0 else 1.0
-    return round(float(s0 * (s1 / s0) ** share))
-
-
-def plateau_capacities(
-    sizes_bytes: Sequence[int], latencies_ns: Sequence[float], plateaus: Sequence[tuple[int, int, float, int]]
-) -> list[int | None]:
-    """:func:`level_capacity_bytes` of every plateau but the last (which has no next level)."""
-    inner = [level_capacity_bytes(sizes_bytes, latencies_ns, end_bytes=end, next_start_bytes=plateaus[k + 1][0],
-                                  level_ns=lat, next_ns=plateaus[k + 1][2])
-             for k, (_, end, lat, _) in enumerate(plateaus[:-1])]
-    return inner + [None] if plateaus else []
-
-
-def name_plateaus(
-    plateaus: Sequence[tuple[int, int, float, int]],
-    *,
-    caches: Sequence[tuple[str, int]],
-    memory_name: str = "DRAM",
-    memory_bytes: int | None = None,
-    capacities: Sequence[int | None] | None = None,
-) -> list[Plateau]:
-    """Name each plateau after a cache level (``caches``: ``(name, bytes)`` as reported).
-
-    The last plateau is memory (``memory_name``: DRAM on a CPU, HBM on most accelerators) when it
-    starts beyond the largest reported cache, when it reaches ``SIZE_AGREEMENT_FACTOR`` (2) times
-    that cache or more (a flat stretch holding working sets twice the largest cache is not that
-    cache, within the tolerance sizes are judged by; it happens when the last cache level is
-    smaller in practice than reported, or left no plateau), when there are more plateaus than
-    reported levels, or when there is no reported size to go by. The others are matched to
-    reported levels in order (smaller plateau, smaller level), choosing among all order-keeping
-    matchings the one with the least total ``|log2(plateau size / level size)|``. Plateaus left
-    over are called ``cache-<k>`` (k counts plateaus from 1); with no reported caches they are
-    named L1, L2, ... A plateau's size is its capacity from ``capacities`` (see
-    :func:`plateau_capacities`) where given, else its last point.
-    """
-    levels = sorted(caches, key=lambda item: item[1])
-    if not plateaus:
-        return []
-    caps = list(capacities) if capacities is not None else [None] * len(plateaus)
-    if len(caps) != len(plateaus):
-        raise ParityError(f"{len(caps)} capacities for {len(plateaus)} plateaus")
-    last_is_memory = (not levels or plateaus[-1][0] > levels[-1][1] or len(plateaus) > len(levels)
-                      or plateaus[-1][1] >= SIZE_AGREEMENT_FACTOR * levels[-1][1])
-    cache_plateaus = list(plateaus[:-1] if last_is_memory else plateaus)
-    names: dict[int, tuple[str, int | None]] = {}
-    if not levels:
-        names = {k: (f"L{k + 1}", None) for k in range(len(cache_plateaus))}
-    else:
-        names = _match_levels([caps[k] or end for k, (_, end, _, _) in enumerate(cache_plateaus)], levels)
-    named = []
-    for k, (start, end, lat, points) in enumerate(cache_plateaus):
-        name, reported = names.get(k, (f"cache-{k + 1}", None))
-        named.append(Plateau(level=name, size_bytes=end, start_bytes=start, latency_ns=lat, points=points,
-                             reported_bytes=reported, capacity_bytes=caps[k]))
-    if last_is_memory:
-        start, end, lat, points = plateaus[-1]
-        named.append(Plateau(level=memory_name, size_bytes=end, start_bytes=start, latency_ns=lat,
-                             points=points, reported_bytes=memory_bytes, memory=True))
-    return named
-
-
-def _match_levels(
-    plateau_bytes: Sequence[int], levels: Sequence[tuple[str, int]]
-) -> dict[int, tuple[str, int | None]]:
-    """Order-keeping matching of plateau sizes to levels with the least total log2 size distance."""
-    m = min(len(plateau_bytes), len(levels))
-    best: tuple[float, dict[int, tuple[str, int | None]]] = (math.inf, {})
-    for chosen in itertools.combinations(range(len(plateau_bytes)), m):
-        for taken in itertools.combinations(range(len(levels)), m):
-            cost = sum(abs(math.log2(plateau_bytes[p] / levels[lv][1])) for p, lv in zip(chosen, taken))
-            if cost < best[0]:
-                best = (cost, {p: (levels[lv][0], levels[lv][1]) for p, lv in zip(chosen, taken)})
-    return best[1]
 
 
 @dataclass(frozen=True, kw_only=True)

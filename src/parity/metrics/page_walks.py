@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parity.metrics.latency import PLATEAU_TOLERANCE, Plateau
+from parity.metrics.cache_levels import Plateau
+from parity.metrics.latency import PLATEAU_TOLERANCE
 from parity.model.errors import ParityError
 
 
@@ -55,14 +56,19 @@ def label_page_walks(
     (:func:`page_walk_excess`), it is a page-walk step: marked ``page_walk``, named
     ``<level>+page-walks``. A base plateau whose mid-size falls between huge-page plateaus sits
     where the huge-page curve is in transition from one level to the next, so it is no level of
-    its own and is left out. One with no huge-page point in its span keeps its own name.
+    its own and is left out; the base curve's memory level takes the huge-page memory level's
+    name whatever its span. One with no huge-page point in its span keeps its own name. A name
+    already taken by an earlier base plateau (two base stretches inside one huge-page level) is
+    suffixed ``-part<k>``, so every level of a curve has its own name.
     """
     sizes = np.asarray(huge_sizes_bytes, dtype=np.float64)
     lat = np.asarray(huge_latencies_ns, dtype=np.float64)
-    out = []
+    out: list[Plateau] = []
     for b in base:
         inside = lat[(sizes >= b.start_bytes) & (sizes <= b.size_bytes)]
         cover = _covering(huge, math.sqrt(b.start_bytes * b.size_bytes))
+        if b.memory:  # memory is memory on both curves, wherever each one's span starts
+            cover = next((p for p in huge if p.memory), cover)
         if inside.size == 0:
             out.append(b)
             continue
@@ -75,4 +81,15 @@ def label_page_walks(
             reported_bytes=cover.reported_bytes, memory=cover.memory, page_walk=walk,
             page_walk_ns=b.latency_ns - huge_ns if walk else None,
             capacity_bytes=None if cover.memory else b.capacity_bytes))
+    return _distinct_names(out)
+
+
+def _distinct_names(plateaus: Sequence[Plateau]) -> list[Plateau]:
+    """The plateaus with repeated names suffixed ``-part1``, ``-part2``, ... after the first."""
+    seen: dict[str, int] = {}
+    out = []
+    for p in plateaus:
+        repeats = seen.get(p.level, 0)
+        seen[p.level] = repeats + 1
+        out.append(p if repeats == 0 else dataclasses.replace(p, level=f"{p.level}-part{repeats}", reported_bytes=None))
     return out

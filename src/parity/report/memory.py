@@ -137,6 +137,10 @@ def render_latency(summary: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for curve in summary.get("size_curves", []):
         parts.extend([_size_table(curve), _plateau_table(curve)])
+        for p in curve["plateaus"]:
+            if p.get("memory") and not p.get("page_walk"):
+                parts.append(Text(f"{curve['page']} pages: {p['level']} is the median of the {p['points']} working "
+                                  "sets where the sweep has left the last cache (2x its reported size and beyond)"))
         if curve.get("page_walk_from_bytes"):
             parts.append(Text(f"{curve['page']} pages: page walks lift the curve above the huge-page one "
                               f"from {format_bytes(curve['page_walk_from_bytes'])} (levels marked +page-walks)"))

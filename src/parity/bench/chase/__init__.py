@@ -3,7 +3,8 @@
 The chase itself is a small C extension (``_chase.c``, built at install, optional): Python's
 interpreter costs tens of nanoseconds per step, more than an L1 or L2 hit, so only compiled code
 can time a dependent load. Rings are laid out here with numpy in memory of a chosen page size
-(``pages.py``) through a Sattolo permutation (``permutation.py``).
+(``pages.py``) as random single cycles with a known visiting order (``permutation.py``), which
+is what lets every chase be checked without chasing a whole turn.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from types import ModuleType
 import numpy as np
 
 from parity.bench.chase.pages import PagedBuffer, page_label
-from parity.bench.chase.permutation import sattolo_cycle
+from parity.bench.chase.permutation import links_of, random_order
 from parity.model.errors import ParityError
 
 POINTER_BYTES = 8
@@ -35,8 +36,10 @@ class ChaseRings:
     """``count`` independent rings of ``region_bytes`` each, at ``stride_bytes`` per slot.
 
     Ring ``k`` occupies bytes ``[k·region, (k+1)·region)`` of one buffer and visits each of its
-    ``region/stride`` slots once per turn, in Sattolo order (seed ``seed + k``). Each slot's first
-    8 bytes hold the address of the next slot.
+    ``region/stride`` slots once per turn, in the random order ``random_order(slots, seed + k)``.
+    Each slot's first 8 bytes hold the address of the next slot. Every chase is checked as it
+    returns: it must end on the slot the order says, ``steps`` after where the ring stood
+    (``mismatches`` counts those that did not).
     """
 
     def __init__(
@@ -59,17 +62,35 @@ class ChaseRings:
         self.page = page
         self.page_label = page_label(page)
         self.memory = PagedBuffer(nbytes=region_bytes * count, page=page)
-        words = self.memory.array(np.uint64)
-        slot_words = np.arange(self.slots, dtype=np.int64) * (stride_bytes // POINTER_BYTES)
-        for k in range(count):
-            nxt = sattolo_cycle(self.slots, seed=seed + k)
-            base = k * region_bytes
-            words[base // POINTER_BYTES + slot_words] = np.uint64(self.memory.address + base) + (
-                nxt.astype(np.uint64) * np.uint64(stride_bytes)
-            )
-        del words
+        self.orders = [random_order(self.slots, seed=seed + k) for k in range(count)]
+        self._write_rings()
         self.starts = [k * region_bytes for k in range(count)]
         self.positions = list(self.starts)
+        self.taken = [0] * count  # steps taken so far on each ring, modulo its slots
+        self.mismatches = 0
+
+    def _slot_words(self, ring: int) -> slice:
+        """The words that begin ring ``ring``'s slots, as a strided slice of the buffer's words."""
+        first = ring * self.region_bytes // POINTER_BYTES
+        return slice(first, first + self.slots * (self.stride_bytes // POINTER_BYTES), self.stride_bytes // POINTER_BYTES)
+
+    def _expected(self, ring: int) -> np.ndarray:
+        """The address each slot of ring ``ring`` must hold: its successor's."""
+        base = np.uint64(self.memory.address + ring * self.region_bytes)
+        return base + links_of(self.orders[ring]).astype(np.uint64) * np.uint64(self.stride_bytes)
+
+    def _write_rings(self) -> None:
+        words = self.memory.array(np.uint64)
+        for k in range(self.count):
+            words[self._slot_words(k)] = self._expected(k)
+        del words
+
+    def _record(self, ring: int, steps: int, end: int) -> None:
+        """Check one chase's end against the ring's order, then move the ring on."""
+        self.taken[ring] = (self.taken[ring] + steps) % self.slots
+        want = ring * self.region_bytes + int(self.orders[ring][self.taken[ring]]) * self.stride_bytes
+        self.mismatches += end != want
+        self.positions[ring] = end
 
     def chase(self, steps: int, *, ring: int = 0) -> int:
         """Follow ``steps`` links of one ring on this thread, from where the last call stopped.
@@ -79,14 +100,15 @@ class ChaseRings:
         Returns the end offset.
         """
         end = int(self._native.chase(self.memory.view, self.positions[ring], int(steps)))
-        self.positions[ring] = end
+        self._record(ring, int(steps), end)
         return end
 
     def chase_threads(self, steps: int) -> tuple[int, ...]:
         """Follow ``steps`` links of every ring at once, one thread per ring, each carrying on
         from where it stopped; returns the end offsets."""
         ends = tuple(int(e) for e in self._native.chase_threads(self.memory.view, self.positions, int(steps)))
-        self.positions = list(ends)
+        for k, end in enumerate(ends):
+            self._record(k, int(steps), end)
         return ends
 
     def step(self, steps: int, *, many: bool) -> None:
@@ -96,11 +118,19 @@ class ChaseRings:
         else:
             self.chase(steps)
 
+    check_method = "every slot holds its successor in the ring's order and every chase ended where the order says"
+
     def verify(self) -> bool:
-        """True when one full turn of every ring returns to where it was (the rings are whole)."""
-        before = list(self.positions)
-        ends = self.chase_threads(self.slots) if self.count > 1 else (self.chase(self.slots),)
-        return list(ends) == before
+        """True when every ring in memory is whole and every chase so far followed it.
+
+        Whole: each slot holds its successor's address in the ring's order (a vectorised pass
+        over the slots, no chase), which makes each ring one cycle through all its slots. Followed:
+        every chase ended on the slot the order predicts (``mismatches`` is zero).
+        """
+        words = self.memory.array(np.uint64)
+        whole = all(np.array_equal(words[self._slot_words(k)], self._expected(k)) for k in range(self.count))
+        del words
+        return whole and self.mismatches == 0
 
     def close(self) -> None:
         self.memory.close()

@@ -1,12 +1,11 @@
 /* Native pointer chase for the CPU latency suite.
  *
  * A chain is a ring of slots in one buffer, each slot holding the address of the next; the
- * Python side writes the ring (parity.bench.chase.ring). Every load depends on the one before,
+ * Python side writes the ring (parity.bench.chase). Every load depends on the one before,
  * so the hardware cannot overlap them and the time per step is the load-to-use latency.
  *
  *   chase(buffer, start, steps) -> end            one chain on the calling thread
  *   chase_threads(buffer, starts, steps) -> ends  one thread per chain, started together
- *   sattolo(draws, out)                           Sattolo's swaps, in place on out
  *
  * Offsets are byte offsets into the buffer. The GIL is released while chasing.
  */
@@ -140,37 +139,9 @@ done:
     return result;
 }
 
-static PyObject *sattolo(PyObject *self, PyObject *args)
-{
-    Py_buffer draws, out;
-    if (!PyArg_ParseTuple(args, "y*w*", &draws, &out))
-        return NULL;
-    Py_ssize_t n = out.len / (Py_ssize_t)sizeof(int64_t);
-    if (draws.len != (n > 0 ? n - 1 : 0) * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "need n-1 int64 draws for n int64 slots");
-        PyBuffer_Release(&draws);
-        PyBuffer_Release(&out);
-        return NULL;
-    }
-    const int64_t *j = (const int64_t *)draws.buf;
-    int64_t *p = (int64_t *)out.buf;
-    Py_BEGIN_ALLOW_THREADS
-    /* i runs n-1 .. 1; draws[n-1-i] is uniform in [0, i). */
-    for (Py_ssize_t i = n - 1; i > 0; i--) {
-        int64_t k = j[n - 1 - i], t = p[i];
-        p[i] = p[k];
-        p[k] = t;
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&draws);
-    PyBuffer_Release(&out);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef methods[] = {
     {"chase", chase, METH_VARARGS, "chase(buffer, start, steps) -> end offset"},
     {"chase_threads", chase_threads, METH_VARARGS, "chase_threads(buffer, starts, steps) -> end offsets"},
-    {"sattolo", sattolo, METH_VARARGS, "sattolo(draws, out): apply Sattolo's swaps to out in place"},
     {NULL, NULL, 0, NULL},
 };
 

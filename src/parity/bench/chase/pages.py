@@ -40,6 +40,21 @@ def huge_page_bytes() -> int:
         return DEFAULT_HUGE_BYTES
 
 
+def available_memory_bytes(*, meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """Memory a new buffer can take without swapping, in bytes: ``MemAvailable`` of
+    ``/proc/meminfo`` (KiB there), else free physical pages times the page size, else None."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        log.debug("%s unreadable; falling back to sysconf", meminfo)
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * base_page_bytes()
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def thp_unavailable_reason() -> str | None:
     """Why THP cannot be requested here, or None when ``madvise(MADV_HUGEPAGE)`` may work."""
     if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_HUGEPAGE"):
