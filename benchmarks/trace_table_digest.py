@@ -1,5 +1,5 @@
-"""Digest of every table the readers make from the real Kineto traces, to show a reader change
-leaves the tables as they were.
+"""Digest of every table the readers make from the real traces (Kineto files, Nsight Systems
+exports, Ascend rank folders), to show a reader change leaves the tables as they were.
 
 Each table's columns (core and extra), name dictionary and meta (less its source path) are
 hashed; ``--save`` writes the digests, ``--compare`` reads them back and names every trace and
@@ -23,7 +23,16 @@ import numpy as np
 from parity.trace import load_trace
 from parity.trace.table import ActivityTable
 
-TRACES = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/kineto"
+TRACES = Path(__file__).resolve().parent.parent.parent / "shared/data/traces"
+
+
+def trace_units() -> list[Path]:
+    """Every trace in the shared data, one rank each: Kineto files, Nsight exports, Ascend
+    ``*_ascend_pt`` folders (text and database exports)."""
+    kineto = sorted((TRACES / "kineto").rglob("*.json*"))
+    nsys = sorted((TRACES / "nsys").rglob("*.sqlite"))
+    ascend = sorted((TRACES / "ascend").rglob("*_ascend_pt"))
+    return kineto + nsys + ascend
 
 
 def _hash(data: bytes) -> str:
@@ -45,7 +54,7 @@ def digest(table: ActivityTable) -> dict[str, str]:
 
 def digests() -> dict[str, dict[str, str]]:
     out = {}
-    for path in sorted(TRACES.rglob("*.json*")):
+    for path in trace_units():
         try:
             out[str(path.relative_to(TRACES))] = digest(load_trace([path]))
         except Exception as exc:  # noqa: BLE001 - a refused trace is recorded with its error
