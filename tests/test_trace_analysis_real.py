@@ -35,6 +35,13 @@ def test_ascend_steps_match_the_profiler(traces_dir: Path, folder: str) -> None:
         for key, expected in step.reference.items():
             assert getattr(step, key) == pytest.approx(expected, abs=TOLERANCE_US), key
     assert not [f for f in result.findings if f.code == "step-trace-mismatch"]
+    # exposed communication in the window is the step table's Communication(Not Overlapped)
+    first, last = result.first.window.steps
+    chosen = [s for s in steps if first <= s.step <= last]
+    expected = sum(s.reference["communication_not_overlapped_us"] for s in chosen)
+    exposed_us = result.first.comm.exposed_communication_ns / 1e3
+    assert exposed_us == pytest.approx(expected, abs=TOLERANCE_US * len(chosen))
+    assert not [f for f in result.findings if f.code == "exposed-communication-mismatch"]
 
 
 def test_ascend_two_ranks_in_one_folder(traces_dir: Path) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.trace import metrics
-from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, is_ascend
+from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, communication_op_mask, is_ascend, operator_task_mask
 from parity.trace.blocks import find_blocks
 from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
 from parity.trace.intervals import grouped_sets, grouped_union_lengths, union_length
@@ -136,9 +136,18 @@ def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.nda
             for x in range(len(top)) for y in range(x + 1, len(top))]
 
 
-def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
-    comm_mask = c.cat == cats.code(COMMUNICATION)
-    compute_mask = cats.compute_codes()[c.cat]
+def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray] | None = None) -> CommOverlap:
+    """Compute against communication in the window. ``sets`` (two masks over the table's rows:
+    compute, communication) replaces "device rows neither communication nor memory" and
+    "communication rows": on Ascend they are the profiler's Computing (operator tasks) and
+    Communication (HCCL operators), so that exposed communication is the step table's
+    Communication(Not Overlapped)."""
+    if sets is None:
+        comm_mask = c.cat == cats.code(COMMUNICATION)
+        compute_mask = cats.compute_codes()[c.cat]
+    else:
+        comm_mask = sets[1][c.rows]
+        compute_mask = sets[0][c.rows] & ~comm_mask
     if not comm_mask.any():  # no communication (one device, most traces): nothing to overlap
         compute = union_length(c.start[compute_mask], c.end[compute_mask])
         return CommOverlap(compute_ns=compute, communication_ns=0, overlap_ns=0,
@@ -154,6 +163,11 @@ def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
         overlap_ns=overlap,
         exposed_communication_ns=metrics.exposed_ns(int(both[1, 1]), overlap),
     )
+
+
+def _ascend_sets(table: ActivityTable, cats: Categorization) -> tuple[np.ndarray, np.ndarray]:
+    """The profiler's Computing and Communication rows (:mod:`parity.trace.ascend_steps`)."""
+    return operator_task_mask(table, cats), communication_op_mask(table, cats)
 
 
 def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> list[KernelStats]:
@@ -190,6 +204,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)
         blocks = find_blocks(table, kernel_rows, busiest.stream, row_steps)
+    ascend = is_ascend(table)
     return RankAnalysis(
         rank=rank,
         window=chosen,
@@ -199,10 +214,10 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
         overlaps=tuple(_overlaps(c, busy, sets, device.streams_at_once_ns)),
-        comm=_comm(c, cats),
+        comm=_comm(c, cats, _ascend_sets(table, cats) if ascend else None),
         top_kernels=tuple(_top_kernels(table, c, cats)),
         blocks=blocks,
-        ascend_steps=tuple(ascend_steps(table, cats)) if is_ascend(table) else (),
+        ascend_steps=tuple(ascend_steps(table, cats)) if ascend else (),
     )
 
 
@@ -241,6 +256,7 @@ def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
             out.append(Finding(code="no-steady-state", severity=Severity.INFO,
                                message=f"rank {r.rank}: no step markers or repeating kernels; the whole span is analysed",
                                hint="choose the steady state with --steps A-B or --window START_US:END_US"))
+        out.extend(_exposed_against_step_table(r))
         for s in r.ascend_steps:
             dev = s.max_deviation_us
             if dev is not None and dev > TOLERANCE_US:
@@ -248,6 +264,28 @@ def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
                                    message=f"rank {r.rank} step {s.step}: rebuilt figures differ from step_trace_time.csv by {dev:.3f} us",
                                    hint="report this trace: the Ascend step rules do not match this profiler version"))
     return out
+
+
+def _exposed_against_step_table(r: RankAnalysis) -> list[Finding]:
+    """A finding when the window is whole steps and its exposed communication differs from the
+    sum of the profiler's Communication(Not Overlapped) over those steps by more than
+    :data:`TOLERANCE_US` per step."""
+    if r.window.steps is None:
+        return []
+    first, last = r.window.steps
+    steps = [s for s in r.ascend_steps if first <= s.step <= last]
+    reference = [s.reference.get("communication_not_overlapped_us") for s in steps if s.reference]
+    if not steps or len(reference) != len(steps) or None in reference:
+        return []
+    ours_us = r.comm.exposed_communication_ns / 1e3
+    theirs_us = float(sum(reference))
+    if abs(ours_us - theirs_us) <= TOLERANCE_US * len(steps):
+        return []
+    return [Finding(code="exposed-communication-mismatch", severity=Severity.WARNING,
+                    message=f"rank {r.rank}: exposed communication {ours_us:,.3f} us differs from the profiler's "
+                            f"Communication(Not Overlapped) {theirs_us:,.3f} us over steps {first}-{last}",
+                    hint="the profiler's step table and parity's categories disagree on what is compute or "
+                         "communication; check the top kernels' categories or pass --rules FILE")]
 
 
 def analyze(

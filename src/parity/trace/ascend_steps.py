@@ -76,13 +76,14 @@ class AscendStep:
 
 
 def _is_hccl(table: ActivityTable) -> np.ndarray:
-    """Rows a reader marked as HCCL operators (``accelerator_core`` or ``task_type`` "HCCL")."""
-    out = np.zeros(len(table), dtype=bool)
-    for column in ("accelerator_core", "task_type"):
+    """Rows a reader marked as HCCL operators: ``task_type`` "HCCL" where the reader records
+    task types (a task carrying a collective has core "HCCL" but is not the operator), else
+    ``accelerator_core`` "HCCL"."""
+    for column in ("task_type", "accelerator_core"):
         values = table.extra.get(column)
         if values is not None:
-            out |= np.asarray(values, dtype=object) == "HCCL"
-    return out
+            return np.asarray(values, dtype=object) == "HCCL"
+    return np.zeros(len(table), dtype=bool)
 
 
 def communication_op_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
