@@ -31,7 +31,7 @@ from parity.trace.results import (
     StreamStats,
     TraceAnalysis,
 )
-from parity.trace.table import ActivityTable, KindCode
+from parity.trace.table import UNKNOWN_CORE, ActivityTable, KindCode
 from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
@@ -266,6 +266,27 @@ def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
     return out
 
 
+def _unknown_core_findings(table: ActivityTable, rank: int) -> list[Finding]:
+    """A finding when some device rows' accelerator core is unknown (``N/A``: Ascend profiler
+    level 0), so their category was decided by name alone: how many, and their share of the
+    operators' summed time (Σ duration of those rows / Σ duration of the rows with a core other
+    than HCCL)."""
+    cores = table.extra.get("accelerator_core")
+    if cores is None:
+        return []
+    cores = np.asarray(cores, dtype=object)
+    operators = table.device_mask() & np.array([isinstance(c, str) and c not in ("", "HCCL") for c in cores], dtype=bool)
+    unknown = operators & (cores == UNKNOWN_CORE)
+    if not unknown.any():
+        return []
+    share = float(table.duration_ns[unknown].sum()) / float(max(table.duration_ns[operators].sum(), 1))
+    return [Finding(code="core-type-unavailable", severity=Severity.WARNING,
+                    message=f"rank {rank}: the accelerator core of {int(unknown.sum())} kernels ({share:.0%} of "
+                            "summed operator time) was not recorded (Accelerator Core N/A); their categories "
+                            "come from their names",
+                    hint="profile with profiler level 1 or higher so kernel_details.csv records the core")]
+
+
 def _exposed_against_step_table(r: RankAnalysis) -> list[Finding]:
     """A finding when the window is whole steps and its exposed communication differs from the
     sum of the profiler's Communication(Not Overlapped) over those steps by more than
@@ -309,14 +330,16 @@ def analyze(
         raise ParityError(f"{source} has no device activity (kernels, copies or sets) to analyse; "
                           "profile with the device activities enabled")
     cats = categorize(table, rules)
-    results = [analyze_rank(sub, sub_cats, r, window=window, steps=steps)
-               for r, sub, sub_cats in _split_ranks(table, cats, progress)]
+    results, guessed = [], []
+    for r, sub, sub_cats in _split_ranks(table, cats, progress):
+        results.append(analyze_rank(sub, sub_cats, r, window=window, steps=steps))
+        guessed.extend(_unknown_core_findings(sub, r))
     return TraceAnalysis(
         source=str(table.meta.get("source", "")),
         format=str(table.meta.get("format", "")),
         rules=rules.source,
         ranks=tuple(results),
         spread=rank_spread(results),
-        findings=tuple(_findings(results)),
+        findings=tuple(_findings(results) + guessed),
         warnings=tuple(str(w) for w in table.meta.get("warnings", []) or []),
     )

@@ -51,7 +51,6 @@ UNMATCHED = "unmatched"
 NOT_DEVICE = "host"  # host rows (runtime calls, CPU ops, markers): never counted as device time
 STANDARD_CATEGORIES = (COMMUNICATION, ATTENTION, MATRIX, VECTOR, MEMORY, OTHER, UNMATCHED)
 COMPUTE_EXCLUDED = (COMMUNICATION, MEMORY)  # "compute" = device work in neither of these
-UNKNOWN_CORE = "N/A"  # an accelerator core the profiler did not record
 
 _KIND_NAMES = {k.name.lower(): k for k in Kind}
 _ON_DEVICE = frozenset(k for k in Kind if k.on_device)

@@ -20,7 +20,9 @@ Its processes are told apart by their ``process_name`` metadata:
 
 ``kernel_details.csv`` is joined to the task rows by name and start time: its ``Accelerator
 Core`` (AI_CORE, AI_VECTOR_CORE, MIX_AIV, ...) wins over the trace's ``Task Type`` in the
-``accelerator_core`` column, and its ``Step Id`` sets the row's step. ``step_trace_time.csv``
+``accelerator_core`` column, and its ``Step Id`` sets the row's step. Where it says ``N/A``
+(profiler level 0) and the Task Type is ``AI_CORE``, which the trace gives Cube and Vector
+kernels alike, the core is ``N/A``: unknown, so names decide the category. ``step_trace_time.csv``
 rows go to ``meta["step_trace"]`` as dicts of floats (µs) keyed by the CSV header.
 
 Bad input: as for Kineto JSON (see :mod:`.kineto`); a ``kernel_details.csv`` row that matches
@@ -48,7 +50,7 @@ from parity.trace.readers.columns import (
     times_to_ns,
 )
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
+from parity.trace.table import NO_ID, UNKNOWN_CORE, ActivityTable, Kind, KindCode
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
@@ -307,8 +309,10 @@ def _join_kernel_details(table: ActivityTable, path: Path, warnings: list) -> Ac
                 unmatched += 1
                 continue
             core = (record.get("Accelerator Core") or "").strip()
-            if core and core != "N/A":
+            if core and core != UNKNOWN_CORE:
                 cores[row] = core
+            elif core == UNKNOWN_CORE and cores[row] == "AI_CORE":
+                cores[row] = UNKNOWN_CORE  # Task Type AI_CORE is any AI-core kernel, Cube or Vector
             step_id = (record.get("Step Id") or "").strip()
             if step_id.isdigit():
                 step[row] = int(step_id)
