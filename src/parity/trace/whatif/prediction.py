@@ -174,7 +174,7 @@ AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to di
 
 
 def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
-    out = _disagreement(fo, bd, rp)
+    out = disagreement(fo, bd, rp)
     if fo and bd and not (bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9):
         out.append(f"first-order speedup {fo.speedup:.3f} lies outside the bounds "
                    f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
@@ -186,7 +186,7 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> li
     return out
 
 
-def _disagreement(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
+def disagreement(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
     """Which assumption separates the first order from the replay when their speedups differ
     by more than :data:`AGREEMENT` (relative): the first order counts only the scaled time on
     the busiest lane (``T_c``) and holds overlap fixed; the replay moves every activity along
