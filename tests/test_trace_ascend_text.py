@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ascend_folder import KERNEL_DETAILS, write_rank
+import pytest
+from ascend_folder import KERNEL_DETAILS, OVERLAP, STEP_TRACE, TASKS, write_rank
 
+from parity.model.errors import ParityError
 from parity.trace import analyze, load_trace
 from parity.trace.categories import categorize
 
@@ -35,3 +37,72 @@ def test_a_recorded_core_wins_and_no_core_finding(tmp_path: Path) -> None:
     assert not [f for f in result.findings if f.code == "core-type-unavailable"]
     step = result.first.ascend_steps[0]
     assert (step.computing_us, step.communication_us, step.free_us, step.max_deviation_us) == (300.0, 150.0, 50.0, 0.0)
+
+
+OTHER_TASKS = [(name, stream, start, end, "Other" if task_type == "AI_CORE" else task_type)
+               for name, stream, start, end, task_type in TASKS]
+OLD_DETAILS = [(name, "", start, duration) for name, _, start, duration in KERNEL_DETAILS]  # no core column
+
+
+def test_an_older_timeline_typing_every_ai_core_task_other(tmp_path: Path) -> None:
+    """Older CANN: AI-core tasks have Task Type Other and kernel_details.csv records no core;
+    Computing is still every operator, and the profiler's Overlap Analysis lanes agree."""
+    rank = write_rank(tmp_path, tasks=OTHER_TASKS, kernel_details=OLD_DETAILS, overlap=OVERLAP)
+    table = load_trace(rank)
+    result = analyze(table)
+    step = result.first.ascend_steps[0]
+    assert (step.computing_us, step.free_us) == (300.0, 50.0)
+    assert step.lanes == {"computing_us": 300.0, "communication_us": 150.0,
+                          "communication_not_overlapped_us": 150.0, "free_us": 50.0}
+    assert step.lanes_deviation_us == 0.0
+    assert not [f for f in result.findings if f.code in ("overlap-analysis-mismatch", "step-trace-mismatch")]
+    assert categories_by_name(table)["LayerNorm"] == "vector"  # core unknown: the name decides
+
+
+def test_figures_unlike_the_overlap_analysis_lanes_are_a_finding(tmp_path: Path) -> None:
+    wrong = [("Computing", 100, 250), *OVERLAP[1:]]  # the profiler says Computing 150 us
+    result = analyze(load_trace(write_rank(tmp_path, tasks=OTHER_TASKS, kernel_details=None, step_trace=None,
+                                           overlap=wrong)))
+    step = result.first.ascend_steps[0]
+    assert step.computing_us == 300.0  # without kernel_details, Other-typed kernels are operators
+    found = [f for f in result.findings if f.code == "overlap-analysis-mismatch"]
+    assert len(found) == 1 and "150.000 us" in found[0].message
+
+
+def test_a_standalone_timeline_is_read_under_any_name(tmp_path: Path) -> None:
+    rank = write_rank(tmp_path, overlap=OVERLAP)
+    copy = tmp_path / "npu_rank0_timeline.json"
+    copy.write_bytes((rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_bytes())
+    table = load_trace(copy)
+    assert table.meta["format"] == "ascend-text" and table.meta["step_trace"] == []
+    assert analyze(table).first.ascend_steps[0].lanes_deviation_us == 0.0
+
+
+def test_a_rank_folder_without_a_timeline_says_what_is_missing_and_shows_the_step_table(tmp_path: Path) -> None:
+    rank = write_rank(tmp_path, timeline=False)
+    for path in (rank, rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"):
+        with pytest.raises(ParityError) as info:
+            load_trace(path)
+        message = str(info.value)
+        assert "\n" not in message and "no ASCEND_PROFILER_OUTPUT/trace_view.json" in message
+        assert "it has kernel_details.csv, step_trace_time.csv" in message
+        assert "the profiler's own step_trace_time.csv figures (us): step 1: Computing 300.000" in message
+        assert "Free 50.000" in message
+
+
+def test_a_kernel_table_cut_mid_row_is_a_counted_warning(tmp_path: Path) -> None:
+    rank = write_rank(tmp_path)
+    details = rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    text = details.read_text()
+    details.write_text(text[: text.rindex(",")])  # the last row loses its duration
+    table = load_trace(rank)
+    assert "1 of 2 rows of kernel_details.csv are cut short" in " ".join(table.meta["warnings"])
+    assert categories_by_name(table)["LayerNorm"] == "vector"  # unknown core: the name decides
+
+
+def test_a_step_table_lacking_a_column_is_a_counted_warning(tmp_path: Path) -> None:
+    partial = {k: v for k, v in STEP_TRACE.items() if k != "Free"}
+    table = load_trace(write_rank(tmp_path, step_trace=partial))
+    assert "step_trace_time.csv has no Free column" in " ".join(table.meta["warnings"])
+    step = analyze(table).first.ascend_steps[0]
+    assert "free_us" not in step.reference and step.max_deviation_us == 0.0

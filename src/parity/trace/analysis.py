@@ -258,6 +258,13 @@ def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
                                hint="choose the steady state with --steps A-B or --window START_US:END_US"))
         out.extend(_exposed_against_step_table(r))
         for s in r.ascend_steps:
+            lanes = s.lanes_deviation_us
+            if lanes is not None and lanes > TOLERANCE_US:
+                out.append(Finding(code="overlap-analysis-mismatch", severity=Severity.WARNING,
+                                   message=f"rank {r.rank} step {s.step}: rebuilt figures differ from the timeline's "
+                                           f"Overlap Analysis lanes by {lanes:.3f} us",
+                                   hint="the task types of this timeline may not be the ones parity knows "
+                                        "(older CANN release); compare the lanes with the step table"))
             dev = s.max_deviation_us
             if dev is not None and dev > TOLERANCE_US:
                 out.append(Finding(code="step-trace-mismatch", severity=Severity.ERROR,

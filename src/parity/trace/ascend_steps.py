@@ -43,6 +43,7 @@ COMPUTE_TASK_TYPES = frozenset({
     "AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE", "KERNEL_AICORE",
     "KERNEL_AIVEC", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV", "KERNEL_AICPU", "STARS_COMMON",
 })  # fmt: skip
+VAGUE_TASK_TYPES = frozenset({None, "", "Other", "OTHER"})  # task types that name no unit
 TOLERANCE_US = 2.0  # how close the rebuild must be to the profiler's own figures
 
 
@@ -58,6 +59,7 @@ class AscendStep:
     communication_not_overlapped_us: float
     free_us: float
     reference: dict[str, float] | None = None  # step_trace_time.csv's figures, same keys
+    lanes: dict[str, float] | None = None  # the timeline's Overlap Analysis lanes in the step span
 
     @property
     def max_deviation_us(self) -> float | None:
@@ -66,12 +68,21 @@ class AscendStep:
             return None
         return max(abs(getattr(self, k) - v) for k, v in self.reference.items())
 
+    @property
+    def lanes_deviation_us(self) -> float | None:
+        """Largest |ours - Overlap Analysis lane| over the lanes, µs (None without lanes)."""
+        if not self.lanes:
+            return None
+        return max(abs(getattr(self, k) - v) for k, v in self.lanes.items())
+
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in (
             "step", "span_us", "computing_us", "communication_us", "overlapped_us",
             "communication_not_overlapped_us", "free_us")}  # fmt: skip
         out["reference"] = self.reference
         out["max_deviation_us"] = self.max_deviation_us
+        out["overlap_analysis"] = self.lanes
+        out["overlap_analysis_deviation_us"] = self.lanes_deviation_us
         return out
 
 
@@ -98,7 +109,8 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     """Rows that Ascend counts as Computing: operator tasks that are not communication.
 
     Operator tasks are, when the reader records ``task_type``: rows with an ``accelerator_core``
-    or a compute task type, except rows named after their own task type (the profiler has no
+    or a compute task type, or with a task type that names no unit (``Other`` in older
+    releases) and a name that is no runtime task's, except rows named after their own task type (the profiler has no
     operator for them: kernel_details.csv / COMPUTE_TASK_INFO do not list them); else rows with
     an ``accelerator_core``; else kernels not named like runtime tasks. Tasks on a stream that
     carries HCCL operators belong to the collective (its own AI-core tasks included) and are
@@ -111,14 +123,17 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     cores = table.extra.get("accelerator_core")
     has_core = (np.array([isinstance(c, str) and c != "" for c in cores], dtype=bool)
                 if cores is not None else np.zeros(len(table), dtype=bool))
+    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
     if types is not None:
         types = np.asarray(types, dtype=object)
         # a task the profiler has no operator for is named after its task type (db exports)
         named = np.array(table.names, dtype=object)[table.name_id] != types
-        return mask & named & (has_core | np.isin(types, list(COMPUTE_TASK_TYPES)))
+        # older releases type every AI-core task "Other": such a task is an operator unless it
+        # is named like a runtime task
+        vague = np.array([t in VAGUE_TASK_TYPES for t in types.tolist()], dtype=bool) & ~np.isin(table.name_id, runtime_ids)
+        return mask & named & (has_core | np.isin(types, list(COMPUTE_TASK_TYPES)) | vague)
     if has_core[mask].any():
         return mask & has_core
-    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
     return mask & ~np.isin(table.name_id, runtime_ids)
 
 
@@ -152,9 +167,32 @@ def reference_steps(meta: dict) -> dict[int, dict[str, float]]:
     return out
 
 
-def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None) -> AscendStep:
+_LANE_KEYS = {
+    "Computing": "computing_us",
+    "Communication": "communication_us",
+    "Communication(Not Overlapped)": "communication_not_overlapped_us",
+    "Free": "free_us",
+}
+
+
+def lane_figures(lanes: dict | None, start_ns: int, end_ns: int) -> dict[str, float] | None:
+    """The profiler's Overlap Analysis lanes (``meta["overlap_analysis"]``: lane -> ``[start_ns,
+    end_ns]`` pairs) over one step's span: per lane, the length of its union inside
+    ``[start_ns, end_ns)`` in µs, keyed like :class:`AscendStep`'s figures; None without lanes."""
+    if not lanes:
+        return None
+    out = {}
+    for lane, key in _LANE_KEYS.items():
+        pairs = np.asarray(lanes.get(lane) or [], dtype=np.int64).reshape(-1, 2)
+        s, e = merge_intervals(np.clip(pairs[:, 0], start_ns, end_ns), np.clip(pairs[:, 1], start_ns, end_ns))
+        out[key] = int(np.sum(e - s)) / 1e3
+    return out
+
+
+def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None, lanes: dict | None = None) -> AscendStep:
     both_s, both_e = merge_intervals(np.concatenate([comp[0], comm[0]]), np.concatenate([comp[1], comm[1]]))
     span = int(both_e.max() - both_s.min()) if len(both_s) else 0
+    in_lanes = lane_figures(lanes, int(both_s.min()), int(both_e.max())) if len(both_s) else None
     computing = int(np.sum(comp[1] - comp[0]))
     communication = int(np.sum(comm[1] - comm[0]))
     overlapped = overlap_ns(comp, comm)
@@ -168,6 +206,7 @@ def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None) -
         communication_not_overlapped_us=(communication - overlapped) / 1e3,
         free_us=free / 1e3,
         reference=reference,
+        lanes=in_lanes,
     )
 
 
@@ -185,7 +224,8 @@ def ascend_steps(table: ActivityTable, cats: Categorization) -> list[AscendStep]
         here = row_steps == step
         comp_pair = merge_intervals(table.start_ns[compute & here], table.end_ns[compute & here])
         comm_pair = merge_intervals(table.start_ns[comm & here], table.end_ns[comm & here])
-        out.append(_step_figures(int(step), comp_pair, comm_pair, references.get(int(step))))
+        out.append(_step_figures(int(step), comp_pair, comm_pair, references.get(int(step)),
+                                 table.meta.get("overlap_analysis")))
     return out
 
 
