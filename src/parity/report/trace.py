@@ -32,9 +32,11 @@ def _pct(x: float) -> str:
 
 def window_line(rank: RankAnalysis) -> Text:
     w = rank.window
+    offset = (w.start_ns - rank.trace_start_ns) / 1e3
     return Text.assemble(
         ("window ", "bold"),
-        f"{w.start_ns / 1e3:,.3f} .. {w.end_ns / 1e3:,.3f} us ({format_us(w.length_ns / 1e3)}), ",
+        f"{w.start_ns / 1e3:,.3f} .. {w.end_ns / 1e3:,.3f} us ({format_us(w.length_ns / 1e3)}, "
+        f"from {format_us(offset)} after the trace start), ",
         (w.source, "cyan"),
         f": {w.detail}",
     )
@@ -82,7 +84,8 @@ def categories_table(rank: RankAnalysis) -> Table:
 
 
 def kernels_table(rank: RankAnalysis, limit: int = 10) -> Table:
-    table = Table(title=f"rank {rank.rank}: top kernels", title_justify="left")
+    shown = min(limit, len(rank.kernels))
+    table = Table(title=f"rank {rank.rank}: top {shown} of {len(rank.kernels):,} kernels", title_justify="left")
     for col in ("kernel", "category", "count", "total", "mean", "share"):
         table.add_column(col, justify="left" if col in ("kernel", "category") else "right")
     for k in rank.top_kernels[:limit]:

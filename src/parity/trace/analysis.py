@@ -36,7 +36,6 @@ from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
 
-TOP_KERNELS = 50
 MAX_OVERLAP_STREAMS = 16  # pairwise overlap among the busiest streams only (S² pairs)
 UNMATCHED_WARN_FRACTION = 0.10
 
@@ -66,7 +65,7 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
     n_streams, n_cats = len(c.stream_keys), len(cats.labels)
     sets, busy = grouped_sets(c.stream_code, c.start, c.end, n_streams)
     by_cat = grouped_union_lengths(c.stream_code * n_cats + c.cat, c.start, c.end, n_streams * n_cats)
-    by_cat = by_cat.reshape(n_streams, n_cats)
+    by_cat = exclusive_categories(c, by_cat.reshape(n_streams, n_cats), busy)
     counts = np.bincount(c.stream_code, minlength=n_streams)
     w = c.window.length_ns
     out = []
@@ -84,6 +83,30 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
             categories={cats.labels[k]: int(by_cat[i, k]) for k in np.flatnonzero(by_cat[i])},
         ))
     return out, busy, sets
+
+
+def exclusive_categories(c: _Clipped, by_cat: np.ndarray, busy: np.ndarray) -> np.ndarray:
+    """Per stream and category, time that is the category's alone on its stream, so a stream's
+    category times sum to its busy time: where activities of two categories overlap on one
+    stream (an Ascend collective beside its own tasks), the instant counts for the category
+    first in ``labels`` order (communication, attention, matrix, vector, memory, other, ...).
+
+    ``by_cat[s, k]`` is the union of category ``k`` on stream ``s``; only streams whose row
+    sums exceed their busy time are recomputed: ``excl[s, k] = |∪_{j<=k} C_j| - |∪_{j<k} C_j|``.
+    """
+    over = np.flatnonzero(by_cat.sum(axis=1) > busy)
+    if not len(over):
+        return by_cat
+    out = by_cat.copy()
+    rows = np.isin(c.stream_code, over)
+    code, cat, start, end = c.stream_code[rows], c.cat[rows], c.start[rows], c.end[rows]
+    previous = np.zeros(len(busy), dtype=np.int64)
+    for k in range(by_cat.shape[1]):
+        upto = cat <= k
+        cumulative = grouped_union_lengths(code[upto], start[upto], end[upto], len(busy)).astype(np.int64)
+        out[over, k] = (cumulative - previous)[over]
+        previous = cumulative
+    return out
 
 
 def _device(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> DeviceStats:
@@ -170,7 +193,7 @@ def _ascend_sets(table: ActivityTable, cats: Categorization) -> tuple[np.ndarray
     return operator_task_mask(table, cats), communication_op_mask(table, cats)
 
 
-def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> list[KernelStats]:
+def _kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> list[KernelStats]:
     ids = table.name_id[c.rows]
     total = np.bincount(ids, weights=c.end - c.start, minlength=len(table.names))
     count = np.bincount(ids, minlength=len(table.names))
@@ -178,7 +201,7 @@ def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> lis
     first_row[ids[::-1]] = c.rows[::-1]
     grand = float(total.sum())
     out = []
-    for i in np.argsort(-total, kind="stable")[:TOP_KERNELS]:
+    for i in np.argsort(-total, kind="stable"):
         if count[i] == 0:
             break
         out.append(KernelStats(
@@ -215,9 +238,10 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         categories=tuple(_categories(c, cats, device.busy_ns)),
         overlaps=tuple(_overlaps(c, busy, sets, device.streams_at_once_ns)),
         comm=_comm(c, cats, _ascend_sets(table, cats) if ascend else None),
-        top_kernels=tuple(_top_kernels(table, c, cats)),
+        kernels=tuple(_kernels(table, c, cats)),
         blocks=blocks,
         ascend_steps=tuple(ascend_steps(table, cats)) if ascend else (),
+        trace_start_ns=int(table.start_ns.min()) if len(table) else 0,
     )
 
 

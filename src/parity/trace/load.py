@@ -10,6 +10,7 @@ stacked into one table with the ``rank`` column set from each file (Kineto
 Choices on bad input (each documented again in the reader that makes it):
     - unreadable, truncated or corrupt file, empty trace: :class:`ParityError` naming the file;
     - two files claiming the same rank: ParityError naming both (a mixed folder, e.g. two runs);
+    - files of different profilers (Kineto with Nsight, ...): ParityError naming them;
     - device activities overlapping on one stream: kept, and a counted warning in
       ``meta["warnings"]`` (busy time is a union, so overlap never counts twice).
 
@@ -121,10 +122,23 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) or 1
 
 
+_FAMILY = {"kineto": "PyTorch (Kineto)", "chrome": "PyTorch (Kineto)", "ascend-text": "Ascend",
+           "ascend-db": "Ascend", "nsys": "Nsight Systems"}
+
+
 def _check_ranks(tables: list[ActivityTable]) -> None:
-    """Two inputs claiming one rank mean mixed runs or a copied file: refuse to merge them."""
+    """Files of different profilers cannot be ranks of one job, and two inputs claiming one
+    rank mean mixed runs or a copied file: refuse to merge them."""
     if len(tables) < 2:
         return
+    families = {}
+    for table in tables:
+        fmt = str(table.meta.get("format"))
+        families.setdefault(_FAMILY.get(fmt, fmt), table.meta.get("source"))
+    if len(families) > 1:
+        named = ", ".join(f"{family} ({source})" for family, source in families.items())
+        raise ParityError(f"traces of different profilers cannot be ranks of one job: {named}; "
+                          "pass the files of one run, one per rank")
     seen: dict[int, ActivityTable] = {}
     for table in tables:
         for rank in table.meta.get("ranks", [0]):
