@@ -49,7 +49,6 @@ from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
     DECODER,
     EXACT_DECODER,
-    ScanState,
     scan_events,
     scan_stream,
     scan_text,
@@ -61,6 +60,7 @@ from parity.trace.readers.kineto_rows import (
     int_or,
     on_stream,
 )
+from parity.trace.readers.lanes import ScanState
 from parity.trace.table import ActivityTable, Kind, KindCode
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
