@@ -106,3 +106,15 @@ def test_a_step_table_lacking_a_column_is_a_counted_warning(tmp_path: Path) -> N
     assert "step_trace_time.csv has no Free column" in " ".join(table.meta["warnings"])
     step = analyze(table).first.ascend_steps[0]
     assert "free_us" not in step.reference and step.max_deviation_us == 0.0
+
+
+def test_pipeline_figures_hand_computed(tmp_path: Path) -> None:
+    """Add a receive [700, 800] on stream 4: span [100, 800] = 700 us, bubble 100, stage 600,
+    not overlapped excluding the receive 150 (the all-reduce), preparing 100 (marker at 0)."""
+    tasks = [*TASKS, ("Notify Wait", 4, 700, 800, "Notify Wait")]
+    ops = [("hcom_allReduce__1_0_1", 450, 600), ("hcom_receive__2_0_1", 700, 800)]
+    step = analyze(load_trace(write_rank(tmp_path, tasks=tasks, ops=ops, step_trace=None))).first.ascend_steps[0]
+    assert (step.span_us, step.communication_us, step.communication_not_overlapped_us) == (700.0, 250.0, 250.0)
+    assert (step.bubble_us, step.stage_us) == (100.0, 600.0)
+    assert step.communication_not_overlapped_exclude_receive_us == 150.0
+    assert step.preparing_us == 100.0

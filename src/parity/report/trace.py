@@ -113,6 +113,27 @@ def ascend_table(rank: RankAnalysis) -> Table:
     return table
 
 
+def pipeline_table(rank: RankAnalysis) -> Table:
+    """Stage, Bubble, not overlapped excluding receives and Preparing per step, beside the
+    profiler's own figures."""
+    table = Table(title=f"rank {rank.rank}: Ascend pipeline figures (us; profiler's own in brackets)",
+                  title_justify="left")
+    for col in ("step", "stage", "bubble", "not overlapped, excl. receive", "preparing"):
+        table.add_column(col, justify="right")
+    for s in rank.ascend_steps:
+        ref = s.reference or {}
+
+        def cell(key: str, value: float | None) -> str:
+            text = "-" if value is None else f"{value:,.3f}"
+            return text + (f" [{ref[key]:,.3f}]" if key in ref else "")
+
+        table.add_row(str(s.step), cell("stage_us", s.stage_us), cell("bubble_us", s.bubble_us),
+                      cell("communication_not_overlapped_exclude_receive_us",
+                           s.communication_not_overlapped_exclude_receive_us),
+                      cell("preparing_us", s.preparing_us))
+    return table
+
+
 def blocks_line(rank: RankAnalysis) -> Text | None:
     b = rank.blocks
     if b is None:
@@ -132,7 +153,7 @@ def render_analysis(result: TraceAnalysis, *, all_ranks: bool = False) -> Render
     for rank in shown:
         parts += [window_line(rank), streams_table(rank), device_table(rank), categories_table(rank), kernels_table(rank)]
         if rank.ascend_steps:
-            parts.append(ascend_table(rank))
+            parts += [ascend_table(rank), pipeline_table(rank)]
         line = blocks_line(rank)
         if line is not None:
             parts.append(line)

@@ -32,7 +32,8 @@ from parity.trace.categories import COMMUNICATION, Categorization
 from parity.trace.intervals import merge_intervals
 from parity.trace.metrics import free_ns, overlap_ns
 from parity.trace.table import ActivityTable, KindCode
-from parity.trace.window import device_steps
+from parity.trace.tokens import name_tokens
+from parity.trace.window import device_steps, step_markers
 
 RUNTIME_TASK_NAMES = frozenset({
     "EVENT_RECORD", "EVENT_WAIT", "MEMCPY_ASYNC", "PROFILING_ENABLE", "PROFILING_DISABLE",
@@ -58,6 +59,10 @@ class AscendStep:
     overlapped_us: float
     communication_not_overlapped_us: float
     free_us: float
+    stage_us: float = 0.0
+    bubble_us: float = 0.0
+    communication_not_overlapped_exclude_receive_us: float = 0.0
+    preparing_us: float | None = None  # None without a step marker
     reference: dict[str, float] | None = None  # step_trace_time.csv's figures, same keys
     lanes: dict[str, float] | None = None  # the timeline's Overlap Analysis lanes in the step span
 
@@ -66,7 +71,7 @@ class AscendStep:
         """Largest |ours - profiler's| over the compared figures, µs (None without reference)."""
         if not self.reference:
             return None
-        return max(abs(getattr(self, k) - v) for k, v in self.reference.items())
+        return max(abs(getattr(self, k) - v) for k, v in self.reference.items() if getattr(self, k) is not None)
 
     @property
     def lanes_deviation_us(self) -> float | None:
@@ -78,7 +83,8 @@ class AscendStep:
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in (
             "step", "span_us", "computing_us", "communication_us", "overlapped_us",
-            "communication_not_overlapped_us", "free_us")}  # fmt: skip
+            "communication_not_overlapped_us", "free_us", "stage_us", "bubble_us",
+            "communication_not_overlapped_exclude_receive_us", "preparing_us")}  # fmt: skip
         out["reference"] = self.reference
         out["max_deviation_us"] = self.max_deviation_us
         out["overlap_analysis"] = self.lanes
@@ -144,6 +150,11 @@ _REFERENCE_KEYS = {
     "overlapped": "overlapped_us",
     "communication": "communication_us",
     "free": "free_us",
+    "stage": "stage_us",
+    "bubble": "bubble_us",
+    "communication(not overlapped and exclude receive)": "communication_not_overlapped_exclude_receive_us",
+    "communication_not_overlapped_and_exclude_receive": "communication_not_overlapped_exclude_receive_us",
+    "preparing": "preparing_us",
 }
 
 
@@ -189,7 +200,32 @@ def lane_figures(lanes: dict | None, start_ns: int, end_ns: int) -> dict[str, fl
     return out
 
 
-def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None, lanes: dict | None = None) -> AscendStep:
+def pipeline_figures(comp: tuple, comm_send: tuple, receive: tuple, span_ns: int, first_ns: int,
+                     step_start_ns: int | None) -> dict[str, float | None]:
+    """The pipeline-parallel figures of one step (msprof-analyze's definitions), µs:
+
+    - ``bubble = |R|``, the union of the step's receive operators (HCCL ``receive``/``recv``);
+    - ``stage = span - bubble``: the step's span (first start to last end of Computing and
+      Communication) without the time spent receiving;
+    - ``communication_not_overlapped_exclude_receive = |C' - K|``, ``C'`` the union of the
+      communication operators other than receives, ``K`` Computing;
+    - ``preparing = first - step_start``: from the step's start (its host ``ProfilerStep``
+      marker) to its first compute or communication operator; None without a marker.
+
+    ``comp``, ``comm_send`` and ``receive`` are merged ``(starts, ends)`` pairs.
+    """
+    bubble = int(np.sum(receive[1] - receive[0]))
+    sent = int(np.sum(comm_send[1] - comm_send[0]))
+    return {
+        "stage_us": (span_ns - bubble) / 1e3,
+        "bubble_us": bubble / 1e3,
+        "communication_not_overlapped_exclude_receive_us": (sent - overlap_ns(comp, comm_send)) / 1e3,
+        "preparing_us": (first_ns - step_start_ns) / 1e3 if step_start_ns is not None else None,
+    }
+
+
+def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None, lanes: dict | None = None,
+                  pipeline: dict | None = None) -> AscendStep:
     both_s, both_e = merge_intervals(np.concatenate([comp[0], comm[0]]), np.concatenate([comp[1], comm[1]]))
     span = int(both_e.max() - both_s.min()) if len(both_s) else 0
     in_lanes = lane_figures(lanes, int(both_s.min()), int(both_e.max())) if len(both_s) else None
@@ -207,6 +243,7 @@ def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None, l
         free_us=free / 1e3,
         reference=reference,
         lanes=in_lanes,
+        **(pipeline or {}),
     )
 
 
@@ -218,15 +255,30 @@ def ascend_steps(table: ActivityTable, cats: Categorization) -> list[AscendStep]
     row_steps = device_steps(table)
     compute = operator_task_mask(table, cats)
     comm = communication_op_mask(table, cats)
+    receive = comm & receive_mask(table)
     references = reference_steps(table.meta)
+    markers = dict(zip(*[a.tolist() for a in step_markers(table)[:2]]))
     out = []
+
+    def merged(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return merge_intervals(table.start_ns[mask], table.end_ns[mask])
+
     for step in np.unique(row_steps[(compute | comm) & (row_steps >= 0)]).tolist():
         here = row_steps == step
-        comp_pair = merge_intervals(table.start_ns[compute & here], table.end_ns[compute & here])
-        comm_pair = merge_intervals(table.start_ns[comm & here], table.end_ns[comm & here])
+        comp_pair, comm_pair = merged(compute & here), merged(comm & here)
+        ours = (compute | comm) & here
+        first, last = int(table.start_ns[ours].min()), int(table.end_ns[ours].max())
+        pipeline = pipeline_figures(comp_pair, merged(comm & ~receive & here), merged(receive & here),
+                                    last - first, first, markers.get(int(step)))
         out.append(_step_figures(int(step), comp_pair, comm_pair, references.get(int(step)),
-                                 table.meta.get("overlap_analysis")))
+                                 table.meta.get("overlap_analysis"), pipeline))
     return out
+
+
+def receive_mask(table: ActivityTable) -> np.ndarray:
+    """Rows named as receive operators (a ``receive`` or ``recv`` token: ``hcom_receive_..``)."""
+    ids = [i for i, name in enumerate(table.names) if {"receive", "recv"} & set(name_tokens(name))]
+    return np.isin(table.name_id, ids)
 
 
 def is_ascend(table: ActivityTable) -> bool:
