@@ -33,8 +33,9 @@ def _us(value: float) -> str:
     return f"{BASE_US + value:.3f}"
 
 
-def trace_view(*, tasks=TASKS, ops=OPS, overlap=None) -> list[dict]:
-    """The ``trace_view.json`` events: metadata, the step marker, tasks, HCCL ops, and the
+def trace_view(*, tasks=TASKS, ops=OPS, overlap=None, planes=()) -> list[dict]:
+    """The ``trace_view.json`` events: metadata, the step marker, tasks, HCCL ops, HCCL plane
+    tasks (``(task type, start, end, src rank, dst rank, bytes, link type)``), and the
     profiler's Overlap Analysis lanes when ``overlap`` lists ``(lane, start, end)``."""
     events: list[dict] = [
         {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
@@ -50,6 +51,10 @@ def trace_view(*, tasks=TASKS, ops=OPS, overlap=None) -> list[dict]:
                        "args": {"Task Type": task_type}})
     for name, start, end in ops:
         events.append({"ph": "X", "name": name, "pid": 3, "tid": 10, "ts": _us(start), "dur": float(end - start)})
+    for task, start, end, src, dst, size, link in planes:
+        events.append({"ph": "X", "name": task, "pid": 3, "tid": 11, "ts": _us(start), "dur": float(end - start),
+                       "args": {"stream id": 4, "task type": task, "src rank": src, "dst rank": dst,
+                                "size(Byte)": size, "link type": link}})
     if overlap is not None:
         events.append({"ph": "M", "name": "process_name", "pid": 5, "tid": 0, "args": {"name": "Overlap Analysis"}})
         lanes = ["Computing", "Communication", "Communication(Not Overlapped)", "Free"]
@@ -62,15 +67,16 @@ def trace_view(*, tasks=TASKS, ops=OPS, overlap=None) -> list[dict]:
 
 
 def write_rank(folder: Path, *, tasks=TASKS, ops=OPS, kernel_details=KERNEL_DETAILS, step_trace=STEP_TRACE,
-               overlap=None, timeline: bool = True) -> Path:
-    """Write ``folder/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT`` and return the rank folder.
+               overlap=None, planes=(), timeline: bool = True, name: str = "rank0_ascend_pt") -> Path:
+    """Write ``folder/<name>/ASCEND_PROFILER_OUTPUT`` and return the rank folder (the rank
+    number comes from ``name``).
     ``kernel_details`` / ``step_trace`` set to ``None`` leave that file out; ``timeline=False``
     leaves out ``trace_view.json``."""
-    rank = folder / "rank0_ascend_pt"
+    rank = folder / name
     out = rank / "ASCEND_PROFILER_OUTPUT"
     out.mkdir(parents=True)
     if timeline:
-        (out / "trace_view.json").write_text(json.dumps(trace_view(tasks=tasks, ops=ops, overlap=overlap)))
+        (out / "trace_view.json").write_text(json.dumps(trace_view(tasks=tasks, ops=ops, overlap=overlap, planes=planes)))
     if kernel_details is not None:
         with open(out / "kernel_details.csv", "w", newline="") as handle:
             writer = csv.writer(handle)

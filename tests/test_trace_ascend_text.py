@@ -118,3 +118,23 @@ def test_pipeline_figures_hand_computed(tmp_path: Path) -> None:
     assert (step.bubble_us, step.stage_us) == (100.0, 600.0)
     assert step.communication_not_overlapped_exclude_receive_us == 150.0
     assert step.preparing_us == 100.0
+
+
+def test_communication_matrix_hand_computed(tmp_path: Path) -> None:
+    """In the all-reduce [450, 600]: a local copy 0->0 (1 MB, 10 us), a local reduce with an
+    invalid dst (4 B, 2 us) that counts on 0->0, a notify wait (no data) and two copies 0->1
+    over HCCS (2 MB in 20 us + 30 us); a task to local rank 5 (not loaded) is left out."""
+    planes = [("Memcpy", 460, 470, 0, 0, 1_000_000, "ON_CHIP"), ("Reduce_Inline", 470, 472, 0, 4294967295, 4, "ON_CHIP"),
+              ("Notify_Wait", 472, 500, 0, 1, 0, "INVALID_TYPE"), ("Memcpy", 500, 520, 0, 1, 1_000_000, "HCCS"),
+              ("Reduce_Inline", 520, 550, 0, 1, 1_000_000, "HCCS"), ("Memcpy", 550, 560, 0, 5, 1_000_000, "HCCS")]
+    other = [("Memcpy", 500, 510, 1, 0, 1_000_000, "HCCS")]  # rank 1 sends 1 MB to rank 0
+    ranks = [write_rank(tmp_path, planes=planes), write_rank(tmp_path, planes=other, name="rank1_ascend_pt")]
+    result = analyze(load_trace(ranks))
+    links = {(f.op, f.src, f.dst): f for f in result.comm_matrix}
+    assert links[("hcom_allReduce__1_0_1", 1, 0)].bytes == 1_000_000
+    local, remote = links[("hcom_allReduce__1_0_1", 0, 0)], links[("hcom_allReduce__1_0_1", 0, 1)]
+    assert (local.transport, local.bytes, local.time_ns) == ("LOCAL", 1_000_004, 12_000)
+    assert (remote.transport, remote.bytes, remote.time_ns) == ("HCCS", 2_000_000, 50_000)
+    assert remote.bandwidth_gbps == 40.0  # 2e6 B / 50e3 ns
+    assert links[("total", 0, 1)].bytes == links[("allreduce-total", 0, 1)].bytes == 2_000_000
+    assert any("1 HCCL data tasks name ranks" in w for w in result.warnings)

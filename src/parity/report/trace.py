@@ -134,6 +134,18 @@ def pipeline_table(rank: RankAnalysis) -> Table:
     return table
 
 
+def matrix_table(result: TraceAnalysis) -> Table:
+    """Per step and link, every collective of the step together (the ``total`` figures)."""
+    table = Table(title="communication matrix (all collectives of the step, per link)", title_justify="left")
+    for col in ("step", "link", "transport", "bytes", "time", "bandwidth"):
+        table.add_column(col, justify="right")
+    for f in result.comm_matrix:
+        if f.op == "total":
+            table.add_row(str(f.step), f"{f.src} -> {f.dst}", f.transport, f"{f.bytes / 1e6:,.3f} MB",
+                          format_us(f.time_ns / 1e3), f"{f.bandwidth_gbps:,.2f} GB/s")
+    return table
+
+
 def blocks_line(rank: RankAnalysis) -> Text | None:
     b = rank.blocks
     if b is None:
@@ -157,6 +169,8 @@ def render_analysis(result: TraceAnalysis, *, all_ranks: bool = False) -> Render
         line = blocks_line(rank)
         if line is not None:
             parts.append(line)
+    if result.comm_matrix:
+        parts.append(matrix_table(result))
     if result.spread:
         s = result.spread
         parts.append(Text(f"ranks: {len(result.ranks)}; slowest rank {s.slowest_rank} has "

@@ -18,6 +18,7 @@ from parity.model.findings import Finding, Severity
 from parity.trace import metrics
 from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, communication_op_mask, is_ascend, operator_task_mask
 from parity.trace.blocks import find_blocks
+from parity.trace.comm_matrix import communication_matrix
 from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
 from parity.trace.intervals import grouped_sets, grouped_union_lengths, union_length
 from parity.trace.ranks import rank_spread
@@ -365,6 +366,11 @@ def analyze(
     for r, sub, sub_cats in _split_ranks(table, cats, progress):
         results.append(analyze_rank(sub, sub_cats, r, window=window, steps=steps))
         guessed.extend(_unknown_core_findings(sub, r))
+    matrix, left_out = communication_matrix(table) if is_ascend(table) else ([], 0)
+    warnings = [str(w) for w in table.meta.get("warnings", []) or []]
+    if left_out:
+        warnings.append(f"{left_out} HCCL data tasks name ranks of their group beyond the {len(results)} loaded "
+                        "ranks; they are left out of the communication matrix")
     return TraceAnalysis(
         source=str(table.meta.get("source", "")),
         format=str(table.meta.get("format", "")),
@@ -372,5 +378,6 @@ def analyze(
         ranks=tuple(results),
         spread=rank_spread(results),
         findings=tuple(_findings(results) + guessed),
-        warnings=tuple(str(w) for w in table.meta.get("warnings", []) or []),
+        warnings=tuple(warnings),
+        comm_matrix=tuple(matrix),
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from parity.model.findings import Finding
 from parity.trace.ascend_steps import AscendStep
+from parity.trace.comm_matrix import LinkFigure
 from parity.trace.window import Window
 
 
@@ -243,6 +244,7 @@ class TraceAnalysis:
     spread: RankSpread | None
     findings: tuple[Finding, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    comm_matrix: tuple[LinkFigure, ...] = field(default_factory=tuple)  # Ascend HCCL links
 
     @property
     def first(self) -> RankAnalysis:
@@ -267,4 +269,5 @@ class TraceAnalysis:
             "rank_spread": self.spread.to_dict() if self.spread else None,
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
+            "communication_matrix": [f.to_dict() for f in self.comm_matrix],
         }

@@ -10,7 +10,8 @@ Its processes are told apart by their ``process_name`` metadata:
 - ``HCCL``: a ``Group N Communication`` thread holds the collective operations (``hcom_*``):
   they become ``Kind.KERNEL`` rows with ``task_type = "HCCL"`` on the stream their plane
   tasks name (``args["stream id"]``); the ``Plane N`` sub-tasks, which repeat the hardware
-  tasks of that stream, are kept as ``Kind.OTHER``.
+  tasks of that stream, are kept as ``Kind.OTHER``, with ``(src rank, dst rank, size(Byte),
+  link type)`` in the ``link`` column for the communication matrix.
 - ``CANN``: ``AscendCL@...`` API calls, ``Kind.RUNTIME`` (their ``connection_id`` links to
   the tasks they launched).
 - the Python process: ``cpu_op`` rows are ``Kind.CPU_OP``, ``ProfilerStep#N`` is
@@ -65,7 +66,7 @@ _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
-             tid=np.int64)  # fmt: skip
+             tid=np.int64, link=object)  # fmt: skip
 Progress = Callable[[int, int, str], None]
 
 
@@ -139,8 +140,8 @@ def _lanes(events: list) -> dict:
 def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
     """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
     process, thread = lanes["process"], lanes["thread"]
-    kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where = (
-        [] for _ in range(12)
+    kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where, links = (
+        [] for _ in range(13)
     )
     plane_streams: list[tuple[int, int]] = []  # (row, stream id) of HCCL plane tasks
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> [ts, dur] as written
@@ -177,6 +178,7 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         pids.append(_i64(e.get("pid")))
         tids.append(_i64(e.get("tid")))
         where.append(i)
+        links.append(_link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None)
         if plane_stream is not None:
             plane_streams.append((len(kinds) - 1, plane_stream))
     if skipped:
@@ -201,9 +203,25 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         correlation=np.asarray(corrs, np.int64), step=np.full(n, -1, np.int32),
         task_type=np.asarray(types, dtype=object), accelerator_core=np.full(n, None, object),
         sync_type=np.asarray(syncs, dtype=object), pid=np.asarray(pids, np.int64),
-        tid=np.asarray(tids, np.int64),
+        tid=np.asarray(tids, np.int64), link=_object_array(links),
     )  # fmt: skip
     return lanes_ns
+
+
+def _object_array(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _link(args: dict) -> tuple[int, int, int, str] | None:
+    """``(src rank, dst rank, size in bytes, link type)`` of an HCCL plane task, or None when its
+    args do not say (the communication matrix is built from these)."""
+    src, dst, size = args.get("src rank"), args.get("dst rank"), args.get("size(Byte)")
+    if type(src) is not int or type(dst) is not int or type(size) is not int:
+        return None
+    link = args.get("link type")
+    return src, dst, size, link if isinstance(link, str) else ""
 
 
 def _lane_spans(trace: Path, spans: list) -> list[list[int]]:
