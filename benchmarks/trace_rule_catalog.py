@@ -24,7 +24,7 @@ from parity.trace.categories import load_rules
 from parity.trace.tokens import signature_head
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trace_table_digest import trace_units  # noqa: E402 - the one list of shared traces
+from trace_table_digest import trace_units
 
 MAX_NAMES = 12  # names listed per rule; the count gives the rest
 HEAD_CHARS = 90

@@ -46,11 +46,11 @@ def trace_view(*, tasks=TASKS, ops=OPS, overlap=None, planes=()) -> list[dict]:
     ]
     for stream in sorted({t[1] for t in tasks}):
         events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": stream, "args": {"name": f"Stream {stream}"}})
-    for name, stream, start, end, task_type in tasks:
-        events.append({"ph": "X", "name": name, "pid": 2, "tid": stream, "ts": _us(start), "dur": float(end - start),
+    for task, stream, start, end, task_type in tasks:
+        events.append({"ph": "X", "name": task, "pid": 2, "tid": stream, "ts": _us(start), "dur": float(end - start),
                        "args": {"Task Type": task_type}})
-    for name, start, end in ops:
-        events.append({"ph": "X", "name": name, "pid": 3, "tid": 10, "ts": _us(start), "dur": float(end - start)})
+    for op, start, end in ops:
+        events.append({"ph": "X", "name": op, "pid": 3, "tid": 10, "ts": _us(start), "dur": float(end - start)})
     for task, start, end, src, dst, size, link in planes:
         events.append({"ph": "X", "name": task, "pid": 3, "tid": 11, "ts": _us(start), "dur": float(end - start),
                        "args": {"stream id": 4, "task type": task, "src rank": src, "dst rank": dst,
@@ -81,8 +81,8 @@ def write_rank(folder: Path, *, tasks=TASKS, ops=OPS, kernel_details=KERNEL_DETA
         with open(out / "kernel_details.csv", "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["Step Id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)"])
-            for name, core, start, duration in kernel_details:
-                writer.writerow(["1", name, name, core, _us(start) + "\t", duration])
+            for kernel, core, start, duration in kernel_details:
+                writer.writerow(["1", kernel, kernel, core, _us(start) + "\t", duration])
     if step_trace is not None:
         with open(out / "step_trace_time.csv", "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(step_trace))

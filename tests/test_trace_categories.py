@@ -13,7 +13,6 @@ from parity.trace.categories import (
     UNMATCHED,
     categorize,
     default_rules_path,
-    first_match,
     load_rules,
 )
 from parity.trace.table import Kind

@@ -16,10 +16,23 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.trace import metrics
-from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, communication_op_mask, is_ascend, operator_task_mask
+from parity.trace.ascend_steps import (
+    TOLERANCE_US,
+    ascend_steps,
+    communication_op_mask,
+    is_ascend,
+    operator_task_mask,
+)
 from parity.trace.blocks import find_blocks
+from parity.trace.categories import (
+    COMMUNICATION,
+    UNMATCHED,
+    Categorization,
+    Rules,
+    categorize,
+    load_rules,
+)
 from parity.trace.comm_matrix import communication_matrix
-from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
 from parity.trace.intervals import grouped_sets, grouped_union_lengths, union_length
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (

@@ -45,8 +45,13 @@ _TRACE_FILE = re.compile(r"\.(json|json\.gz|gz|sqlite|sqlite3|db)$", re.IGNORECA
 _NOT_RANKS = {"analysis.db"}
 
 
-def load_trace(paths: str | Path | list, *, progress: Progress | None = None) -> ActivityTable:
-    """Read every trace in ``paths`` (see the module docstring) into one table."""
+def load_trace(paths: str | Path | list, *, progress: Progress | None = None,
+               workers: int | None = None) -> ActivityTable:
+    """Read every trace in ``paths`` (see the module docstring) into one table.
+
+    ``workers``: processes that parse one Kineto JSON file (1: this process only; None: by
+    the file's size, see :func:`parity.trace.readers.parallel.default_workers`); the table is
+    the same for every value, and no process outlives the call."""
     items = [Path(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
     if not items:
         raise ParityError("no trace paths given; pass a trace file or folder")
@@ -61,7 +66,7 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None) ->
             if progress is not None:
                 progress(offset + min(now, size), total, label)
 
-        table = read_one(unit, progress=report)
+        table = read_one(unit, progress=report, workers=workers)
         warning = stream_overlap_warning(table)
         if warning:
             table.meta["warnings"].append(warning)
@@ -77,7 +82,7 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None) ->
     return _stack(tables)
 
 
-def read_one(path: Path, *, progress: Progress | None = None) -> ActivityTable:
+def read_one(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """One rank's trace, in whichever format :func:`detect` finds."""
     fmt = detect(path)
     if fmt == "ascend-text":
@@ -89,7 +94,7 @@ def read_one(path: Path, *, progress: Progress | None = None) -> ActivityTable:
         return read_ascend_db(path, progress=progress)
     if fmt == "nsys":
         return read_nsys(path, progress=progress)
-    return read_kineto(path, progress=progress)
+    return read_kineto(path, progress=progress, workers=workers)
 
 
 def _expand(path: Path) -> list[Path]:

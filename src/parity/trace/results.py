@@ -14,7 +14,6 @@ from parity.trace.ascend_steps import AscendStep
 from parity.trace.comm_matrix import LinkFigure
 from parity.trace.window import Window
 
-
 TOP_KERNELS = 50  # kernels listed in the JSON (every kernel goes to kernels.csv)
 
 

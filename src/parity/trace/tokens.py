@@ -72,7 +72,7 @@ def parse_term(raw: str) -> Term | None:
 class NameTokens:
     """A name's tokens joined, with the offsets where tokens begin and end, for term tests."""
 
-    __slots__ = ("joined", "bounds", "single", "words")
+    __slots__ = ("bounds", "joined", "single", "words")
 
     def __init__(self, name: str) -> None:
         tokens = name_tokens(name)

@@ -41,7 +41,6 @@ import orjson
 
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_csv import (
-    CORE_TYPES,
     KERNEL_DETAILS,
     STEP_TRACE,
     join_kernel_details,

@@ -90,8 +90,8 @@ def predict(
     _check_selection(timeline, scales)
     scale_factors(timeline, scales)  # refuses overlapping selections before any method runs
     offset_ms = (win.start_ns - int(table.start_ns.min())) / 1e6 if len(table) else 0.0
-    notes = [f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s), "
-             f"{win.start_ns / 1e3:,.3f} .. {win.end_ns / 1e3:,.3f} us, from {offset_ms:.3f} ms after the trace start"]
+    notes = [(f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s), "
+              f"{win.start_ns / 1e3:,.3f} .. {win.end_ns / 1e3:,.3f} us, from {offset_ms:.3f} ms after the trace start")]
     fo = bd = None
     if method in ("first-order", "all"):
         fo = first_order(timeline, win, scales)

@@ -20,8 +20,8 @@ import numpy as np
 from parity.metrics.whatif import check_factor
 from parity.model.errors import ParityError
 from parity.trace.table import ActivityTable, KindCode
-from parity.trace.window import choose_window as analysis_window
 from parity.trace.whatif.timeline import Timeline
+from parity.trace.window import choose_window as analysis_window
 
 _ALIASES = {"comm": "communication", "mem": "memory", "attn": "attention", "gemm": "matrix"}
 
