@@ -1,13 +1,13 @@
-"""Digest of every table the readers make from the real Kineto traces, to show a reader change
-leaves the tables as they were.
+"""Digest of every table the readers make from the real traces (Kineto files, Nsight Systems
+exports, Ascend rank folders), to show a reader change leaves the tables as they were.
 
 Each table's columns (core and extra), name dictionary and meta (less its source path) are
 hashed; ``--save`` writes the digests, ``--compare`` reads them back and names every trace and
-column that differs. Run it before a reader change (``--save``) and after (``--compare``); the
-two-process reader is checked by ``--halves``, which reads every file that way.
+column that differs. Run it before a reader change (``--save``) and after (``--compare``);
+``--workers N`` reads every Kineto file with N processes (the table must not depend on it).
 
     python benchmarks/trace_table_digest.py --save /tmp/before.json
-    python benchmarks/trace_table_digest.py --compare /tmp/before.json --halves
+    python benchmarks/trace_table_digest.py --compare /tmp/before.json --workers 2
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ import numpy as np
 from parity.trace import load_trace
 from parity.trace.table import ActivityTable
 
-TRACES = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/kineto"
+TRACES = Path(__file__).resolve().parent.parent.parent / "shared/data/traces"
+
+
+def trace_units() -> list[Path]:
+    """Every trace in the shared data, one rank each: Kineto files, Nsight exports, Ascend
+    ``*_ascend_pt`` folders (text and database exports)."""
+    kineto = sorted((TRACES / "kineto").rglob("*.json*"))
+    nsys = sorted((TRACES / "nsys").rglob("*.sqlite"))
+    ascend = sorted((TRACES / "ascend").rglob("*_ascend_pt"))
+    return kineto + nsys + ascend
 
 
 def _hash(data: bytes) -> str:
@@ -43,11 +52,12 @@ def digest(table: ActivityTable) -> dict[str, str]:
     return out
 
 
-def digests() -> dict[str, dict[str, str]]:
+def digests(workers: int | None = None) -> dict[str, dict[str, str]]:
     out = {}
-    for path in sorted(TRACES.rglob("*.json*")):
+    for path in trace_units():
         try:
-            out[str(path.relative_to(TRACES))] = digest(load_trace([path]))
+            table = load_trace([path], workers=workers) if workers is not None else load_trace([path])
+            out[str(path.relative_to(TRACES))] = digest(table)
         except Exception as exc:  # noqa: BLE001 - a refused trace is recorded with its error
             out[str(path.relative_to(TRACES))] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
     return out
@@ -58,15 +68,9 @@ def main() -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--save", type=Path)
     group.add_argument("--compare", type=Path)
-    parser.add_argument("--halves", action="store_true", help="read every file in two processes")
+    parser.add_argument("--workers", type=int, help="processes per Kineto file (default: by size)")
     args = parser.parse_args()
-    if args.halves:
-        from parity.trace.readers import halves  # absent before the two-process reader
-
-        halves.MIN_BYTES = 0
-        halves.FORK_FIRST_BYTES = 0  # the helper process from the first file on
-        halves._running_others = lambda: 0
-    now = digests()
+    now = digests(args.workers)
     if args.save:
         args.save.write_text(json.dumps(now, indent=1, sort_keys=True))
         print(f"{len(now)} traces digested into {args.save}")

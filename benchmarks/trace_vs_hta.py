@@ -25,9 +25,7 @@
     as each tool would run inside a longer session; the first is the *cold* time, right after
     the other tool ran, printed beside it (a few-millisecond call pays for its caches and a
     sleeping CPU there, which a call of seconds does not notice). parity reads a file from
-    ``halves.MIN_BYTES`` up in two processes, the second one kept between reads
-    (``parity.trace.readers.helper``): a warm call finds it waiting, and a cold call forks it
-    again when HTA ran for longer than the helper is kept (``helper.REUSE_SECONDS``). The
+    ``parallel.TWO_PROCESS_BYTES`` up in two processes, the second one forked for each read. The
     speed-up of a trace is the median over rounds of HTA's time over parity's; a first round
     of each is left out. Short traces get more rounds (until HTA has run ``--min-seconds`` in
     all), because on a noisy machine a few milliseconds move by tens of percent between

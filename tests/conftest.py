@@ -71,11 +71,9 @@ def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture()
 def halves_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each two-process trace read (``readers.halves.read_halves``) gave a table; no
-    read counts as busy beside the others."""
+    """Whether each two-process trace read (``readers.halves.read_halves``) gave a table."""
     from parity.trace.readers import halves
 
-    monkeypatch.setattr(halves, "_running_others", lambda: 0)
     outcomes: list[bool] = []
     original = halves.read_halves
 
@@ -86,13 +84,3 @@ def halves_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(halves, "read_halves", counted)
     return outcomes
-
-
-@pytest.fixture(autouse=True)
-def _no_kept_helper():
-    """The two-process trace read keeps a helper process, forked with the reader as it was
-    then (monkeypatches included): let it go after each test that may have made one."""
-    yield
-    helper = sys.modules.get("parity.trace.readers.helper")
-    if helper is not None:
-        helper.retire()

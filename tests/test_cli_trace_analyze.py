@@ -86,4 +86,4 @@ def test_bad_rules_file(traces_dir: Path, tmp_path: Path, capsys) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text('[[rules]]\ncategory = "matrix"\npatterns = ["("]\n')
     code, _, err = run(["trace", "analyze", str(traces_dir / KINETO), "--rules", str(rules)], capsys)
-    assert code == 2 and "bad regular expression" in err
+    assert code == 2 and "bad pattern" in err

@@ -54,3 +54,31 @@ def test_bad_scale_is_one_line_and_status_two(traces_dir) -> None:
          "--scale", "matrix=fast"], check=False, capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("parity: speed factor")
+
+
+def small_kineto(tmp_path) -> str:
+    """One step [0, 100 us] on the host; on stream 7 a GEMM at [10, 40] and a ReLU at [40, 50]."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 10, "dur": 30,
+         "args": {"stream": 7, "device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": 40, "dur": 10,
+         "args": {"stream": 7, "device": 0}},
+    ]
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return str(path)
+
+
+def test_a_scale_that_selects_nothing_is_an_error_naming_the_categories(tmp_path) -> None:
+    trace = small_kineto(tmp_path)
+    for scale in ("MATRIX=2", "nosuch=2", "name:nomatch=2"):
+        proc = subprocess.run([sys.executable, "-m", "parity", "trace", "whatif", trace, "--scale", scale],
+                              check=False, capture_output=True, text=True)
+        assert proc.returncode == 2, (scale, proc.stdout)
+        line = proc.stderr.strip()
+        assert "\n" not in line and "selects no activity" in line and "matrix, vector" in line, line
+    result = CliRunner().invoke(cli, ["trace", "whatif", trace, "--scale", "matrix=2", "--method", "first-order",
+                                      "--no-sensitivity"])
+    # the window is the device time of the step, [10, 50 us]: 40 / (40 - 15) = 1.6
+    assert result.exit_code == 0 and "first order 1.600x" in result.output

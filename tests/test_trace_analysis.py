@@ -168,3 +168,41 @@ def test_public_api_exports() -> None:
 
     for name in api.__all__:
         assert getattr(api, name) is not None
+
+
+def test_a_streams_category_times_never_sum_past_its_busy_time() -> None:
+    """Stream 7: a collective [0, 100) and a GEMM [50, 150) overlapping it on the same stream:
+    busy 150; the overlap [50, 100) counts for communication, first in order: 100 and 50."""
+    table = build_table([
+        {"stream": 7, "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "start_ns": 0, "end_ns": 100},
+        {"stream": 7, "name": "ampere_sgemm_128x64_nn", "start_ns": 50, "end_ns": 150},
+        {"stream": 8, "name": "relu_kernel", "start_ns": 0, "end_ns": 150},
+    ])
+    streams = {s.stream: s for s in analyze(table).first.streams}
+    assert streams[7].busy_ns == 150
+    assert streams[7].categories == {"communication": 100, "matrix": 50}
+    assert streams[8].categories == {"vector": 150}
+
+
+def test_every_kernel_goes_to_kernels_csv_and_the_json_says_how_many(tmp_path) -> None:
+    import csv
+
+    from parity.trace.export import write_csv
+    from parity.trace.results import TOP_KERNELS
+
+    rows = [{"stream": 7, "name": f"relu_kernel_{i}", "start_ns": 10 * i, "end_ns": 10 * i + 5} for i in range(60)]
+    result = analyze(build_table(rows))
+    data = result.first.to_dict()
+    assert len(data["top_kernels"]) == TOP_KERNELS == 50 and data["kernel_names"] == 60
+    write_csv(result, tmp_path)
+    with open(tmp_path / "kernels.csv", newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 60
+
+
+def test_the_window_gives_its_offset_from_the_trace_start() -> None:
+    """A host op at 1 us starts the trace; the only kernel runs at [5, 9] us: offset 4 us."""
+    table = build_table([{"stream": 7, "name": "relu_kernel", "start_ns": 5_000, "end_ns": 9_000},
+                         {"stream": 1, "device": -1, "name": "aten::relu", "start_ns": 1_000, "end_ns": 2_000,
+                          "kind": Kind.CPU_OP}])
+    window = analyze(table).first.to_dict()["window"]
+    assert window["start_ns"] == 5_000 and window["offset_from_trace_start_us"] == 4.0

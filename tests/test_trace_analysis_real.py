@@ -35,6 +35,13 @@ def test_ascend_steps_match_the_profiler(traces_dir: Path, folder: str) -> None:
         for key, expected in step.reference.items():
             assert getattr(step, key) == pytest.approx(expected, abs=TOLERANCE_US), key
     assert not [f for f in result.findings if f.code == "step-trace-mismatch"]
+    # exposed communication in the window is the step table's Communication(Not Overlapped)
+    first, last = result.first.window.steps
+    chosen = [s for s in steps if first <= s.step <= last]
+    expected = sum(s.reference["communication_not_overlapped_us"] for s in chosen)
+    exposed_us = result.first.comm.exposed_communication_ns / 1e3
+    assert exposed_us == pytest.approx(expected, abs=TOLERANCE_US * len(chosen))
+    assert not [f for f in result.findings if f.code == "exposed-communication-mismatch"]
 
 
 def test_ascend_two_ranks_in_one_folder(traces_dir: Path) -> None:
@@ -102,3 +109,28 @@ def test_kineto_two_ranks_spread(traces_dir: Path) -> None:
     for rank in result.ranks:
         assert rank.device.busy_ns <= rank.window.length_ns
         assert sum(s.share_of_summed for s in rank.streams) == pytest.approx(1.0)
+
+
+def _shared_units(traces_dir: Path) -> list[Path]:
+    kineto = sorted((traces_dir / "kineto").rglob("*.json*"))
+    return kineto + sorted((traces_dir / "nsys").rglob("*.sqlite")) + sorted((traces_dir / "ascend").rglob("*_ascend_pt"))
+
+
+def test_analyze_and_whatif_state_the_same_window_on_every_shared_trace(traces_dir: Path) -> None:
+    from parity.model.errors import ParityError
+    from parity.trace.whatif import parse_scale, predict
+
+    compared = 0
+    for unit in _shared_units(traces_dir):
+        try:
+            table = load_trace([unit])
+        except ParityError:
+            continue  # an execution trace: no profiler events
+        if not table.device_mask().any():
+            continue  # host only: trace analyze refuses it
+        windows = [r.window for r in analyze(table).ranks]
+        p = predict(table, [parse_scale("matrix=1")], method="first-order", with_sensitivity=False)
+        assert (p.window.start_ns, p.window.end_ns) == (min(w.start_ns for w in windows),
+                                                         max(w.end_ns for w in windows)), unit
+        compared += 1
+    assert compared >= 25

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from parity.model.errors import ParityError
 from parity.trace.readers import columns
 from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
-from parity.trace.readers.kineto_events import ScanState, _name_ids
+from parity.trace.readers.kineto_events import _name_ids
 from parity.trace.readers.kineto_rows import Block, add_block, plain_times_ns
 from parity.trace.readers.kineto_structs import ABSENT
+from parity.trace.readers.lanes import ScanState
 from parity.trace.table import NO_ID
 
 PATH = Path("t.json")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from pathlib import Path
 
 import pytest
@@ -15,11 +13,10 @@ from parity.trace.categories import (
     UNMATCHED,
     categorize,
     default_rules_path,
-    first_match,
     load_rules,
 )
-from parity.trace.literals import RuleMatcher, required_literal
 from parity.trace.table import Kind
+from parity.trace.tokens import name_tokens
 
 DEFAULT = load_rules()
 
@@ -73,7 +70,7 @@ def test_categorize_table_maps_every_row() -> None:
             dict(name="ampere_sgemm", start_ns=0, end_ns=10, accelerator_core=None),
             dict(name="MatMulV2", start_ns=10, end_ns=20, accelerator_core="AI_VECTOR_CORE"),
             dict(name="MatMulV2", start_ns=20, end_ns=30, accelerator_core="AI_CORE"),
-            dict(name="ncclKernel", start_ns=0, end_ns=5, stream=2, accelerator_core=None),
+            dict(name="ncclKernel_AllReduce_RING_LL_Sum_float", start_ns=0, end_ns=5, stream=2, accelerator_core=None),
             dict(name="aten::mm", start_ns=0, end_ns=5, kind=Kind.CPU_OP, accelerator_core=None),
             dict(name="odd", start_ns=0, end_ns=5, accelerator_core=None),
         ]
@@ -93,8 +90,9 @@ def test_user_rules_come_first_and_can_replace(tmp_path: Path) -> None:
     assert "moe" in rules.labels
     user.write_text('replace = true\n[[rules]]\ncategory = "matrix"\npatterns = ["gemm"]\n')
     only = load_rules(user)
-    assert only.category_of("ampere_sgemm", Kind.KERNEL) == "matrix"
-    assert only.category_of("ncclKernel", Kind.KERNEL) == UNMATCHED
+    assert only.category_of("sm80_xmma_gemm_f16", Kind.KERNEL) == "matrix"
+    assert only.category_of("ampere_sgemm", Kind.KERNEL) == UNMATCHED  # "sgemm" is one token, not "gemm"
+    assert only.category_of("ncclKernel_AllReduce_RING_LL_Sum_float", Kind.KERNEL) == UNMATCHED
 
 
 def test_yaml_rules(tmp_path: Path) -> None:
@@ -106,7 +104,8 @@ def test_yaml_rules(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[[rules]]\ncategory = "matrix"\npatterns = ["(unclosed"]\n', "bad regular expression"),
+        ('[[rules]]\ncategory = "matrix"\npatterns = ["re:(unclosed"]\n', "bad regular expression"),
+        ('[[rules]]\ncategory = "matrix"\npatterns = ["gemm __"]\n', "bad pattern"),
         ('[[rules]]\npatterns = ["x"]\n', "'category' must be"),
         ('[[rules]]\ncategory = "matrix"\n', "'patterns' must be"),
         ('[[rules]]\ncategory = "matrix"\npatterns = ["x"]\nkinds = ["gpu"]\n', "'kinds' must list"),
@@ -133,102 +132,6 @@ def test_default_rules_ship_with_the_package() -> None:
     assert DEFAULT.rules[0].category == "communication"
 
 
-def test_literals_that_cannot_decide_a_match_are_dropped_with_the_same_answers(tmp_path: Path) -> None:
-    path = tmp_path / "rules.toml"
-    path.write_text('replace = true\n[[rules]]\ncategory = "matrix"\npatterns = ["gemm", "sgemm", "gemm", "Conv"]\n')
-    rules = load_rules(path)
-    assert rules.rules[0].literals == ("gemm", "conv")  # "sgemm" contains "gemm"; the repeat goes
-    for name, expected in (("volta_sgemm_128x64", "matrix"), ("implicit_CONV2d", "matrix"), ("relu", UNMATCHED)):
-        assert rules.category_of(name, Kind.KERNEL) == expected
-
-
-def _reference_first(rules: tuple, name: str, kind: Kind):
-    """The rule definition run literally: every pattern a case-insensitive regex search."""
-    for rule in rules:
-        if rule.kinds and kind not in rule.kinds:
-            continue
-        if any(re.search(p, name, re.IGNORECASE) for p in rule.patterns):
-            return rule
-    return None
-
-
-def test_one_pass_gated_matching_gives_the_answers_of_every_regex(traces_dir: Path) -> None:
-    """Every name of the real Kineto traces, under every kind: one Aho-Corasick pass (when
-    ahocorasick_rs is installed), a scan per literal, a scan without gates and (ASCII names)
-    every pattern as a regex agree."""
-    from parity.trace import load_trace
-
-    names = {"", "Memset (Device)", "ALL_REDUCE_kernel", "naïve_gemm_ß", "notify_wait", "embedding_bag_fbgemm",
-             "NOTIFY Record", "sm90_XMMA_gemm", "allreducer", "dot-product", "fc_layer", "ſdma"}
-    for path in sorted((traces_dir / "kineto/hta").rglob("*.json.gz"))[:14]:
-        if not path.name.endswith("_et.json.gz"):  # execution traces hold no profiler events
-            names.update(load_trace([path]).names)
-    rules = DEFAULT.rules
-    assert any(rule.gates for rule in rules)
-    ungated = tuple(dataclasses.replace(rule, gates=()) for rule in rules)
-    scanning, plain = RuleMatcher(rules, one_pass=False), RuleMatcher(ungated, one_pass=False)
-    for name in names:
-        for kind in Kind:
-            got = scanning.first(name, kind)
-            assert DEFAULT.matcher.first(name, kind) is got, (name, kind)
-            other = plain.first(name, kind)
-            assert (got and rules.index(got)) == (other and ungated.index(other)), (name, kind)
-            if kind in (Kind.KERNEL, Kind.MEMCPY) and name.isascii():
-                assert got is _reference_first(rules, name, kind), (name, kind)
-
-
-@pytest.mark.parametrize(
-    ("pattern", "expected"),
-    [
-        ("gemm", "gemm"),
-        ("all_?reduce", "reduce"),  # the longest run of plain characters; "all" is another
-        ("^notify[ _]?(wait|record)$", "notify"),
-        ("ab*c", "a"),  # "b" may be absent; "a" and "c" tie, the first is kept
-        ("a|b", None),  # an alternation: no character is required
-        ("x?y", "y"),
-        ("(ab)+c", "c"),  # a group, even a repeated one, ends the run
-        ("[ab]cd", "cd"),
-        (r"\.gemm", ".gemm"),  # an escaped character is a plain character
-        (r"\d+x", "x"),
-        (r"ab\bcde", "cde"),  # an anchor ends the run
-        ("a{2}bc", "bc"),
-        ("(?i)gemm", None),  # case-insensitive: the text is not what a match contains
-        ("", None),
-        ("(unclosed", None),
-    ],
-)
-def test_required_literal_is_text_every_match_contains(pattern: str, expected: str | None) -> None:
-    assert required_literal(pattern) == expected
-    if expected is not None:  # and indeed: matches found in sample text hold it
-        for text in ("xx all_reduce abc aac ababcd bcd .gemm 12x aabc ab cde notify_wait y", "notifywait"):
-            for match in re.finditer(pattern, text):
-                assert expected in match.group(0)
-
-
-def test_rules_gate_their_case_free_regexes() -> None:
-    gates = {p.pattern: g for rule in DEFAULT.rules for p, g in zip(rule.lowered, rule.gates)}
-    assert gates["all_?reduce"] == "reduce" and gates["sm\\d+_xmma"] == "_xmma"
-    assert RuleMatcher(DEFAULT.rules, one_pass=False).first("sm90_xmma_gemm", Kind.KERNEL).category == "matrix"
-
-
-def test_matcher_handles_an_empty_literal_and_rules_sharing_a_literal(tmp_path: Path) -> None:
-    pytest.importorskip("ahocorasick_rs")
-    path = tmp_path / "rules.toml"
-    path.write_text('replace = true\n[[rules]]\ncategory = "a"\npatterns = ["gemm"]\nkinds = ["memcpy"]\n'
-                    '[[rules]]\ncategory = "b"\npatterns = ["gemm", "add"]\n[[rules]]\ncategory = "c"\npatterns = [""]\n')
-    rules = load_rules(path)
-    matcher = RuleMatcher(rules.rules)
-
-    def rules_found(lowered: str) -> set[int]:  # bit i + 1 of the found-mask: a literal of rule i
-        return {i for i in range(3) if matcher.found(lowered) >> (i + 1) & 1}
-
-    assert rules_found("sgemm_add") == {0, 1, 2}
-    assert rules_found("relu") == {2}
-    assert rules.category_of("sgemm", Kind.KERNEL) == "b" and rules.category_of("sgemm", Kind.MEMCPY) == "a"
-    assert rules.category_of("relu", Kind.KERNEL) == "c"
-    assert first_match(rules.rules, "relu", Kind.KERNEL) is first_match(rules.rules, "relu", Kind.KERNEL, one_pass=True)
-
-
 def test_categorize_reads_task_types_and_cores_with_gaps() -> None:
     rows = [
         dict(name="hccl_task", task_type="Notify Wait", accelerator_core="AI_VECTOR_CORE"),  # name wins
@@ -244,13 +147,70 @@ def test_categorize_reads_task_types_and_cores_with_gaps() -> None:
         "communication", "communication", UNMATCHED, UNMATCHED, "matrix", "vector", "other"]
 
 
-def test_answers_kept_by_found_mask_never_stand_for_a_regex_search(tmp_path: Path) -> None:
-    """"xreduce" and "allreduce" contain the same texts ("reduce"); only a regex tells them
-    apart, so the answer for one must not be reused for the other, in either order."""
-    path = tmp_path / "rules.toml"
-    path.write_text('replace = true\n[[rules]]\ncategory = "a"\npatterns = ["all_?reduce"]\n'
-                    '[[rules]]\ncategory = "b"\npatterns = ["reduce"]\n')
-    for names in (("xreduce", "allreduce"), ("allreduce", "xreduce")):
-        rules = load_rules(path)
-        got = [rules.category_of(name, Kind.KERNEL) for name in names * 2]
-        assert got == [{"xreduce": "b", "allreduce": "a"}[name] for name in names * 2]
+@pytest.mark.parametrize(
+    ("name", "operation", "category"),
+    [
+        # LayerNorm backward: "mma" is inside "GammaBeta", yet no token is "mma"
+        ("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, long)",
+         "normalization", "vector"),
+        # cuDNN batch norm: a cudnn:: kernel is not a matrix one
+        ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>(cudnnTensorStruct)",
+         "normalization", "vector"),
+        ("void cudnn::bn_bw_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_bw_1C11_args<float>)",
+         "normalization", "vector"),
+        # a layout transpose, not a convolution
+        ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>(cudnn::ops::nchw2nhwc_params_t<float>)",
+         "copy", "vector"),
+        ("void linearize_index_kernel<long>(at::GenericPackedTensorAccessor<long>)", "copy", "vector"),
+        ("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int)", "copy", "vector"),
+        ("aclnnAdaptiveAvgPool2dBackward_AdaptiveAvgPool3dGradAiCore_AdaptiveAvgPool3dGrad", "reduction", "vector"),
+        ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)", "gemm", "matrix"),
+        ("cudnn_infer_volta_scudnn_128x64_relu_xregs_large_nn_v1", "convolution", "matrix"),
+        ("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x256_32x4_nhwc_align4>",
+         "convolution", "matrix"),
+        ("aclnnMm_MatMulCommon_MatMulV2", "gemm", "matrix"),
+        ("Conv2DBackpropFilter6", "convolution", "matrix"),
+        ("hcom_allReduce__576_0_1", "communication", "communication"),
+        ("aclnnEqTensor_BroadcastToAiCore_BroadcastTo", "copy", "vector"),  # no collective
+    ],
+)  # fmt: skip
+def test_rules_name_operations_on_tokens(name: str, operation: str, category: str) -> None:
+    rule = DEFAULT.rule_of(name, Kind.KERNEL)
+    assert rule is not None and (rule.operation, rule.category) == (operation, category)
+
+
+def test_names_split_into_tokens_before_their_arguments() -> None:
+    assert name_tokens("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float>(long)") == (
+        "void", "at", "native", "gamma", "beta", "backward", "cuda", "kernel", "float")
+    assert name_tokens("cutlass_80_tensorop_s1688gemm") == ("cutlass", "80", "tensorop", "s", "1688", "gemm")
+    assert name_tokens("aclnnNLLLoss_TopKV2") == ("aclnn", "nll", "loss", "top", "kv", "2")
+    assert name_tokens("Memcpy HtoD (Pinned -> Device)") == ("memcpy", "hto", "d")
+
+
+LIBRARIES = {"cudnn", "cublas", "cublaslt", "cutlass", "nccl", "rccl", "hccl", "miopen", "rocblas", "hipblaslt",
+             "fbgemm", "deepep", "dpskep", "magma", "cask", "triton", "aclnn", "cub", "c10d", "mc2", "onednn"}
+
+
+def test_no_default_rule_is_a_library_name_alone() -> None:
+    for rule in DEFAULT.rules:
+        for pattern in rule.tokens:
+            words = {t.text for t in pattern.terms}
+            assert not (words and words <= LIBRARIES), (rule.operation, pattern.source)
+
+
+def test_a_user_regex_pattern_searches_the_whole_name(tmp_path: Path) -> None:
+    user = tmp_path / "rules.toml"
+    user.write_text('[[rules]]\noperation = "moe"\ncategory = "moe"\npatterns = ["re:grouped_?gemm"]\n')
+    rules = load_rules(user)
+    assert rules.category_of("cutlass_groupedgemm_kernel", Kind.KERNEL) == "moe"
+    assert rules.rules[0].operation == "moe"
+
+
+def test_the_rule_list_in_the_docs_is_the_default_rules() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "trace-rules.md").read_text(encoding="utf-8")
+    headings = [line for line in doc.splitlines() if line.startswith("## ") and "no rule" not in line]
+    assert headings == [
+        f"## {i + 1}. {rule.operation} -> {rule.category}"
+        + (f", kinds {', '.join(k.name.lower() for k in rule.kinds)}" if rule.kinds else "")
+        for i, rule in enumerate(DEFAULT.rules)
+    ]

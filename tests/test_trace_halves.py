@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.trace.readers import halves, parallel
+from parity.trace.readers import parallel
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.table import ActivityTable
 
@@ -26,10 +26,8 @@ def _same(a: ActivityTable, b: ActivityTable) -> None:
 
 def _read(path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[bool], *, split: bool) -> tuple[ActivityTable, int]:
     """The table, and how many two-process reads succeeded."""
-    monkeypatch.setattr(halves, "MIN_BYTES", 0 if split else 1 << 40)
-    monkeypatch.setattr(halves, "FORK_FIRST_BYTES", 0)  # a helper for the first read too
     before = sum(outcomes)
-    return read_kineto(path), sum(outcomes) - before
+    return read_kineto(path, workers=2 if split else 1), sum(outcomes) - before
 
 
 @pytest.mark.parametrize("name", [
@@ -90,12 +88,21 @@ def test_inflated_size_comes_from_the_gzip_trailer(tmp_path: Path):
     assert parallel.inflated_bytes_estimate(tmp_path / "missing.json") is None
 
 
-def test_the_size_picks_one_reader(monkeypatch):
-    monkeypatch.setattr(halves, "_running_others", lambda: 0)
-    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
-    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
-    sizes = [None, halves.MIN_BYTES - 1, halves.MIN_BYTES, parallel.MIN_PARALLEL_BYTES - 1, parallel.MIN_PARALLEL_BYTES]
-    assert [halves.worth_it(s) for s in sizes] == [False, False, True, True, False]
-    assert [parallel.worth_it(s) for s in sizes] == [False, False, False, False, True]
-    monkeypatch.setattr(halves, "_running_others", lambda: 2)  # both cores busy: one process
-    assert not halves.worth_it(halves.MIN_BYTES)
+def test_the_size_alone_picks_the_default_workers():
+    sizes = [None, parallel.TWO_PROCESS_BYTES - 1, parallel.TWO_PROCESS_BYTES, parallel.POOL_BYTES - 1,
+             parallel.POOL_BYTES]
+    assert [parallel.default_workers(s) for s in sizes] == [1, 1, 2, 2, parallel.POOL_WORKERS]
+
+
+def test_no_process_outlives_a_two_process_read(traces_dir: Path, halves_outcomes) -> None:
+    import multiprocessing
+
+    read_kineto(traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz", workers=2)
+    assert halves_outcomes == [True] and multiprocessing.active_children() == []
+
+
+def test_workers_must_be_positive(traces_dir: Path) -> None:
+    from parity.model.errors import ParityError
+
+    with pytest.raises(ParityError, match="workers=0"):
+        read_kineto(traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz", workers=0)

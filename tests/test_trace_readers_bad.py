@@ -175,3 +175,10 @@ def test_end_before_begin_names_the_event(tmp_path: Path) -> None:
     events = [kernel(1.0, 1.0), {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 5.0},
               {"ph": "E", "pid": 1, "tid": 1, "ts": 4.0}]  # fmt: skip
     one_line_error(write(tmp_path, "be.json", trace(events)), match="event 2 ends (ph E) before its begin event 1")
+
+
+def test_traces_of_different_profilers_are_not_ranks_of_one_job(traces_dir: Path) -> None:
+    kineto = traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz"
+    nsys = traces_dir / "nsys/extrap/con_kernel.sqlite"
+    message = one_line_error([kineto, nsys], match="different profilers")
+    assert "PyTorch (Kineto)" in message and "Nsight Systems" in message

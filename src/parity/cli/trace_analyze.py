@@ -40,9 +40,12 @@ def _progress_callback(renderer: ProgressRenderer, label: str):
 @click.option("--chrome-trace", "chrome_path", type=click.Path(dir_okay=False),
               help="Write an annotated Chrome trace (window and categories marked) for Perfetto.")
 @click.option("--all-ranks", is_flag=True, help="Show every rank in the terminal (default: first and slowest).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes that parse one Kineto JSON file (default: by its size; the result is the same).")
 @json_option
 def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | None, rules_path: str | None,
-            csv_dir: str | None, chrome_path: str | None, all_ranks: bool, json_path: str | None) -> None:
+            csv_dir: str | None, chrome_path: str | None, all_ranks: bool, workers: int | None,
+            json_path: str | None) -> None:
     """Per-stream busy time, overlap and idle in the steady-state window of profiler traces.
 
     PATH is a Kineto/PyTorch profiler trace (.json, .json.gz), a folder of rank traces, a
@@ -68,7 +71,7 @@ def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | N
     window = parse_window(window_text) if window_text else None
     rules = load_rules(rules_path)
     with ProgressRenderer(label="trace") as renderer:
-        table = load_trace(list(paths), progress=_progress_callback(renderer, "reading"))
+        table = load_trace(list(paths), progress=_progress_callback(renderer, "reading"), workers=workers)
         result = run_analysis(table, window=window, steps=steps, rules=rules,
                               progress=_progress_callback(renderer, "analysing ranks"))
     console = Console(highlight=False, stderr=json_path == "-")

@@ -32,9 +32,11 @@ def _pct(x: float) -> str:
 
 def window_line(rank: RankAnalysis) -> Text:
     w = rank.window
+    offset = (w.start_ns - rank.trace_start_ns) / 1e3
     return Text.assemble(
         ("window ", "bold"),
-        f"{w.start_ns / 1e3:,.3f} .. {w.end_ns / 1e3:,.3f} us ({format_us(w.length_ns / 1e3)}), ",
+        f"{w.start_ns / 1e3:,.3f} .. {w.end_ns / 1e3:,.3f} us ({format_us(w.length_ns / 1e3)}, "
+        f"from {format_us(offset)} after the trace start), ",
         (w.source, "cyan"),
         f": {w.detail}",
     )
@@ -82,7 +84,8 @@ def categories_table(rank: RankAnalysis) -> Table:
 
 
 def kernels_table(rank: RankAnalysis, limit: int = 10) -> Table:
-    table = Table(title=f"rank {rank.rank}: top kernels", title_justify="left")
+    shown = min(limit, len(rank.kernels))
+    table = Table(title=f"rank {rank.rank}: top {shown} of {len(rank.kernels):,} kernels", title_justify="left")
     for col in ("kernel", "category", "count", "total", "mean", "share"):
         table.add_column(col, justify="left" if col in ("kernel", "category") else "right")
     for k in rank.top_kernels[:limit]:
@@ -110,6 +113,39 @@ def ascend_table(rank: RankAnalysis) -> Table:
     return table
 
 
+def pipeline_table(rank: RankAnalysis) -> Table:
+    """Stage, Bubble, not overlapped excluding receives and Preparing per step, beside the
+    profiler's own figures."""
+    table = Table(title=f"rank {rank.rank}: Ascend pipeline figures (us; profiler's own in brackets)",
+                  title_justify="left")
+    for col in ("step", "stage", "bubble", "not overlapped, excl. receive", "preparing"):
+        table.add_column(col, justify="right")
+    for s in rank.ascend_steps:
+        ref = s.reference or {}
+
+        def cell(key: str, value: float | None) -> str:
+            text = "-" if value is None else f"{value:,.3f}"
+            return text + (f" [{ref[key]:,.3f}]" if key in ref else "")
+
+        table.add_row(str(s.step), cell("stage_us", s.stage_us), cell("bubble_us", s.bubble_us),
+                      cell("communication_not_overlapped_exclude_receive_us",
+                           s.communication_not_overlapped_exclude_receive_us),
+                      cell("preparing_us", s.preparing_us))
+    return table
+
+
+def matrix_table(result: TraceAnalysis) -> Table:
+    """Per step and link, every collective of the step together (the ``total`` figures)."""
+    table = Table(title="communication matrix (all collectives of the step, per link)", title_justify="left")
+    for col in ("step", "link", "transport", "bytes", "time", "bandwidth"):
+        table.add_column(col, justify="right")
+    for f in result.comm_matrix:
+        if f.op == "total":
+            table.add_row(str(f.step), f"{f.src} -> {f.dst}", f.transport, f"{f.bytes / 1e6:,.3f} MB",
+                          format_us(f.time_ns / 1e3), f"{f.bandwidth_gbps:,.2f} GB/s")
+    return table
+
+
 def blocks_line(rank: RankAnalysis) -> Text | None:
     b = rank.blocks
     if b is None:
@@ -129,10 +165,12 @@ def render_analysis(result: TraceAnalysis, *, all_ranks: bool = False) -> Render
     for rank in shown:
         parts += [window_line(rank), streams_table(rank), device_table(rank), categories_table(rank), kernels_table(rank)]
         if rank.ascend_steps:
-            parts.append(ascend_table(rank))
+            parts += [ascend_table(rank), pipeline_table(rank)]
         line = blocks_line(rank)
         if line is not None:
             parts.append(line)
+    if result.comm_matrix:
+        parts.append(matrix_table(result))
     if result.spread:
         s = result.spread
         parts.append(Text(f"ranks: {len(result.ranks)}; slowest rank {s.slowest_rank} has "

@@ -16,9 +16,23 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.trace import metrics
-from parity.trace.ascend_steps import TOLERANCE_US, ascend_steps, is_ascend
+from parity.trace.ascend_steps import (
+    TOLERANCE_US,
+    ascend_steps,
+    communication_op_mask,
+    is_ascend,
+    operator_task_mask,
+)
 from parity.trace.blocks import find_blocks
-from parity.trace.categories import COMMUNICATION, UNMATCHED, Categorization, Rules, categorize, load_rules
+from parity.trace.categories import (
+    COMMUNICATION,
+    UNMATCHED,
+    Categorization,
+    Rules,
+    categorize,
+    load_rules,
+)
+from parity.trace.comm_matrix import communication_matrix
 from parity.trace.intervals import grouped_sets, grouped_union_lengths, union_length
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
@@ -31,12 +45,11 @@ from parity.trace.results import (
     StreamStats,
     TraceAnalysis,
 )
-from parity.trace.table import ActivityTable, KindCode
+from parity.trace.table import UNKNOWN_CORE, ActivityTable, KindCode
 from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
 
-TOP_KERNELS = 50
 MAX_OVERLAP_STREAMS = 16  # pairwise overlap among the busiest streams only (S² pairs)
 UNMATCHED_WARN_FRACTION = 0.10
 
@@ -66,7 +79,7 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
     n_streams, n_cats = len(c.stream_keys), len(cats.labels)
     sets, busy = grouped_sets(c.stream_code, c.start, c.end, n_streams)
     by_cat = grouped_union_lengths(c.stream_code * n_cats + c.cat, c.start, c.end, n_streams * n_cats)
-    by_cat = by_cat.reshape(n_streams, n_cats)
+    by_cat = exclusive_categories(c, by_cat.reshape(n_streams, n_cats), busy)
     counts = np.bincount(c.stream_code, minlength=n_streams)
     w = c.window.length_ns
     out = []
@@ -84,6 +97,30 @@ def _streams(table: ActivityTable, c: _Clipped, cats: Categorization, rank: int)
             categories={cats.labels[k]: int(by_cat[i, k]) for k in np.flatnonzero(by_cat[i])},
         ))
     return out, busy, sets
+
+
+def exclusive_categories(c: _Clipped, by_cat: np.ndarray, busy: np.ndarray) -> np.ndarray:
+    """Per stream and category, time that is the category's alone on its stream, so a stream's
+    category times sum to its busy time: where activities of two categories overlap on one
+    stream (an Ascend collective beside its own tasks), the instant counts for the category
+    first in ``labels`` order (communication, attention, matrix, vector, memory, other, ...).
+
+    ``by_cat[s, k]`` is the union of category ``k`` on stream ``s``; only streams whose row
+    sums exceed their busy time are recomputed: ``excl[s, k] = |∪_{j<=k} C_j| - |∪_{j<k} C_j|``.
+    """
+    over = np.flatnonzero(by_cat.sum(axis=1) > busy)
+    if not len(over):
+        return by_cat
+    out = by_cat.copy()
+    rows = np.isin(c.stream_code, over)
+    code, cat, start, end = c.stream_code[rows], c.cat[rows], c.start[rows], c.end[rows]
+    previous = np.zeros(len(busy), dtype=np.int64)
+    for k in range(by_cat.shape[1]):
+        upto = cat <= k
+        cumulative = grouped_union_lengths(code[upto], start[upto], end[upto], len(busy)).astype(np.int64)
+        out[over, k] = (cumulative - previous)[over]
+        previous = cumulative
+    return out
 
 
 def _device(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.ndarray]]) -> DeviceStats:
@@ -136,9 +173,18 @@ def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.nda
             for x in range(len(top)) for y in range(x + 1, len(top))]
 
 
-def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
-    comm_mask = c.cat == cats.code(COMMUNICATION)
-    compute_mask = cats.compute_codes()[c.cat]
+def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray] | None = None) -> CommOverlap:
+    """Compute against communication in the window. ``sets`` (two masks over the table's rows:
+    compute, communication) replaces "device rows neither communication nor memory" and
+    "communication rows": on Ascend they are the profiler's Computing (operator tasks) and
+    Communication (HCCL operators), so that exposed communication is the step table's
+    Communication(Not Overlapped)."""
+    if sets is None:
+        comm_mask = c.cat == cats.code(COMMUNICATION)
+        compute_mask = cats.compute_codes()[c.cat]
+    else:
+        comm_mask = sets[1][c.rows]
+        compute_mask = sets[0][c.rows] & ~comm_mask
     if not comm_mask.any():  # no communication (one device, most traces): nothing to overlap
         compute = union_length(c.start[compute_mask], c.end[compute_mask])
         return CommOverlap(compute_ns=compute, communication_ns=0, overlap_ns=0,
@@ -156,7 +202,12 @@ def _comm(c: _Clipped, cats: Categorization) -> CommOverlap:
     )
 
 
-def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> list[KernelStats]:
+def _ascend_sets(table: ActivityTable, cats: Categorization) -> tuple[np.ndarray, np.ndarray]:
+    """The profiler's Computing and Communication rows (:mod:`parity.trace.ascend_steps`)."""
+    return operator_task_mask(table, cats), communication_op_mask(table, cats)
+
+
+def _kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> list[KernelStats]:
     ids = table.name_id[c.rows]
     total = np.bincount(ids, weights=c.end - c.start, minlength=len(table.names))
     count = np.bincount(ids, minlength=len(table.names))
@@ -164,7 +215,7 @@ def _top_kernels(table: ActivityTable, c: _Clipped, cats: Categorization) -> lis
     first_row[ids[::-1]] = c.rows[::-1]
     grand = float(total.sum())
     out = []
-    for i in np.argsort(-total, kind="stable")[:TOP_KERNELS]:
+    for i in np.argsort(-total, kind="stable"):
         if count[i] == 0:
             break
         out.append(KernelStats(
@@ -190,6 +241,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)
         blocks = find_blocks(table, kernel_rows, busiest.stream, row_steps)
+    ascend = is_ascend(table)
     return RankAnalysis(
         rank=rank,
         window=chosen,
@@ -199,10 +251,11 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
         overlaps=tuple(_overlaps(c, busy, sets, device.streams_at_once_ns)),
-        comm=_comm(c, cats),
-        top_kernels=tuple(_top_kernels(table, c, cats)),
+        comm=_comm(c, cats, _ascend_sets(table, cats) if ascend else None),
+        kernels=tuple(_kernels(table, c, cats)),
         blocks=blocks,
-        ascend_steps=tuple(ascend_steps(table, cats)) if is_ascend(table) else (),
+        ascend_steps=tuple(ascend_steps(table, cats)) if ascend else (),
+        trace_start_ns=int(table.start_ns.min()) if len(table) else 0,
     )
 
 
@@ -241,13 +294,64 @@ def _findings(ranks: list[RankAnalysis]) -> list[Finding]:
             out.append(Finding(code="no-steady-state", severity=Severity.INFO,
                                message=f"rank {r.rank}: no step markers or repeating kernels; the whole span is analysed",
                                hint="choose the steady state with --steps A-B or --window START_US:END_US"))
+        out.extend(_exposed_against_step_table(r))
         for s in r.ascend_steps:
+            lanes = s.lanes_deviation_us
+            if lanes is not None and lanes > TOLERANCE_US:
+                out.append(Finding(code="overlap-analysis-mismatch", severity=Severity.WARNING,
+                                   message=f"rank {r.rank} step {s.step}: rebuilt figures differ from the timeline's "
+                                           f"Overlap Analysis lanes by {lanes:.3f} us",
+                                   hint="the task types of this timeline may not be the ones parity knows "
+                                        "(older CANN release); compare the lanes with the step table"))
             dev = s.max_deviation_us
             if dev is not None and dev > TOLERANCE_US:
                 out.append(Finding(code="step-trace-mismatch", severity=Severity.ERROR,
                                    message=f"rank {r.rank} step {s.step}: rebuilt figures differ from step_trace_time.csv by {dev:.3f} us",
                                    hint="report this trace: the Ascend step rules do not match this profiler version"))
     return out
+
+
+def _unknown_core_findings(table: ActivityTable, rank: int) -> list[Finding]:
+    """A finding when some device rows' accelerator core is unknown (``N/A``: Ascend profiler
+    level 0), so their category was decided by name alone: how many, and their share of the
+    operators' summed time (Σ duration of those rows / Σ duration of the rows with a core other
+    than HCCL)."""
+    cores = table.extra.get("accelerator_core")
+    if cores is None:
+        return []
+    cores = np.asarray(cores, dtype=object)
+    operators = table.device_mask() & np.array([isinstance(c, str) and c not in ("", "HCCL") for c in cores], dtype=bool)
+    unknown = operators & (cores == UNKNOWN_CORE)
+    if not unknown.any():
+        return []
+    share = float(table.duration_ns[unknown].sum()) / float(max(table.duration_ns[operators].sum(), 1))
+    return [Finding(code="core-type-unavailable", severity=Severity.WARNING,
+                    message=f"rank {rank}: the accelerator core of {int(unknown.sum())} kernels ({share:.0%} of "
+                            "summed operator time) was not recorded (Accelerator Core N/A); their categories "
+                            "come from their names",
+                    hint="profile with profiler level 1 or higher so kernel_details.csv records the core")]
+
+
+def _exposed_against_step_table(r: RankAnalysis) -> list[Finding]:
+    """A finding when the window is whole steps and its exposed communication differs from the
+    sum of the profiler's Communication(Not Overlapped) over those steps by more than
+    :data:`TOLERANCE_US` per step."""
+    if r.window.steps is None:
+        return []
+    first, last = r.window.steps
+    steps = [s for s in r.ascend_steps if first <= s.step <= last]
+    reference = [s.reference.get("communication_not_overlapped_us") for s in steps if s.reference]
+    if not steps or len(reference) != len(steps) or None in reference:
+        return []
+    ours_us = r.comm.exposed_communication_ns / 1e3
+    theirs_us = float(sum(reference))
+    if abs(ours_us - theirs_us) <= TOLERANCE_US * len(steps):
+        return []
+    return [Finding(code="exposed-communication-mismatch", severity=Severity.WARNING,
+                    message=f"rank {r.rank}: exposed communication {ours_us:,.3f} us differs from the profiler's "
+                            f"Communication(Not Overlapped) {theirs_us:,.3f} us over steps {first}-{last}",
+                    hint="the profiler's step table and parity's categories disagree on what is compute or "
+                         "communication; check the top kernels' categories or pass --rules FILE")]
 
 
 def analyze(
@@ -271,14 +375,22 @@ def analyze(
         raise ParityError(f"{source} has no device activity (kernels, copies or sets) to analyse; "
                           "profile with the device activities enabled")
     cats = categorize(table, rules)
-    results = [analyze_rank(sub, sub_cats, r, window=window, steps=steps)
-               for r, sub, sub_cats in _split_ranks(table, cats, progress)]
+    results, guessed = [], []
+    for r, sub, sub_cats in _split_ranks(table, cats, progress):
+        results.append(analyze_rank(sub, sub_cats, r, window=window, steps=steps))
+        guessed.extend(_unknown_core_findings(sub, r))
+    matrix, left_out = communication_matrix(table) if is_ascend(table) else ([], 0)
+    warnings = [str(w) for w in table.meta.get("warnings", []) or []]
+    if left_out:
+        warnings.append(f"{left_out} HCCL data tasks name ranks of their group beyond the {len(results)} loaded "
+                        "ranks; they are left out of the communication matrix")
     return TraceAnalysis(
         source=str(table.meta.get("source", "")),
         format=str(table.meta.get("format", "")),
         rules=rules.source,
         ranks=tuple(results),
         spread=rank_spread(results),
-        findings=tuple(_findings(results)),
-        warnings=tuple(str(w) for w in table.meta.get("warnings", []) or []),
+        findings=tuple(_findings(results) + guessed),
+        warnings=tuple(warnings),
+        comm_matrix=tuple(matrix),
     )

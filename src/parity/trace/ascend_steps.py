@@ -32,7 +32,8 @@ from parity.trace.categories import COMMUNICATION, Categorization
 from parity.trace.intervals import merge_intervals
 from parity.trace.metrics import free_ns, overlap_ns
 from parity.trace.table import ActivityTable, KindCode
-from parity.trace.window import device_steps
+from parity.trace.tokens import name_tokens
+from parity.trace.window import device_steps, step_markers
 
 RUNTIME_TASK_NAMES = frozenset({
     "EVENT_RECORD", "EVENT_WAIT", "MEMCPY_ASYNC", "PROFILING_ENABLE", "PROFILING_DISABLE",
@@ -43,6 +44,7 @@ COMPUTE_TASK_TYPES = frozenset({
     "AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE", "KERNEL_AICORE",
     "KERNEL_AIVEC", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV", "KERNEL_AICPU", "STARS_COMMON",
 })  # fmt: skip
+VAGUE_TASK_TYPES = frozenset({None, "", "Other", "OTHER"})  # task types that name no unit
 TOLERANCE_US = 2.0  # how close the rebuild must be to the profiler's own figures
 
 
@@ -57,32 +59,48 @@ class AscendStep:
     overlapped_us: float
     communication_not_overlapped_us: float
     free_us: float
+    stage_us: float = 0.0
+    bubble_us: float = 0.0
+    communication_not_overlapped_exclude_receive_us: float = 0.0
+    preparing_us: float | None = None  # None without a step marker
     reference: dict[str, float] | None = None  # step_trace_time.csv's figures, same keys
+    lanes: dict[str, float] | None = None  # the timeline's Overlap Analysis lanes in the step span
 
     @property
     def max_deviation_us(self) -> float | None:
         """Largest |ours - profiler's| over the compared figures, µs (None without reference)."""
         if not self.reference:
             return None
-        return max(abs(getattr(self, k) - v) for k, v in self.reference.items())
+        return max(abs(getattr(self, k) - v) for k, v in self.reference.items() if getattr(self, k) is not None)
+
+    @property
+    def lanes_deviation_us(self) -> float | None:
+        """Largest |ours - Overlap Analysis lane| over the lanes, µs (None without lanes)."""
+        if not self.lanes:
+            return None
+        return max(abs(getattr(self, k) - v) for k, v in self.lanes.items())
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in (
             "step", "span_us", "computing_us", "communication_us", "overlapped_us",
-            "communication_not_overlapped_us", "free_us")}  # fmt: skip
+            "communication_not_overlapped_us", "free_us", "stage_us", "bubble_us",
+            "communication_not_overlapped_exclude_receive_us", "preparing_us")}  # fmt: skip
         out["reference"] = self.reference
         out["max_deviation_us"] = self.max_deviation_us
+        out["overlap_analysis"] = self.lanes
+        out["overlap_analysis_deviation_us"] = self.lanes_deviation_us
         return out
 
 
 def _is_hccl(table: ActivityTable) -> np.ndarray:
-    """Rows a reader marked as HCCL operators (``accelerator_core`` or ``task_type`` "HCCL")."""
-    out = np.zeros(len(table), dtype=bool)
-    for column in ("accelerator_core", "task_type"):
+    """Rows a reader marked as HCCL operators: ``task_type`` "HCCL" where the reader records
+    task types (a task carrying a collective has core "HCCL" but is not the operator), else
+    ``accelerator_core`` "HCCL"."""
+    for column in ("task_type", "accelerator_core"):
         values = table.extra.get(column)
         if values is not None:
-            out |= np.asarray(values, dtype=object) == "HCCL"
-    return out
+            return np.asarray(values, dtype=object) == "HCCL"
+    return np.zeros(len(table), dtype=bool)
 
 
 def communication_op_mask(table: ActivityTable, cats: Categorization) -> np.ndarray:
@@ -97,7 +115,8 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     """Rows that Ascend counts as Computing: operator tasks that are not communication.
 
     Operator tasks are, when the reader records ``task_type``: rows with an ``accelerator_core``
-    or a compute task type, except rows named after their own task type (the profiler has no
+    or a compute task type, or with a task type that names no unit (``Other`` in older
+    releases) and a name that is no runtime task's, except rows named after their own task type (the profiler has no
     operator for them: kernel_details.csv / COMPUTE_TASK_INFO do not list them); else rows with
     an ``accelerator_core``; else kernels not named like runtime tasks. Tasks on a stream that
     carries HCCL operators belong to the collective (its own AI-core tasks included) and are
@@ -110,14 +129,17 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     cores = table.extra.get("accelerator_core")
     has_core = (np.array([isinstance(c, str) and c != "" for c in cores], dtype=bool)
                 if cores is not None else np.zeros(len(table), dtype=bool))
+    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
     if types is not None:
         types = np.asarray(types, dtype=object)
         # a task the profiler has no operator for is named after its task type (db exports)
         named = np.array(table.names, dtype=object)[table.name_id] != types
-        return mask & named & (has_core | np.isin(types, list(COMPUTE_TASK_TYPES)))
+        # older releases type every AI-core task "Other": such a task is an operator unless it
+        # is named like a runtime task
+        vague = np.array([t in VAGUE_TASK_TYPES for t in types.tolist()], dtype=bool) & ~np.isin(table.name_id, runtime_ids)
+        return mask & named & (has_core | np.isin(types, list(COMPUTE_TASK_TYPES)) | vague)
     if has_core[mask].any():
         return mask & has_core
-    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
     return mask & ~np.isin(table.name_id, runtime_ids)
 
 
@@ -128,6 +150,11 @@ _REFERENCE_KEYS = {
     "overlapped": "overlapped_us",
     "communication": "communication_us",
     "free": "free_us",
+    "stage": "stage_us",
+    "bubble": "bubble_us",
+    "communication(not overlapped and exclude receive)": "communication_not_overlapped_exclude_receive_us",
+    "communication_not_overlapped_and_exclude_receive": "communication_not_overlapped_exclude_receive_us",
+    "preparing": "preparing_us",
 }
 
 
@@ -151,9 +178,57 @@ def reference_steps(meta: dict) -> dict[int, dict[str, float]]:
     return out
 
 
-def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None) -> AscendStep:
+_LANE_KEYS = {
+    "Computing": "computing_us",
+    "Communication": "communication_us",
+    "Communication(Not Overlapped)": "communication_not_overlapped_us",
+    "Free": "free_us",
+}
+
+
+def lane_figures(lanes: dict | None, start_ns: int, end_ns: int) -> dict[str, float] | None:
+    """The profiler's Overlap Analysis lanes (``meta["overlap_analysis"]``: lane -> ``[start_ns,
+    end_ns]`` pairs) over one step's span: per lane, the length of its union inside
+    ``[start_ns, end_ns)`` in µs, keyed like :class:`AscendStep`'s figures; None without lanes."""
+    if not lanes:
+        return None
+    out = {}
+    for lane, key in _LANE_KEYS.items():
+        pairs = np.asarray(lanes.get(lane) or [], dtype=np.int64).reshape(-1, 2)
+        s, e = merge_intervals(np.clip(pairs[:, 0], start_ns, end_ns), np.clip(pairs[:, 1], start_ns, end_ns))
+        out[key] = int(np.sum(e - s)) / 1e3
+    return out
+
+
+def pipeline_figures(comp: tuple, comm_send: tuple, receive: tuple, span_ns: int, first_ns: int,
+                     step_start_ns: int | None) -> dict[str, float | None]:
+    """The pipeline-parallel figures of one step (msprof-analyze's definitions), µs:
+
+    - ``bubble = |R|``, the union of the step's receive operators (HCCL ``receive``/``recv``);
+    - ``stage = span - bubble``: the step's span (first start to last end of Computing and
+      Communication) without the time spent receiving;
+    - ``communication_not_overlapped_exclude_receive = |C' - K|``, ``C'`` the union of the
+      communication operators other than receives, ``K`` Computing;
+    - ``preparing = first - step_start``: from the step's start (its host ``ProfilerStep``
+      marker) to its first compute or communication operator; None without a marker.
+
+    ``comp``, ``comm_send`` and ``receive`` are merged ``(starts, ends)`` pairs.
+    """
+    bubble = int(np.sum(receive[1] - receive[0]))
+    sent = int(np.sum(comm_send[1] - comm_send[0]))
+    return {
+        "stage_us": (span_ns - bubble) / 1e3,
+        "bubble_us": bubble / 1e3,
+        "communication_not_overlapped_exclude_receive_us": (sent - overlap_ns(comp, comm_send)) / 1e3,
+        "preparing_us": (first_ns - step_start_ns) / 1e3 if step_start_ns is not None else None,
+    }
+
+
+def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None, lanes: dict | None = None,
+                  pipeline: dict | None = None) -> AscendStep:
     both_s, both_e = merge_intervals(np.concatenate([comp[0], comm[0]]), np.concatenate([comp[1], comm[1]]))
     span = int(both_e.max() - both_s.min()) if len(both_s) else 0
+    in_lanes = lane_figures(lanes, int(both_s.min()), int(both_e.max())) if len(both_s) else None
     computing = int(np.sum(comp[1] - comp[0]))
     communication = int(np.sum(comm[1] - comm[0]))
     overlapped = overlap_ns(comp, comm)
@@ -167,6 +242,8 @@ def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None) -
         communication_not_overlapped_us=(communication - overlapped) / 1e3,
         free_us=free / 1e3,
         reference=reference,
+        lanes=in_lanes,
+        **(pipeline or {}),
     )
 
 
@@ -178,14 +255,30 @@ def ascend_steps(table: ActivityTable, cats: Categorization) -> list[AscendStep]
     row_steps = device_steps(table)
     compute = operator_task_mask(table, cats)
     comm = communication_op_mask(table, cats)
+    receive = comm & receive_mask(table)
     references = reference_steps(table.meta)
+    markers = dict(zip(*[a.tolist() for a in step_markers(table)[:2]]))
     out = []
+
+    def merged(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return merge_intervals(table.start_ns[mask], table.end_ns[mask])
+
     for step in np.unique(row_steps[(compute | comm) & (row_steps >= 0)]).tolist():
         here = row_steps == step
-        comp_pair = merge_intervals(table.start_ns[compute & here], table.end_ns[compute & here])
-        comm_pair = merge_intervals(table.start_ns[comm & here], table.end_ns[comm & here])
-        out.append(_step_figures(int(step), comp_pair, comm_pair, references.get(int(step))))
+        comp_pair, comm_pair = merged(compute & here), merged(comm & here)
+        ours = (compute | comm) & here
+        first, last = int(table.start_ns[ours].min()), int(table.end_ns[ours].max())
+        pipeline = pipeline_figures(comp_pair, merged(comm & ~receive & here), merged(receive & here),
+                                    last - first, first, markers.get(int(step)))
+        out.append(_step_figures(int(step), comp_pair, comm_pair, references.get(int(step)),
+                                 table.meta.get("overlap_analysis"), pipeline))
     return out
+
+
+def receive_mask(table: ActivityTable) -> np.ndarray:
+    """Rows named as receive operators (a ``receive`` or ``recv`` token: ``hcom_receive_..``)."""
+    ids = [i for i, name in enumerate(table.names) if {"receive", "recv"} & set(name_tokens(name))]
+    return np.isin(table.name_id, ids)
 
 
 def is_ascend(table: ActivityTable) -> bool:

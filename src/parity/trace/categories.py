@@ -1,18 +1,23 @@
 """Kernel categories by ordered, user-overridable rules (DESIGN.md, Traces).
 
-A category is one of :data:`STANDARD_CATEGORIES` (a user's rules may add more). Rules are tried
-in order and the first match wins; the default rules ship as ``rules/default.toml`` beside this
-module. On Ascend, the reader's ``accelerator_core`` column (kernel_details.csv's
-``Accelerator Core``) decides the category through the rules' ``[accelerator_core]`` table and
-wins over names, except that a name matching a *communication* rule stays communication (an MC2
-fused kernel runs on the AI cores yet is a collective). Device time no rule matches is
-categorised :data:`UNMATCHED` and reported, never hidden; host rows get :data:`NOT_DEVICE`.
+A category is one of :data:`STANDARD_CATEGORIES` (a user's rules may add more). Each default
+rule names an *operation* (GEMM, convolution, attention, normalization, reduction, copy,
+elementwise, communication, ...) and gives the category that operation's work is; rules are
+tried in order and the first match wins. The default rules ship as ``rules/default.toml``
+beside this module. Patterns match whole tokens of a kernel name (:mod:`parity.trace.tokens`),
+so ``mma`` is not found in ``GammaBeta`` and ``gemm`` not in ``fbgemm``; a library name alone
+(cuDNN, cuBLAS, CUTLASS, NCCL...) decides nothing, and normalization is vector work.
+
+On Ascend, the reader's ``accelerator_core`` column (kernel_details.csv's ``Accelerator Core``)
+decides the category through the rules' ``[accelerator_core]`` table and wins over names,
+except that a name matching a *communication* rule stays communication (an MC2 fused kernel
+runs on the AI cores yet is a collective). A core the table does not know (``N/A``: the
+profiler did not record the unit) leaves the decision to the names. Device time no rule
+matches is categorised :data:`UNMATCHED` and reported, never hidden; host rows get
+:data:`NOT_DEVICE`.
 
 Matching runs once per distinct name (``table.names``), then maps to rows by ``name_id``, so
-categorising a million kernels costs a few thousand name matches. A regex is searched only in
-names holding the text all its matches contain, and with the optional ``ahocorasick_rs`` (the
-``fast`` extra) all rules' literal patterns and such texts are found in one pass over a name
-(:mod:`parity.trace.literals`); the answer is the same either way.
+categorising a million kernels costs a few thousand name matches.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -29,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.literals import RuleMatcher, required_literal
 from parity.trace.table import ActivityTable, Kind
+from parity.trace.tokens import NameTokens, TokenPattern, parse_pattern
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,39 +54,40 @@ COMPUTE_EXCLUDED = (COMMUNICATION, MEMORY)  # "compute" = device work in neither
 
 _KIND_NAMES = {k.name.lower(): k for k in Kind}
 _ON_DEVICE = frozenset(k for k in Kind if k.on_device)
-_RULE_KEYS = {"category", "patterns", "kinds"}
+_RULE_KEYS = {"category", "patterns", "kinds", "operation"}
 _TOP_KEYS = {"rules", "accelerator_core", "replace"}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Rule:
-    """One ordered rule: a category, case-insensitive name regexes, and optionally kinds."""
+    """One ordered rule: the operation it names, its category, token patterns (any one
+    matching suffices), optionally kinds. ``regex`` (searched case-insensitively in the whole
+    name) serves rules built in code from regular expressions."""
 
     category: str
     patterns: tuple[str, ...]
     kinds: tuple[Kind, ...] = ()
-    regex: re.Pattern | None = field(repr=False, compare=False)  # the non-literal patterns
-    literals: tuple[str, ...] = field(default=(), repr=False, compare=False)  # lowercased
-    # The same non-literal patterns split for ASCII names: those without capitals, compiled
-    # case-sensitively and searched in the lowercased name (same answer; several times faster
-    # than one case-insensitive alternation, as each keeps its literal prefix scan), and the rest.
-    # A rule built without them (``regex`` only) is searched through ``regex``.
-    lowered: tuple[re.Pattern, ...] = field(default=(), repr=False, compare=False)
-    rest: re.Pattern | None = field(default=None, repr=False, compare=False)
-    # per ``lowered`` pattern, text every match contains (required_literal) or None: without it
-    # in the name the pattern is not searched. Empty: no pattern is gated.
-    gates: tuple[str | None, ...] = field(default=(), repr=False, compare=False)
+    operation: str = ""
+    regex: re.Pattern | None = field(default=None, repr=False, compare=False)
+    tokens: tuple[TokenPattern, ...] = field(default=(), repr=False, compare=False)
 
-    def matches(self, name: str, kind: Kind) -> bool:
-        """Whether a pattern is found in ``name`` (literal patterns by a plain substring test on
-        the lowercased name, which is much faster than a regex on long C++ kernel names)."""
-        return RuleMatcher((self,), one_pass=False).first(name, kind) is not None
+    def matches(self, name: str, kind: Kind, tokens: NameTokens | None = None) -> bool:
+        """Whether ``kind`` is among the rule's kinds (when it names any) and a pattern is
+        found in ``name`` (``tokens``: the name's tokens, when the caller has them)."""
+        if self.kinds and kind not in self.kinds:
+            return False
+        if self.regex is not None and self.regex.search(name) is not None:
+            return True
+        if not self.tokens:
+            return False
+        tokens = tokens if tokens is not None else NameTokens(name)
+        return any(p.matches(name, tokens) for p in self.tokens)
 
 
-def first_match(rules: tuple[Rule, ...], name: str, kind: Kind, *, one_pass: bool = False) -> Rule | None:
-    """The first of ``rules`` matching ``name`` (see :class:`RuleMatcher`, which a loop over
-    many names should build once, as :class:`Rules` does)."""
-    return RuleMatcher(rules, one_pass=one_pass).first(name, kind)
+def first_match(rules: tuple[Rule, ...], name: str, kind: Kind) -> Rule | None:
+    """The first of ``rules`` matching ``name`` under ``kind``, or ``None``."""
+    tokens = NameTokens(name)
+    return next((rule for rule in rules if rule.matches(name, kind, tokens)), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,10 +97,6 @@ class Rules:
     rules: tuple[Rule, ...]
     accelerator_core: dict[str, str]
     source: str
-    matcher: RuleMatcher = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "matcher", RuleMatcher(self.rules))
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -117,12 +118,18 @@ class Rules:
             return NOT_DEVICE
         return self._device_category(name, kind, core, task_type)
 
+    def rule_of(self, name: str, kind: Kind, task_type: str | None = None) -> Rule | None:
+        """The rule deciding ``name`` by names alone (the task type standing in when the name
+        matches none), or ``None``."""
+        first = first_match(self.rules, name, kind)
+        if first is None and task_type:
+            first = first_match(self.rules, task_type, kind)
+        return first
+
     def _device_category(self, name: str, kind: int, core: str | None, task_type: str | None) -> str:
         """:meth:`category_of` for a device kind (``categorize`` calls it once per distinct
         name, kind, core and task type)."""
-        first = self.matcher.first(name, kind)
-        if first is None and task_type:
-            first = self.matcher.first(task_type, kind)
+        first = self.rule_of(name, kind, task_type)
         if first is not None and first.category == COMMUNICATION:
             return COMMUNICATION
         if core and core in self.accelerator_core:
@@ -209,50 +216,28 @@ def _parse_rule(path: Path, index: int, raw: Any) -> Rule:
     if isinstance(patterns, str):
         patterns = [patterns]
     if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
-        raise ParityError(f"{where}: 'patterns' must be a non-empty list of regular expressions")
+        raise ParityError(f"{where}: 'patterns' must be a non-empty list of token patterns")
+    compiled = []
     for pattern in patterns:
         try:
-            re.compile(pattern)
+            compiled.append(parse_pattern(pattern))
         except re.error as exc:
             raise ParityError(f"{where}: bad regular expression {pattern!r} ({exc}); fix it") from None
+        except ValueError as exc:
+            raise ParityError(f"{where}: bad pattern {pattern!r} ({exc}); write name tokens such as 'batch norm'") from None
     kinds = raw.get("kinds", [])
     if not isinstance(kinds, list) or any(str(k).lower() not in _KIND_NAMES for k in kinds):
         raise ParityError(f"{where}: 'kinds' must list kinds from {sorted(_KIND_NAMES)}, got {kinds!r}")
-    literals = _minimal_literals(p.lower() for p in patterns if re.escape(p) == p or p == "")
-    others = [p for p in patterns if not (re.escape(p) == p or p == "")]
-    regex = re.compile("|".join(f"(?:{p})" for p in others), re.IGNORECASE) if others else None
-    lowerable = [p for p in others if _case_free(p)]
-    rest = [p for p in others if p not in lowerable]
+    operation = raw.get("operation", category)
+    if not isinstance(operation, str) or not operation.strip():
+        raise ParityError(f"{where}: 'operation' must be a name such as 'gemm', got {operation!r}")
     return Rule(
         category=category.strip(),
         patterns=tuple(patterns),
         kinds=tuple(_KIND_NAMES[str(k).lower()] for k in kinds),
-        regex=regex,
-        literals=literals,
-        lowered=tuple(re.compile(p) for p in lowerable),
-        gates=tuple(required_literal(p) for p in lowerable),
-        rest=re.compile("|".join(f"(?:{p})" for p in rest), re.IGNORECASE) if rest else None,
+        operation=operation.strip(),
+        tokens=tuple(compiled),
     )
-
-
-def _minimal_literals(literals: Iterable[str]) -> tuple[str, ...]:
-    """The literals a substring test needs, in their order: a repeat, or a literal containing
-    another one of the same rule ("sgemm" beside "gemm"), can never decide the rule's match,
-    so leaving it out gives the same answer with fewer scans of long kernel names."""
-    unique = list(dict.fromkeys(literals))
-    return tuple(m for m in unique if not any(other != m and other in m for other in unique))
-
-
-_PLAIN_ESCAPES = re.compile(r"\\[dswb]|\\[^0-9A-Za-z]")
-
-
-def _case_free(pattern: str) -> bool:
-    """Whether ``pattern`` searched case-sensitively in a lowercased ASCII name finds what it
-    finds case-insensitively in the name: no capitals, no inline flags, and no escapes other
-    than ``\\d \\s \\w \\b`` and escaped punctuation (``\\x41`` is a capital, ``\\S`` is not ``\\s``)."""
-    if not pattern.isascii() or pattern != pattern.lower() or "(?" in pattern:
-        return False
-    return "\\" not in _PLAIN_ESCAPES.sub("", pattern)
 
 
 def _parse(path: Path, data: dict[str, Any]) -> tuple[list[Rule], dict[str, str], bool]:

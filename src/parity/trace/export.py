@@ -49,7 +49,7 @@ def write_csv(result: TraceAnalysis, folder: str | Path) -> list[Path]:
             cats = row.pop("categories_us")
             tables["streams"].append({**row, **{f"{k}_us": v for k, v in cats.items()}})
         tables["categories"] += [{"rank": r.rank, **c.to_dict()} for c in r.categories]
-        tables["kernels"] += [{"rank": r.rank, **k.to_dict()} for k in r.top_kernels]
+        tables["kernels"] += [{"rank": r.rank, **k.to_dict()} for k in r.kernels]  # every kernel
         tables["ascend_steps"] += [
             {"rank": r.rank, **{k: v for k, v in s.to_dict().items() if k != "reference"}} for s in r.ascend_steps
         ]

@@ -10,6 +10,7 @@ stacked into one table with the ``rank`` column set from each file (Kineto
 Choices on bad input (each documented again in the reader that makes it):
     - unreadable, truncated or corrupt file, empty trace: :class:`ParityError` naming the file;
     - two files claiming the same rank: ParityError naming both (a mixed folder, e.g. two runs);
+    - files of different profilers (Kineto with Nsight, ...): ParityError naming them;
     - device activities overlapping on one stream: kept, and a counted warning in
       ``meta["warnings"]`` (busy time is a union, so overlap never counts twice).
 
@@ -44,8 +45,13 @@ _TRACE_FILE = re.compile(r"\.(json|json\.gz|gz|sqlite|sqlite3|db)$", re.IGNORECA
 _NOT_RANKS = {"analysis.db"}
 
 
-def load_trace(paths: str | Path | list, *, progress: Progress | None = None) -> ActivityTable:
-    """Read every trace in ``paths`` (see the module docstring) into one table."""
+def load_trace(paths: str | Path | list, *, progress: Progress | None = None,
+               workers: int | None = None) -> ActivityTable:
+    """Read every trace in ``paths`` (see the module docstring) into one table.
+
+    ``workers``: processes that parse one Kineto JSON file (1: this process only; None: by
+    the file's size, see :func:`parity.trace.readers.parallel.default_workers`); the table is
+    the same for every value, and no process outlives the call."""
     items = [Path(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
     if not items:
         raise ParityError("no trace paths given; pass a trace file or folder")
@@ -60,7 +66,7 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None) ->
             if progress is not None:
                 progress(offset + min(now, size), total, label)
 
-        table = read_one(unit, progress=report)
+        table = read_one(unit, progress=report, workers=workers)
         warning = stream_overlap_warning(table)
         if warning:
             table.meta["warnings"].append(warning)
@@ -76,7 +82,7 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None) ->
     return _stack(tables)
 
 
-def read_one(path: Path, *, progress: Progress | None = None) -> ActivityTable:
+def read_one(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """One rank's trace, in whichever format :func:`detect` finds."""
     fmt = detect(path)
     if fmt == "ascend-text":
@@ -88,7 +94,7 @@ def read_one(path: Path, *, progress: Progress | None = None) -> ActivityTable:
         return read_ascend_db(path, progress=progress)
     if fmt == "nsys":
         return read_nsys(path, progress=progress)
-    return read_kineto(path, progress=progress)
+    return read_kineto(path, progress=progress, workers=workers)
 
 
 def _expand(path: Path) -> list[Path]:
@@ -121,10 +127,23 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) or 1
 
 
+_FAMILY = {"kineto": "PyTorch (Kineto)", "chrome": "PyTorch (Kineto)", "ascend-text": "Ascend",
+           "ascend-db": "Ascend", "nsys": "Nsight Systems"}
+
+
 def _check_ranks(tables: list[ActivityTable]) -> None:
-    """Two inputs claiming one rank mean mixed runs or a copied file: refuse to merge them."""
+    """Files of different profilers cannot be ranks of one job, and two inputs claiming one
+    rank mean mixed runs or a copied file: refuse to merge them."""
     if len(tables) < 2:
         return
+    families = {}
+    for table in tables:
+        fmt = str(table.meta.get("format"))
+        families.setdefault(_FAMILY.get(fmt, fmt), table.meta.get("source"))
+    if len(families) > 1:
+        named = ", ".join(f"{family} ({source})" for family, source in families.items())
+        raise ParityError(f"traces of different profilers cannot be ranks of one job: {named}; "
+                          "pass the files of one run, one per rank")
     seen: dict[int, ActivityTable] = {}
     for table in tables:
         for rank in table.meta.get("ranks", [0]):

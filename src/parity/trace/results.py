@@ -11,7 +11,10 @@ from typing import Any
 
 from parity.model.findings import Finding
 from parity.trace.ascend_steps import AscendStep
+from parity.trace.comm_matrix import LinkFigure
 from parity.trace.window import Window
+
+TOP_KERNELS = 50  # kernels listed in the JSON (every kernel goes to kernels.csv)
 
 
 def _us(ns: int) -> float:
@@ -175,14 +178,21 @@ class RankAnalysis:
     categories: tuple[CategoryStats, ...]
     overlaps: tuple[StreamOverlap, ...]
     comm: CommOverlap
-    top_kernels: tuple[KernelStats, ...]
+    kernels: tuple[KernelStats, ...]  # every kernel name in the window, most time first
     blocks: BlockStats | None
     ascend_steps: tuple[AscendStep, ...]
+    trace_start_ns: int = 0  # the rank's earliest timestamp, for offsets from the trace start
+
+    @property
+    def top_kernels(self) -> tuple[KernelStats, ...]:
+        """The :data:`TOP_KERNELS` kernels with the most time (the JSON lists these)."""
+        return self.kernels[:TOP_KERNELS]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
-            "window": self.window.to_dict(),
+            "window": {**self.window.to_dict(),
+                       "offset_from_trace_start_us": (self.window.start_ns - self.trace_start_ns) / 1e3},
             "device_span_us": [self.device_span_ns[0] / 1e3, self.device_span_ns[1] / 1e3],
             "streams": [s.to_dict() for s in self.streams],
             "device": self.device.to_dict(),
@@ -190,6 +200,7 @@ class RankAnalysis:
             "stream_overlap": [o.to_dict() for o in self.overlaps],
             "compute_communication": self.comm.to_dict(),
             "top_kernels": [k.to_dict() for k in self.top_kernels],
+            "kernel_names": len(self.kernels),  # top_kernels lists the first TOP_KERNELS of these
             "blocks": self.blocks.to_dict() if self.blocks else None,
             "ascend_steps": [s.to_dict() for s in self.ascend_steps],
         }
@@ -232,6 +243,7 @@ class TraceAnalysis:
     spread: RankSpread | None
     findings: tuple[Finding, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    comm_matrix: tuple[LinkFigure, ...] = field(default_factory=tuple)  # Ascend HCCL links
 
     @property
     def first(self) -> RankAnalysis:
@@ -256,4 +268,5 @@ class TraceAnalysis:
             "rank_spread": self.spread.to_dict() if self.spread else None,
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
+            "communication_matrix": [f.to_dict() for f in self.comm_matrix],
         }

@@ -43,6 +43,7 @@ class KindCode:
 assert KindCode.KERNEL == 0 and KindCode.MEMCPY == 1 and KindCode.MEMSET == 2, "device_mask needs device kinds first"
 assert KindCode.OTHER == Kind.OTHER and len(Kind) == 8, "KindCode lists every Kind in order"
 NO_ID = -1  # the value of an integer column where a row has no such id
+UNKNOWN_CORE = "N/A"  # accelerator_core where the profiler did not record the unit (Ascend level 0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,11 @@ and strings in ``STRING_IDS``. Rows, matching the text reader's choices:
   ``AI_VECTOR_CORE``, ``KERNEL_AICORE`` -> ``AI_CORE``, ...).
 - ``COMMUNICATION_OP`` (collectives): ``Kind.KERNEL``, ``task_type = "HCCL"``, on the stream of
   their tasks.
+- A task with no operator (no ``COMPUTE_TASK_INFO`` row, so named after its task type, e.g.
+  ``AI_CORE``) that holds a collective on its stream is the collective's carrier: its
+  ``accelerator_core`` is ``HCCL``, so it counts as communication, never as compute (the
+  profiler's step table counts it so: a 75 ms ``AI_CORE`` task around ``hcom_allReduce`` is
+  not matrix work).
 - ``CANN_API``: ``Kind.RUNTIME`` (``connectionId`` is the correlation with ``TASK``).
 - ``PYTORCH_API``: ``ProfilerStep#N`` is ``Kind.STEP``, other ops ``Kind.CPU_OP``; without
   them, ``STEP_TIME`` gives the steps.
@@ -107,7 +112,34 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     meta = {"source": str(path), "format": "ascend-db", "clock_unit": "ns", "ranks": [rank],
             "rank_source": "RANK_DEVICE_MAP/file name", "warnings": [], "step_trace": step_trace}
     table = cols.table(extra_keys=EXTRA, meta=meta)
+    mark_collective_carriers(table)
     return finish_ascend_rank(table, rank)
+
+
+def mark_collective_carriers(table: ActivityTable) -> int:
+    """Set ``accelerator_core = "HCCL"`` on every operator-less kernel task that contains a
+    collective (a ``task_type == "HCCL"`` row) on its own stream; returns how many were marked.
+
+    Operator-less: the task is named after its task type (no COMPUTE_TASK_INFO row). Contains:
+    ``task.start <= op.start`` and ``op.end <= task.end``.
+    """
+    types = table.extra["task_type"]
+    cores = table.extra["accelerator_core"]
+    names = np.array(table.names, dtype=object)[table.name_id]
+    ops = np.flatnonzero(types == "HCCL")
+    candidates = np.flatnonzero((table.kind == Kind.KERNEL) & (names == types) & (types != "HCCL"))
+    if not len(ops) or not len(candidates):
+        return 0
+    ops = ops[np.argsort(table.start_ns[ops], kind="stable")]
+    op_start = table.start_ns[ops]
+    marked = 0
+    for row in candidates.tolist():
+        lo, hi = np.searchsorted(op_start, [table.start_ns[row], table.end_ns[row]], side="left")
+        inside = ops[lo:hi]
+        if ((table.stream[inside] == table.stream[row]) & (table.end_ns[inside] <= table.end_ns[row])).any():
+            cores[row] = "HCCL"
+            marked += 1
+    return marked
 
 
 def _strings(db: sqlite3.Connection) -> dict[int, str]:

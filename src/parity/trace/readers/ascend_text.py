@@ -10,26 +10,28 @@ Its processes are told apart by their ``process_name`` metadata:
 - ``HCCL``: a ``Group N Communication`` thread holds the collective operations (``hcom_*``):
   they become ``Kind.KERNEL`` rows with ``task_type = "HCCL"`` on the stream their plane
   tasks name (``args["stream id"]``); the ``Plane N`` sub-tasks, which repeat the hardware
-  tasks of that stream, are kept as ``Kind.OTHER``.
+  tasks of that stream, are kept as ``Kind.OTHER``, with ``(src rank, dst rank, size(Byte),
+  link type)`` in the ``link`` column for the communication matrix.
 - ``CANN``: ``AscendCL@...`` API calls, ``Kind.RUNTIME`` (their ``connection_id`` links to
   the tasks they launched).
 - the Python process: ``cpu_op`` rows are ``Kind.CPU_OP``, ``ProfilerStep#N`` is
   ``Kind.STEP``, the rest ``Kind.OTHER``.
-- ``Overlap Analysis`` (the profiler's own derived Computing/Communication/Free lanes) and
-  counters are not read: the analysis recomputes those figures from the tasks.
+- ``Overlap Analysis``: the profiler's own Computing, Communication, Communication(Not
+  Overlapped) and Free lanes, kept in ``meta["overlap_analysis"]`` (lane -> ``[start_ns,
+  end_ns]`` pairs) so the analysis can check its figures against them; counters are not read.
 
-``kernel_details.csv`` is joined to the task rows by name and start time: its ``Accelerator
-Core`` (AI_CORE, AI_VECTOR_CORE, MIX_AIV, ...) wins over the trace's ``Task Type`` in the
-``accelerator_core`` column, and its ``Step Id`` sets the row's step. ``step_trace_time.csv``
-rows go to ``meta["step_trace"]`` as dicts of floats (µs) keyed by the CSV header.
+A ``trace_view.json`` inside ``ASCEND_PROFILER_OUTPUT`` is read with the CSVs beside it
+(:mod:`.ascend_csv`: ``kernel_details.csv`` gives cores and steps, ``step_trace_time.csv`` the
+profiler's step figures in ``meta["step_trace"]``); a standalone timeline is read under any
+file name, without them. A folder with the CSVs but no timeline is refused, with the
+profiler's step figures in the message.
 
-Bad input: as for Kineto JSON (see :mod:`.kineto`); a ``kernel_details.csv`` row that matches
-no task is counted in ``meta["warnings"]``; an unreadable CSV is a :class:`ParityError`.
+Bad input: as for Kineto JSON (see :mod:`.kineto`); partial CSVs are counted warnings
+(:mod:`.ascend_csv`); an unreadable CSV is a :class:`ParityError`.
 """
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -38,13 +40,19 @@ import numpy as np
 import orjson
 
 from parity.model.errors import ParityError
+from parity.trace.readers.ascend_csv import (
+    KERNEL_DETAILS,
+    STEP_TRACE,
+    join_kernel_details,
+    read_step_trace,
+    step_figures_text,
+)
 from parity.trace.readers.columns import (
     ASCEND_CONCURRENT_TASKS,
     PROFILER_STEP,
     Columns,
     finish_ascend_rank,
     one_line,
-    parse_us_text,
     times_to_ns,
 )
 from parity.trace.readers.jsonstream import EventStream
@@ -55,11 +63,9 @@ TRACE_VIEW = "trace_view.json"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
-JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
-CORE_TYPES = {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
-             tid=np.int64)  # fmt: skip
+             tid=np.int64, link=object)  # fmt: skip
 Progress = Callable[[int, int, str], None]
 
 
@@ -73,11 +79,13 @@ def output_dir(path: Path) -> Path:
 
 
 def read_ascend_text(path: Path, *, progress: Progress | None = None) -> ActivityTable:
-    """Read one rank's Ascend text output (folder or its ``trace_view.json``)."""
+    """Read one rank's Ascend text output (folder, its ``trace_view.json``, or a standalone
+    Ascend timeline under any name)."""
     folder = output_dir(path)
-    trace = folder / TRACE_VIEW
+    trace = path if path.is_file() else folder / TRACE_VIEW
     if not trace.is_file():
-        raise ParityError(f"{path}: no {OUTPUT}/{TRACE_VIEW}; export the profile as text")
+        raise ParityError(missing_timeline(path, folder))
+    beside = trace.name == TRACE_VIEW or folder.name == OUTPUT  # the CSVs belong to this timeline
     stream = EventStream(trace)
     events: list = []
     for _first, block in stream:
@@ -87,7 +95,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
     lanes = _lanes(events)
     cols = Columns()
     warnings: list[str] = []
-    _rows(trace, events, lanes, cols, warnings)
+    overlap = _rows(trace, events, lanes, cols, warnings)
     del events
     if cols.rows == 0:
         raise ParityError(f"{trace}: empty trace (no complete 'X' events)")
@@ -95,11 +103,22 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
     meta = {
         "source": str(path), "format": "ascend-text", "clock_unit": "us", "ranks": [rank],
         "rank_source": rank_source, "warnings": warnings,
-        "step_trace": read_step_trace(folder / "step_trace_time.csv"),
+        "step_trace": read_step_trace(folder / STEP_TRACE, warnings) if beside else [],
+        "overlap_analysis": overlap,
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
-    table = _join_kernel_details(table, folder / "kernel_details.csv", warnings)
+    table = join_kernel_details(table, folder / KERNEL_DETAILS if beside else None, warnings)
     return finish_ascend_rank(table, rank)
+
+
+def missing_timeline(path: Path, folder: Path) -> str:
+    """The refusal of an Ascend output without ``trace_view.json``: what is missing, what is
+    there, and the profiler's own step figures when ``step_trace_time.csv`` is."""
+    present = [n for n in (KERNEL_DETAILS, STEP_TRACE) if (folder / n).is_file()]
+    have = f" (it has {', '.join(present)})" if present else ""
+    figures = step_figures_text(folder / STEP_TRACE)
+    return (f"{path}: no {OUTPUT}/{TRACE_VIEW}{have}; the kernel table alone cannot rebuild the steps, "
+            f"so export the profile with its timeline (trace_view.json)" + (f"; {figures}" if figures else ""))
 
 
 def _lanes(events: list) -> dict:
@@ -117,12 +136,14 @@ def _lanes(events: list) -> dict:
     return {"process": process, "thread": thread}
 
 
-def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list) -> None:
+def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
+    """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
     process, thread = lanes["process"], lanes["thread"]
-    kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where = (
-        [] for _ in range(12)
+    kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where, links = (
+        [] for _ in range(13)
     )
     plane_streams: list[tuple[int, int]] = []  # (row, stream id) of HCCL plane tasks
+    overlap: dict[str, list] = {}  # Overlap Analysis lane -> [ts, dur] as written
     skipped = 0
     for i, e in enumerate(events):
         if type(e) is not dict:
@@ -130,8 +151,13 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
             continue
         if e.get("ph") != "X":
             continue
+        lane_process = process.get(e.get("pid"), "")
+        if lane_process == "Overlap Analysis":
+            lane = thread.get((e.get("pid"), e.get("tid")), str(e.get("name", "")))
+            overlap.setdefault(lane, []).append((i, e.get("ts"), e.get("dur")))
+            continue
         try:
-            row = _classify(e, process.get(e.get("pid"), ""), thread)
+            row = _classify(e, lane_process, thread)
         except (TypeError, AttributeError, ValueError) as exc:
             raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
         if row is None:
@@ -151,12 +177,14 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         pids.append(_i64(e.get("pid")))
         tids.append(_i64(e.get("tid")))
         where.append(i)
+        links.append(_link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None)
         if plane_stream is not None:
             plane_streams.append((len(kinds) - 1, plane_stream))
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
+    lanes_ns = {lane: _lane_spans(trace, spans) for lane, spans in overlap.items()}
     if not kinds:
-        return
+        return lanes_ns
     index = np.asarray(where)
     start = times_to_ns(ts, path=trace, first=0, what="ts", index=index)
     dur = times_to_ns(durs, path=trace, first=0, what="dur", index=index)
@@ -174,8 +202,33 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         correlation=np.asarray(corrs, np.int64), step=np.full(n, -1, np.int32),
         task_type=np.asarray(types, dtype=object), accelerator_core=np.full(n, None, object),
         sync_type=np.asarray(syncs, dtype=object), pid=np.asarray(pids, np.int64),
-        tid=np.asarray(tids, np.int64),
+        tid=np.asarray(tids, np.int64), link=_object_array(links),
     )  # fmt: skip
+    return lanes_ns
+
+
+def _object_array(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _link(args: dict) -> tuple[int, int, int, str] | None:
+    """``(src rank, dst rank, size in bytes, link type)`` of an HCCL plane task, or None when its
+    args do not say (the communication matrix is built from these)."""
+    src, dst, size = args.get("src rank"), args.get("dst rank"), args.get("size(Byte)")
+    if type(src) is not int or type(dst) is not int or type(size) is not int:
+        return None
+    link = args.get("link type")
+    return src, dst, size, link if isinstance(link, str) else ""
+
+
+def _lane_spans(trace: Path, spans: list) -> list[list[int]]:
+    """``[start_ns, end_ns]`` pairs of one Overlap Analysis lane (its events' ts and dur)."""
+    index = np.asarray([i for i, _, _ in spans])
+    start = times_to_ns([t for _, t, _ in spans], path=trace, first=0, what="ts", index=index)
+    dur = times_to_ns([d for _, _, d in spans], path=trace, first=0, what="dur", index=index)
+    return [[int(a), int(a + b)] for a, b in zip(start.tolist(), dur.tolist())]
 
 
 def _classify(e: dict, process: str, thread: dict):
@@ -202,8 +255,6 @@ def _classify(e: dict, process: str, thread: dict):
         )
     if process == "CANN":
         return Kind.RUNTIME, tid_int, None, None
-    if process == "Overlap Analysis":
-        return None
     if isinstance(name, str) and PROFILER_STEP.match(name):
         return Kind.STEP, tid_int, None, None
     if e.get("cat") == "cpu_op":
@@ -260,97 +311,3 @@ def _rank(folder: Path) -> tuple[int, str]:
     if match:
         return int(match.group(1)), "folder name"
     return 0, "assumed"
-
-
-def read_step_trace(path: Path) -> list[dict]:
-    """Rows of ``step_trace_time.csv`` as dicts (numbers as floats, µs; ``Step`` as int)."""
-    if not path.is_file():
-        return []
-    rows = []
-    for record in _csv_rows(path):
-        row = {}
-        for key, value in record.items():
-            if key is None:
-                continue
-            text = (value or "").strip()
-            try:
-                row[key.strip()] = float(text) if key.strip() != "Step" else int(float(text))
-            except ValueError:
-                row[key.strip()] = text
-        rows.append(row)
-    return rows
-
-
-def _csv_rows(path: Path) -> list[dict]:
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            return list(csv.DictReader(handle))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ParityError(f"{path}: unreadable CSV ({one_line(exc)}); export the profile again") from None
-
-
-def _join_kernel_details(table: ActivityTable, path: Path, warnings: list) -> ActivityTable:
-    """Set ``accelerator_core`` (kernel_details wins, else Task Type) and steps from the CSV."""
-    cores = np.array(table.extra["task_type"], dtype=object)
-    cores = np.where(np.isin(cores, list(CORE_TYPES)), cores, None)
-    step = table.step.copy()
-    if path.is_file():
-        lookup = _TaskLookup(table)
-        unmatched = 0
-        for record in _csv_rows(path):
-            try:
-                start = parse_us_text(record["Start Time(us)"].strip(" \t\""))
-                row = lookup.find(record["Name"], start)
-            except (KeyError, ValueError, AttributeError):
-                row = None
-            if row is None:
-                unmatched += 1
-                continue
-            core = (record.get("Accelerator Core") or "").strip()
-            if core and core != "N/A":
-                cores[row] = core
-            step_id = (record.get("Step Id") or "").strip()
-            if step_id.isdigit():
-                step[row] = int(step_id)
-        if unmatched:
-            warnings.append(f"{unmatched} rows of {path.name} match no task in {TRACE_VIEW}")
-    extra = dict(table.extra, accelerator_core=cores)
-    return ActivityTable(**{c: getattr(table, c) for c in ActivityTable.COLUMNS if c != "step"},
-                         step=step, names=table.names, extra=extra, meta=table.meta)  # fmt: skip
-
-
-class _TaskLookup:
-    """Device rows by name and start time, matched to within :data:`JOIN_TOLERANCE_NS`.
-
-    kernel_details.csv and trace_view.json round the same start differently in the last
-    digit (``...175.672`` against ``...175.673``), so the join takes the nearest unused row of
-    that name within the tolerance.
-    """
-
-    def __init__(self, table: ActivityTable) -> None:
-        self.by_name: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        rows = np.flatnonzero(np.isin(table.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC)))
-        order = rows[np.argsort(table.start_ns[rows], kind="stable")]
-        groups: dict[str, list[int]] = {}
-        for row in order.tolist():
-            groups.setdefault(table.names[table.name_id[row]], []).append(row)
-        for name, members in groups.items():
-            idx = np.array(members)
-            self.by_name[name] = (table.start_ns[idx], idx)
-        self.used: set[int] = set()
-
-    def find(self, name: str, start_ns: int) -> int | None:
-        if name not in self.by_name:
-            return None
-        starts, rows = self.by_name[name]
-        pos = int(np.searchsorted(starts, start_ns))
-        best = None
-        for j in (pos - 1, pos, pos + 1):
-            if 0 <= j < len(starts) and int(rows[j]) not in self.used:
-                gap = abs(int(starts[j]) - start_ns)
-                if gap <= JOIN_TOLERANCE_NS and (best is None or gap < best[0]):
-                    best = (gap, int(rows[j]))
-        if best is None:
-            return None
-        self.used.add(best[1])
-        return best[1]

@@ -3,7 +3,9 @@
 :func:`detect` returns one of :data:`FORMATS` for a file or folder:
 
 - a folder holding ``ASCEND_PROFILER_OUTPUT`` (a ``*_ascend_pt`` folder) or being one: Ascend
-  text when ``trace_view.json`` is there, else the Ascend SQLite export inside it;
+  text when ``trace_view.json`` is there, else the Ascend SQLite export inside it; with only
+  the CSV tables (``kernel_details.csv``, ``step_trace_time.csv``), a ParityError saying the
+  timeline is missing and showing the profiler's own step figures (so does passing a CSV);
 - an SQLite file (by its 16-byte header): Nsight Systems when it has ``CUPTI_ACTIVITY_KIND_*``
   tables, Ascend when it has ``TASK`` and ``STRING_IDS``;
 - JSON, plain or gzip (by magic bytes): Ascend text when it is a top-level array whose events
@@ -21,7 +23,8 @@ import sqlite3
 from pathlib import Path
 
 from parity.model.errors import ParityError
-from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW
+from parity.trace.readers.ascend_csv import KERNEL_DETAILS, STEP_TRACE
+from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW, missing_timeline
 from parity.trace.readers.columns import one_line
 from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, GzipReader
 
@@ -48,6 +51,8 @@ def detect(path: Path) -> str:
         return _detect_folder(path)
     if not path.is_file():
         raise ParityError(f"{path}: no such file or folder")
+    if path.name in (KERNEL_DETAILS, STEP_TRACE):
+        raise ParityError(_table_not_timeline(path))
     with _open(path) as handle:
         head = handle.read(len(SQLITE_MAGIC))
         if head.startswith(SQLITE_MAGIC):
@@ -103,10 +108,20 @@ def _detect_folder(path: Path) -> str:
         return "ascend-text"
     if ascend_db_in(output) is not None:
         return "ascend-db"
+    if (output / KERNEL_DETAILS).is_file() or (output / STEP_TRACE).is_file():
+        raise ParityError(missing_timeline(path, output))
     raise ParityError(
         f"{path}: folder holds no {OUTPUT}/{TRACE_VIEW} or ascend_pytorch_profiler_N.db; "
         "pass the trace files themselves"
     )
+
+
+def _table_not_timeline(path: Path) -> str:
+    """The refusal of an Ascend CSV table passed as a trace: what to pass instead."""
+    head = f"{path}: {path.name} is one of the Ascend profiler's tables, not a timeline"
+    if (path.parent / TRACE_VIEW).is_file():
+        return f"{head}; pass {path.parent / TRACE_VIEW} or its *_ascend_pt folder"
+    return f"{head}; " + missing_timeline(path.parent, path.parent)
 
 
 def _detect_sqlite(path: Path) -> str:

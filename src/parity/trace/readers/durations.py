@@ -12,7 +12,6 @@ warning this module returns. ``ts`` is read exactly as for complete events; an `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,10 +24,8 @@ from parity.trace.readers.kineto_rows import (
     UNKNOWN,
     int_or,
 )
+from parity.trace.readers.lanes import ScanState
 from parity.trace.table import NO_ID
-
-if TYPE_CHECKING:
-    from parity.trace.readers.kineto_events import ScanState
 
 
 def pair_begin_end(marks: list[tuple], *, path: Path) -> tuple[list[tuple], str | None]:

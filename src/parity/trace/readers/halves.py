@@ -1,25 +1,21 @@
-"""Read a mid-sized Chrome-trace JSON file in two processes: each parses half of the events.
+"""Read a Chrome-trace JSON file in two processes: each parses half of the events.
 
-Parsing (JSON decoding and the column scan) is most of the time of reading a trace of more
-than a few hundred kB, and it splits cleanly. The reading process hands the second half to
-a helper process (:mod:`.helper`: forked for a large file or a burst of reads, and kept
-while reads go on), and both open the file and read it as a stream. The reading process
-parses the text up to a guessed event boundary (the first ``}`` followed by ``, {`` after
-:data:`FIRST_SHARE` of the text, whose size the caller knows from the gzip trailer or the
-file size); the helper inflates and drops that text, finds the same boundary (both read the
-same bytes in the same steps, so both find the same match) and parses the rest. Inflating
-overlaps parsing in both processes. The helper sends back its numpy columns, names and
-counts (:func:`.parallel.merge` appends them after the reading process's, so rows, names and
-lanes come out in file order, as one process would give them).
+Parsing (JSON decoding and the column scan) is most of the time of reading a large trace, and
+it splits cleanly. The reading process forks one child for the call (:func:`read_halves`
+joins it before returning: no process outlives a read), and both open the file and read it as
+a stream. The reading process parses the text up to a guessed event boundary (the first ``}``
+followed by ``, {`` after :data:`FIRST_SHARE` of the text, whose size the caller knows from
+the gzip trailer or the file size); the child inflates and drops that text, finds the same
+boundary (both read the same bytes in the same steps, so both find the same match) and parses
+the rest. The child sends back its numpy columns, names and counts (:func:`.parallel.merge`
+appends them after the reading process's, so rows, names and lanes come out in file order, as
+one process would give them).
 
 A guess inside a string makes the first half end inside that string, which never parses;
 so when both halves parse, the cut was a boundary. Anything unexpected (a half that does not
-parse, a bad event, the helper failing) makes :func:`read_halves` return None and the caller
+parse, a bad event, the child failing) makes :func:`read_halves` return None and the caller
 reads the file again in one process, which names the bad event precisely. A size that was
 wrong only moves the cut (or, past the end, leaves the whole file to the reading process).
-
-Files too large to hold inflated in memory use :mod:`.parallel` instead, and small ones are
-not worth a second process; :func:`worth_it` decides.
 """
 
 from __future__ import annotations
@@ -27,58 +23,22 @@ from __future__ import annotations
 import functools
 import io
 import logging
-import os
+import multiprocessing
 import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
 from parity.model.errors import ParityError
-from parity.trace.readers import helper, parallel
+from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns
 from parity.trace.readers.gzipfile import open_binary
 from parity.trace.readers.jsonstream import NEXT_EVENT, TRACE_EVENTS, EventStream
 
 log = logging.getLogger(__name__)
-# Inflated text below this is read in one process: the request, the pipe and the merge cost
-# about what the second half saves. Measured on 2 vCPUs with the helper kept, as the median
-# of the ratios two processes / one process of analyze(load_trace) over 12 pairs run
-# alternately in one process: 0.5 MB (HTA's overlaid_critical_path) 0.95, and load_trace
-# alone 1.05 to 1.13 from 0.3 to 0.5 MB; 0.86 MB (cupti_profiler, load only) 0.74 to 0.80;
-# 1.8 MB (trace_filter/sampled_rank) 0.70 and 0.75; 4.8 MB 0.67; 9.8 MB 0.62; 15 MB 0.61;
-# 26 MB 0.57. (Before the helper was kept, a child forked per file, 3-4 ms, made 1.8 MB
-# 1.10 to 1.66 and 4.8 MB a wash, so the threshold was 8 MB.)
-MIN_BYTES = 768 << 10
-# From this size a helper is forked for the first file of a burst too: a child forked per file
-# made 9.8 MB take 0.88 to 0.96 of one process, 15 to 87 MB 0.64 to 0.92.
-FORK_FIRST_BYTES = 8 << 20
 FIRST_SHARE = 0.5  # of the text, parsed by the reading process
 # where the event array starts: what the first read of the first half must show
 _EVENTS_START = re.compile(rb"\A\s*\[|" + TRACE_EVENTS.pattern)
-
-
-def worth_it(inflated: int | None) -> bool:
-    """Whether to read a file of ``inflated`` text bytes (:func:`.parallel.inflated_bytes_estimate`)
-    in two processes: between :data:`MIN_BYTES` and the parallel reader's threshold, fork
-    available, two cores, and not every core already running something."""
-    if inflated is None or not MIN_BYTES <= inflated < parallel.MIN_PARALLEL_BYTES:
-        return False
-    if not parallel.can_fork_workers():
-        return False
-    return _running_others() < parallel.worker_count()
-
-
-def _running_others() -> float:
-    """Processes running or ready to run now besides this one (``/proc/loadavg``), else the
-    1-minute load average."""
-    try:  # bare descriptor calls: a text-mode file object costs 2.5x as much
-        fd = os.open("/proc/loadavg", os.O_RDONLY)
-        try:
-            running = int(os.read(fd, 256).split()[3].split(b"/")[0])
-        finally:
-            os.close(fd)
-        return running - 1
-    except (OSError, ValueError, IndexError):
-        return parallel.worker_count() - parallel.idle_cores()
 
 
 class _Half:
@@ -163,15 +123,13 @@ class _Half:
         self.handle.close()
 
 
-@functools.cache
 def _sink() -> memoryview:
-    """Where the helper inflates and drops the first half, kept for its next request: fresh
-    memory would be mapped in page by page each time."""
+    """Where the child inflates and drops the first half."""
     return memoryview(bytearray(1 << 20))
 
 
 def _second_half(path: Path, middle: int, *, decoders: tuple, scan_stream: Callable, make_state: Callable):
-    """The helper's work: the second half's payload; ``"none"`` when there is no second half."""
+    """The child's work: the second half's payload; ``"none"`` when there is no second half."""
     source = _Half(open_binary(path), middle, first=False)
     if not source.found:
         source.close()
@@ -183,6 +141,19 @@ def _second_half(path: Path, middle: int, *, decoders: tuple, scan_stream: Calla
     return {**cols.payload(), **state.payload(), "header": stream.header, "count": count}
 
 
+def _child(conn, work: Callable, path: Path, middle: int) -> None:
+    """The forked child: send ``work(path, middle)``, or None when it fails."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the reading process to handle
+    try:
+        reply = work(path, middle)
+    except Exception:  # noqa: BLE001 - None asks the reading process to read alone
+        reply = None
+    try:
+        conn.send(reply)
+    finally:
+        conn.close()
+
+
 def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable, make_state: Callable,
                 progress: Callable | None = None):  # fmt: skip
     """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
@@ -190,19 +161,24 @@ def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable
     ``size`` is the text size (:func:`.parallel.inflated_bytes_estimate`); ``decoders`` is
     ``(decoder, exact_decoder)`` for :class:`EventStream`; ``make_state(path)`` gives a fresh
     scan state; ``scan_stream(stream, cols, state)`` scans a whole stream into ``cols`` and
-    returns its number of events. The second half is read by the kept helper process
-    (:mod:`.helper`); None when there is none to ask.
+    returns its number of events. The second half is read by a child forked for this call and
+    joined before it returns.
     """
     middle = int(size * FIRST_SHARE)
     work = functools.partial(_second_half, decoders=decoders, scan_stream=scan_stream, make_state=make_state)
-    key = (*decoders, scan_stream, make_state)
-    child = helper.acquire(work, key, fork_first=size >= FORK_FIRST_BYTES)
-    if child is None:
-        return None
-    payload = source = None
-    answered = False
+    context = multiprocessing.get_context("fork")
+    ours, theirs = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(theirs, work, path, middle), daemon=True)
     try:
-        child.ask(path, middle)
+        child.start()
+    except (OSError, AssertionError) as exc:  # out of processes, or inside a daemon process
+        log.debug("two-process read of %s: no child (%s); one process", path, exc)
+        ours.close()
+        theirs.close()
+        return None
+    theirs.close()
+    payload = source = None
+    try:
         state = make_state(path)
         source = _Half(open_binary(path), middle, first=True)
         stream = EventStream(path, decoder=decoders[0], exact_decoder=decoders[1], source=source)
@@ -210,12 +186,14 @@ def read_halves(path: Path, *, size: int, decoders: tuple, scan_stream: Callable
         count = scan_stream(stream, cols, state)
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(path))
-        payload = child.answer()
-        answered = True
+        payload = ours.recv()
     except (ParityError, EOFError, OSError) as exc:
         log.debug("two-process read of %s falls back to one process: %s", path, exc)
     finally:
-        helper.release(child, answered=answered)
+        ours.close()
+        if payload is None and child.is_alive():
+            child.terminate()
+        child.join()
     if payload is None or (payload != "none") != source.found:  # failed, or the halves disagree
         return None
     if payload != "none":

@@ -49,7 +49,6 @@ from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import (
     DECODER,
     EXACT_DECODER,
-    ScanState,
     scan_events,
     scan_stream,
     scan_text,
@@ -61,6 +60,7 @@ from parity.trace.readers.kineto_rows import (
     int_or,
     on_stream,
 )
+from parity.trace.readers.lanes import ScanState
 from parity.trace.table import ActivityTable, Kind, KindCode
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
@@ -68,25 +68,31 @@ _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 Progress = Callable[[int, int, str], None]
 
 
-def read_kineto(path: Path, *, progress: Progress | None = None) -> ActivityTable:
+def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
 
-    Mid-sized files are parsed in two processes (:mod:`.halves`), large ones on several cores
-    (:mod:`.parallel`); whatever goes wrong there is read again here in one process, which
-    names the bad event.
+    ``workers`` is how many processes parse it: 1 reads in this process, 2 in two (a child
+    forked for this read, :mod:`.halves`), more in a pool of that many (:mod:`.parallel`);
+    None picks by the file's size alone (:func:`.parallel.default_workers`). The table is the
+    same for every value; whatever goes wrong in a child is read again here in one process,
+    which names the bad event.
     """
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
-    if halves.worth_it(inflated):
-        done = halves.read_halves(path, size=inflated, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
-                                  make_state=_scan_state, progress=progress)  # fmt: skip
-        if done is not None:
-            return _finish(path, *done)
-    elif parallel.worth_it(inflated):
-        state = _scan_state(path)
-        done = parallel.read_parallel(path, scan_text, scan_events, state, progress)
-        if done is not None:
-            cols, header = done
-            return _finish(path, cols, state, header)
+    workers = parallel.default_workers(inflated) if workers is None else workers
+    if workers < 1:
+        raise ParityError(f"workers={workers} for {path}; give 1 or more processes")
+    if workers >= 2 and inflated and parallel.can_fork():
+        if workers == 2:
+            done = halves.read_halves(path, size=inflated, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
+                                      make_state=_scan_state, progress=progress)  # fmt: skip
+            if done is not None:
+                return _finish(path, *done)
+        else:
+            state = _scan_state(path)
+            done = parallel.read_parallel(path, scan_text, scan_events, state, progress, workers=workers)
+            if done is not None:
+                cols, header = done
+                return _finish(path, cols, state, header)
     stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, size_hint=inflated)
     cols = Columns()
     state = _scan_state(path)

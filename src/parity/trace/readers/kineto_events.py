@@ -38,7 +38,7 @@ from parity.trace.readers.kineto_structs import (
     ExactComplete,
     Metadata,
 )
-from parity.trace.readers.lanes import LANE_METADATA, Lanes
+from parity.trace.readers.lanes import LANE_METADATA, ScanState
 from parity.trace.readers.rawtimes import raw_mark_time
 from parity.trace.table import NO_ID, KindCode
 
@@ -79,37 +79,6 @@ def scan_text(path: str, text: bytes) -> dict | None:
     except ParityError:
         return None
     return {**cols.payload(), **state.payload()}
-
-
-class ScanState:
-    """What the scan learns besides rows: lane metadata, counts for warnings."""
-
-    def __init__(self, *, path: Path, exact: bool) -> None:
-        self.path = path
-        self.exact = exact
-        self.exact_seen = exact
-        self.lanes = Lanes()
-        self.non_objects = 0
-        self.marks: list[tuple] = []  # B/E duration events, paired at the end
-        self.events = 0
-        self.known_cat = False
-
-    def payload(self) -> dict:
-        """What a worker learnt, for :meth:`absorb` in the reading process."""
-        return {"process": self.lanes.process, "labels": self.lanes.labels,
-                "thread": self.lanes.thread, "non_objects": self.non_objects,
-                "marks": self.marks, "events": self.events,
-                "known_cat": self.known_cat, "exact": self.exact_seen}  # fmt: skip
-
-    def absorb(self, payload: dict) -> None:
-        self.lanes.process.update(payload["process"])
-        self.lanes.labels.update(payload["labels"])
-        self.lanes.thread.update(payload["thread"])
-        self.non_objects += payload["non_objects"]
-        self.marks.extend(payload["marks"])
-        self.events += payload["events"]
-        self.known_cat = self.known_cat or payload["known_cat"]
-        self.exact_seen = self.exact_seen or payload["exact"]
 
 
 def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> None:

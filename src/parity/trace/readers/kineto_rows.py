@@ -13,18 +13,15 @@ from __future__ import annotations
 
 from itertools import compress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, plain_us, times_to_ns, us_to_ns
 from parity.trace.readers.kineto_structs import ABSENT
+from parity.trace.readers.lanes import ScanState
 from parity.trace.readers.rawtimes import raw_times_to_ns
 from parity.trace.table import NO_ID, Kind, KindCode
-
-if TYPE_CHECKING:
-    from parity.trace.readers.kineto_events import ScanState
 
 UNKNOWN = 99  # kind code of an event whose cat is not known; resolved by lanes at the end
 GPU_ANNOTATION = 98  # a user annotation drawn on a device lane; Kind.OTHER once steps are marked

@@ -4,11 +4,16 @@ A generic Chrome trace (a JAX/XLA or vendor profiler export, a hand-made one) ha
 categories, but its metadata events name the lanes: a process labelled ``GPU 0`` or named
 ``/device:TPU:0``, a thread named ``stream 7``. An event of unknown category on such a lane is
 read as a kernel on that device and stream; anywhere else it is kept as ``Kind.OTHER``.
+
+:class:`ScanState` is what a scan of Kineto events learns besides rows (these lanes among
+it); it lives here, beside :class:`Lanes`, so the event scan and the row builders share it
+without importing each other.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -90,3 +95,34 @@ class Lanes:
 def _number(label: str, default: int) -> int:
     match = _NUMBER.search(label)
     return int(match.group(1)) if match else (default if default != NO_ID else 0)
+
+
+class ScanState:
+    """What the scan learns besides rows: lane metadata, counts for warnings."""
+
+    def __init__(self, *, path: Path, exact: bool) -> None:
+        self.path = path
+        self.exact = exact
+        self.exact_seen = exact
+        self.lanes = Lanes()
+        self.non_objects = 0
+        self.marks: list[tuple] = []  # B/E duration events, paired at the end
+        self.events = 0
+        self.known_cat = False
+
+    def payload(self) -> dict:
+        """What a worker learnt, for :meth:`absorb` in the reading process."""
+        return {"process": self.lanes.process, "labels": self.lanes.labels,
+                "thread": self.lanes.thread, "non_objects": self.non_objects,
+                "marks": self.marks, "events": self.events,
+                "known_cat": self.known_cat, "exact": self.exact_seen}  # fmt: skip
+
+    def absorb(self, payload: dict) -> None:
+        self.lanes.process.update(payload["process"])
+        self.lanes.labels.update(payload["labels"])
+        self.lanes.thread.update(payload["thread"])
+        self.non_objects += payload["non_objects"]
+        self.marks.extend(payload["marks"])
+        self.events += payload["events"]
+        self.known_cat = self.known_cat or payload["known_cat"]
+        self.exact_seen = self.exact_seen or payload["exact"]

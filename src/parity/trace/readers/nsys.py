@@ -8,8 +8,16 @@ CUPTI's enum) and ``NVTX_EVENTS`` ranges (``Kind.OTHER``, or ``Kind.STEP`` when 
 device rows to the runtime call that launched them. ``TARGET_INFO_SESSION_START_TIME`` goes to
 ``meta["base_time_ns"]`` and ``TARGET_INFO_GPU`` names to ``meta["devices"]``.
 
-Bad input: not SQLite or no CUPTI table: :class:`ParityError`; a row ending before it starts:
-ParityError naming the table and row.
+Tables and columns vary between Nsight versions, so they are read defensively
+(:func:`select`): a column is found under any of its known names (``TARGET_INFO_GPU`` keys
+devices by ``id`` or ``deviceId``), an optional column that is absent is read as NULL, and each
+absence is a warning in ``meta["warnings"]``; a table without a column it cannot do without is
+skipped with a warning. An export with no kernel table is analysed as copies and sets, with a
+warning saying so.
+
+Bad input: not SQLite or no CUPTI table: :class:`ParityError`; no device activity at all
+(kernels, copies, sets): ParityError; a row ending before it starts: ParityError naming the
+table and row.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ def is_nsys(tables: set[str]) -> bool:
 def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     """Read one Nsight Systems SQLite export."""
     db = connect(path)
+    warnings: list[str] = []
     try:
         cols = Columns()
         try:
@@ -53,18 +62,22 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
             if not is_nsys(tables):
                 raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
             strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
-            _device(db, tables, strings, cols, path)
-            _runtime(db, tables, strings, cols, path)
-            _nvtx(db, tables, strings, cols, path)
-            meta = _meta(db, tables, path)
+            _device(db, tables, strings, cols, path, warnings)
+            device_rows = cols.rows
+            _runtime(db, tables, strings, cols, path, warnings)
+            _nvtx(db, tables, strings, cols, path, warnings)
+            meta = _meta(db, tables, path, warnings)
         except SQLITE_ERRORS as exc:
             raise ParityError(f"{path}: unreadable Nsight tables ({one_line(exc)}); export it again") from None
     finally:
         db.close()
     if progress is not None:
         progress(1, 1, str(path))
-    if cols.rows == 0:
-        raise ParityError(f"{path}: empty trace (no CUDA activity recorded)")
+    if device_rows == 0:
+        raise ParityError(f"{path}: no device activity (no kernel, memcpy or memset rows); profile with "
+                          "CUDA tracing on (nsys profile --trace=cuda)")
+    if KERNEL not in tables:
+        warnings.append(f"no {KERNEL} table: the export holds no kernels, so only copies and sets are analysed")
     table = cols.table(extra_keys=EXTRA, meta=meta)
     step = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
                         correlation=table.correlation, step=table.step)  # fmt: skip
@@ -82,8 +95,8 @@ def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[st
         bad = int(np.flatnonzero(end < start)[0])
         raise ParityError(f"{path}: {table} row {bad} ends before it starts; the export is corrupt")
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.asarray(device, np.int32),
-        stream=np.asarray(stream, np.int64), kind=np.asarray(kind, np.int8),
+        rank=np.zeros(n, np.int32), device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
+        stream=np.asarray([NO_ID if x is None else x for x in stream], np.int64), kind=np.asarray(kind, np.int8),
         name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
         end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
         step=np.full(n, -1, np.int32),
@@ -92,47 +105,64 @@ def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[st
     )  # fmt: skip
 
 
-def _device(db, tables, strings, cols, path) -> None:
+_TIMES = (("start",), ("end",))
+_IDS = (("deviceId",), ("streamId",), ("correlationId",))
+
+
+def select(db, table: str, columns: tuple[tuple[str, ...], ...], *, required: int, warnings: list[str],
+           tail: str = "") -> list[tuple]:
+    """Rows of ``table`` with one value per entry of ``columns`` (each a tuple of the names the
+    column has had, tried in order); the first ``required`` entries must be present, or the
+    table is skipped (``[]``) with a warning; the others read as NULL when absent, with a
+    warning. ``tail`` is SQL after ``FROM table`` (ORDER BY, WHERE)."""
+    present = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+    chosen, absent = [], []
+    for i, names in enumerate(columns):
+        found = next((n for n in names if n in present), None)
+        if found is None:
+            absent.append(names[0])
+            if i < required:
+                warnings.append(f"{table} has no {names[0]} column; the table is skipped")
+                return []
+        chosen.append(found or "NULL")
+    if absent:
+        warnings.append(f"{table} has no {', '.join(absent)} column; read as empty")
+    order = tail.replace("{start}", chosen[0])
+    return db.execute(f"SELECT {', '.join(chosen)} FROM {table} {order}").fetchall()
+
+
+def _device(db, tables, strings, cols, path, warnings) -> None:
     if KERNEL in tables:
-        rows = db.execute(
-            f"SELECT start, end, deviceId, streamId, correlationId, demangledName, shortName "
-            f"FROM {KERNEL} ORDER BY start"
-        ).fetchall()
+        rows = select(db, KERNEL, (*_TIMES, *_IDS, ("demangledName",), ("shortName",)), required=2,
+                      warnings=warnings, tail="ORDER BY {start}")
         if rows:
             names = [strings.get(r[5]) or strings.get(r[6]) or f"kernel {r[5]}" for r in rows]
             _add(cols, path, KERNEL, rows, [int(Kind.KERNEL)] * len(rows), names,
                  [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
     if MEMCPY in tables:
-        rows = db.execute(
-            f"SELECT start, end, deviceId, streamId, correlationId, copyKind FROM {MEMCPY}"
-        ).fetchall()
+        rows = select(db, MEMCPY, (*_TIMES, *_IDS, ("copyKind",)), required=2, warnings=warnings)
         if rows:
             names = [_COPY_KIND.get(r[5], f"Memcpy kind {r[5]}") for r in rows]
             _add(cols, path, MEMCPY, rows, [int(Kind.MEMCPY)] * len(rows), names,
                  [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
     if MEMSET in tables:
-        rows = db.execute(
-            f"SELECT start, end, deviceId, streamId, correlationId FROM {MEMSET}"
-        ).fetchall()
+        rows = select(db, MEMSET, (*_TIMES, *_IDS), required=2, warnings=warnings)
         if rows:
             _add(cols, path, MEMSET, rows, [int(Kind.MEMSET)] * len(rows), ["Memset"] * len(rows),
                  [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
     if SYNC in tables:
-        rows = db.execute(
-            f"SELECT start, end, deviceId, streamId, correlationId, syncType FROM {SYNC}"
-        ).fetchall()
+        rows = select(db, SYNC, (*_TIMES, *_IDS, ("syncType",)), required=2, warnings=warnings)
         if rows:
             kinds = [_SYNC_TYPE.get(r[5], f"sync type {r[5]}") for r in rows]
             _add(cols, path, SYNC, rows, [int(Kind.SYNC)] * len(rows), kinds,
                  [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows], kinds)  # fmt: skip
 
 
-def _runtime(db, tables, strings, cols, path) -> None:
+def _runtime(db, tables, strings, cols, path, warnings) -> None:
     if RUNTIME not in tables:
         return
-    rows = db.execute(
-        f"SELECT start, end, globalTid, correlationId, nameId FROM {RUNTIME} ORDER BY start"
-    ).fetchall()
+    rows = select(db, RUNTIME, (*_TIMES, ("globalTid",), ("correlationId",), ("nameId",)), required=2,
+                  warnings=warnings, tail="ORDER BY {start}")
     if rows:
         names = [strings.get(r[4]) or f"api {r[4]}" for r in rows]
         _add(cols, path, RUNTIME, rows, [int(Kind.RUNTIME)] * len(rows), names,
@@ -140,13 +170,11 @@ def _runtime(db, tables, strings, cols, path) -> None:
              [r[3] for r in rows])  # fmt: skip
 
 
-def _nvtx(db, tables, strings, cols, path) -> None:
+def _nvtx(db, tables, strings, cols, path, warnings) -> None:
     if "NVTX_EVENTS" not in tables:
         return
-    rows = db.execute(
-        "SELECT start, end, globalTid, text, textId FROM NVTX_EVENTS WHERE end IS NOT NULL "
-        "ORDER BY start"
-    ).fetchall()
+    rows = [r for r in select(db, "NVTX_EVENTS", (*_TIMES, ("globalTid",), ("text",), ("textId",)), required=2,
+                              warnings=warnings, tail="ORDER BY {start}") if r[1] is not None]
     if rows:
         names = [r[3] or strings.get(r[4]) or "" for r in rows]
         kinds = [int(Kind.STEP if _STEP.match(n) else Kind.OTHER) for n in names]
@@ -160,12 +188,13 @@ def _nvtx(db, tables, strings, cols, path) -> None:
                 ).astype(np.int32)
 
 
-def _meta(db, tables, path: Path) -> dict:
+def _meta(db, tables, path: Path, warnings: list[str]) -> dict:
     meta = {"source": str(path), "format": "nsys", "clock_unit": "ns", "ranks": [0],
-            "rank_source": "assumed", "warnings": [], "base_time_ns": None, "devices": []}
+            "rank_source": "assumed", "warnings": warnings, "base_time_ns": None, "devices": []}
     if "TARGET_INFO_SESSION_START_TIME" in tables:
-        row = db.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
-        meta["base_time_ns"] = row[0] if row else None
-    if "TARGET_INFO_GPU" in tables:
-        meta["devices"] = [dict(id=i, name=n) for i, n in db.execute("SELECT id, name FROM TARGET_INFO_GPU")]
+        rows = select(db, "TARGET_INFO_SESSION_START_TIME", (("utcEpochNs",),), required=1, warnings=warnings)
+        meta["base_time_ns"] = rows[0][0] if rows else None
+    if "TARGET_INFO_GPU" in tables:  # only the names are used; the key column has been renamed
+        rows = select(db, "TARGET_INFO_GPU", (("name",), ("id", "deviceId")), required=1, warnings=warnings)
+        meta["devices"] = [dict(id=i, name=n) for n, i in rows]
     return meta

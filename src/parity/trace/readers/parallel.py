@@ -8,9 +8,11 @@ ended, so when every block parses, every cut was a true boundary. Anything unexp
 block that does not parse, a bad event, a worker failure) makes :func:`read_parallel` return
 None and the caller reads the file again in one process, which gives the precise error.
 
-Memory stays bounded: at most ``2 * workers`` blocks are in flight. Workers are forked (so a
-caller's script needs no ``__main__`` guard); they only parse and compute, never log or print,
-so locks another thread held at fork time are never needed in them.
+Memory stays bounded: at most ``2 * workers`` blocks are in flight. Workers are forked for the
+call (so a caller's script needs no ``__main__`` guard) and the pool is closed before it
+returns; they only parse and compute, never log or print, so locks another thread held at
+fork time are never needed in them. :func:`default_workers` picks how many processes a read
+uses from the file's size alone.
 """
 
 from __future__ import annotations
@@ -30,37 +32,31 @@ from parity.trace.readers.gzipfile import GZIP_MAGIC
 from parity.trace.readers.jsonstream import EventStream
 
 log = logging.getLogger(__name__)
-# Below this the two-process reader (halves.py) is faster than a pool of workers. Measured on
-# 2 vCPUs as the median of the ratios to one process over pairs run alternately: real traces
-# of 35, 54 and 87 MB (analyze(load_trace), 11 pairs), halves 0.83 / 0.70 / 0.79, pool 1.38 /
-# 1.29 / 2.14; plain synthetic traces (benchmarks/trace_synthetic_1gb.py build_trace, load_trace)
-# of 165 MB, halves 0.91 / pool 1.16 (5 pairs), and 310 MB, halves 0.80 / pool 0.97 (3 pairs).
-# Halves keeps the whole text in memory, so the pool (bounded memory) takes the large files.
-MIN_PARALLEL_BYTES = 256 << 20
 GZIP_FLOOR_RATIO = 8  # inflated/compressed size assumed when the gzip trailer cannot be trusted
-MAX_WORKERS = 4
+# The default number of processes by text size alone (the same on every machine and whatever
+# else runs on it), from timings on 2 vCPUs (median ratios to one process over pairs run
+# alternately): a child forked per file made 1.8 MB take 1.10 to 1.66 of one process and
+# 4.8 MB a wash, 9.8 MB 0.88 to 0.96, 15 to 87 MB 0.64 to 0.92; so two processes from 8 MB.
+# From 256 MB a pool of four (bounded memory: at most 2 * workers blocks in flight); below
+# it the two-process read was faster than a pool (35, 54, 87 MB: 0.83 / 0.70 / 0.79 against
+# 1.38 / 1.29 / 2.14).
+TWO_PROCESS_BYTES = 8 << 20
+POOL_BYTES = 256 << 20
+POOL_WORKERS = 4
 
 
-def worker_count() -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    return min(cpus, MAX_WORKERS)
+def default_workers(inflated: int | None) -> int:
+    """Processes for a file of ``inflated`` text bytes (:func:`inflated_bytes_estimate`): 1 below
+    :data:`TWO_PROCESS_BYTES` (or when the size is unknown), 2 below :data:`POOL_BYTES`, else
+    :data:`POOL_WORKERS`."""
+    if inflated is None or inflated < TWO_PROCESS_BYTES:
+        return 1
+    return 2 if inflated < POOL_BYTES else POOL_WORKERS
 
 
-def idle_cores() -> float:
-    """Cores not busy with other work (available cores minus the 1-minute load average)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
-        return float(worker_count())
-    return worker_count() - load
-
-
-def can_fork_workers() -> bool:
-    """Whether worker processes can be forked and there are at least two cores for them."""
-    return "fork" in multiprocessing.get_all_start_methods() and worker_count() >= 2
+def can_fork() -> bool:
+    """Whether worker processes can be forked on this platform."""
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def inflated_bytes_estimate(path: Path) -> int | None:
@@ -89,29 +85,17 @@ def inflated_bytes_estimate(path: Path) -> int | None:
     return max(trailer, GZIP_FLOOR_RATIO * size)
 
 
-def worth_it(inflated: int | None) -> bool:
-    """Whether to read a file of ``inflated`` text bytes (:func:`inflated_bytes_estimate`) with
-    workers: large enough, more than one core, and a core idle.
-
-    Workers spend about 20% more CPU than one process (blocks and columns cross process
-    boundaries), so they pay off only when another core is free; on a machine already busy
-    with other work one process finishes sooner. The table is the same either way.
-    """
-    if inflated is None or inflated < MIN_PARALLEL_BYTES or not can_fork_workers():
-        return False
-    return idle_cores() >= 1.0
-
-
-def read_parallel(path: Path, scan_text: Callable, scan_events: Callable, state, progress=None):
+def read_parallel(path: Path, scan_text: Callable, scan_events: Callable, state, progress=None, *,
+                  workers: int = POOL_WORKERS):
     """Columns of every block of ``path``, or None to ask for the one-process reader.
 
-    ``scan_text(path, text)`` runs in a worker and returns a payload (see :func:`merge`) or
-    None; ``scan_events(events, cols, state)`` scans the last block, parsed here.
+    ``scan_text(path, text)`` runs in one of ``workers`` processes (a pool forked for this call
+    and closed before it returns) and returns a payload (see :func:`merge`) or None;
+    ``scan_events(events, cols, state)`` scans the last block, parsed here.
     """
     stream = EventStream(path, raw=True)
     cols = Columns()
     context = multiprocessing.get_context("fork")
-    workers = worker_count()
     with context.Pool(workers) as pool:
         pending: deque = deque()
         try:

@@ -89,7 +89,9 @@ def predict(
     win = choose_window(table, timeline, span_ns=window, steps=steps)
     _check_selection(timeline, scales)
     scale_factors(timeline, scales)  # refuses overlapping selections before any method runs
-    notes = [f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s)"]
+    offset_ms = (win.start_ns - int(table.start_ns.min())) / 1e6 if len(table) else 0.0
+    notes = [(f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s), "
+              f"{win.start_ns / 1e3:,.3f} .. {win.end_ns / 1e3:,.3f} us, from {offset_ms:.3f} ms after the trace start")]
     fo = bd = None
     if method in ("first-order", "all"):
         fo = first_order(timeline, win, scales)
@@ -111,11 +113,12 @@ def predict(
 
 
 def _check_selection(timeline: Timeline, scales: list[Scale]) -> None:
+    """Refuse a scale that selects no activity: it would predict 1.000x for a typo."""
     for sc in scales:
-        if not sc.mask(timeline).any():
-            present = sorted(set(timeline.category[timeline.compute].tolist()))
-            log.warning("scale %s selects no activity; categories present: %s", sc.label,
-                        ", ".join(present))
+        if sc.k != 1 and not sc.mask(timeline).any():  # k = 1 changes nothing, whatever it selects
+            present = ", ".join(sorted(set(timeline.category[timeline.compute].tolist()))) or "none"
+            raise ParityError(f"scale {sc.label} selects no activity; categories with work in this trace: "
+                              f"{present} (or select kernels by name with name:REGEX=K)")
 
 
 def _first_order_notes(timeline: Timeline, win: Window, fo: FirstOrder) -> list[str]:
@@ -169,8 +172,11 @@ def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
     return {k: sorted(set(v)) for k, v in out.items()} or None
 
 
+AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to disagree
+
+
 def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
-    out = []
+    out = disagreement(fo, bd, rp)
     if fo and bd and not (bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9):
         out.append(f"first-order speedup {fo.speedup:.3f} lies outside the bounds "
                    f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
@@ -180,3 +186,25 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> li
                    f"[{bd.low:.3f}, {bd.high:.3f}]: idle gaps are not fixed (the device waits on "
                    "the host, or threads wait on each other), which the bounds assume")
     return out
+
+
+def disagreement(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
+    """Which assumption separates the first order from the replay when their speedups differ
+    by more than :data:`AGREEMENT` (relative): the first order counts only the scaled time on
+    the busiest lane (``T_c``) and holds overlap fixed; the replay moves every activity along
+    its dependencies, so scaled work off that lane (``U_c > T_c``) or work that stops hiding
+    behind other lanes separates them."""
+    if not (fo and rp) or abs(rp.speedup - fo.speedup) <= AGREEMENT * fo.speedup:
+        return []
+    on_lane = sum(fo.category_ns.values())
+    union = sum(bd.union_ns.values()) if bd else on_lane
+    if rp.speedup > fo.speedup and union > on_lane:
+        why = (f"the first order counts only the scaled time on the busiest lane ({on_lane / 1e6:.3f} ms of "
+               f"{union / 1e6:.3f} ms in all); the replay also saves the scaled work on other lanes")
+    elif rp.speedup > fo.speedup:
+        why = ("the first order holds idle gaps fixed; in the replay the gaps close where they waited "
+               "on the scaled work")
+    else:
+        why = ("the first order holds overlap fixed; in the replay the shortened work waits on "
+               "other lanes' work it used to hide behind, so less is saved")
+    return [f"first order {fo.speedup:.3f}x and replay {rp.speedup:.3f}x disagree: {why}"]

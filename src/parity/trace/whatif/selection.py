@@ -1,5 +1,8 @@
 """What to scale and where to look: scale selectors and the analysis window.
 
+The window of a trace with device activity is the one ``trace analyze`` takes
+(:func:`device_window`), so both commands state the same window.
+
 A selector names the work to make faster: a category (``matrix``, ``communication``, ...) or a
 regular expression over activity names (``name:REGEX``). ``parse_scale("matrix=2")`` gives a
 :class:`Scale`. Only compute nodes (device activities, or host ops in host mode) are ever
@@ -18,6 +21,7 @@ from parity.metrics.whatif import check_factor
 from parity.model.errors import ParityError
 from parity.trace.table import ActivityTable, KindCode
 from parity.trace.whatif.timeline import Timeline
+from parity.trace.window import choose_window as analysis_window
 
 _ALIASES = {"comm": "communication", "mem": "memory", "attn": "attention", "gemm": "matrix"}
 
@@ -93,6 +97,7 @@ class Window:
     boundaries_ns: tuple[int, ...] = ()
     marker_lane: tuple[int, int, int] | None = None
     source: str = "span"
+    step_count: int | None = None  # steps in a device window (which has no boundaries)
 
     @property
     def length_ns(self) -> int:
@@ -100,6 +105,8 @@ class Window:
 
     @property
     def n_steps(self) -> int:
+        if self.step_count is not None:
+            return self.step_count
         return max(len(self.boundaries_ns) - 1, 1)
 
     def to_dict(self) -> dict:
@@ -114,7 +121,9 @@ def choose_window(
     span_ns: tuple[int, int] | None = None,
     steps: tuple[int, int] | None = None,
 ) -> Window:
-    """The window: an explicit span, chosen steps, else steady steps, else the whole span.
+    """The window: an explicit span, else, for a trace with device activity, the analysis
+    window of ``trace analyze`` (:func:`device_window`), else (host ops only) chosen steps,
+    steady steps or the whole span of host markers.
 
     ``steps`` are inclusive step numbers (``ProfilerStep#N``'s ``N``; marker order from 0 when
     the trace numbers none). Step boundaries are the host-side marker starts (and the last
@@ -129,6 +138,8 @@ def choose_window(
         if hi <= lo:
             raise ParityError(f"window {lo}..{hi} ns is empty; give START < END")
         return Window(start_ns=lo, end_ns=hi, source="given span")
+    if timeline.mode != "host" and table.device_mask().any():
+        return device_window(table, steps=steps)
     marks = np.flatnonzero(table.kind == KindCode.STEP)
     if len(marks):
         keys = np.stack([table.rank[marks], table.stream[marks]], 1)
@@ -161,3 +172,20 @@ def choose_window(
     lo = int(timeline.start_ns[subject].min())
     hi = int(timeline.end_ns[subject].max())
     return Window(start_ns=lo, end_ns=hi, source="whole span of the activities")
+
+
+def device_window(table: ActivityTable, *, steps: tuple[int, int] | None = None) -> Window:
+    """The window ``trace analyze`` takes (:func:`parity.trace.window.choose_window`: the device
+    time of the steady steps, not the host ``ProfilerStep`` span, whose end cuts the tail of a
+    step the device runs late), over all ranks: from the earliest rank's start to the latest
+    rank's end. It has no host boundaries; ``step_count`` is the number of steps in it."""
+    chosen = []
+    for rank in np.unique(table.rank).tolist():
+        sub = table.take(table.rank == rank) if len(np.unique(table.rank)) > 1 else table
+        if sub.device_mask().any():
+            chosen.append(analysis_window(sub, steps=steps))
+    first = chosen[0]
+    count = first.steps[1] - first.steps[0] + 1 if first.steps else None
+    ranks = f" (earliest start to latest end over {len(chosen)} ranks)" if len(chosen) > 1 else ""
+    return Window(start_ns=min(w.start_ns for w in chosen), end_ns=max(w.end_ns for w in chosen),
+                  source=f"{first.detail}{ranks}", step_count=count)

@@ -1,0 +1,69 @@
+"""The Ascend database export on a small file made here: a task that carries a collective."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from parity.trace import analyze, load_trace
+from parity.trace.categories import categorize
+
+US = 1000  # ns
+
+
+def write_db(folder: Path, *, not_overlapped_us: float = 230.0) -> Path:
+    """One rank, one step [0, 500 us]: a MatMul operator on stream 2 at [0, 100 us]; on stream 4
+    an ``AI_CORE`` task with no operator at [150, 400 us] holding ``hcom_allReduce`` at
+    [160, 390 us] (and its Notify Wait task). The profiler's step table beside it (analysis.db)
+    says Computing 100, Communication 230, Not Overlapped ``not_overlapped_us``."""
+    out = folder / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    path = out / "ascend_pytorch_profiler_0.db"
+    strings = {1: "AI_CORE", 2: "aclnnMatmul_MatMulV2", 3: "hcom_allReduce__1_0_1", 4: "Notify Wait"}
+    with sqlite3.connect(path) as db:
+        db.executescript("""
+            CREATE TABLE STRING_IDS (id INTEGER, value TEXT);
+            CREATE TABLE TASK (globalTaskId INTEGER, startNs INTEGER, endNs INTEGER, deviceId INTEGER,
+                               connectionId INTEGER, streamId INTEGER, taskType INTEGER);
+            CREATE TABLE COMPUTE_TASK_INFO (globalTaskId INTEGER, name INTEGER, taskType INTEGER);
+            CREATE TABLE COMMUNICATION_OP (opName INTEGER, startNs INTEGER, endNs INTEGER,
+                                           connectionId INTEGER, opId INTEGER);
+            CREATE TABLE COMMUNICATION_TASK_INFO (globalTaskId INTEGER, opId INTEGER);
+            CREATE TABLE STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER);
+        """)
+        db.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", strings.items())
+        db.executemany("INSERT INTO TASK VALUES (?, ?, ?, 0, NULL, ?, ?)", [
+            (1, 0, 100 * US, 2, 1), (2, 150 * US, 400 * US, 4, 1), (3, 160 * US, 390 * US, 4, 4)])
+        db.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (1, 2, 1)")
+        db.execute("INSERT INTO COMMUNICATION_OP VALUES (3, ?, ?, NULL, 1)", (160 * US, 390 * US))
+        db.execute("INSERT INTO COMMUNICATION_TASK_INFO VALUES (3, 1)")
+        db.execute("INSERT INTO STEP_TIME VALUES (1, 0, ?)", (500 * US,))
+    with sqlite3.connect(out / "analysis.db") as db:
+        db.execute("CREATE TABLE StepTraceTime (step TEXT, computing REAL, communication_not_overlapped REAL, "
+                   "overlapped REAL, communication REAL, free REAL)")
+        db.execute("INSERT INTO StepTraceTime VALUES ('1', 100, ?, 0, 230, 60)", (not_overlapped_us,))
+    return folder / "rank0_ascend_pt"
+
+
+def test_a_task_carrying_a_collective_is_communication_not_matrix(tmp_path: Path) -> None:
+    table = load_trace(write_db(tmp_path))
+    cats = categorize(table)
+    carrier = np.flatnonzero((table.stream == 4) & (table.start_ns == 150 * US))
+    assert len(carrier) == 1 and cats.of_rows()[carrier[0]] == "communication"
+    rank = analyze(table).ranks[0]
+    stream4 = next(s for s in rank.streams if s.stream == 4)
+    assert set(stream4.categories) == {"communication"}
+    # exposed communication is the HCCL operator minus compute: 230 us, the step table's figure
+    assert rank.comm.exposed_communication_ns == 230 * US
+    assert rank.comm.compute_ns == 100 * US
+    step = rank.ascend_steps[0]
+    assert step.communication_not_overlapped_us == 230.0 and step.max_deviation_us == 0.0
+
+
+def test_exposed_communication_unlike_the_step_table_is_a_finding(tmp_path: Path) -> None:
+    result = analyze(load_trace(write_db(tmp_path, not_overlapped_us=200.0)))
+    found = [f for f in result.findings if f.code == "exposed-communication-mismatch"]
+    assert len(found) == 1 and "230.000 us" in found[0].message and "200.000 us" in found[0].message
+    assert not any(f.code == "exposed-communication-mismatch" for f in analyze(load_trace(write_db(tmp_path / "b"))).findings)
