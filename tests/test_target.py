@@ -12,14 +12,8 @@ from parity.model.errors import ParityError
 from parity.target import LocalTarget, Target, check_same_target, read_rank_env
 from parity.target.gather import barrier_failure
 from parity.target.group import FALLBACK_BACKENDS, distributed_backend, rank_device
-from parity.target.launch import (
-    RankFailure,
-    rank_failure,
-    failure_message,
-    free_port,
-    hang_message,
-    start_message,
-)
+from parity.target.launch import failure_message, free_port, hang_message, start_message
+from parity.target.supervisor import RankFailure, rank_failure
 
 TORCHRUN = {
     "RANK": "3",
