@@ -27,9 +27,9 @@ the user's ``torchrun``)::
     def measure_on_ranks(options):
         with joined_group(device=options.device) as group:
             samples = time_iterations_over_ranks(step, group=group, iterations=100)
-            rows = gather_to_rank0(samples.to_dict(), group=group, timeout_s=60)
-            if group.is_writer:
-                ...  # commit ``rows`` and ``group.record()`` to the store
+            checks = gather_to_rank0(check(step), group=group, timeout_s=60)  # per rank
+            if group.is_writer:  # samples are the same on every rank (max over ranks)
+                ...  # commit samples, checks and group.record() to the store
             return group.rank
 
     launch_local_ranks(2, measure_on_ranks, (options,), timeout_s=600)
