@@ -7,7 +7,6 @@ where there is none; tests marked ``torch`` are skipped where PyTorch is not ins
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest

@@ -12,14 +12,8 @@ from parity.model.errors import ParityError
 from parity.target import LocalTarget, Target, check_same_target, read_rank_env
 from parity.target.gather import barrier_failure
 from parity.target.group import distributed_backend, rank_device
-from parity.target.launch import (
-    RankFailure,
-    rank_failure,
-    failure_message,
-    free_port,
-    hang_message,
-    start_message,
-)
+from parity.target.launch import failure_message, free_port, hang_message, start_message
+from parity.target.supervisor import RankFailure, rank_failure
 
 TORCHRUN = {
     "RANK": "3",
@@ -228,4 +222,18 @@ def test_one_rank_group_joins_gathers_and_reduces_in_process() -> None:
             join_group(device=FakeDevice(), environ=environ)
     import torch.distributed as dist
 
+    assert not dist.is_initialized()
+
+
+@pytest.mark.torch
+def test_a_peer_that_never_comes_fails_the_join_in_bounded_time() -> None:
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    from parity.target import join_group
+
+    environ = {**TORCHRUN, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    with pytest.raises(ParityError, match=r"^rank 0 of 2 could not join the gloo group at 127"):
+        join_group(device=FakeDevice(), timeout_s=1, environ=environ)
     assert not dist.is_initialized()

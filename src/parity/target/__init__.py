@@ -20,6 +20,19 @@ The API the runner uses:
 - an endpoint: ``await probe_endpoint(url, model)`` (or ``probe_endpoint_blocking``) asks an
   OpenAI-compatible server's ``GET /v1/models`` and returns a ``RemoteEndpoint`` identified by
   what the server reports; ``parity.timing.stream.time_stream`` timestamps a streamed answer.
+
+A multi-rank suite, in outline (the entry is a module-level function; the same entry serves
+the user's ``torchrun``)::
+
+    def measure_on_ranks(options):
+        with joined_group(device=options.device) as group:
+            samples = time_iterations_over_ranks(step, group=group, iterations=100)
+            checks = gather_to_rank0(check(step), group=group, timeout_s=60)  # per rank
+            if group.is_writer:  # samples are the same on every rank (max over ranks)
+                ...  # commit samples, checks and group.record() to the store
+            return group.rank
+
+    launch_local_ranks(2, measure_on_ranks, (options,), timeout_s=600)
 """
 
 from parity.target.environment import RankEnv, read_rank_env

@@ -6,7 +6,7 @@ fresh processes) and should begin with ``parity.target.join_group()``, exactly a
 user's ``torchrun``: the ranks find RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 set, with ``PARITY_LOCAL_LAUNCH=1`` besides.
 
-How: a supervisor process, in a process group (session) of its own, runs
+How (``parity.target.supervisor``): a supervisor process, in a session of its own, runs
 ``torch.distributed.launcher.api.elastic_launch`` with ``nproc`` workers on this host: c10d
 rendezvous on 127.0.0.1 at a free port, ``max_restarts=0``, ``spawn``; gloo is kept on the
 loopback interface (``GLOO_SOCKET_IFNAME``) unless the user chose one. Each rank marks a file
@@ -33,27 +33,23 @@ supervisor's own start, whatever the ranks do.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import dataclasses
 import logging
 import multiprocessing
 import os
 import pickle
 import signal
 import socket
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from parity.model.errors import ParityError
-from parity.target.environment import LOCAL_LAUNCH_VAR
+from parity.target.supervisor import LOOPBACK, RankFailure, mark_path, supervise
 
 log = logging.getLogger(__name__)
 
-LOOPBACK = "127.0.0.1"
 KILL_GRACE_S = 3.0
 DEFAULT_START_TIMEOUT_S = 120.0
 POLL_S = 0.1
@@ -100,6 +96,7 @@ def launch_local_ranks(
             "workdir": workdir,
             "parent": os.getpid(),
             "quiet": not log.isEnabledFor(logging.DEBUG),
+            "grace_s": KILL_GRACE_S,
         }
         limits = {"timeout_s": timeout_s, "start_timeout_s": start_timeout_s}
         outcome = _supervised(job, status=status, limits=limits)
@@ -124,7 +121,7 @@ def _supervised(
     every way out."""
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_supervise, args=(job, send), name="parity-ranks")
+    process = context.Process(target=supervise, args=(job, send), name="parity-ranks")
     try:
         process.start()
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
@@ -171,7 +168,7 @@ def _wait(
 
 def _marked(status: Path, mark: str, nproc: int) -> list[int]:
     """The ranks whose wrapper left ``rank<r>.<mark>`` in the status folder."""
-    return [r for r in range(nproc) if (status / f"rank{r}.{mark}").exists()]
+    return [r for r in range(nproc) if mark_path(status, r, mark).exists()]
 
 
 def _end_group(process: Any, *, answered: bool) -> None:
@@ -235,17 +232,6 @@ def _ranks(ranks: list[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
-class RankFailure(NamedTuple):
-    """One failed rank as the elastic agent saw it: exit code (negative: the signal), the
-    message of its error file (``Type: text`` of the exception) and its traceback, if any."""
-
-    rank: int
-    exitcode: int
-    message: str
-    timestamp: float
-    traceback: str = ""
-
-
 def failure_message(failures: Sequence[RankFailure], *, nproc: int) -> str:
     """One line for the ranks that failed: the earliest is the root cause, the others are
     listed after it."""
@@ -269,106 +255,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-# --- the supervisor process and the rank wrapper ---------------------------------------------
-
-
-def _supervise(job: dict[str, Any], send: Any) -> None:
-    """Runs in the supervisor: own session, die with the parent, run the elastic agent."""
-    os.setsid()
-    _die_with_parent(job["parent"])
-    os.environ[LOCAL_LAUNCH_VAR] = "1"
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_interface())
-    try:
-        send.send(_run_agent(job))
-    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-        send.send(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
-    finally:
-        send.close()
-
-
-def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    if job["quiet"]:
-        _quiet_torch_launcher()
-    nproc = job["nproc"]
-    wanted = {
-        "min_nodes": 1,
-        "max_nodes": 1,
-        "nproc_per_node": nproc,
-        "run_id": f"parity-{os.getpid()}",
-        "rdzv_backend": "c10d",
-        "rdzv_endpoint": f"{LOOPBACK}:{job['port']}",
-        "max_restarts": 0,
-        "monitor_interval": 0.1,
-        "start_method": "spawn",
-        "local_addr": LOOPBACK,
-        "logs_specs": DefaultLogsSpecs(log_dir=str(Path(job["workdir"]) / "logs")),
-        "shutdown_timeout": int(KILL_GRACE_S),
-    }
-    known = {f.name for f in dataclasses.fields(LaunchConfig)}
-    config = LaunchConfig(**{k: v for k, v in wanted.items() if k in known})
-    status = str(Path(job["workdir"]) / "status")
-    try:
-        values = elastic_launch(config, _rank_main)(job["entry"], status, *job["args"])
-    except ChildFailedError as exc:
-        return ("failed", [rank_failure(rank, f) for rank, f in exc.failures.items()])
-    return ("ok", [values[rank] for rank in range(nproc)])
-
-
-def _quiet_torch_launcher() -> None:
-    """Silence the elastic agent's own log lines (the launch's error says what failed): torch
-    gives each of its loggers an explicit level, so every one is set, not only the parent."""
-    prefixes = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing")
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith(prefixes):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
-def rank_failure(rank: int, failure: Any) -> RankFailure:
-    """A plain record of torch's ``ProcessFailure`` (its error file holds ``{"message": text,
-    "extraInfo": {"py_callstack": ...}}`` when the rank raised)."""
-    message, stack = failure.message, ""
-    if isinstance(message, dict):
-        stack = str(message.get("extraInfo", {}).get("py_callstack", ""))
-        message = message.get("message", "")
-    return RankFailure(
-        rank=int(rank),
-        exitcode=int(failure.exitcode),
-        message=str(message or ""),
-        timestamp=float(failure.timestamp),
-        traceback=stack,
-    )
-
-
-def _rank_main(entry: Callable[..., Any], status: str, *args: Any) -> Any:
-    """What each rank runs: mark the start, call ``entry``, mark the return."""
-    rank = os.environ.get("RANK", "?")
-    Path(status, f"rank{rank}.started").write_text(str(os.getpid()))
-    value = entry(*args)
-    Path(status, f"rank{rank}.done").write_text(str(time.time()))
-    return value
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to send SIGTERM when the calling process dies (the elastic agent's handler
-    then stops the ranks); exit at once if it already has."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-def _loopback_interface() -> str:
-    """The loopback interface's name (``lo`` on Linux, ``lo0`` on macOS)."""
-    with contextlib.suppress(OSError):
-        for _, name in socket.if_nameindex():
-            if name.startswith("lo"):
-                return name
-    return "lo"
