@@ -22,6 +22,17 @@ def _ci(summary: dict[str, Any] | None) -> tuple[float, float] | None:
     return (summary["ci95_low"], summary["ci95_high"])
 
 
+def _ceiling_ci(rounds: dict[str, Any] | None) -> tuple[float, float] | None:
+    ci = (rounds or {}).get("ci95_flops")
+    return (ci[0], ci[1]) if ci else None
+
+
+def _unstable_note(rounds: dict[str, Any] | None) -> str:
+    if not rounds or not rounds.get("unstable"):
+        return ""
+    return f"unstable-ceiling: rounds spread {100 * rounds['spread']:.0f}% of their median"
+
+
 def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     """The GEMM sweep: ceilings, best fraction of ``P``, median efficiencies (compute-bound, all)."""
     dtype = summary.get("dtype")
@@ -29,8 +40,10 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     shape = summary.get("ceiling_shape")
     figures = [
         Figure(name="gemm.ceiling", value=summary.get("ceiling_flops"), unit="FLOP/s",
-               method="measured compute ceiling: best sustained rate of the ceiling search",
-               scope={**scope, "shape": shape}, note=summary.get("ceiling_error") or ""),
+               method="measured compute ceiling: median contest round of the ceiling search's winner",
+               scope={**scope, "shape": shape, "ceiling_from": summary.get("ceiling_from")},
+               ci95=_ceiling_ci(summary.get("ceiling_rounds")), best=summary.get("ceiling_best_flops"),
+               note=summary.get("ceiling_error") or _unstable_note(summary.get("ceiling_rounds"))),
         Figure(name="gemm.bandwidth_ceiling", value=summary.get("bandwidth_bps"), unit="B/s",
                method=f"large device-to-device copy, {STREAM_CONVENTION}", scope=scope,
                note=summary.get("bandwidth_error") or ""),
@@ -44,7 +57,7 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
             name=f"gemm.median_efficiency.{subset}", value=eff["median"] if eff else None, unit="1",
             method="median of achieved/attainable, attainable = min(P, AI*B); 95% bootstrap CI",
             scope={**scope, "subset": subset, "cases": eff["n"] if eff else 0},
-            ci95=_ci(eff), note="" if eff else f"no {subset} shapes measured"))
+            ci95=_ci(eff), note=(eff.get("note", "") if eff else f"no {subset} shapes measured")))
     return figures
 
 

@@ -44,6 +44,20 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+def ceiling_detail(summary: dict[str, Any], scale: float) -> str:
+    """P's statistic, best round, CI and rounds, and the unstable flag, for the headline."""
+    rounds = summary.get("ceiling_rounds") or {}
+    if not rounds:
+        return ""
+    ci = rounds.get("ci95_flops")
+    text = (f" (median of {len(rounds.get('rounds_flops', []))} rounds; best {tflops(rounds.get('best_flops'), scale)}"
+            + (f", 95% CI {tflops(ci[0], scale)}-{tflops(ci[1], scale)}" if ci else ", too few rounds for a CI") + ")")
+    if rounds.get("unstable"):
+        shown = ", ".join(tflops(r, scale) for r in rounds.get("rounds_flops", []))
+        text += f" [unstable-ceiling: rounds {shown}]"
+    return text
+
+
 def headline_table(summary: dict[str, Any]) -> Table:
     """Ceilings, datasheet, and the sweep's headline figures."""
     table = Table(title=f"GEMM {summary.get('dtype') or ''} on {summary.get('device_name') or 'unknown device'}",
@@ -55,7 +69,9 @@ def headline_table(summary: dict[str, Any]) -> Table:
     unit, scale = rate_unit(summary)
     ceiling = (f"{tflops(summary.get('ceiling_flops'), scale)} {unit}{where}" if summary.get("ceiling_flops")
                else f"not measured: {summary.get('ceiling_error')}")
-    table.add_row("measured compute ceiling P", ceiling)
+    table.add_row("measured compute ceiling P", ceiling + ceiling_detail(summary, scale))
+    if summary.get("ceiling_from"):
+        table.add_row("P taken from", f"run {summary['ceiling_from']}")
     bandwidth = summary.get("bandwidth_bps")
     table.add_row("measured bandwidth ceiling B",
                   f"{bandwidth / 1e9:.4g} GB/s (copy, read + write)" if bandwidth
@@ -73,9 +89,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
                   + (f" ({best['name']})" if best else ""))
     eff = summary.get("efficiency_compute_bound")
     if eff:
+        ci = (f"95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}" if eff.get("ci95_low") is not None
+              else "too few for a CI")
         table.add_row("median efficiency, compute-bound",
-                      f"{percent(eff['median'])} [95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}], "
-                      f"n={eff['n']}; p10 {percent(eff['p10'])}, p90 {percent(eff['p90'])}")
+                      f"{percent(eff['median'])} [{ci}], n={eff['n']}; p10 {percent(eff['p10'])}, "
+                      f"p90 {percent(eff['p90'])}")
     else:
         table.add_row("median efficiency, compute-bound", "- (no compute-bound shape measured)")
     classes = summary.get("classes") or {}

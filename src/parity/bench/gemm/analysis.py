@@ -5,6 +5,11 @@ the roofline (``parity.metrics.roofline.place``). With several backends, a shape
 figures use its best backend (highest achieved rate among rows whose check passed), and each
 backend's own figures are kept beside it.
 
+Statistic. A shape's rate is its median call (``achieved_flops``, its fastest call beside it as
+``best_flops``) and ``P`` is the ceiling's median contest round (its best round beside it as
+``ceiling_best_flops``): every fraction of ``P`` and every efficiency is median over median,
+and the summary says so (``statistic``).
+
 Summary figures (DESIGN.md, GEMM):
 - ``best_fraction_of_ceiling``: the best achieved rate over ``P`` (the "99.7%" figure);
 - ``median_efficiency_compute_bound``: median of achieved/attainable over compute-bound shapes,
@@ -30,6 +35,7 @@ from parity.model.result import CaseResult
 
 TERA = 1e12
 GIGA = 1e9
+STATISTIC = "median: each shape's median call over P's median contest round (best of each kept beside it)"
 
 
 def _ceilings(results: list[CaseResult]) -> tuple[CaseResult | None, CaseResult | None]:
@@ -56,6 +62,7 @@ def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | No
     row.update({
         "median_s": m["median_s"], "iqr_s": m["iqr_s"], "ci95_s": m.get("ci95_s"),
         "achieved_flops": achieved, "tflops": achieved / TERA,
+        "best_flops": float(m["work_flop"]) / float(m["min_s"]) if m.get("min_s") and m.get("work_flop") else None,
         "relative_error": result.check.get("relative_error"), "check_passed": result.check.get("passed"),
         "power_limited": bool(m.get("power_limited")), "throttle_reasons": m.get("throttle_reasons", []),
         "clock_mhz": m.get("clock_mhz"), "power_w": m.get("power_w"),
@@ -130,6 +137,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
     # Headline figures first: the run summary shows the first few scalars.
     summary: dict[str, Any] = {
         "ceiling_flops": peak,
+        "statistic": STATISTIC,
         "best_fraction_of_ceiling": figures.pop("best_fraction_of_ceiling"),
         "median_efficiency_compute_bound": figures.pop("median_efficiency_compute_bound"),
         "bandwidth_bps": bandwidth,
@@ -137,6 +145,10 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "device_name": cm.get("device_name"),
         "ceiling_tflops": peak / TERA if peak else None,
         "ceiling_shape": cm.get("ceiling_shape"),
+        "ceiling_best_flops": cm.get("ceiling_best_flops"),
+        "ceiling_rounds": cm.get("ceiling_rounds"),
+        "ceiling_findings": [f.code for f in ceiling_case.findings] if ceiling_case is not None else [],
+        "ceiling_from": cm.get("ceiling_from"),
         "ceiling_error": ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
         "bandwidth_gbps": bandwidth / GIGA if bandwidth else None,
         "bandwidth_error": bandwidth_case.error if bandwidth_case is not None else "no bandwidth case in this run",

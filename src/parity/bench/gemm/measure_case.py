@@ -22,6 +22,7 @@ from parity.bench.gemm.dtypes import GemmDtype, precision_mode
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.bench.suite import CaseSpec
+from parity.metrics.ceiling import CeilingRounds
 from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
 from parity.metrics.specs import peak_flops
 from parity.model.findings import Finding, Severity
@@ -62,12 +63,16 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     sheet = peak_flops(device_name, dtype.name)
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
+    rounds = result.rounds
     return CaseResult(
         suite=case.suite, key=case.key, params=dict(case.params), check=check,
-        findings=tuple(check_findings(check)),
+        findings=tuple(check_findings(check)) + tuple(ceiling_findings(rounds)),
         samples={"winner": kept[result.dims]} if result.dims in kept else {},
         metrics={
-            "ceiling_flops": result.flops,
+            "ceiling_flops": rounds.median_flops,
+            "ceiling_best_flops": rounds.best_flops,
+            "ceiling_statistic": "median of the winner's contest rounds",
+            "ceiling_rounds": rounds.to_dict(),
             "ceiling_shape": {"m": m, "n": n, "k": k},
             "search": result.to_dict(),
             "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
@@ -78,6 +83,22 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
             "datasheet_derived": sheet["derived"] if sheet else None,
         },
     )
+
+
+def ceiling_findings(rounds: CeilingRounds) -> list[Finding]:
+    """``unstable-ceiling`` (a warning) when the contest rounds spread beyond what one run's CI
+    can promise (``CeilingRounds.unstable``), with every round in the message."""
+    if not rounds.unstable:
+        return []
+    shown = ", ".join(f"{r / 1e12:.4g}" for r in rounds.rates)
+    ci = (f"95% CI {rounds.ci95_flops[0] / 1e12:.4g}-{rounds.ci95_flops[1] / 1e12:.4g}" if rounds.ci95_flops
+          else "too few rounds for a CI")
+    return [Finding(
+        code="unstable-ceiling", severity=Severity.WARNING,
+        message=(f"the ceiling's rounds spread {100 * rounds.spread:.0f}% of their median "
+                 f"({shown} TFLOP/s; median {rounds.median_flops / 1e12:.4g}, {ci})"),
+        hint=("another run may measure a different P: run on an idle machine, raise the ceiling budget, "
+              "or share one P between sweeps with --ceiling-from RUN"))]
 
 
 def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
