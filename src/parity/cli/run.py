@@ -191,6 +191,10 @@ def run(
             model = model or stored_endpoint.get("model")
         suites = resolve(list(suite_names))
         options = _check_settings(options, selected=[s.name for s in suites])
+        if "gemm" in options:
+            from parity.bench.gemm.stored_ceiling import attach_stored_ceiling
+
+            options["gemm"] = attach_stored_ceiling(store, options["gemm"])
         db = str(store.path)
     endpoint = _probe(endpoint_url, model, api_key_env) if endpoint_url else None
     if endpoint is not None and (join or (ranks or 1) > 1):
