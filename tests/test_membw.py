@@ -33,11 +33,13 @@ def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
     cpu = get_device("cpu")
     cases = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions())
     assert {c.params["op"] for c in cases} == {"copy", "read", "write", "triad"}
-    sweep = [c for c in cases if c.params["op"] != "copy"]
+    ceiling, sweep = cases[0], cases[1:]
+    assert ceiling.key == "ceiling/copy" and ceiling.params["kind"] == "ceiling"
+    assert ceiling.params["target_bytes"] >= 64 * 2**20  # a dedicated copy, whatever the range
     assert max(c.params["bytes"] for c in sweep) <= 64 * 2**20
-    copies = [c.params["bytes"] for c in cases if c.params["op"] == "copy"]
-    assert cases[0].params["ceiling_bytes"] in copies  # the ceiling copy joins the curve
     assert len({c.key for c in cases}) == len(cases)
+    tiny = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(max_bytes=0, ops=("copy",)))
+    assert [c.key for c in tiny] == ["ceiling/copy", "copy/1024"]
     with pytest.raises(ParityError, match="needs an accelerator"):
         MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(ops=("h2d-pinned",)))
 
@@ -83,6 +85,40 @@ def test_summary_fits_each_curve_and_rates_against_the_largest_copy() -> None:
     assert summary["datasheet"]["gbps"] is None and "no datasheet entry" in summary["datasheet"]["note"]
 
 
+def _ceiling_row(seconds: float, size: int = 2**28) -> CaseResult:
+    return CaseResult(suite="membw", key="ceiling/copy",
+                      params={"kind": "ceiling", "op": "copy", "bytes": size, "device_name": "x", "llc_bytes": 2**20},
+                      metrics={"operand_bytes": size, "bytes_moved": 2 * size, "median_s": seconds,
+                               "gbps": 2 * size / seconds / 1e9}, check={"passed": True})
+
+
+def test_ceiling_is_the_dedicated_copy_whatever_the_range() -> None:
+    # --max-size 0: one 1 KiB point (0.036 GB/s) and the dedicated 256 MiB copy at 20 GB/s.
+    rows = [_ceiling_row(2 * 2**28 / 20e9), _row("copy", 1024, 2 * 1024 / 0.036e9)]
+    summary = summarize_membw(rows)
+    assert summary["ceiling"]["gbps"] == pytest.approx(20.0)
+    assert summary["ceiling"]["method"] == "dedicated device-to-device copy"
+    assert [p["operand_bytes"] for p in summary["curves"][0]["points"]] == [1024]  # not in the curve
+    assert summary["findings"] == []
+
+
+def test_points_over_the_ceiling_are_a_finding() -> None:
+    # triad at 16 MiB: 3 * 16 MiB / 1.446 ms = 34.8 GB/s, 174% of a 20 GB/s ceiling.
+    size = 16 * 2**20
+    rows = [_ceiling_row(2 * 2**28 / 20e9), _row("triad", size, 3 * size / 34.8e9), _row("triad", 2**28, 3 * 2**28 / 15e9)]
+    summary = summarize_membw(rows)
+    (finding,) = summary["findings"]
+    assert finding["code"] == "over-ceiling" and "triad 16777216 B at 174%" in finding["message"]
+    assert "last-level cache" not in finding["message"]  # 16 MiB is larger than this LLC (1 MiB)
+    from parity.report.memory import render_membw
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(render_membw(summary))
+    text = console.export_text()
+    assert "174.0% (over)" in text and "over-ceiling" in text
+
+
 def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> None:
     out = tmp_path / "membw.json"
     result = CliRunner().invoke(cli, ["membw", "--quick", "--max-size", "16KiB", "--ops", "copy,triad",
@@ -95,6 +131,8 @@ def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> 
         assert {"fixed_cost_s", "asymptotic_gbps", "n_half_bytes"} <= set(curve)
         assert [p["operand_bytes"] for p in curve["points"]] == [1024, 2048, 4096, 8192, 16384]
     assert "fit t = a + V/b" in result.output and "stream" in result.output
+    assert data["ceiling"]["method"] == "dedicated device-to-device copy"
+    assert data["ceiling"]["operand_bytes"] >= 64 * 2**20  # not the 16 KiB top of the sweep
     assert db_path.exists()
 
 

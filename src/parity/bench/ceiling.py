@@ -28,8 +28,7 @@ it, times that shape's score: on the ladder the previous square, timed just befo
 (``rate_contest.time_relative``); in the grid ``s``, timed before and after each shape
 (``rate_contest.Bracket``). Without it (accelerators) a score is the shape's own probe.
 
-Bandwidth ceiling ``B``: a large device-to-device copy, counted as bytes read plus bytes written
-(STREAM convention), timed with the same protocol.
+The bandwidth ceiling ``B`` is ``parity.bench.bandwidth_ceiling``'s, shared with membw.
 
 The search takes its measurement as a callback, so the algorithm is tested without a device;
 the GEMM callback on a device is ``parity.bench.gemm.evaluator.gemm_rate_evaluator``.
@@ -374,40 +373,3 @@ def search_ceiling(
              len(search.probes))
     return SearchResult(contest=contest, probes=dict(search.probes), scores=dict(search.scores),
                         spent_s=search.spent(), phases=dict(search.phases))
-
-
-def measure_bandwidth_ceiling(*, device: Any, size_bytes: int, budget_s: float = 0.3) -> dict[str, Any]:
-    """``B``: copy a ``size_bytes`` buffer into another; ``2·size/median`` B/s (read + write)."""
-    import torch
-
-    from parity.timing import measure
-
-    elements = max(1, size_bytes // 4)
-    src = device.random_tensor((elements,), torch.float32)
-    dst = torch.empty_like(src)
-    result = measure(lambda: dst.copy_(src), device=device, warmup_s=0.05, budget_s=budget_s,
-                     min_samples=5, flush_cache=False)
-    moved = 2 * elements * 4
-    copied = bool(torch.equal(dst, src))
-    return {
-        "check": {"passed": copied, "method": "the destination equals the source after the timed copies"},
-        "bps": moved / result.median_s,
-        "bytes_copied": elements * 4,
-        "bytes_moved": moved,
-        "convention": "bytes read plus bytes written (STREAM)",
-        "median_s": result.median_s,
-        "samples": result.samples,
-        "findings": list(result.findings),
-    }
-
-
-def bandwidth_copy_bytes(device: Any) -> int:
-    """Size of the copy for ``B``, so that it streams from memory rather than cache: on a CPU
-    4x the last-level cache and at least 64 MiB; on an accelerator 1 GiB (8x the largest L2
-    shipped); never more than an eighth of the device memory."""
-    props = device.properties()
-    llc = props.llc_bytes or props.l2_bytes or 0
-    size = max(4 * llc, 64 * 2**20) if device.type == "cpu" else max(8 * llc, 2**30)
-    if props.memory_bytes:
-        size = min(size, props.memory_bytes // 8)
-    return int(size)

@@ -3,9 +3,9 @@
 Each case is one operation at one size (the size of one operand array); the harness times it
 (``parity.timing.measure``: warm-up, cache flushed before each call unless ``flush`` is false,
 raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
-every point against the measured ceiling (a large device-to-device copy, bytes read plus
-written, at the size ``parity.bench.ceiling`` uses for the GEMM roofline, added to the copy
-curve) and the datasheet peak where the device has an entry.
+every point against the measured ceiling and the datasheet peak where the device has an entry.
+The ceiling is its own case (``ceiling/copy``), measured whatever the sweep's range by the
+copy and protocol GEMM's roofline uses (``parity.bench.bandwidth_ceiling``).
 
 On the CPU, torch runs these operations on several threads: the count is set from the
 ``threads`` option when given and always recorded with each case.
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Any
 
-from parity.bench.ceiling import bandwidth_copy_bytes
+from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case, bandwidth_copy_bytes
 from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
 from parity.bench.membw_options import MembwOptions
 from parity.bench.membw_summary import summarize_membw
@@ -44,6 +45,8 @@ QUICK_MAX_BYTES = 64 * KIB**2
 BUDGET_S, QUICK_BUDGET_S = 0.1, 0.04
 # Never let a case's operands take more than this share of the free memory.
 FREE_MEMORY_SHARE = 0.5
+# The dedicated copy that gives the bandwidth ceiling B, whatever the sweep's range.
+CEILING_KEY = "ceiling/copy"
 
 
 def transfer_sizes(*, min_bytes: int, max_bytes: int, per_octave: int) -> list[int]:
@@ -119,14 +122,12 @@ class MembwSuite(SuiteBase):
             "pages": host_page_policy() if device.type == "cpu" else "device-default",
         }
         ceiling_bytes = bandwidth_copy_bytes(device)
-        common["ceiling_bytes"] = ceiling_bytes
-        cases = []
+        cases = [CaseSpec(suite=self.name, key=CEILING_KEY, cost=1.0 + 2 * ceiling_bytes / 2**28,
+                          params={**common, "kind": "ceiling", "op": "copy", "target_bytes": ceiling_bytes})]
+        cap = top
         for op in _ops(device, options):
             cap = top if free is None else min(top, int(free * FREE_MEMORY_SHARE / operand_count(op)))
             sizes = transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave)
-            room = free is None or 2 * ceiling_bytes <= free * FREE_MEMORY_SHARE
-            if op == "copy" and room and options.max_bytes is None:
-                sizes = sorted(set(sizes) | {ceiling_bytes})  # the measured ceiling's own copy
             for size in sizes:
                 cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
                 cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}",
@@ -139,6 +140,10 @@ class MembwSuite(SuiteBase):
         from parity.timing import measure
 
         threads = _set_threads(device, options.threads)
+        if case.params.get("kind") == "ceiling":
+            result = bandwidth_ceiling_case(case, device=device)
+            return replace(result, params={**result.params, "threads": threads},
+                           metrics={**result.metrics, "threads": threads})
         params = {**case.params, "threads": threads}
         work = MemoryOp(op=params["op"], nbytes=int(params["bytes"]), device=device, dtype=params["dtype"])
         try:

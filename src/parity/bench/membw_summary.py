@@ -1,7 +1,7 @@
 """Suite-level bandwidth figures: one curve per operation, its fit, and two utilizations.
 
-The measured ceiling follows DESIGN.md: the largest device-to-device copy measured in the run,
-bytes read plus written. The datasheet peak comes from the device spec tables when the device
+The measured ceiling follows DESIGN.md: one dedicated large device-to-device copy, bytes read
+plus written, whatever the sweep's range; a point over it is an ``over-ceiling`` finding. The datasheet peak comes from the device spec tables when the device
 has an entry; otherwise the summary says so instead of inventing one.
 """
 
@@ -22,24 +22,41 @@ POOR_FIT_RESIDUAL = 0.25
 
 
 def measured_ceiling(results: list[CaseResult]) -> dict[str, Any] | None:
-    """The bandwidth ceiling ``B`` in STREAM GB/s: the copy at the ceiling size
-    (``params["ceiling_bytes"]``, the size the GEMM roofline's ceiling uses) when it was
-    measured, else the largest copy measured, and the summary says which."""
-    copies = [r for r in results if r.ok and r.params.get("op") == "copy" and "gbps" in r.metrics]
-    if not copies:
-        return None
-    wanted = copies[0].params.get("ceiling_bytes")
-    exact = [r for r in copies if wanted and r.params.get("bytes") == wanted]
-    chosen = exact[0] if exact else max(copies, key=lambda r: r.metrics["operand_bytes"])
-    method = ("device-to-device copy at the ceiling size" if exact else
-              "largest device-to-device copy measured (the ceiling size was not measured)")
+    """The bandwidth ceiling ``B`` in STREAM GB/s: the dedicated ceiling copy (``kind`` ceiling,
+    ``parity.bench.bandwidth_ceiling``), whatever the sweep's range. A run stored before that
+    case existed falls back to its largest copy, and the method says so."""
+    dedicated = [r for r in results if r.ok and r.params.get("kind") == "ceiling" and r.metrics.get("gbps")]
+    if dedicated:
+        chosen, method = dedicated[0], "dedicated device-to-device copy"
+    else:
+        copies = [r for r in results if r.ok and r.params.get("op") == "copy" and "gbps" in r.metrics]
+        if not copies:
+            return None
+        chosen = max(copies, key=lambda r: r.metrics["operand_bytes"])
+        method = "largest device-to-device copy measured (this run has no dedicated ceiling copy)"
     return {
         "gbps": chosen.metrics["gbps"],
         "op": "copy",
         "operand_bytes": chosen.metrics["operand_bytes"],
+        "median_s": chosen.metrics.get("median_s"),
         "convention": STREAM_CONVENTION,
         "method": method,
     }
+
+
+def over_ceiling_finding(curves: list[dict[str, Any]], llc_bytes: int | None) -> dict[str, Any] | None:
+    """An ``over-ceiling`` warning (a dict, as summaries hold) naming every point whose GB/s
+    exceeds the measured ceiling (``utilization_ceiling > 1``); None when there is none."""
+    over = [(c["op"], p) for c in curves for p in c["points"] if (p.get("utilization_ceiling") or 0) > 1.0]
+    if not over:
+        return None
+    shown = ", ".join(f"{op} {p['operand_bytes']} B at {p['utilization_ceiling']:.0%}" for op, p in over[:8])
+    cached = llc_bytes and all(p["operand_bytes"] <= llc_bytes for _, p in over)
+    why = ("every one fits in the last-level cache, so it measures the cache, not memory" if cached
+           else "a point beats the memory ceiling: the ceiling copy was disturbed, or the point was")
+    return {"code": "over-ceiling", "severity": "warning",
+            "message": f"{len(over)} point(s) exceed the measured ceiling ({shown}{', ...' if len(over) > 8 else ''}); {why}",
+            "hint": "read those points as cache bandwidth, or measure again on an idle machine"}
 
 
 def datasheet_peak(device_name: str | None) -> dict[str, Any]:
@@ -97,8 +114,8 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
 
 def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     """Curves per operation (points, fit, utilizations), the ceiling and the datasheet peak."""
-    ok = [r for r in results if r.ok and "gbps" in r.metrics]
-    ceiling = measured_ceiling(ok)
+    ceiling = measured_ceiling(results)
+    ok = [r for r in results if r.ok and "gbps" in r.metrics and r.params.get("kind") != "ceiling"]
     device_name = next((r.params.get("device_name") for r in results), None)
     sheet = datasheet_peak(device_name)
     ceiling_gbps = ceiling["gbps"] if ceiling else None
@@ -113,8 +130,11 @@ def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     if copy and copy.get("asymptotic_gbps") is not None:
         headline.update({"copy_asymptotic_gbps": copy["asymptotic_gbps"],
                          "copy_fixed_cost_s": copy["fixed_cost_s"], "copy_n_half_bytes": copy["n_half_bytes"]})
+    llc = next((r.params.get("llc_bytes") for r in results if r.params.get("llc_bytes")), None)
+    findings = [f for f in (over_ceiling_finding(curves, llc),) if f]
     return {
         "headline": headline,
+        "findings": findings,
         "device": device_name,
         "ceiling": ceiling,
         "datasheet": sheet,

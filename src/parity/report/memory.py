@@ -45,9 +45,11 @@ def _bandwidth_table(curve: dict[str, Any]) -> Table:
     for name in ("size", "median time", "IQR", "GB/s", "n/t GB/s", "of ceiling", "of datasheet"):
         table.add_column(name, justify="right")
     for p in curve["points"]:
+        over = (p["utilization_ceiling"] or 0) > 1.0
         table.add_row(
             format_bytes(p["operand_bytes"]), format_seconds(p["median_s"]), format_seconds(p["iqr_s"]),
-            f"{p['gbps']:.3g}", f"{p['operand_gbps']:.3g}", format_fraction(p["utilization_ceiling"]),
+            f"{p['gbps']:.3g}", f"{p['operand_gbps']:.3g}",
+            format_fraction(p["utilization_ceiling"]) + (" (over)" if over else ""),
             format_fraction(p["utilization_datasheet"]),
         )
     return table
@@ -90,6 +92,8 @@ def render_membw(summary: dict[str, Any]) -> RenderableType:
     for c in summary.get("curves", []):
         if c.get("note"):
             parts.append(Text(f"{c['op']}: {c['note']}", style="yellow"))
+    for f in summary.get("findings", []):
+        parts.append(Text(f"{f['severity']} {f['code']}: {f['message']}; {f['hint']}", style="yellow"))
     return Group(*parts)
 
 

@@ -10,12 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from parity.bench.ceiling import (
-    SearchPlan,
-    bandwidth_copy_bytes,
-    measure_bandwidth_ceiling,
-    search_ceiling,
-)
+from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case
+from parity.bench.ceiling import SearchPlan, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.check import check_backend, check_findings
 from parity.bench.gemm.dtypes import GemmDtype, precision_mode
@@ -102,25 +98,8 @@ def ceiling_findings(rounds: CeilingRounds) -> list[Finding]:
 
 
 def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
-    """The bandwidth ceiling ``B``: a large device-to-device copy, read plus write bytes."""
-    size = bandwidth_copy_bytes(device)
-    free = free_memory_bytes(device)
-    if free is not None and 2 * size > MEMORY_SHARE * free:
-        size = int(MEMORY_SHARE * free / 4)
-    try:
-        result = measure_bandwidth_ceiling(device=device, size_bytes=size)
-    except Exception as exc:  # noqa: BLE001 - errors are rows
-        return error_row(case, code=_error_code(exc), message=_describe(exc),
-                         hint="free device memory or run without other jobs")
-    samples = result.pop("samples")
-    findings = tuple(result.pop("findings"))
-    check = result.pop("check")
-    if not check["passed"]:
-        findings += (Finding(code="wrong-result", severity=Severity.ERROR, message="the copy did not reproduce its source",
-                             hint="the device or its driver corrupts copies; do not quote B"),)
-    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params), check=check,
-                      samples={"main": samples}, metrics={"bandwidth_bps": result["bps"], **result},
-                      findings=findings)
+    """The bandwidth ceiling ``B``: the dedicated copy membw measures too (read plus write bytes)."""
+    return bandwidth_ceiling_case(case, device=device)
 
 
 def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, unavailable: str | None,
