@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from parity.bench.membw_options import MembwOptions
-from parity.bench.membw import MembwSuite, transfer_sizes
+from parity.bench.membw import WARM_MAX_BYTES, MembwSuite, transfer_sizes
 from parity.bench.membw_summary import summarize_membw
 from parity.bench.suite import CaseSpec
 from parity.cli.main import cli
@@ -39,7 +39,12 @@ def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
     assert max(c.params["bytes"] for c in sweep) <= 64 * 2**20
     assert len({c.key for c in cases}) == len(cases)
     tiny = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(max_bytes=0, ops=("copy",)))
-    assert [c.key for c in tiny] == ["ceiling/copy", "copy/1024"]
+    assert [c.key for c in tiny] == ["ceiling/copy", "copy/1024", "copy/1024/warm"]
+    assert [(c.params.get("regime"), c.params["flush"]) for c in tiny[1:]] == [("cold", True), ("warm", False)]
+    warm = [c for c in sweep if c.key.endswith("/warm")]
+    assert warm and max(c.params["bytes"] for c in warm) <= WARM_MAX_BYTES
+    unflushed = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(max_bytes=0, ops=("copy",), flush=False))
+    assert [c.key for c in unflushed] == ["ceiling/copy", "copy/1024"] and unflushed[1].params["regime"] == "warm"
     with pytest.raises(ParityError, match="needs an accelerator"):
         MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(ops=("h2d-pinned",)))
 
@@ -126,10 +131,12 @@ def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> 
     assert result.exit_code == 0, result.output
     data = orjson.loads(out.read_bytes())
     assert data["schema_version"] >= 1 and data["kind"] == "membw"
-    assert [c["op"] for c in data["curves"]] == ["copy", "triad"]
+    assert [c["op"] for c in data["curves"]] == ["copy", "copy", "triad", "triad"]
     for curve in data["curves"]:
         assert {"fixed_cost_s", "asymptotic_gbps", "n_half_bytes"} <= set(curve)
         assert [p["operand_bytes"] for p in curve["points"]] == [1024, 2048, 4096, 8192, 16384]
+    assert [(c["op"], c["regime"]) for c in data["curves"]] == [("copy", "cold"), ("copy", "warm"),
+                                                                ("triad", "cold"), ("triad", "warm")]
     assert "fit t = a + V/b" in result.output and "stream" in result.output
     assert data["ceiling"]["method"] == "dedicated device-to-device copy"
     assert data["ceiling"]["operand_bytes"] >= 64 * 2**20  # not the 16 KiB top of the sweep
@@ -157,3 +164,21 @@ def test_gpu_transfers_are_checked(op: str) -> None:
     result = MembwSuite().measure(case, device=gpu, options=MembwOptions(budget_s=0.02))
     assert result.ok, (result.error, result.check)
     assert result.samples["main"].method == "device-events"
+
+
+def test_warm_and_cold_points_get_their_own_fits_and_the_headline_is_warm() -> None:
+    # cold: a = 60 us (the flush's refill), b = 10 GB/s; warm: a = 1 us, b = 40 GB/s.
+    sizes = [2**k for k in range(10, 21)]
+    cold = [_row("copy", s, 60e-6 + 2 * s / 10e9) for s in sizes]
+    warm = [CaseResult(**{**r.__dict__, "key": r.key + "/warm", "params": {**r.params, "regime": "warm"}})
+            for r in (_row("copy", s, 1e-6 + 2 * s / 40e9) for s in sizes)]
+    summary = summarize_membw([_ceiling_row(2 * 2**28 / 20e9)] + cold + warm)
+    first, second = summary["curves"]
+    assert (first["regime"], second["regime"]) == ("cold", "warm") and "no cache flush" in second["label"]
+    assert first["fixed_cost_s"] == pytest.approx(60e-6) and second["fixed_cost_s"] == pytest.approx(1e-6)
+    head = summary["headline"]
+    assert head["copy_warm_fixed_cost_s"] == pytest.approx(1e-6)
+    assert head["copy_warm_n_half_bytes"] == pytest.approx(1e-6 * 40e9)
+    assert head["copy_cold_fixed_cost_s"] == pytest.approx(60e-6)
+    assert head["copy_asymptotic_gbps"] == pytest.approx(10.0)  # the full-range (cold) curve
+    assert list(head)[:2] == ["ceiling_gbps", "copy_warm_fixed_cost_s"]

@@ -72,19 +72,30 @@ def membw_figures(summary: dict[str, Any]) -> list[Figure]:
                "operand_bytes": ceiling["operand_bytes"] if ceiling else None},
         note="" if ceiling else "no copy measured")]
     for curve in summary.get("curves", []):
-        scope = {"device": device, "op": curve["op"], "points": len(curve.get("points", [])),
-                 "flush": summary.get("flush")}
-        note = curve.get("note", "")
-        asym = curve.get("asymptotic_gbps")
-        figures += [
-            Figure(name=f"membw.{curve['op']}.asymptotic", value=asym * GIGA if asym is not None else None,
-                   unit="B/s", method=f"b of the fit t = a + V/b, {curve['convention']}", scope=scope, note=note),
-            Figure(name=f"membw.{curve['op']}.fixed_cost", value=curve.get("fixed_cost_s"), unit="s",
-                   method="a of the fit t = a + V/b", scope=scope, note=note),
-            Figure(name=f"membw.{curve['op']}.n_half", value=curve.get("n_half_bytes"), unit="B",
-                   method="half-bandwidth size n½ = a·b", scope=scope, note=note),
-        ]
+        figures += _curve_figures(curve, device=device, flush=summary.get("flush"))
     return figures
+
+
+def _curve_figures(curve: dict[str, Any], *, device: Any, flush: Any) -> list[Figure]:
+    """One curve's fit. The warm curve gives the quoted fixed cost and n½
+    (``membw.<op>.fixed_cost``, ``membw.<op>.n_half``) and its in-cache rate
+    (``membw.<op>.asymptotic.warm``); the cold (flushed, full-range) curve gives the asymptotic
+    bandwidth (``membw.<op>.asymptotic``) and the cold fixed cost and n½ (``...cold``)."""
+    regime = curve.get("regime", "cold")
+    scope = {"device": device, "op": curve["op"], "points": len(curve.get("points", [])), "flush": flush,
+             "regime": regime}
+    note = curve.get("note", "")
+    label = curve.get("label", regime)
+    asym = curve.get("asymptotic_gbps")
+    suffix = {"warm": ("", "", ".warm"), "cold": (".cold", ".cold", "")}[regime]
+    return [
+        Figure(name=f"membw.{curve['op']}.asymptotic{suffix[2]}", value=asym * GIGA if asym is not None else None,
+               unit="B/s", method=f"b of the fit t = a + V/b, {curve['convention']}; {label}", scope=scope, note=note),
+        Figure(name=f"membw.{curve['op']}.fixed_cost{suffix[0]}", value=curve.get("fixed_cost_s"), unit="s",
+               method=f"a of the fit t = a + V/b; {label}", scope=scope, note=note),
+        Figure(name=f"membw.{curve['op']}.n_half{suffix[1]}", value=curve.get("n_half_bytes"), unit="B",
+               method=f"half-bandwidth size n½ = a·b; {label}", scope=scope, note=note),
+    ]
 
 
 def latency_figures(summary: dict[str, Any]) -> list[Figure]:

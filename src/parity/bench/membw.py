@@ -4,6 +4,10 @@ Each case is one operation at one size (the size of one operand array); the harn
 (``parity.timing.measure``: warm-up, cache flushed before each call unless ``flush`` is false,
 raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
 every point against the measured ceiling and the datasheet peak where the device has an entry.
+Small sizes (up to ``WARM_MAX_BYTES``) are measured cold (the cache flushed before every call:
+what a transfer costs when its data comes from memory) and warm (repeated without a flush: the
+launch and fixed cost alone), keyed ``<op>/<bytes>`` and ``<op>/<bytes>/warm``; each regime
+gets its own curve and fit, and the quoted fixed cost and ``n½`` are the warm ones.
 The ceiling is its own case (``ceiling/copy``), measured whatever the sweep's range by the
 copy and protocol GEMM's roofline uses (``parity.bench.bandwidth_ceiling``).
 
@@ -45,6 +49,9 @@ QUICK_MAX_BYTES = 64 * KIB**2
 BUDGET_S, QUICK_BUDGET_S = 0.1, 0.04
 # Never let a case's operands take more than this share of the free memory.
 FREE_MEMORY_SHARE = 0.5
+# Sizes up to this are measured twice: cold (cache flushed before each call) and warm (repeated,
+# no flush), so the fixed cost of a transfer is not the cost of refilling the cache.
+WARM_MAX_BYTES = 1024 * KIB
 # The dedicated copy that gives the bandwidth ceiling B, whatever the sweep's range.
 CEILING_KEY = "ceiling/copy"
 
@@ -130,8 +137,13 @@ class MembwSuite(SuiteBase):
             sizes = transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave)
             for size in sizes:
                 cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
+                regime = "cold" if options.flush else "warm"
                 cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}",
-                                      params={**common, "op": op, "bytes": size}, cost=cost))
+                                      params={**common, "op": op, "bytes": size, "regime": regime}, cost=cost))
+                if options.flush and size <= WARM_MAX_BYTES:  # the same point warm: no flush
+                    cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}/warm", cost=cost,
+                                          params={**common, "op": op, "bytes": size, "flush": False,
+                                                  "regime": "warm"}))
         if free is not None and top > cap:
             log.info("sizes capped at %d B by free memory (%d B free)", cap, free)
         return cases

@@ -17,6 +17,8 @@ from parity.model.result import CaseResult
 log = logging.getLogger(__name__)
 
 NO_DATASHEET = "no datasheet entry"
+REGIME_LABELS = {"warm": "warm: repeated, no cache flush (launch and fixed cost)",
+                 "cold": "cold: cache flushed before every call"}
 # A fit whose points miss the model by more than this (relative RMS) gets a note.
 POOR_FIT_RESIDUAL = 0.25
 
@@ -79,7 +81,16 @@ def datasheet_peak(device_name: str | None) -> dict[str, Any]:
     return dict(found)
 
 
-def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float | None) -> dict[str, Any]:
+def regime_of(result: CaseResult) -> str:
+    """``warm`` (timed without a cache flush) or ``cold`` (flushed before every call)."""
+    regime = result.params.get("regime")
+    if regime in ("warm", "cold"):
+        return str(regime)
+    return "cold" if result.params.get("flush", True) else "warm"
+
+
+def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float | None,
+           regime: str = "cold") -> dict[str, Any]:
     rows = sorted(rows, key=lambda r: r.metrics["operand_bytes"])
     points = []
     for r in rows:
@@ -94,7 +105,8 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
             "utilization_ceiling": utilization(m["gbps"], ceiling),
             "utilization_datasheet": utilization(m["gbps"], peak),
         })
-    curve: dict[str, Any] = {"op": op, "convention": STREAM_CONVENTION, "points": points}
+    curve: dict[str, Any] = {"op": op, "regime": regime, "label": REGIME_LABELS[regime],
+                             "convention": STREAM_CONVENTION, "points": points}
     volumes = [p["bytes_moved"] for p in points]
     fit = None
     try:
@@ -112,6 +124,25 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
     return curve
 
 
+def _copy_headline(curves: list[dict[str, Any]]) -> dict[str, Any]:
+    """The copy's asymptotic rate from its cold (full-range) curve; its fixed cost and n½ from
+    the warm curve (the fixed cost of a transfer, not of refilling the cache), named so, with the
+    cold ones beside them."""
+    out: dict[str, Any] = {}
+    for curve in curves:
+        if curve["op"] != "copy" or curve.get("asymptotic_gbps") is None:
+            continue
+        if curve["regime"] == "cold":
+            out.update({"copy_asymptotic_gbps": curve["asymptotic_gbps"],
+                        "copy_cold_fixed_cost_s": curve["fixed_cost_s"],
+                        "copy_cold_n_half_bytes": curve["n_half_bytes"]})
+        else:
+            out.update({"copy_warm_fixed_cost_s": curve["fixed_cost_s"],
+                        "copy_warm_n_half_bytes": curve["n_half_bytes"]})
+    first = ("copy_warm_fixed_cost_s", "copy_warm_n_half_bytes", "copy_asymptotic_gbps")
+    return {**{k: out[k] for k in first if k in out}, **{k: v for k, v in out.items() if k not in first}}
+
+
 def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     """Curves per operation (points, fit, utilizations), the ceiling and the datasheet peak."""
     ceiling = measured_ceiling(results)
@@ -119,17 +150,15 @@ def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     device_name = next((r.params.get("device_name") for r in results), None)
     sheet = datasheet_peak(device_name)
     ceiling_gbps = ceiling["gbps"] if ceiling else None
-    by_op: dict[str, list[CaseResult]] = {}
+    by_op: dict[tuple[str, str], list[CaseResult]] = {}
     for r in ok:
-        by_op.setdefault(r.params["op"], []).append(r)
+        by_op.setdefault((r.params["op"], regime_of(r)), []).append(r)
     order = ["copy", "read", "write", "triad", "h2d-pinned", "h2d-pageable", "d2h-pinned", "d2h-pageable"]
-    curves = [_curve(op, by_op[op], ceiling_gbps, sheet.get("gbps")) for op in sorted(by_op, key=order.index)]
+    keys = sorted(by_op, key=lambda k: (order.index(k[0]), k[1] != "cold"))
+    curves = [_curve(op, by_op[(op, regime)], ceiling_gbps, sheet.get("gbps"), regime) for op, regime in keys]
     threads = sorted({r.metrics.get("threads") for r in ok if r.metrics.get("threads")})
-    copy = next((c for c in curves if c["op"] == "copy"), None)
     headline: dict[str, Any] = {"ceiling_gbps": ceiling_gbps} if ceiling_gbps else {}
-    if copy and copy.get("asymptotic_gbps") is not None:
-        headline.update({"copy_asymptotic_gbps": copy["asymptotic_gbps"],
-                         "copy_fixed_cost_s": copy["fixed_cost_s"], "copy_n_half_bytes": copy["n_half_bytes"]})
+    headline.update(_copy_headline(curves))
     llc = next((r.params.get("llc_bytes") for r in results if r.params.get("llc_bytes")), None)
     findings = [f for f in (over_ceiling_finding(curves, llc),) if f]
     return {

@@ -41,7 +41,8 @@ def format_fraction(f: float | None) -> str:
 
 
 def _bandwidth_table(curve: dict[str, Any]) -> Table:
-    table = Table(title=f"{curve['op']}  (GB/s: {curve['convention']})", title_justify="left")
+    regime = f", {curve['label']}" if curve.get("label") else ""
+    table = Table(title=f"{curve['op']}{regime}  (GB/s: {curve['convention']})", title_justify="left")
     for name in ("size", "median time", "IQR", "GB/s", "n/t GB/s", "of ceiling", "of datasheet"):
         table.add_column(name, justify="right")
     for p in curve["points"]:
@@ -56,15 +57,18 @@ def _bandwidth_table(curve: dict[str, Any]) -> Table:
 
 
 def _fit_table(curves: list[dict[str, Any]]) -> Table:
-    table = Table(title="fit t = a + V/b (V: bytes moved, STREAM convention)", title_justify="left")
-    for name in ("op", "fixed cost a", "asymptotic b (GB/s)", "n½ = a·b", "RMS residual", "sizes"):
+    table = Table(title="fit t = a + V/b (V: bytes moved, STREAM convention); the quoted fixed cost "
+                  "and n½ are the warm ones (repeated, no flush), cold ones after a cache flush",
+                  title_justify="left")
+    for name in ("op", "regime", "fixed cost a", "asymptotic b (GB/s)", "n½ = a·b", "RMS residual", "sizes"):
         table.add_column(name, justify="right")
     for c in curves:
+        regime = c.get("regime", "cold")
         if c.get("asymptotic_gbps") is None:
-            table.add_row(c["op"], "-", "-", "-", "-", c.get("note", ""))
+            table.add_row(c["op"], regime, "-", "-", "-", "-", c.get("note", ""))
             continue
         table.add_row(
-            c["op"], format_seconds(c["fixed_cost_s"]), f"{c['asymptotic_gbps']:.3g}",
+            c["op"], regime, format_seconds(c["fixed_cost_s"]), f"{c['asymptotic_gbps']:.3g}",
             format_bytes(c["n_half_bytes"]), format_fraction(c["relative_rms_residual"]),
             f"{format_bytes(c['min_bytes'])}..{format_bytes(c['max_bytes'])}",
         )
