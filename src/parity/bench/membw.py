@@ -6,7 +6,8 @@ raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's cu
 every point against the measured ceiling and the datasheet peak where the device has an entry.
 Small sizes (up to ``WARM_MAX_BYTES``) are measured cold (the cache flushed before every call:
 what a transfer costs when its data comes from memory) and warm (repeated without a flush: the
-launch and fixed cost alone), keyed ``<op>/<bytes>`` and ``<op>/<bytes>/warm``; each regime
+launch and fixed cost alone; a warm sample spans ``warm_calls_per_sample`` back-to-back
+calls, divided by their count), keyed ``<op>/<bytes>`` and ``<op>/<bytes>/warm``; each regime
 gets its own curve and fit, and the quoted fixed cost and ``n½`` are the warm ones.
 The ceiling is its own case (``ceiling/copy``), measured whatever the sweep's range by the
 copy and protocol GEMM's roofline uses (``parity.bench.bandwidth_ceiling``).
@@ -52,6 +53,9 @@ FREE_MEMORY_SHARE = 0.5
 # Sizes up to this are measured twice: cold (cache flushed before each call) and warm (repeated,
 # no flush), so the fixed cost of a transfer is not the cost of refilling the cache.
 WARM_MAX_BYTES = 1024 * KIB
+# Warm samples of small sizes time this many bytes' worth of back-to-back calls (at most 64).
+WARM_BATCH_BYTES = 64 * KIB
+WARM_MAX_CALLS = 64
 # The dedicated copy that gives the bandwidth ceiling B, whatever the sweep's range.
 CEILING_KEY = "ceiling/copy"
 
@@ -162,15 +166,18 @@ class MembwSuite(SuiteBase):
             work.prepare()
         except RuntimeError as exc:  # out of memory is a row with an error, the sweep goes on
             return CaseResult(suite=self.name, key=case.key, params=params, error=f"allocation failed: {exc}".splitlines()[0])
+        calls = warm_calls_per_sample(int(params["bytes"])) if params.get("regime") == "warm" else 1
+        params["calls_per_sample"] = calls
         try:
             m = measure(
-                work, device=device, warmup_s=options.warmup_s,
+                work if calls == 1 else _repeated(work, calls), device=device, warmup_s=options.warmup_s,
                 budget_s=options.budget_s or (QUICK_BUDGET_S if params.get("quick") else BUDGET_S),
                 min_samples=options.min_samples, max_samples=options.max_samples, flush_cache=params["flush"],
             )
             check = work.check()
         finally:
             work.release()
+        m = _per_call(m, calls)
         moved = bytes_moved(base_op(params["op"]), work.numel * _itemsize(params["dtype"]))
         median_s = m.summary.median
         metrics = {
@@ -194,6 +201,32 @@ class MembwSuite(SuiteBase):
 
     def figures(self, summary: dict[str, Any]) -> list[Figure]:
         return membw_figures(summary)
+
+
+def warm_calls_per_sample(nbytes: int) -> int:
+    """Back-to-back calls per warm sample: ``clamp(WARM_BATCH_BYTES // nbytes, 1, WARM_MAX_CALLS)``
+    (64 at 1 KiB, 1 from 64 KiB), so a warm sample of a tiny copy is the span of many calls, as a
+    bare timed loop measures it, not one call plus the timer's own cost."""
+    return max(1, min(WARM_MAX_CALLS, WARM_BATCH_BYTES // max(1, nbytes)))
+
+
+def _repeated(work: Any, calls: int) -> Any:
+    def run() -> None:
+        for _ in range(calls):
+            work()
+    return run
+
+
+def _per_call(m: Any, calls: int) -> Any:
+    """A measurement of ``calls``-call samples as per-call durations (``Samples.calls_per_sample``)."""
+    if calls == 1:
+        return m
+    from parity.stats import summarize
+
+    values = tuple(v / calls for v in m.samples.values_s)
+    samples = replace(m.samples, values_s=values, calls_per_sample=calls,
+                      resolution_s=m.samples.resolution_s / calls)
+    return replace(m, samples=samples, summary=summarize(values))
 
 
 def _itemsize(dtype: str) -> int:
