@@ -182,3 +182,27 @@ def test_warm_and_cold_points_get_their_own_fits_and_the_headline_is_warm() -> N
     assert head["copy_cold_fixed_cost_s"] == pytest.approx(60e-6)
     assert head["copy_asymptotic_gbps"] == pytest.approx(10.0)  # the full-range (cold) curve
     assert list(head)[:2] == ["ceiling_gbps", "copy_warm_fixed_cost_s"]
+
+
+def _again(row: CaseResult) -> CaseResult:
+    return CaseResult(**{**row.__dict__, "key": row.key + "/again", "params": {**row.params, "again_of": row.key}})
+
+
+def test_off_trend_point_is_measured_again_and_flagged_only_if_it_stays() -> None:
+    # triad at 512 KiB took 8.0 ms (0.2 GB/s) between 6.8 and 20.8 GB/s neighbours.
+    sizes = [256 * 1024, 512 * 1024, 1024 * 1024]
+    rates = [6.8e9, 0.2e9, 20.8e9]
+    rows = [_row("triad", s, 3 * s / r) for s, r in zip(sizes, rates)]
+    suite = MembwSuite()
+    (again,) = suite.recheck(rows, options=MembwOptions())
+    assert again.key == "triad/524288/again" and again.params["again_of"] == "triad/524288"
+    # Measured again on trend (12 GB/s): the second measurement replaces the first, no finding.
+    fixed = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 12e9))])
+    assert [p["gbps"] for p in fixed["curves"][0]["points"]] == pytest.approx([6.8, 12.0, 20.8])
+    assert fixed["findings"] == []
+    # Still off trend (0.25 GB/s): the first stays, and the finding gives both figures.
+    stays = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 0.25e9))])
+    assert [p["gbps"] for p in stays["curves"][0]["points"]] == pytest.approx([6.8, 0.2, 20.8])
+    (finding,) = stays["findings"]
+    assert finding["code"] == "off-trend" and "triad/524288 0.2 then 0.25 GB/s" in finding["message"]
+    assert suite.recheck(rows + [_again(rows[1])], options=MembwOptions())[0].key == "triad/524288/again"

@@ -26,7 +26,7 @@ from typing import Any
 from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case, bandwidth_copy_bytes
 from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
 from parity.bench.membw_options import MembwOptions
-from parity.bench.membw_summary import summarize_membw
+from parity.bench.membw_summary import off_trend_points, summarize_membw
 from parity.bench.figures import membw_figures
 from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.bandwidth import (
@@ -195,6 +195,12 @@ class MembwSuite(SuiteBase):
         }
         return CaseResult(suite=self.name, key=case.key, params=params, samples={"main": m.samples},
                           metrics=metrics, check=check, findings=m.findings, telemetry=m.telemetry)
+
+    def recheck(self, results: list[CaseResult], *, options: MembwOptions) -> list[CaseSpec]:
+        """Points whose GB/s is off the trend of their neighbours in size, per operation and
+        regime (``parity.stats.trend.off_trend``), to be measured once more."""
+        return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                for r in off_trend_points(results)]
 
     def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> dict[str, Any]:
         return summarize_membw(results)
