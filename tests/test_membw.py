@@ -204,5 +204,5 @@ def test_off_trend_point_is_measured_again_and_flagged_only_if_it_stays() -> Non
     stays = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 0.25e9))])
     assert [p["gbps"] for p in stays["curves"][0]["points"]] == pytest.approx([6.8, 0.2, 20.8])
     (finding,) = stays["findings"]
-    assert finding["code"] == "off-trend" and "triad/524288 0.2 then 0.25 GB/s" in finding["message"]
+    assert finding["code"] == "off-trend" and "triad/524288 0.2 GB/s then 0.25 GB/s" in finding["message"]
     assert suite.recheck(rows + [_again(rows[1])], options=MembwOptions())[0].key == "triad/524288/again"

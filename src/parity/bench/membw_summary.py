@@ -13,6 +13,7 @@ from typing import Any
 from parity.metrics.bandwidth import STREAM_CONVENTION, fit_fixed_cost, utilization
 from parity.model.errors import ParityError
 from parity.model.result import CaseResult
+from parity.bench.recheck import settle_rechecks
 from parity.stats.trend import off_trend
 
 log = logging.getLogger(__name__)
@@ -162,48 +163,11 @@ def off_trend_points(results: list[CaseResult]) -> list[CaseResult]:
     return out
 
 
-def settle_rechecks(results: list[CaseResult]) -> tuple[list[CaseResult], list[dict[str, Any]]]:
-    """Each point measured again (``<key>/again``) takes its second measurement when that one is
-    back on trend (the first was disturbed); a point still off trend keeps its first and is an
-    ``off-trend`` finding with both figures. Returns (the rows the curves use, the findings)."""
-    again = {r.params["again_of"]: r for r in results if r.params.get("again_of") and r.ok and "gbps" in r.metrics}
-    if not again:
-        return [r for r in results if not r.params.get("again_of")], []
-    firsts = [r for r in results if not r.params.get("again_of")]
-    swapped = [_as_first(again[r.key]) if r.key in again else r for r in firsts]
-    still = {r.key for r in off_trend_points(swapped)} & set(again)
-    rows, stayed = [], []
-    for first in firsts:
-        second = again.get(first.key)
-        if second is not None and first.key in still:
-            rows.append(first)
-            stayed.append((first, second))
-        else:
-            rows.append(second if second is not None else first)
-    findings = []
-    if stayed:
-        shown = ", ".join(f"{f.key} {f.metrics['gbps']:.3g} then {s.metrics['gbps']:.3g} GB/s" for f, s in stayed)
-        findings.append({"code": "off-trend", "severity": "warning",
-                         "message": f"{len(stayed)} point(s) stay off the trend of their neighbours when measured "
-                                    f"again ({shown})",
-                         "hint": "something at that size differs (page faults, a cache boundary, another job): "
-                                 "measure it on an idle machine before quoting it"})
-    return rows, findings
-
-
-def _as_first(result: CaseResult) -> CaseResult:
-    """``result`` standing in for the point it re-measured (its ``again_of`` dropped)."""
-    if not result.params.get("again_of"):
-        return result
-    params = {k: v for k, v in result.params.items() if k != "again_of"}
-    return CaseResult(suite=result.suite, key=str(result.params["again_of"]), params=params, metrics=result.metrics,
-                      check=result.check, findings=result.findings, samples=result.samples)
-
-
 def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     """Curves per operation (points, fit, utilizations), the ceiling and the datasheet peak."""
     ceiling = measured_ceiling(results)
-    settled, trend_findings = settle_rechecks(results)
+    settled, trend_findings = settle_rechecks(results, find=off_trend_points,
+                                              describe=lambda r: f"{r.metrics['gbps']:.3g} GB/s")
     ok = [r for r in settled if r.ok and "gbps" in r.metrics and r.params.get("kind") != "ceiling"]
     device_name = next((r.params.get("device_name") for r in results), None)
     sheet = datasheet_peak(device_name)

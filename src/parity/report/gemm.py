@@ -101,6 +101,8 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_row("throttled / power-limited", f"{len(summary.get('throttled', []))} / "
                   f"{len(summary.get('power_limited', []))}")
     table.add_row("failed", str(len(summary.get("failed", []))))
+    for finding in summary.get("findings") or []:
+        table.add_row(finding["code"], f"{finding['message']}; {finding['hint']}")
     if summary.get("over_ceiling"):
         table.add_row("over the ceiling", f"{len(summary['over_ceiling'])} shapes beat P: the search missed "
                       "the true maximum; raise the ceiling budget")

@@ -30,8 +30,10 @@ from parity.metrics.roofline import (
     place,
     ridge_point,
 )
+from parity.bench.recheck import settle_rechecks
 from parity.model.findings import Severity
 from parity.model.result import CaseResult
+from parity.stats.trend import off_trend
 
 TERA = 1e12
 GIGA = 1e9
@@ -124,8 +126,29 @@ def _figures(rows: list[dict[str, Any]], peak: float | None) -> dict[str, Any]:
     return out
 
 
+def off_trend_shapes(results: list[CaseResult]) -> list[CaseResult]:
+    """Shape cases whose rate is off the trend of their neighbours in shape: for each backend
+    and axis (M, N or K), the shapes that share the other two dimensions, ordered along it
+    (``parity.stats.trend.off_trend`` on the achieved FLOP/s)."""
+    shapes = [r for r in results if r.params.get("kind") == "shape" and r.ok and r.metrics.get("achieved_flops")
+              and not r.params.get("again_of")]
+    found: dict[str, CaseResult] = {}
+    for axis in range(3):
+        lines: dict[tuple[Any, ...], list[CaseResult]] = {}
+        for r in shapes:
+            dims = (int(r.params["m"]), int(r.params["n"]), int(r.params["k"]))
+            lines.setdefault((r.params.get("backend"), axis) + dims[:axis] + dims[axis + 1:], []).append(r)
+        for line in lines.values():
+            line.sort(key=lambda r: int(r.params["mnk"[axis]]))
+            for i in off_trend([float(r.metrics["achieved_flops"]) for r in line]):
+                found.setdefault(line[i].key, line[i])
+    return list(found.values())
+
+
 def analyse(results: list[CaseResult]) -> dict[str, Any]:
     """The GEMM sweep summary (see module docstring), with the per-shape ``rows``."""
+    results, trend_findings = settle_rechecks(
+        results, find=off_trend_shapes, describe=lambda r: f"{float(r.metrics['achieved_flops']) / TERA:.4g} TFLOP/s")
     ceiling_case, bandwidth_case = _ceilings(results)
     peak = _ok_value(ceiling_case, "ceiling_flops")
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
@@ -161,6 +184,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "power_limited": sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
         "failed": [_failure(r) for r in shape_results if not r.ok],
         "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
+        "findings": trend_findings,
         "backends": _per_backend(rows, peak),
         "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
     }

@@ -17,7 +17,7 @@ from typing import Any
 
 from parity.bench.catalog import catalog, load_user_shapes, quick_selection
 from parity.bench.catalog.shapes import Shape
-from parity.bench.gemm.analysis import analyse
+from parity.bench.gemm.analysis import analyse, off_trend_shapes
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.bench.gemm.measure_case import (
@@ -118,6 +118,11 @@ class GemmSuite(SuiteBase):
         backend = load_backend(params["backend"])
         return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
                              ceiling_flops=state.get((device.name, dtype.name)))
+
+    def recheck(self, results: list[CaseResult], *, options: GemmOptions) -> list[CaseSpec]:
+        """Shapes whose rate is off the trend of their neighbours in shape, measured once more."""
+        return [CaseSpec(suite=SUITE, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                for r in off_trend_shapes(results)]
 
     def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> dict[str, Any]:
         return analyse(results)
