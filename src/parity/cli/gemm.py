@@ -94,6 +94,11 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
             run = store.get_run(resume_id)
             if "gemm" not in run.config.get("suites", []):
                 raise ParityError(f"run {run.run_id} has no gemm sweep; resume it with 'parity run --resume'")
+            if run.status == "complete":
+                from parity.cli.run import nothing_to_resume
+
+                click.echo(nothing_to_resume(run.run_id))
+                return 0
             resume_id = run.run_id
             options = dict(run.config.get("options", {}).get("gemm", {}))
             quick = bool(run.config.get("quick", False))

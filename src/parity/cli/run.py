@@ -75,6 +75,11 @@ class _RunCommand(click.Command):
                 formatter.write_dl([(f"{name}.{i.key}", i.line().split(": ", 1)[1]) for i in infos])
 
 
+def nothing_to_resume(run_id: str) -> str:
+    """What ``--resume`` says about a run that is already complete (and does not count a resume)."""
+    return f"run {run_id} is complete: nothing to resume (see it with parity runs show {run_id})"
+
+
 def _resume_settings(
     store: Store, run_id: str, *, suites: tuple[str, ...], quick: bool, settings: tuple[str, ...]
 ) -> tuple[str, dict[str, Any]]:
@@ -181,6 +186,9 @@ def run(
             resume_id, config = _resume_settings(
                 store, resume_id, suites=suite_names, quick=quick, settings=settings
             )
+            if store.get_run(resume_id).status == "complete":
+                click.echo(nothing_to_resume(resume_id))
+                return 0
             suite_names = tuple(config.get("suites", []))
             quick = bool(config.get("quick", False))
             options = dict(config.get("options", {}))
