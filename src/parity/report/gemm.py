@@ -80,7 +80,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_row("ridge R = P/B", f"{ridge:.4g} FLOP/B" if ridge else "-")
     sheet = summary.get("datasheet") or {}
     if sheet.get("flops"):
-        table.add_row("datasheet peak (dense)", f"{tflops(sheet['flops'])} TFLOP/s ({sheet.get('source')}); "
+        label = "derived peak (dense)" if sheet.get("derived") and "FLOP/cycle" in sheet["derived"] else "datasheet peak (dense)"
+        source = sheet.get("source") or ""
+        if sheet.get("derived"):
+            source = f"{sheet['derived']}; {source}"
+        table.add_row(label, f"{tflops(sheet['flops'])} TFLOP/s ({source}); "
                       f"P is {percent(sheet.get('ceiling_fraction_of_datasheet'))} of it")
     else:
         table.add_row("datasheet peak", sheet.get("note", "no datasheet entry"))

@@ -20,7 +20,7 @@ from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_
 from parity.bench.suite import CaseSpec
 from parity.metrics.ceiling import CeilingRounds
 from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
-from parity.metrics.specs import peak_flops
+from parity.bench.gemm.datasheet import reference_peak
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 from parity.model.samples import Samples
@@ -56,7 +56,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept)
     result = search_ceiling(evaluate, plan)
     device_name = device.properties().name
-    sheet = peak_flops(device_name, dtype.name)
+    sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     rounds = result.rounds

@@ -44,6 +44,8 @@ class GemmOptions:
                                minimum=0.0, exclusive_minimum=True)
     max_samples: int = option(500, help="most timed calls per shape", minimum=1)
     ceiling_from: str | None = option(None, help="reuse this stored run's compute ceiling P instead of searching")
+    peak_tflops: float | None = option(None, help="a peak to show beside P instead of the datasheet's, TFLOP/s",
+                                       minimum=0.0, exclusive_minimum=True)
     stored_ceiling: str | None = option(None, help="filled from ceiling_from: the reused ceiling as JSON")
 
     def __post_init__(self) -> None:
@@ -71,6 +73,7 @@ class GemmPlan:
     max_samples: int
     ceiling_from: str | None
     stored_ceiling: str | None
+    peak_tflops: float | None
 
     @classmethod
     def resolve(cls, options: GemmOptions, *, quick: bool, device_type: str) -> GemmPlan:
@@ -92,4 +95,5 @@ class GemmPlan:
             max_samples=options.max_samples,
             ceiling_from=options.ceiling_from,
             stored_ceiling=options.stored_ceiling,
+            peak_tflops=options.peak_tflops,
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from parity.bench.gemm.datasheet import with_given_peak
 from parity.bench.suite import CaseSpec
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
@@ -49,9 +50,11 @@ def attach_stored_ceiling(store: Any, options: dict[str, Any]) -> dict[str, Any]
     return {**options, "ceiling_from": run.run_id, "stored_ceiling": json.dumps(carried, sort_keys=True)}
 
 
-def stored_ceiling_row(case: CaseSpec, *, stored: str, device_name: str) -> CaseResult:
+def stored_ceiling_row(case: CaseSpec, *, stored: str, device_name: str,
+                       given_peak_tflops: float | None = None) -> CaseResult:
     """The ceiling case reproduced from ``stored`` (``attach_stored_ceiling``'s JSON), an error row
-    when it was measured on another device than ``device_name``."""
+    when it was measured on another device than ``device_name``; a given peak replaces the
+    stored datasheet figure."""
     record = json.loads(stored)
     source = record.get("device_name")
     if source and source != device_name:
@@ -59,7 +62,7 @@ def stored_ceiling_row(case: CaseSpec, *, stored: str, device_name: str) -> Case
         return CaseResult(suite=case.suite, key=case.key, params=dict(case.params), error=message,
                           findings=(Finding(code="ceiling-from-other-device", severity=Severity.ERROR,
                                             message=message, hint="name a run measured on this device"),))
-    metrics = {name: record.get(name) for name in CARRIED}
+    metrics = with_given_peak({name: record.get(name) for name in CARRIED}, given_peak_tflops)
     metrics["ceiling_from"] = record["run_id"]
     findings = tuple(Finding.from_dict(f) for f in record.get("findings", []))
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params), metrics=metrics,

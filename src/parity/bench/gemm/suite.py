@@ -85,7 +85,8 @@ class GemmSuite(SuiteBase):
             CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}",
                      cost=0.01 if opts.stored_ceiling else opts.ceiling_budget_s,
                      params={"kind": "ceiling", "dtype": opts.dtype, "backend": opts.backends[0],
-                             "ceiling_budget_s": opts.ceiling_budget_s, "ceiling_from": opts.ceiling_from}),
+                             "ceiling_budget_s": opts.ceiling_budget_s, "ceiling_from": opts.ceiling_from,
+                             "peak_tflops": opts.peak_tflops}),
             CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}),
         ]
         for shape in shapes:
@@ -109,7 +110,8 @@ class GemmSuite(SuiteBase):
             if options.ceiling_from and not options.stored_ceiling:
                 raise ParityError(f"gemm.ceiling_from={options.ceiling_from}: the stored ceiling was not "
                                   "resolved; give it through parity gemm --ceiling-from or parity run --set")
-            result = (stored_ceiling_row(case, stored=options.stored_ceiling, device_name=device.properties().name)
+            result = (stored_ceiling_row(case, stored=options.stored_ceiling, device_name=device.properties().name,
+                                         given_peak_tflops=options.peak_tflops)
                       if options.stored_ceiling
                       else measure_ceiling(case, device=device, dtype=dtype, unavailable=reason))
             if result.error is None:
