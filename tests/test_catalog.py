@@ -16,8 +16,8 @@ from parity.bench.catalog import (
     load_user_shapes,
     quick_selection,
 )
-from parity.bench.catalog.shapes import Shape
 from parity.bench.catalog.quick import QUICK_COMPUTE_COUNT, compute_tier
+from parity.bench.catalog.shapes import Shape
 from parity.bench.gemm.dtypes import DTYPES
 from parity.metrics.roofline import MIN_SHAPES_FOR_CI, gemm_intensity, ridge_point
 from parity.metrics.specs import load_specs

@@ -6,13 +6,12 @@ import csv
 from pathlib import Path
 
 import pytest
+from test_gemm_analysis import bandwidth_case, ceiling_case, shape_case
 
 from parity.bench.gemm.analysis import analyse
 from parity.metrics.roofline import gemm_flops
 from parity.model.result import CaseResult
 from parity.store import Store
-
-from test_gemm_analysis import bandwidth_case, ceiling_case, shape_case
 
 PROVENANCE = {"device": {"type": "cuda", "properties": {"name": "NVIDIA H200"}}, "drivers": {"nvidia": "550.54"},
               "torch": {"version": "2.13.0"}, "host": {"hostname": "node7", "cpu_model": "Xeon"},

@@ -6,8 +6,6 @@ import itertools
 
 import pytest
 
-from parity.stats import median
-
 from parity.bench.ceiling import (
     SearchPlan,
     align_up,
@@ -15,6 +13,7 @@ from parity.bench.ceiling import (
     scout_sizes,
     search_ceiling,
 )
+from parity.stats import median
 
 
 class SimClock:

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from parity.bench.membw_options import MembwOptions
 from parity.bench.membw import WARM_MAX_BYTES, MembwSuite, transfer_sizes
+from parity.bench.membw_options import MembwOptions
 from parity.bench.membw_summary import summarize_membw
 from parity.bench.suite import CaseSpec
 from parity.cli.main import cli
@@ -115,8 +115,9 @@ def test_points_over_the_ceiling_are_a_finding() -> None:
     (finding,) = summary["findings"]
     assert finding["code"] == "over-ceiling" and "triad 16777216 B at 174%" in finding["message"]
     assert "last-level cache" not in finding["message"]  # 16 MiB is larger than this LLC (1 MiB)
-    from parity.report.memory import render_membw
     from rich.console import Console
+
+    from parity.report.memory import render_membw
 
     console = Console(width=200, record=True)
     console.print(render_membw(summary))

@@ -24,10 +24,16 @@ from dataclasses import replace
 from typing import Any
 
 from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case, bandwidth_copy_bytes
-from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
+from parity.bench.figures import membw_figures
+from parity.bench.membw_ops import (
+    DEVICE_OPS,
+    HOST_OPS,
+    MemoryOp,
+    base_op,
+    operand_count,
+)
 from parity.bench.membw_options import MembwOptions
 from parity.bench.membw_summary import off_trend_points, summarize_membw
-from parity.bench.figures import membw_figures
 from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.bandwidth import (
     NVBANDWIDTH_CONVENTION,

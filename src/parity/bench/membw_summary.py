@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from parity.bench.recheck import settle_rechecks
 from parity.metrics.bandwidth import STREAM_CONVENTION, fit_fixed_cost, utilization
 from parity.model.errors import ParityError
 from parity.model.result import CaseResult
-from parity.bench.recheck import settle_rechecks
 from parity.stats.trend import off_trend
 
 log = logging.getLogger(__name__)

@@ -13,18 +13,9 @@ from rich import box
 from rich.table import Table
 
 from parity.model.result import CaseResult
+from parity.report.gemm import duration
 
 MAX_CASE_ROWS = 200
-
-
-def seconds_text(value: float | None) -> str:
-    """Seconds at a readable scale with three significant digits (``812 us``, ``1.25 ms``)."""
-    if value is None:
-        return "-"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
 
 
 def rate_text(metrics: dict[str, Any]) -> str:
@@ -55,6 +46,6 @@ def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
         m = case.metrics
         median_s, iqr_s = m.get("median_s"), m.get("iqr_s")
         spread = f"{100 * iqr_s / median_s:.0f}%" if median_s and iqr_s is not None else "-"
-        table.add_row(case.suite, case.key, status_text(case), seconds_text(median_s), spread, rate_text(m),
+        table.add_row(case.suite, case.key, status_text(case), duration(median_s), spread, rate_text(m),
                       ",".join(f.code for f in case.findings) or "", style=None if case.ok else "red")
     return table

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.bench.recheck import settle_rechecks
 from parity.metrics.roofline import (
     COMPUTE_BOUND,
     MEMORY_BOUND,
@@ -30,7 +31,6 @@ from parity.metrics.roofline import (
     place,
     ridge_point,
 )
-from parity.bench.recheck import settle_rechecks
 from parity.model.findings import Severity
 from parity.model.result import CaseResult
 from parity.stats.trend import off_trend

@@ -14,13 +14,13 @@ from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case
 from parity.bench.ceiling import SearchPlan, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.check import check_backend, check_findings
+from parity.bench.gemm.datasheet import reference_peak
 from parity.bench.gemm.dtypes import GemmDtype, precision_mode
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.bench.suite import CaseSpec
 from parity.metrics.ceiling import CeilingRounds
 from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
-from parity.bench.gemm.datasheet import reference_peak
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 from parity.model.samples import Samples

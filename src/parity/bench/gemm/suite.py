@@ -17,6 +17,7 @@ from typing import Any
 
 from parity.bench.catalog import catalog, load_user_shapes, quick_selection
 from parity.bench.catalog.shapes import Shape
+from parity.bench.figures import gemm_figures
 from parity.bench.gemm.analysis import analyse, off_trend_shapes
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
@@ -27,9 +28,8 @@ from parity.bench.gemm.measure_case import (
 )
 from parity.bench.gemm.options import GemmOptions, GemmPlan
 from parity.bench.gemm.stored_ceiling import stored_ceiling_row
-from parity.model.errors import ParityError
-from parity.bench.figures import gemm_figures
 from parity.bench.suite import CaseSpec, SuiteBase
+from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
