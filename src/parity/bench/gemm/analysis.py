@@ -172,6 +172,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "ceiling_rounds": cm.get("ceiling_rounds"),
         "ceiling_findings": [f.code for f in ceiling_case.findings] if ceiling_case is not None else [],
         "ceiling_from": cm.get("ceiling_from"),
+        "emulation_note": cm.get("emulation_note"),
         "ceiling_error": ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
         "bandwidth_gbps": bandwidth / GIGA if bandwidth else None,
         "bandwidth_error": bandwidth_case.error if bandwidth_case is not None else "no bandwidth case in this run",

@@ -15,7 +15,7 @@ from parity.bench.ceiling import SearchPlan, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.check import check_backend, check_findings
 from parity.bench.gemm.datasheet import reference_peak
-from parity.bench.gemm.dtypes import GemmDtype, precision_mode
+from parity.bench.gemm.dtypes import GemmDtype, emulation_note, precision_mode
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.bench.suite import CaseSpec
@@ -60,9 +60,12 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     rounds = result.rounds
+    emulated = emulation_note(dtype, device)
+    extra = (Finding(code="emulated-dtype", severity=Severity.WARNING, message=emulated,
+                     hint="compare this dtype on hardware that runs it natively"),) if emulated else ()
     return CaseResult(
         suite=case.suite, key=case.key, params=dict(case.params), check=check,
-        findings=tuple(check_findings(check)) + tuple(ceiling_findings(rounds)),
+        findings=tuple(check_findings(check)) + tuple(ceiling_findings(rounds)) + extra,
         samples={"winner": kept[result.dims]} if result.dims in kept else {},
         metrics={
             "ceiling_flops": rounds.median_flops,
@@ -70,6 +73,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
             "ceiling_statistic": "median of the winner's contest rounds",
             "ceiling_rounds": rounds.to_dict(),
             "ceiling_shape": {"m": m, "n": n, "k": k},
+            "emulation_note": emulated,
             "search": result.to_dict(),
             "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
                      "budget_s": plan.budget_s},

@@ -23,7 +23,7 @@ from parity.model.result import CaseResult
 
 # The stored ceiling case's metrics that a reused ceiling carries over.
 CARRIED = ("ceiling_flops", "ceiling_best_flops", "ceiling_statistic", "ceiling_rounds", "ceiling_shape",
-           "device_name", "datasheet_flops", "datasheet_source", "datasheet_derived")
+           "device_name", "emulation_note", "datasheet_flops", "datasheet_source", "datasheet_derived")
 
 
 def attach_stored_ceiling(store: Any, options: dict[str, Any]) -> dict[str, Any]:
