@@ -91,8 +91,8 @@ def render_membw(summary: dict[str, Any]) -> RenderableType:
     if summary.get("pages"):
         parts.append(Text(f"pages: {summary['pages']}"))
     if summary.get("flush") is not None:
-        parts.append(Text("cache flushed before every call" if summary["flush"] else
-                          "cache not flushed: small sizes are served from cache"))
+        parts.append(Text("cache flushed before every cold call; warm points are repeated without a flush"
+                          if summary["flush"] else "cache not flushed: small sizes are served from cache"))
     for c in summary.get("curves", []):
         if c.get("note"):
             parts.append(Text(f"{c['op']}: {c['note']}", style="yellow"))
