@@ -12,7 +12,7 @@ cache, no flush, median of the timed calls):
    plan (CPUs) each shape is timed between two timings of the grid's middle square and scored
    by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then
    meet in the contest the search ends with (interleaved rounds, best score wins, rate = the
-   winner's best round);
+   winner's median round, the statistic the library quotes ``P`` by, with its best beside it);
 2. ``--repeats`` searches, each followed by the honest check: the search's winning shape and
    the grid's winning shape timed alternately (A B, B A, ... for ``--rounds`` pairs).
 
@@ -80,7 +80,7 @@ def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: flo
     scan_s = time.perf_counter() - started
     top = sorted(scores, key=scores.__getitem__, reverse=True)[: plan.confirm_top]
     contest = run_contest(evaluate, top, budget_s=plan.confirm_budget_s, rounds=plan.confirm_repeats)
-    return {"flops": contest.best_flops, "median_flops": contest.median_flops, "dims": contest.winner,
+    return {"flops": contest.median_flops, "best_flops": contest.best_flops, "dims": contest.winner,
             "shapes": len(scores), "contest": contest.to_dict(), "scan_s": scan_s,
             "seconds": time.perf_counter() - started}
 
@@ -96,7 +96,7 @@ def cpu_mode(args: argparse.Namespace) -> int:
     evaluate(sides[0], sides[0], sides[0], plan.probe_budget_s)  # library start-up, untimed
     grid = grid_best(evaluate, sides, plan=plan, probe_s=plan.probe_budget_s)
     print(f"grid: {grid['shapes']} shapes in {grid['seconds']:.0f} s; best {_g(grid['flops'])} at "
-          f"{_dims(grid['dims'])} (median round {_g(grid['median_flops'])}); contest "
+          f"{_dims(grid['dims'])} (median round; best round {_g(grid['best_flops'])}); contest "
           + ", ".join(f"{c['m']}x{c['n']}x{c['k']} {c['score']:.3f}" for c in grid["contest"]["candidates"]),
           flush=True)
     rows = []

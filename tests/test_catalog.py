@@ -16,6 +16,11 @@ from parity.bench.catalog import (
     load_user_shapes,
     quick_selection,
 )
+from parity.bench.catalog.quick import QUICK_COMPUTE_COUNT, compute_tier
+from parity.bench.catalog.shapes import Shape
+from parity.bench.gemm.dtypes import DTYPES
+from parity.metrics.roofline import MIN_SHAPES_FOR_CI, gemm_intensity, ridge_point
+from parity.metrics.specs import load_specs
 from parity.model.errors import ParityError
 
 # Changing a rule changes this digest: bump CATALOG_VERSION and record the new digest here.
@@ -60,11 +65,40 @@ def test_quick_selection_keeps_every_family_small_and_is_stable() -> None:
     assert quick == quick_selection(catalog())
     assert {s.family for s in quick} == {s.family for s in shapes}
     assert 20 <= len(quick) <= 60
-    small = [s for s in quick if s.flops <= QUICK_MAX_FLOP]
-    assert len(small) >= len(quick) - 4  # families with nothing small give their smallest shape
-    assert sum(s.flops for s in quick) < 3e9
+    tier = compute_tier(shapes)
+    assert len(tier) == QUICK_COMPUTE_COUNT and set(tier) <= set(quick)
+    rest = [s for s in quick if s not in tier]
+    small = [s for s in rest if s.flops <= QUICK_MAX_FLOP]
+    assert len(small) >= len(rest) - 4  # families with nothing small give their smallest shape
+    assert sum(s.flops for s in rest) < 3e9
+    assert sum(s.flops for s in tier) < 1.2e11  # about 0.1 s of a 1 TFLOP/s CPU
     order = [shapes.index(s) for s in quick]
     assert order == sorted(order)
+
+
+def test_quick_selection_has_enough_compute_bound_shapes_for_a_ci_on_every_datasheet() -> None:
+    # Every device class in the spec table, every dtype it publishes: at the datasheet ridge
+    # R = peak / bandwidth, the quick selection holds at least MIN_SHAPES_FOR_CI shapes with AI >= R.
+    quick = quick_selection(catalog())
+    for spec in load_specs().values():
+        if not spec.memory_bandwidth_bps:
+            continue
+        for name, peak in spec.peak_flops_by_dtype.items():
+            if name not in DTYPES:
+                continue
+            dtype = DTYPES[name]
+            ridge = ridge_point(peak, spec.memory_bandwidth_bps)
+            bound = [s for s in quick
+                     if gemm_intensity(s.m, s.n, s.k, in_bytes=dtype.in_bytes, out_bytes=dtype.out_bytes) >= ridge]
+            assert len(bound) >= MIN_SHAPES_FOR_CI, (spec.key, name, ridge, len(bound))
+
+
+def test_compute_tier_hand_case() -> None:
+    # 1024^3 in bf16: AI = 2*1024^3 / (2*3*1024^2) = 341.3 FLOP/B; 2048^3: 682.7.
+    small = Shape(m=1024, n=1024, k=1024, name="a", family="square", origin="test")
+    large = Shape(m=2048, n=2048, k=2048, name="b", family="square", origin="test")
+    assert compute_tier([large, small], count=2, min_ai=500.0) == [large]
+    assert compute_tier([large, small], count=2, min_ai=300.0) == [small, large]
 
 
 def test_user_csv_with_and_without_header(tmp_path: Path) -> None:

@@ -124,11 +124,12 @@ def test_resume_refuses_flags_that_change_the_run(capsys) -> None:
 
 def test_resume_of_a_finished_run_measures_nothing(capsys, tmp_path: Path) -> None:
     assert parity(capsys, "run", "--device", "fake", "--suite", "tiny", "--quick")[0] == 0
-    status, _, err = parity(capsys, "run", "--resume", "latest", "--json", str(tmp_path / "r.json"))
-    assert status == 0 and "(4 already stored, skipped)" in err
-    doc = _json(tmp_path / "r.json")
-    assert (doc["measured"], doc["skipped"]) == (0, 4)
-    assert len(doc["run"]["provenance"]["resumes"]) == 1
+    status, out, _ = parity(capsys, "run", "--resume", "latest", "--json", str(tmp_path / "r.json"))
+    assert status == 0 and "is complete: nothing to resume" in out
+    assert parity(capsys, "runs", "show", "latest", "--json", str(tmp_path / "s.json"))[0] == 0
+    doc = _json(tmp_path / "s.json")
+    assert "resumes" not in doc["run"]["provenance"]  # not counted as a resume
+    assert doc["state"] == "complete"
 
 
 def test_runs_list_show_export(capsys, tmp_path: Path) -> None:
@@ -143,6 +144,8 @@ def test_runs_list_show_export(capsys, tmp_path: Path) -> None:
     )
     shown = _json(tmp_path / "show.json")
     assert status == 0 and f"run {run_id} on fake (complete)" in out and "OK (4 cases" in out
+    assert "case-000" in out and "IQR/median" in out  # the per-case table
+    assert entry["mode"] == "quick" and entry["state"] == "complete"
     assert (
         shown["kind"] == "run" and len(shown["cases"]) == 4 and "host" in shown["run"]["provenance"]
     )

@@ -100,9 +100,16 @@ def test_family_summaries_become_typed_figures() -> None:
     membw = membw_figures({"device": "cpu", "flush": True,
                            "ceiling": {"gbps": 20.0, "method": "copy", "operand_bytes": 1 << 30},
                            "curves": [{"op": "copy", "convention": "stream", "asymptotic_gbps": 25.0,
-                                       "fixed_cost_s": 1e-6, "n_half_bytes": 25e3, "points": [1, 2]}]})
-    assert [(f.name, f.value) for f in membw] == [("membw.ceiling", 2e10), ("membw.copy.asymptotic", 2.5e10),
-                                                  ("membw.copy.fixed_cost", 1e-6), ("membw.copy.n_half", 25e3)]
+                                       "fixed_cost_s": 1e-4, "n_half_bytes": 25e5, "points": [1, 2],
+                                       "regime": "cold"},
+                                      {"op": "copy", "convention": "stream", "asymptotic_gbps": 50.0,
+                                       "fixed_cost_s": 1e-6, "n_half_bytes": 5e4, "points": [1, 2],
+                                       "regime": "warm", "label": "warm: repeated, no cache flush"}]})
+    assert [(f.name, f.value) for f in membw] == [
+        ("membw.ceiling", 2e10), ("membw.copy.asymptotic", 2.5e10), ("membw.copy.fixed_cost.cold", 1e-4),
+        ("membw.copy.n_half.cold", 25e5), ("membw.copy.asymptotic.warm", 5e10), ("membw.copy.fixed_cost", 1e-6),
+        ("membw.copy.n_half", 5e4)]
+    assert "warm" in {f.name: f for f in membw}["membw.copy.fixed_cost"].method
     latency = latency_figures({"device": "cpu", "method": "chase", "estimator": "minima",
                                "plateaus": [{"level": "L1", "latency_ns": 1.5, "page": "4KiB", "size_bytes": 49152}],
                                "blocks_curve": {"knees": [{"blocks": 4}], "page": "4KiB"}})

@@ -121,3 +121,30 @@ def test_terminal_tables_show_ceilings_backends_and_failures() -> None:
     assert "TFLOP/s per backend" in text and "70" in text
     assert "linear:power" in text
     assert "FAILED bf16/matmul/8192x8192x8192: [out-of-memory] out of memory" in text
+
+
+def test_a_shape_off_the_trend_of_its_neighbours_is_rechecked_and_flagged_if_it_stays() -> None:
+    from parity.bench.gemm.suite import GemmSuite
+    from parity.bench.gemm.options import GemmOptions
+
+    # K-sweep at M = N = 1024: 40, 4 (a tenth of both neighbours), 60 TFLOP/s.
+    rates = {1024: 40e12, 2048: 4e12, 4096: 60e12}
+    cases = [ceiling_case(), bandwidth_case()] + [
+        shape_case(1024, 1024, k, seconds=gemm_flops(1024, 1024, k) / r) for k, r in rates.items()]
+    (again,) = GemmSuite().recheck(cases, options=GemmOptions())
+    assert again.key == "bf16/matmul/1024x1024x2048/again"
+    assert again.params["again_of"] == "bf16/matmul/1024x1024x2048" and again.params["k"] == 2048
+
+    def measured_again(rate: float) -> CaseResult:
+        row = shape_case(1024, 1024, 2048, seconds=gemm_flops(1024, 1024, 2048) / rate)
+        return CaseResult(**{**row.__dict__, "key": again.key, "params": again.params})
+
+    settled = analyse(cases + [measured_again(50e12)])
+    middle = next(r for r in settled["rows"] if r["k"] == 2048)
+    assert middle["backends"]["matmul"]["achieved_flops"] == pytest.approx(50e12)
+    assert settled["findings"] == [] and settled["shapes"] == 3
+    stays = analyse(cases + [measured_again(5e12)])
+    middle = next(r for r in stays["rows"] if r["k"] == 2048)
+    assert middle["backends"]["matmul"]["achieved_flops"] == pytest.approx(4e12)
+    (finding,) = stays["findings"]
+    assert finding["code"] == "off-trend" and "4 TFLOP/s then 5 TFLOP/s" in finding["message"]

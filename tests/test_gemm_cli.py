@@ -62,9 +62,7 @@ def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db
     assert "measured compute ceiling" in result.output and "tiny" in result.output
     again = CliRunner().invoke(cli, ["gemm", "--resume", data["run_id"], "--json", str(out)])
     assert again.exit_code == 0, again.output
-    resumed = orjson.loads(out.read_bytes())
-    assert resumed["run_id"] == data["run_id"]
-    assert resumed["summary"]["ceiling_tflops"] == summary["ceiling_tflops"]
+    assert f"run {data['run_id']} is complete: nothing to resume" in again.output
 
 
 def test_bad_shapes_file_exits_2_naming_file_and_line(tmp_path: Path, db_path: Path,
@@ -82,3 +80,25 @@ def test_resume_refuses_changed_settings(db_path: Path) -> None:
     result = CliRunner().invoke(cli, ["gemm", "--resume", "20260101-000000-abcd", "--dtype", "fp16"])
     assert result.exit_code != 0
     assert "drop --dtype" in str(result.exception)
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_ceiling_from_shares_one_p_between_sweeps(tmp_path: Path, db_path: Path) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,n,k,name\n32,32,32,tiny\n")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    base = ["gemm", "--quick", "--device", "cpu", "--shapes", str(shapes), "--dtype", "fp32"]
+    result = CliRunner().invoke(cli, base + ["--ceiling-budget", "1", "--json", str(first)])
+    assert result.exit_code == 0, result.output
+    one = orjson.loads(first.read_bytes())
+    result = CliRunner().invoke(cli, base + ["--ceiling-from", "latest", "--json", str(second)])
+    assert result.exit_code == 0, result.output
+    two = orjson.loads(second.read_bytes())
+    assert two["summary"]["ceiling_flops"] == one["summary"]["ceiling_flops"]
+    assert two["summary"]["ceiling_from"] == one["run_id"]
+    assert two["summary"]["ceiling_rounds"] == one["summary"]["ceiling_rounds"]
+    assert f"run {one['run_id']}" in result.output  # the headline says where P came from
+    missing = CliRunner().invoke(cli, ["gemm", "--quick", "--device", "cpu", "--shapes", str(shapes),
+                                       "--dtype", "bf16", "--ceiling-from", one["run_id"]])
+    assert missing.exit_code != 0 and "ceiling/bf16" in str(missing.exception)

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from parity.bench.membw import WARM_MAX_BYTES, MembwSuite, transfer_sizes
 from parity.bench.membw_options import MembwOptions
-from parity.bench.membw import MembwSuite, transfer_sizes
 from parity.bench.membw_summary import summarize_membw
 from parity.bench.suite import CaseSpec
 from parity.cli.main import cli
@@ -33,11 +33,18 @@ def test_cpu_cases_are_device_ops_only_and_capped_in_quick_mode() -> None:
     cpu = get_device("cpu")
     cases = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions())
     assert {c.params["op"] for c in cases} == {"copy", "read", "write", "triad"}
-    sweep = [c for c in cases if c.params["op"] != "copy"]
+    ceiling, sweep = cases[0], cases[1:]
+    assert ceiling.key == "ceiling/copy" and ceiling.params["kind"] == "ceiling"
+    assert ceiling.params["target_bytes"] >= 64 * 2**20  # a dedicated copy, whatever the range
     assert max(c.params["bytes"] for c in sweep) <= 64 * 2**20
-    copies = [c.params["bytes"] for c in cases if c.params["op"] == "copy"]
-    assert cases[0].params["ceiling_bytes"] in copies  # the ceiling copy joins the curve
     assert len({c.key for c in cases}) == len(cases)
+    tiny = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(max_bytes=0, ops=("copy",)))
+    assert [c.key for c in tiny] == ["ceiling/copy", "copy/1024", "copy/1024/warm"]
+    assert [(c.params.get("regime"), c.params["flush"]) for c in tiny[1:]] == [("cold", True), ("warm", False)]
+    warm = [c for c in sweep if c.key.endswith("/warm")]
+    assert warm and max(c.params["bytes"] for c in warm) <= WARM_MAX_BYTES
+    unflushed = MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(max_bytes=0, ops=("copy",), flush=False))
+    assert [c.key for c in unflushed] == ["ceiling/copy", "copy/1024"] and unflushed[1].params["regime"] == "warm"
     with pytest.raises(ParityError, match="needs an accelerator"):
         MembwSuite().cases(device=cpu, quick=True, options=MembwOptions(ops=("h2d-pinned",)))
 
@@ -83,6 +90,41 @@ def test_summary_fits_each_curve_and_rates_against_the_largest_copy() -> None:
     assert summary["datasheet"]["gbps"] is None and "no datasheet entry" in summary["datasheet"]["note"]
 
 
+def _ceiling_row(seconds: float, size: int = 2**28) -> CaseResult:
+    return CaseResult(suite="membw", key="ceiling/copy",
+                      params={"kind": "ceiling", "op": "copy", "bytes": size, "device_name": "x", "llc_bytes": 2**20},
+                      metrics={"operand_bytes": size, "bytes_moved": 2 * size, "median_s": seconds,
+                               "gbps": 2 * size / seconds / 1e9}, check={"passed": True})
+
+
+def test_ceiling_is_the_dedicated_copy_whatever_the_range() -> None:
+    # --max-size 0: one 1 KiB point (0.036 GB/s) and the dedicated 256 MiB copy at 20 GB/s.
+    rows = [_ceiling_row(2 * 2**28 / 20e9), _row("copy", 1024, 2 * 1024 / 0.036e9)]
+    summary = summarize_membw(rows)
+    assert summary["ceiling"]["gbps"] == pytest.approx(20.0)
+    assert summary["ceiling"]["method"] == "dedicated device-to-device copy"
+    assert [p["operand_bytes"] for p in summary["curves"][0]["points"]] == [1024]  # not in the curve
+    assert summary["findings"] == []
+
+
+def test_points_over_the_ceiling_are_a_finding() -> None:
+    # triad at 16 MiB: 3 * 16 MiB / 1.446 ms = 34.8 GB/s, 174% of a 20 GB/s ceiling.
+    size = 16 * 2**20
+    rows = [_ceiling_row(2 * 2**28 / 20e9), _row("triad", size, 3 * size / 34.8e9), _row("triad", 2**28, 3 * 2**28 / 15e9)]
+    summary = summarize_membw(rows)
+    (finding,) = summary["findings"]
+    assert finding["code"] == "over-ceiling" and "triad 16777216 B at 174%" in finding["message"]
+    assert "last-level cache" not in finding["message"]  # 16 MiB is larger than this LLC (1 MiB)
+    from rich.console import Console
+
+    from parity.report.memory import render_membw
+
+    console = Console(width=200, record=True)
+    console.print(render_membw(summary))
+    text = console.export_text()
+    assert "174.0% (over)" in text and "over-ceiling" in text
+
+
 def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> None:
     out = tmp_path / "membw.json"
     result = CliRunner().invoke(cli, ["membw", "--quick", "--max-size", "16KiB", "--ops", "copy,triad",
@@ -90,11 +132,15 @@ def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> 
     assert result.exit_code == 0, result.output
     data = orjson.loads(out.read_bytes())
     assert data["schema_version"] >= 1 and data["kind"] == "membw"
-    assert [c["op"] for c in data["curves"]] == ["copy", "triad"]
+    assert [c["op"] for c in data["curves"]] == ["copy", "copy", "triad", "triad"]
     for curve in data["curves"]:
         assert {"fixed_cost_s", "asymptotic_gbps", "n_half_bytes"} <= set(curve)
         assert [p["operand_bytes"] for p in curve["points"]] == [1024, 2048, 4096, 8192, 16384]
+    assert [(c["op"], c["regime"]) for c in data["curves"]] == [("copy", "cold"), ("copy", "warm"),
+                                                                ("triad", "cold"), ("triad", "warm")]
     assert "fit t = a + V/b" in result.output and "stream" in result.output
+    assert data["ceiling"]["method"] == "dedicated device-to-device copy"
+    assert data["ceiling"]["operand_bytes"] >= 64 * 2**20  # not the 16 KiB top of the sweep
     assert db_path.exists()
 
 
@@ -119,3 +165,45 @@ def test_gpu_transfers_are_checked(op: str) -> None:
     result = MembwSuite().measure(case, device=gpu, options=MembwOptions(budget_s=0.02))
     assert result.ok, (result.error, result.check)
     assert result.samples["main"].method == "device-events"
+
+
+def test_warm_and_cold_points_get_their_own_fits_and_the_headline_is_warm() -> None:
+    # cold: a = 60 us (the flush's refill), b = 10 GB/s; warm: a = 1 us, b = 40 GB/s.
+    sizes = [2**k for k in range(10, 21)]
+    cold = [_row("copy", s, 60e-6 + 2 * s / 10e9) for s in sizes]
+    warm = [CaseResult(**{**r.__dict__, "key": r.key + "/warm", "params": {**r.params, "regime": "warm"}})
+            for r in (_row("copy", s, 1e-6 + 2 * s / 40e9) for s in sizes)]
+    summary = summarize_membw([_ceiling_row(2 * 2**28 / 20e9)] + cold + warm)
+    first, second = summary["curves"]
+    assert (first["regime"], second["regime"]) == ("cold", "warm") and "no cache flush" in second["label"]
+    assert first["fixed_cost_s"] == pytest.approx(60e-6) and second["fixed_cost_s"] == pytest.approx(1e-6)
+    head = summary["headline"]
+    assert head["copy_warm_fixed_cost_s"] == pytest.approx(1e-6)
+    assert head["copy_warm_n_half_bytes"] == pytest.approx(1e-6 * 40e9)
+    assert head["copy_cold_fixed_cost_s"] == pytest.approx(60e-6)
+    assert head["copy_asymptotic_gbps"] == pytest.approx(10.0)  # the full-range (cold) curve
+    assert list(head)[:2] == ["ceiling_gbps", "copy_warm_fixed_cost_s"]
+
+
+def _again(row: CaseResult) -> CaseResult:
+    return CaseResult(**{**row.__dict__, "key": row.key + "/again", "params": {**row.params, "again_of": row.key}})
+
+
+def test_off_trend_point_is_measured_again_and_flagged_only_if_it_stays() -> None:
+    # triad at 512 KiB took 8.0 ms (0.2 GB/s) between 6.8 and 20.8 GB/s neighbours.
+    sizes = [256 * 1024, 512 * 1024, 1024 * 1024]
+    rates = [6.8e9, 0.2e9, 20.8e9]
+    rows = [_row("triad", s, 3 * s / r) for s, r in zip(sizes, rates)]
+    suite = MembwSuite()
+    (again,) = suite.recheck(rows, options=MembwOptions())
+    assert again.key == "triad/524288/again" and again.params["again_of"] == "triad/524288"
+    # Measured again on trend (12 GB/s): the second measurement replaces the first, no finding.
+    fixed = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 12e9))])
+    assert [p["gbps"] for p in fixed["curves"][0]["points"]] == pytest.approx([6.8, 12.0, 20.8])
+    assert fixed["findings"] == []
+    # Still off trend (0.25 GB/s): the first stays, and the finding gives both figures.
+    stays = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 0.25e9))])
+    assert [p["gbps"] for p in stays["curves"][0]["points"]] == pytest.approx([6.8, 0.2, 20.8])
+    (finding,) = stays["findings"]
+    assert finding["code"] == "off-trend" and "triad/524288 0.2 GB/s then 0.25 GB/s" in finding["message"]
+    assert suite.recheck(rows + [_again(rows[1])], options=MembwOptions())[0].key == "triad/524288/again"

@@ -34,6 +34,7 @@ def test_a_single_size_curve_says_why_it_has_no_fit() -> None:
     text = _text(render_membw(summary))
     assert "no fit: need at least 2 distinct sizes" in text
     assert "torch intra-op threads: 2" in text and "cache flushed before every call" in text
+    assert "warm points are repeated without a flush" in text
 
 
 def test_latency_tables_name_levels_and_knees() -> None:

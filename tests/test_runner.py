@@ -343,3 +343,23 @@ def test_registry_reads_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert "tiny" in registry.names()
     assert isinstance(registry.get_suite("tiny"), TinySuite)
+
+
+class RecheckSuite(TinySuite):
+    """TinySuite whose ``recheck`` asks for case-001 again (as an off-trend point would be)."""
+
+    def recheck(self, results: list[CaseResult], *, options: TinyOptions) -> list[CaseSpec]:
+        first = next(r for r in results if r.key == "case-001")
+        return [CaseSpec(suite=self.name, key="case-001/again", params={**first.params, "again_of": first.key})]
+
+
+def test_rechecked_cases_are_measured_once_after_the_sweep(store: Store) -> None:
+    suite = RecheckSuite()
+    outcome = run_suites(store, device=_device(), suites=[suite], quick=True)
+    keys = [c.key for c in store.cases(outcome.run.run_id, "tiny")]
+    assert keys[-1] == "case-001/again" and suite.measured[-1] == "case-001/again"
+    again = next(c for c in store.cases(outcome.run.run_id, "tiny") if c.key == "case-001/again")
+    assert again.params["again_of"] == "case-001" and again.ok
+    before = list(suite.measured)
+    run_suites(store, device=_device(), suites=[suite], quick=True, resume_run_id=outcome.run.run_id)
+    assert suite.measured == before  # already measured again: not a third time

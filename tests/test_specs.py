@@ -9,8 +9,8 @@ import pytest
 from parity.metrics.specs import load_specs, match_spec, memory_bandwidth, parse_specs, peak_flops
 from parity.model.errors import ParityError
 
-REQUIRED = ("h100-sxm", "h100-pcie", "h200", "b200", "mi300x", "mi325x", "ascend-910b",
-            "ascend-950pr", "gaudi2", "gaudi3")
+REQUIRED = ("a100-sxm-80gb", "a100-sxm-40gb", "a100-pcie-80gb", "a100-pcie-40gb", "h100-sxm", "h100-pcie",
+            "h200", "b200", "mi250x", "mi300x", "mi325x", "ascend-910b", "ascend-950pr", "gaudi2", "gaudi3")
 
 
 def test_bundled_table_has_every_device_with_a_source() -> None:
@@ -28,6 +28,9 @@ def test_bundled_table_has_every_device_with_a_source() -> None:
     ("AMD Instinct MI300X", "mi300x", 1307.4),
     ("AMD Instinct MI325X", "mi325x", 1307.4),
     ("Intel Gaudi 3", "gaudi3", 1835.0),
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb", 312.0),
+    ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb", 312.0),
+    ("AMD Instinct MI250X", "mi250x", 383.0),
 ])
 def test_match_and_dense_peaks(name: str, key: str, bf16_tflops: float) -> None:
     spec = match_spec(name)

@@ -17,8 +17,9 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
 4. contest: the refinements' end points and the best-scored shapes (``confirm_top`` in all)
    are timed ``confirm_repeats`` rounds (at least three; no more than the budget's end allows),
    interleaved and rotated (``rate_contest.run_contest``); the best-scored candidate wins, and
-   ``P`` is its best round (the least disturbed sustained rate), stored with its shape, its
-   median round, and every candidate's score.
+   ``P`` is its median round (the statistic every shape of a sweep is quoted by), stored with
+   its shape, its best round, the rounds' dispersion (``parity.metrics.ceiling``) and every
+   candidate's score.
 
 Scores. A shared CPU's speed swings by tens of percent within seconds as other jobs start and
 stop, so probes taken at different moments rank the moments, not the shapes. With
@@ -27,8 +28,7 @@ it, times that shape's score: on the ladder the previous square, timed just befo
 (``rate_contest.time_relative``); in the grid ``s``, timed before and after each shape
 (``rate_contest.Bracket``). Without it (accelerators) a score is the shape's own probe.
 
-Bandwidth ceiling ``B``: a large device-to-device copy, counted as bytes read plus bytes written
-(STREAM convention), timed with the same protocol.
+The bandwidth ceiling ``B`` is ``parity.bench.bandwidth_ceiling``'s, shared with membw.
 
 The search takes its measurement as a callback, so the algorithm is tested without a device;
 the GEMM callback on a device is ``parity.bench.gemm.evaluator.gemm_rate_evaluator``.
@@ -51,6 +51,7 @@ from parity.bench.rate_contest import (
     run_contest,
     time_relative,
 )
+from parity.metrics.ceiling import CeilingRounds, ceiling_rounds
 from parity.metrics.roofline import gemm_flops
 from parity.stats import median
 
@@ -109,7 +110,7 @@ class SearchPlan:
 
 @dataclass(kw_only=True)
 class SearchResult:
-    """What the search found: ``flops`` (FLOP/s, the winner's best contest round) at ``dims``,
+    """What the search found: ``flops`` (FLOP/s, the winner's median contest round) at ``dims``,
     the winner's contest rates, every probe's latest rate and every scored shape's score."""
 
     contest: Contest
@@ -120,8 +121,18 @@ class SearchResult:
 
     @property
     def flops(self) -> float:
-        """The ceiling, FLOP/s: the contest winner's best round."""
+        """The ceiling, FLOP/s: the contest winner's median round."""
+        return self.contest.median_flops
+
+    @property
+    def best_flops(self) -> float:
+        """The contest winner's best round, FLOP/s (quoted beside ``flops``)."""
         return self.contest.best_flops
+
+    @property
+    def rounds(self) -> CeilingRounds:
+        """The winner's rounds and their dispersion (``parity.metrics.ceiling``)."""
+        return ceiling_rounds(self.confirm_rates)
 
     @property
     def dims(self) -> Dims:
@@ -138,7 +149,8 @@ class SearchResult:
         return {
             "flops": self.flops,
             "shape": {"m": self.dims[0], "n": self.dims[1], "k": self.dims[2]},
-            "estimator": "best of the winner's contest rounds",
+            "best_flops": self.best_flops,
+            "estimator": "median of the winner's contest rounds (best round beside it)",
             "confirm_flops": list(self.confirm_rates),
             "probes": len(self.probes),
             "top_probes": [{"m": d[0], "n": d[1], "k": d[2], "flops": r} for d, r in top],
@@ -357,44 +369,7 @@ def search_ceiling(
     starts = sorted(search.scores, key=search.scores.__getitem__, reverse=True)
     champions = [search.refine(start) for start in starts[:REFINE_STARTS]]
     contest = search.contest(champions)
-    log.info("compute ceiling %.4g FLOP/s at %s after %d probes", contest.best_flops, contest.winner,
+    log.info("compute ceiling %.4g FLOP/s (median round) at %s after %d probes", contest.median_flops, contest.winner,
              len(search.probes))
     return SearchResult(contest=contest, probes=dict(search.probes), scores=dict(search.scores),
                         spent_s=search.spent(), phases=dict(search.phases))
-
-
-def measure_bandwidth_ceiling(*, device: Any, size_bytes: int, budget_s: float = 0.3) -> dict[str, Any]:
-    """``B``: copy a ``size_bytes`` buffer into another; ``2·size/median`` B/s (read + write)."""
-    import torch
-
-    from parity.timing import measure
-
-    elements = max(1, size_bytes // 4)
-    src = device.random_tensor((elements,), torch.float32)
-    dst = torch.empty_like(src)
-    result = measure(lambda: dst.copy_(src), device=device, warmup_s=0.05, budget_s=budget_s,
-                     min_samples=5, flush_cache=False)
-    moved = 2 * elements * 4
-    copied = bool(torch.equal(dst, src))
-    return {
-        "check": {"passed": copied, "method": "the destination equals the source after the timed copies"},
-        "bps": moved / result.median_s,
-        "bytes_copied": elements * 4,
-        "bytes_moved": moved,
-        "convention": "bytes read plus bytes written (STREAM)",
-        "median_s": result.median_s,
-        "samples": result.samples,
-        "findings": list(result.findings),
-    }
-
-
-def bandwidth_copy_bytes(device: Any) -> int:
-    """Size of the copy for ``B``, so that it streams from memory rather than cache: on a CPU
-    4x the last-level cache and at least 64 MiB; on an accelerator 1 GiB (8x the largest L2
-    shipped); never more than an eighth of the device memory."""
-    props = device.properties()
-    llc = props.llc_bytes or props.l2_bytes or 0
-    size = max(4 * llc, 64 * 2**20) if device.type == "cpu" else max(8 * llc, 2**30)
-    if props.memory_bytes:
-        size = min(size, props.memory_bytes // 8)
-    return int(size)

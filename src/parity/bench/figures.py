@@ -22,6 +22,17 @@ def _ci(summary: dict[str, Any] | None) -> tuple[float, float] | None:
     return (summary["ci95_low"], summary["ci95_high"])
 
 
+def _ceiling_ci(rounds: dict[str, Any] | None) -> tuple[float, float] | None:
+    ci = (rounds or {}).get("ci95_flops")
+    return (ci[0], ci[1]) if ci else None
+
+
+def _unstable_note(rounds: dict[str, Any] | None) -> str:
+    if not rounds or not rounds.get("unstable"):
+        return ""
+    return f"unstable-ceiling: rounds spread {100 * rounds['spread']:.0f}% of their median"
+
+
 def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     """The GEMM sweep: ceilings, best fraction of ``P``, median efficiencies (compute-bound, all)."""
     dtype = summary.get("dtype")
@@ -29,8 +40,10 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     shape = summary.get("ceiling_shape")
     figures = [
         Figure(name="gemm.ceiling", value=summary.get("ceiling_flops"), unit="FLOP/s",
-               method="measured compute ceiling: best sustained rate of the ceiling search",
-               scope={**scope, "shape": shape}, note=summary.get("ceiling_error") or ""),
+               method="measured compute ceiling: median contest round of the ceiling search's winner",
+               scope={**scope, "shape": shape, "ceiling_from": summary.get("ceiling_from")},
+               ci95=_ceiling_ci(summary.get("ceiling_rounds")), best=summary.get("ceiling_best_flops"),
+               note=summary.get("ceiling_error") or _unstable_note(summary.get("ceiling_rounds"))),
         Figure(name="gemm.bandwidth_ceiling", value=summary.get("bandwidth_bps"), unit="B/s",
                method=f"large device-to-device copy, {STREAM_CONVENTION}", scope=scope,
                note=summary.get("bandwidth_error") or ""),
@@ -44,7 +57,7 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
             name=f"gemm.median_efficiency.{subset}", value=eff["median"] if eff else None, unit="1",
             method="median of achieved/attainable, attainable = min(P, AI*B); 95% bootstrap CI",
             scope={**scope, "subset": subset, "cases": eff["n"] if eff else 0},
-            ci95=_ci(eff), note="" if eff else f"no {subset} shapes measured"))
+            ci95=_ci(eff), note=(eff.get("note", "") if eff else f"no {subset} shapes measured")))
     return figures
 
 
@@ -59,19 +72,30 @@ def membw_figures(summary: dict[str, Any]) -> list[Figure]:
                "operand_bytes": ceiling["operand_bytes"] if ceiling else None},
         note="" if ceiling else "no copy measured")]
     for curve in summary.get("curves", []):
-        scope = {"device": device, "op": curve["op"], "points": len(curve.get("points", [])),
-                 "flush": summary.get("flush")}
-        note = curve.get("note", "")
-        asym = curve.get("asymptotic_gbps")
-        figures += [
-            Figure(name=f"membw.{curve['op']}.asymptotic", value=asym * GIGA if asym is not None else None,
-                   unit="B/s", method=f"b of the fit t = a + V/b, {curve['convention']}", scope=scope, note=note),
-            Figure(name=f"membw.{curve['op']}.fixed_cost", value=curve.get("fixed_cost_s"), unit="s",
-                   method="a of the fit t = a + V/b", scope=scope, note=note),
-            Figure(name=f"membw.{curve['op']}.n_half", value=curve.get("n_half_bytes"), unit="B",
-                   method="half-bandwidth size n½ = a·b", scope=scope, note=note),
-        ]
+        figures += _curve_figures(curve, device=device, flush=summary.get("flush"))
     return figures
+
+
+def _curve_figures(curve: dict[str, Any], *, device: Any, flush: Any) -> list[Figure]:
+    """One curve's fit. The warm curve gives the quoted fixed cost and n½
+    (``membw.<op>.fixed_cost``, ``membw.<op>.n_half``) and its in-cache rate
+    (``membw.<op>.asymptotic.warm``); the cold (flushed, full-range) curve gives the asymptotic
+    bandwidth (``membw.<op>.asymptotic``) and the cold fixed cost and n½ (``...cold``)."""
+    regime = curve.get("regime", "cold")
+    scope = {"device": device, "op": curve["op"], "points": len(curve.get("points", [])), "flush": flush,
+             "regime": regime}
+    note = curve.get("note", "")
+    label = curve.get("label", regime)
+    asym = curve.get("asymptotic_gbps")
+    suffix = {"warm": ("", "", ".warm"), "cold": (".cold", ".cold", "")}[regime]
+    return [
+        Figure(name=f"membw.{curve['op']}.asymptotic{suffix[2]}", value=asym * GIGA if asym is not None else None,
+               unit="B/s", method=f"b of the fit t = a + V/b, {curve['convention']}; {label}", scope=scope, note=note),
+        Figure(name=f"membw.{curve['op']}.fixed_cost{suffix[0]}", value=curve.get("fixed_cost_s"), unit="s",
+               method=f"a of the fit t = a + V/b; {label}", scope=scope, note=note),
+        Figure(name=f"membw.{curve['op']}.n_half{suffix[1]}", value=curve.get("n_half_bytes"), unit="B",
+               method=f"half-bandwidth size n½ = a·b; {label}", scope=scope, note=note),
+    ]
 
 
 def latency_figures(summary: dict[str, Any]) -> list[Figure]:

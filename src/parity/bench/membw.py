@@ -3,9 +3,14 @@
 Each case is one operation at one size (the size of one operand array); the harness times it
 (``parity.timing.measure``: warm-up, cache flushed before each call unless ``flush`` is false,
 raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
-every point against the measured ceiling (a large device-to-device copy, bytes read plus
-written, at the size ``parity.bench.ceiling`` uses for the GEMM roofline, added to the copy
-curve) and the datasheet peak where the device has an entry.
+every point against the measured ceiling and the datasheet peak where the device has an entry.
+Small sizes (up to ``WARM_MAX_BYTES``) are measured cold (the cache flushed before every call:
+what a transfer costs when its data comes from memory) and warm (repeated without a flush: the
+launch and fixed cost alone; a warm sample spans ``warm_calls_per_sample`` back-to-back
+calls, divided by their count), keyed ``<op>/<bytes>`` and ``<op>/<bytes>/warm``; each regime
+gets its own curve and fit, and the quoted fixed cost and ``n½`` are the warm ones.
+The ceiling is its own case (``ceiling/copy``), measured whatever the sweep's range by the
+copy and protocol GEMM's roofline uses (``parity.bench.bandwidth_ceiling``).
 
 On the CPU, torch runs these operations on several threads: the count is set from the
 ``threads`` option when given and always recorded with each case.
@@ -15,13 +20,20 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Any
 
-from parity.bench.ceiling import bandwidth_copy_bytes
-from parity.bench.membw_ops import DEVICE_OPS, HOST_OPS, MemoryOp, base_op, operand_count
-from parity.bench.membw_options import MembwOptions
-from parity.bench.membw_summary import summarize_membw
+from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case, bandwidth_copy_bytes
 from parity.bench.figures import membw_figures
+from parity.bench.membw_ops import (
+    DEVICE_OPS,
+    HOST_OPS,
+    MemoryOp,
+    base_op,
+    operand_count,
+)
+from parity.bench.membw_options import MembwOptions
+from parity.bench.membw_summary import off_trend_points, summarize_membw
 from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.bandwidth import (
     NVBANDWIDTH_CONVENTION,
@@ -44,6 +56,14 @@ QUICK_MAX_BYTES = 64 * KIB**2
 BUDGET_S, QUICK_BUDGET_S = 0.1, 0.04
 # Never let a case's operands take more than this share of the free memory.
 FREE_MEMORY_SHARE = 0.5
+# Sizes up to this are measured twice: cold (cache flushed before each call) and warm (repeated,
+# no flush), so the fixed cost of a transfer is not the cost of refilling the cache.
+WARM_MAX_BYTES = 1024 * KIB
+# Warm samples of small sizes time this many bytes' worth of back-to-back calls (at most 64).
+WARM_BATCH_BYTES = 64 * KIB
+WARM_MAX_CALLS = 64
+# The dedicated copy that gives the bandwidth ceiling B, whatever the sweep's range.
+CEILING_KEY = "ceiling/copy"
 
 
 def transfer_sizes(*, min_bytes: int, max_bytes: int, per_octave: int) -> list[int]:
@@ -119,18 +139,21 @@ class MembwSuite(SuiteBase):
             "pages": host_page_policy() if device.type == "cpu" else "device-default",
         }
         ceiling_bytes = bandwidth_copy_bytes(device)
-        common["ceiling_bytes"] = ceiling_bytes
-        cases = []
+        cases = [CaseSpec(suite=self.name, key=CEILING_KEY, cost=1.0 + 2 * ceiling_bytes / 2**28,
+                          params={**common, "kind": "ceiling", "op": "copy", "target_bytes": ceiling_bytes})]
+        cap = top
         for op in _ops(device, options):
             cap = top if free is None else min(top, int(free * FREE_MEMORY_SHARE / operand_count(op)))
             sizes = transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave)
-            room = free is None or 2 * ceiling_bytes <= free * FREE_MEMORY_SHARE
-            if op == "copy" and room and options.max_bytes is None:
-                sizes = sorted(set(sizes) | {ceiling_bytes})  # the measured ceiling's own copy
             for size in sizes:
                 cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
+                regime = "cold" if options.flush else "warm"
                 cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}",
-                                      params={**common, "op": op, "bytes": size}, cost=cost))
+                                      params={**common, "op": op, "bytes": size, "regime": regime}, cost=cost))
+                if options.flush and size <= WARM_MAX_BYTES:  # the same point warm: no flush
+                    cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}/warm", cost=cost,
+                                          params={**common, "op": op, "bytes": size, "flush": False,
+                                                  "regime": "warm"}))
         if free is not None and top > cap:
             log.info("sizes capped at %d B by free memory (%d B free)", cap, free)
         return cases
@@ -139,21 +162,28 @@ class MembwSuite(SuiteBase):
         from parity.timing import measure
 
         threads = _set_threads(device, options.threads)
+        if case.params.get("kind") == "ceiling":
+            result = bandwidth_ceiling_case(case, device=device)
+            return replace(result, params={**result.params, "threads": threads},
+                           metrics={**result.metrics, "threads": threads})
         params = {**case.params, "threads": threads}
         work = MemoryOp(op=params["op"], nbytes=int(params["bytes"]), device=device, dtype=params["dtype"])
         try:
             work.prepare()
         except RuntimeError as exc:  # out of memory is a row with an error, the sweep goes on
             return CaseResult(suite=self.name, key=case.key, params=params, error=f"allocation failed: {exc}".splitlines()[0])
+        calls = warm_calls_per_sample(int(params["bytes"])) if params.get("regime") == "warm" else 1
+        params["calls_per_sample"] = calls
         try:
             m = measure(
-                work, device=device, warmup_s=options.warmup_s,
+                work if calls == 1 else _repeated(work, calls), device=device, warmup_s=options.warmup_s,
                 budget_s=options.budget_s or (QUICK_BUDGET_S if params.get("quick") else BUDGET_S),
                 min_samples=options.min_samples, max_samples=options.max_samples, flush_cache=params["flush"],
             )
             check = work.check()
         finally:
             work.release()
+        m = _per_call(m, calls)
         moved = bytes_moved(base_op(params["op"]), work.numel * _itemsize(params["dtype"]))
         median_s = m.summary.median
         metrics = {
@@ -172,11 +202,43 @@ class MembwSuite(SuiteBase):
         return CaseResult(suite=self.name, key=case.key, params=params, samples={"main": m.samples},
                           metrics=metrics, check=check, findings=m.findings, telemetry=m.telemetry)
 
+    def recheck(self, results: list[CaseResult], *, options: MembwOptions) -> list[CaseSpec]:
+        """Points whose GB/s is off the trend of their neighbours in size, per operation and
+        regime (``parity.stats.trend.off_trend``), to be measured once more."""
+        return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                for r in off_trend_points(results)]
+
     def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> dict[str, Any]:
         return summarize_membw(results)
 
     def figures(self, summary: dict[str, Any]) -> list[Figure]:
         return membw_figures(summary)
+
+
+def warm_calls_per_sample(nbytes: int) -> int:
+    """Back-to-back calls per warm sample: ``clamp(WARM_BATCH_BYTES // nbytes, 1, WARM_MAX_CALLS)``
+    (64 at 1 KiB, 1 from 64 KiB), so a warm sample of a tiny copy is the span of many calls, as a
+    bare timed loop measures it, not one call plus the timer's own cost."""
+    return max(1, min(WARM_MAX_CALLS, WARM_BATCH_BYTES // max(1, nbytes)))
+
+
+def _repeated(work: Any, calls: int) -> Any:
+    def run() -> None:
+        for _ in range(calls):
+            work()
+    return run
+
+
+def _per_call(m: Any, calls: int) -> Any:
+    """A measurement of ``calls``-call samples as per-call durations (``Samples.calls_per_sample``)."""
+    if calls == 1:
+        return m
+    from parity.stats import summarize
+
+    values = tuple(v / calls for v in m.samples.values_s)
+    samples = replace(m.samples, values_s=values, calls_per_sample=calls,
+                      resolution_s=m.samples.resolution_s / calls)
+    return replace(m, samples=samples, summary=summarize(values))
 
 
 def _itemsize(dtype: str) -> int:

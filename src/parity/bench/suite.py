@@ -73,10 +73,15 @@ class Suite(Protocol):
 
 
 class SuiteBase:
-    """Defaults for the optional parts of the contract: no state, no teardown."""
+    """Defaults for the optional parts of the contract: no state, no teardown, no recheck."""
 
     def setup(self, *, device: Any, options: Any) -> Any:
         return None
+
+    def recheck(self, results: list[CaseResult], *, options: Any) -> list[CaseSpec]:
+        """Cases to measure again after the sweep (points off the trend of their neighbours),
+        each keyed ``<key>/again`` with ``params["again_of"]`` naming the first; none here."""
+        return []
 
     def teardown(self, state: Any) -> None:
         return None

@@ -16,19 +16,26 @@ from parity.model.errors import ParityError
 DTYPE_CHOICES = ["bf16", "fp16", "fp32", "tf32", "fp8"]
 
 
-def _sweep_options(dtype: str, backends: tuple[str, ...], shapes: str, ceiling_budget_s: float | None) -> dict[str, Any]:
+def _sweep_options(dtype: str, backends: tuple[str, ...], shapes: str, ceiling_budget_s: float | None,
+                   ceiling_from: str | None, peak_tflops: float | None = None) -> dict[str, Any]:
     options: dict[str, Any] = {"dtype": dtype, "backends": list(backends) or ["matmul"], "shapes": shapes}
     if ceiling_budget_s is not None:
         options["ceiling_budget_s"] = ceiling_budget_s
+    if ceiling_from is not None:
+        options["ceiling_from"] = ceiling_from
+    if peak_tflops is not None:
+        options["peak_tflops"] = peak_tflops
     return options
 
 
 def _refuse_changes(ctx: click.Context) -> None:
     """``--resume`` continues with the stored settings; flags that would change them are refused."""
-    given = [f"--{name.replace('_', '-')}" for name in ("dtype", "backends", "shapes", "quick", "ceiling_budget_s")
+    given = [f"--{name.replace('_', '-')}" for name in ("dtype", "backends", "shapes", "quick", "ceiling_budget_s",
+                                                                   "ceiling_from", "peak_tflops")
              if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
     if given:
         flags = ", ".join(g.replace("--backends", "--backend").replace("--ceiling-budget-s", "--ceiling-budget")
+                          .replace("--peak-tflops", "--peak")
                           for g in given)
         raise ParityError(f"--resume continues a run with its stored settings; drop {flags}")
 
@@ -45,6 +52,11 @@ def _refuse_changes(ctx: click.Context) -> None:
               help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
 @click.option("--ceiling-budget", "ceiling_budget_s", type=float, default=None, metavar="SECONDS",
               help="Time for the compute-ceiling search (default 20 s quick / 60 s full).")
+@click.option("--ceiling-from", "ceiling_from", default=None, metavar="RUN_ID",
+              help="Reuse that stored run's compute ceiling P (same dtype and device) instead of searching, "
+                   "so two sweeps divide by one P.")
+@click.option("--peak", "peak_tflops", type=click.FloatRange(0.0, min_open=True), default=None, metavar="TFLOPS",
+              help="A peak (dense TFLOP/s) to show beside P instead of the datasheet's or the CPU's derived one.")
 @click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
               help="Continue an interrupted sweep: measure only the shapes it lacks.")
 @click.option("--limit", type=int, default=40, show_default=True, help="Shape rows shown in the terminal.")
@@ -52,7 +64,8 @@ def _refuse_changes(ctx: click.Context) -> None:
 @json_option
 @click.pass_context
 def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str, quick: bool,
-         device_name: str | None, ceiling_budget_s: float | None, resume_id: str | None, limit: int,
+         device_name: str | None, ceiling_budget_s: float | None, ceiling_from: str | None,
+         peak_tflops: float | None, resume_id: str | None, limit: int,
          db_path: str | None, json_path: str | None) -> int | None:
     """Time matmul over the shape catalog: TFLOP/s per shape, the measured compute and
     bandwidth ceilings, roofline efficiency, correctness, and the sweep summary.
@@ -65,6 +78,8 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
       parity gemm --quick --device cpu --json out.json
       parity gemm --dtype fp8 --backend matmul --backend linear
       parity gemm --shapes my_shapes.csv --device cuda:0
+      parity gemm --quick --device cpu --ceiling-from latest
+      parity gemm --device cuda:0 --peak 989.5
       parity gemm shapes --count
     """
     if ctx.invoked_subcommand is not None:
@@ -75,13 +90,21 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
     from parity.report.gemm import render_gemm
     from parity.store import Store
 
-    options = _sweep_options(dtype, backends, shapes, ceiling_budget_s)
+    from parity.bench.gemm.stored_ceiling import attach_stored_ceiling
+
+    options = _sweep_options(dtype, backends, shapes, ceiling_budget_s, ceiling_from, peak_tflops)
     with Store.open(db_path) as store:
+        options = attach_stored_ceiling(store, options)
         if resume_id is not None:
             _refuse_changes(ctx)
             run = store.get_run(resume_id)
             if "gemm" not in run.config.get("suites", []):
                 raise ParityError(f"run {run.run_id} has no gemm sweep; resume it with 'parity run --resume'")
+            if run.status == "complete":
+                from parity.cli.run import nothing_to_resume
+
+                click.echo(nothing_to_resume(run.run_id))
+                return 0
             resume_id = run.run_id
             options = dict(run.config.get("options", {}).get("gemm", {}))
             quick = bool(run.config.get("quick", False))

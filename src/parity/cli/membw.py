@@ -37,9 +37,11 @@ def membw(device_name: str | None, quick: bool, ops: str | None, min_size: str |
     and host<->device copies with pinned and pageable memory on accelerators.
 
     Each point gives the median time with its IQR, GB/s under the STREAM convention (bytes read
-    plus written; nvbandwidth's n/t beside it), and utilization against the measured ceiling (the
-    largest copy) and the datasheet peak. Each operation's curve is fitted with t = a + V/b: the
-    fixed cost a, the asymptotic bandwidth b and the half-bandwidth size n½ = a·b.
+    plus written; nvbandwidth's n/t beside it), and utilization against the measured ceiling (a
+    dedicated copy of several times the last-level cache, whatever --max-size says; a point over
+    it is a finding) and the datasheet peak. Sizes up to 1 MiB are measured cold (cache flushed)
+    and warm (repeated, no flush). Each curve is fitted with t = a + V/b: the fixed cost a, the
+    asymptotic bandwidth b and n½ = a·b; the quoted fixed cost and n½ are the warm ones.
 
     \b
     Example:

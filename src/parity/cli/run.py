@@ -75,6 +75,11 @@ class _RunCommand(click.Command):
                 formatter.write_dl([(f"{name}.{i.key}", i.line().split(": ", 1)[1]) for i in infos])
 
 
+def nothing_to_resume(run_id: str) -> str:
+    """What ``--resume`` says about a run that is already complete (and does not count a resume)."""
+    return f"run {run_id} is complete: nothing to resume (see it with parity runs show {run_id})"
+
+
 def _resume_settings(
     store: Store, run_id: str, *, suites: tuple[str, ...], quick: bool, settings: tuple[str, ...]
 ) -> tuple[str, dict[str, Any]]:
@@ -181,6 +186,9 @@ def run(
             resume_id, config = _resume_settings(
                 store, resume_id, suites=suite_names, quick=quick, settings=settings
             )
+            if store.get_run(resume_id).status == "complete":
+                click.echo(nothing_to_resume(resume_id))
+                return 0
             suite_names = tuple(config.get("suites", []))
             quick = bool(config.get("quick", False))
             options = dict(config.get("options", {}))
@@ -191,6 +199,10 @@ def run(
             model = model or stored_endpoint.get("model")
         suites = resolve(list(suite_names))
         options = _check_settings(options, selected=[s.name for s in suites])
+        if "gemm" in options:
+            from parity.bench.gemm.stored_ceiling import attach_stored_ceiling
+
+            options["gemm"] = attach_stored_ceiling(store, options["gemm"])
         db = str(store.path)
     endpoint = _probe(endpoint_url, model, api_key_env) if endpoint_url else None
     if endpoint is not None and (join or (ranks or 1) > 1):

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from parity.cli.output import json_option, write_json
 from parity.store import EXPORT_FORMATS, Store
+from parity.store.liveness import run_state
 
 PIPE_WIDTH = 120
 
@@ -39,6 +40,22 @@ def stdout_console(json_path: str | None) -> Console:
     if not console.is_terminal:
         console.width = PIPE_WIDTH
     return console
+
+
+# Suite options that tell runs of one suite apart in the list (the rest is in --json).
+LISTED_OPTIONS = ("dtype", "backends", "shapes", "ceiling_from", "ops", "max_bytes", "flush", "pages")
+
+
+def distinguishing_options(config: dict[str, Any]) -> dict[str, Any]:
+    """``suite.key: value`` for the stored options in ``LISTED_OPTIONS`` (lists joined by commas)."""
+    out: dict[str, Any] = {}
+    for suite, values in (config.get("options") or {}).items():
+        for key in LISTED_OPTIONS:
+            value = (values or {}).get(key)
+            if value is None or value == [] or value == ():
+                continue
+            out[f"{suite}.{key}"] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+    return out
 
 
 def _short_time(iso: str) -> str:
@@ -71,7 +88,8 @@ def runs() -> None:
 @db_option
 @json_option
 def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
-    """List stored runs, newest first, with their status and case counts.
+    """List stored runs, newest first: status (a running run whose process is gone is
+    interrupted), device, suites, quick or full, the options that tell runs apart, case counts.
 
     \b
     Example:
@@ -84,7 +102,7 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
         path = store.path
     entries: list[dict[str, Any]] = []
     table = Table(title=f"runs in {path}", title_justify="left")
-    for column in ("run", "created", "status", "device", "suites", "cases", "not ok"):
+    for column in ("run", "created", "status", "device", "suites", "mode", "options", "cases", "not ok"):
         table.add_column(
             column,
             justify="right" if column in ("cases", "not ok") else "left",
@@ -93,11 +111,16 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
     for run in records:
         count = counts.get(run.run_id)
         total, failed = (count.total, count.failed) if count else (0, 0)
+        state = run_state(run)
+        mode = "quick" if run.config.get("quick") else "full"
         entries.append(
             {
                 "run_id": run.run_id,
                 "created_at": run.created_at,
                 "status": run.status,
+                "state": state,
+                "mode": mode,
+                "options": distinguishing_options(run.config),
                 "config": run.config,
                 "ok": run.summary.get("ok"),
                 "cases": total,
@@ -107,9 +130,11 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
         table.add_row(
             run.run_id,
             _short_time(run.created_at),
-            run.status,
+            state,
             str(run.config.get("device", "?")),
             ",".join(run.config.get("suites", [])),
+            mode,
+            " ".join(f"{k}={v}" for k, v in distinguishing_options(run.config).items()),
             str(total),
             str(failed),
             style=None if failed == 0 else "red",
@@ -124,10 +149,12 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
 
 @runs.command("show")
 @click.argument("run_id")
+@click.option("--limit", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Case rows shown (all of them in --json).")
 @db_option
 @json_option
-def show_run(run_id: str, db_path: str | None, json_path: str | None) -> None:
-    """Show one run's summary table, failed cases and provenance highlights.
+def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None) -> None:
+    """Show one run's summary table, a table of its cases, and provenance highlights.
 
     RUN_ID is a run id, a unique prefix of one, or 'latest'. The JSON holds the run with its
     full provenance and every case with its raw samples.
@@ -137,18 +164,26 @@ def show_run(run_id: str, db_path: str | None, json_path: str | None) -> None:
       parity runs show latest
       parity runs show 20261129-2303 --json run.json
     """
+    from parity.report.cases import case_table
     from parity.report.run_summary import render_run_summary
 
     with Store.open(db_path) as store:
         run = store.get_run(run_id)
         cases = store.cases(run.run_id)
     console = stdout_console(json_path)
+    state = run_state(run)
+    if state != run.status:
+        console.print(f"run {run.run_id} is {state}: its process is gone; continue it with "
+                      f"parity run --resume {run.run_id}" if state == "interrupted" else f"run {run.run_id}: {state}",
+                      style="yellow")
     console.print(render_run_summary(run, cases))
+    if cases:
+        console.print(case_table(cases, limit=limit))
     console.print(_provenance_line(run.provenance), style="dim")
     write_json(
         json_path,
         "run",
-        {"run": run.to_dict(), "cases": [c.to_dict() for c in cases], "ok": run.summary.get("ok")},
+        {"run": run.to_dict(), "state": state, "cases": [c.to_dict() for c in cases], "ok": run.summary.get("ok")},
     )
 
 

@@ -26,6 +26,8 @@ import numpy as np
 from parity.stats.summary import bootstrap_ci, percentile
 
 NEAR_RIDGE_FRACTION = 0.25
+# Fewest shapes whose median efficiency gets a bootstrap CI.
+MIN_SHAPES_FOR_CI = 5
 COMPUTE_BOUND = "compute-bound"
 MEMORY_BOUND = "memory-bound"
 
@@ -146,18 +148,22 @@ def best_fraction_of_ceiling(achieved: Sequence[float], peak_flops: float) -> fl
     return max(achieved) / peak_flops
 
 
-def median_efficiency(efficiencies: Sequence[float], *, confidence: float = 0.95) -> dict[str, float | int]:
+def median_efficiency(efficiencies: Sequence[float], *, confidence: float = 0.95) -> dict[str, Any]:
     """Median of per-shape efficiencies with a percentile-bootstrap CI of the median
-    (the "41.5% vs 46.8%" figure when given the compute-bound subset), plus p10/p25/p75/p90."""
+    (the "41.5% vs 46.8%" figure when given the compute-bound subset), plus p10/p25/p75/p90.
+    Under ``MIN_SHAPES_FOR_CI`` shapes the CI is None and ``note`` says "too few for a CI":
+    a bootstrap of one or two values returns those values, a CI that promises nothing."""
     values = np.asarray(list(efficiencies), dtype=np.float64)
     if values.size == 0:
         raise ValueError("no efficiencies to summarise")
-    low, high = bootstrap_ci(values, confidence=confidence)
+    enough = values.size >= MIN_SHAPES_FOR_CI
+    low, high = bootstrap_ci(values, confidence=confidence) if enough else (None, None)
     return {
         "n": int(values.size),
         "median": float(np.median(values)),
         "ci95_low": low,
         "ci95_high": high,
+        "note": "" if enough else f"too few for a CI (n={values.size}, a CI needs {MIN_SHAPES_FOR_CI})",
         "p10": percentile(values, 10.0),
         "p25": percentile(values, 25.0),
         "p75": percentile(values, 75.0),

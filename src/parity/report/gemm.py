@@ -15,6 +15,12 @@ from rich.text import Text
 
 MAX_SHAPE_ROWS = 40
 MAX_FAILURES_SHOWN = 10
+# The shape table flags a rate whose IQR is over this share of its median (the high-variance rule).
+HIGH_IQR = 0.10
+SHAPE_CAPTION = ("AI: FLOP per byte of minimum traffic. class: comp compute-bound (AI >= R), mem memory-bound, "
+                 "~ within 25% of the ridge R. of P: median rate / P (P's median round). eff.: median rate / "
+                 "attainable min(P, AI·B). rel.err: against a float64 reference. flags: IQR (IQR over 10% of "
+                 "the median), power (power-limited), WRONG (failed check), error (below).")
 TERA = 1e12
 
 
@@ -39,9 +45,23 @@ def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if seconds >= scale:
+        if seconds >= scale * (1 - 5e-4):  # 999.6 us rounds to 1 ms, never "1e+03 us"
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+def ceiling_detail(summary: dict[str, Any], scale: float) -> str:
+    """P's statistic, best round, CI and rounds, and the unstable flag, for the headline."""
+    rounds = summary.get("ceiling_rounds") or {}
+    if not rounds:
+        return ""
+    ci = rounds.get("ci95_flops")
+    text = (f" (median of {len(rounds.get('rounds_flops', []))} rounds; best {tflops(rounds.get('best_flops'), scale)}"
+            + (f", 95% CI {tflops(ci[0], scale)}-{tflops(ci[1], scale)}" if ci else ", too few rounds for a CI") + ")")
+    if rounds.get("unstable"):
+        shown = ", ".join(tflops(r, scale) for r in rounds.get("rounds_flops", []))
+        text += f" [unstable-ceiling: rounds {shown}]"
+    return text
 
 
 def headline_table(summary: dict[str, Any]) -> Table:
@@ -55,7 +75,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
     unit, scale = rate_unit(summary)
     ceiling = (f"{tflops(summary.get('ceiling_flops'), scale)} {unit}{where}" if summary.get("ceiling_flops")
                else f"not measured: {summary.get('ceiling_error')}")
-    table.add_row("measured compute ceiling P", ceiling)
+    table.add_row("measured compute ceiling P", ceiling + ceiling_detail(summary, scale))
+    if summary.get("ceiling_from"):
+        table.add_row("P taken from", f"run {summary['ceiling_from']}")
+    if summary.get("emulation_note"):
+        table.add_row("emulated", summary["emulation_note"])
     bandwidth = summary.get("bandwidth_bps")
     table.add_row("measured bandwidth ceiling B",
                   f"{bandwidth / 1e9:.4g} GB/s (copy, read + write)" if bandwidth
@@ -64,7 +88,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_row("ridge R = P/B", f"{ridge:.4g} FLOP/B" if ridge else "-")
     sheet = summary.get("datasheet") or {}
     if sheet.get("flops"):
-        table.add_row("datasheet peak (dense)", f"{tflops(sheet['flops'])} TFLOP/s ({sheet.get('source')}); "
+        label = "derived peak (dense)" if sheet.get("derived") and "FLOP/cycle" in sheet["derived"] else "datasheet peak (dense)"
+        source = sheet.get("source") or ""
+        if sheet.get("derived"):
+            source = f"{sheet['derived']}; {source}"
+        table.add_row(label, f"{tflops(sheet['flops'])} TFLOP/s ({source}); "
                       f"P is {percent(sheet.get('ceiling_fraction_of_datasheet'))} of it")
     else:
         table.add_row("datasheet peak", sheet.get("note", "no datasheet entry"))
@@ -73,9 +101,11 @@ def headline_table(summary: dict[str, Any]) -> Table:
                   + (f" ({best['name']})" if best else ""))
     eff = summary.get("efficiency_compute_bound")
     if eff:
+        ci = (f"95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}" if eff.get("ci95_low") is not None
+              else "too few for a CI")
         table.add_row("median efficiency, compute-bound",
-                      f"{percent(eff['median'])} [95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}], "
-                      f"n={eff['n']}; p10 {percent(eff['p10'])}, p90 {percent(eff['p90'])}")
+                      f"{percent(eff['median'])} [{ci}], n={eff['n']}; p10 {percent(eff['p10'])}, "
+                      f"p90 {percent(eff['p90'])}")
     else:
         table.add_row("median efficiency, compute-bound", "- (no compute-bound shape measured)")
     classes = summary.get("classes") or {}
@@ -83,6 +113,8 @@ def headline_table(summary: dict[str, Any]) -> Table:
     table.add_row("throttled / power-limited", f"{len(summary.get('throttled', []))} / "
                   f"{len(summary.get('power_limited', []))}")
     table.add_row("failed", str(len(summary.get("failed", []))))
+    for finding in summary.get("findings") or []:
+        table.add_row(finding["code"], f"{finding['message']}; {finding['hint']}")
     if summary.get("over_ceiling"):
         table.add_row("over the ceiling", f"{len(summary['over_ceiling'])} shapes beat P: the search missed "
                       "the true maximum; raise the ceiling budget")
@@ -116,7 +148,8 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
     shown = rows[:limit]
     title = (f"shapes ({unit} per backend)" if several else "shapes") + (
         f", first {limit} of {len(rows)} (all in --json)" if len(rows) > limit else "")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  caption=SHAPE_CAPTION, caption_justify="left")
     for name, justify in (("shape", "left"), ("M x N x K", "right"), ("AI", "right"), ("class", "left")):
         table.add_column(name, justify=justify, no_wrap=True, max_width=22 if name == "shape" else None,
                          overflow="ellipsis")
@@ -140,17 +173,24 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
                 f"{duration(best.get('median_s'))} ({duration(best.get('iqr_s'))})",
                 percent(best.get("fraction_of_ceiling")), percent(best.get("efficiency")),
                 f"{best['relative_error']:.2g}" if best.get("relative_error") is not None else "-",
-                _notes(per)]
+                _notes(per, dispersed=_dispersed(best))]
         else:
             cells += ["-"] * (len(columns) - 1) + [_notes(per)]
         table.add_row(*cells, style=None if best else "red")
     return table
 
 
-def _notes(per_backend: dict[str, Any]) -> str:
+def _dispersed(best: dict[str, Any]) -> bool:
+    """True when the best backend's IQR is over ``HIGH_IQR`` of its median."""
+    median_s, iqr_s = best.get("median_s"), best.get("iqr_s")
+    return bool(median_s and iqr_s is not None and iqr_s / median_s > HIGH_IQR)
+
+
+def _notes(per_backend: dict[str, Any], *, dispersed: bool = False) -> str:
     """Short flags per backend: ``error`` (details below the table), ``power`` (power-limited),
-    ``WRONG`` (failed its correctness check)."""
-    notes = []
+    ``WRONG`` (failed its correctness check); ``IQR`` when the shown rate's IQR is over 10% of
+    its median (read it with care)."""
+    notes = ["IQR"] if dispersed else []
     for name, b in per_backend.items():
         tag = (f"{name}:" if len(per_backend) > 1 else "")
         if b.get("error"):

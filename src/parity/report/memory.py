@@ -41,28 +41,34 @@ def format_fraction(f: float | None) -> str:
 
 
 def _bandwidth_table(curve: dict[str, Any]) -> Table:
-    table = Table(title=f"{curve['op']}  (GB/s: {curve['convention']})", title_justify="left")
+    regime = f", {curve['label']}" if curve.get("label") else ""
+    table = Table(title=f"{curve['op']}{regime}  (GB/s: {curve['convention']})", title_justify="left")
     for name in ("size", "median time", "IQR", "GB/s", "n/t GB/s", "of ceiling", "of datasheet"):
         table.add_column(name, justify="right")
     for p in curve["points"]:
+        over = (p["utilization_ceiling"] or 0) > 1.0
         table.add_row(
             format_bytes(p["operand_bytes"]), format_seconds(p["median_s"]), format_seconds(p["iqr_s"]),
-            f"{p['gbps']:.3g}", f"{p['operand_gbps']:.3g}", format_fraction(p["utilization_ceiling"]),
+            f"{p['gbps']:.3g}", f"{p['operand_gbps']:.3g}",
+            format_fraction(p["utilization_ceiling"]) + (" (over)" if over else ""),
             format_fraction(p["utilization_datasheet"]),
         )
     return table
 
 
 def _fit_table(curves: list[dict[str, Any]]) -> Table:
-    table = Table(title="fit t = a + V/b (V: bytes moved, STREAM convention)", title_justify="left")
-    for name in ("op", "fixed cost a", "asymptotic b (GB/s)", "n½ = a·b", "RMS residual", "sizes"):
+    table = Table(title="fit t = a + V/b (V: bytes moved, STREAM convention); the quoted fixed cost "
+                  "and n½ are the warm ones (repeated, no flush), cold ones after a cache flush",
+                  title_justify="left")
+    for name in ("op", "regime", "fixed cost a", "asymptotic b (GB/s)", "n½ = a·b", "RMS residual", "sizes"):
         table.add_column(name, justify="right")
     for c in curves:
+        regime = c.get("regime", "cold")
         if c.get("asymptotic_gbps") is None:
-            table.add_row(c["op"], "-", "-", "-", "-", c.get("note", ""))
+            table.add_row(c["op"], regime, "-", "-", "-", "-", c.get("note", ""))
             continue
         table.add_row(
-            c["op"], format_seconds(c["fixed_cost_s"]), f"{c['asymptotic_gbps']:.3g}",
+            c["op"], regime, format_seconds(c["fixed_cost_s"]), f"{c['asymptotic_gbps']:.3g}",
             format_bytes(c["n_half_bytes"]), format_fraction(c["relative_rms_residual"]),
             f"{format_bytes(c['min_bytes'])}..{format_bytes(c['max_bytes'])}",
         )
@@ -85,11 +91,13 @@ def render_membw(summary: dict[str, Any]) -> RenderableType:
     if summary.get("pages"):
         parts.append(Text(f"pages: {summary['pages']}"))
     if summary.get("flush") is not None:
-        parts.append(Text("cache flushed before every call" if summary["flush"] else
-                          "cache not flushed: small sizes are served from cache"))
+        parts.append(Text("cache flushed before every cold call; warm points are repeated without a flush"
+                          if summary["flush"] else "cache not flushed: small sizes are served from cache"))
     for c in summary.get("curves", []):
         if c.get("note"):
             parts.append(Text(f"{c['op']}: {c['note']}", style="yellow"))
+    for f in summary.get("findings", []):
+        parts.append(Text(f"{f['severity']} {f['code']}: {f['message']}; {f['hint']}", style="yellow"))
     return Group(*parts)
 
 

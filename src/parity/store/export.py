@@ -3,10 +3,16 @@
 - ``json``: one document, ``{"schema_version", "kind": "run-export", "run": {...}, "cases": [...]}``
   with every case in full (raw samples included), the same shape as the Python records.
 - ``csv`` and ``parquet``: one row per case. Fixed columns first (``run_id``, ``suite``, ``key``,
-  ``ok``, ``error``, ``check_passed``, ``finding_codes``), then one column per parameter
+  ``ok``, ``error``, ``check_passed``, ``finding_codes``), then the run's provenance as columns a
+  fleet groups by (``device_name``, ``device_type``, ``driver``, ``torch_version``, ``host``,
+  ``cpu_model``, ``parity_version``, ``parity_revision``), then every derived figure the suite's
+  summary gives for the case (``figure.<name>``: for GEMM TFLOP/s, fraction of ``P``,
+  attainable, efficiency, class, intensity, dtype, device), then one column per parameter
   (``param.<name>``) and per metric (``metric.<name>``), then the raw samples, the check, the
   findings and the telemetry as JSON text. A column whose values mix types across suites is
-  written as text.
+  written as text. In Parquet each field with a unit carries it in its metadata (``unit``):
+  the suite's declared units for figures, the name's suffix for metrics (``_s`` s, ``_bytes``
+  B, ``_flops`` FLOP/s, ``_bps`` B/s, ``_gbps`` GB/s, ``_w`` W, ``_mhz`` MHz).
 """
 
 from __future__ import annotations
@@ -25,9 +31,61 @@ from parity.model.schema import envelope
 FORMATS = ("json", "csv", "parquet")
 
 
+SUFFIX_UNITS = (("_gbps", "GB/s"), ("_bps", "B/s"), ("_flops", "FLOP/s"), ("_bytes", "B"), ("_flop", "FLOP"),
+                ("_s", "s"), ("_w", "W"), ("_mhz", "MHz"), ("_ns", "ns"))
+
+
+def provenance_columns(run: RunRecord) -> dict[str, Any]:
+    """The provenance a fleet groups by, as flat columns (None where the run did not record it)."""
+    p = run.provenance
+    device = p.get("device") or {}
+    props = device.get("properties") or {}
+    drivers = p.get("drivers") or {}
+    driver = ", ".join(f"{k} {v}" for k, v in sorted(drivers.items())) if isinstance(drivers, dict) else drivers
+    return {
+        "device_name": props.get("name") or p.get("device_identity"),
+        "device_type": device.get("type"),
+        "driver": driver or None,
+        "torch_version": (p.get("torch") or {}).get("version"),
+        "host": (p.get("host") or {}).get("hostname"),
+        "cpu_model": (p.get("host") or {}).get("cpu_model"),
+        "parity_version": (p.get("parity") or {}).get("version"),
+        "parity_revision": (p.get("parity") or {}).get("git_revision"),
+    }
+
+
+def suite_case_figures(run: RunRecord) -> dict[str, dict[str, Any]]:
+    """``case_figures`` of each suite's stored summary, by suite (``{"units", "rows"}``)."""
+    suites = (run.summary or {}).get("suites") or {}
+    out = {}
+    for name, outcome in suites.items():
+        figures = ((outcome or {}).get("summary") or {}).get("case_figures")
+        if isinstance(figures, dict):
+            out[name] = figures
+    return out
+
+
+def column_units(run: RunRecord, names: list[str]) -> dict[str, str]:
+    """The unit of each column that has one: declared for figures, by suffix for metrics."""
+    declared: dict[str, str] = {}
+    for figures in suite_case_figures(run).values():
+        declared.update({f"figure.{k}": v for k, v in (figures.get("units") or {}).items() if v})
+    units = {}
+    for name in names:
+        if name in declared:
+            units[name] = declared[name]
+        elif name.startswith(("metric.", "param.")):
+            unit = next((u for suffix, u in SUFFIX_UNITS if name.endswith(suffix)), None)
+            if unit:
+                units[name] = unit
+    return units
+
+
 def case_rows(run: RunRecord, cases: list[CaseResult]) -> list[dict[str, Any]]:
     """Flatten cases into one dict per case, with the columns described in the module doc."""
     rows: list[dict[str, Any]] = []
+    provenance = provenance_columns(run)
+    figures = suite_case_figures(run)
     for case in cases:
         row: dict[str, Any] = {
             "run_id": run.run_id,
@@ -37,7 +95,10 @@ def case_rows(run: RunRecord, cases: list[CaseResult]) -> list[dict[str, Any]]:
             "error": case.error,
             "check_passed": case.check.get("passed") if case.check else None,
             "finding_codes": ",".join(f.code for f in case.findings),
+            **provenance,
         }
+        derived = ((figures.get(case.suite) or {}).get("rows") or {}).get(case.key) or {}
+        row.update({f"figure.{k}": _scalar(v) for k, v in derived.items()})
         row.update({f"param.{k}": _scalar(v) for k, v in case.params.items()})
         row.update({f"metric.{k}": _scalar(v) for k, v in case.metrics.items()})
         row["samples_json"] = _json({n: s.to_dict() for n, s in case.samples.items()})
@@ -111,8 +172,11 @@ def export_parquet(run: RunRecord, cases: list[CaseResult], path: Path) -> None:
     rows = case_rows(run, cases)
     names = columns(rows)
     table = pa.table({name: _column_values(rows, name) for name in names})
+    units = column_units(run, names)
+    schema = pa.schema([field.with_metadata({b"unit": units[field.name].encode()}) if field.name in units else field
+                        for field in table.schema])
     metadata = {b"parity.run": orjson.dumps(run.to_dict(), option=orjson.OPT_NON_STR_KEYS)}
-    pq.write_table(table.replace_schema_metadata(metadata), str(path))
+    pq.write_table(table.cast(schema).replace_schema_metadata(metadata), str(path))
 
 
 def export_bytes(run: RunRecord, cases: list[CaseResult], *, fmt: str) -> bytes:

@@ -5,6 +5,11 @@ the roofline (``parity.metrics.roofline.place``). With several backends, a shape
 figures use its best backend (highest achieved rate among rows whose check passed), and each
 backend's own figures are kept beside it.
 
+Statistic. A shape's rate is its median call (``achieved_flops``, its fastest call beside it as
+``best_flops``) and ``P`` is the ceiling's median contest round (its best round beside it as
+``ceiling_best_flops``): every fraction of ``P`` and every efficiency is median over median,
+and the summary says so (``statistic``).
+
 Summary figures (DESIGN.md, GEMM):
 - ``best_fraction_of_ceiling``: the best achieved rate over ``P`` (the "99.7%" figure);
 - ``median_efficiency_compute_bound``: median of achieved/attainable over compute-bound shapes,
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.bench.recheck import settle_rechecks
 from parity.metrics.roofline import (
     COMPUTE_BOUND,
     MEMORY_BOUND,
@@ -27,9 +33,11 @@ from parity.metrics.roofline import (
 )
 from parity.model.findings import Severity
 from parity.model.result import CaseResult
+from parity.stats.trend import off_trend
 
 TERA = 1e12
 GIGA = 1e9
+STATISTIC = "median: each shape's median call over P's median contest round (best of each kept beside it)"
 
 
 def _ceilings(results: list[CaseResult]) -> tuple[CaseResult | None, CaseResult | None]:
@@ -56,6 +64,7 @@ def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | No
     row.update({
         "median_s": m["median_s"], "iqr_s": m["iqr_s"], "ci95_s": m.get("ci95_s"),
         "achieved_flops": achieved, "tflops": achieved / TERA,
+        "best_flops": float(m["work_flop"]) / float(m["min_s"]) if m.get("min_s") and m.get("work_flop") else None,
         "relative_error": result.check.get("relative_error"), "check_passed": result.check.get("passed"),
         "power_limited": bool(m.get("power_limited")), "throttle_reasons": m.get("throttle_reasons", []),
         "clock_mhz": m.get("clock_mhz"), "power_w": m.get("power_w"),
@@ -117,8 +126,29 @@ def _figures(rows: list[dict[str, Any]], peak: float | None) -> dict[str, Any]:
     return out
 
 
+def off_trend_shapes(results: list[CaseResult]) -> list[CaseResult]:
+    """Shape cases whose rate is off the trend of their neighbours in shape: for each backend
+    and axis (M, N or K), the shapes that share the other two dimensions, ordered along it
+    (``parity.stats.trend.off_trend`` on the achieved FLOP/s)."""
+    shapes = [r for r in results if r.params.get("kind") == "shape" and r.ok and r.metrics.get("achieved_flops")
+              and not r.params.get("again_of")]
+    found: dict[str, CaseResult] = {}
+    for axis in range(3):
+        lines: dict[tuple[Any, ...], list[CaseResult]] = {}
+        for r in shapes:
+            dims = (int(r.params["m"]), int(r.params["n"]), int(r.params["k"]))
+            lines.setdefault((r.params.get("backend"), axis) + dims[:axis] + dims[axis + 1:], []).append(r)
+        for line in lines.values():
+            line.sort(key=lambda r: int(r.params["mnk"[axis]]))
+            for i in off_trend([float(r.metrics["achieved_flops"]) for r in line]):
+                found.setdefault(line[i].key, line[i])
+    return list(found.values())
+
+
 def analyse(results: list[CaseResult]) -> dict[str, Any]:
     """The GEMM sweep summary (see module docstring), with the per-shape ``rows``."""
+    results, trend_findings = settle_rechecks(
+        results, find=off_trend_shapes, describe=lambda r: f"{float(r.metrics['achieved_flops']) / TERA:.4g} TFLOP/s")
     ceiling_case, bandwidth_case = _ceilings(results)
     peak = _ok_value(ceiling_case, "ceiling_flops")
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
@@ -130,6 +160,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
     # Headline figures first: the run summary shows the first few scalars.
     summary: dict[str, Any] = {
         "ceiling_flops": peak,
+        "statistic": STATISTIC,
         "best_fraction_of_ceiling": figures.pop("best_fraction_of_ceiling"),
         "median_efficiency_compute_bound": figures.pop("median_efficiency_compute_bound"),
         "bandwidth_bps": bandwidth,
@@ -137,6 +168,11 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "device_name": cm.get("device_name"),
         "ceiling_tflops": peak / TERA if peak else None,
         "ceiling_shape": cm.get("ceiling_shape"),
+        "ceiling_best_flops": cm.get("ceiling_best_flops"),
+        "ceiling_rounds": cm.get("ceiling_rounds"),
+        "ceiling_findings": [f.code for f in ceiling_case.findings] if ceiling_case is not None else [],
+        "ceiling_from": cm.get("ceiling_from"),
+        "emulation_note": cm.get("emulation_note"),
         "ceiling_error": ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
         "bandwidth_gbps": bandwidth / GIGA if bandwidth else None,
         "bandwidth_error": bandwidth_case.error if bandwidth_case is not None else "no bandwidth case in this run",
@@ -149,10 +185,35 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "power_limited": sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
         "failed": [_failure(r) for r in shape_results if not r.ok],
         "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
+        "findings": trend_findings,
         "backends": _per_backend(rows, peak),
         "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
     }
+    summary["case_figures"] = case_figures(rows, dtype=summary["dtype"], device=summary["device_name"])
     return summary
+
+
+CASE_FIGURE_UNITS = {"tflops": "TFLOP/s", "best_flops": "FLOP/s", "fraction_of_ceiling": "1",
+                     "attainable_flops": "FLOP/s", "efficiency": "1", "arithmetic_intensity": "FLOP/B",
+                     "class": "", "near_ridge": "", "dtype": "", "device": ""}
+
+
+def case_figures(rows: list[dict[str, Any]], *, dtype: str | None, device: str | None) -> dict[str, Any]:
+    """Every derived figure of each shape case, by case key, with their units: what an export
+    joins onto the case's row (``parity.store.export``), so a query needs no summary JSON.
+    ``fraction_of_ceiling`` and ``efficiency`` are median over median (``STATISTIC``)."""
+    by_key: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        for backend in row["backends"].values():
+            if backend.get("error") is not None:
+                continue
+            by_key[backend["key"]] = {
+                "tflops": backend.get("tflops"), "best_flops": backend.get("best_flops"),
+                "fraction_of_ceiling": backend.get("fraction_of_ceiling"),
+                "attainable_flops": backend.get("attainable_flops"), "efficiency": backend.get("efficiency"),
+                "class": row.get("class"), "near_ridge": row.get("near_ridge"),
+                "arithmetic_intensity": row.get("arithmetic_intensity"), "dtype": dtype, "device": device}
+    return {"units": CASE_FIGURE_UNITS, "statistic": STATISTIC, "rows": by_key}
 
 
 def _datasheet(ceiling_metrics: dict[str, Any], peak: float | None) -> dict[str, Any]:

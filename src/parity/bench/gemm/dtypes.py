@@ -109,6 +109,27 @@ def unavailable_reason(dtype: GemmDtype, device: Any) -> str | None:
     return None if ok else f"{device.name} cannot create {dtype.storage} tensors"
 
 
+# CPU instruction-set flags (/proc/cpuinfo) under which a dtype's products run natively.
+NATIVE_CPU_FLAGS = {"bf16": ({"amx_bf16"}, {"avx512_bf16"}), "fp16": ({"amx_fp16"}, {"avx512_fp16"})}
+
+
+def emulation_note(dtype: GemmDtype, device: Any) -> str | None:
+    """Why ``dtype``'s rate on a CPU is that of a conversion path rather than of hardware: fp8
+    always (no CPU instruction multiplies it), bf16 and fp16 without their instructions; None
+    on accelerators and for native dtypes."""
+    if device.type != "cpu" or dtype.name in ("fp32", "tf32"):
+        return None
+    if dtype.name == "fp8":
+        return "fp8 on a CPU is emulated (no CPU instruction multiplies fp8): its rate says nothing of fp8 hardware"
+    from parity.device.host import cpu_flags
+
+    flags = cpu_flags()
+    if any(group <= flags for group in NATIVE_CPU_FLAGS.get(dtype.name, ())):
+        return None
+    return (f"{dtype.name} on this CPU is emulated (none of its flags has native {dtype.name} products): "
+            "its rate is a conversion path's")
+
+
 def precision_mode(dtype: GemmDtype, device: Any) -> contextlib.AbstractContextManager[None]:
     """Inside: fp32 matmuls may use TF32 (HF32 on Ascend) when ``dtype`` is tf32; otherwise they
     must not (so fp32 means true fp32). The previous settings are restored on exit."""

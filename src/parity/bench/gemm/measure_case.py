@@ -10,20 +10,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from parity.bench.ceiling import (
-    SearchPlan,
-    bandwidth_copy_bytes,
-    measure_bandwidth_ceiling,
-    search_ceiling,
-)
+from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case
+from parity.bench.ceiling import SearchPlan, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.check import check_backend, check_findings
-from parity.bench.gemm.dtypes import GemmDtype, precision_mode
+from parity.bench.gemm.datasheet import reference_peak
+from parity.bench.gemm.dtypes import GemmDtype, emulation_note, precision_mode
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.bench.suite import CaseSpec
+from parity.metrics.ceiling import CeilingRounds
 from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
-from parity.metrics.specs import peak_flops
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 from parity.model.samples import Samples
@@ -59,16 +56,24 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept)
     result = search_ceiling(evaluate, plan)
     device_name = device.properties().name
-    sheet = peak_flops(device_name, dtype.name)
+    sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
+    rounds = result.rounds
+    emulated = emulation_note(dtype, device)
+    extra = (Finding(code="emulated-dtype", severity=Severity.WARNING, message=emulated,
+                     hint="compare this dtype on hardware that runs it natively"),) if emulated else ()
     return CaseResult(
         suite=case.suite, key=case.key, params=dict(case.params), check=check,
-        findings=tuple(check_findings(check)),
+        findings=tuple(check_findings(check)) + tuple(ceiling_findings(rounds)) + extra,
         samples={"winner": kept[result.dims]} if result.dims in kept else {},
         metrics={
-            "ceiling_flops": result.flops,
+            "ceiling_flops": rounds.median_flops,
+            "ceiling_best_flops": rounds.best_flops,
+            "ceiling_statistic": "median of the winner's contest rounds",
+            "ceiling_rounds": rounds.to_dict(),
             "ceiling_shape": {"m": m, "n": n, "k": k},
+            "emulation_note": emulated,
             "search": result.to_dict(),
             "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
                      "budget_s": plan.budget_s},
@@ -80,26 +85,25 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     )
 
 
+def ceiling_findings(rounds: CeilingRounds) -> list[Finding]:
+    """``unstable-ceiling`` (a warning) when the contest rounds spread beyond what one run's CI
+    can promise (``CeilingRounds.unstable``), with every round in the message."""
+    if not rounds.unstable:
+        return []
+    shown = ", ".join(f"{r / 1e12:.4g}" for r in rounds.rates)
+    ci = (f"95% CI {rounds.ci95_flops[0] / 1e12:.4g}-{rounds.ci95_flops[1] / 1e12:.4g}" if rounds.ci95_flops
+          else "too few rounds for a CI")
+    return [Finding(
+        code="unstable-ceiling", severity=Severity.WARNING,
+        message=(f"the ceiling's rounds spread {100 * rounds.spread:.0f}% of their median "
+                 f"({shown} TFLOP/s; median {rounds.median_flops / 1e12:.4g}, {ci})"),
+        hint=("another run may measure a different P: run on an idle machine, raise the ceiling budget, "
+              "or share one P between sweeps with --ceiling-from RUN"))]
+
+
 def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
-    """The bandwidth ceiling ``B``: a large device-to-device copy, read plus write bytes."""
-    size = bandwidth_copy_bytes(device)
-    free = free_memory_bytes(device)
-    if free is not None and 2 * size > MEMORY_SHARE * free:
-        size = int(MEMORY_SHARE * free / 4)
-    try:
-        result = measure_bandwidth_ceiling(device=device, size_bytes=size)
-    except Exception as exc:  # noqa: BLE001 - errors are rows
-        return error_row(case, code=_error_code(exc), message=_describe(exc),
-                         hint="free device memory or run without other jobs")
-    samples = result.pop("samples")
-    findings = tuple(result.pop("findings"))
-    check = result.pop("check")
-    if not check["passed"]:
-        findings += (Finding(code="wrong-result", severity=Severity.ERROR, message="the copy did not reproduce its source",
-                             hint="the device or its driver corrupts copies; do not quote B"),)
-    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params), check=check,
-                      samples={"main": samples}, metrics={"bandwidth_bps": result["bps"], **result},
-                      findings=findings)
+    """The bandwidth ceiling ``B``: the dedicated copy membw measures too (read plus write bytes)."""
+    return bandwidth_ceiling_case(case, device=device)
 
 
 def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, unavailable: str | None,

@@ -43,6 +43,10 @@ class GemmOptions:
     max_call_s: float = option(MAX_CALL_S, help="refuse a shape slower than this per call at the ceiling, s",
                                minimum=0.0, exclusive_minimum=True)
     max_samples: int = option(500, help="most timed calls per shape", minimum=1)
+    ceiling_from: str | None = option(None, help="reuse this stored run's compute ceiling P instead of searching")
+    peak_tflops: float | None = option(None, help="a peak to show beside P instead of the datasheet's, TFLOP/s",
+                                       minimum=0.0, exclusive_minimum=True)
+    stored_ceiling: str | None = option(None, help="filled from ceiling_from: the reused ceiling as JSON")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", resolve_dtype(self.dtype).name)  # aliases, and loud on unknown
@@ -67,6 +71,9 @@ class GemmPlan:
     graph: str  # "auto", "on" or "off"
     max_call_s: float
     max_samples: int
+    ceiling_from: str | None
+    stored_ceiling: str | None
+    peak_tflops: float | None
 
     @classmethod
     def resolve(cls, options: GemmOptions, *, quick: bool, device_type: str) -> GemmPlan:
@@ -86,4 +93,7 @@ class GemmPlan:
             graph=options.graph,
             max_call_s=options.max_call_s,
             max_samples=options.max_samples,
+            ceiling_from=options.ceiling_from,
+            stored_ceiling=options.stored_ceiling,
+            peak_tflops=options.peak_tflops,
         )

@@ -17,7 +17,8 @@ from typing import Any
 
 from parity.bench.catalog import catalog, load_user_shapes, quick_selection
 from parity.bench.catalog.shapes import Shape
-from parity.bench.gemm.analysis import analyse
+from parity.bench.figures import gemm_figures
+from parity.bench.gemm.analysis import analyse, off_trend_shapes
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.bench.gemm.measure_case import (
@@ -26,8 +27,9 @@ from parity.bench.gemm.measure_case import (
     measure_shape,
 )
 from parity.bench.gemm.options import GemmOptions, GemmPlan
-from parity.bench.figures import gemm_figures
+from parity.bench.gemm.stored_ceiling import stored_ceiling_row
 from parity.bench.suite import CaseSpec, SuiteBase
+from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
@@ -80,9 +82,11 @@ class GemmSuite(SuiteBase):
         fixed_s = opts.warmup_s + opts.budget_s + SHAPE_OVERHEAD_S
         rate = ROUGH_FLOPS.get(device.type, ROUGH_FLOPS_ACCELERATOR)
         cases = [
-            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}", cost=opts.ceiling_budget_s,
+            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}",
+                     cost=0.01 if opts.stored_ceiling else opts.ceiling_budget_s,
                      params={"kind": "ceiling", "dtype": opts.dtype, "backend": opts.backends[0],
-                             "ceiling_budget_s": opts.ceiling_budget_s}),
+                             "ceiling_budget_s": opts.ceiling_budget_s, "ceiling_from": opts.ceiling_from,
+                             "peak_tflops": opts.peak_tflops}),
             CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}),
         ]
         for shape in shapes:
@@ -103,13 +107,24 @@ class GemmSuite(SuiteBase):
         dtype = resolve_dtype(params["dtype"])
         reason = unavailable_reason(dtype, device)
         if kind == "ceiling":
-            result = measure_ceiling(case, device=device, dtype=dtype, unavailable=reason)
+            if options.ceiling_from and not options.stored_ceiling:
+                raise ParityError(f"gemm.ceiling_from={options.ceiling_from}: the stored ceiling was not "
+                                  "resolved; give it through parity gemm --ceiling-from or parity run --set")
+            result = (stored_ceiling_row(case, stored=options.stored_ceiling, device_name=device.properties().name,
+                                         given_peak_tflops=options.peak_tflops)
+                      if options.stored_ceiling
+                      else measure_ceiling(case, device=device, dtype=dtype, unavailable=reason))
             if result.error is None:
                 state[(device.name, dtype.name)] = float(result.metrics["ceiling_flops"])
             return result
         backend = load_backend(params["backend"])
         return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
                              ceiling_flops=state.get((device.name, dtype.name)))
+
+    def recheck(self, results: list[CaseResult], *, options: GemmOptions) -> list[CaseSpec]:
+        """Shapes whose rate is off the trend of their neighbours in shape, measured once more."""
+        return [CaseSpec(suite=SUITE, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                for r in off_trend_shapes(results)]
 
     def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> dict[str, Any]:
         return analyse(results)

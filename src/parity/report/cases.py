@@ -1,0 +1,51 @@
+"""The per-case table of ``parity runs show``: one row per stored case (never measures).
+
+Columns: suite, key, status (ok, FAILED, error), median time with its IQR as a share of the
+median, the case's rate (GFLOP/s or TFLOP/s from ``achieved_flops`` or ``flop_per_s``; GB/s
+from ``gbps`` or ``bytes_per_s``), and its finding codes. Units are formatted here only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from parity.model.result import CaseResult
+from parity.report.gemm import duration
+
+MAX_CASE_ROWS = 200
+
+
+def rate_text(metrics: dict[str, Any]) -> str:
+    """The case's rate in humans' units, '-' when it has none."""
+    flops = metrics.get("achieved_flops") or metrics.get("flop_per_s") or metrics.get("ceiling_flops")
+    if flops:
+        return f"{flops / 1e12:.4g} TFLOP/s" if flops >= 1e12 else f"{flops / 1e9:.4g} GFLOP/s"
+    gbps = metrics.get("gbps")
+    if gbps is None and metrics.get("bytes_per_s"):
+        gbps = metrics["bytes_per_s"] / 1e9
+    return f"{gbps:.4g} GB/s" if gbps else "-"
+
+
+def status_text(case: CaseResult) -> str:
+    if case.error is not None:
+        return "error"
+    return "ok" if case.ok else "FAILED"
+
+
+def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
+    """One row per case, the first ``limit`` of them (all in --json)."""
+    title = "cases" + (f", first {limit} of {len(cases)} (all in --json)" if len(cases) > limit else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for name, justify in (("suite", "left"), ("case", "left"), ("status", "left"), ("median", "right"),
+                          ("IQR/median", "right"), ("rate", "right"), ("findings", "left")):
+        table.add_column(name, justify=justify)
+    for case in cases[:limit]:
+        m = case.metrics
+        median_s, iqr_s = m.get("median_s"), m.get("iqr_s")
+        spread = f"{100 * iqr_s / median_s:.0f}%" if median_s and iqr_s is not None else "-"
+        table.add_row(case.suite, case.key, status_text(case), duration(median_s), spread, rate_text(m),
+                      ",".join(f.code for f in case.findings) or "", style=None if case.ok else "red")
+    return table

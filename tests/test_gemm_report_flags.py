@@ -1,0 +1,39 @@
+"""Small things a GEMM reader trips on: durations, column meanings, dispersion flags, emulation."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from parity.bench.gemm.dtypes import resolve_dtype
+from parity.device.fake import FakeDevice
+from parity.report.gemm import duration, shape_table
+
+
+def test_durations_never_print_an_exponent() -> None:
+    assert duration(999.6e-6) == "1 ms" and duration(1.5e-3) == "1.5 ms" and duration(900e-6) == "900 us"
+
+
+def _text(renderable) -> str:
+    console = Console(width=300, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_shape_table_explains_its_columns_and_flags_a_wide_iqr() -> None:
+    row = {"m": 64, "n": 64, "k": 64, "name": "s", "arithmetic_intensity": 21.3, "class": "memory-bound",
+           "near_ridge": True, "best_backend": "matmul",
+           "backends": {"matmul": {"achieved_flops": 1e9, "median_s": 1e-3, "iqr_s": 0.54e-3, "ok": True,
+                                   "fraction_of_ceiling": 0.1, "efficiency": 0.2, "relative_error": 1e-3}}}
+    text = _text(shape_table({"rows": [row], "backends": {"matmul": {}}, "ceiling_flops": 1e10}))
+    assert "mem~" in text and "IQR" in text.split("mem~")[1].splitlines()[0]
+    assert "~ within 25% of the ridge" in text and "of P: median rate / P" in text and "eff.: median rate" in text
+
+
+def test_fp8_on_a_cpu_is_emulated_and_fp32_is_not() -> None:
+    from parity.bench.gemm.dtypes import emulation_note
+    from parity.device import get_device
+
+    cpu = get_device("cpu")
+    assert "emulated" in emulation_note(resolve_dtype("fp8"), cpu)
+    assert emulation_note(resolve_dtype("fp32"), cpu) is None
+    assert emulation_note(resolve_dtype("fp8"), FakeDevice()) is None  # accelerators: not judged here
