@@ -109,42 +109,50 @@ def stability(speedups: list[float], n_pairs: int, n_contended: int) -> list[str
     return reasons
 
 
+def pair_flags(pairs: list[tuple[tuple, tuple]], waits: dict[int, dict]) -> tuple[list[bool], bool]:
+    """Per pair, whether either step was contended (:func:`contended`), and whether the
+    run-queue wait of every step was known."""
+    states = [(contended(waits, b), contended(waits, f)) for b, f in pairs]
+    return [bool(x or y) for x, y in states], all(x is not None and y is not None for x, y in states)
+
+
 def validate_interleaved(table, base: str, fast: str, waits: list[dict] | None = None) -> dict:
-    """Pair, predict and judge one interleaved trace (see the module docstring)."""
-    steps = tagged_steps(table)
-    by_step = {w["profiler_step"]: w for w in waits or []}
-    pairs = adjacent_pairs(steps, base, fast)
+    """Pair, predict and judge one interleaved trace (see the module docstring).
+
+    ``k`` is the median over the kept pairs (all pairs when fewer than 2 are kept) of the ratio
+    of the base step's matrix time to the fast step's. Every base step is predicted; errors
+    are medians over the kept pairs, and over the contended ones beside them, for evidence.
+    """
+    pairs = adjacent_pairs(tagged_steps(table), base, fast)
     if len(pairs) < 2:
         raise RuntimeError(f"too few base/fast pairs in the trace: {len(pairs)}")
-    flags = [bool(x or y) for x, y in ((contended(by_step, b), contended(by_step, f))
-                                       for b, f in pairs)]
-    unknown = any(contended(by_step, s) is None for pair in pairs for s in pair)
-    kept = [p for p, busy in zip(pairs, flags) if not busy]
+    flags, known = pair_flags(pairs, {w["profiler_step"]: w for w in waits or []})
+    kept = [i for i, busy in enumerate(flags) if not busy]
+    use = kept if len(kept) >= 2 else list(range(len(pairs)))
     timeline = build_timeline(table)
-    use = kept if len(kept) >= 2 else pairs
-    k = statistics.median(matrix_ns(timeline, *b[:2]) / matrix_ns(timeline, *f[:2]) for b, f in use)
-    scale = [parse_scale(f"matrix={k!r}")]
+    k = statistics.median(matrix_ns(timeline, *pairs[i][0][:2]) / matrix_ns(timeline, *pairs[i][1][:2])
+                          for i in use)
     started = time.perf_counter()
-    predicted = predict_steps(table, timeline, [b[:2] for b, _ in pairs], scale)
+    predicted = predict_steps(table, timeline, [b[:2] for b, _ in pairs],
+                              [parse_scale(f"matrix={k!r}")])
     predict_s = time.perf_counter() - started
-    chosen = [i for i, busy in enumerate(flags) if not busy] if len(kept) >= 2 else list(range(len(pairs)))
-    fast_ns = [pairs[i][1][1] - pairs[i][1][0] for i in chosen]
-    base_ns = [pairs[i][0][1] - pairs[i][0][0] for i in chosen]
-    errors = _median_errors([predicted[i] for i in chosen], fast_ns)
+    length = lambda step: step[1] - step[0]
+    fast_ns = [length(pairs[i][1]) for i in use]
+    base_ns = [length(pairs[i][0]) for i in use]
+    errors = _median_errors([predicted[i] for i in use], fast_ns)
     busy = [i for i, b in enumerate(flags) if b]
-    errors_contended = _median_errors([predicted[i] for i in busy],
-                                      [pairs[i][1][1] - pairs[i][1][0] for i in busy]) if busy else None
     speedups = [b / f for b, f in zip(base_ns, fast_ns)]
-    reasons = stability(speedups if kept else [], len(pairs), len(pairs) - len(kept))
+    reasons = stability(speedups if kept else [], len(pairs), len(busy))
     return {
         "k_matrix": k,
         "measured_base_step_ns": statistics.median(base_ns),
         "measured_fast_step_ns": statistics.median(fast_ns),
         "measured_speedup": statistics.median(speedups),
-        "pairs": {"all": len(pairs), "kept": len(kept), "contended": len(pairs) - len(kept),
-                  "run_queue_known": not unknown},
+        "pairs": {"all": len(pairs), "kept": len(kept), "contended": len(busy),
+                  "run_queue_known": known},
         "errors": errors,
-        "errors_contended_pairs": errors_contended,
+        "errors_contended_pairs": _median_errors([predicted[i] for i in busy],
+                                                 [length(pairs[i][1]) for i in busy]) if busy else None,
         "inside_bounds": inside_bounds(errors),
         "replay_within_target": bool(abs(errors["replay"]) <= REPLAY_TARGET),
         "unstable": reasons,

@@ -48,13 +48,15 @@ from parity.device.host import cpu_flags
 from parity.trace import load_trace
 
 LINEARS = ("qkv", "out", "up", "down")
-# Sweep points: the matrix ops that run in the fast dtype, chosen so that the matrix work's
-# speed-up k lands near the label on an AMX CPU (bf16 runs a matmul about 4x faster than fp32
-# there; int8 about 2x). The measured k is what gets reported.
+# Sweep points per fast dtype: the matrix ops that run fast, chosen so that the matrix work's
+# speed-up k lands near the label. A block's matrix work is 12 units of linear layers (qkv 3,
+# out 1, up 4, down 4) plus about 1.5 of attention; bf16 on AMX runs a linear layer about 4.5x
+# faster than fp32 (so up + out give about 1.4, up + down + out about 2.1), int8 about 2x. The
+# measured k is what gets reported.
 SWEEP = {
-    "k1.5": frozenset({"qkv", "up"}),
-    "k2": frozenset({"up", "down"}),
-    "k4": frozenset(LINEARS) | {"attention"},
+    "bf16": {"k1.5": frozenset({"up", "out"}), "k2": frozenset({"up", "down", "out"}),
+             "k4": frozenset(LINEARS) | {"attention"}},
+    "int8": {"k1.5": frozenset({"up", "down"}), "k2": frozenset(LINEARS)},
 }
 
 
@@ -64,12 +66,15 @@ def fast_default() -> str:
 
 
 def sweep_points(fast: str, names: list[str] | None) -> dict[str, frozenset[str]]:
-    """The sweep points to run; int8 has no k4 point (its attention stays fp32)."""
-    points = {n: ops for n, ops in SWEEP.items() if not (fast == "int8" and "attention" in ops)}
+    """The sweep points to run for ``fast``; int8 has no k4 point (its attention stays fp32)."""
+    if fast not in SWEEP:
+        raise SystemExit(f"--fast {fast} is not a cpu dtype; use bf16, int8 or auto")
+    points = SWEEP[fast]
     if names:
-        unknown = [n for n in names if n not in SWEEP]
+        unknown = [n for n in names if n not in points]
         if unknown:
-            raise SystemExit(f"unknown sweep point {unknown[0]!r}; choose from {', '.join(SWEEP)}")
+            raise SystemExit(f"no sweep point {unknown[0]!r} for {fast}; choose from "
+                             f"{', '.join(points)}")
         points = {n: ops for n, ops in points.items() if n in names}
     return points
 
@@ -180,10 +185,10 @@ def run_cuda(args, out: Path) -> tuple[list[dict], str] | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--fast", default="auto",
+    parser.add_argument("--fast", default="auto", choices=["auto", "bf16", "int8", "tf32"],
                         help="cpu: bf16 | int8 | auto; cuda: tf32 | bf16 (default bf16)")
     parser.add_argument("--points", nargs="+", default=None, metavar="POINT",
-                        help=f"cpu sweep points to run (default all: {', '.join(SWEEP)})")
+                        help="cpu sweep points to run: k1.5 k2 k4 (bf16), k1.5 k2 (int8); default all")
     parser.add_argument("--small", action="store_true", help="a small size that runs in seconds")
     parser.add_argument("--repeats", type=int, default=None,
                         help="repeats of each sweep point (default 5, 1 with --small)")
