@@ -10,10 +10,19 @@ A run is scored only when its measurement is steady:
 - a pair is *contended* when either step spent more than :data:`CONTENDED_SHARE` of its wall
   time runnable but off the CPU (run-queue wait of the main or the worker thread): other
   processes took the cores, which no trace shows. Contended pairs are counted and left out;
-- the run is *unstable* when fewer than :data:`MIN_PAIRS` pairs are left, or when the measured
-  per-pair speed-up ``base_i / fast_i`` drifts (:func:`half_drift` above :data:`DRIFT_MAX`) or
-  is bimodal or heavy-tailed (:func:`bimodality_coefficient` above its threshold). An unstable
-  run is reported with its reasons and never scored.
+- of the rest, a pair whose measured speed-up ``base_i / fast_i`` lies outside Tukey's fences
+  is an *outlier* (a stall the run-queue wait does not see, such as the hypervisor taking the
+  core): counted and left out;
+- the run is *unstable* when fewer than :data:`MIN_PAIRS` pairs are left, or when the kept
+  pairs' speed-up drifts (:func:`half_drift` above :data:`DRIFT_MAX`, and
+  :func:`half_drift_z` above :data:`DRIFT_Z`) or is bimodal or heavy-tailed
+  (:func:`bimodality_coefficient` above its threshold). An unstable run is reported with its
+  reasons and never scored.
+
+The measured step is inside the bounds when the 95% bootstrap interval of the median error of
+the high-speedup bound reaches 0 or below and that of the low-speedup bound 0 or above: where
+the bounds meet the truth (all the scaled work on the critical path), noise alone puts half
+the pairs on either side.
 """
 
 from __future__ import annotations
@@ -27,9 +36,11 @@ from parity.metrics.whatif import (
     BIMODAL_THRESHOLD,
     bimodality_coefficient,
     half_drift,
+    half_drift_z,
     prediction_error,
     run_queue_share,
 )
+from parity.stats.summary import bootstrap_ci, tukey_outliers
 from parity.trace import Kind
 from parity.trace.table import KindCode
 from parity.trace.whatif import parse_scale
@@ -44,6 +55,7 @@ from parity.trace.whatif.timeline import build_timeline
 REPLAY_TARGET = 0.05
 CONTENDED_SHARE = 0.02  # run-queue wait above this share of a step: other processes interfered
 DRIFT_MAX = 0.05  # a measured speed-up that drifts by the target itself cannot score the target
+DRIFT_Z = 2.0  # ... when the drift also stands out of the pairs' noise by this many errors
 MIN_PAIRS = 6
 VARIANT_TAG = "whatif-variant="
 METHODS = ("first_order", "bound_low_speedup", "bound_high_speedup", "replay")
@@ -91,17 +103,19 @@ def contended(waits: dict[int, dict], step: tuple) -> bool | None:
     return max(shares) > CONTENDED_SHARE
 
 
-def stability(speedups: list[float], n_pairs: int, n_contended: int) -> list[str]:
+def stability(speedups: list[float], n_pairs: int, n_contended: int, n_outliers: int = 0
+              ) -> list[str]:
     """Reasons (empty when none) not to score a run whose kept pairs measured ``speedups``."""
     reasons = []
     if len(speedups) < MIN_PAIRS:
-        reasons.append(f"only {len(speedups)} of {n_pairs} pairs were free of other processes "
-                       f"({n_contended} had run-queue waits above {CONTENDED_SHARE:.0%} of the "
-                       "step); run on idle cores")
+        reasons.append(f"only {len(speedups)} of {n_pairs} pairs were kept ({n_contended} had "
+                       f"run-queue waits above {CONTENDED_SHARE:.0%} of the step, {n_outliers} "
+                       "were outliers); run on idle cores")
         return reasons
-    drift = half_drift(speedups)
-    if drift > DRIFT_MAX:
-        reasons.append(f"measured speed-up drifted by {drift:.1%} between the run's halves")
+    drift, z = half_drift(speedups), half_drift_z(speedups)
+    if drift > DRIFT_MAX and z > DRIFT_Z:
+        reasons.append(f"measured speed-up drifted by {drift:.1%} between the run's halves "
+                       f"({z:.1f} standard errors)")
     bimodal = bimodality_coefficient(speedups)
     if bimodal > BIMODAL_THRESHOLD:
         reasons.append(f"measured speed-up is bimodal or heavy-tailed (bimodality coefficient "
@@ -127,7 +141,11 @@ def validate_interleaved(table, base: str, fast: str, waits: list[dict] | None =
     if len(pairs) < 2:
         raise RuntimeError(f"too few base/fast pairs in the trace: {len(pairs)}")
     flags, known = pair_flags(pairs, {w["profiler_step"]: w for w in waits or []})
-    kept = [i for i, busy in enumerate(flags) if not busy]
+    free = [i for i, busy in enumerate(flags) if not busy]
+    length = lambda step: step[1] - step[0]
+    ratio = [length(pairs[i][0]) / length(pairs[i][1]) for i in free]
+    outliers = [free[j] for j in tukey_outliers(ratio)] if len(free) >= 4 else []
+    kept = [i for i in free if i not in outliers]
     use = kept if len(kept) >= 2 else list(range(len(pairs)))
     timeline = build_timeline(table)
     k = statistics.median(matrix_ns(timeline, *pairs[i][0][:2]) / matrix_ns(timeline, *pairs[i][1][:2])
@@ -136,24 +154,26 @@ def validate_interleaved(table, base: str, fast: str, waits: list[dict] | None =
     predicted = predict_steps(table, timeline, [b[:2] for b, _ in pairs],
                               [parse_scale(f"matrix={k!r}")])
     predict_s = time.perf_counter() - started
-    length = lambda step: step[1] - step[0]
     fast_ns = [length(pairs[i][1]) for i in use]
     base_ns = [length(pairs[i][0]) for i in use]
     errors = _median_errors([predicted[i] for i in use], fast_ns)
+    bound_ci = {m: bootstrap_ci([prediction_error(predicted[i][m], t) for i, t in zip(use, fast_ns)])
+                for m in ("bound_low_speedup", "bound_high_speedup")}
     busy = [i for i, b in enumerate(flags) if b]
     speedups = [b / f for b, f in zip(base_ns, fast_ns)]
-    reasons = stability(speedups if kept else [], len(pairs), len(busy))
+    reasons = stability(speedups if kept else [], len(pairs), len(busy), len(outliers))
     return {
         "k_matrix": k,
         "measured_base_step_ns": statistics.median(base_ns),
         "measured_fast_step_ns": statistics.median(fast_ns),
         "measured_speedup": statistics.median(speedups),
         "pairs": {"all": len(pairs), "kept": len(kept), "contended": len(busy),
-                  "run_queue_known": known},
+                  "outliers": len(outliers), "run_queue_known": known},
         "errors": errors,
         "errors_contended_pairs": _median_errors([predicted[i] for i in busy],
                                                  [length(pairs[i][1]) for i in busy]) if busy else None,
-        "inside_bounds": inside_bounds(errors),
+        "bound_errors_ci95": bound_ci,
+        "inside_bounds": inside_bounds(bound_ci),
         "replay_within_target": bool(abs(errors["replay"]) <= REPLAY_TARGET),
         "unstable": reasons,
         "scored": not reasons,
@@ -170,10 +190,11 @@ def _median_errors(predicted: list[dict], measured_ns: list[float]) -> dict[str,
             for m in METHODS}
 
 
-def inside_bounds(errors: dict[str, float]) -> bool:
-    """Whether the measured step lies between the bounds' steps: the high-speedup bound's step
-    no longer than it, the low-speedup bound's step no shorter (errors as fractions)."""
-    return errors["bound_high_speedup"] <= 1e-9 and errors["bound_low_speedup"] >= -1e-9
+def inside_bounds(bound_ci: dict[str, tuple[float, float]]) -> bool:
+    """Whether the measured step can lie between the bounds' steps: the interval of the
+    high-speedup bound's error reaches 0 or below, that of the low-speedup bound 0 or above
+    (errors as fractions; a single value is an interval of width 0)."""
+    return bound_ci["bound_high_speedup"][0] <= 1e-9 and bound_ci["bound_low_speedup"][1] >= -1e-9
 
 
 def predict_steps(table, timeline, steps: list[tuple[int, int]], scale) -> list[dict]:
@@ -219,7 +240,8 @@ def validate_pair(base_table, fast_table) -> dict:
               for m in METHODS}  # two traces: no pairs, medians of each side
     return {"k_matrix": k, "measured_base_step_ns": t_base, "measured_fast_step_ns": t_fast,
             "measured_speedup": t_base / t_fast, "errors": errors,
-            "inside_bounds": inside_bounds(errors),
+            "inside_bounds": inside_bounds({m: (errors[m], errors[m]) for m in
+                                            ("bound_low_speedup", "bound_high_speedup")}),
             "replay_within_target": bool(abs(errors["replay"]) <= REPLAY_TARGET),
             "unstable": [], "scored": True,
             "replay_reproduction_error": max(p["reproduction_error"] for p in predicted),

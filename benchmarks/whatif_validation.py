@@ -25,7 +25,8 @@ measured step inside the bounds.
 
     python benchmarks/whatif_validation.py            # CPU, the k sweep, 5 repeats (minutes)
     python benchmarks/whatif_validation.py --small    # CPU, one repeat per k, seconds
-    python benchmarks/whatif_validation.py --points k4 --repeats 2
+    python benchmarks/whatif_validation.py --points k4 --repeats 2 --keep /tmp/wv
+    python benchmarks/whatif_validation.py --rescore /tmp/wv   # score kept traces again
     python benchmarks/whatif_validation.py --device cuda --fast bf16
 """
 
@@ -88,7 +89,8 @@ def _print(result: dict, label: str) -> None:
           f"(speedup {result['measured_speedup']:.3f}x)")
     if pairs:
         print(f"  pairs {pairs['kept']}/{pairs['all']} kept ({pairs['contended']} contended by "
-              "other processes)" + ("" if pairs["run_queue_known"] else "; run-queue wait unknown"))
+              f"other processes, {pairs['outliers']} outliers)"
+              + ("" if pairs["run_queue_known"] else "; run-queue wait unknown"))
     print(f"  {'method':<22}{'error':>10}")
     for method in METHODS:
         print(f"  {method:<22}{result['errors'][method]:>+10.2%}")
@@ -165,6 +167,26 @@ def run_cpu(args, out: Path) -> tuple[list[dict], str]:
     return runs, fast
 
 
+def rescore_cpu(folder: Path) -> tuple[list[dict], str]:
+    """Score again the traces a ``--keep`` run left in ``folder`` (``POINT-rN`` subfolders, each
+    with its trace ``cpu_BASE_FAST.json`` and ``run_queue.json``), without profiling."""
+    runs, fast = [], ""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and "-r" in p.name):
+        traces = sorted(sub.glob("cpu_*_*.json"))
+        if not traces:
+            continue
+        base, fast = traces[0].stem.split("_")[1:3]
+        waits = json.loads((sub / "run_queue.json").read_text())
+        point, _, repeat = sub.name.rpartition("-r")
+        run = validate_interleaved(load_trace([traces[0]]), base, fast, waits)
+        run.update(point=point, repeat=int(repeat))
+        runs.append(run)
+        _print(run, f"cpu {point} run {int(repeat) + 1} (rescored)")
+    if not runs:
+        raise SystemExit(f"no POINT-rN folders with a cpu_BASE_FAST.json trace in {folder}")
+    return runs, fast
+
+
 def run_cuda(args, out: Path) -> tuple[list[dict], str] | None:
     if not torch.cuda.is_available():
         print("no CUDA device: the cuda mode needs one", file=sys.stderr)
@@ -198,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
                              "0.8 makes it bind once the matmuls are faster)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the traces in this folder")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--rescore", type=Path, default=None, metavar="FOLDER",
+                        help="cpu: score again the traces a --keep run left in FOLDER")
     parser.add_argument("--synthetic", type=int, default=None, metavar="KERNELS",
                         help="only time graph and replay on a synthetic trace of this many kernels")
     args = parser.parse_args(argv)
@@ -207,9 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         result = time_synthetic(args.synthetic)
         print(json.dumps(result, indent=2))
         return 0 if result["k1_exact"] else 1
-    out = args.keep or Path(tempfile.mkdtemp(prefix="whatif-validation-"))
+    out = args.rescore or args.keep or Path(tempfile.mkdtemp(prefix="whatif-validation-"))
     out.mkdir(parents=True, exist_ok=True)
-    done = run_cpu(args, out) if args.device == "cpu" else run_cuda(args, out)
+    if args.rescore:
+        done = rescore_cpu(args.rescore)
+    else:
+        done = run_cpu(args, out) if args.device == "cpu" else run_cuda(args, out)
     if done is None:
         return 2
     runs, fast = done

@@ -12,6 +12,7 @@ from parity.metrics.whatif import (
     first_order_step,
     first_order_step_multi,
     half_drift,
+    half_drift_z,
     prediction_error,
     run_queue_share,
     saved_fraction,
@@ -109,3 +110,12 @@ def test_run_queue_share_hand_computed() -> None:
     assert run_queue_share(2_000_000, 40_000_000) == pytest.approx(0.05)
     with pytest.raises(ParityError, match="wall time"):
         run_queue_share(1, 0)
+
+
+def test_half_drift_z_hand_computed() -> None:
+    assert half_drift_z([1, 2, 3, 2, 3, 4]) == pytest.approx(
+        1 / (1.2533 * 1.4826 * 1.0 * math.sqrt(2 / 3)))
+    assert half_drift_z([1, 1, 2, 2]) == math.inf  # a clean step between two levels
+    assert half_drift_z([2, 2, 2, 2]) == 0.0
+    noisy = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0, 1.2, 0.8, 1.1, 0.9]
+    assert half_drift_z(noisy) == 0.0  # same medians: no drift at all

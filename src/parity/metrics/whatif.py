@@ -167,3 +167,27 @@ def run_queue_share(wait_ns: float, wall_ns: float) -> float:
     if wall_ns <= 0:
         raise ParityError(f"step wall time {wall_ns!r} must be > 0")
     return wait_ns / wall_ns
+
+
+def half_drift_z(values: Sequence[float]) -> float:
+    """How many standard errors apart the two halves' medians of a series are:
+    ``z = |med2 - med1| / (1.2533 · 1.4826 · MAD · sqrt(1/n1 + 1/n2))``.
+
+    ``MAD`` is the median absolute deviation of each value from its own half's median, so a
+    clean step between two levels does not count as spread; ``1.4826 · MAD`` estimates the
+    noise's standard deviation robustly and ``1.2533 · σ / sqrt(n)`` is the standard error of a
+    median of normal noise, so a steady series gives ``z`` below 2 about 95% of the time: a
+    drift large next to the target but small next to the noise is noise. ``inf`` when the
+    halves differ and MAD is 0, 0 when nothing differs. Example: ``[1, 2, 3, 2, 3, 4]``: medians
+    2 and 3, deviations ``[1, 0, 1, 1, 0, 1]``, MAD 1,
+    ``z = 1 / (1.2533 · 1.4826 · sqrt(2/3)) = 0.659``.
+    """
+    n = len(values)
+    if n < 2:
+        raise ParityError(f"a drift needs at least 2 values, got {n}")
+    first, second = values[: n // 2], values[n // 2:]
+    m1, m2 = statistics.median(first), statistics.median(second)
+    mad = statistics.median([abs(v - m1) for v in first] + [abs(v - m2) for v in second])
+    if mad == 0:
+        return math.inf if m1 != m2 else 0.0
+    return abs(m2 - m1) / (1.2533 * 1.4826 * mad * math.sqrt(1 / len(first) + 1 / len(second)))
