@@ -49,15 +49,17 @@ from parity.device.host import cpu_flags
 from parity.trace import load_trace
 
 LINEARS = ("qkv", "out", "up", "down")
-# Sweep points per fast dtype: the matrix ops that run fast, chosen so that the matrix work's
-# speed-up k lands near the label. A block's matrix work is 12 units of linear layers (qkv 3,
-# out 1, up 4, down 4) plus about 1.5 of attention; bf16 on AMX runs a linear layer about 4.5x
-# faster than fp32 (so up + out give about 1.4, up + down + out about 2.1), int8 about 2x. The
-# measured k is what gets reported.
+# Sweep points per fast dtype: the matrix ops that run fast and the block's width, chosen so
+# that the matrix work's speed-up k lands near the label. A block's matrix work is 12 units of
+# linear layers (qkv 3, out 1, up 4, down 4) plus about 1.5 of attention; bf16 on AMX runs a
+# linear layer about 4.5x faster than fp32 at width 768 (so up + out give about 1.4, up + down
+# + out about 2), and everything in bf16 reaches about 4 at width 1024, where AMX tiles pay
+# off more; int8 runs a linear layer about 2x faster. The measured k is what gets reported.
 SWEEP = {
-    "bf16": {"k1.5": frozenset({"up", "out"}), "k2": frozenset({"up", "down", "out"}),
-             "k4": frozenset(LINEARS) | {"attention"}},
-    "int8": {"k1.5": frozenset({"up", "down"}), "k2": frozenset(LINEARS)},
+    "bf16": {"k1.5": (frozenset({"up", "out"}), 768),
+             "k2": (frozenset({"up", "down", "out"}), 768),
+             "k4": (frozenset(LINEARS) | {"attention"}, 1024)},
+    "int8": {"k1.5": (frozenset({"up", "down"}), 768), "k2": (frozenset(LINEARS), 768)},
 }
 
 
@@ -66,7 +68,7 @@ def fast_default() -> str:
     return "bf16" if "amx_bf16" in cpu_flags() else "int8"
 
 
-def sweep_points(fast: str, names: list[str] | None) -> dict[str, frozenset[str]]:
+def sweep_points(fast: str, names: list[str] | None) -> dict[str, tuple[frozenset[str], int]]:
     """The sweep points to run for ``fast``; int8 has no k4 point (its attention stays fp32)."""
     if fast not in SWEEP:
         raise SystemExit(f"--fast {fast} is not a cpu dtype; use bf16, int8 or auto")
@@ -76,7 +78,7 @@ def sweep_points(fast: str, names: list[str] | None) -> dict[str, frozenset[str]
         if unknown:
             raise SystemExit(f"no sweep point {unknown[0]!r} for {fast}; choose from "
                              f"{', '.join(points)}")
-        points = {n: ops for n, ops in points.items() if n in names}
+        points = {n: point for n, point in points.items() if n in names}
     return points
 
 
@@ -143,8 +145,8 @@ def run_cpu(args, out: Path) -> tuple[list[dict], str]:
     fast = fast_default() if args.fast == "auto" else args.fast
     points = sweep_points(fast, args.points)
     repeats = args.repeats or (1 if args.small else 5)
-    size = ({"tokens": 128, "dim": 256, "heads": 4, "prep_rounds": 0} if args.small
-            else {"tokens": 256, "dim": 768, "heads": 8, "prep_rounds": 0})  # 0: calibrate
+    size = ({"tokens": 128, "heads": 4, "prep_rounds": 0} if args.small
+            else {"tokens": 256, "heads": 8, "prep_rounds": 0})  # 0: calibrate
     steps = args.steps or (8 if args.small else 20)
     print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}, amx_bf16 "
           f"{'amx_bf16' in cpu_flags()}; fast dtype {fast}; points {', '.join(points)}; {size}; "
@@ -152,16 +154,17 @@ def run_cpu(args, out: Path) -> tuple[list[dict], str]:
           f"{args.worker_share:.0%} of a base step)")
     runs = []
     for r in range(repeats):
-        for point, layers in points.items():
+        for point, (layers, dim) in points.items():
             base = Variant(name="fp32", dtype="fp32", layers=frozenset())
             variant = Variant(name=fast, dtype=fast, layers=layers)
             folder = out / f"{point}-r{r}"
             folder.mkdir(parents=True, exist_ok=True)
-            trace, waits = profile_cpu((base, variant), steps=steps, out=folder,
+            dim = 256 if args.small else (args.dim or dim)
+            trace, waits = profile_cpu((base, variant), steps=steps, out=folder, dim=dim,
                                        share=args.worker_share, **size)
             (folder / "run_queue.json").write_text(json.dumps(waits))
             run = validate_interleaved(load_trace([trace]), base.name, variant.name, waits)
-            run.update(point=point, repeat=r, fast_layers=sorted(layers))
+            run.update(point=point, repeat=r, fast_layers=sorted(layers), dim=dim)
             runs.append(run)
             _print(run, f"cpu {point} run {r + 1}/{repeats}")
     return runs, fast
@@ -214,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="a small size that runs in seconds")
     parser.add_argument("--repeats", type=int, default=None,
                         help="repeats of each sweep point (default 5, 1 with --small)")
+    parser.add_argument("--dim", type=int, default=None,
+                        help="model width of the cpu block (default per sweep point: 768, 1024)")
     parser.add_argument("--steps", type=int, default=None, help="base/fast step pairs per run")
     parser.add_argument("--worker-share", type=float, default=PREP_SHARE,
                         help="the worker thread's work as a share of a base step (default 0.5; "
