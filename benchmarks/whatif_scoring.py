@@ -27,6 +27,7 @@ the pairs on either side.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 
@@ -89,7 +90,7 @@ def matrix_ns(timeline, a: int, b: int) -> float:
 
 def adjacent_pairs(steps: list[tuple], base: str, fast: str) -> list[tuple[tuple, tuple]]:
     """Each base step with the fast step right after it (steps in time order)."""
-    return [(s, t) for s, t in zip(steps[:-1], steps[1:]) if s[2] == base and t[2] == fast]
+    return [(s, t) for s, t in itertools.pairwise(steps) if s[2] == base and t[2] == fast]
 
 
 def contended(waits: dict[int, dict], step: tuple) -> bool | None:

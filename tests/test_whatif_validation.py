@@ -15,7 +15,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SCRIPT = BENCHMARKS / "whatif_validation.py"
 sys.path.insert(0, str(BENCHMARKS))
 
-import whatif_scoring as scoring  # noqa: E402 - the benchmark folder is not a package
+import whatif_scoring as scoring  # the benchmark folder is not a package: put on the path above
 
 
 def test_adjacent_pairs_take_each_base_step_with_the_fast_step_after_it() -> None:
