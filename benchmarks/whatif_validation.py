@@ -54,7 +54,8 @@ LINEARS = ("qkv", "out", "up", "down")
 # linear layers (qkv 3, out 1, up 4, down 4) plus about 1.5 of attention; bf16 on AMX runs a
 # linear layer about 4.5x faster than fp32 at width 768 (so up + out give about 1.4, up + down
 # + out about 2), and everything in bf16 gave 3.2-4.7 at width 1024 (768 gave 2.5-3.4), where
-# AMX tiles pay off more; int8 runs a linear layer about 2x faster. The measured k is what gets reported.
+# AMX tiles pay off more; int8 runs a linear layer about 2x faster. The measured k is what
+# gets reported.
 SWEEP = {
     "bf16": {"k1.5": (frozenset({"up", "out"}), 768),
              "k2": (frozenset({"up", "down", "out"}), 768),
