@@ -7,8 +7,14 @@ import math
 import pytest
 
 from parity.metrics.whatif import (
+    BIMODAL_THRESHOLD,
+    bimodality_coefficient,
     first_order_step,
     first_order_step_multi,
+    half_drift,
+    half_drift_z,
+    prediction_error,
+    run_queue_share,
     saved_fraction,
     scaled_duration,
     speedup,
@@ -70,3 +76,46 @@ def test_inconsistent_times_are_refused() -> None:
         speedup_bounds(10, [(5, 4, 2)])
     with pytest.raises(ParityError, match="step time"):
         first_order_step(0, 0, 2)
+
+
+def test_prediction_error_hand_computed() -> None:
+    assert prediction_error(9, 10) == pytest.approx(-0.1)
+    assert prediction_error(11, 10) == pytest.approx(0.1)
+    with pytest.raises(ParityError, match="measured step"):
+        prediction_error(1, 0)
+
+
+def test_half_drift_hand_computed() -> None:
+    assert half_drift([1, 1, 2, 2]) == pytest.approx(2 / 3)  # |2 - 1| / 1.5
+    assert half_drift([3, 1, 2, 3, 1, 2]) == 0.0  # same level in both halves, in any order
+    assert half_drift([1, 2, 4]) == pytest.approx(2 / 2)  # halves [1] and [2, 4]: |3 - 1| / 2
+    with pytest.raises(ParityError, match="at least 2"):
+        half_drift([1.0])
+
+
+def test_bimodality_coefficient_hand_computed() -> None:
+    # Ten 0s and ten 1s: skewness 0, excess kurtosis 19/306·(21·(1 - 3) + 6) = -2.235...
+    kurt = 19 / 306 * (21 * -2 + 6)
+    assert bimodality_coefficient([0.0] * 10 + [1.0] * 10) == pytest.approx(
+        1 / (kurt + 3 * 19**2 / (18 * 17)))
+    assert bimodality_coefficient([0.0] * 10 + [1.0] * 10) > BIMODAL_THRESHOLD
+    # Evenly spaced values (a discrete uniform) sit just below the uniform's 5/9.
+    assert bimodality_coefficient(list(range(20))) < BIMODAL_THRESHOLD
+    assert bimodality_coefficient([5.0] * 8) == 0.0
+    with pytest.raises(ParityError, match="at least 4"):
+        bimodality_coefficient([1.0, 2.0, 3.0])
+
+
+def test_run_queue_share_hand_computed() -> None:
+    assert run_queue_share(2_000_000, 40_000_000) == pytest.approx(0.05)
+    with pytest.raises(ParityError, match="wall time"):
+        run_queue_share(1, 0)
+
+
+def test_half_drift_z_hand_computed() -> None:
+    assert half_drift_z([1, 2, 3, 2, 3, 4]) == pytest.approx(
+        1 / (1.2533 * 1.4826 * 1.0 * math.sqrt(2 / 3)))
+    assert half_drift_z([1, 1, 2, 2]) == math.inf  # a clean step between two levels
+    assert half_drift_z([2, 2, 2, 2]) == 0.0
+    noisy = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0, 1.2, 0.8, 1.1, 0.9]
+    assert half_drift_z(noisy) == 0.0  # same medians: no drift at all

@@ -148,6 +148,7 @@ def test_collectives_across_ranks_end_together() -> None:
     assert p.graph["edges"]["collective"] == 2
     assert p.replay.new_step_ns == pytest.approx(35)
     assert any("collective" in a for a in p.assumptions)
+    assert not any("preempted" in a for a in p.assumptions)  # device times are not host clocks
 
 
 def _host_two_threads():
@@ -197,6 +198,7 @@ def test_host_threads_join_at_step_boundaries() -> None:
     assert p.replay.speedup == pytest.approx(200 / 190)
     assert p.graph["edges"]["step_barrier"] > 0
     assert any("join at every step boundary" in a for a in p.assumptions)
+    assert any("preempted" in a for a in p.assumptions)  # host ops: wall time, said so
 
 
 def test_sensitivity_rows_cover_categories_and_factors() -> None:

@@ -83,6 +83,12 @@ ASSUMED = {
 }
 
 
+HOST_WALL_TIME = ("host ops are timed on the wall clock of their thread: time a thread spent "
+                  "preempted (other processes on its core) counts as its op's own work and "
+                  "scales with it, and the preemption the faster step would meet is not in the "
+                  "trace; profile on idle cores")
+
+
 @dataclass(frozen=True, kw_only=True)
 class DependencyGraph:
     """Edges between node points, per-node slack and own duration, and a topological order.
@@ -130,6 +136,8 @@ class DependencyGraph:
             detail = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()) if v)
             out.append(f"{dropped} edges pointed backward in observed time and were dropped "
                        f"({detail})")
+        if self.timeline.mode == "host":
+            out.append(HOST_WALL_TIME)
         out.append("gaps no edge explains are kept as fixed delays (k = 1 reproduces the trace)")
         return out
 
