@@ -130,3 +130,44 @@ def collectives(ops: str | None, min_bytes: str | None, max_bytes: str | None, f
 
 def _split(text: str | None) -> list[str] | None:
     return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+
+
+@comm.command()
+@click.option("--preset", type=click.Choice(["low-latency", "normal", "ascend", "custom"]), default=None,
+              help="low-latency: 128 tokens, hidden 7168, top-8 of 288; normal: 4096 tokens, top-8 of 256; "
+                   "ascend: top-6 of 256 (DeepEP's Ascend port); custom: give all four sizes. Default low-latency.")
+@click.option("--tokens", type=click.IntRange(1), default=None, help="Tokens per rank (overrides the preset).")
+@click.option("--hidden", type=click.IntRange(1), default=None, help="Hidden size (overrides the preset).")
+@click.option("--top-k", type=click.IntRange(1), default=None, help="Experts per token (overrides the preset).")
+@click.option("--experts", type=click.IntRange(1), default=None, help="Experts in all (overrides the preset).")
+@click.option("--dispatch-dtypes", default=None, metavar="LIST", help="fp8, bf16 or both (default both).")
+@click.option("--skew", type=click.FloatRange(0.0), default=None,
+              help="Zipf exponent of expert popularity (default 0: uniform routing).")
+@click.option("--routing-file", default=None, metavar="PATH", help=".npy expert ids [world, tokens, top_k].")
+@click.option("--seed", type=int, default=None, help="Seed of routing, weights and token values (default 0).")
+@click.option("--iters", type=click.IntRange(1), default=None, help="Timed iterations per case (default 20).")
+@_group_options
+def moe(preset: str | None, tokens: int | None, hidden: int | None, top_k: int | None, experts: int | None,
+        dispatch_dtypes: str | None, skew: float | None, routing_file: str | None, seed: int | None,
+        iters: int | None, **group: Any) -> int:
+    """MoE dispatch and combine over all_to_all_single with uneven splits: time as the maximum
+    over ranks per iteration (p50, p99, the fastest rank), and GB/s in four labelled
+    conventions: DeepEP's algorithm bytes, logical (rank-deduplicated) bytes, cross-rank bytes,
+    and the nccl-tests-style bus figure. Every rank checks the routing's digest before the
+    first exchange; dispatch is checked byte for byte, combine(dispatch(x)) against the
+    weighted sum.
+
+    \b
+    Example:
+      parity comm moe --nproc 4 --backend gloo --preset low-latency --json out.json
+      parity comm moe --nproc 8 --device cuda --preset normal --skew 1.2
+    """
+    from parity.report.comm import render_moe
+
+    options: dict[str, Any] = {}
+    for key, value in (("preset", preset), ("tokens", tokens), ("hidden", hidden), ("top_k", top_k),
+                       ("experts", experts), ("dispatch_dtypes", _split(dispatch_dtypes)), ("skew", skew),
+                       ("routing_file", routing_file), ("seed", seed), ("iterations", iters)):
+        if value is not None:
+            options[key] = value
+    return _measure("moe", options, render=render_moe, **group)

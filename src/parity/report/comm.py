@@ -80,7 +80,7 @@ def render_moe(summary: dict[str, Any]) -> str:
             out.append(f"    {_gbps(conv.get('gbps')):>10} GB/s  {conv['bytes']:>14,.0f} B  {conv['convention']}")
     if summary.get("imbalance_ratio") is not None:
         out.append(f"# routing {summary.get('routing')}: imbalance (max/mean tokens per expert) "
-                   f"{summary['imbalance_ratio']:.2f}, hash {summary.get('routing_hash', '')[:16]}")
+                   f"{summary['imbalance_ratio']:.2f}, hash {(summary.get('routing_digest') or '')[:16]}")
     out.append("OK" if summary.get("ok") else "FAILED")
     return "\n".join(out)
 
