@@ -136,3 +136,14 @@ def test_exchange_plan_and_fp8_round_trip() -> None:
     assert float(((back - rows.float()).abs() / rows.float().abs().clamp_min(0.05)).max()) < 0.13
     assert torch.equal(decode(encode(rows, dtype="bf16"), dtype="bf16", hidden=200), rows.float())
     assert math.isfinite(float(back.sum()))
+
+
+def test_slowdown_and_overlap_by_hand() -> None:
+    from parity.metrics.interference import overlap_achieved, slowdown
+
+    assert slowdown(4.5e-3, 3e-3) == pytest.approx(1.5)
+    assert slowdown(1.0, 0.0) is None
+    assert overlap_achieved(4e-3, 2e-3, 5e-3) == pytest.approx(0.5)
+    assert overlap_achieved(4e-3, 2e-3, 4e-3) == pytest.approx(1.0)
+    assert overlap_achieved(4e-3, 2e-3, 6e-3) == pytest.approx(0.0)
+    assert overlap_achieved(4e-3, 2e-3, 7e-3) == pytest.approx(-0.5)

@@ -130,3 +130,26 @@ def test_a_rank_killed_mid_run_is_named_within_bounds_and_the_cases_stay(tmp_pat
     line = done.stderr.strip().splitlines()[-1]
     assert "rank 1" in line and "continue with parity run --resume" in line, done.stderr
     assert _keys(db) == ["all_reduce/fp32/in-place/1024", "all_reduce/fp32/in-place/4096"]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_overlap_on_two_gloo_ranks_reports_alone_together_and_slowdown(tmp_path: Path) -> None:
+    out = tmp_path / "o.json"
+    done = _comm(["overlap", "--nproc", "2", "--backend", "gloo", "--device", "cpu", "--tokens", "32",
+                  "--hidden", "256", "--gemm-n", "128", "--copy-bytes", "1MiB", "--iters", "3", "--json", str(out)],
+                 tmp_path / "o.sqlite")
+    assert done.returncode == 0, done.stderr
+    doc = orjson.loads(out.read_bytes())
+    assert [r["key"] for r in doc["rows"]] == ["dispatch+gemm", "dispatch+copy"]
+    for row in doc["rows"]:
+        assert row["ok"]
+        for part in ("exchange", "kernel"):
+            alone, together = row[f"{part}_alone_s"], row[f"{part}_together_s"]
+            assert alone > 0 and together > 0
+            assert row[f"{part}_slowdown"] == pytest.approx(together / alone)
+        a, b = row["exchange_alone_s"], row["kernel_alone_s"]
+        assert row["overlap_fraction"] == pytest.approx((a + b - row["both_s"]) / min(a, b))
+    case = doc["cases"][0]
+    assert set(case["samples"]) == {"main", "exchange_alone", "kernel_alone", "exchange_together", "kernel_together"}
+    assert all(s["method"] == "max-over-ranks" for s in case["samples"].values())

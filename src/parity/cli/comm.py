@@ -171,3 +171,32 @@ def moe(preset: str | None, tokens: int | None, hidden: int | None, top_k: int |
         if value is not None:
             options[key] = value
     return _measure("moe", options, render=render_moe, **group)
+
+
+@comm.command()
+@click.option("--kernels", default=None, metavar="LIST", help="gemm, copy or both (default both).")
+@click.option("--tokens", type=click.IntRange(1), default=None, help="Tokens per rank of the exchange (default 128).")
+@click.option("--hidden", type=click.IntRange(1), default=None, help="Hidden size of the exchange (default 2048).")
+@click.option("--gemm-n", type=click.IntRange(1), default=None, help="GEMM size n (default 512).")
+@click.option("--copy-bytes", default=None, metavar="SIZE", help="Bytes the copy reads (default 32MiB).")
+@click.option("--iters", type=click.IntRange(1), default=None, help="Timed iterations of each run (default 10).")
+@_group_options
+def overlap(kernels: str | None, tokens: int | None, hidden: int | None, gemm_n: int | None,
+            copy_bytes: str | None, iters: int | None, **group: Any) -> int:
+    """A MoE exchange run alone, a compute kernel (a GEMM; a memory-bound copy) alone, and both
+    at once on the same device: each one's time alone and together, its slowdown, and the
+    overlap achieved, (a + b - both)/min(a, b), all as maxima over ranks per iteration.
+
+    \b
+    Example:
+      parity comm overlap --nproc 2 --backend gloo --json o.json
+      parity comm overlap --nproc 8 --device cuda --gemm-n 8192 --copy-bytes 1GiB
+    """
+    from parity.report.comm import render_overlap
+
+    options: dict[str, Any] = {}
+    for key, value in (("kernels", _split(kernels)), ("tokens", tokens), ("hidden", hidden), ("gemm_n", gemm_n),
+                       ("copy_bytes", parse_bytes(copy_bytes, option="--copy-bytes")), ("iterations", iters)):
+        if value is not None:
+            options[key] = value
+    return _measure("overlap", options, render=render_overlap, **group)

@@ -23,13 +23,15 @@ from parity.model.errors import ParityError
 class CommGroup:
     """This rank's view: ``rank``, ``world_size``, the data ``backend``, the gloo ``side``
     group (``control`` too, for ``parity.target.gather``), and whether this suite made the
-    group (``owned``: it destroys it at teardown)."""
+    group (``owned``: it destroys it at teardown), and this rank's ``device`` (what
+    ``parity.timing.ranks`` times on)."""
 
     rank: int
     world_size: int
     backend: str
     side: Any
     owned: bool
+    device: Any = None
 
     @property
     def control(self) -> Any:
@@ -50,7 +52,7 @@ def open_comm_group(device: Any, *, timeout_s: float = 300.0) -> CommGroup:
     side = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo",
                                                                      timeout=timedelta(seconds=timeout_s))
     return CommGroup(rank=dist.get_rank(), world_size=dist.get_world_size(), backend=backend,
-                     side=side, owned=owned)
+                     side=side, owned=owned, device=device)
 
 
 def close_comm_group(group: CommGroup | None) -> None:
