@@ -81,6 +81,8 @@ def render_moe(summary: dict[str, Any]) -> str:
     if summary.get("imbalance_ratio") is not None:
         out.append(f"# routing {summary.get('routing')}: imbalance (max/mean tokens per expert) "
                    f"{summary['imbalance_ratio']:.2f}, hash {(summary.get('routing_digest') or '')[:16]}")
+    for library, note in summary.get("library_backends", {}).items():
+        out.append(f"# {library}: {note}")
     out.append("OK" if summary.get("ok") else "FAILED")
     return "\n".join(out)
 

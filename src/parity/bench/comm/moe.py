@@ -62,6 +62,15 @@ def resolve_shape(options: MoeOptions) -> dict[str, int]:
     return dict(zip(("tokens", "hidden", "top_k", "experts"), (g or b for g, b in zip(given, base))))
 
 
+def library_backends() -> dict[str, str]:
+    """Why each MoE communication library is not measured beside parity's own exchange."""
+    import importlib.util
+
+    found = importlib.util.find_spec("deep_ep") is not None
+    return {"deep_ep": "installed, but parity does not drive its Buffer dispatch/combine yet" if found
+            else "not installed here: only parity's own exchange was measured (parity doctor lists the stack)"}
+
+
 class MoeSuite(SuiteBase):
     """MoE dispatch/combine over ``all_to_all_single`` (module docstring)."""
 
@@ -89,7 +98,8 @@ class MoeSuite(SuiteBase):
             close_comm_group(group)
             raise
         return {"group": group, "shape": shape, "routing": routing, "device": device,
-                "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"])}
+                "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"]),
+                "library_backends": library_backends()}
 
     def teardown(self, state: dict[str, Any] | None) -> None:
         close_comm_group(state["group"] if state else None)

@@ -59,7 +59,8 @@ def _metrics(state: dict[str, Any], *, dtype: str, direction: str) -> dict[str, 
     moved = case_bytes(state, dtype=dtype if direction == "dispatch" else "bf16")
     return {**state["shape"], **moved, "world_size": group.world_size, "backend": group.backend,
             "dispatch_dtype": dtype, "direction": direction, "routing": routing.source,
-            "routing_digest": routing.digest, "imbalance_ratio": routing.imbalance}
+            "routing_digest": routing.digest, "imbalance_ratio": routing.imbalance,
+            "library_backends": state.get("library_backends", {})}
 
 
 def dispatch_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: int, warmup_s: float) -> Work:

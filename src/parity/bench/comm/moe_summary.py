@@ -51,7 +51,8 @@ def summarize_moe(results: list[CaseResult]) -> dict[str, Any]:
     return {"rows": rows, "ok": all(r["ok"] for r in rows), "wrong": sum(r["wrong"] or 0 for r in rows),
             "world_size": first.get("world_size"), "backend": first.get("backend"),
             "routing": first.get("routing"), "routing_digest": first.get("routing_digest"),
-            "imbalance_ratio": first.get("imbalance_ratio"), "conventions": dict(CONVENTIONS)}
+            "imbalance_ratio": first.get("imbalance_ratio"), "conventions": dict(CONVENTIONS),
+            "library_backends": first.get("library_backends", {})}
 
 
 def moe_figures(summary: dict[str, Any]) -> list[Figure]:
