@@ -5,7 +5,6 @@ kept, and the overlap figures. Sizes are small: these check behaviour, never spe
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 
 from parity.bench.comm.collectives import CollectivesSuite
 from parity.bench.comm.moe import MoeSuite
+from test_run_ranks import _stored_keys
 
 TESTS = Path(__file__).resolve().parent
 
@@ -50,11 +50,7 @@ def _comm(args: list[str], db: Path, *, plugin: str | None = None, extra: dict[s
 
 
 def _keys(db: Path) -> list[str]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    try:
-        return sorted(k for (k,) in conn.execute("SELECT key FROM cases"))
-    finally:
-        conn.close()
+    return sorted(_stored_keys(db))
 
 
 @pytest.mark.slow

@@ -126,32 +126,35 @@ def _all_reduce(torch, *, count, rank, world, dtype, device, inplace):
             lambda: buf.cpu(), refill)
 
 
-def _all_gather(torch, *, count, rank, world, dtype, device, inplace):
+def _split(torch, *, count, rank, world, dtype, device, inplace, gather):
+    """all_gather (``gather``) or reduce_scatter: a whole buffer of ``count`` elements and this
+    rank's part of it (a view of the whole in place)."""
     import torch.distributed as dist
 
     chunk = count // world
-    out = torch.empty(count, dtype=dtype, device=device)
-    src = out[rank * chunk:(rank + 1) * chunk] if inplace else torch.empty(chunk, dtype=dtype, device=device)
+    whole = torch.empty(count, dtype=dtype, device=device)
+    part = whole[rank * chunk:(rank + 1) * chunk] if inplace else torch.empty(chunk, dtype=dtype, device=device)
+    if gather:
+        def refill() -> None:
+            whole.zero_()
+            part.copy_(pattern(torch, chunk, rank=rank))
 
-    def refill() -> None:
-        out.zero_()
-        src.copy_(pattern(torch, chunk, rank=rank))
+        return (lambda: _gather_single(dist)(whole, part), lambda: torch.cat(_others(torch, world, chunk)),
+                lambda: whole.cpu(), refill)
 
-    return (lambda: _gather_single(dist)(out, src), lambda: torch.cat(_others(torch, world, chunk)),
-            lambda: out.cpu(), refill)
+    def refill_whole() -> None:
+        whole.copy_(pattern(torch, count, rank=rank))
+
+    return (lambda: _scatter_single(dist)(part, whole),
+            lambda: sum(_others(torch, world, chunk, start=rank * chunk)), lambda: part.cpu(), refill_whole)
 
 
-def _reduce_scatter(torch, *, count, rank, world, dtype, device, inplace):
-    import torch.distributed as dist
+def _all_gather(torch, **kwargs):
+    return _split(torch, gather=True, **kwargs)
 
-    chunk = count // world
-    src = torch.empty(count, dtype=dtype, device=device)
-    out = src[rank * chunk:(rank + 1) * chunk] if inplace else torch.empty(chunk, dtype=dtype, device=device)
 
-    def refill() -> None:
-        src.copy_(pattern(torch, count, rank=rank))
-
-    return (lambda: _scatter_single(dist)(out, src), lambda: sum(_others(torch, world, chunk, start=rank * chunk)), lambda: out.cpu(), refill)
+def _reduce_scatter(torch, **kwargs):
+    return _split(torch, gather=False, **kwargs)
 
 
 def _all_to_all(torch, *, count, rank, world, dtype, device, inplace):

@@ -82,10 +82,8 @@ def dispatch_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: i
         return {"passed": wrong == 0, "wrong": wrong,
                 "method": "every received row equals the sender's encoded row, byte for byte"}
 
-    metrics = _metrics(state, dtype=dtype, direction="dispatch")
-    return Work(call=call, check=check, bytes=metrics["logical_bytes"], bytes_convention=LOGICAL,
-                warmup_s=warmup_s, budget_s=0.0, min_samples=iterations, max_samples=iterations,
-                flush_cache=False, metrics=metrics)
+    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="dispatch"),
+                          iterations=iterations, warmup_s=warmup_s)
 
 
 def combine_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: int, warmup_s: float) -> Work:
@@ -119,7 +117,12 @@ def combine_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: in
         return {"passed": wrong == 0, "wrong": wrong,
                 "method": "combine(dispatch(x)) = x_hat * sum(w * g_e) over the top-k, within bf16 rounding"}
 
-    metrics = _metrics(state, dtype=dtype, direction="combine")
+    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="combine"),
+                          iterations=iterations, warmup_s=warmup_s)
+
+
+def _exchange_work(call: Any, check: Any, metrics: dict[str, Any], *, iterations: int, warmup_s: float) -> Work:
+    """An exchange's declared work: its logical bytes, a fixed number of iterations, no flush."""
     return Work(call=call, check=check, bytes=metrics["logical_bytes"], bytes_convention=LOGICAL,
                 warmup_s=warmup_s, budget_s=0.0, min_samples=iterations, max_samples=iterations,
                 flush_cache=False, metrics=metrics)
