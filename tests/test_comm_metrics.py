@@ -147,3 +147,21 @@ def test_slowdown_and_overlap_by_hand() -> None:
     assert overlap_achieved(4e-3, 2e-3, 4e-3) == pytest.approx(1.0)
     assert overlap_achieved(4e-3, 2e-3, 6e-3) == pytest.approx(0.0)
     assert overlap_achieved(4e-3, 2e-3, 7e-3) == pytest.approx(-0.5)
+
+
+def test_the_collectives_table_has_nccl_tests_layout_units_and_footer() -> None:
+    from parity.report.comm import render_collectives
+
+    row = {"op": "all_reduce", "dtype": "fp32", "placement": "in-place", "size_bytes": 1024, "count": 256,
+           "time_s": 2e-4, "time_p99_s": 3e-4, "fastest_rank_s": 1e-4, "algbw_gbps": 0.00512,
+           "busbw_gbps": 0.00768, "wrong": 0, "error": None}
+    text = render_collectives({"rows": [row], "wrong": 0, "ok": True, "avg_busbw_all_gbps": 0.00768,
+                               "world_size": 4, "backend": "gloo"})
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["size", "count", "type"])
+    assert lines[header + 1].split()[:2] == ["(B)", "(elements)"] and "(GB/s)" in lines[header + 1]
+    assert lines[header + 2].split() == ["1024", "256", "fp32", "sum", "-1", "-", "-", "-", "-", "-", "-",
+                                         "200.0", "300.0", "100.0", "0.01", "0.01", "0"]
+    assert lines[-3:] == ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.01 GB/s", "OK"]
+    failed = render_collectives({"rows": [{**row, "wrong": 3}], "wrong": 3, "ok": False})
+    assert failed.splitlines()[-1] == "FAILED" and "3 FAILED" in failed
