@@ -34,13 +34,15 @@ class RankRequest:
     argv: tuple[str, ...] = ()
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
     progress_path: str | None = None  # rank 0 appends its progress events here, one JSON line each
+    backend: str | None = None  # torch.distributed backend; None: the one that goes with the device
 
 
 def rank_main(request: RankRequest) -> dict[str, Any] | None:
     """One rank's whole run: join the group, measure, leave. Rank 0 answers ``{run_id, ok}``."""
     from parity.target import joined_group
 
-    with joined_group(device=request.device, timeout_s=request.step_timeout_s) as group:
+    with joined_group(device=request.device, timeout_s=request.step_timeout_s,
+                      backend=request.backend) as group:
         return run_rank(group, request)
 
 

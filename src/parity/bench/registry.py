@@ -29,6 +29,9 @@ BUILTIN: dict[str, str] = {
     "gemm": "parity.bench.gemm:GemmSuite",
     "membw": "parity.bench.membw:MembwSuite",
     "latency": "parity.bench.latency:LatencySuite",
+    "collectives": "parity.bench.comm.collectives:CollectivesSuite",
+    "moe": "parity.bench.comm.moe:MoeSuite",
+    "overlap": "parity.bench.comm.overlap:OverlapSuite",
 }
 ENTRY_POINT_GROUP = "parity.suites"
 PLUGINS_ENV = "PARITY_PLUGINS"

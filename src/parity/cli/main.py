@@ -20,6 +20,7 @@ COMMANDS = {
     "membw": "parity.cli.membw:membw",
     "latency": "parity.cli.latency:latency",
     "trace": "parity.cli.trace:trace",
+    "comm": "parity.cli.comm:comm",
 }
 
 

@@ -110,15 +110,17 @@ def join_group(
     device: str | Device | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     environ: Mapping[str, str] | None = None,
+    backend: str | None = None,
 ) -> RankGroup:
-    """Join the group this process's launcher started (see the module docstring)."""
+    """Join the group this process's launcher started (see the module docstring); ``backend``
+    (``gloo``, ``nccl``, ...) overrides the one that goes with the device."""
     import torch.distributed as dist
 
     if dist.is_initialized():
         raise ParityError("this process already belongs to a process group; call leave_group()")
     env = read_rank_env(os.environ if environ is None else environ)
     chosen = rank_device(device, env.local_rank)
-    backend = distributed_backend(chosen)
+    backend = backend or distributed_backend(chosen)
     _init_process_group(env, backend=backend, device=chosen, timeout_s=timeout_s)
     try:
         control = _control_group(backend, timeout_s=timeout_s)
@@ -156,9 +158,10 @@ def joined_group(
     device: str | Device | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     environ: Mapping[str, str] | None = None,
+    backend: str | None = None,
 ) -> Iterator[RankGroup]:
     """``join_group`` on entry, ``leave_group`` on exit, whatever happens in between."""
-    group = join_group(device=device, timeout_s=timeout_s, environ=environ)
+    group = join_group(device=device, timeout_s=timeout_s, environ=environ, backend=backend)
     try:
         yield group
     finally:

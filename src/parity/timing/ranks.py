@@ -5,6 +5,7 @@ times the same iterations with its own clock; then, for each iteration ``i``,
 
     t_i = max over ranks r of t[r, i]        (the timing: the step ends when the last rank does)
     m_i = min over ranks r of t[r, i]        (kept beside it, in ``meta["min_over_ranks_s"]``)
+    median over i of t[r, i], for every r   (each rank's own median, ``meta["rank_median_s"]``)
 
 by two ``all_reduce`` calls (MAX and MIN) over a float64 tensor of the per-iteration times, on
 the group's gloo control channel (the numbers are tiny; no accelerator is involved). A wide
@@ -49,6 +50,8 @@ def max_over_ranks(
     (``device-events``, ``host-clock``); the result's ``resolution_s`` is the coarsest rank's.
     Example: rank 0 timed (1, 5, 3) s and rank 1 (4, 2, 3) s -> values (4, 5, 3), min (1, 2, 3).
     """
+    import statistics
+
     import torch
     import torch.distributed as dist
 
@@ -67,6 +70,9 @@ def max_over_ranks(
     low = high.clone()
     dist.all_reduce(high, op=dist.ReduceOp.MAX, group=group.control)
     dist.all_reduce(low, op=dist.ReduceOp.MIN, group=group.control)
+    medians = [torch.zeros(1, dtype=torch.float64) for _ in range(group.world_size)]
+    dist.all_gather(medians, torch.tensor([statistics.median(times_s)], dtype=torch.float64),
+                    group=group.control)
     return Samples(
         values_s=tuple(high.tolist()),
         method=METHOD,
@@ -75,6 +81,7 @@ def max_over_ranks(
         warmup_calls=warmup_calls,
         meta={
             "min_over_ranks_s": low.tolist(),
+            "rank_median_s": [float(m[0]) for m in medians],
             "world_size": group.world_size,
             "rank_method": rank_method,
         },
@@ -137,14 +144,17 @@ def measure_over_ranks(
 ) -> Any:
     """A ``parity.timing.Measurement`` of ``fn`` timed on every rank, max over ranks per call.
 
-    The same budget rule as ``parity.timing.measure``, agreed by every rank: each rank warms up
-    for ``warmup_s`` and estimates its per-call time; the iteration count is
+    The same budget rule as ``parity.timing.measure``, agreed by every rank: one call, then
+    ``ceil(warmup_s / slowest first call) - 1`` more warm-up calls on every rank (at most 10 s
+    of them; the same count everywhere, since ``fn`` may be a collective), and each rank's
+    per-call estimate; the iteration count is
     ``clamp(floor(budget_s / slowest per-call estimate), min_samples, max_samples)``, the same
     on every rank; then ``time_iterations_over_ranks``. The cache is not flushed between
     iterations (a flush per rank would be timed by the barrier); ``flush_cache=True`` adds an
     info finding that says so. ``inputs`` (an input rotation) gives call ``i`` its set ``i``.
     """
     import itertools
+    import math
     import statistics
     import time
 
@@ -158,14 +168,19 @@ def measure_over_ranks(
     calls = itertools.count()
     call = (lambda: fn(inputs[next(calls)])) if inputs is not None else fn
     dev = device if device is not None else group.device
-    times: list[float] = []
-    started = time.perf_counter()
-    while not times or (sum(times) < warmup_s and time.perf_counter() - started < 10.0):
+    def timed_call() -> float:
         dev.synchronize()
         begin = time.perf_counter()
         call()
         dev.synchronize()
-        times.append(time.perf_counter() - begin)
+        return time.perf_counter() - begin
+
+    # The warm-up count is agreed, not timed per rank: ``fn`` may be a collective, and ranks
+    # that called it a different number of times would wait for each other forever.
+    times = [timed_call()]
+    first = max(all_gather(times[0], group=group, timeout_s=barrier_timeout_s))
+    extra = 0 if first <= 0 else min(math.ceil(warmup_s / first), math.ceil(10.0 / first)) - 1
+    times += [timed_call() for _ in range(max(0, extra))]
     estimate = statistics.median(times[1:] or times)
     slowest = max(all_gather(estimate, group=group, timeout_s=barrier_timeout_s))
     count = samples_for_budget(budget_s=budget_s, per_sample_s=slowest, min_samples=min_samples,
