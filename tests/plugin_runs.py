@@ -5,18 +5,22 @@ read-only connection (so a test can watch a run that another process is writing)
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
 
-def plugin_env(db: Path, plugin: str) -> dict[str, str]:
-    """This process's environment, with ``plugin`` (``module:Class`` in this folder) loadable
-    and ``db`` as the results store."""
+def plugin_env(db: Path, plugin: str | None = None) -> dict[str, str]:
+    """This process's environment, with this folder importable, ``plugin`` (``module:Class``
+    in it) registered when given, and ``db`` as the results store."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
-    env["PARITY_PLUGINS"] = plugin
+    if plugin:
+        env["PARITY_PLUGINS"] = plugin
     env["PARITY_DB"] = str(db)
     return env
 
@@ -34,3 +38,19 @@ def stored_cases(db: Path) -> list[tuple[str, str, int]]:
         return []
     finally:
         conn.close()
+
+
+def stored_keys(db: Path) -> list[str]:
+    """The keys of every stored case, sorted."""
+    return [key for _, key, _ in stored_cases(db)]
+
+
+def kill_after_stored(proc: subprocess.Popen[bytes], db: Path, *, cases: int, within_s: float) -> None:
+    """SIGKILL ``proc`` once ``db`` holds ``cases`` cases; fail if it exits or takes longer."""
+    deadline = time.monotonic() + within_s
+    while len(stored_cases(db)) < cases:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        assert time.monotonic() < deadline, f"the run stored no {cases} cases within {within_s:g} s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)

@@ -10,12 +10,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 import pytest
-from plugin_runs import plugin_env, stored_cases
+from plugin_runs import kill_after_stored, plugin_env, stored_cases
 
 CASES = 20
 
@@ -49,13 +48,7 @@ def test_sigkill_mid_run_then_resume_keeps_every_case_once(tmp_path: Path) -> No
     proc = subprocess.Popen(
         command, env=_env(db), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    deadline = time.monotonic() + 60
-    while len(_stored(db)) < 3:
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        assert time.monotonic() < deadline, "the run stored no case within 60 s"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_after_stored(proc, db, cases=3, within_s=60)
     assert proc.returncode == -signal.SIGKILL
     before = _stored(db)
     assert 3 <= len(before) < CASES, "the kill should land mid-run"

@@ -13,12 +13,10 @@ from typing import Any
 
 import orjson
 import pytest
+from plugin_runs import plugin_env, stored_keys
 
 from parity.bench.comm.collectives import CollectivesSuite
 from parity.bench.comm.moe import MoeSuite
-from test_run_ranks import _stored_keys
-
-TESTS = Path(__file__).resolve().parent
 
 
 class SkewedSeedMoe(MoeSuite):
@@ -39,18 +37,13 @@ class DyingCollectives(CollectivesSuite):
 
 def _comm(args: list[str], db: Path, *, plugin: str | None = None, extra: dict[str, str] | None = None,
           timeout: float = 200) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
-    env["PARITY_DB"] = str(db)
-    if plugin:
-        env["PARITY_PLUGINS"] = plugin
-    env.update(extra or {})
+    env = {**plugin_env(db, plugin), **(extra or {})}
     return subprocess.run([sys.executable, "-m", "parity", "comm", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
 def _keys(db: Path) -> list[str]:
-    return sorted(_stored_keys(db))
+    return stored_keys(db)
 
 
 @pytest.mark.slow

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
-from plugin_runs import plugin_env, stored_cases
+from plugin_runs import kill_after_stored, plugin_env, stored_keys
 
 from parity.bench.options import option
 from parity.bench.suite import CaseSpec, SuiteBase
@@ -99,7 +98,7 @@ def _parity(args: list[str], db: Path, *, timeout: float = 240) -> subprocess.Co
 
 
 def _stored_keys(db: Path) -> list[str]:
-    return [key for _, key, _ in stored_cases(db)]
+    return stored_keys(db)
 
 
 @pytest.mark.slow
@@ -111,13 +110,7 @@ def test_two_gloo_ranks_measure_store_resume_and_export(tmp_path: Path) -> None:
         [sys.executable, "-m", "parity", "run", "--ranks", "2", "--device", "cpu", "--suite", "allreduce",
          "--set", f"allreduce.sizes={orjson.dumps(sizes).decode()}", "--set", "allreduce.sleep_s=0.3"],
         env=_env(db), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 180
-    while len(_stored_keys(db)) < 2:
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        assert time.monotonic() < deadline, "the ranks stored no case within 180 s"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_after_stored(proc, db, cases=2, within_s=180)
     before = _stored_keys(db)
     assert 2 <= len(before) < len(sizes)
     conn = sqlite3.connect(db)
