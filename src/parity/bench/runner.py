@@ -232,37 +232,47 @@ def _sweep(
             for case in pending:
                 tracker.emit("case", suite=suite.name, key=case.key)
                 started = time.perf_counter()
-                result = _measure_one(suite, case, device=device, options=options[suite.name],
-                                      state=state, coord=coord)
-                stored = coord.collect(result)
-                if stored is not None and store is not None:
-                    store.add_case(run_id, stored)  # committed before the next case starts
+                ok = _measure_and_store(store, run_id, suite, case, device=device,
+                                        options=options[suite.name], state=state, coord=coord)
                 tracker.count(suite.name, case, seconds=time.perf_counter() - started)
-                tracker.emit("measured", suite=suite.name, key=case.key, ok=(stored or result).ok)
-    if store is not None and coord.group is None:
-        _recheck(store, run_id, plan, device=device, options=options, coord=coord)
+                tracker.emit("measured", suite=suite.name, key=case.key, ok=ok)
+    _recheck(store, run_id, plan, device=device, options=options, coord=coord)
     return tracker
 
 
-def _recheck(store: Store, run_id: str, plan: list[tuple[Suite, list[CaseSpec]]], *, device: Any,
+def _measure_and_store(store: Store | None, run_id: str, suite: Suite, case: CaseSpec, *, device: Any,
+                       options: Any, state: Any, coord: Any) -> bool:
+    """Measure ``case`` on every rank and commit the merged row (the writer only) before the
+    next case starts; whether the case is ok."""
+    result = _measure_one(suite, case, device=device, options=options, state=state, coord=coord)
+    stored = coord.collect(result)
+    if stored is not None and store is not None:
+        store.add_case(run_id, stored)
+    return (stored or result).ok
+
+
+def _recheck(store: Store | None, run_id: str, plan: list[tuple[Suite, list[CaseSpec]]], *, device: Any,
              options: dict[str, dict[str, Any]], coord: Any) -> None:
-    """Measure again, once, the cases each suite's ``recheck`` names from its stored results
-    (points off the trend of their neighbours); a case already measured again is not. Single
-    process only: on ranks the suites' summaries flag such points without a second look."""
+    """Measure again, once, the cases each suite's optional ``recheck`` names from its stored
+    results (points off the trend of their neighbours); a case already measured again is not.
+    The writer chooses them and shares the list, so on ranks every rank measures them too."""
     for suite, _ in plan:
         recheck = getattr(suite, "recheck", None)
         if recheck is None:
             continue
-        results = store.cases(run_id, suite.name)
-        done = {r.key for r in results}
-        again = [c for c in recheck(results, options=options[suite.name]) if c.key not in done]
+        again = None
+        if store is not None:
+            results = store.cases(run_id, suite.name)
+            done = {r.key for r in results}
+            again = [c for c in recheck(results, options=options[suite.name]) if c.key not in done]
+        again = coord.share(again)
         if not again:
             continue
         log.info("%s: measuring %d off-trend case(s) again", suite.name, len(again))
         with _suite_state(suite, device=device, options=options[suite.name]) as state:
             for case in again:
-                store.add_case(run_id, _measure_one(suite, case, device=device, options=options[suite.name],
-                                                    state=state, coord=coord))
+                _measure_and_store(store, run_id, suite, case, device=device, options=options[suite.name],
+                                   state=state, coord=coord)
 
 
 @contextlib.contextmanager
