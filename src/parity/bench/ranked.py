@@ -16,9 +16,10 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from parity.bench.coordination import DEFAULT_STEP_TIMEOUT_S
+
 # A whole multi-rank run may take as long as a full sweep does; hangs are caught per step.
 RUN_LIMIT_S = 7 * 24 * 3600.0
-DEFAULT_STEP_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True, kw_only=True)

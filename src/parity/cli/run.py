@@ -7,6 +7,7 @@ from typing import Any
 import click
 import orjson
 
+from parity.bench.coordination import DEFAULT_STEP_TIMEOUT_S
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 from parity.cli.runs import db_option, stdout_console
@@ -132,7 +133,7 @@ def _resume_settings(
                    "one GPU per rank). Every rank measures, time is the maximum over ranks.")
 @click.option("--join", is_flag=True,
               help="Be one rank of a group the user's torchrun or srun started; rank 0 writes the store.")
-@click.option("--rank-timeout", "step_timeout_s", type=click.FloatRange(1.0), default=600.0, show_default=True,
+@click.option("--rank-timeout", "step_timeout_s", type=click.FloatRange(1.0), default=DEFAULT_STEP_TIMEOUT_S, show_default=True,
               metavar="SECONDS", help="With ranks: how long a rank waits for the others at a step before "
                                       "naming the rank that died or hangs.")
 @click.option("--endpoint", "endpoint_url", default=None, metavar="URL",
