@@ -39,6 +39,17 @@ def build_report(*, runs: list[tuple[Any, list[Any]]], trace_paths: tuple[str, .
     return data, path, svgs
 
 
+def report_after_run(store: Store, run: Any, cases: list[Any]) -> str:
+    """Write ``run``'s report next to the store; the line that says where (or why not: a run's
+    result never depends on its report)."""
+    path = default_report_path(Path(store.path), run.run_id)
+    try:
+        build_report(runs=[(run, cases)], output=path)
+    except ParityError as exc:
+        return f"report: not written ({exc})"
+    return f"report: {path} (next to the store; parity report {run.run_id} -o FILE writes it elsewhere)"
+
+
 @click.command()
 @click.argument("run_ids", nargs=-1, metavar="[RUN_ID...]")
 @click.option("--trace", "trace_paths", multiple=True, type=click.Path(exists=True), metavar="PATH",

@@ -218,7 +218,8 @@ def latency_charts(runs: Runs) -> list[Chart]:
                         Column(field="working_set_bytes", title="working set", unit="B"),
                         Column(field="latency_s", title="latency", unit="s"))))))
     if sets["blocks"]:
-        x = {"field": "blocks", "type": "quantitative", "title": "concurrent blocks"}
+        x = {"field": "blocks", "type": "quantitative", "title": "concurrent blocks",
+             "axis": {"tickMinStep": 1, "format": "d"}}
         spec = vega_lite({"blocks": sets["blocks"], "knees": sets["knees"]}, {"layer": [
             {"data": {"name": "blocks"}, "mark": {"type": "line", "point": True},
              "encoding": {"x": x, "y": y, "color": series_color()}},

@@ -43,7 +43,8 @@ def column_scale(unit: str, values: list[Any]) -> tuple[str, float]:
         return PLAIN_UNITS[unit], 1.0
     numbers = sorted(abs(float(v)) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
     typical = numbers[len(numbers) // 2] if numbers else 0.0
-    for threshold, suffix, scale in COLUMN_SCALES.get(unit, ((0.0, unit, 1.0),)):
+    human, factor = UNITS.get(unit, (unit, 1.0))
+    for threshold, suffix, scale in COLUMN_SCALES.get(unit, ((0.0, human, factor),)):
         if typical >= threshold:
             return suffix, scale
     return unit, 1.0
@@ -55,7 +56,7 @@ def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
     if scale is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         shown = significant(value / scale) + (f" {suffix}" if suffix else "")
         return f'<td class="num" data-scale="{scale!r}">{html.escape(shown)}</td>'
-    return f'<td class="text">{html.escape(str(value))}</td>'
+    return f'<td class="text"><span class="clamp">{html.escape(str(value))}</span></td>'
 
 
 def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
@@ -77,8 +78,8 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         cells = []
         for col, sc in zip(table["columns"], scales):
             value = row.get(col["field"])
-            if sc is None:
-                human, scale = UNITS.get(row.get(col["unit_field"]) or "count", ("", 1.0))
+            if sc is None:  # one unit per row: its scale from this value alone
+                human, scale = column_scale(row.get(col["unit_field"]) or "count", [value])
                 cells.append(_cell(value, scale, human))
             else:
                 cells.append(_cell(value, sc[1]))

@@ -58,13 +58,13 @@ def timeline_segments(table: ActivityTable, codes: np.ndarray, labels: tuple[str
     rows = np.flatnonzero(mask)
     order = np.lexsort((table.start_ns[rows], table.stream[rows], table.device[rows]))
     rows = rows[order]
-    gap = (end_ns - start_ns) / limit if len(rows) > limit else -1.0
+    gap = (end_ns - start_ns) / limit if len(rows) > limit else None
     out: list[dict[str, Any]] = []
     for row in rows.tolist():
         lane = f"rank {rank} · device {int(table.device[row])} · stream {int(table.stream[row])}"
         s, e = max(int(table.start_ns[row]), start_ns), min(int(table.end_ns[row]), end_ns)
         last = out[-1] if out else None
-        if last is not None and last["lane"] == lane and s - last["_end"] <= gap:
+        if gap is not None and last is not None and last["lane"] == lane and s - last["_end"] <= gap:
             last["_end"] = max(last["_end"], e)
             last["end_s"] = (last["_end"] - start_ns) * 1e-9
             last["kernels"] += 1
