@@ -95,13 +95,15 @@ def decode_charts(runs: list[tuple[str, list[CaseResult], list[dict[str, Any]]]]
         layers = [{"data": {"name": "points"}, "mark": {"type": "line", "point": True},
                    "encoding": {"x": x, "y": y, "color": series_color(),
                                 "tooltip": [{"field": "key"}, {"field": "batch"}]}}]
+        reached = [t for t in targets if t["tokens_per_s_per_card"] is not None]
         if targets:
-            layers += [{"data": {"name": "targets"}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "#888"},
-                        "encoding": {"x": {**x, "field": "tpot_target_s"}}},
-                       {"data": {"name": "targets"}, "mark": {"type": "point", "shape": "cross", "size": 140,
-                                                              "color": "#d62728"},
-                        "encoding": {"x": {**x, "field": "tpot_target_s"}, "y": y}}]
-        spec = vega_lite({"points": points, "targets": targets}, {"layer": layers})
+            layers.append({"data": {"name": "targets"}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "#888"},
+                           "encoding": {"x": {**x, "field": "tpot_target_s"}}})
+        if reached:
+            layers.append({"data": {"name": "reached"}, "mark": {"type": "point", "shape": "cross", "size": 140,
+                                                                 "color": "#d62728", "filled": True},
+                           "encoding": {"x": {**x, "field": "tpot_target_s"}, "y": y}})
+        spec = vega_lite({"points": points, "targets": targets, "reached": reached}, {"layer": layers})
         charts.append(Chart(
             id=f"{suite}-throughput", section="decode", title=f"{suite}: tokens/s per card against TPOT",
             spec=spec, note=f"{what}; dashed rules: TPOT targets, crosses: the throughput reached there "
