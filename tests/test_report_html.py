@@ -68,6 +68,7 @@ def test_every_family_is_drawn_from_stored_rows() -> None:
     serving = charts["serving-throughput"]["spec"]["datasets"]
     assert [p["tokens_per_s_per_card"] for p in serving["points"]] == [40.0, 320.0, 1280.0]
     assert serving["targets"][0]["tokens_per_s_per_card"] is None  # not reached: null, never made up
+    assert serving["targets"][0]["note"] == "not reached in the measured range" and serving["reached"] == []
     busbw = charts["comm-busbw"]["spec"]["datasets"]["points"]
     assert len(busbw) == 6 and {p["series"] for p in busbw} == {"all_reduce fp32 out-of-place",
                                                               "all_gather fp32 out-of-place"}

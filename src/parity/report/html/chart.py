@@ -91,6 +91,7 @@ def vega_lite(datasets: dict[str, list[dict[str, Any]]], body: dict[str, Any], *
         "datasets": {name: [_finite(row) for row in rows] for name, rows in datasets.items()},
         "config": {"font": "system-ui, sans-serif", "view": {"stroke": "#ddd"},
                    "axis": {"labelFontSize": 11, "titleFontSize": 12, "gridColor": "#eee"},
+                   "axisX": {"labelOverlap": "greedy", "labelSeparation": 6},
                    "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 260}},
         **body,
     }

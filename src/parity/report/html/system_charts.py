@@ -76,7 +76,8 @@ def _targets(label: str, figures: list[dict[str, Any]], suite: str, many: bool) 
         if not f.get("name", "").startswith(f"{suite}.") or target is None:
             continue
         out.append({"series": label if many else f["name"], "figure": f["name"], "tpot_target_s": target,
-                    "tokens_per_s_per_card": f.get("value"), "note": f.get("note", "")})
+                    "tokens_per_s_per_card": f.get("value"),
+                    "note": f.get("note") or ("" if f.get("value") is not None else "not reached in the measured range")})
     return out
 
 
@@ -89,8 +90,8 @@ def decode_charts(runs: list[tuple[str, list[CaseResult], list[dict[str, Any]]]]
         if not points:
             continue
         targets = [t for label, _, figures in runs for t in _targets(label, figures, suite, many)]
-        x = {"field": "tpot_s", "type": "quantitative", "title": "TPOT (s per output token)",
-             "axis": {"format": "~s"}}
+        x = {"field": "tpot_s", "type": "quantitative", "title": "TPOT (ms per output token)",
+             "axis": {"labelExpr": "format(datum.value * 1000, '~g')"}}
         y = {"field": "tokens_per_s_per_card", "type": "quantitative", "title": "tokens/s per card"}
         layers = [{"data": {"name": "points"}, "mark": {"type": "line", "point": True},
                    "encoding": {"x": x, "y": y, "color": series_color(),

@@ -19,6 +19,9 @@ from parity.trace.table import ActivityTable
 
 MAX_SEGMENTS = 2500  # timeline bars per trace; past it, neighbours closer than a gap are merged
 SENSITIVITY_SCALE = "matrix=2"  # the what-if run whose sensitivity table is drawn
+# One colour per category in every trace chart (a category without one is grey).
+CATEGORY_COLORS = {"matrix": "#4c78a8", "attention": "#9467bd", "vector": "#54a24b", "communication": "#e45756",
+                   "memory": "#f58518", "other": "#b279a2", "unmatched": "#9d9d9d"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +94,12 @@ def _kernel_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
             for r in analysis.get("ranks", []) for k in r.get("top_kernels", [])]
 
 
+def _category_color(segments: list[dict[str, Any]]) -> dict[str, Any]:
+    present = sorted({s["category"] for s in segments}, key=lambda c: (c not in CATEGORY_COLORS, c))
+    return {"field": "category", "type": "nominal", "legend": {"orient": "bottom"},
+            "scale": {"domain": present, "range": [CATEGORY_COLORS.get(c, "#c7c7c7") for c in present]}}
+
+
 def timeline_chart(index: int, trace: TraceInput) -> Chart:
     """Bars per stream across the window, coloured by category, beside each stream's busy fraction."""
     window = trace.analysis.get("window") or {}
@@ -103,7 +112,7 @@ def timeline_chart(index: int, trace: TraceInput) -> Chart:
              "encoding": {"x": {"field": "start_s", "type": "quantitative", "title": "time in the window (s)",
                                 "axis": {"format": "~s"}},
                           "x2": {"field": "end_s"}, "y": y,
-                          "color": {"field": "category", "type": "nominal", "legend": {"orient": "bottom"}},
+                          "color": _category_color(trace.segments),
                           "tooltip": [{"field": "name"}, {"field": "category"}, {"field": "kernels"}]}},
             {"data": {"name": "streams"}, "width": 140, "height": {"step": 26},
              "layer": [{"mark": {"type": "bar", "color": "#4c78a8"},
