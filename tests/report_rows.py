@@ -26,7 +26,8 @@ def synthetic_run() -> tuple[RunRecord, list[CaseResult]]:
                           check={"passed": True}) for i, c in enumerate((1, 8, 32))]
     collectives = {"rows": [{"op": op, "dtype": "fp32", "placement": "out-of-place", "size_bytes": s,
                              "time_s": 1e-5 + s / 1e10, "algbw_gbps": s / (1e-5 + s / 1e10) / 1e9,
-                             "busbw_gbps": 1.5 * s / (1e-5 + s / 1e10) / 1e9, "wrong": 0}
+                             "busbw_gbps": (1.5 if op == "all_reduce" else 0.75) * s / (1e-5 + s / 1e10) / 1e9,
+                             "wrong": 0}
                             for op in ("all_reduce", "all_gather") for s in (1024, 65536, 4194304)]}
     latency = {"size_curves": [{"page": "base", "stride_bytes": 64, "points": [
                    {"working_set_bytes": 4096 * 2**i, "latency_ns": ns} for i, ns in enumerate((1.2, 1.2, 4.0, 4.1, 12.0, 80.0))],

@@ -140,10 +140,15 @@ def membw_charts(runs: Runs) -> list[Chart]:
     points = [r for p, _, _ in parts for r in p]
     if not points:
         return []
+    ceilings = [{"series": label, "bandwidth_bps": s["ceiling"]["gbps"] * 1e9,
+                 "operand_bytes": s["ceiling"].get("operand_bytes"), "method": s["ceiling"].get("method", "")}
+                for label, s in runs if (s.get("ceiling") or {}).get("gbps")]
     datasets = {"points": points, "fit": [r for _, f, _ in parts for r in f],
-                "fits": [r for _, _, f in parts for r in f]}
+                "fits": [r for _, _, f in parts for r in f], "ceiling": ceilings}
     x = log_axis("operand_bytes", "operand size (B)")
     y = log_axis("bandwidth_bps", "bandwidth (B/s, bytes read + written)")
+    ceiling_layer = [{"data": {"name": "ceiling"}, "mark": {"type": "rule", "color": "#666", "strokeDash": [2, 2]},
+                      "encoding": {"y": y}}] if ceilings else []
     spec = vega_lite(datasets, {"layer": [
         {"data": {"name": "fit"}, "mark": {"type": "line", "strokeDash": [5, 3], "opacity": 0.8},
          "encoding": {"x": x, "y": y, "color": series_color()}},
@@ -151,12 +156,16 @@ def membw_charts(runs: Runs) -> list[Chart]:
          "encoding": {"x": x, "y": y, "color": series_color(),
                       "tooltip": [{"field": "series"}, {"field": "operand_bytes", "format": ".4s"},
                                   {"field": "bandwidth_bps", "format": ".4s"}]}},
-    ]}, height=320)
+    ] + ceiling_layer}, height=320)
     return [Chart(
         id="membw-bandwidth", section="memory", title="Bandwidth against size, with the fit t = a + V/b",
         spec=spec, note="Points: median bandwidth per size (STREAM bytes: read + written); dashed: the fit "
-                        "t = a + V/b per operation. Warm: repeated without a flush; cold: after a cache flush.",
-        tables=(Table(dataset="fits", title="fits", columns=(
+                        "t = a + V/b per operation; grey dotted: the measured ceiling (one dedicated large copy). "
+                        "Warm: repeated without a flush; cold: after a cache flush.",
+        tables=(Table(dataset="ceiling", title="measured ceiling", columns=(
+                    Column(field="series", title="run"), Column(field="bandwidth_bps", title="B", unit="B/s"),
+                    Column(field="operand_bytes", title="copy of", unit="B"), Column(field="method", title="method"))),
+                Table(dataset="fits", title="fits", columns=(
                     Column(field="series", title="operation"), Column(field="fixed_cost_s", title="a", unit="s"),
                     Column(field="asymptotic_bps", title="b", unit="B/s"),
                     Column(field="n_half_bytes", title="n½ = a·b", unit="B"),
