@@ -177,3 +177,20 @@ def test_cli_refuses_an_unknown_run_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["report", "no-such-run", "--db", str(db), "-o", str(tmp_path / "r.html")])
     assert exit_info.value.code == 2
+
+
+def test_a_trace_without_a_what_if_keeps_its_timeline_and_says_why() -> None:
+    from parity.report.html.trace_charts import TraceInput
+
+    analysis = {"format": "kineto", "window": {"length_us": 10.0, "source": "span", "detail": "whole"},
+                "streams": [{"rank": 0, "device": 0, "stream": 7, "kernels": 1, "busy_us": 5.0, "busy_fraction": 0.5,
+                             "share_of_summed": 1.0}], "ranks": []}
+    trace = TraceInput(path="/x/t.json", analysis=analysis, whatif=None, whatif_note="t.json: no what-if (why)",
+                       segments=[{"lane": "rank 0 · device 0 · stream 7", "start_s": 0.0, "end_s": 5e-6,
+                                  "category": "matrix", "name": KERNEL_NAME, "kernels": 1}])
+    data = report_data(traces=[trace])
+    assert [c["id"] for c in data["charts"]] == ["trace-0-timeline"]
+    assert {s["id"]: s["lines"] for s in data["sections"]}["whatif"] == ["t.json: no what-if (why)"]
+    streams = data["charts"][0]["spec"]["datasets"]["streams"]
+    assert streams == [{"lane": "rank 0 · device 0 · stream 7", "kernels": 1, "busy_s": pytest.approx(5e-6), "busy_fraction": 0.5,
+                        "share_of_summed": 1.0}]

@@ -109,7 +109,8 @@ def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: 
     charts = report_charts(runs, traces, comparison)
     sections = [{"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]}
                 for sid, heading in SECTIONS]
-    lines = {"compare": list((comparison or {}).get("claims") or [])}
+    lines = {"compare": list((comparison or {}).get("claims") or []),
+             "whatif": [t.whatif_note for t in traces if t.whatif_note]}
     if comparison and comparison.get("forced"):
         lines["compare"].insert(0, "This comparison was forced across different conventions: every marked line "
                                    "mixes them.")

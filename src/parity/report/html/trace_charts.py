@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from parity.model.errors import ParityError
 from parity.report.html.chart import NUMBER, Chart, Column, Table, vega_lite
 from parity.trace.table import ActivityTable
 
 MAX_SEGMENTS = 2500  # timeline bars per trace; past it, neighbours closer than a gap are merged
-SENSITIVITY_SCALE = "matrix=2"  # the what-if run whose sensitivity table is drawn
+SENSITIVITY_FACTOR = 2  # the what-if run whose sensitivity table is drawn: its busiest category 2x faster
 # One colour per category in every trace chart (a category without one is grey).
 CATEGORY_COLORS = {"matrix": "#4c78a8", "attention": "#9467bd", "vector": "#54a24b", "communication": "#e45756",
                    "memory": "#f58518", "other": "#b279a2", "unmatched": "#9d9d9d"}
@@ -33,6 +34,7 @@ class TraceInput:
     analysis: dict[str, Any]
     whatif: dict[str, Any] | None
     segments: list[dict[str, Any]]
+    whatif_note: str = ""
 
 
 def load_trace_input(path: str | Path, *, rules: str | None = None) -> TraceInput:
@@ -48,8 +50,15 @@ def load_trace_input(path: str | Path, *, rules: str | None = None) -> TraceInpu
     for rank in analysis.ranks:
         segments += timeline_segments(table, cats.codes, cats.labels, rank=rank.rank,
                                       start_ns=rank.window.start_ns, end_ns=rank.window.end_ns)
-    prediction = predict(table, [parse_scale(SENSITIVITY_SCALE)], rules=loaded_rules, with_sensitivity=True)
-    return TraceInput(path=str(path), analysis=analysis.to_dict(), whatif=prediction.to_dict(), segments=segments)
+    data = analysis.to_dict()
+    busiest = next((c["category"] for c in data.get("categories", [])), "matrix")
+    try:
+        prediction = predict(table, [parse_scale(f"{busiest}={SENSITIVITY_FACTOR}")], rules=loaded_rules,
+                             with_sensitivity=True).to_dict()
+    except ParityError as exc:  # the timeline still stands; the page says why there is no what-if
+        return TraceInput(path=str(path), analysis=data, whatif=None, segments=segments,
+                          whatif_note=f"{Path(path).name}: no what-if ({exc})")
+    return TraceInput(path=str(path), analysis=data, whatif=prediction, segments=segments)
 
 
 def timeline_segments(table: ActivityTable, codes: np.ndarray, labels: tuple[str, ...] | list[str], *,
