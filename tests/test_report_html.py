@@ -194,3 +194,19 @@ def test_a_trace_without_a_what_if_keeps_its_timeline_and_says_why() -> None:
     streams = data["charts"][0]["spec"]["datasets"]["streams"]
     assert streams == [{"lane": "rank 0 · device 0 · stream 7", "kernels": 1, "busy_s": pytest.approx(5e-6), "busy_fraction": 0.5,
                         "share_of_summed": 1.0}]
+
+
+def test_cli_draws_a_comparison_file_and_refuses_a_wrong_one(tmp_path: Path) -> None:
+    pytest.importorskip("vl_convert")
+    good, bad = tmp_path / "c.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"schema_version": 1, "kind": "compare", **comparison_dict()}))
+    bad.write_text(json.dumps({"runs": []}))
+    out = tmp_path / "c.html"
+    result = CliRunner().invoke(cli, ["report", "--comparison", str(good), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "compare-ratios" in out.read_text() and FORCED_MARK in out.read_text()
+    from parity.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", "--comparison", str(bad), "-o", str(out)])
+    assert exit_info.value.code == 2
