@@ -210,3 +210,22 @@ def test_cli_draws_a_comparison_file_and_refuses_a_wrong_one(tmp_path: Path) -> 
     with pytest.raises(SystemExit) as exit_info:
         main(["report", "--comparison", str(bad), "-o", str(out)])
     assert exit_info.value.code == 2
+
+
+def test_roofline_draws_each_shape_under_the_roof_min_p_ai_b() -> None:
+    from parity.report.html.kernel_charts import gemm_charts
+
+    # P = 100 FLOP/s, B = 10 B/s: ridge 10 FLOP/B; shapes at AI 4 and 40 span the roof from 2 to 80.
+    summary = {"ceiling_flops": 100.0, "bandwidth_bps": 10.0, "ridge_flop_per_byte": 10.0, "dtype": "bf16",
+               "measured": 2, "rows": [
+                   {"m": 1, "n": 2, "k": 3, "name": "a", "arithmetic_intensity": 4.0, "class": "memory-bound",
+                    "backends": {"matmul": {"achieved_flops": 20.0, "attainable_flops": 40.0, "efficiency": 0.5}}},
+                   {"m": 4, "n": 5, "k": 6, "name": "b", "arithmetic_intensity": 40.0, "class": "compute-bound",
+                    "backends": {"matmul": {"achieved_flops": 90.0, "attainable_flops": 100.0, "efficiency": 0.9}}}]}
+    roofline, histogram = gemm_charts([("dev", summary)])
+    roof = roofline.spec["datasets"]["roof"]
+    assert roof[0]["arithmetic_intensity"] == pytest.approx(2.0) and roof[0]["attainable_flops"] == pytest.approx(20.0)
+    assert roof[-1]["arithmetic_intensity"] == pytest.approx(80.0) and roof[-1]["attainable_flops"] == 100.0
+    assert {"arithmetic_intensity": 10.0, "attainable_flops": 100.0, "series": "dev"} in roof  # the ridge itself
+    assert [s["efficiency"] for s in roofline.spec["datasets"]["shapes"]] == [0.5, 0.9]
+    assert histogram.spec["datasets"]["shapes"] == roofline.spec["datasets"]["shapes"]

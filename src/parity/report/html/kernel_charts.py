@@ -68,7 +68,8 @@ def gemm_charts(runs: Runs) -> list[Chart]:
     ais = [r["arithmetic_intensity"] for r in shapes if r["arithmetic_intensity"]]
     ridges = [s["ceiling_flops"] / s["bandwidth_bps"] for _, s in runs
               if s.get("ceiling_flops") and s.get("bandwidth_bps")]
-    lo, hi = min(ais + ridges) / 2, max(ais + ridges) * 2
+    span = [v for v in ais + ridges if v > 0] or [1.0]
+    lo, hi = min(span) / 2, max(span) * 2
     datasets = {"shapes": shapes, "roof": [r for label, s in runs for r in _roof_rows(label, s, lo, hi)],
                 "ceilings": [r for label, s in runs for r in _ceiling_rows(label, s)]}
     x = log_axis("arithmetic_intensity", "arithmetic intensity (FLOP/B)", fmt="~g")
@@ -118,6 +119,8 @@ def _bandwidth_rows(label: str, summary: dict[str, Any], many: bool) -> tuple[li
         series = f"{label} · {curve['op']} {curve.get('regime', '')}" if many else \
             f"{curve['op']} {curve.get('regime', '')}".strip()
         for p in curve.get("points", []):
+            if p.get("gbps") is None:
+                continue
             points.append({"series": series, "op": curve["op"], "regime": curve.get("regime"),
                            "operand_bytes": p["operand_bytes"], "bytes_moved": p["bytes_moved"],
                            "median_s": p["median_s"], "bandwidth_bps": p["gbps"] * 1e9})
