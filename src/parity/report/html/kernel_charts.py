@@ -98,7 +98,8 @@ def gemm_charts(runs: Runs) -> list[Chart]:
         "data": {"name": "shapes"}, "mark": {"type": "bar", "opacity": 0.7},
         "encoding": {"x": {"field": "efficiency", "type": "quantitative", "bin": {"maxbins": 24},
                            "title": "efficiency: achieved / min(P, AI·B)", "axis": {"format": "%"}},
-                     "y": {"aggregate": "count", "type": "quantitative", "title": "shapes", "stack": None},
+                     "y": {"aggregate": "count", "type": "quantitative", "title": "shapes", "stack": None,
+                           "axis": {"tickMinStep": 1, "format": "d"}},
                      "color": series_color()}}, height=240)
     return [
         Chart(id="gemm-roofline", section="gemm", title="GEMM roofline: every shape against P and B",
