@@ -200,3 +200,15 @@ def test_every_other_family_and_the_comparison_draw(browser: Any, synthetic_repo
     _check_page(shown, {"decode-throughput", "serving-throughput", "comm-busbw", "latency-size", "latency-blocks",
                         "compare-ratios"})
     assert any(KERNEL_NAME in t for t in shown["texts"]) and "forced: conventions differ" in shown["texts"]
+
+
+def test_without_scripts_the_tables_still_read(browser: Any, synthetic_report: Path) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(synthetic_report.resolve().as_uri())
+    assert page.is_visible("noscript p") and page.inner_text("noscript p").startswith("Charts need JavaScript")
+    tables = page.eval_on_selector_all("figure.chart table", "ts => ts.length")
+    block = json.loads(page.eval_on_selector("#parity-data", "e => e.textContent"))
+    assert tables == sum(len(c["tables"]) for c in block["charts"]) > 0
+    assert page.eval_on_selector_all(".vis svg", "s => s.length") == 0  # nothing drew: the tables are the report
+    context.close()
