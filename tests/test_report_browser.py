@@ -190,6 +190,25 @@ def test_cpu_run_and_trace_report_opens_offline_with_every_chart_drawn(
     assert any(s["name"] == KERNEL_NAME for s in timeline["spec"]["datasets"]["segments"])
 
 
+def test_a_kernel_name_in_a_tooltip_is_text(browser: Any, cpu_report: dict[str, Any]) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(cpu_report["html"].resolve().as_uri())
+    page.wait_for_selector("html[data-charts-done]", timeout=60_000)
+    bars = page.query_selector_all("#vis-trace-0-timeline g.mark-rect.role-mark path")
+    tip = None
+    for bar in sorted(bars, key=lambda e: -(e.bounding_box() or {"width": 0})["width"])[:12]:
+        bar.hover()
+        page.wait_for_timeout(100)
+        element = page.query_selector("#vg-tooltip-element")
+        if element is not None and KERNEL_NAME in element.inner_text():
+            tip = element.inner_html()
+            break
+    page.close()
+    assert tip is not None and "&lt;script&gt;alert(1)&lt;/script&gt;" in tip and dialogs == []
+
+
 def test_the_report_parity_run_writes_opens_too(browser: Any, cpu_report: dict[str, Any], artifacts: Path) -> None:
     shown = _open(browser, cpu_report["run_report"], artifacts / "run")
     _check_page(shown, {"gemm-roofline", "membw-bandwidth"})
