@@ -9,6 +9,7 @@ from parity.metrics.bandwidth import (
     bandwidth_gbps,
     bytes_moved,
     fit_fixed_cost,
+    fitted_bandwidth_bps,
     n_half_bytes,
     utilization,
 )
@@ -39,6 +40,16 @@ def test_n_half_is_fixed_cost_times_bandwidth() -> None:
     assert n_half_bytes(5e-6, 1e11) == pytest.approx(5e5)
     t = 5e-6 + 5e5 / 1e11
     assert 5e5 / t == pytest.approx(0.5e11)
+
+
+def test_fitted_bandwidth_is_volume_over_the_fitted_time() -> None:
+    # a = 1 us, b = 1 GB/s, V = 1000 B: t = 1e-6 + 1e-6 = 2 us, so 5e8 B/s; at V = n½ = 1000 B
+    # that is b/2; far past n½ it tends to b.
+    assert fitted_bandwidth_bps(1000, fixed_cost_s=1e-6, asymptotic_bps=1e9) == pytest.approx(5e8)
+    assert fitted_bandwidth_bps(1e12, fixed_cost_s=1e-6, asymptotic_bps=1e9) == pytest.approx(1e9, rel=1e-5)
+    assert fitted_bandwidth_bps(0, fixed_cost_s=1e-6, asymptotic_bps=1e9) == 0.0
+    with pytest.raises(ValueError, match="b > 0"):
+        fitted_bandwidth_bps(10, fixed_cost_s=1e-6, asymptotic_bps=0.0)
 
 
 def test_fit_recovers_a_known_curve_exactly() -> None:

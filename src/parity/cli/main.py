@@ -22,6 +22,7 @@ COMMANDS = {
     "trace": "parity.cli.trace:trace",
     "comm": "parity.cli.comm:comm",
     "decode": "parity.cli.decode:decode",
+    "report": "parity.cli.report:report",
 }
 
 

@@ -142,6 +142,8 @@ def _resume_settings(
               help="With --endpoint: the served model (default: the only one the server lists).")
 @click.option("--api-key-env", default=None, metavar="VAR",
               help="With --endpoint: the environment variable holding the API key (never stored).")
+@click.option("--no-report", is_flag=True,
+              help="Skip the HTML report written at the end (reports/RUN_ID.html next to the store).")
 @db_option
 @json_option
 def run(
@@ -156,11 +158,13 @@ def run(
     endpoint_url: str | None,
     model: str | None,
     api_key_env: str | None,
+    no_report: bool,
     db_path: str | None,
     json_path: str | None,
 ) -> int:
     """Measure the registered benchmarks on one device, store every case as it is measured,
-    and print a summary with an overall OK or FAILED (exit status 1).
+    and print a summary with an overall OK or FAILED (exit status 1). It ends by writing the
+    run's HTML report next to the store (reports/RUN_ID.html) and says where; --no-report skips it.
 
     A run killed at any moment keeps every finished case; continue it with --resume.
 
@@ -216,9 +220,10 @@ def run(
             return 0  # a joined rank other than 0: rank 0 reports
         with Store.open(db) as store:
             run_record = store.get_run(run_id)
-            return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={})
+            return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={},
+                           html=not no_report)
     return _run_here(db, suites=suites, quick=quick, options=options, device_name=device_name,
-                     resume_id=resume_id, json_path=json_path, endpoint=endpoint)
+                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=not no_report)
 
 
 def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
@@ -236,7 +241,7 @@ def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
 
 
 def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
-              resume_id: str | None, json_path: str | None, endpoint: Any = None) -> int:
+              resume_id: str | None, json_path: str | None, endpoint: Any = None, html: bool = True) -> int:
     """The run in this process, on one device or against one endpoint, with live progress."""
     from parity.bench.runner import run_suites
     from parity.device import get_device
@@ -272,15 +277,20 @@ def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any
                 )
             raise
         return _report(store, outcome.run, outcome.cases, json_path=json_path,
-                       extra={"measured": outcome.measured, "skipped": outcome.skipped})
+                       extra={"measured": outcome.measured, "skipped": outcome.skipped}, html=html)
 
 
 def _report(store: Store, run_record: Any, cases: list[Any], *, json_path: str | None,
-            extra: dict[str, Any]) -> int:
-    """Print the run's summary, write ``--json``; the exit status (1 when the run FAILED)."""
+            extra: dict[str, Any], html: bool = True) -> int:
+    """Print the run's summary, write the HTML report (unless not ``html``) and ``--json``; the
+    exit status (1 when the run FAILED)."""
     from parity.report.run_summary import render_run_summary, run_ok
 
     stdout_console(json_path).print(render_run_summary(run_record, cases))
+    if html:
+        from parity.cli.report import report_after_run
+
+        click.echo(report_after_run(store, run_record, cases), err=json_path == "-")
     ok = run_ok(run_record, cases)
     suites = [{"suite": name, **data} for name, data in run_record.summary.get("suites", {}).items()]
     write_json(

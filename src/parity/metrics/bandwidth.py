@@ -73,6 +73,18 @@ def n_half_bytes(fixed_cost_s: float, asymptotic_bps: float) -> float:
     return fixed_cost_s * asymptotic_bps
 
 
+def fitted_bandwidth_bps(volume_bytes: float, *, fixed_cost_s: float, asymptotic_bps: float) -> float:
+    """Bandwidth the fit ``t = a + V/b`` predicts at volume ``V``: ``V / (a + V/b)`` B/s.
+
+    It rises from 0 towards ``b`` and is ``b/2`` at ``V = n½ = a·b`` (Hockney's model)."""
+    if asymptotic_bps <= 0 or fixed_cost_s < 0 or volume_bytes < 0:
+        raise ValueError(f"fit needs a >= 0, b > 0, V >= 0; got a={fixed_cost_s!r}, b={asymptotic_bps!r}, "
+                         f"V={volume_bytes!r}")
+    if volume_bytes == 0:
+        return 0.0
+    return volume_bytes / (fixed_cost_s + volume_bytes / asymptotic_bps)
+
+
 @dataclass(frozen=True, kw_only=True)
 class BandwidthFit:
     """``t = a + V/b`` fitted to one curve.

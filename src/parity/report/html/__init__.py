@@ -1,0 +1,61 @@
+"""The self-contained HTML report: charts per family, every figure as a table, the provenance,
+trace timelines and what-if sensitivity, and a comparison with its fairness audit.
+
+    from parity.report.html import render, write_report
+    html_text = render(runs=[(run, cases)], traces=[load_trace_input("rank0.json.gz")],
+                       comparison=compare_dict)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from parity.model.errors import ParityError
+from parity.model.result import CaseResult, RunRecord
+from parity.report.html.bundle import chart_library_js, chart_svg
+from parity.report.html.document import report_data
+from parity.report.html.page import render_page
+from parity.report.html.trace_charts import TraceInput, load_trace_input
+
+__all__ = ["TraceInput", "export_svgs", "load_trace_input", "render", "render_data", "report_data", "write_report"]
+
+
+def render_data(data: dict[str, Any]) -> str:
+    """The HTML document of a report dict, with the chart library inlined once."""
+    return render_page(data, library_js=chart_library_js())
+
+
+def render(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
+           comparison: dict[str, Any] | None = None, title: str = "parity report") -> str:
+    """The HTML report of stored runs, analysed traces and a comparison dict."""
+    return render_data(report_data(runs=runs, traces=traces, comparison=comparison, title=title))
+
+
+def write_report(path: str | Path, html_text: str) -> Path:
+    """Write the document atomically (a reader never sees half a report)."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(html_text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        raise ParityError(f"cannot write the report to {target}: {exc.strerror}; choose another -o PATH") from exc
+    return target
+
+
+def export_svgs(data: dict[str, Any], directory: str | Path) -> list[Path]:
+    """Each drawn chart as ``DIRECTORY/<chart id>.svg`` (static, no browser)."""
+    out = Path(directory)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParityError(f"--svg-dir {out}: {exc.strerror}; choose a writable folder") from exc
+    written = []
+    for chart in data["charts"]:
+        if chart["draw"]:
+            path = out / f"{chart['id']}.svg"
+            path.write_text(chart_svg(chart["spec"]), encoding="utf-8")
+            written.append(path)
+    return written

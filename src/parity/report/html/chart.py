@@ -1,0 +1,128 @@
+"""A chart of the HTML report: a Vega-Lite spec and the tables that show its data as text.
+
+Every chart keeps its data in named ``datasets`` of its spec, and every table beside it names
+one of those datasets and the columns to show, so the numbers a reader sees in a table are the
+numbers the chart draws and the numbers in the report's JSON block: one copy of each.
+Values are SI (s, B, B/s, FLOP/s, fractions); a column's ``unit`` says which, and the page picks
+the human scale (ns, MiB, GB/s, %) at the edge.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# Units a column may carry: SI units of parity.model.figure.UNITS, plus text and plain numbers.
+TEXT = ""
+NUMBER = "number"
+INTENSITY = "FLOP/B"
+RATIO = "x"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Column:
+    """One column of a table: the dataset ``field``, its heading, its unit (see module doc).
+
+    ``unit_field`` names a field of the row that holds the unit instead (a comparison's cases
+    have one unit per row)."""
+
+    field: str
+    title: str
+    unit: str = TEXT
+    unit_field: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "title": self.title, "unit": self.unit, "unit_field": self.unit_field}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table:
+    """Rows of one dataset of a chart's spec, shown as an HTML table beside the chart."""
+
+    dataset: str
+    columns: tuple[Column, ...]
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "title": self.title, "columns": [c.to_dict() for c in self.columns]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chart:
+    """One chart: ``id`` (unique in the report, a DOM id), the ``section`` it belongs to, a
+    ``title``, the Vega-Lite ``spec`` (with its data in ``spec["datasets"]``), its tables and a
+    ``note`` saying what is drawn and how to read it. ``draw`` is False for a panel of tables
+    only (its spec then holds just the datasets)."""
+
+    id: str
+    section: str
+    title: str
+    spec: dict[str, Any]
+    tables: tuple[Table, ...]
+    note: str = ""
+    draw: bool = True
+
+    def dataset(self, name: str) -> list[dict[str, Any]]:
+        return self.spec["datasets"][name]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "section": self.section, "title": self.title, "note": self.note,
+                "spec": self.spec, "tables": [t.to_dict() for t in self.tables], "draw": self.draw}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """A section of the page: its anchor id, heading, charts and free tables (text only)."""
+
+    id: str
+    title: str
+    charts: list[Chart] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+
+def vega_lite(datasets: dict[str, list[dict[str, Any]]], body: dict[str, Any], *, width: int = 520,
+              height: int = 300) -> dict[str, Any]:
+    """A Vega-Lite spec with inline ``datasets`` and the report's look (size, font, no actions).
+
+    Non-finite numbers become null: JSON has no infinity, and Vega drops null points."""
+    spec = {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "datasets": {name: [_finite(row) for row in rows] for name, rows in datasets.items()},
+        "config": {"font": "system-ui, sans-serif", "view": {"stroke": "#ddd"},
+                   "axis": {"labelFontSize": 11, "titleFontSize": 12, "gridColor": "#eee"},
+                   "axisX": {"labelOverlap": "greedy", "labelSeparation": 6},
+                   "legend": {"labelFontSize": 11, "titleFontSize": 12, "labelLimit": 260}},
+        **body,
+    }
+    if "facet" not in body and "hconcat" not in body and "vconcat" not in body:
+        spec.setdefault("width", width)
+        spec.setdefault("height", height)
+    return spec
+
+
+def tables_only(datasets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The spec of a panel that is tables only: its datasets, nothing drawn."""
+    return {"datasets": {name: [_finite(row) for row in rows] for name, rows in datasets.items()}}
+
+
+def _finite(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+
+def log_axis(field_name: str, title: str, *, fmt: str = "~s", kind: str = "quantitative") -> dict[str, Any]:
+    """A log-scale encoding channel with SI-prefixed labels (1k, 1M, 1G)."""
+    return {"field": field_name, "type": kind, "title": title, "scale": {"type": "log"},
+            "axis": {"format": fmt}}
+
+
+def series_color(field_name: str = "series", title: str = "") -> dict[str, Any]:
+    return {"field": field_name, "type": "nominal", "title": title or None,
+            "legend": {"orient": "bottom", "columns": 2}}
+
+
+def run_label(run: Any) -> str:
+    """How a run is named in legends: its device and id (``AMD EPYC · 20261201-222257-b477``)."""
+    device = run.provenance.get("device") or {}
+    name = (device.get("properties") or {}).get("name") if isinstance(device, dict) else None
+    return f"{name or run.config.get('device') or 'device'} · {run.run_id}"

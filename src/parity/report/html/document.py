@@ -1,0 +1,128 @@
+"""The report's data: every chart and table, built from stored runs, trace inputs and a
+comparison, as one JSON-ready dict (the page's data block and ``parity report --json``).
+
+Per-family charts come from the suites' summaries; every run's typed figures and provenance are
+tables built without per-family code, so a new family's figures appear without new report code.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from parity.model.result import CaseResult, RunRecord
+from parity.model.schema import envelope
+from parity.report.html.chart import Chart, Column, Table, run_label, tables_only
+from parity.report.html.compare_charts import comparison_charts
+from parity.report.html.kernel_charts import gemm_charts, latency_charts, membw_charts
+from parity.report.html.system_charts import collective_charts, decode_charts
+from parity.report.html.trace_charts import TraceInput, trace_charts
+
+# Page sections in order: (id, heading). A chart names its section by id.
+SECTIONS = (
+    ("figures", "Figures of every run"),
+    ("gemm", "GEMM: roofline and efficiency"),
+    ("memory", "Memory bandwidth"),
+    ("latency", "Latency"),
+    ("communication", "Communication"),
+    ("decode", "Decode throughput"),
+    ("traces", "Trace timelines"),
+    ("whatif", "What-if sensitivity"),
+    ("compare", "Comparison"),
+    ("audit", "Fairness audit"),
+    ("provenance", "Provenance"),
+)
+FIGURE_COLUMNS = (
+    Column(field="suite", title="suite"), Column(field="name", title="figure"),
+    Column(field="value", title="value", unit_field="unit"),
+    Column(field="ci_low", title="CI low", unit_field="unit"), Column(field="ci_high", title="CI high", unit_field="unit"),
+    Column(field="best", title="best", unit_field="unit"), Column(field="method", title="method"),
+    Column(field="scope", title="scope"), Column(field="note", title="note"))
+
+
+def _suites(run: RunRecord) -> dict[str, dict[str, Any]]:
+    return dict((run.summary or {}).get("suites") or {})
+
+
+def figure_rows(run: RunRecord) -> list[dict[str, Any]]:
+    """Every typed figure of every suite of ``run``, one row each (any family, no per-family code)."""
+    rows = []
+    for suite, data in _suites(run).items():
+        for f in data.get("figures") or []:
+            ci = f.get("ci95") or (None, None)
+            rows.append({"suite": suite, "name": f["name"], "value": f.get("value"), "unit": f["unit"],
+                         "ci_low": ci[0], "ci_high": ci[1], "best": f.get("best"), "method": f.get("method", ""),
+                         "scope": json.dumps(f.get("scope") or {}, sort_keys=True, default=str),
+                         "note": f.get("note", "")})
+    return rows
+
+
+def flatten(data: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """Nested provenance as ``key.sub.leaf -> value`` rows; lists stay one JSON value."""
+    if isinstance(data, dict) and data:
+        return [row for key, value in data.items() for row in flatten(value, f"{prefix}.{key}" if prefix else str(key))]
+    text = data if isinstance(data, str) else json.dumps(data, default=str)
+    return [{"key": prefix, "value": text}]
+
+
+def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
+    figures = Chart(id=f"run-{index}-figures", section="figures", title=f"Figures: {label}", draw=False,
+                    spec=tables_only({"figures": figure_rows(run)}),
+                    note=f"Run {run.run_id} ({run.status}), created {run.created_at}: every derived figure with "
+                         "its method, scope and 95% CI, whatever family made it.",
+                    tables=(Table(dataset="figures", columns=FIGURE_COLUMNS),))
+    provenance = Chart(id=f"run-{index}-provenance", section="provenance", title=f"Provenance: {label}", draw=False,
+                       spec=tables_only({"provenance": flatten({"config": run.config, **run.provenance})}),
+                       note="What was asked and where it ran, as recorded with the run.",
+                       tables=(Table(dataset="provenance", columns=(Column(field="key", title="key"),
+                                                                    Column(field="value", title="value"))),))
+    return [figures, provenance]
+
+
+def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[TraceInput],
+                  comparison: dict[str, Any] | None) -> list[Chart]:
+    """Every chart and panel of the report, in no particular order (the page orders by section)."""
+    labels = [run_label(run) for run, _ in runs]
+
+    def summaries(suite: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(label, _suites(run)[suite]["summary"]) for label, (run, _) in zip(labels, runs)
+                if (_suites(run).get(suite) or {}).get("summary")]
+
+    charts: list[Chart] = []
+    for i, (label, (run, _)) in enumerate(zip(labels, runs)):
+        charts += _run_panels(i, run, label)
+    charts += gemm_charts(summaries("gemm")) + membw_charts(summaries("membw")) + latency_charts(summaries("latency"))
+    charts += collective_charts(summaries("collectives"))
+    charts += decode_charts([(label, cases, [f for d in _suites(run).values() for f in d.get("figures") or []])
+                             for label, (run, cases) in zip(labels, runs)])
+    charts += trace_charts(traces)
+    if comparison is not None:
+        charts += comparison_charts(comparison)
+    return charts
+
+
+def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
+                comparison: dict[str, Any] | None = None, title: str = "parity report") -> dict[str, Any]:
+    """The whole report as one dict with ``schema_version`` and ``kind: report``."""
+    runs, traces = list(runs), list(traces)
+    charts = report_charts(runs, traces, comparison)
+    sections = [{"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]}
+                for sid, heading in SECTIONS]
+    lines = {"compare": list((comparison or {}).get("claims") or []),
+             "whatif": [t.whatif_note for t in traces if t.whatif_note]}
+    if comparison and comparison.get("forced"):
+        lines["compare"].insert(0, "This comparison was forced across different conventions: every marked line "
+                                   "mixes them.")
+    for section in sections:
+        section["lines"] = lines.get(section["id"], [])
+    return envelope("report", {
+        "title": title,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "runs": [{"run_id": run.run_id, "label": label, "status": run.status, "created_at": run.created_at,
+                  "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in runs], runs)],
+        "traces": [{"path": t.path, "format": t.analysis.get("format"), "window": t.analysis.get("window")}
+                   for t in traces],
+        "sections": [s for s in sections if s["charts"] or s["lines"]],
+        "charts": [c.to_dict() for c in charts],
+    })

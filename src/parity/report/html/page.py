@@ -1,0 +1,151 @@
+"""The report page: one self-contained HTML file (styles, the chart library, the data block and
+the drawing script inline; no request of any kind), with every table rendered on the server so
+the report reads without scripts.
+
+Text from runs and traces is data: table cells are HTML-escaped, and the JSON block escapes
+``<``, ``>`` and ``&`` so that no value (``</script>`` in a kernel name) can end it.
+"""
+
+from __future__ import annotations
+
+import html
+from importlib import resources
+from typing import Any
+
+import orjson
+
+from parity.model.figure import UNITS
+from parity.model.schema import json_default
+from parity.report.html.chart import INTENSITY, NUMBER, RATIO, TEXT
+
+# Human scales per SI unit for a whole column: (threshold, suffix, scale), the largest first.
+COLUMN_SCALES: dict[str, tuple[tuple[float, str, float], ...]] = {
+    "s": ((1.0, "s", 1.0), (1e-3, "ms", 1e-3), (1e-6, "us", 1e-6), (0.0, "ns", 1e-9)),
+    "B": ((2**30, "GiB", 2**30), (2**20, "MiB", 2**20), (2**10, "KiB", 2**10), (0.0, "B", 1.0)),
+    "FLOP/s": ((1e12, "TFLOP/s", 1e12), (0.0, "GFLOP/s", 1e9)),
+    "B/s": ((0.0, "GB/s", 1e9),),
+    "1": ((0.0, "%", 0.01),),
+}
+PLAIN_UNITS = {NUMBER: "", INTENSITY: "FLOP/B", RATIO: "x", "count": "", "tok/s": "tok/s"}
+
+
+def significant(value: float) -> str:
+    """A number with 4 significant digits, thousands grouped past 10,000 (``12,345``)."""
+    if abs(value) >= 1e4:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def column_scale(unit: str, values: list[Any]) -> tuple[str, float]:
+    """The human suffix and scale for a column of ``unit``: chosen from its median magnitude,
+    so one column reads in one unit (``us`` throughout, not ``ms`` here and ``ns`` there)."""
+    if unit in PLAIN_UNITS:
+        return PLAIN_UNITS[unit], 1.0
+    numbers = sorted(abs(float(v)) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
+    typical = numbers[len(numbers) // 2] if numbers else 0.0
+    human, factor = UNITS.get(unit, (unit, 1.0))
+    for threshold, suffix, scale in COLUMN_SCALES.get(unit, ((0.0, human, factor),)):
+        if typical >= threshold:
+            return suffix, scale
+    return unit, 1.0
+
+
+def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
+    if value is None or value == "":
+        return '<td class="text"></td>'
+    if scale is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        shown = significant(value / scale) + (f" {suffix}" if suffix else "")
+        return f'<td class="num" data-scale="{scale!r}">{html.escape(shown)}</td>'
+    return f'<td class="text"><span class="clamp">{html.escape(str(value))}</span></td>'
+
+
+def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """One table of a chart's dataset: a heading per column with its unit, a cell per value."""
+    head, scales = [], []
+    for col in table["columns"]:
+        if col["unit_field"]:
+            head.append(html.escape(col["title"]))
+            scales.append(None)
+        elif col["unit"] == TEXT:
+            head.append(html.escape(col["title"]))
+            scales.append(("", None))
+        else:
+            suffix, scale = column_scale(col["unit"], [r.get(col["field"]) for r in rows])
+            head.append(html.escape(col["title"] + (f" ({suffix})" if suffix else "")))
+            scales.append((suffix, scale))
+    body = []
+    for row in rows:
+        cells = []
+        for col, sc in zip(table["columns"], scales):
+            value = row.get(col["field"])
+            if sc is None:  # one unit per row: its scale from this value alone
+                human, scale = column_scale(row.get(col["unit_field"]) or "count", [value])
+                cells.append(_cell(value, scale, human))
+            else:
+                cells.append(_cell(value, sc[1]))
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    fields = " ".join(html.escape(c["field"]) for c in table["columns"])
+    caption = f"<caption>{html.escape(table['title'])}</caption>" if table["title"] else ""
+    empty = "" if rows else f'<tr><td class="empty" colspan="{len(head)}">none</td></tr>'
+    return (f'<div class="scroll"><table data-dataset="{html.escape(table["dataset"])}" data-fields="{fields}">'
+            f"{caption}<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(body) + empty + "</tbody></table></div>")
+
+
+def render_chart(chart: dict[str, Any]) -> str:
+    datasets = chart["spec"].get("datasets", {})
+    tables = "".join(render_table(t, datasets.get(t["dataset"], [])) for t in chart["tables"])
+    vis = (f'<div class="vis" id="vis-{html.escape(chart["id"])}" data-rendered="false"></div>'
+           if chart["draw"] else "")
+    return (f'<figure class="chart" id="chart-{html.escape(chart["id"])}" data-draw="{str(chart["draw"]).lower()}">'
+            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair\">{vis}<div class=\"tables\">{tables}</div></div>"
+            f"<figcaption>{html.escape(chart['note'])}</figcaption></figure>")
+
+
+def json_block(data: dict[str, Any]) -> str:
+    """``data`` as JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or
+    ``&`` is left raw, so ``</script>`` or ``<!--`` in any value cannot end or alter the block."""
+    text = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
+                        default=json_default).decode()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _inline_script(code: str) -> str:
+    """Library code as an inline script: ``</script`` may only occur in its strings, regexes or
+    comments, where ``<\\/script`` means the same."""
+    return code.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+
+
+def _asset(name: str) -> str:
+    return resources.files("parity.report.html").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _header(data: dict[str, Any]) -> str:
+    runs = ", ".join(f"{r['label']} ({r['status']}, {r['cases']} cases)" for r in data["runs"]) or "none"
+    traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"]) or "none"
+    nav = "".join(f'<a href="#sec-{html.escape(s["id"])}">{html.escape(s["title"])}</a>' for s in data["sections"])
+    return (f"<header><h1>{html.escape(data['title'])}</h1>"
+            f"<p>generated {html.escape(data['generated_at'])} · runs: {html.escape(runs)}</p>"
+            f"<p>traces: {html.escape(traces)}</p><nav>{nav}</nav>"
+            "<noscript><p>Charts need JavaScript; every number is in the tables.</p></noscript></header>")
+
+
+def render_page(data: dict[str, Any], *, library_js: str) -> str:
+    """The whole HTML document for a report dict (``document.report_data``)."""
+    by_id = {c["id"]: c for c in data["charts"]}
+    sections = []
+    for s in data["sections"]:
+        lines = "".join(f'<li class="{"forced" if "forced" in line else ""}">{html.escape(line)}</li>'
+                        for line in s["lines"])
+        sections.append(f'<section id="sec-{html.escape(s["id"])}"><h2>{html.escape(s["title"])}</h2>'
+                        + (f'<ul class="lines">{lines}</ul>' if lines else "")
+                        + "".join(render_chart(by_id[cid]) for cid in s["charts"]) + "</section>")
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{html.escape(data['title'])}</title><style>{_asset('report.css')}</style></head><body>"
+            + _header(data) + "<main>" + "".join(sections) + "</main>"
+            + f'<script type="application/json" id="parity-data">{json_block(data)}</script>'
+            + f"<script>{_inline_script(library_js)}</script><script>{_asset('report.js')}</script>"
+            + "</body></html>\n")
