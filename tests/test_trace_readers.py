@@ -291,8 +291,8 @@ def test_streamed_blocks_equal_one_parse(traces_dir: Path, monkeypatch, relative
     monkeypatch.setattr(jsonstream, "BLOCK_BYTES", block)
     same_table(whole, read_kineto(path))
     calls = []
-    original = parallel.read_parallel
-    monkeypatch.setattr(parallel, "read_parallel", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = parallel.read_shares
+    monkeypatch.setattr(parallel, "read_shares", lambda *a, **k: calls.append(1) or original(*a, **k))
     same_table(whole, read_kineto(path, workers=3))
     assert calls and whole.meta["exact_timestamps"] == (relative == NS)
 

@@ -33,9 +33,7 @@ from parity.trace.readers.exactts import needs_exact_ts, split_ts
 from parity.trace.readers.gzipfile import GZIP_ERRORS, open_binary
 
 BLOCK_BYTES = 2 << 20  # text parsed at a time: its structs stay in the CPU caches while scanned
-RAW_BLOCK_BYTES = 16 << 20  # text cut at a time for worker processes (fewer, larger messages)
 TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')  # the start of the event array
-NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events
 _WS = b" \t\r\n"
 _SEPARATORS = b"," + _WS
 _AFTER_EVENT = b",]"
@@ -51,11 +49,6 @@ class EventStream:
     readers can name the index of a bad event. ``exact_ts`` says whether ``ts_frac`` keys were
     added (see the module docstring).
 
-    With ``raw=True`` the blocks are not parsed here: they are yielded as ``bytes`` (the text of
-    a run of events, cut where ``}`` is followed by ``, {``, a guess the parser of each block
-    must confirm), except the last, parsed, block. Readers use this to parse blocks in
-    parallel and fall back to the parsing stream when a guess fails.
-
     With a ``decoder`` (a ``msgspec.json.Decoder`` of a list of event structs) blocks are
     decoded into structs, which skips unneeded keys without building them: about 3x faster and
     far smaller than dicts. A block whose values do not fit the struct types (a generic or
@@ -69,9 +62,8 @@ class EventStream:
     path: Path
     decoder: msgspec.json.Decoder | None = None
     exact_decoder: msgspec.json.Decoder | None = None  # see decode_block
-    raw: bool = False
     source: object = None  # a binary file-like (with ``readinto``) to read instead of ``path``
-    block_bytes: int = 0  # 0: BLOCK_BYTES, or RAW_BLOCK_BYTES with ``raw``
+    block_bytes: int = 0  # 0: BLOCK_BYTES
     size_hint: int | None = None
     header: dict = field(default_factory=dict)
     exact_ts: bool = False
@@ -84,7 +76,7 @@ class EventStream:
         except OSError:
             self.total_bytes = 0
         handle = self.source if self.source is not None else open_binary(self.path)
-        block = self.block_bytes or (RAW_BLOCK_BYTES if self.raw else BLOCK_BYTES)
+        block = self.block_bytes or BLOCK_BYTES
         if self.size_hint is not None:
             block = max(min(block, self.size_hint + 1), 1)
         window = _Window(handle, block, self)
@@ -149,7 +141,7 @@ class EventStream:
             if pos < win.hi and win.data[pos] == _CLOSE:
                 self._trailer(win, pos + 1)
                 return
-            cut = _raw_cut(win, pos) if self.raw else _cut(win, pos, self.decoder, self.exact_decoder)
+            cut = _cut(win, pos, self.decoder, self.exact_decoder)
             if cut is None:
                 if win.eof:
                     events, end = self._last_events(win, pos, index)
@@ -162,7 +154,7 @@ class EventStream:
             end, events, self.exact_ts = cut
             if events:
                 yield index, events
-                index += len(events) if not self.raw else 0
+                index += len(events)
             pos = end
 
     def _trailer(self, win: _Window, pos: int) -> None:
@@ -293,19 +285,6 @@ def _skip(buf, pos: int, end: int, chars: bytes) -> int:
 def _first_nonspace(buf, pos: int, end: int) -> int:
     pos = _skip(buf, pos, end, _WS)
     return pos if pos < end else -1
-
-
-RAW_TAIL_BYTES = 1 << 20
-
-
-def _raw_cut(win: _Window, pos: int):
-    """Cut before the last ``}, {`` in the final MB of the window without parsing (raw mode)."""
-    last = None
-    for last in NEXT_EVENT.finditer(win.data, max(pos, win.hi - RAW_TAIL_BYTES), win.hi):
-        pass
-    if last is None:
-        return None
-    return last.start() + 1, bytes(win.data[pos : last.start() + 1]), False
 
 
 def decode_block(text, decoder, exact_decoder=None, *, bracketed: bool = False) -> tuple[list | None, bool]:

@@ -42,17 +42,11 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers import halves, parallel
+from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, assign_steps, step_numbers_by_name
 from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_events import (
-    DECODER,
-    EXACT_DECODER,
-    scan_events,
-    scan_stream,
-    scan_text,
-)
+from parity.trace.readers.kineto_events import DECODER, EXACT_DECODER, scan_stream
 from parity.trace.readers.kineto_rows import (
     EXTRA,
     GPU_ANNOTATION,
@@ -71,37 +65,31 @@ Progress = Callable[[int, int, str], None]
 def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
 
-    ``workers`` is how many processes parse it: 1 reads in this process, 2 in two (a child
-    forked for this read, :mod:`.halves`), more in a pool of that many (:mod:`.parallel`);
-    None picks by the file's size alone (:func:`.parallel.default_workers`). The table is the
-    same for every value; whatever goes wrong in a child is read again here in one process,
-    which names the bad event.
+    ``workers`` is how many processes parse it: 1 reads in this process, more in this process
+    and ``workers - 1`` children forked for this read, one share of the text each
+    (:mod:`.parallel`); None picks by the file's size alone (:func:`.parallel.default_workers`).
+    The table is the same for every value; whatever goes wrong in a share is read again here
+    in one process, which names the bad event.
     """
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
     workers = parallel.default_workers(inflated) if workers is None else workers
     if workers < 1:
         raise ParityError(f"workers={workers} for {path}; give 1 or more processes")
     if workers >= 2 and inflated and parallel.can_fork():
-        if workers == 2:
-            done = halves.read_halves(path, size=inflated, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
-                                      make_state=_scan_state, progress=progress)  # fmt: skip
-            if done is not None:
-                return _finish(path, *done)
-        else:
-            state = _scan_state(path)
-            done = parallel.read_parallel(path, scan_text, scan_events, state, progress, workers=workers)
-            if done is not None:
-                cols, header = done
-                return _finish(path, cols, state, header)
-    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, size_hint=inflated)
-    cols = Columns()
-    state = _scan_state(path)
-    scan_stream(stream, cols, state, progress)
-    return _finish(path, cols, state, stream.header)
+        done = parallel.read_shares(path, size=inflated, workers=workers, parse=_parse, progress=progress)
+        if done is not None:
+            return _finish(path, *done)
+    cols, state, header, _count = _parse(path, size_hint=inflated, progress=progress)
+    return _finish(path, cols, state, header)
 
 
-def _scan_state(path: Path) -> ScanState:
-    return ScanState(path=path, exact=False)
+def _parse(path: Path, source=None, *, size_hint: int | None = None, progress: Progress | None = None):
+    """``(cols, state, header, number of events)`` of the file, or of ``source`` (a share of its
+    text, :class:`.parallel.Share`)."""
+    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, source=source, size_hint=size_hint)
+    cols, state = Columns(), ScanState(path=path, exact=False)
+    count = scan_stream(stream, cols, state, progress)
+    return cols, state, stream.header, count
 
 
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:

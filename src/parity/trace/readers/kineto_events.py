@@ -18,7 +18,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line
-from parity.trace.readers.jsonstream import EventStream, decode_block
+from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_rows import (
     CAT_CODE,
     SKIP,
@@ -65,20 +65,6 @@ def scan_stream(stream: EventStream, cols: Columns, state: ScanState, progress=N
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(stream.path))
     return count
-
-
-def scan_text(path: str, text: bytes) -> dict | None:
-    """Worker side of the parallel read: parse and scan one block; None if it fails."""
-    events, exact = decode_block(text, DECODER, EXACT_DECODER)
-    if events is None:
-        return None
-    state = ScanState(path=Path(path), exact=exact)
-    cols = Columns()
-    try:
-        scan_events(events, cols, state)
-    except ParityError:
-        return None
-    return {**cols.payload(), **state.payload()}
 
 
 def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> None:
