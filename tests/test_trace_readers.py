@@ -521,13 +521,13 @@ def test_lane_overlaps_small_path_matches_the_array_path() -> None:
         assert _lane_overlaps_small(*columns) == _lane_overlaps(*columns)
 
 
-@pytest.mark.parametrize("exact_decoder", [True, False])  # False: the text-rewriting path
-def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, exact_decoder: bool) -> None:
+@pytest.mark.parametrize("structs", [True, False])  # False: every block decoded as Loose events
+def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, structs: bool) -> None:
     """A file whose events fit one block is decoded where it lies, brackets and spaces included."""
     from parity.trace.readers import kineto as kineto_reader
 
-    if not exact_decoder:
-        monkeypatch.setattr(kineto_reader, "EXACT_DECODER", None)
+    if not structs:
+        monkeypatch.setattr(kineto_reader, "DECODER", None)
     text = (b'{"traceEvents": [ \n {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
             b'"ts": 1736408883704643.212, "dur": 1.5, "args": {"device": 0, "stream": 7}} ,\n'
             b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1736408883704650.001, '

@@ -1,11 +1,10 @@
 """Shared pieces of every reader: column accumulation, exact time conversion, step assignment.
 
-Times: trace formats give microseconds as floats (Kineto), strings (Ascend) or integer
-nanoseconds (SQLite exports). Everything becomes ``int64`` nanoseconds. A microsecond float is
-split into its integer part (exact in a float64 below 2**53) and its fraction, which is rounded
-to the nanosecond, so ``1736408883704643.212`` becomes ``1736408883704643212`` exactly whenever
-the float still holds the nanosecond (below about 4.4e12 us; larger fractional values are
-handled by :mod:`.jsonstream` rewriting the text before parsing).
+Times: trace formats give microseconds as JSON numbers (Kineto), strings (Ascend) or integer
+nanoseconds (SQLite exports). Everything becomes ``int64`` nanoseconds. Timestamps are read
+from their decimal text, exactly (Kineto's ``ts`` by :mod:`.rawtimes`, strings by
+:func:`parse_us_text`); durations and other float microseconds are split into their integer
+part (exact in a float64 below 2**53) and their fraction, rounded to the nanosecond.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, assign_steps, step_numbers_by_name
 from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_events import DECODER, EXACT_DECODER, scan_stream
+from parity.trace.readers.kineto_events import scan_stream
+from parity.trace.readers.kineto_structs import DECODER, LOOSE_DECODER
 from parity.trace.readers.kineto_rows import (
     EXTRA,
     GPU_ANNOTATION,
@@ -58,6 +59,7 @@ from parity.trace.readers.lanes import ScanState
 from parity.trace.table import ActivityTable, Kind, KindCode
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 Progress = Callable[[int, int, str], None]
 
@@ -86,8 +88,8 @@ def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | 
 def _parse(path: Path, source=None, *, size_hint: int | None = None, progress: Progress | None = None):
     """``(cols, state, header, number of events)`` of the file, or of ``source`` (a share of its
     text, :class:`.parallel.Share`)."""
-    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, source=source, size_hint=size_hint)
-    cols, state = Columns(), ScanState(path=path, exact=False)
+    stream = EventStream(path, decoder=DECODER, fallback=LOOSE_DECODER, source=source, size_hint=size_hint)
+    cols, state = Columns(), ScanState(path=path)
     count = scan_stream(stream, cols, state, progress)
     return cols, state, stream.header, count
 
@@ -112,9 +114,9 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
         "base_time_ns": int_or(header.get("baseTimeNanoseconds"), 0) or None,
         "display_time_unit": header.get("displayTimeUnit"),
         "device_properties": header.get("deviceProperties") or [],
-        "exact_timestamps": state.exact_seen,
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
+    meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
     kind = state.lanes.resolve(table, UNKNOWN)
     numbers = step_numbers_by_name(table.names)
     kind = _mark_steps(table, kind, numbers)
@@ -130,6 +132,14 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
         end_ns=table.end_ns, correlation=table.correlation, step=step, names=table.names,
         extra=table.extra, meta=meta,
     )  # fmt: skip
+
+
+def needs_nanoseconds(start_ns: np.ndarray) -> bool:
+    """Whether some start is a fraction of a microsecond past :data:`FLOAT_EXACT_US`, where a
+    float64 of microseconds no longer holds the nanosecond (``start_ns >= 2**42 * 1000`` and
+    ``start_ns % 1000 != 0``): Kineto's nanosecond-resolution traces, read exactly."""
+    late = start_ns[start_ns >= FLOAT_EXACT_US * 1000]
+    return bool((late % 1000 != 0).any())
 
 
 def _rank(path: Path, header: dict) -> tuple[int, str]:
