@@ -18,7 +18,6 @@ from parity.trace.load import load_trace
 from parity.trace.readers import jsonstream, parallel
 from parity.trace.readers.columns import (
     _lane_overlaps,
-    _lane_overlaps_small,
     _lane_running_max,
     parse_us_text,
     us_to_ns,
@@ -507,18 +506,33 @@ def test_lane_overlaps_hand_computed() -> None:
     # running end is 10); lane (0, 0, 9): [3,4) [4,6) touch, no overlap
     rows = ([0] * 5, [0] * 5, [7, 9, 7, 9, 7], [0, 3, 5, 4, 6], [10, 4, 8, 6, 20])
     columns = [np.array(c, dtype=np.int64) for c in rows]
-    assert _lane_overlaps(*columns) == _lane_overlaps_small(*columns) == (2, 5)
+    assert _lane_overlaps(*columns) == (2, 5)
 
 
-def test_lane_overlaps_small_path_matches_the_array_path() -> None:
-    """Ties in start (zero-length rows among them) are taken in row order by both paths."""
+def _overlaps_by_scan(rank, device, stream, start, end) -> tuple[int, int]:
+    """The reference: one sort of (lane, start, row) tuples and a scan of each lane's running end."""
+    count = largest = 0
+    lane, reach = None, 0
+    rows = zip(rank.tolist(), device.tolist(), stream.tolist(), start.tolist(), range(len(start)), end.tolist())
+    for r, d, s, begin, _, finish in sorted(rows):
+        if (r, d, s) != lane:
+            lane, reach = (r, d, s), finish
+            continue
+        if reach > begin:
+            count, largest = count + 1, max(largest, reach - begin)
+        reach = max(reach, finish)
+    return count, largest
+
+
+def test_lane_overlaps_match_a_scan() -> None:
+    """Ties in start (zero-length rows among them) are taken in row order."""
     rng = np.random.default_rng(7)
     for _ in range(400):
         n = int(rng.integers(2, 60))
         start = rng.integers(0, 30, n)
         columns = [rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 3, n), start,
                    start + rng.integers(0, 8, n)]  # fmt: skip
-        assert _lane_overlaps_small(*columns) == _lane_overlaps(*columns)
+        assert _overlaps_by_scan(*columns) == _lane_overlaps(*columns)
 
 
 @pytest.mark.parametrize("structs", [True, False])  # False: every block decoded as Loose events

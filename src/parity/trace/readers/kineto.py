@@ -43,7 +43,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers import parallel
-from parity.trace.readers.columns import Columns, assign_steps, step_numbers_by_name
+from parity.trace.readers.columns import Columns, int_or, place_steps, step_numbers_by_name, with_columns
 from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import scan_stream
@@ -52,11 +52,10 @@ from parity.trace.readers.kineto_rows import (
     EXTRA,
     GPU_ANNOTATION,
     UNKNOWN,
-    int_or,
     on_stream,
 )
 from parity.trace.readers.lanes import ScanState
-from parity.trace.table import ActivityTable, Kind, KindCode
+from parity.trace.table import ActivityTable, Kind
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
 FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
@@ -118,20 +117,11 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
     table = cols.table(extra_keys=EXTRA, meta=meta)
     meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
     kind = state.lanes.resolve(table, UNKNOWN)
-    numbers = step_numbers_by_name(table.names)
-    kind = _mark_steps(table, kind, numbers)
-    step = _step_numbers(table, kind, numbers)
-    step = assign_steps(
-        kind=kind, start_ns=table.start_ns, end_ns=table.end_ns,
-        correlation=table.correlation, step=step,
-    )  # fmt: skip
+    kind = _mark_steps(table, kind, step_numbers_by_name(table.names))
+    step = place_steps(table, kind)
     device, stream = state.lanes.device_and_stream(table, kind, UNKNOWN)
-    return ActivityTable(
-        rank=np.full(len(table), rank, dtype=np.int32), device=device, stream=stream,
-        kind=kind.astype(np.int8), name_id=table.name_id, start_ns=table.start_ns,
-        end_ns=table.end_ns, correlation=table.correlation, step=step, names=table.names,
-        extra=table.extra, meta=meta,
-    )  # fmt: skip
+    return with_columns(table, rank=np.full(len(table), rank, dtype=np.int32), device=device, stream=stream,
+                        kind=kind.astype(np.int8), step=step)  # fmt: skip
 
 
 def needs_nanoseconds(start_ns: np.ndarray) -> bool:
@@ -160,10 +150,3 @@ def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> 
     kind[host & (numbers[table.name_id] >= 0)] = Kind.STEP
     kind[kind == GPU_ANNOTATION] = Kind.OTHER  # ProfilerStep drawn on a GPU lane is no step
     return kind
-
-
-def _step_numbers(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
-    step = np.full(len(table), -1, dtype=np.int32)
-    is_step = kind == KindCode.STEP
-    step[is_step] = numbers[table.name_id[is_step]]
-    return step

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from itertools import compress, count, repeat
 from operator import eq, is_
-from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +27,6 @@ from parity.trace.readers.kineto_rows import (
 from parity.trace.readers.kineto_structs import (
     ABSENT,
     BEGIN_END,
-    DECODER,
     NO_ARGS,
     STRUCT_TYPES,
     Args,
@@ -116,20 +114,9 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
 
 
 def _drop_skipped(where, xs: list, kinds: list) -> tuple[list, list, list]:
-    """The rows without the events of a skipped category (a trace's own ``Trace`` span): a few
-    are found by C-level ``list.index`` and deleted, many by one filtering pass."""
-    drop, at = [], -1
-    while len(drop) <= 16:
-        try:
-            at = kinds.index(SKIP, at + 1)
-        except ValueError:
-            where, xs, kinds = list(where), list(xs), list(kinds)
-            for i in reversed(drop):
-                del where[i], xs[i], kinds[i]
-            return where, xs, kinds
-        drop.append(at)
+    """The rows without the events of a skipped category (a trace's own ``Trace`` span)."""
     keep = [kind != SKIP for kind in kinds]
-    return list(compress(where, keep)), list(compress(xs, keep)), [kind for kind in kinds if kind != SKIP]
+    return list(compress(where, keep)), list(compress(xs, keep)), list(compress(kinds, keep))
 
 
 def _note_other_events(events: list, types: list, present: set, first: int, state: ScanState) -> None:

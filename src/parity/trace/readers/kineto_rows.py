@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, times_to_ns
+from parity.trace.readers.columns import Columns, int_or, times_to_ns
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.readers.lanes import ScanState
 from parity.trace.readers.rawtimes import raw_times_to_ns
@@ -160,10 +160,6 @@ def _one_value(values: list, n: int) -> bool:
         and values[::n // 16 + 1].count(first) == len(values[::n // 16 + 1])
         and values.count(first) == n
     )  # fmt: skip
-
-
-def int_or(value, default: int = NO_ID) -> int:
-    return value if type(value) is int and -(2**63) <= value < 2**63 else default
 
 
 _WHAT = {"pids": "pid", "tids": "tid", "devs": "args.device", "streams": "args.stream",
