@@ -35,7 +35,7 @@ from parity.trace.readers.kineto_structs import (
     Metadata,
 )
 from parity.trace.readers.lanes import LANE_METADATA, ScanState
-from parity.trace.readers.rawtimes import raw_mark_time
+from parity.trace.readers.rawtimes import ts_value
 from parity.trace.table import NO_ID, KindCode
 
 
@@ -138,7 +138,7 @@ def _note_other_events(events: list, types: list, present: set, first: int, stat
     marks = state.marks
     for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
         e = events[i]
-        marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, raw_mark_time(e.ts), first + i))
+        marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, ts_value(e.ts), first + i))
 
 
 def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
@@ -216,7 +216,7 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
                     state.marks.append((
                         ph, name if isinstance(name, str) else None,
                         cat if isinstance(cat, str) else None, e.pid, e.tid,
-                        raw_mark_time(e.ts), first + i,
+                        ts_value(e.ts), first + i,
                     ))  # fmt: skip
                 continue
             kind = cat_code(e.cat, UNKNOWN)
