@@ -47,9 +47,9 @@ class EventStream:
     With a ``decoder`` (a ``msgspec.json.Decoder`` of a list of event structs) blocks are
     decoded into structs, which skips unneeded keys without building them: about 3x faster and
     far smaller than dicts. A block whose values do not fit the struct types (a generic or
-    damaged trace) falls back to dicts; ``events`` then holds dicts, which callers tell apart
-    by ``type``. Structs may hold views (``msgspec.Raw``) of the text, valid until the next
-    block is read.
+    damaged trace) is decoded by ``fallback`` (dicts, by orjson, without one); callers tell
+    the two apart by ``type``. Structs may hold views (``msgspec.Raw``) of the text, valid
+    until the next block is read.
 
     ``size_hint`` (the text size, when known) keeps the buffer of a small file small.
     """
