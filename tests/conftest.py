@@ -69,17 +69,17 @@ def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture()
-def halves_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each two-process trace read (``readers.halves.read_halves``) gave a table."""
-    from parity.trace.readers import halves
+def shares_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each trace read in several processes (``readers.parallel.read_shares``) gave a table."""
+    from parity.trace.readers import parallel
 
     outcomes: list[bool] = []
-    original = halves.read_halves
+    original = parallel.read_shares
 
     def counted(*args, **kwargs):
         result = original(*args, **kwargs)
         outcomes.append(result is not None)
         return result
 
-    monkeypatch.setattr(halves, "read_halves", counted)
+    monkeypatch.setattr(parallel, "read_shares", counted)
     return outcomes

@@ -1,4 +1,5 @@
-"""The Ascend database export on a small file made here: a task that carries a collective."""
+"""The Ascend database export on a small file made here: a task that carries a collective, and the
+communication matrix from the tasks' ranks and sizes."""
 
 from __future__ import annotations
 
@@ -67,3 +68,37 @@ def test_exposed_communication_unlike_the_step_table_is_a_finding(tmp_path: Path
     found = [f for f in result.findings if f.code == "exposed-communication-mismatch"]
     assert len(found) == 1 and "230.000 us" in found[0].message and "200.000 us" in found[0].message
     assert not any(f.code == "exposed-communication-mismatch" for f in analyze(load_trace(write_db(tmp_path / "b"))).findings)
+
+
+def test_communication_matrix_from_the_task_table(tmp_path: Path) -> None:
+    """COMMUNICATION_TASK_INFO with ranks and sizes (profiler level 1) gives the matrix as the text
+    output's plane tasks do: in the all-reduce [160, 390 us], an SDMA copy 0->0 (4 MB in
+    [200, 300 us]; local, as rank 1 is not loaded) and the Notify Wait [160, 390 us] to rank 1,
+    which moves nothing."""
+    folder = write_db(tmp_path)
+    path = folder / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
+    with sqlite3.connect(path) as db:
+        db.executescript("""
+            DROP TABLE COMMUNICATION_TASK_INFO;
+            CREATE TABLE COMMUNICATION_TASK_INFO (globalTaskId INTEGER, opId INTEGER, srcRank INTEGER,
+                                                  dstRank INTEGER, size INTEGER, linkType INTEGER);
+            CREATE TABLE ENUM_HCCL_LINK_TYPE (id INTEGER, name TEXT);
+            INSERT INTO ENUM_HCCL_LINK_TYPE VALUES (1, 'HCCS'), (65534, 'N/A');
+            INSERT INTO STRING_IDS VALUES (5, 'SDMA');
+        """)
+        db.execute("INSERT INTO TASK VALUES (4, ?, ?, 0, NULL, 4, 5)", (200 * US, 300 * US))
+        db.executemany("INSERT INTO COMMUNICATION_TASK_INFO VALUES (?, 1, ?, ?, ?, ?)",
+                       [(3, 0, 1, 0, 65534), (4, 0, 0, 4_000_000, 1)])
+    table = load_trace(folder)
+    assert sum(link is not None for link in table.extra["link"]) == 2
+    figures = {(f.op, f.src, f.dst): f for f in analyze(table).comm_matrix}
+    assert table.extra["link"][table.start_ns == 200 * US][0] == (0, 0, 4_000_000, "HCCS")
+    link = figures[("hcom_allReduce__1_0_1", 0, 0)]
+    assert (link.transport, link.bytes, link.time_ns) == ("LOCAL", 4_000_000, 100 * US)
+    assert link.bandwidth_gbps == 40.0  # 4e6 B / 100e3 ns
+
+
+def test_no_link_column_without_ranks(tmp_path: Path) -> None:
+    """Profiler level 0 records no ranks or sizes: no link column, and no matrix."""
+    table = load_trace(write_db(tmp_path))
+    assert "link" not in table.extra and not analyze(table).comm_matrix

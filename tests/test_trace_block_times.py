@@ -1,4 +1,4 @@
-"""Kineto blocks: both time columns at once give what the column-by-column path gives; name ids."""
+"""Kineto blocks: rows, times and ids of a block and the errors naming a bad event; name ids."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from parity.model.errors import ParityError
 from parity.trace.readers import columns
 from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
 from parity.trace.readers.kineto_events import _name_ids
-from parity.trace.readers.kineto_rows import Block, add_block, plain_times_ns
+from parity.trace.readers.kineto_rows import Block, add_block
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.readers.lanes import ScanState
 from parity.trace.table import NO_ID
@@ -36,56 +36,6 @@ value = st.one_of(
 )
 
 
-def column_by_column(ts: list, durs: list) -> np.ndarray | None:
-    """The reference: each column by times_to_ns, and durations not negative."""
-    try:
-        start = times_to_ns(ts, path=PATH, first=0, what="ts")
-        dur = times_to_ns(durs, path=PATH, first=0, what="dur")
-    except ParityError:
-        return None
-    if (dur < 0).any():
-        return None
-    return np.stack([start, dur])
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(value, value), min_size=1, max_size=20))
-def test_same_nanoseconds_as_column_by_column(pairs: list) -> None:
-    ts, durs = [t for t, _ in pairs], [d for _, d in pairs]
-    fast = plain_times_ns(ts, durs)
-    if fast is None:
-        return  # the caller then takes the column-by-column path itself
-    reference = column_by_column(ts, durs)
-    assert reference is not None
-    assert fast.dtype == np.int64
-    np.testing.assert_array_equal(fast, reference)
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(in_range, in_range), min_size=1, max_size=20))
-def test_numbers_in_range_take_the_one_pass(pairs: list) -> None:
-    ts, durs = [t for t, _ in pairs], [d for _, d in pairs]
-    np.testing.assert_array_equal(plain_times_ns(ts, durs), column_by_column(ts, durs))
-
-
-def test_plain_numbers_take_the_one_pass() -> None:
-    ts = [1694039968955744, 2.0005, 4398046511103.999]
-    durs = [0, 1.0015, 0.0004]
-    ns = plain_times_ns(ts, durs)
-    assert ns.tolist() == [[1694039968955744000, 2001, 4398046511103999], [0, 1002, 0]]
-    # the floats nearest 2.0005 and 1.0015 lie just above them: their half ns round up
-    np.testing.assert_array_equal(ns, column_by_column(ts, durs))
-
-
-@pytest.mark.parametrize(
-    "ts, durs",
-    [(["1.5"], [1.0]), ([True], [1.0]), ([None], [1.0]), ([1.0], [-0.5]), ([-1.0], [1.0]),
-     ([float("nan")], [1.0]), ([1.0], [MAX_US * 2]), ([[1.0]], [[2.0]]), ([], [])],
-)  # fmt: skip
-def test_anything_else_is_left_to_the_checked_path(ts: list, durs: list) -> None:
-    assert plain_times_ns(ts, durs) is None
-
-
 def _block(**values) -> Block:
     b = Block()
     n = len(values["ts"])
@@ -101,9 +51,9 @@ def test_block_rows_and_errors() -> None:
     cols = Columns()
     add_block(
         cols,
-        ScanState(path=PATH, exact=False),
+        ScanState(path=PATH),
         0,
-        _block(ts=[1.5, 2.0], durs=[1.0, 0.25], corrs=[7, 8]),
+        _block(ts=[b"1.5", b"2.0"], durs=[1.0, 0.25], corrs=[7, 8]),
     )
     assert cols.blocks["start_ns"][0].tolist() == [1500, 2000]
     assert cols.blocks["end_ns"][0].tolist() == [2500, 2250]
@@ -111,16 +61,16 @@ def test_block_rows_and_errors() -> None:
     with pytest.raises(ParityError, match=r"event 11 has a negative dur \(-500 ns\)"):
         add_block(
             cols,
-            ScanState(path=PATH, exact=False),
+            ScanState(path=PATH),
             10,
-            _block(ts=[1.0, 2.0], durs=[1.0, -0.5]),
+            _block(ts=[b"1.0", b"2.0"], durs=[1.0, -0.5]),
         )
     with pytest.raises(ParityError, match=r"event 10 has ts '1x'"):
         add_block(
             cols,
-            ScanState(path=PATH, exact=False),
+            ScanState(path=PATH),
             10,
-            _block(ts=["1x", 2.0], durs=[1.0, -0.5]),
+            _block(ts=[b'"1x"', b"2.0"], durs=[1.0, -0.5]),
         )
     with pytest.raises(
         ParityError,
@@ -128,9 +78,9 @@ def test_block_rows_and_errors() -> None:
     ):
         add_block(
             cols,
-            ScanState(path=PATH, exact=False),
+            ScanState(path=PATH),
             12,
-            _block(ts=[1.0, 2.0], durs=[1.0, 1.0], corrs=[1, 2**64]),
+            _block(ts=[b"1.0", b"2.0"], durs=[1.0, 1.0], corrs=[1, 2**64]),
         )
 
 
@@ -190,9 +140,9 @@ def test_times_to_ns_gives_the_first_written_results_and_errors(values: list) ->
 
 def test_id_columns_of_one_value_are_filled() -> None:
     cols = Columns()
-    b = _block(ts=[1.0, 2.0, 3.0], durs=[1.0, 1.0, 1.0], pids=[7, 7, 7], tids=[7, 8, 7],
+    b = _block(ts=[b"1", b"2", b"3"], durs=[1.0, 1.0, 1.0], pids=[7, 7, 7], tids=[7, 8, 7],
                exts=[ABSENT, ABSENT, ABSENT], corrs=[2**63 - 1] * 3)  # fmt: skip
-    add_block(cols, ScanState(path=PATH, exact=False), 0, b)
+    add_block(cols, ScanState(path=PATH), 0, b)
     assert cols.blocks["pid"][0].tolist() == [7, 7, 7]
     assert cols.blocks["tid"][0].tolist() == [7, 8, 7]
     assert cols.blocks["external_id"][0].tolist() == [NO_ID] * 3
@@ -202,9 +152,9 @@ def test_id_columns_of_one_value_are_filled() -> None:
     ):
         add_block(
             cols,
-            ScanState(path=PATH, exact=False),
+            ScanState(path=PATH),
             4,
-            _block(ts=[1.0], durs=[1.0], devs=[2**63]),
+            _block(ts=[b"1.0"], durs=[1.0], devs=[2**63]),
         )
 
 

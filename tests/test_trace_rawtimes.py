@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import MAX_US
-from parity.trace.readers.rawtimes import raw_mark_time, raw_times_to_ns
+from parity.trace.readers.rawtimes import ts_value, raw_times_to_ns
 
 PATH = Path("trace.json")
 
@@ -33,7 +33,7 @@ def test_mixed_widths_and_short_fractions():
 
 
 def test_other_forms_fall_back_to_one_by_one():
-    # more than three decimals: whole us plus the rounded fraction (234.4 ns -> 234)
+    # more than three decimals: the decimal value rounded half up to the ns (1234.4 ns -> 1234)
     assert _ns([b"1.2344", b"-3.25", b"1e3", b'"5.5"']) == [1234, -3250, 1_000_000, 5500]
 
 
@@ -50,9 +50,9 @@ def test_out_of_range_is_an_error():
 
 
 def test_mark_time_keeps_the_decimal_text():
-    assert raw_mark_time(b"1712195495519689.047") == "1712195495519689.047"
-    assert raw_mark_time(b"12") == 12
-    assert raw_mark_time(b"") is None
+    assert ts_value(b"1712195495519689.047") == "1712195495519689.047"
+    assert ts_value(b"12") == 12
+    assert ts_value(b"") is None
 
 
 def test_widths_that_add_up_to_one_width_are_told_apart():

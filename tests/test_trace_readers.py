@@ -18,7 +18,6 @@ from parity.trace.load import load_trace
 from parity.trace.readers import jsonstream, parallel
 from parity.trace.readers.columns import (
     _lane_overlaps,
-    _lane_overlaps_small,
     _lane_running_max,
     parse_us_text,
     us_to_ns,
@@ -291,8 +290,8 @@ def test_streamed_blocks_equal_one_parse(traces_dir: Path, monkeypatch, relative
     monkeypatch.setattr(jsonstream, "BLOCK_BYTES", block)
     same_table(whole, read_kineto(path))
     calls = []
-    original = parallel.read_parallel
-    monkeypatch.setattr(parallel, "read_parallel", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = parallel.read_shares
+    monkeypatch.setattr(parallel, "read_shares", lambda *a, **k: calls.append(1) or original(*a, **k))
     same_table(whole, read_kineto(path, workers=3))
     assert calls and whole.meta["exact_timestamps"] == (relative == NS)
 
@@ -507,27 +506,42 @@ def test_lane_overlaps_hand_computed() -> None:
     # running end is 10); lane (0, 0, 9): [3,4) [4,6) touch, no overlap
     rows = ([0] * 5, [0] * 5, [7, 9, 7, 9, 7], [0, 3, 5, 4, 6], [10, 4, 8, 6, 20])
     columns = [np.array(c, dtype=np.int64) for c in rows]
-    assert _lane_overlaps(*columns) == _lane_overlaps_small(*columns) == (2, 5)
+    assert _lane_overlaps(*columns) == (2, 5)
 
 
-def test_lane_overlaps_small_path_matches_the_array_path() -> None:
-    """Ties in start (zero-length rows among them) are taken in row order by both paths."""
+def _overlaps_by_scan(rank, device, stream, start, end) -> tuple[int, int]:
+    """The reference: one sort of (lane, start, row) tuples and a scan of each lane's running end."""
+    count = largest = 0
+    lane, reach = None, 0
+    rows = zip(rank.tolist(), device.tolist(), stream.tolist(), start.tolist(), range(len(start)), end.tolist())
+    for r, d, s, begin, _, finish in sorted(rows):
+        if (r, d, s) != lane:
+            lane, reach = (r, d, s), finish
+            continue
+        if reach > begin:
+            count, largest = count + 1, max(largest, reach - begin)
+        reach = max(reach, finish)
+    return count, largest
+
+
+def test_lane_overlaps_match_a_scan() -> None:
+    """Ties in start (zero-length rows among them) are taken in row order."""
     rng = np.random.default_rng(7)
     for _ in range(400):
         n = int(rng.integers(2, 60))
         start = rng.integers(0, 30, n)
         columns = [rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 3, n), start,
                    start + rng.integers(0, 8, n)]  # fmt: skip
-        assert _lane_overlaps_small(*columns) == _lane_overlaps(*columns)
+        assert _overlaps_by_scan(*columns) == _lane_overlaps(*columns)
 
 
-@pytest.mark.parametrize("exact_decoder", [True, False])  # False: the text-rewriting path
-def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, exact_decoder: bool) -> None:
+@pytest.mark.parametrize("structs", [True, False])  # False: every block decoded as Loose events
+def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, structs: bool) -> None:
     """A file whose events fit one block is decoded where it lies, brackets and spaces included."""
     from parity.trace.readers import kineto as kineto_reader
 
-    if not exact_decoder:
-        monkeypatch.setattr(kineto_reader, "EXACT_DECODER", None)
+    if not structs:
+        monkeypatch.setattr(kineto_reader, "DECODER", None)
     text = (b'{"traceEvents": [ \n {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
             b'"ts": 1736408883704643.212, "dur": 1.5, "args": {"device": 0, "stream": 7}} ,\n'
             b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1736408883704650.001, '

@@ -10,7 +10,10 @@ and strings in ``STRING_IDS``. Rows, matching the text reader's choices:
   when it names a core, else the core implied by the task type (``KERNEL_AIVEC`` ->
   ``AI_VECTOR_CORE``, ``KERNEL_AICORE`` -> ``AI_CORE``, ...).
 - ``COMMUNICATION_OP`` (collectives): ``Kind.KERNEL``, ``task_type = "HCCL"``, on the stream of
-  their tasks.
+  their tasks. ``COMMUNICATION_TASK_INFO`` gives each of their tasks ``(src rank, dst rank,
+  size in bytes, link type)`` in the ``link`` column, as the text output's plane tasks do, for
+  the communication matrix; the column is there only when some task names its ranks (profiler
+  level 0 records none: every rank is ``4294967295`` and every size -1).
 - A task with no operator (no ``COMPUTE_TASK_INFO`` row, so named after its task type, e.g.
   ``AI_CORE``) that holds a collective on its stream is the collective's carrier: its
   ``accelerator_core`` is ``HCCL``, so it counts as communication, never as compute (the
@@ -50,6 +53,7 @@ _CORE_OF_TASK = {
     "AI_CPU": "AI_CPU",
 }  # fmt: skip
 _RANK = re.compile(r"_(\d+)\.db$")
+INVALID_RANK = 4294967295  # a rank the profiler did not record (or a local task's dst)
 _STEP_TRACE_NAMES = {
     "step": "Step", "computing": "Computing",
     "communication_not_overlapped": "Communication(Not Overlapped)", "overlapped": "Overlapped",
@@ -96,7 +100,8 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
         cols = Columns()
         try:
-            _tasks(db, tables, cols, path)
+            task_ids = _tasks(db, tables, cols, path)
+            links = task_links(db, tables, task_ids)
             _comm_ops(db, tables, cols)
             _host(db, tables, cols)
             rank = _rank(db, tables, path)
@@ -112,6 +117,8 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     meta = {"source": str(path), "format": "ascend-db", "clock_unit": "ns", "ranks": [rank],
             "rank_source": "RANK_DEVICE_MAP/file name", "warnings": [], "step_trace": step_trace}
     table = cols.table(extra_keys=EXTRA, meta=meta)
+    if links is not None:  # the tasks are the first rows
+        table.extra["link"] = np.concatenate([links, np.full(len(table) - len(links), None, dtype=object)])
     mark_collective_carriers(table)
     return finish_ascend_rank(table, rank)
 
@@ -146,10 +153,11 @@ def _strings(db: sqlite3.Connection) -> dict[int, str]:
     return dict(db.execute("SELECT id, value FROM STRING_IDS"))
 
 
-def _tasks(db, tables: set[str], cols: Columns, path: Path) -> None:
+def _tasks(db, tables: set[str], cols: Columns, path: Path) -> tuple:
+    """Add the TASK rows to ``cols``; their globalTaskId values, in row order."""
     compute = "COMPUTE_TASK_INFO" in tables
     sql = (
-        "SELECT t.startNs, t.endNs, t.deviceId, t.connectionId, t.streamId, t.taskType, "
+        "SELECT t.startNs, t.endNs, t.deviceId, t.connectionId, t.streamId, t.taskType, t.globalTaskId, "
         + ("c.name, c.taskType " if compute else "NULL, NULL ")
         + "FROM TASK t "
         + ("LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId " if compute else "")
@@ -157,9 +165,9 @@ def _tasks(db, tables: set[str], cols: Columns, path: Path) -> None:
     )  # fmt: skip
     rows = db.execute(sql).fetchall()
     if not rows:
-        return
+        return ()
     strings = _strings(db)
-    start, end, device, conn, stream, ttype, cname, ccore = zip(*rows)
+    start, end, device, conn, stream, ttype, task_ids, cname, ccore = zip(*rows)
     start = _ints(start, path, "startNs")
     end = _ints(end, path, "endNs")
     if (end < start).any():
@@ -187,6 +195,29 @@ def _tasks(db, tables: set[str], cols: Columns, path: Path) -> None:
         step=np.full(n, -1, np.int32), task_type=np.asarray(task_type, dtype=object),
         accelerator_core=np.asarray(cores, dtype=object), sync_type=np.asarray(syncs, object),
     )  # fmt: skip
+    return task_ids
+
+
+def task_links(db, tables: set[str], task_ids) -> np.ndarray | None:
+    """``(src rank, dst rank, size in bytes, link type)`` of each task in ``task_ids`` (its
+    ``COMMUNICATION_TASK_INFO`` row), None for the others; None when no task names a rank."""
+    if "COMMUNICATION_TASK_INFO" not in tables:
+        return None
+    present = {r[1] for r in db.execute("PRAGMA table_info(COMMUNICATION_TASK_INFO)")}
+    if not {"globalTaskId", "srcRank", "dstRank", "size", "linkType"} <= present:
+        return None
+    names = dict(db.execute("SELECT id, name FROM ENUM_HCCL_LINK_TYPE")) if "ENUM_HCCL_LINK_TYPE" in tables else {}
+    by_task = {
+        task: (src, dst, size, names.get(link, ""))
+        for task, src, dst, size, link in db.execute(
+            "SELECT globalTaskId, srcRank, dstRank, size, linkType FROM COMMUNICATION_TASK_INFO")
+        if type(src) is int and type(dst) is int and type(size) is int and src != INVALID_RANK and size >= 0
+    }  # fmt: skip
+    if not by_task:
+        return None
+    links = np.empty(len(task_ids), dtype=object)
+    links[:] = [by_task.get(task) for task in task_ids]
+    return links
 
 
 def _comm_ops(db, tables: set[str], cols: Columns) -> None:

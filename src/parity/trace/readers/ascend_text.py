@@ -52,6 +52,7 @@ from parity.trace.readers.columns import (
     PROFILER_STEP,
     Columns,
     finish_ascend_rank,
+    int_or,
     one_line,
     times_to_ns,
 )
@@ -171,11 +172,11 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
         durs.append(e.get("dur"))
         devs.append(0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID)
         streams.append(stream)
-        corrs.append(_i64(corr) if type(corr) is int else _int_text(corr))
+        corrs.append(int_or(corr) if type(corr) is int else _int_text(corr))
         types.append(task_type)
         syncs.append(e.get("name") if kind == Kind.SYNC else None)
-        pids.append(_i64(e.get("pid")))
-        tids.append(_i64(e.get("tid")))
+        pids.append(int_or(e.get("pid")))
+        tids.append(int_or(e.get("tid")))
         where.append(i)
         links.append(_link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None)
         if plane_stream is not None:
@@ -235,7 +236,7 @@ def _classify(e: dict, process: str, thread: dict):
     """(kind, stream, task_type, plane_stream) for one complete event, or None to skip it."""
     pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
     args = e.get("args") if isinstance(e.get("args"), dict) else {}
-    tid_int = _i64(tid)
+    tid_int = int_or(tid)
     if process == "Ascend Hardware":
         task_type = args.get("Task Type")
         task_type = task_type if isinstance(task_type, str) else None
@@ -251,7 +252,7 @@ def _classify(e: dict, process: str, thread: dict):
         plane = args.get("stream id")
         task = args.get("task type")
         return Kind.OTHER, tid_int, task if isinstance(task, str) else None, (
-            _i64(plane) if type(plane) is int else None
+            int_or(plane) if type(plane) is int else None
         )
     if process == "CANN":
         return Kind.RUNTIME, tid_int, None, None
@@ -285,17 +286,12 @@ def _place_hccl_ops(kind, types, stream, start, end, plane_streams) -> None:
 
 def _number(label: str, default: int) -> int:
     match = _NUMBER.search(label)
-    return _i64(int(match.group(1))) if match else default
-
-
-def _i64(value) -> int:
-    """``value`` when it is an int that fits int64, else ``NO_ID``."""
-    return value if type(value) is int and -(2**63) <= value < 2**63 else NO_ID
+    return int_or(int(match.group(1))) if match else default
 
 
 def _int_text(value) -> int:
     if isinstance(value, str) and value.strip().isdigit():
-        return _i64(int(value))
+        return int_or(int(value))
     return NO_ID
 
 

@@ -1,11 +1,10 @@
 """Shared pieces of every reader: column accumulation, exact time conversion, step assignment.
 
-Times: trace formats give microseconds as floats (Kineto), strings (Ascend) or integer
-nanoseconds (SQLite exports). Everything becomes ``int64`` nanoseconds. A microsecond float is
-split into its integer part (exact in a float64 below 2**53) and its fraction, which is rounded
-to the nanosecond, so ``1736408883704643.212`` becomes ``1736408883704643212`` exactly whenever
-the float still holds the nanosecond (below about 4.4e12 us; larger fractional values are
-handled by :mod:`.jsonstream` rewriting the text before parsing).
+Times: trace formats give microseconds as JSON numbers (Kineto), strings (Ascend) or integer
+nanoseconds (SQLite exports). Everything becomes ``int64`` nanoseconds. Timestamps are read
+from their decimal text, exactly (Kineto's ``ts`` by :mod:`.rawtimes`, strings by
+:func:`parse_us_text`); durations and other float microseconds are split into their integer
+part (exact in a float64 below 2**53) and their fraction, rounded to the nanosecond.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ ASCEND_CONCURRENT_TASKS = frozenset({
     "HCCL", "Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "SDMA", "Write Value",
     "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy",
 })  # fmt: skip
-SMALL_LANE_ROWS = 256  # device rows up to which the overlap check scans Python tuples
 MAX_US = 9.0e15  # |t| above this (in us) overflows int64 nanoseconds
 
 
@@ -77,6 +75,11 @@ class Columns:
         core = {c: self.column(c, d) for c, d in INT64_DTYPES.items()}
         extra = {k: self.column(k, d) for k, d in extra_keys.items() if k in self.blocks}
         return ActivityTable(**core, names=tuple(self.names), extra=extra, meta=meta)
+
+
+def int_or(value, default: int = NO_ID) -> int:
+    """``value`` when it is an int that fits int64, else ``default``."""
+    return value if type(value) is int and -(2**63) <= value < 2**63 else default
 
 
 def one_line(exc: BaseException, limit: int = 160) -> str:
@@ -254,7 +257,7 @@ def stream_overlap_warning(table: ActivityTable) -> str | None:
     if mask.sum() < 2:
         return None
     columns = table.rank[mask], table.device[mask], table.stream[mask], table.start_ns[mask], table.end_ns[mask]
-    count, largest = (_lane_overlaps_small if len(columns[0]) <= SMALL_LANE_ROWS else _lane_overlaps)(*columns)
+    count, largest = _lane_overlaps(*columns)
     if not count:
         return None
     return (
@@ -276,25 +279,6 @@ def _lane_overlaps(rank, device, stream, start, end) -> tuple[int, int]:
     overlap[1:] = np.where(same, prev_end[:-1] - start[1:], 0)
     bad = overlap > 0
     return int(bad.sum()), int(overlap.max())
-
-
-def _lane_overlaps_small(rank, device, stream, start, end) -> tuple[int, int]:
-    """:func:`_lane_overlaps` of a few rows as one sort of Python tuples and a scan: below
-    :data:`SMALL_LANE_ROWS` rows that costs less than the two dozen numpy calls, each of
-    which has a fixed cost of microseconds. The row index in the tuple keeps ties in row
-    order, as the stable sort does."""
-    count = largest = 0
-    lane, reach = None, 0
-    rows = zip(rank.tolist(), device.tolist(), stream.tolist(), start.tolist(), range(len(start)), end.tolist())
-    for r, d, s, begin, _, finish in sorted(rows):
-        if (r, d, s) != lane:
-            lane, reach = (r, d, s), finish
-            continue
-        if reach > begin:
-            count += 1
-            largest = max(largest, reach - begin)
-        reach = max(reach, finish)
-    return count, largest
 
 
 def _lane_running_max(values: np.ndarray, lane_id: np.ndarray) -> np.ndarray:
@@ -332,19 +316,26 @@ def step_numbers_by_name(names: tuple[str, ...]) -> np.ndarray:
     return numbers
 
 
-def finish_ascend_rank(table: ActivityTable, rank: int) -> ActivityTable:
-    """Rank column, ProfilerStep numbers, and steps for the rows the reader did not place.
-
-    Steps a reader already set (``kernel_details.csv``'s ``Step Id``) are kept; every other row
-    gets the step its launch fell in (:func:`assign_steps`).
-    """
-    numbers = step_numbers_by_name(table.names)
+def place_steps(table: ActivityTable, kind: np.ndarray | None = None) -> np.ndarray:
+    """The step of every row (``kind``: the table's unless given): ``N`` for a ``Kind.STEP`` row
+    named ``ProfilerStep#N``; a step the reader already set (``kernel_details.csv``'s ``Step
+    Id``) kept; every other row the step its launch fell in (:func:`assign_steps`)."""
+    kind = table.kind if kind is None else kind
     step = table.step.copy()
-    is_step = table.kind == KindCode.STEP
-    step[is_step] = numbers[table.name_id[is_step]]
-    placed = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
+    is_step = kind == KindCode.STEP
+    step[is_step] = step_numbers_by_name(table.names)[table.name_id[is_step]]
+    placed = assign_steps(kind=kind, start_ns=table.start_ns, end_ns=table.end_ns,
                           correlation=table.correlation, step=step)  # fmt: skip
-    step = np.where(step >= 0, step, placed).astype(np.int32)
-    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
-    columns.update(rank=np.full(len(table), rank, np.int32), step=step)
-    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)
+    return np.where(step >= 0, step, placed).astype(np.int32)
+
+
+def with_columns(table: ActivityTable, **columns: np.ndarray) -> ActivityTable:
+    """``table`` with some core columns replaced."""
+    core = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
+    core.update(columns)
+    return ActivityTable(**core, names=table.names, extra=table.extra, meta=table.meta)
+
+
+def finish_ascend_rank(table: ActivityTable, rank: int) -> ActivityTable:
+    """The rank column and every row's step (:func:`place_steps`)."""
+    return with_columns(table, rank=np.full(len(table), rank, np.int32), step=place_steps(table))

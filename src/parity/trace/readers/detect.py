@@ -26,7 +26,7 @@ from parity.model.errors import ParityError
 from parity.trace.readers.ascend_csv import KERNEL_DETAILS, STEP_TRACE
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW, missing_timeline
 from parity.trace.readers.columns import one_line
-from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, GzipReader
+from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, inflating
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -58,7 +58,7 @@ def detect(path: Path) -> str:
         if head.startswith(SQLITE_MAGIC):
             return _detect_sqlite(path)
         handle.seek(0)
-        reader = GzipReader(handle) if head[:2] == GZIP_MAGIC else handle
+        reader = inflating(handle) if head[:2] == GZIP_MAGIC else handle
         text = b""
         for size in HEAD_LOOKS:
             text = _read_on(reader, text, size)

@@ -16,14 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, times_to_ns
-from parity.trace.readers.kineto_rows import (
-    CAT_CODE,
-    DEVICE_CODES,
-    SKIP,
-    UNKNOWN,
-    int_or,
-)
+from parity.trace.readers.columns import Columns, int_or, times_to_ns
+from parity.trace.readers.kineto_rows import CAT_CODE, DEVICE_CODES, SKIP, UNKNOWN
 from parity.trace.readers.lanes import ScanState
 from parity.trace.table import NO_ID
 

@@ -13,9 +13,6 @@ the same state as the real parse does, so a cut that parses is an event boundary
 does not is retried at the previous candidate. The keys around the array
 (``distributedInfo``, ``baseTimeNanoseconds``, which Kineto writes after the events) are
 parsed from the text before and after it and returned as ``header``.
-
-Exact timestamps: whether a block's microsecond timestamps need more than a float64 is
-decided per block (:mod:`.exactts`; ``exact_ts`` says what the last block needed).
 """
 
 from __future__ import annotations
@@ -29,13 +26,10 @@ import msgspec
 import orjson
 
 from parity.model.errors import ParityError
-from parity.trace.readers.exactts import needs_exact_ts, split_ts
 from parity.trace.readers.gzipfile import GZIP_ERRORS, open_binary
 
 BLOCK_BYTES = 2 << 20  # text parsed at a time: its structs stay in the CPU caches while scanned
-RAW_BLOCK_BYTES = 16 << 20  # text cut at a time for worker processes (fewer, larger messages)
 TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')  # the start of the event array
-NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events
 _WS = b" \t\r\n"
 _SEPARATORS = b"," + _WS
 _AFTER_EVENT = b",]"
@@ -48,33 +42,25 @@ class EventStream:
     """Iterate ``(first_index, events)`` blocks; ``header`` is complete after iteration.
 
     ``first_index`` is the position of the block's first event in the file's event array, so
-    readers can name the index of a bad event. ``exact_ts`` says whether ``ts_frac`` keys were
-    added (see the module docstring).
-
-    With ``raw=True`` the blocks are not parsed here: they are yielded as ``bytes`` (the text of
-    a run of events, cut where ``}`` is followed by ``, {``, a guess the parser of each block
-    must confirm), except the last, parsed, block. Readers use this to parse blocks in
-    parallel and fall back to the parsing stream when a guess fails.
+    readers can name the index of a bad event.
 
     With a ``decoder`` (a ``msgspec.json.Decoder`` of a list of event structs) blocks are
     decoded into structs, which skips unneeded keys without building them: about 3x faster and
     far smaller than dicts. A block whose values do not fit the struct types (a generic or
-    damaged trace) falls back to dicts; ``events`` then holds dicts, which callers tell apart
-    by ``type``. Structs may hold views (``msgspec.Raw``) of the text, valid until the next
-    block is read.
+    damaged trace) is decoded by ``fallback`` (dicts, by orjson, without one); callers tell
+    the two apart by ``type``. Structs may hold views (``msgspec.Raw``) of the text, valid
+    until the next block is read.
 
     ``size_hint`` (the text size, when known) keeps the buffer of a small file small.
     """
 
     path: Path
     decoder: msgspec.json.Decoder | None = None
-    exact_decoder: msgspec.json.Decoder | None = None  # see decode_block
-    raw: bool = False
+    fallback: msgspec.json.Decoder | None = None  # for blocks that do not fit ``decoder``
     source: object = None  # a binary file-like (with ``readinto``) to read instead of ``path``
-    block_bytes: int = 0  # 0: BLOCK_BYTES, or RAW_BLOCK_BYTES with ``raw``
+    block_bytes: int = 0  # 0: BLOCK_BYTES
     size_hint: int | None = None
     header: dict = field(default_factory=dict)
-    exact_ts: bool = False
     bytes_read: int = 0
     total_bytes: int = 0
 
@@ -84,7 +70,7 @@ class EventStream:
         except OSError:
             self.total_bytes = 0
         handle = self.source if self.source is not None else open_binary(self.path)
-        block = self.block_bytes or (RAW_BLOCK_BYTES if self.raw else BLOCK_BYTES)
+        block = self.block_bytes or BLOCK_BYTES
         if self.size_hint is not None:
             block = max(min(block, self.size_hint + 1), 1)
         window = _Window(handle, block, self)
@@ -149,7 +135,7 @@ class EventStream:
             if pos < win.hi and win.data[pos] == _CLOSE:
                 self._trailer(win, pos + 1)
                 return
-            cut = _raw_cut(win, pos) if self.raw else _cut(win, pos, self.decoder, self.exact_decoder)
+            cut = _cut(win, pos, self.decoder, self.fallback)
             if cut is None:
                 if win.eof:
                     events, end = self._last_events(win, pos, index)
@@ -159,10 +145,10 @@ class EventStream:
                     return
                 pos -= win.fill(pos - 1)  # keep the byte before ``pos``: _cut brackets in place
                 continue
-            end, events, self.exact_ts = cut
+            end, events = cut
             if events:
                 yield index, events
-                index += len(events) if not self.raw else 0
+                index += len(events)
             pos = end
 
     def _trailer(self, win: _Window, pos: int) -> None:
@@ -190,14 +176,10 @@ class EventStream:
             close = buf.rfind(b"]", pos, limit)
             if close < 0:
                 break
-            text = bytes(buf[pos:close])
-            self.exact_ts = needs_exact_ts(text)
-            if self.exact_ts:
-                text = split_ts(text)
-            try:
-                return orjson.loads(_bracketed(text)), close + 1
-            except orjson.JSONDecodeError:
-                limit = close
+            events = _decode(_bracketed(buf[pos:close]), self.fallback)
+            if events is not None:
+                return events, close + 1
+            limit = close
         try:
             orjson.loads(_bracketed(bytes(buf[pos : win.hi])))
         except orjson.JSONDecodeError as exc:
@@ -295,43 +277,8 @@ def _first_nonspace(buf, pos: int, end: int) -> int:
     return pos if pos < end else -1
 
 
-RAW_TAIL_BYTES = 1 << 20
-
-
-def _raw_cut(win: _Window, pos: int):
-    """Cut before the last ``}, {`` in the final MB of the window without parsing (raw mode)."""
-    last = None
-    for last in NEXT_EVENT.finditer(win.data, max(pos, win.hi - RAW_TAIL_BYTES), win.hi):
-        pass
-    if last is None:
-        return None
-    return last.start() + 1, bytes(win.data[pos : last.start() + 1]), False
-
-
-def decode_block(text, decoder, exact_decoder=None, *, bracketed: bool = False) -> tuple[list | None, bool]:
-    """Parse the text of a run of events (as :func:`_cut` does): ``(events or None, exact)``.
-
-    ``text`` is the events between the array's brackets, or with ``bracketed`` the whole array
-    brackets included (decoded where it lies, without a copy). Where timestamps need exact
-    handling, ``exact_decoder`` (one that keeps ``ts`` as JSON text) is tried first; without
-    it, or for values it does not fit, ``ts`` is rewritten as the module docstring says.
-    """
-    array = (lambda t: t) if bracketed else _bracketed
-    exact = needs_exact_ts(text)
-    if exact and exact_decoder is not None:
-        try:
-            return exact_decoder.decode(array(text)), exact
-        except msgspec.ValidationError:
-            pass
-        except msgspec.DecodeError:
-            return None, exact
-    if exact:
-        text = split_ts(text)
-    return _decode(array(text), decoder), exact
-
-
-def _cut(win: _Window, pos: int, decoder, exact_decoder=None):
-    """The largest parseable run of events from ``pos``: ``(end, events, exact)`` or None.
+def _cut(win: _Window, pos: int, decoder, fallback=None):
+    """The largest parseable run of events from ``pos``: ``(end, events)`` or None.
 
     The run is decoded where it lies: the byte before it (the array's ``[``, a comma or a
     space) and the one after its last ``}`` (a comma, a space or the array's ``]``) are
@@ -348,13 +295,13 @@ def _cut(win: _Window, pos: int, decoder, exact_decoder=None):
         before, behind = buf[pos - 1], buf[brace + 1]
         buf[pos - 1], buf[brace + 1] = _OPEN, _CLOSE
         try:
-            events, exact = decode_block(memoryview(buf)[pos - 1 : brace + 2], decoder, exact_decoder, bracketed=True)
+            events = _decode(memoryview(buf)[pos - 1 : brace + 2], decoder, fallback)
         finally:
             buf[pos - 1], buf[brace + 1] = before, behind
         if events is None:
             limit = brace
             continue
-        return brace + 1, events, exact
+        return brace + 1, events
     return None
 
 
@@ -363,15 +310,17 @@ def _bracketed(text) -> bytes:
     return b"".join((b"[", text, b"]"))
 
 
-def _decode(text: bytes, decoder):
-    """Events as structs (when they fit the decoder's types) or dicts; None if not JSON."""
-    if decoder is not None:
-        try:
-            return decoder.decode(text)
-        except msgspec.ValidationError:
-            pass  # valid JSON of other types, or invalid JSON noticed late: try dicts
-        except msgspec.DecodeError:
-            return None
+def _decode(text, decoder, fallback=None):
+    """Events as ``decoder`` makes them when they fit its types, else as ``fallback`` (or orjson,
+    without one) makes them; None if not JSON."""
+    for each in (decoder, fallback):
+        if each is not None:
+            try:
+                return each.decode(text)
+            except msgspec.ValidationError:
+                continue  # valid JSON of other types, or invalid JSON noticed late
+            except msgspec.DecodeError:
+                return None
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:

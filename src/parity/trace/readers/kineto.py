@@ -42,28 +42,23 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers import halves, parallel
-from parity.trace.readers.columns import Columns, assign_steps, step_numbers_by_name
+from parity.trace.readers import parallel
+from parity.trace.readers.columns import Columns, int_or, place_steps, step_numbers_by_name, with_columns
 from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_events import (
-    DECODER,
-    EXACT_DECODER,
-    scan_events,
-    scan_stream,
-    scan_text,
-)
+from parity.trace.readers.kineto_events import scan_stream
+from parity.trace.readers.kineto_structs import DECODER, LOOSE_DECODER
 from parity.trace.readers.kineto_rows import (
     EXTRA,
     GPU_ANNOTATION,
     UNKNOWN,
-    int_or,
     on_stream,
 )
 from parity.trace.readers.lanes import ScanState
-from parity.trace.table import ActivityTable, Kind, KindCode
+from parity.trace.table import ActivityTable, Kind
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 Progress = Callable[[int, int, str], None]
 
@@ -71,37 +66,31 @@ Progress = Callable[[int, int, str], None]
 def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
 
-    ``workers`` is how many processes parse it: 1 reads in this process, 2 in two (a child
-    forked for this read, :mod:`.halves`), more in a pool of that many (:mod:`.parallel`);
-    None picks by the file's size alone (:func:`.parallel.default_workers`). The table is the
-    same for every value; whatever goes wrong in a child is read again here in one process,
-    which names the bad event.
+    ``workers`` is how many processes parse it: 1 reads in this process, more in this process
+    and ``workers - 1`` children forked for this read, one share of the text each
+    (:mod:`.parallel`); None picks by the file's size alone (:func:`.parallel.default_workers`).
+    The table is the same for every value; whatever goes wrong in a share is read again here
+    in one process, which names the bad event.
     """
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
     workers = parallel.default_workers(inflated) if workers is None else workers
     if workers < 1:
         raise ParityError(f"workers={workers} for {path}; give 1 or more processes")
     if workers >= 2 and inflated and parallel.can_fork():
-        if workers == 2:
-            done = halves.read_halves(path, size=inflated, decoders=(DECODER, EXACT_DECODER), scan_stream=scan_stream,
-                                      make_state=_scan_state, progress=progress)  # fmt: skip
-            if done is not None:
-                return _finish(path, *done)
-        else:
-            state = _scan_state(path)
-            done = parallel.read_parallel(path, scan_text, scan_events, state, progress, workers=workers)
-            if done is not None:
-                cols, header = done
-                return _finish(path, cols, state, header)
-    stream = EventStream(path, decoder=DECODER, exact_decoder=EXACT_DECODER, size_hint=inflated)
-    cols = Columns()
-    state = _scan_state(path)
-    scan_stream(stream, cols, state, progress)
-    return _finish(path, cols, state, stream.header)
+        done = parallel.read_shares(path, size=inflated, workers=workers, parse=_parse, progress=progress)
+        if done is not None:
+            return _finish(path, *done)
+    cols, state, header, _count = _parse(path, size_hint=inflated, progress=progress)
+    return _finish(path, cols, state, header)
 
 
-def _scan_state(path: Path) -> ScanState:
-    return ScanState(path=path, exact=False)
+def _parse(path: Path, source=None, *, size_hint: int | None = None, progress: Progress | None = None):
+    """``(cols, state, header, number of events)`` of the file, or of ``source`` (a share of its
+    text, :class:`.parallel.Share`)."""
+    stream = EventStream(path, decoder=DECODER, fallback=LOOSE_DECODER, source=source, size_hint=size_hint)
+    cols, state = Columns(), ScanState(path=path)
+    count = scan_stream(stream, cols, state, progress)
+    return cols, state, stream.header, count
 
 
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:
@@ -124,24 +113,23 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
         "base_time_ns": int_or(header.get("baseTimeNanoseconds"), 0) or None,
         "display_time_unit": header.get("displayTimeUnit"),
         "device_properties": header.get("deviceProperties") or [],
-        "exact_timestamps": state.exact_seen,
     }  # fmt: skip
     table = cols.table(extra_keys=EXTRA, meta=meta)
+    meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
     kind = state.lanes.resolve(table, UNKNOWN)
-    numbers = step_numbers_by_name(table.names)
-    kind = _mark_steps(table, kind, numbers)
-    step = _step_numbers(table, kind, numbers)
-    step = assign_steps(
-        kind=kind, start_ns=table.start_ns, end_ns=table.end_ns,
-        correlation=table.correlation, step=step,
-    )  # fmt: skip
+    kind = _mark_steps(table, kind, step_numbers_by_name(table.names))
+    step = place_steps(table, kind)
     device, stream = state.lanes.device_and_stream(table, kind, UNKNOWN)
-    return ActivityTable(
-        rank=np.full(len(table), rank, dtype=np.int32), device=device, stream=stream,
-        kind=kind.astype(np.int8), name_id=table.name_id, start_ns=table.start_ns,
-        end_ns=table.end_ns, correlation=table.correlation, step=step, names=table.names,
-        extra=table.extra, meta=meta,
-    )  # fmt: skip
+    return with_columns(table, rank=np.full(len(table), rank, dtype=np.int32), device=device, stream=stream,
+                        kind=kind.astype(np.int8), step=step)  # fmt: skip
+
+
+def needs_nanoseconds(start_ns: np.ndarray) -> bool:
+    """Whether some start is a fraction of a microsecond past :data:`FLOAT_EXACT_US`, where a
+    float64 of microseconds no longer holds the nanosecond (``start_ns >= 2**42 * 1000`` and
+    ``start_ns % 1000 != 0``): Kineto's nanosecond-resolution traces, read exactly."""
+    late = start_ns[start_ns >= FLOAT_EXACT_US * 1000]
+    return bool((late % 1000 != 0).any())
 
 
 def _rank(path: Path, header: dict) -> tuple[int, str]:
@@ -162,10 +150,3 @@ def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> 
     kind[host & (numbers[table.name_id] >= 0)] = Kind.STEP
     kind[kind == GPU_ANNOTATION] = Kind.OTHER  # ProfilerStep drawn on a GPU lane is no step
     return kind
-
-
-def _step_numbers(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
-    step = np.full(len(table), -1, dtype=np.int32)
-    is_step = kind == KindCode.STEP
-    step[is_step] = numbers[table.name_id[is_step]]
-    return step

@@ -1,8 +1,8 @@
 """The hot loop of the Kineto/Chrome JSON reader: event blocks to numpy column blocks.
 
 Blocks arrive as msgspec structs (the fast path: only the keys used are decoded, their types
-checked by the decoder) or, for blocks whose values do not fit those types, as dicts (every
-value checked here). Either way one pass appends plain Python values to lists, which become
+checked by the decoder) or, for blocks whose values do not fit those types, as
+:class:`~.kineto_structs.Loose` events (every value checked here). Either way one pass appends plain Python values to lists, which become
 numpy columns per block; no per-event objects are kept. A malformed event raises
 :class:`ParityError` naming its index in the file's event array.
 """
@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from itertools import compress, count, repeat
 from operator import eq, is_
-from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns, one_line
-from parity.trace.readers.jsonstream import EventStream, decode_block
+from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_rows import (
     CAT_CODE,
     SKIP,
@@ -29,17 +27,15 @@ from parity.trace.readers.kineto_rows import (
 from parity.trace.readers.kineto_structs import (
     ABSENT,
     BEGIN_END,
-    DECODER,
-    EXACT_DECODER,
     NO_ARGS,
     STRUCT_TYPES,
     Args,
     Complete,
-    ExactComplete,
+    Loose,
     Metadata,
 )
 from parity.trace.readers.lanes import LANE_METADATA, ScanState
-from parity.trace.readers.rawtimes import raw_mark_time
+from parity.trace.readers.rawtimes import ts_value
 from parity.trace.table import NO_ID, KindCode
 
 
@@ -53,32 +49,15 @@ def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -
 def scan_stream(stream: EventStream, cols: Columns, state: ScanState, progress=None) -> int:
     """Scan every block of ``stream`` into ``cols``; the number of events it held.
 
-    ``state.exact`` follows the stream's choice for each block (see :mod:`.jsonstream`);
     ``progress(bytes_read, total_bytes, path)`` is called after each block when given.
     """
     count = 0
     for first, events in stream:
-        state.exact = stream.exact_ts
-        state.exact_seen = state.exact_seen or state.exact
         scan_events(events, cols, state, first)
         count = first + len(events)
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(stream.path))
     return count
-
-
-def scan_text(path: str, text: bytes) -> dict | None:
-    """Worker side of the parallel read: parse and scan one block; None if it fails."""
-    events, exact = decode_block(text, DECODER, EXACT_DECODER)
-    if events is None:
-        return None
-    state = ScanState(path=Path(path), exact=exact)
-    cols = Columns()
-    try:
-        scan_events(events, cols, state)
-    except ParityError:
-        return None
-    return {**cols.payload(), **state.payload()}
 
 
 def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> None:
@@ -91,7 +70,7 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
     """
     types = list(map(type, events))
     present = set(types)  # one hashing pass; each list.count would be a pass of comparisons
-    complete = Complete if Complete in present else ExactComplete  # one decoder made the block
+    complete = Complete
     if present == {complete}:
         where: list[int] | range = range(len(types))  # every event is a complete one
         xs = events
@@ -110,9 +89,6 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
     b.name_ids = _name_ids([e.name for e in xs], cols)
     b.ts = [e.ts for e in xs]
     b.durs = [e.dur for e in xs]
-    b.raw_ts = complete is ExactComplete
-    if state.exact and not b.raw_ts:
-        b.tsf = [e.ts_frac for e in xs]
     b.pids = _ids_or_no_id([e.pid for e in xs])
     b.tids = _ids_or_no_id([e.tid for e in xs])
     args = [e.args for e in xs]
@@ -138,20 +114,9 @@ def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> 
 
 
 def _drop_skipped(where, xs: list, kinds: list) -> tuple[list, list, list]:
-    """The rows without the events of a skipped category (a trace's own ``Trace`` span): a few
-    are found by C-level ``list.index`` and deleted, many by one filtering pass."""
-    drop, at = [], -1
-    while len(drop) <= 16:
-        try:
-            at = kinds.index(SKIP, at + 1)
-        except ValueError:
-            where, xs, kinds = list(where), list(xs), list(kinds)
-            for i in reversed(drop):
-                del where[i], xs[i], kinds[i]
-            return where, xs, kinds
-        drop.append(at)
+    """The rows without the events of a skipped category (a trace's own ``Trace`` span)."""
     keep = [kind != SKIP for kind in kinds]
-    return list(compress(where, keep)), list(compress(xs, keep)), [kind for kind in kinds if kind != SKIP]
+    return list(compress(where, keep)), list(compress(xs, keep)), list(compress(kinds, keep))
 
 
 def _note_other_events(events: list, types: list, present: set, first: int, state: ScanState) -> None:
@@ -173,8 +138,7 @@ def _note_other_events(events: list, types: list, present: set, first: int, stat
     marks = state.marks
     for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
         e = events[i]
-        ts = e.ts if type(e.ts) is not msgspec.Raw else raw_mark_time(e.ts)
-        marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, ts, first + i))
+        marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, ts_value(e.ts), first + i))
 
 
 def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
@@ -229,47 +193,47 @@ def _external_ids(args: list[Args]) -> list:
 
 
 def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
-    """Turn one block of event dicts into column blocks (the hot loop: one pass, no objects)."""
+    """Turn one block of :class:`Loose` events into column blocks (one pass, no objects)."""
     b = Block()
-    kinds, name_ids, ts, tsf, durs = b.kinds, b.name_ids, b.ts, b.tsf, b.durs
+    kinds, name_ids, ts, durs = b.kinds, b.name_ids, b.ts, b.durs
     pids, tids, devs, streams, corrs, exts, where = (
         b.pids, b.tids, b.devs, b.streams, b.corrs, b.exts, b.where
     )
     names_get, intern, cat_code = cols.names.get, cols.intern, CAT_CODE.get
-    exact, empty, note = state.exact, {}, state.lanes.note
+    empty, note = {}, state.lanes.note
     i = -1
     try:
         for i, e in enumerate(events):
-            if type(e) is not dict:
+            if type(e) is not Loose:
                 state.non_objects += 1
                 continue
-            ph = e.get("ph")
+            ph = e.ph
             if ph != "X":
                 if ph == "M":
                     note(e)
                 elif ph == "B" or ph == "E":
-                    name, cat = e.get("name"), e.get("cat")
+                    name, cat = e.name, e.cat
                     state.marks.append((
                         ph, name if isinstance(name, str) else None,
-                        cat if isinstance(cat, str) else None, e.get("pid"), e.get("tid"),
-                        e.get("ts"), first + i,
+                        cat if isinstance(cat, str) else None, e.pid, e.tid,
+                        ts_value(e.ts), first + i,
                     ))  # fmt: skip
                 continue
-            kind = cat_code(e.get("cat"), UNKNOWN)
+            kind = cat_code(e.cat, UNKNOWN)
             if kind == SKIP:
                 continue
-            args = e.get("args") or empty
-            name = e.get("name")
+            args = e.args or empty
+            name = e.name
             nid = names_get(name)
             if nid is None:
                 nid = intern(name if type(name) is str else str(name))
-            pid, tid = e.get("pid"), e.get("tid")
+            pid, tid = e.pid, e.tid
             dev, st, corr = args.get("device"), args.get("stream"), args.get("correlation")
             ext = args.get("External id", args.get("external id", NO_ID))
             kinds.append(kind)
             name_ids.append(nid)
-            ts.append(e.get("ts"))
-            durs.append(e.get("dur"))
+            ts.append(e.ts)
+            durs.append(e.dur)
             pids.append(pid if type(pid) is int else NO_ID)
             tids.append(tid if type(tid) is int else NO_ID)
             devs.append(dev if type(dev) is int else NO_ID)
@@ -277,8 +241,6 @@ def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
             corrs.append(corr if type(corr) is int else NO_ID)
             exts.append(ext if type(ext) is int else NO_ID)
             where.append(i)
-            if exact:
-                tsf.append(e.get("ts_frac", 0.0))
             if kind == KindCode.SYNC:
                 b.sync_rows.append((
                     len(kinds) - 1, args.get("cuda_sync_kind", args.get("sync_type")),

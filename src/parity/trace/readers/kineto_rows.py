@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, plain_us, times_to_ns, us_to_ns
+from parity.trace.readers.columns import Columns, int_or, times_to_ns
 from parity.trace.readers.kineto_structs import ABSENT
 from parity.trace.readers.lanes import ScanState
 from parity.trace.readers.rawtimes import raw_times_to_ns
@@ -52,13 +52,12 @@ EXTRA = {
 class Block:
     """Plain lists the hot loop appends to; one block of events at a time."""
 
-    __slots__ = ("corrs", "devs", "durs", "exts", "kinds", "name_ids", "pids", "raw_ts", "streams",
-                 "sync_rows", "tids", "ts", "tsf", "where")  # fmt: skip
+    __slots__ = ("corrs", "devs", "durs", "exts", "kinds", "name_ids", "pids", "streams", "sync_rows",
+                 "tids", "ts", "where")  # fmt: skip
 
     def __init__(self) -> None:
         for slot in self.__slots__:
-            setattr(self, slot, [])
-        self.raw_ts = False  # ts holds JSON texts (msgspec.Raw), see ExactComplete
+            setattr(self, slot, [])  # ts: the JSON texts (msgspec.Raw) of the timestamps
 
 
 def on_stream(kind: np.ndarray) -> np.ndarray:
@@ -102,40 +101,20 @@ def _where(b: Block) -> np.ndarray:
 
 
 def _times(cols: Columns, state: ScanState, first: int, b: Block) -> tuple[np.ndarray, np.ndarray]:
-    """Start and duration (int64 ns) of the block's rows: both columns at once by
-    :func:`plain_times_ns` when every value is a plain number in range, else column by column
-    (:func:`~.columns.times_to_ns`, :func:`~.rawtimes.raw_times_to_ns`), which name the event
-    of a bad value, and a check that no duration is negative."""
-    both = None if b.raw_ts else plain_times_ns(b.ts, b.durs)
-    if both is not None:
-        start, dur = both
-    else:
-        where = _where(b)
-        if b.raw_ts:
-            start = raw_times_to_ns(b.ts, path=state.path, first=first, index=where)
-        else:
-            start = times_to_ns(b.ts, path=state.path, first=first, what="ts", index=where)
-        dur = times_to_ns(b.durs, path=state.path, first=first, what="dur", index=where)
-        negative = dur < 0
-        if negative.any():
-            index = first + int(where[np.flatnonzero(negative)[0]])
-            raise ParityError(
-                f"{state.path}: event {index} has a negative dur ({int(dur[negative][0])} ns); "
-                "the trace is corrupt"
-            )
-    if state.exact and not b.raw_ts:
-        start = start + np.rint(np.asarray(b.tsf, dtype=np.float64) * 1000).astype(np.int64)
+    """Start and duration (int64 ns) of the block's rows: ``ts`` from its JSON text
+    (:func:`~.rawtimes.raw_times_to_ns`), ``dur`` by :func:`~.columns.times_to_ns`, both naming
+    the event of a bad value, and a check that no duration is negative."""
+    where = None if type(b.where) is range else b.where  # None: the rows are the events
+    start = raw_times_to_ns(b.ts, path=state.path, first=first, index=where)
+    dur = times_to_ns(b.durs, path=state.path, first=first, what="dur", index=where)
+    negative = dur < 0
+    if negative.any():
+        index = first + int(_where(b)[np.flatnonzero(negative)[0]])
+        raise ParityError(
+            f"{state.path}: event {index} has a negative dur ({int(dur[negative][0])} ns); "
+            "the trace is corrupt"
+        )
     return start, dur
-
-
-def plain_times_ns(ts: list, durs: list) -> np.ndarray | None:
-    """``[start_ns, dur_ns]`` (int64, shape ``(2, n)``) of microsecond lists whose values are
-    all numbers in ``0 .. MAX_US`` (:func:`~.columns.plain_us` on both at once), converted by
-    :func:`~.columns.us_to_ns`; None when any is not (a string, ``None``, ``True``, a negative
-    or non-finite value...), for the column-by-column path to convert or name. Non-negative,
-    so no negative duration."""
-    us = plain_us(ts + durs, lowest=0.0)
-    return None if us is None else us_to_ns(us).reshape(2, len(ts))
 
 
 _ID_KEYS = ("pids", "tids", "devs", "streams", "corrs", "exts")
@@ -181,10 +160,6 @@ def _one_value(values: list, n: int) -> bool:
         and values[::n // 16 + 1].count(first) == len(values[::n // 16 + 1])
         and values.count(first) == n
     )  # fmt: skip
-
-
-def int_or(value, default: int = NO_ID) -> int:
-    return value if type(value) is int and -(2**63) <= value < 2**63 else default
 
 
 _WHAT = {"pids": "pid", "tids": "tid", "devs": "args.device", "streams": "args.stream",

@@ -5,16 +5,18 @@ duration (``B``/``E``) events decode their fields; every other phase (flow, inst
 async...) decodes into an empty struct, so its keys and ``args`` are skipped without building
 any value. This is most of what makes the struct path fast: a Kineto trace is about 40% flow
 and instant events. An event whose ``ph`` is missing or not a Chrome-trace phase fails the
-decoder, and its block is read as dicts instead (:mod:`.jsonstream`).
+decoder, and its block is decoded again as :class:`Loose` events (:mod:`.jsonstream`).
 
-Each event struct has an exact twin whose ``ts`` is the JSON text of the value
-(``msgspec.Raw``), for microsecond timestamps too large for a float64 to hold the nanosecond
-(converted by :mod:`.rawtimes`).
+``ts`` is kept as the JSON text of the value (``msgspec.Raw``) and converted exactly by
+:mod:`.rawtimes`: Kineto writes microseconds such as ``1712195495519689.047``, which a float64
+holds only to a quarter of a microsecond. A block that does not fit these types (a generic or
+damaged trace) is decoded into :class:`Loose` events instead, whose values are checked by the
+scan.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Union
 
 import msgspec
 
@@ -61,9 +63,8 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     name: str | None = None
     pid: IntStr = None
     tid: IntStr = None
-    ts: float | str | None = None
+    ts: msgspec.Raw = msgspec.Raw()
     dur: float | str | None = None
-    ts_frac: float = 0.0
     args: Args | None = None
 
 
@@ -92,27 +93,24 @@ class End(Complete, tag="E"):
     """The end of a duration event."""
 
 
-class ExactComplete(Complete, tag="X"):
-    """:class:`Complete` with ``ts`` as JSON text."""
+class Loose(msgspec.Struct, gc=False):
+    """Any event of a block that does not fit the types above, every value as decoded (``ts``
+    as JSON text); the entries of the array that are not objects decode as themselves."""
 
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
     ts: msgspec.Raw = msgspec.Raw()
-
-
-class ExactBegin(ExactComplete, tag="B"):
-    """:class:`Begin` with ``ts`` as JSON text."""
-
-
-class ExactEnd(ExactComplete, tag="E"):
-    """:class:`End` with ``ts`` as JSON text."""
+    dur: Any = None
+    args: Any = None
 
 
 _SKIPPED = tuple(
     msgspec.defstruct(f"Phase{ord(ph)}", [], gc=False, tag_field="ph", tag=ph) for ph in OTHER_PHASES
 )
-COMPLETE = (Complete, ExactComplete)
-BEGIN_END = {Begin: "B", End: "E", ExactBegin: "B", ExactEnd: "E"}
+BEGIN_END = {Begin: "B", End: "E"}
 DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]])
-EXACT_DECODER = msgspec.json.Decoder(
-    list[Union[(ExactComplete, Metadata, ExactBegin, ExactEnd, *_SKIPPED)]]
-)
-STRUCT_TYPES = frozenset((*COMPLETE, Metadata, *BEGIN_END, *_SKIPPED))
+LOOSE_DECODER = msgspec.json.Decoder(list[Union[Loose, None, bool, int, float, str, list]])
+STRUCT_TYPES = frozenset((Complete, Metadata, *BEGIN_END, *_SKIPPED))

@@ -34,12 +34,10 @@ class Lanes:
         self.labels: dict[object, str] = {}  # process_labels
         self.thread: dict[tuple[object, object], str] = {}
 
-    def note(self, event: dict) -> None:
-        """Record one metadata event given as a dict (see :meth:`add`)."""
-        args = event.get("args")
-        if isinstance(args, dict):
-            self.add(event.get("name"), event.get("pid"), event.get("tid"),
-                     args.get("name"), args.get("labels"))  # fmt: skip
+    def note(self, event) -> None:
+        """Record one metadata event given as a :class:`~.kineto_structs.Loose` (see :meth:`add`)."""
+        if isinstance(event.args, dict):
+            self.add(event.name, event.pid, event.tid, event.args.get("name"), event.args.get("labels"))
 
     def add(self, kind, pid, tid, name, labels) -> None:
         """Record ``process_name``, ``process_labels`` or ``thread_name`` metadata."""
@@ -100,10 +98,8 @@ def _number(label: str, default: int) -> int:
 class ScanState:
     """What the scan learns besides rows: lane metadata, counts for warnings."""
 
-    def __init__(self, *, path: Path, exact: bool) -> None:
+    def __init__(self, *, path: Path) -> None:
         self.path = path
-        self.exact = exact
-        self.exact_seen = exact
         self.lanes = Lanes()
         self.non_objects = 0
         self.marks: list[tuple] = []  # B/E duration events, paired at the end
@@ -115,7 +111,7 @@ class ScanState:
         return {"process": self.lanes.process, "labels": self.lanes.labels,
                 "thread": self.lanes.thread, "non_objects": self.non_objects,
                 "marks": self.marks, "events": self.events,
-                "known_cat": self.known_cat, "exact": self.exact_seen}  # fmt: skip
+                "known_cat": self.known_cat}  # fmt: skip
 
     def absorb(self, payload: dict) -> None:
         self.lanes.process.update(payload["process"])
@@ -125,4 +121,3 @@ class ScanState:
         self.marks.extend(payload["marks"])
         self.events += payload["events"]
         self.known_cat = self.known_cat or payload["known_cat"]
-        self.exact_seen = self.exact_seen or payload["exact"]

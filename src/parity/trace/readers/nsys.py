@@ -22,14 +22,13 @@ table and row.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_db import SQLITE_ERRORS, connect, table_names
-from parity.trace.readers.columns import Columns, assign_steps, one_line
+from parity.trace.readers.columns import PROFILER_STEP, Columns, one_line, place_steps, with_columns
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -43,7 +42,6 @@ _COPY_KIND = {1: "Memcpy HtoD", 2: "Memcpy DtoH", 3: "Memcpy HtoA", 4: "Memcpy A
               9: "Memcpy HtoH", 10: "Memcpy PtoP"}  # fmt: skip
 _SYNC_TYPE = {0: "Unknown", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync",
               4: "Context Sync"}  # fmt: skip
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
 EXTRA = dict(sync_type=object, wait_on_event_corr=np.int64)
 
 
@@ -79,11 +77,7 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     if KERNEL not in tables:
         warnings.append(f"no {KERNEL} table: the export holds no kernels, so only copies and sets are analysed")
     table = cols.table(extra_keys=EXTRA, meta=meta)
-    step = assign_steps(kind=table.kind, start_ns=table.start_ns, end_ns=table.end_ns,
-                        correlation=table.correlation, step=table.step)  # fmt: skip
-    columns = {c: getattr(table, c) for c in ActivityTable.COLUMNS}
-    columns["step"] = step
-    return ActivityTable(**columns, names=table.names, extra=table.extra, meta=table.meta)
+    return with_columns(table, step=place_steps(table))
 
 
 def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[str],
@@ -177,15 +171,9 @@ def _nvtx(db, tables, strings, cols, path, warnings) -> None:
                               warnings=warnings, tail="ORDER BY {start}") if r[1] is not None]
     if rows:
         names = [r[3] or strings.get(r[4]) or "" for r in rows]
-        kinds = [int(Kind.STEP if _STEP.match(n) else Kind.OTHER) for n in names]
+        kinds = [int(Kind.STEP if PROFILER_STEP.match(n) else Kind.OTHER) for n in names]
         _add(cols, path, "NVTX_EVENTS", rows, kinds, names, [NO_ID] * len(rows),
              [(r[2] or 0) & 0xFFFFFF for r in rows], [None] * len(rows))  # fmt: skip
-        for name in set(names):
-            match = _STEP.match(name)
-            if match:
-                cols.blocks["step"][-1] = np.where(
-                    np.asarray(names) == name, int(match.group(1)), cols.blocks["step"][-1]
-                ).astype(np.int32)
 
 
 def _meta(db, tables, path: Path, warnings: list[str]) -> dict:

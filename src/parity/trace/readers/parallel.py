@@ -1,26 +1,32 @@
-"""Parse the blocks of a large Chrome-trace JSON file on several cores.
+"""Parse a large Chrome-trace JSON file in ``workers`` processes, one share of its text each.
 
-The reading process cuts the event array into blocks without parsing (``EventStream`` raw mode,
-a guess at event boundaries) and worker processes parse and scan them into numpy columns,
-which come back in file order and are merged (names re-encoded into one dictionary). A block
-parses only if the guess was right, and the guess for block ``i + 1`` starts where block ``i``
-ended, so when every block parses, every cut was a true boundary. Anything unexpected (a
-block that does not parse, a bad event, a worker failure) makes :func:`read_parallel` return
-None and the caller reads the file again in one process, which gives the precise error.
+Parsing (JSON decoding and the column scan) is most of the time of reading a large trace, and
+it splits cleanly. The text (whose size the caller knows from the gzip trailer or the file
+size) is cut into ``workers`` shares at guessed event boundaries: the first ``}`` followed by
+``, {`` at or after ``k * size / workers`` ends share ``k - 1`` and starts share ``k``. This
+process parses share 0; one child per other share, forked for the call and joined before it
+returns (no process outlives a read), opens the file itself, drops the text before its share
+(a plain file is sought, a gzip file inflated and dropped), finds the same boundaries (every
+process reads the text from an offset in the same steps, so all find the same match) and
+parses its share. Children send back numpy columns, names and counts; :func:`merge` appends
+them in file order, so rows, names and lanes come out as one process gives them.
 
-Memory stays bounded: at most ``2 * workers`` blocks are in flight. Workers are forked for the
-call (so a caller's script needs no ``__main__`` guard) and the pool is closed before it
-returns; they only parse and compute, never log or print, so locks another thread held at
-fork time are never needed in them. :func:`default_workers` picks how many processes a read
-uses from the file's size alone.
+A guess inside a string makes the share before it end inside that string, which never
+parses; so when every share parses, every cut was a boundary. Anything unexpected (a share
+that does not parse, a bad event, a child failing, shares that disagree about a boundary)
+makes :func:`read_shares` return None and the caller reads the file again in one process,
+which names the bad event precisely. :func:`default_workers` picks the number of processes
+from the file's size alone.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import multiprocessing
 import os
-from collections import deque
+import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,30 +34,29 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import Columns
-from parity.trace.readers.gzipfile import GZIP_MAGIC
-from parity.trace.readers.jsonstream import EventStream
+from parity.trace.readers.gzipfile import GZIP_MAGIC, open_binary
+from parity.trace.readers.jsonstream import TRACE_EVENTS
 
 log = logging.getLogger(__name__)
 GZIP_FLOOR_RATIO = 8  # inflated/compressed size assumed when the gzip trailer cannot be trusted
 # The default number of processes by text size alone (the same on every machine and whatever
 # else runs on it), from timings on 2 vCPUs (median ratios to one process over pairs run
 # alternately): a child forked per file made 1.8 MB take 1.10 to 1.66 of one process and
-# 4.8 MB a wash, 9.8 MB 0.88 to 0.96, 15 to 87 MB 0.64 to 0.92; so two processes from 8 MB.
-# From 256 MB a pool of four (bounded memory: at most 2 * workers blocks in flight); below
-# it the two-process read was faster than a pool (35, 54, 87 MB: 0.83 / 0.70 / 0.79 against
-# 1.38 / 1.29 / 2.14).
+# 4.8 MB a wash, 9.8 MB 0.88 to 0.96, 15 to 87 MB 0.64 to 0.92; so two processes from 8 MB,
+# and four from 256 MB (shares of 64 MB or more).
 TWO_PROCESS_BYTES = 8 << 20
-POOL_BYTES = 256 << 20
-POOL_WORKERS = 4
+FOUR_PROCESS_BYTES = 256 << 20
+NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events
+_EVENTS_START = re.compile(rb"\A\s*\[|" + TRACE_EVENTS.pattern)  # what share 0's first read shows
 
 
 def default_workers(inflated: int | None) -> int:
     """Processes for a file of ``inflated`` text bytes (:func:`inflated_bytes_estimate`): 1 below
-    :data:`TWO_PROCESS_BYTES` (or when the size is unknown), 2 below :data:`POOL_BYTES`, else
-    :data:`POOL_WORKERS`."""
+    :data:`TWO_PROCESS_BYTES` (or when the size is unknown), 2 below :data:`FOUR_PROCESS_BYTES`,
+    else 4."""
     if inflated is None or inflated < TWO_PROCESS_BYTES:
         return 1
-    return 2 if inflated < POOL_BYTES else POOL_WORKERS
+    return 2 if inflated < FOUR_PROCESS_BYTES else 4
 
 
 def can_fork() -> bool:
@@ -85,45 +90,162 @@ def inflated_bytes_estimate(path: Path) -> int | None:
     return max(trailer, GZIP_FLOOR_RATIO * size)
 
 
-def read_parallel(path: Path, scan_text: Callable, scan_events: Callable, state, progress=None, *,
-                  workers: int = POOL_WORKERS):
-    """Columns of every block of ``path``, or None to ask for the one-process reader.
-
-    ``scan_text(path, text)`` runs in one of ``workers`` processes (a pool forked for this call
-    and closed before it returns) and returns a payload (see :func:`merge`) or None;
-    ``scan_events(events, cols, state)`` scans the last block, parsed here.
+class Share:
+    """The text from the boundary after ``begin`` to the boundary after ``end`` as a binary file
+    (``readinto``), bracketed so it parses alone: share 0 (``begin == 0``) is the text up to the
+    end boundary's ``}`` and then ``]}`` (closing the event array and the object around it);
+    a later share is ``[`` and the text from its begin boundary's ``{``; the last share
+    (``end`` None) runs to the end of the file. ``empty``: no boundary follows ``begin`` (the
+    previous share runs to the end); ``cut``: a boundary follows ``end`` (the next share is
+    not empty).
     """
-    stream = EventStream(path, raw=True)
-    cols = Columns()
+
+    STEP = 64 << 10  # text read at a time while looking for a boundary, by every process
+
+    def __init__(self, path: Path, begin: int, end: int | None) -> None:
+        self.handle = open_binary(path)
+        self.fileobj = getattr(self.handle, "fileobj", self.handle)  # for progress: the file's position
+        self.begin, self.end = begin, end
+        self.position = 0  # text read from ``handle``
+        self.pending = memoryview(b"")  # text to hand out before reading ``handle`` again
+        self.empty = False
+        self.cut: bool | None = None  # whether a boundary follows ``end`` (None: not looked yet)
+        if begin:
+            self._skip_to(begin)
+            boundary, seen = self._boundary()
+            self.empty = boundary is None
+            self.pending = memoryview(b"[" + seen[boundary.end() - 1 :] if boundary else b"")
+            if end is not None and self.position > end:
+                raise ParityError(f"{path}: a share of {end - begin} bytes is shorter than one event")
+
+    def _skip_to(self, offset: int) -> None:
+        if isinstance(self.handle, io.BufferedReader):  # plain text: straight there
+            self.position = self.handle.seek(offset)
+            return
+        with memoryview(bytearray(1 << 20)) as sink:  # gzip: inflate and drop
+            while self.position < offset:
+                count = self.handle.readinto(sink[: offset - self.position])
+                if not count:
+                    break
+                self.position += count
+
+    def _boundary(self) -> tuple[re.Match | None, bytes]:
+        """Read in :data:`STEP` pieces until a boundary shows or the file ends: the match and
+        the text read."""
+        seen = bytearray()
+        while chunk := self.handle.read(self.STEP):
+            self.position += len(chunk)
+            seen += chunk
+            if boundary := NEXT_EVENT.search(seen):
+                return boundary, bytes(seen)
+        return None, bytes(seen)
+
+    def readinto(self, view) -> int:
+        """Fill ``view`` with the next text of this share; how many bytes (0 at its end)."""
+        with memoryview(view) as out:
+            if len(self.pending):
+                count = min(len(out), len(self.pending))
+                out[:count] = self.pending[:count]
+                self.pending = self.pending[count:]
+                return count
+            if self.empty or self.cut is not None:
+                return 0
+            wanted = out if self.end is None else out[: self.end - self.position]
+            count = self.handle.readinto(wanted) if len(wanted) else 0
+            if self.position == 0 and count and not _EVENTS_START.search(out[:count]):
+                raise ParityError("the event array does not start in the first share's first read")
+            self.position += count
+            if count or self.end is None:
+                return count
+            boundary, seen = self._boundary()
+            self.cut = boundary is not None
+            self.pending = memoryview(seen[: boundary.start() + 1] + (b"]}" if self.begin == 0 else b"]")
+                                      if boundary else seen)  # fmt: skip
+            return self.readinto(out) if len(self.pending) else 0
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _parse_share(path: Path, begin: int, end: int | None, parse: Callable):
+    """``(cols, state, header, events, cut)`` of one share, or None when it is empty."""
+    source = Share(path, begin, end)
+    try:
+        return None if source.empty else (*parse(path, source), bool(source.cut))
+    finally:
+        source.close()
+
+
+def _child(conn, path: Path, begin: int, end: int | None, parse: Callable) -> None:
+    """A forked child: send its share's payload, ``"empty"``, or None when it fails."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the reading process to handle
+    try:
+        done = _parse_share(path, begin, end, parse)
+        reply = "empty" if done is None else {
+            **done[0].payload(), **done[1].payload(), "header": done[2], "count": done[3], "cut": done[4]}
+    except Exception:  # noqa: BLE001 - None asks the reading process to read alone
+        reply = None
+    try:
+        conn.send(reply)
+    finally:
+        conn.close()
+
+
+def read_shares(path: Path, *, size: int, workers: int, parse: Callable, progress: Callable | None = None):
+    """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
+
+    ``size`` is the text size (:func:`inflated_bytes_estimate`); ``parse(path, source)`` scans
+    the text of ``source`` (a :class:`Share`) into ``(cols, state, header, number of events)``.
+    """
+    if size < workers:
+        return None
+    offsets = [size * k // workers for k in range(workers)] + [None]
     context = multiprocessing.get_context("fork")
-    with context.Pool(workers) as pool:
-        pending: deque = deque()
-        try:
-            for _first, block in stream:
-                if isinstance(block, bytes):
-                    pending.append(pool.apply_async(scan_text, (str(path), block)))
-                    if len(pending) >= 2 * workers and not merge(pending.popleft().get(), cols, state):
-                        return None
-                else:
-                    while pending:
-                        if not merge(pending.popleft().get(), cols, state):
-                            return None
-                    scan_events(block, cols, state)
-                if progress is not None:
-                    progress(stream.bytes_read, stream.total_bytes, str(path))
-            while pending:
-                if not merge(pending.popleft().get(), cols, state):
-                    return None
-        except ParityError as exc:
-            log.debug("parallel read of %s falls back to one process: %s", path, exc)
-            return None
-    return cols, stream.header
+    children = []
+    try:
+        for k in range(1, workers):
+            ours, theirs = context.Pipe(duplex=False)
+            child = context.Process(target=_child, args=(theirs, path, offsets[k], offsets[k + 1], parse), daemon=True)
+            child.start()
+            theirs.close()
+            children.append((child, ours))
+    except (OSError, AssertionError) as exc:  # out of processes, or inside a daemon process
+        log.debug("read of %s in %d processes: no child (%s); one process", path, workers, exc)
+        _end(children)
+        return None
+    try:
+        cols, state, header, count, cut = _parse_share(path, 0, offsets[1], parse)
+        if progress is not None:
+            progress(1, 1, str(path))
+        for child, ours in children:
+            payload = ours.recv()
+            if payload is None or (payload != "empty") != cut:  # failed, or the shares disagree
+                return None
+            if payload == "empty":
+                continue
+            payload["marks"] = [(*mark[:6], mark[6] + count) for mark in payload["marks"]]
+            merge(payload, cols, state)
+            header.update(payload["header"])
+            count, cut = count + payload["count"], payload["cut"]
+    except (ParityError, EOFError, OSError) as exc:
+        log.debug("read of %s in %d processes falls back to one process: %s", path, workers, exc)
+        return None
+    finally:
+        _end(children)
+    return cols, state, header
 
 
-def merge(payload: dict | None, cols: Columns, state) -> bool:
-    """Append a worker's columns to ``cols`` (names re-encoded) and its counts to ``state``."""
-    if payload is None:
-        return False
+def _end(children: list) -> None:
+    """Close the pipes and join the children (terminating any still working)."""
+    for child, ours in children:
+        ours.close()
+        if child.is_alive():
+            child.terminate()
+        child.join()
+
+
+def merge(payload: dict, cols: Columns, state) -> None:
+    """Append a child's columns to ``cols`` (names re-encoded) and its counts to ``state``."""
     names = payload["names"]
     mapping = np.array([cols.intern(n) for n in names] or [0], dtype=np.int32)
     blocks = payload["blocks"]
@@ -133,4 +255,3 @@ def merge(payload: dict | None, cols: Columns, state) -> bool:
         cols.blocks[key].extend(parts)
     cols.rows += payload["rows"]
     state.absorb(payload)
-    return True

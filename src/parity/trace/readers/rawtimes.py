@@ -1,16 +1,16 @@
 """Exact nanoseconds from the JSON text of microsecond timestamps, many at a time.
 
 Kineto's nanosecond-resolution traces write ``"ts": 1712195495519689.047``: a float64 holds
-such a value only to a quarter of a microsecond, so the reader keeps each timestamp's JSON text
-(``msgspec.Raw``) and converts the digits here. Timestamps of one trace are written alike
-(same number of digits before and after the point), so the texts of each width are joined
-into one byte matrix, one row per timestamp, and converted with a few numpy passes over its
-columns: ``ns = whole * 1000 + fraction * 10**(3 - fraction digits)``.
+such a value only to a quarter of a microsecond, so the reader keeps every timestamp's JSON
+text (``msgspec.Raw``) and converts the digits here, the one way a Kineto timestamp is read.
+Timestamps of one trace are written alike (same number of digits before and after the point),
+so the texts of each width are joined into one byte matrix, one row per timestamp, and
+converted with a few numpy passes over its columns: ``ns = whole * 1000 + fraction * 10**(3 -
+fraction digits)``.
 
 Anything else (a negative or exponent number, more than three decimals, a string, ``null``,
 an absent key, a value beyond :data:`~parity.trace.readers.columns.MAX_US`) is converted one
-value at a time exactly as the text-rewriting reader did: ``I.F`` as ``I`` microseconds plus
-``round(0.F * 1000)`` ns, any other value through
+value at a time (:func:`ts_value`, the conversion of ``B``/``E`` timestamps too) through
 :func:`~parity.trace.readers.columns.times_to_ns`, which names the event of a bad value.
 """
 
@@ -29,10 +29,11 @@ _POINT_NUMBER = re.compile(rb"(\d+)\.(\d+)")
 _MAX_WHOLE_DIGITS = 16  # 10**16 us * 1000 still fits int64 once checked against MAX_US
 
 
-def raw_times_to_ns(raws: list, *, path: Path, first: int, index: np.ndarray) -> np.ndarray:
+def raw_times_to_ns(raws: list, *, path: Path, first: int, index=None) -> np.ndarray:
     """Int64 ns of ``raws`` (``msgspec.Raw`` or bytes, the JSON text of microsecond values).
 
-    ``first`` and ``index`` name events in errors as :func:`times_to_ns` does.
+    ``first`` and ``index`` (a sequence, or None when value ``i`` is event ``i``) name events in
+    errors as :func:`times_to_ns` does.
     """
     n = len(raws)
     if n == 0:
@@ -47,7 +48,7 @@ def raw_times_to_ns(raws: list, *, path: Path, first: int, index: np.ndarray) ->
         rows = np.flatnonzero(lengths == width)
         texts = [raws[i] for i in rows.tolist()]
         ns = _fixed_width(_matrix(b"".join(texts), len(texts), width))
-        out[rows] = ns if ns is not None else _one_by_one(texts, path=path, first=first, index=index[rows])
+        out[rows] = ns if ns is not None else _one_by_one(texts, path=path, first=first, index=rows if index is None else np.asarray(index)[rows])
     return out
 
 
@@ -110,26 +111,16 @@ def _digits(block: np.ndarray) -> np.ndarray | None:
     return digits.astype(np.int64) @ _POWERS[_MAX_WHOLE_DIGITS - block.shape[1] :]
 
 
-def _one_by_one(raws: list, *, path: Path, first: int, index: np.ndarray) -> np.ndarray:
-    """The general case: ``I.F`` texts as whole microseconds plus a rounded fraction, the rest
-    parsed as JSON values and converted (and checked) by :func:`times_to_ns`."""
-    values, fractions = [], []
-    for raw in raws:
-        text = bytes(raw)
-        match = _POINT_NUMBER.fullmatch(text)
-        if match:
-            values.append(int(match.group(1)))
-            fractions.append(float(b"0." + match.group(2)))
-            continue
-        values.append(_json_value(text))
-        fractions.append(0.0)
-    ns = times_to_ns(values, path=path, first=first, what="ts", index=index)
-    return ns + np.rint(np.asarray(fractions, dtype=np.float64) * 1000).astype(np.int64)
+def _one_by_one(raws: list, *, path: Path, first: int, index) -> np.ndarray:
+    """The general case: every text as :func:`ts_value` gives it, converted (and checked) by
+    :func:`~parity.trace.readers.columns.times_to_ns`."""
+    return times_to_ns(list(map(ts_value, raws)), path=path, first=first, what="ts", index=index)
 
 
-def raw_mark_time(raw) -> object:
-    """The ``ts`` of a ``B``/``E`` event from its JSON text: an ``I.F`` number as its decimal
-    string (which :func:`times_to_ns` converts exactly), anything else as the JSON value."""
+def ts_value(raw) -> object:
+    """A ``ts`` from its JSON text: an ``I.F`` number as its decimal string (which
+    :func:`~parity.trace.readers.columns.times_to_ns` converts exactly, digits past the
+    nanosecond rounded half up), anything else as the JSON value."""
     text = bytes(raw)
     if _POINT_NUMBER.fullmatch(text):
         return text.decode("ascii")

@@ -1,4 +1,4 @@
-"""The two-process Kineto read (readers/halves.py) gives the one-process table."""
+"""The Kineto read in several processes (readers/parallel.py) gives the one-process table."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def _same(a: ActivityTable, b: ActivityTable) -> None:
     assert a.meta == b.meta
 
 
-def _read(path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[bool], *, split: bool) -> tuple[ActivityTable, int]:
-    """The table, and how many two-process reads succeeded."""
+def _read(path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[bool], *, split: int) -> tuple[ActivityTable, int]:
+    """The table, and how many reads in several processes succeeded."""
     before = sum(outcomes)
-    return read_kineto(path, workers=2 if split else 1), sum(outcomes) - before
+    return read_kineto(path, workers=split or 1), sum(outcomes) - before
 
 
 @pytest.mark.parametrize("name", [
@@ -35,10 +35,12 @@ def _read(path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[bool], *, 
     "kineto/hta/nccl_parser_config/nccl_data.json.gz",  # exact (ns) timestamps
     "kineto/hta/mtia_inference_trace/mtia_inference_rank_0.json.gz",  # metadata events
 ])  # fmt: skip
-def test_two_processes_give_the_one_process_table(traces_dir: Path, monkeypatch, halves_outcomes, name: str):
+@pytest.mark.parametrize("workers", [2, 3])
+def test_several_processes_give_the_one_process_table(traces_dir: Path, monkeypatch, shares_outcomes, name: str,
+                                                      workers: int):  # fmt: skip
     path = traces_dir / name
-    one, _ = _read(path, monkeypatch, halves_outcomes, split=False)
-    two, used = _read(path, monkeypatch, halves_outcomes, split=True)
+    one, _ = _read(path, monkeypatch, shares_outcomes, split=1)
+    two, used = _read(path, monkeypatch, shares_outcomes, split=workers)
     assert used == 1
     _same(one, two)
 
@@ -55,21 +57,21 @@ def _kernel(i: int, name: str) -> dict:
             "args": {"device": 0, "stream": 7, "correlation": i}}
 
 
-def test_a_cut_inside_a_string_falls_back_to_one_process(tmp_path: Path, monkeypatch, halves_outcomes):
+def test_a_cut_inside_a_string_falls_back_to_one_process(tmp_path: Path, monkeypatch, shares_outcomes):
     # the middle of the file is inside one long name made of the text the splitter looks for
     names = ["a"] * 20 + ['}, {"x": 1' * 20_000] + ["b"] * 20
     path = _trace(tmp_path, [_kernel(i, name) for i, name in enumerate(names)])
-    one, _ = _read(path, monkeypatch, halves_outcomes, split=False)
-    two, used = _read(path, monkeypatch, halves_outcomes, split=True)
+    one, _ = _read(path, monkeypatch, shares_outcomes, split=1)
+    two, used = _read(path, monkeypatch, shares_outcomes, split=2)
     assert used == 0
     _same(one, two)
     assert len(two) == 41 and two.meta["ranks"] == [3]
 
 
 @pytest.mark.parametrize("compress", [True, False])  # the second half inflated and dropped, or sought
-def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch, halves_outcomes, compress: bool):
+def test_keys_after_the_event_array_reach_the_header(tmp_path: Path, monkeypatch, shares_outcomes, compress: bool):
     path = _trace(tmp_path, [_kernel(i, f"k{i % 7}") for i in range(500)], compress=compress)
-    two, used = _read(path, monkeypatch, halves_outcomes, split=True)
+    two, used = _read(path, monkeypatch, shares_outcomes, split=2)
     assert used == 1
     assert two.meta["ranks"] == [3] and two.meta["rank_source"] == "distributedInfo"
     assert two.names == tuple(f"k{i}" for i in range(7))
@@ -89,16 +91,17 @@ def test_inflated_size_comes_from_the_gzip_trailer(tmp_path: Path):
 
 
 def test_the_size_alone_picks_the_default_workers():
-    sizes = [None, parallel.TWO_PROCESS_BYTES - 1, parallel.TWO_PROCESS_BYTES, parallel.POOL_BYTES - 1,
-             parallel.POOL_BYTES]
-    assert [parallel.default_workers(s) for s in sizes] == [1, 1, 2, 2, parallel.POOL_WORKERS]
+    sizes = [None, parallel.TWO_PROCESS_BYTES - 1, parallel.TWO_PROCESS_BYTES, parallel.FOUR_PROCESS_BYTES - 1,
+             parallel.FOUR_PROCESS_BYTES]
+    assert [parallel.default_workers(s) for s in sizes] == [1, 1, 2, 2, 4]
 
 
-def test_no_process_outlives_a_two_process_read(traces_dir: Path, halves_outcomes) -> None:
+@pytest.mark.parametrize("workers", [2, 4])
+def test_no_process_outlives_a_read(traces_dir: Path, shares_outcomes, workers: int) -> None:
     import multiprocessing
 
-    read_kineto(traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz", workers=2)
-    assert halves_outcomes == [True] and multiprocessing.active_children() == []
+    read_kineto(traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz", workers=workers)
+    assert shares_outcomes == [True] and multiprocessing.active_children() == []
 
 
 def test_workers_must_be_positive(traces_dir: Path) -> None:
