@@ -9,7 +9,8 @@ timer thread that sleeps on the OS clock and wakes the event loop at each one: a
 timers round every wait up to the next millisecond (epoll's unit), a bias of up to 1 ms. The output length is the
 request's ``max_tokens`` (``--output-tokens`` overrides it). Completions and chat, with the
 usage event when the request asks for it (``stream_options.include_usage``); ``--no-usage``
-never sends it, ``--no-stream`` answers plain JSON whatever is asked.
+never sends it, ``--no-stream`` answers plain JSON whatever is asked, ``--api-key K`` answers
+401 to a request without ``Authorization: Bearer K``.
 
 Run: ``python tests/serving_script.py --ttft-ms 100 --gap-ms 10``; the first line of stdout is
 ``PORT <n>``. ``scripted_server(...)`` starts one for the block and stops it after.
@@ -80,11 +81,20 @@ def build_app(args: argparse.Namespace):
     ticker.start()
 
     async def models(request: web.Request) -> web.Response:
+        if (answer := refused(request)) is not None:
+            return answer
         return web.json_response({"object": "list", "data": [{"id": args.model, "owned_by": "parity-tests",
                                                               "root": args.model, "max_model_len": 4096}]})
 
+    def refused(request: web.Request) -> web.Response | None:
+        if args.api_key and request.headers.get("Authorization") != f"Bearer {args.api_key}":
+            return web.json_response({"error": "bad api key"}, status=401)
+        return None
+
     async def generate(request: web.Request, kind: str) -> web.StreamResponse:
         received = time.monotonic()
+        if (answer := refused(request)) is not None:
+            return answer
         body = await request.json()
         count = args.output_tokens or int(body.get("max_tokens") or 16)
         prompt_tokens = len(str(body.get("prompt", body.get("messages", ""))).split())
@@ -123,6 +133,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model", default=MODEL)
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--api-key", default="", help="refuse requests without this bearer key")
     parser.add_argument("--lifetime-s", type=float, default=900.0, help="stop by itself after this long")
     return parser.parse_args(argv)
 
