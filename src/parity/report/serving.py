@@ -10,10 +10,10 @@ from rich import box
 from rich.table import Table
 
 COLUMNS = (
-    ("level", None), ("done", "completed"), ("TTFT p50 ms", "median_ttft_ms"), ("TPOT p50 ms", "median_tpot_ms"),
-    ("TPOT p99 ms", "p99_tpot_ms"), ("ITL p50 ms", "median_itl_ms"), ("E2E p50 ms", "median_e2el_ms"),
-    ("out tok/s", "output_throughput"), ("tok/s/card", "output_throughput_per_card"), ("req/s", "request_throughput"),
-    ("goodput req/s", "request_goodput"), ("client busy", None), ("findings", None),
+    ("level", None), ("done", "completed"), ("TTFT p50", "median_ttft_ms"), ("TPOT p50", "median_tpot_ms"),
+    ("TPOT p99", "p99_tpot_ms"), ("ITL p50", "median_itl_ms"), ("E2E p50", "median_e2el_ms"),
+    ("tok/s", "output_throughput"), ("/card", "output_throughput_per_card"), ("req/s", "request_throughput"),
+    ("goodput", "request_goodput"), ("client", None), ("findings", None),
 )
 
 
@@ -36,7 +36,9 @@ def _level_name(row: dict[str, Any]) -> str:
 
 def serving_table(rows: Sequence[dict[str, Any]], *, title: str) -> Table:
     """One row per level (its vLLM-named fields, ``client`` and ``findings`` codes)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                  caption="times in ms; tok/s: output tokens per second (/card: per card); goodput in req/s; "
+                          "client: busiest client process's busy share x processes", caption_justify="left")
     for header, _ in COLUMNS:
         table.add_column(header, justify="left" if header in ("level", "findings") else "right")
     for row in rows:
@@ -45,7 +47,7 @@ def serving_table(rows: Sequence[dict[str, Any]], *, title: str) -> Table:
         for header, key in COLUMNS:
             if header == "level":
                 cells.append(_level_name(row))
-            elif header == "client busy":
+            elif header == "client":
                 cells.append(f"{client.get('busy_fraction_max', 0):.0%} x{client.get('procs', 1)}")
             elif header == "findings":
                 cells.append(",".join(row.get("findings", [])) or "-")
