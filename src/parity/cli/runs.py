@@ -46,9 +46,21 @@ def stdout_console(json_path: str | None) -> Console:
 LISTED_OPTIONS = ("dtype", "backends", "shapes", "ceiling_from", "ops", "max_bytes", "flush", "pages")
 
 
+# Method labels of serving runs (parity decode online, imported vllm/InferenceX results).
+LISTED_LABELS = ("source", "backend", "endpoint_type", "hw", "tokens")
+
+
+def run_mode(config: dict[str, Any]) -> str:
+    """``online`` (a serving run) or another stored mode, else ``quick`` or ``full``."""
+    return str(config.get("mode") or ("quick" if config.get("quick") else "full"))
+
+
 def distinguishing_options(config: dict[str, Any]) -> dict[str, Any]:
-    """``suite.key: value`` for the stored options in ``LISTED_OPTIONS`` (lists joined by commas)."""
+    """``suite.key: value`` for the stored options in ``LISTED_OPTIONS`` (lists joined by commas),
+    then a serving run's method labels in ``LISTED_LABELS``."""
     out: dict[str, Any] = {}
+    labels = config.get("labels") if isinstance(config.get("labels"), dict) else {}
+    out.update({key: labels[key] for key in LISTED_LABELS if labels.get(key) is not None})
     for suite, values in (config.get("options") or {}).items():
         for key in LISTED_OPTIONS:
             value = (values or {}).get(key)
@@ -89,7 +101,8 @@ def runs() -> None:
 @json_option
 def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
     """List stored runs, newest first: status (a running run whose process is gone is
-    interrupted), device, suites, quick or full, the options that tell runs apart, case counts.
+    interrupted), device (or served model), suites, quick, full or online, the options that tell
+    runs apart (for serving runs their method labels: source, backend...), case counts.
 
     \b
     Example:
@@ -112,7 +125,7 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
         count = counts.get(run.run_id)
         total, failed = (count.total, count.failed) if count else (0, 0)
         state = run_state(run)
-        mode = "quick" if run.config.get("quick") else "full"
+        mode = run_mode(run.config)
         entries.append(
             {
                 "run_id": run.run_id,

@@ -1,0 +1,174 @@
+"""A scripted OpenAI-compatible streaming server for the decode tests and benchmark: a real
+process on 127.0.0.1 (an ephemeral port) that emits tokens on a fixed schedule, so TTFT, TPOT
+and ITL have known true values.
+
+Each request's token ``i`` (0-based) is written at ``t_recv + ttft + i·gap`` on the server's
+monotonic clock (an absolute schedule: a late wake-up never delays the tokens after it), so the
+true TTFT is ``ttft``, every ITL is ``gap`` and TPOT is ``gap``. The deadlines are kept by one
+timer thread that sleeps on the OS clock and wakes the event loop at each one: asyncio's own
+timers round every wait up to the next millisecond (epoll's unit), a bias of up to 1 ms. The output length is the
+request's ``max_tokens`` (``--output-tokens`` overrides it). Completions and chat, with the
+usage event when the request asks for it (``stream_options.include_usage``); ``--no-usage``
+never sends it, ``--no-stream`` answers plain JSON whatever is asked, ``--api-key K`` answers
+401 to a request without ``Authorization: Bearer K``.
+
+Run: ``python tests/serving_script.py --ttft-ms 100 --gap-ms 10``; the first line of stdout is
+``PORT <n>``. ``scripted_server(...)`` starts one for the block and stops it after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import heapq
+import itertools
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+MODEL = "scripted-model"
+
+
+def _event(kind: str, model: str, text: str | None, finish: str | None = None) -> dict:
+    if kind == "chat":
+        delta = {} if text is None else {"content": text}
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": "c", "object": "chat.completion.chunk", "model": model, "choices": [choice]}
+    choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+    return {"id": "c", "object": "text_completion", "model": model, "choices": [choice]}
+
+
+def _sse(data: dict | str) -> bytes:
+    return b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
+
+
+class Ticker(threading.Thread):
+    """Resolves asyncio futures at monotonic deadlines from a thread (µs-precise waits)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self._due: list = []
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+
+    async def until(self, deadline: float) -> None:
+        if deadline <= time.monotonic():
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._wake:
+            heapq.heappush(self._due, (deadline, next(self._order), loop, future))
+            self._wake.notify()
+        await future
+
+    def run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._wake.wait(None if not self._due else self._due[0][0] - time.monotonic())
+                _, _, loop, future = heapq.heappop(self._due)
+            loop.call_soon_threadsafe(lambda f=future: f.done() or f.set_result(None))
+
+
+def build_app(args: argparse.Namespace):
+    from aiohttp import web
+
+    ticker = Ticker()
+    ticker.start()
+
+    async def models(request: web.Request) -> web.Response:
+        if (answer := refused(request)) is not None:
+            return answer
+        return web.json_response({"object": "list", "data": [{"id": args.model, "owned_by": "parity-tests",
+                                                              "root": args.model, "max_model_len": 4096}]})
+
+    def refused(request: web.Request) -> web.Response | None:
+        if args.api_key and request.headers.get("Authorization") != f"Bearer {args.api_key}":
+            return web.json_response({"error": "bad api key"}, status=401)
+        return None
+
+    async def generate(request: web.Request, kind: str) -> web.StreamResponse:
+        received = time.monotonic()
+        if (answer := refused(request)) is not None:
+            return answer
+        body = await request.json()
+        count = args.output_tokens or int(body.get("max_tokens") or 16)
+        prompt_tokens = len(str(body.get("prompt", body.get("messages", ""))).split())
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}
+        if args.no_stream or not body.get("stream"):
+            return web.json_response({"id": "c", "object": "text_completion", "model": args.model,
+                                      "choices": [{"index": 0, "text": "x " * count}], "usage": usage})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        if kind == "chat":
+            await response.write(_sse(_event(kind, args.model, "") | {"choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}))
+        for i in range(count):
+            await ticker.until(received + args.ttft_ms / 1e3 + i * args.gap_ms / 1e3)
+            await response.write(_sse(_event(kind, args.model, f"t{i} ")))
+        await response.write(_sse(_event(kind, args.model, None, finish="length")))
+        if (body.get("stream_options") or {}).get("include_usage") and not args.no_usage:
+            await response.write(_sse({"id": "c", "object": "usage", "model": args.model, "choices": [],
+                                       "usage": usage}))
+        await response.write(_sse("[DONE]"))
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/completions", lambda r: generate(r, "completions"))
+    app.router.add_post("/v1/chat/completions", lambda r: generate(r, "chat"))
+    return app
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ttft-ms", type=float, default=100.0)
+    parser.add_argument("--gap-ms", type=float, default=10.0)
+    parser.add_argument("--output-tokens", type=int, default=0, help="0: the request's max_tokens")
+    parser.add_argument("--model", default=MODEL)
+    parser.add_argument("--no-usage", action="store_true")
+    parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--api-key", default="", help="refuse requests without this bearer key")
+    parser.add_argument("--lifetime-s", type=float, default=900.0, help="stop by itself after this long")
+    return parser.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from aiohttp import web
+
+    runner = web.AppRunner(build_app(args), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+    await site.start()
+    print(f"PORT {runner.addresses[0][1]}", flush=True)
+    try:
+        await asyncio.sleep(args.lifetime_s)
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.contextmanager
+def scripted_server(*options: str, timeout_s: float = 30.0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Start the server as a process for the block; yields its URL and the process."""
+    proc = subprocess.Popen([sys.executable, __file__, *options], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"scripted server did not start (said {line!r})")
+        yield f"http://127.0.0.1:{int(line.split()[1])}", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve(parse_args(sys.argv[1:])))
