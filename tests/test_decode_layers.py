@@ -101,3 +101,13 @@ def test_the_check_fails_when_the_paged_attention_is_wrong(monkeypatch: pytest.M
     monkeypatch.setattr(step_module, "gqa_heads", lambda q, cache, config: torch.zeros_like(q))
     verdict = check_kind_step(s, device=CPU, seed=0)
     assert verdict["passed"] is False and verdict["errors"]["attention_vs_reference"] > 0.5
+
+
+def test_experts_one_at_a_time_equal_the_grouped_products() -> None:
+    from parity.bench.decode.moe import grouped_products_supported
+
+    config, s = _step("tiny-moe", "moe", batch=6)
+    h = torch.randn(6, config.hidden, generator=_gen(6))
+    grouped = moe_mlp(h, s.weights[0], config.moe, grouped=True)
+    assert relative_error(moe_mlp(h, s.weights[0], config.moe, grouped=False), grouped) < 1e-5
+    assert grouped_products_supported(CPU, torch.float32) is True

@@ -21,6 +21,7 @@ from typing import Any
 from parity.bench.decode.config import config_to_dict, load_config
 from parity.bench.decode.cost import layer_bytes, layer_flop
 from parity.bench.decode.layers import layer_weights, tensor_bytes
+from parity.bench.decode.moe import grouped_products_supported
 from parity.bench.decode.options import DecodeOptions
 from parity.bench.decode.step import build_kind_step, kind_work, model_step_s
 from parity.bench.decode.summary import MODE, SCALING, decode_figures, summarize_decode
@@ -70,7 +71,8 @@ class DecodeSuite(SuiteBase):
         generator = torch.Generator(device=device.torch_device).manual_seed(options.seed)
         weights = {kind: [layer_weights(config, kind, device=device, dtype=dtype, generator=generator)
                           for _ in range(run)] for kind, (run, _) in layers_run(config, options.layers).items()}
-        return {"config": config, "dtype": dtype, "weights": weights, "free_before": free_before}
+        grouped = config.moe is not None and grouped_products_supported(device, dtype)
+        return {"config": config, "dtype": dtype, "weights": weights, "free_before": free_before, "grouped": grouped}
 
     def measure(self, case: CaseSpec, *, device: Any, options: DecodeOptions, state: dict[str, Any]) -> CaseResult:
         import torch
@@ -87,7 +89,7 @@ class DecodeSuite(SuiteBase):
         for kind, weights in state["weights"].items():
             generator = torch.Generator(device=device.torch_device).manual_seed(options.seed * 1_000_003 + batch)
             step = build_kind_step(config, kind, weights, batch=batch, context=context, block_size=options.block_size,
-                                   device=device, dtype=dtype, generator=generator)
+                                   device=device, dtype=dtype, generator=generator, grouped=state["grouped"])
             held += tensor_bytes(step.caches)
             if state["free_before"] is not None:
                 free = device.free_memory_bytes()
@@ -96,10 +98,13 @@ class DecodeSuite(SuiteBase):
                              warmup_s=options.warmup_s, budget_s=budget, min_samples=options.min_samples)
             kinds[kind] = measure_work(case, work, device=device)
             medians[kind] = (kinds[kind].metrics["median_s"], len(weights), p["layers_total"][kind])
-        return self._combine(case, kinds, medians, config=config, held=held, drop=drop, itemsize=itemsize)
+        method = None if config.moe is None else (
+            "grouped_mm" if state["grouped"] else "one expert at a time (no grouped product on this device and dtype)")
+        return self._combine(case, kinds, medians, config=config, held=held, drop=drop, itemsize=itemsize,
+                             moe_method=method)
 
     def _combine(self, case: CaseSpec, kinds: dict[str, CaseResult], medians: dict[str, tuple[float, int, int]], *,
-                 config: Any, held: int, drop: int | None, itemsize: int) -> CaseResult:
+                 config: Any, held: int, drop: int | None, itemsize: int, moe_method: str | None) -> CaseResult:
         """One row for the batch: the model's step scaled from the kinds timed, TPOT, tokens/s per card."""
         p = case.params
         batch, context, cards = int(p["batch"]), int(p["context"]), int(p["cards"])
@@ -118,6 +123,8 @@ class DecodeSuite(SuiteBase):
                    "memory_bytes": held, "memory_method": TENSOR_BYTES, "scaling": SCALING, "kinds": per_kind,
                    "flop_per_step": flop, "bytes_per_step": nbytes, "bytes_convention": BYTES_CONVENTION,
                    "arithmetic_intensity": arithmetic_intensity(flop, nbytes)}
+        if moe_method is not None:
+            metrics["moe_method"] = moe_method
         if drop is not None:
             metrics.update(device_memory_drop_bytes=drop, device_memory_method="drop of the device's free memory "
                            "from before the weights were built to after the case's caches were")

@@ -94,12 +94,13 @@ def rope_dim(config: ModelConfig) -> int:
 
 
 def decoder_layer(x: Any, w: dict[str, Any], cache: PagedCache, rope: tuple[Any, Any], config: ModelConfig,
-                  kind: str) -> Any:
-    """``x`` ``[batch, hidden]`` through one pre-norm layer of ``kind`` (writes its cache entry)."""
+                  kind: str, *, grouped: bool = True) -> Any:
+    """``x`` ``[batch, hidden]`` through one pre-norm layer of ``kind`` (writes its cache entry);
+    ``grouped`` picks the routed experts' method (``parity.bench.decode.moe``)."""
     attention = gqa_attention if config.attention.type == "gqa" else mla_attention
     x = x + attention(rms_norm(x, w["attn_norm"], config.rms_eps), w, cache, rope, config)
     h = rms_norm(x, w["mlp_norm"], config.rms_eps)
-    return x + (swiglu(h, w["gate_up"], w["down"]) if kind == "dense" else moe_mlp(h, w, config.moe))
+    return x + (swiglu(h, w["gate_up"], w["down"]) if kind == "dense" else moe_mlp(h, w, config.moe, grouped=grouped))
 
 
 def head(x: Any, w: dict[str, Any], config: ModelConfig) -> Any:

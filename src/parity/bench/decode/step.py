@@ -57,18 +57,19 @@ class KindStep:
     caches: list[PagedCache]
     x: Any
     rope: tuple[Any, Any]
+    grouped: bool = True
 
     def __call__(self) -> Any:
         if self.kind == "head":
             return head(self.x, self.weights[0], self.config)
         y = self.x
         for w, cache in zip(self.weights, self.caches):
-            y = decoder_layer(y, w, cache, self.rope, self.config, self.kind)
+            y = decoder_layer(y, w, cache, self.rope, self.config, self.kind, grouped=self.grouped)
         return y
 
 
 def build_kind_step(config: ModelConfig, kind: str, weights: list[dict[str, Any]], *, batch: int, context: int,
-                    block_size: int, device: Any, dtype: Any, generator: Any) -> KindStep:
+                    block_size: int, device: Any, dtype: Any, generator: Any, grouped: bool = True) -> KindStep:
     """Caches filled to ``context`` tokens for ``batch`` sequences, one per layer, and the input."""
     caches = [] if kind == "head" else [
         paged_cache(batch=batch, context=context, block_size=block_size, entry=cache_entry(config),
@@ -76,7 +77,7 @@ def build_kind_step(config: ModelConfig, kind: str, weights: list[dict[str, Any]
     x = device.random_tensor((batch, config.hidden), dtype, generator=generator)
     rope = rope_tables(dim=rope_dim(config), position=context - 1, theta=config.rope_theta,
                        device=device.torch_device, dtype=dtype)
-    return KindStep(config=config, kind=kind, weights=weights, caches=caches, x=x, rope=rope)
+    return KindStep(config=config, kind=kind, weights=weights, caches=caches, x=x, rope=rope, grouped=grouped)
 
 
 def _attention_errors(step: KindStep, *, generator: Any, device: Any) -> dict[str, float]:
@@ -104,7 +105,8 @@ def _mlp_error(step: KindStep, *, generator: Any, device: Any) -> float:
     h = rms_norm(device.random_tensor((step.x.shape[0], config.hidden), step.x.dtype, generator=generator),
                  w["mlp_norm"], config.rms_eps)
     tokens = sorted({0, h.shape[0] - 1})
-    return relative_error(moe_mlp(h, w, config.moe)[tokens], moe_reference(h, w, config.moe, tokens=tokens))
+    got = moe_mlp(h, w, config.moe, grouped=step.grouped)[tokens]
+    return relative_error(got, moe_reference(h, w, config.moe, tokens=tokens))
 
 
 def _head_error(step: KindStep) -> float:
