@@ -111,3 +111,15 @@ def test_experts_one_at_a_time_equal_the_grouped_products() -> None:
     h = torch.randn(6, config.hidden, generator=_gen(6))
     grouped = moe_mlp(h, s.weights[0], config.moe, grouped=True)
     assert relative_error(moe_mlp(h, s.weights[0], config.moe, grouped=False), grouped) < 1e-5
+
+
+def test_setup_refuses_weights_beyond_free_memory_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
+    from parity.bench.decode import DecodeSuite
+    from parity.bench.decode.options import DecodeOptions
+    from parity.model.errors import ParityError
+
+    device = get_device("cpu")
+    monkeypatch.setattr(device, "free_memory_bytes", lambda: 2**30)
+    # (2 layers x 218.1M + head 525.3M) weights x 2 B = 1.92e9 B = 1.8 GiB, over 80% of 1 GiB
+    with pytest.raises(ParityError, match=r"decode.config=llama-3-8b: the weights of 2 layer\(s\) per kind take 1.8 GiB"):
+        DecodeSuite().setup(device=device, options=DecodeOptions(config="llama-3-8b"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.bench.decode.config import config_to_dict, load_config
-from parity.bench.decode.cost import layer_bytes, layer_flop
+from parity.bench.decode.cost import layer_bytes, layer_flop, layer_weight_elements
 from parity.bench.decode.layers import layer_weights, tensor_bytes
 from parity.bench.decode.moe import grouped_products_supported
 from parity.bench.decode.options import DecodeOptions
@@ -28,16 +28,30 @@ from parity.bench.decode.summary import MODE, SCALING, decode_figures, summarize
 from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.decode import offline_tpot_s, tokens_per_s_per_card
 from parity.metrics.decode_cost import BYTES_CONVENTION, arithmetic_intensity
+from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
 BUDGET_S, QUICK_BUDGET_S = 0.1, 0.04
+# The layers' weights may take at most this share of the free memory (caches and the step need the rest).
+ROOM_SHARE = 0.8
 TENSOR_BYTES = "tensor bytes: weights and filled paged KV caches of the layers run (exact)"
 
 
 def layers_run(config: Any, layers: int) -> dict[str, tuple[int, int]]:
     """``{kind: (layers run, layers in the model)}``: ``min(layers, count)`` per decoder kind, the one head."""
     return {kind: (min(layers, total), total) for kind, total in config.layer_counts().items()}
+
+
+def _check_room(config: Any, options: DecodeOptions, *, device: Any, itemsize: int) -> None:
+    """Refuse, before allocating, weights of the layers run beyond ``ROOM_SHARE`` of free memory."""
+    need = itemsize * sum(run * layer_weight_elements(config, kind, batch=None)
+                          for kind, (run, _) in layers_run(config, options.layers).items())
+    free = device.free_memory_bytes()
+    if free is not None and need > ROOM_SHARE * free:
+        raise ParityError(f"decode.config={options.config}: the weights of {options.layers} layer(s) per kind take "
+                          f"{need / 2**30:.1f} GiB, {device.name} has {free / 2**30:.1f} GiB free; "
+                          "run fewer layers (--layers 1) or a smaller config")
 
 
 class DecodeSuite(SuiteBase):
@@ -67,6 +81,7 @@ class DecodeSuite(SuiteBase):
 
         config = load_config(options.config)
         dtype = as_dtype(options.dtype)
+        _check_room(config, options, device=device, itemsize=torch.empty((), dtype=dtype).element_size())
         free_before = device.free_memory_bytes() if device.type != "cpu" else None
         generator = torch.Generator(device=device.torch_device).manual_seed(options.seed)
         weights = {kind: [layer_weights(config, kind, device=device, dtype=dtype, generator=generator)

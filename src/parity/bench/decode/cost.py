@@ -52,17 +52,18 @@ def layer_flop(config: ModelConfig, kind: str, *, batch: int, context: int) -> f
                                                    shared_experts=m.shared_experts))
 
 
-def layer_weight_elements(config: ModelConfig, kind: str, *, batch: int) -> float:
+def layer_weight_elements(config: ModelConfig, kind: str, *, batch: int | None) -> float:
     """Weights one layer of ``kind`` reads in a step: all of them, except that a MoE layer reads
     only the routed experts its ``batch`` tokens activate (expected under uniform routing,
-    ``expected_active_experts``)."""
+    ``expected_active_experts``); ``batch=None`` counts every expert (what the layer holds)."""
     hidden = config.hidden
     if kind == "head":
         return float(hidden * config.vocab)
     mlp_ffn = 3 * hidden * config.ffn
     if kind == "moe":
         m = config.moe
-        active = expected_active_experts(routed_experts=m.routed_experts, top_k=m.top_k, tokens=batch)
+        active = m.routed_experts if batch is None else expected_active_experts(
+            routed_experts=m.routed_experts, top_k=m.top_k, tokens=batch)
         mlp_ffn = hidden * m.routed_experts + 3 * hidden * m.expert_ffn * (m.shared_experts + active)
     return float(attention_weight_elements(config) + mlp_ffn)
 
