@@ -69,3 +69,27 @@ def test_the_model_step_is_scaled_per_layer_kind() -> None:
     assert model_step_s({"dense": (2e-3, 2, 32), "head": (0.5e-3, 1, 1)}) == pytest.approx(32.5e-3)
     assert layers_run(load_config("deepseek-v3"), 2) == {"dense": (2, 3), "moe": (2, 58), "head": (1, 1)}
     assert layers_run(load_config("tiny"), 9) == {"dense": (4, 4), "head": (1, 1)}
+
+
+def _row(batch: int, step_s: float, *, again: bool = False):
+    from parity.model.result import CaseResult
+
+    params = {"batch": batch, "layers_run": {}, "layers_total": {}}
+    if again:
+        params["again_of"] = f"batch={batch}"
+    metrics = {"step_s": step_s, "tpot_s": step_s, "tokens_per_s_per_card": batch / step_s, "cards": 1,
+               "memory_bytes": 0, "memory_method": "m"}
+    return CaseResult(suite="decode", key=f"batch={batch}" + ("/again" if again else ""), params=params,
+                      metrics=metrics, check={"passed": True})
+
+
+def test_a_step_slower_than_a_larger_batch_is_rechecked_and_replaced_when_back_on_trend() -> None:
+    from parity.bench.decode.summary import slower_than_a_larger_batch, summarize_decode
+
+    first = [_row(1, 0.300), _row(2, 0.003), _row(4, 0.004)]
+    assert [r.key for r in slower_than_a_larger_batch(first)] == ["batch=1"]
+    assert slower_than_a_larger_batch([_row(1, 0.0032), _row(2, 0.003)]) == []  # within 10%
+    summary = summarize_decode([*first, _row(1, 0.002, again=True)], targets_ms=(3.0,))
+    assert [p["step_ms"] for p in summary["points"]] == pytest.approx([2.0, 3.0, 4.0]) and not summary["findings"]
+    stays = summarize_decode([*first, _row(1, 0.250, again=True)], targets_ms=(3.0,))
+    assert stays["points"][0]["step_ms"] == pytest.approx(300.0) and stays["findings"][0]["code"] == "off-trend"

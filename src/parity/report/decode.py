@@ -56,6 +56,8 @@ def render_decode(summary: dict[str, Any]) -> RenderableType:
         targets.add_row(f"{entry['tpot_ms']:g}", _throughput(value) if isinstance(value, float) else str(value),
                         entry["status"], entry.get("reason", ""))
     parts: list[RenderableType] = [head, table, targets]
+    for finding in summary.get("findings") or []:
+        parts.append(Text(f"{finding['severity']}: {finding['message']}; {finding['hint']}"))
     failed = summary.get("failed") or []
     parts.append(Text(f"FAILED: {', '.join(failed)} (not on the front)" if failed else "OK: every case checked"))
     parts.append(Text("tok/s per user = 1000 / TPOT_ms (InferenceX's interactivity); * = on the Pareto front"))

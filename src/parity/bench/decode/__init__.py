@@ -24,7 +24,13 @@ from parity.bench.decode.layers import layer_weights, tensor_bytes
 from parity.bench.decode.moe import grouped_products_supported
 from parity.bench.decode.options import DecodeOptions
 from parity.bench.decode.step import build_kind_step, kind_work, model_step_s
-from parity.bench.decode.summary import MODE, SCALING, decode_figures, summarize_decode
+from parity.bench.decode.summary import (
+    MODE,
+    SCALING,
+    decode_figures,
+    slower_than_a_larger_batch,
+    summarize_decode,
+)
 from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.decode import offline_tpot_s, tokens_per_s_per_card
 from parity.metrics.decode_cost import BYTES_CONVENTION, arithmetic_intensity
@@ -150,6 +156,11 @@ class DecodeSuite(SuiteBase):
                           check={"passed": all(c.get("passed") is True for c in checks.values()),
                                  "method": "every layer kind checked (parity.bench.decode.step)", "kinds": checks},
                           findings=findings, telemetry={k: dict(r.telemetry) for k, r in kinds.items()})
+
+    def recheck(self, results: list[CaseResult], *, options: DecodeOptions) -> list[CaseSpec]:
+        """Batches whose step is slower than a larger batch's (``slower_than_a_larger_batch``)."""
+        return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                for r in slower_than_a_larger_batch(results)]
 
     def summarize(self, results: list[CaseResult], *, options: DecodeOptions) -> dict[str, Any]:
         summary = summarize_decode(results, targets_ms=options.tpot_ms)

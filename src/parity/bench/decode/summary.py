@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.bench.recheck import settle_rechecks
 from parity.metrics.decode import INTERPOLATION_METHOD, DecodePoint, pareto_front, throughput_at_target
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
@@ -18,6 +19,20 @@ TPOT_STATISTIC = "median step"
 EXCLUDES = "scheduling and load balancing"
 SCALING = ("step = sum over layer kinds of (median time of the layers run / layers run) x the config's "
            "layers of that kind; the embedding lookup is left out")
+
+
+# A step more than this much slower than the step of a larger batch is off the trend.
+OFF_TREND_SHARE = 0.1
+
+
+def slower_than_a_larger_batch(results: list[CaseResult]) -> list[CaseResult]:
+    """Checked first measurements whose step exceeds a larger batch's by over ``OFF_TREND_SHARE``:
+    a step does more work as the batch grows, so such a point was disturbed or is a real
+    anomaly, and is measured once more (``DecodeSuite.recheck``)."""
+    rows = sorted((r for r in results if r.ok and "step_s" in r.metrics and not r.params.get("again_of")),
+                  key=lambda r: r.params["batch"])
+    return [r for i, r in enumerate(rows)
+            if any(r.metrics["step_s"] > (1 + OFF_TREND_SHARE) * later.metrics["step_s"] for later in rows[i + 1:])]
 
 
 def point(result: CaseResult) -> dict[str, Any]:
@@ -31,8 +46,11 @@ def point(result: CaseResult) -> dict[str, Any]:
 
 
 def summarize_decode(results: list[CaseResult], *, targets_ms: tuple[float, ...]) -> dict[str, Any]:
-    """``points`` (checked cases), ``pareto``, ``at_target`` per target, and the labels."""
-    good = sorted((r for r in results if r.ok and "tpot_s" in r.metrics), key=lambda r: r.params["batch"])
+    """``points`` (checked cases; a re-measured point's second row where it is back on trend),
+    ``pareto``, ``at_target`` per target, the labels and the off-trend ``findings``."""
+    rows, findings = settle_rechecks(results, find=slower_than_a_larger_batch,
+                                     describe=lambda r: f"{r.metrics['step_s'] * 1e3:.3g} ms")
+    good = sorted((r for r in rows if r.ok and "tpot_s" in r.metrics), key=lambda r: r.params["batch"])
     points = [point(r) for r in good]
     front = pareto_front(DecodePoint(tpot_s=p["tpot_s"], throughput=p["tokens_per_s_per_card"], label=p["batch"])
                          for p in points)
@@ -50,7 +68,7 @@ def summarize_decode(results: list[CaseResult], *, targets_ms: tuple[float, ...]
         "scaling": SCALING, "device": first.get("device"), "points": points,
         "pareto": [{"batch": f.label, "tpot_ms": f.tpot_s * 1e3, "tokens_per_s_per_card": f.throughput}
                    for f in front],
-        "at_target": at_target, "failed": [r.key for r in results if not r.ok],
+        "at_target": at_target, "failed": [r.key for r in rows if not r.ok], "findings": findings,
         "interpolation": INTERPOLATION_METHOD,
     }
 
