@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command that checks parity on one accelerator in about 8 minutes and keeps everything it
+# One command that checks parity on one accelerator in about 10 minutes and keeps everything it
 # saw: scripts/device_check.sh OUTDIR
 #
 # Steps (each under its own time limit; a step that fails or runs over is recorded and the
@@ -10,6 +10,9 @@
 #   export   the run as JSON and CSV (also when the run ran over its limit: partial results)
 #   tests    the accelerator-marked tests on this device (junit XML)
 #   trace    profile a small matmul loop with torch.profiler, then parity trace analyze it
+#   decode   parity decode offline on Llama-3-8B and the DeepSeek-V3 config (2 layers per kind,
+#            batches 1..256, context 4096; about 2 minutes on one H200) into decode-<config>.json
+#            (with QUICK=1: the tiny and tiny-moe configs at context 256, seconds on a CPU)
 #
 # It never changes clocks, power limits, persistence or compute modes; it only reads them.
 #
@@ -24,6 +27,7 @@
 #   TESTS=1, TRACE=1     set to 0 to skip the device tests or the trace self-check
 #                        (both default to 0 when DEVICE=cpu)
 #   DOCTOR=1             set to 0 to skip the doctor step
+#   DECODE=1             set to 0 to skip the offline decode step (defaults to 0 when DEVICE=cpu)
 #
 # Dry check without an accelerator: DEVICE=cpu QUICK=1 scripts/device_check.sh /tmp/check
 set -uo pipefail
@@ -43,6 +47,7 @@ if [[ "$DEVICE" == cpu ]]; then default_extra=0; else default_extra=1; fi
 TESTS="${TESTS:-$default_extra}"
 TRACE="${TRACE:-$default_extra}"
 DOCTOR="${DOCTOR:-1}"
+DECODE="${DECODE:-$default_extra}"
 if [[ "$QUICK" == 1 ]]; then default_sets=""; else
     default_sets="gemm.warmup_s=0.01 gemm.budget_s=0.05 gemm.ceiling_budget_s=30"
 fi
@@ -172,6 +177,23 @@ export_run() {
 export DB
 export -f export_run
 step export 60 export_run
+
+# Offline decode: each config's batch sweep in the same store, its JSON beside the others.
+decode_sweep() {
+    local config="$1" context="$2" batches="$3"
+    "$PYTHON" -m parity decode offline --config "$config" --device "$DEVICE" --db "$DB" --layers 2 \
+        --context "$context" --batch "$batches" --tpot-ms 5,10,20,50 --json "$OUT/decode-$config.json"
+}
+export -f decode_sweep
+if [[ "$DECODE" == 1 ]]; then
+    if [[ "$QUICK" == 1 ]]; then
+        step decode-tiny 120 decode_sweep tiny 256 1,2,4,8
+        step decode-tiny-moe 120 decode_sweep tiny-moe 256 1,2,4,8
+    else
+        step decode-llama-3-8b 150 decode_sweep llama-3-8b 4096 1,8,32,64,128,256
+        step decode-deepseek-v3 200 decode_sweep deepseek-v3 4096 1,8,32,64,128,256
+    fi
+fi
 
 if [[ "$TESTS" == 1 ]]; then
     step tests 90 "$PYTHON" -m pytest -q -p no:cacheprovider -m "accelerator or cuda" \

@@ -22,13 +22,18 @@ def run_config(
     *, device: Any, suites: Sequence[Suite], quick: bool, options: dict[str, Any], endpoint: Any = None
 ) -> dict[str, Any]:
     """The stored ``config`` of a run: what was asked, enough to resume it (typed options in
-    their JSON form, only the keys that differ from the defaults; the endpoint's URL and model)."""
+    their JSON form, only the keys that differ from the defaults; the endpoint's URL and model;
+    ``modes``, each suite's measurement mode where it declares one, such as decode's offline
+    engine step, so that compare never sets an offline number beside an online one)."""
     config = {
         "device": getattr(device, "name", str(device)),
         "suites": [s.name for s in suites],
         "quick": bool(quick),
         "options": {s.name: options_to_dict(options[s.name]) for s in suites},
     }
+    modes = {s.name: s.mode for s in suites if isinstance(getattr(s, "mode", None), str)}
+    if modes:
+        config["modes"] = modes
     if endpoint is not None:
         config["endpoint"] = {"url": endpoint.url, "model": endpoint.model}
     return config
