@@ -21,6 +21,7 @@ COMMANDS = {
     "latency": "parity.cli.latency:latency",
     "trace": "parity.cli.trace:trace",
     "comm": "parity.cli.comm:comm",
+    "compare": "parity.cli.compare:compare",
 }
 
 
