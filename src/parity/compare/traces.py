@@ -3,7 +3,8 @@
 Each trace's figures are taken as its own analysis states them (``parity trace analyze``'s
 JSON document, stored or fresh), never recomputed: per category the union time and its share
 of device busy time, per stream the busy time, busy fraction and share of summed device time,
-and the device totals, all of the analysed rank (the first rank, or the one asked for) inside
+compute against communication (union of compute, of communication, their overlap and the
+exposed communication, with the hidden fraction as the share), and the device totals, all of the analysed rank (the first rank, or the one asked for) inside
 that trace's own window, which is stated. ``ratio`` is the time in a trace over the time in
 the first (lower is less time spent there). The audit lists what differs in how the analyses
 were made: trace format, category rules, how the window was chosen and its length.
@@ -96,6 +97,10 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
     for name in dict.fromkeys(k for table in streams for k in table):
         rows.append(_row("stream", name, [t.get(name) for t in streams], "busy_us", "share_of_summed",
                          ("busy_fraction", "kernels")))
+    comm = [dict(r.get("compute_communication") or {}) for r in ranks]
+    for name, field_name in (("compute", "compute_us"), ("communication", "communication_us"),
+                             ("overlap", "overlap_us"), ("exposed communication", "exposed_communication_us")):
+        rows.append(_row("compute-communication", name, comm, field_name, "hidden_fraction"))
     devices = [dict(r.get("device") or {}) for r in ranks]
     rows.append(_row("device", "all streams", devices, "busy_us", "busy_fraction",
                      ("window_us", "idle_us", "summed_busy_us", "mean_concurrency")))
