@@ -123,6 +123,8 @@ def test_trace_compare_figures_equal_each_traces_own_analysis(capsys, tmp_path: 
             assert row["busy_fraction"][i] == stream["busy_fraction"]
         assert rows[("device", "all streams")]["values"][i] == analysis["device"]["busy_us"]
         assert rows[("compute-communication", "compute")]["values"][i] == analysis["compute_communication"]["compute_us"]
+        busy = [f for f in doc["summary"] if f["name"] == "trace.device.busy_fraction"][i]
+        assert busy["value"] == analysis["device"]["busy_fraction"]
     assert _markdown_tables((tmp_path / "t.md").read_text())
 
 
@@ -145,3 +147,26 @@ def test_stored_trace_analyses_keep_path_digest_and_compare(capsys, tmp_path: Pa
     assert memory["values"] == [next(c["time_us"] for c in x["categories"] if c["category"] == "memory")
                                 for x in (first, second)]
     assert any(e["condition"] == "window choice" for e in doc["audit"])
+
+
+def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path, db_path: Path) -> None:
+    _membw_run(capsys, 1)
+    exported = tmp_path / "run.json"
+    assert parity(capsys, "runs", "export", "latest", "--format", "json", "--output", str(exported))[0] == 0
+    other = tmp_path / "other.sqlite"
+    status, out, err = parity(capsys, "runs", "import", str(exported), "--db", str(other), "--json", "-")
+    assert status == 0, err
+    imported = orjson.loads(out)
+    assert imported["kind"] == "run-import" and imported["run_id"] == imported["original_id"]
+    newer = tmp_path / "newer.json"
+    newer.write_bytes(exported.read_bytes().replace(b'"schema_version": 1', b'"schema_version": 99', 1))
+    foreign = tmp_path / "foreign.json"
+    foreign.write_bytes(orjson.dumps({"schema_version": 1, "kind": "trace-analysis"}))
+    for path, expected in ((exported, "already in"), (newer, "schema_version 99 is newer"),
+                           (foreign, "'trace-analysis' document, not a 'run-export'")):
+        status, _, err = parity(capsys, "runs", "import", str(path), "--db", str(other))
+        assert status == 2 and str(path) in err and expected in err and err.count("\n") == 1, err
+    js = tmp_path / "self.json"
+    assert parity(capsys, "compare", imported["run_id"], imported["run_id"], "--db", str(other), "--json", str(js))[0] == 0
+    doc = orjson.loads(js.read_bytes())
+    assert doc["audit"] == [] and all(c["ratio"] == pytest.approx(1.0) for c in doc["cases"] if c["ratio"])

@@ -17,6 +17,7 @@ from typing import Any
 
 from parity.compare.audit import AuditEntry
 from parity.model.errors import ParityError
+from parity.model.figure import Figure
 from parity.model.schema import SCHEMA_VERSION
 
 
@@ -40,10 +41,12 @@ class TraceComparison:
     cases: tuple[dict[str, Any], ...]
     audit: tuple[AuditEntry, ...]
     claims: tuple[str, ...]
+    summary: tuple[Figure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "kind": "traces", "runs": [dict(r) for r in self.runs],
-                "cases": [dict(c) for c in self.cases], "summary": [], "audit": [a.to_dict() for a in self.audit],
+                "cases": [dict(c) for c in self.cases], "summary": [f.to_dict() for f in self.summary],
+                "audit": [a.to_dict() for a in self.audit],
                 "claims": list(self.claims), "forced": False,
                 "ratio_method": "time in the trace / time in the first trace, inside each trace's own window"}
 
@@ -64,7 +67,7 @@ def _describe(item: TraceInput, rank: dict[str, Any]) -> dict[str, Any]:
     return {"id": item.analysis_id, "label": item.label, "source": item.analysis.get("source"),
             "format": item.analysis.get("format"), "rules": item.analysis.get("rules"), "paths": list(item.paths),
             "sha256": item.sha256, "rank": rank.get("rank"), "window": rank.get("window"),
-            "device_type": None, "mode": "trace"}
+            "device": None, "device_type": None, "mode": "trace"}
 
 
 def _ratio(values: list[float | None]) -> float | None:
@@ -107,7 +110,23 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
     runs = tuple(_describe(a, r) for a, r in zip(analyses, ranks))
     audit = _audit(runs)
     claims = [_claim(runs, devices)]
-    return TraceComparison(runs=runs, cases=tuple(rows), audit=tuple(audit), claims=tuple(claims))
+    return TraceComparison(runs=runs, cases=tuple(rows), audit=tuple(audit), claims=tuple(claims),
+                           summary=tuple(_figures(runs, devices, comm)))
+
+
+def _figures(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]],
+             comm: list[dict[str, Any]]) -> list[Figure]:
+    """Each trace's device busy fraction and exposed communication, as its analysis states them."""
+    out = []
+    for run, device, overlap in zip(runs, devices, comm):
+        window = run["window"] or {}
+        scope = {"trace": run["label"], "rank": run["rank"], "window": window.get("source"),
+                 "window_us": window.get("length_us")}
+        out.append(Figure(name="trace.device.busy_fraction", value=device.get("busy_fraction", 0.0), unit="1",
+                          method="|union of all device activity inside W| / |W|", scope=scope))
+        out.append(Figure(name="trace.exposed_communication", value=overlap.get("exposed_communication_us", 0.0) / 1e6,
+                          unit="s", method="communication minus compute inside W", scope=scope))
+    return out
 
 
 def _audit(runs: tuple[dict[str, Any], ...]) -> list[AuditEntry]:
