@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_export_figures import _stored_gemm_run
 
+from parity.cli.main import main
 from parity.compare import compare_runs
 from parity.compare.ratio import median_ratio, sample_speed_ratio_ci, speed_ratio
 from parity.model import ParityError
@@ -76,10 +77,16 @@ def _bandwidth_run(store: Store, convention: str, *, seconds: float) -> str:
     return run.run_id
 
 
-def test_mixed_byte_conventions_are_refused_unless_forced_then_marked(tmp_path: Path) -> None:
+def test_mixed_byte_conventions_are_refused_unless_forced_then_marked(tmp_path: Path, capsys) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         a = _bandwidth_run(store, "bytes read + written (STREAM)", seconds=1e-6)
         b = _bandwidth_run(store, "bytes of one operand", seconds=0.5e-6)
+        for extra, status in (((), 2), (("--force",), 0)):
+            with pytest.raises(SystemExit) as info:
+                main(["compare", a, b, "--db", str(tmp_path / "r.sqlite"), *extra])
+            out, err = capsys.readouterr()
+            assert info.value.code == status
+            assert (err.count("\n") == 1 and "--force" in err) if status else "MARKED" in out
         with pytest.raises(ParityError) as info:
             compare_runs(store, [a, b])
         message = str(info.value)
@@ -135,3 +142,41 @@ def test_import_parser_fuzz_one_line_errors_and_nothing_written(tmp_path: Path, 
                 import_run(store, path)
             after = store.query("SELECT count(*) FROM runs")[0][0], store.query("SELECT count(*) FROM cases")[0][0]
             assert after == before
+
+
+def _gemm_run(store: Store, fractions: tuple[float, float, float]) -> str:
+    from test_export_figures import PROVENANCE
+    from test_gemm_analysis import bandwidth_case, ceiling_case, shape_case
+
+    from parity.bench.gemm.analysis import analyse
+    from parity.metrics.roofline import gemm_flops
+
+    cases = [ceiling_case(), bandwidth_case()]
+    for side, fraction in zip((3072, 6144, 96), fractions):
+        cases.append(shape_case(side, side, side, seconds=gemm_flops(side, side, side) / (fraction * 100e12)))
+    run = store.create_run(config={"device": "cuda:0", "suites": ["gemm"]}, provenance=PROVENANCE)
+    for case in cases:
+        store.add_case(run.run_id, case)
+    store.finish_run(run.run_id, status="complete",
+                     summary={"ok": True, "suites": {"gemm": {"suite": "gemm", "summary": analyse(cases)}}})
+    return run.run_id
+
+
+def test_medians_over_the_compute_bound_intersection_hand_case(tmp_path: Path) -> None:
+    # P = 100 TFLOP/s and B = 1 TB/s on both: 3072^3 and 6144^3 are compute-bound, 96^3 is not.
+    # B is twice as fast on every shape: ratios 2; efficiencies 25%, 40% on A and 50%, 80% on B.
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _gemm_run(store, (0.25, 0.4, 0.25))
+        b = _gemm_run(store, (0.5, 0.8, 0.5))
+        doc = compare_runs(store, [a, b]).to_dict()
+    shapes = [c for c in doc["cases"] if c["params"].get("kind") == "shape"]
+    assert [c["ratio"] for c in shapes] == [pytest.approx(2.0)] * 3
+    figures = {(f["name"], f["scope"].get("run")): f for f in doc["summary"]}
+    bound = figures[("compare.gemm.median_ratio.compute-bound", None)]
+    assert bound["value"] == pytest.approx(2.0) and bound["scope"]["cases"] == 2
+    assert figures[("gemm.median_efficiency.compute-bound.intersection", "A: NVIDIA H200")]["value"] == pytest.approx(0.325)
+    assert figures[("gemm.median_efficiency.compute-bound.intersection", "B: NVIDIA H200")]["value"] == pytest.approx(0.65)
+    assert figures[("compare.gemm.shape.median_ratio", None)]["value"] == pytest.approx(2.0)
+    assert any(c.startswith("on these 2 compute-bound gemm shapes") and "32.5% on A" in c and "65.0% on B" in c
+               for c in doc["claims"])
+    assert doc["audit"] == []

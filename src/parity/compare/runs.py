@@ -120,7 +120,7 @@ def _pair_ratio(a: CaseResult, b: CaseResult, va: float | None, vb: float | None
         return None, None
     ratio = speed_ratio(va, vb, higher_is_better=chosen.higher_is_better)
     times_a, times_b = main_times(a), main_times(b)
-    if times_a and times_b and chosen.metric not in ("ns_per_load",):
+    if times_a and times_b and chosen.from_main_samples:
         _, (low, high) = sample_speed_ratio_ci(times_a, times_b)
         return ratio, [low, high]
     return ratio, None
