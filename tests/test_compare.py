@@ -144,30 +144,12 @@ def test_import_parser_fuzz_one_line_errors_and_nothing_written(tmp_path: Path, 
             assert after == before
 
 
-def _gemm_run(store: Store, fractions: tuple[float, float, float]) -> str:
-    from test_export_figures import PROVENANCE
-    from test_gemm_analysis import bandwidth_case, ceiling_case, shape_case
-
-    from parity.bench.gemm.analysis import analyse
-    from parity.metrics.roofline import gemm_flops
-
-    cases = [ceiling_case(), bandwidth_case()]
-    for side, fraction in zip((3072, 6144, 96), fractions):
-        cases.append(shape_case(side, side, side, seconds=gemm_flops(side, side, side) / (fraction * 100e12)))
-    run = store.create_run(config={"device": "cuda:0", "suites": ["gemm"]}, provenance=PROVENANCE)
-    for case in cases:
-        store.add_case(run.run_id, case)
-    store.finish_run(run.run_id, status="complete",
-                     summary={"ok": True, "suites": {"gemm": {"suite": "gemm", "summary": analyse(cases)}}})
-    return run.run_id
-
-
 def test_medians_over_the_compute_bound_intersection_hand_case(tmp_path: Path) -> None:
     # P = 100 TFLOP/s and B = 1 TB/s on both: 3072^3 and 6144^3 are compute-bound, 96^3 is not.
     # B is twice as fast on every shape: ratios 2; efficiencies 25%, 40% on A and 50%, 80% on B.
     with Store.open(tmp_path / "r.sqlite") as store:
-        a = _gemm_run(store, (0.25, 0.4, 0.25))
-        b = _gemm_run(store, (0.5, 0.8, 0.5))
+        a = _stored_gemm_run(store, (0.25, 0.4, 0.25))
+        b = _stored_gemm_run(store, (0.5, 0.8, 0.5))
         doc = compare_runs(store, [a, b]).to_dict()
     shapes = [c for c in doc["cases"] if c["params"].get("kind") == "shape"]
     assert [c["ratio"] for c in shapes] == [pytest.approx(2.0)] * 3
