@@ -18,11 +18,11 @@ PROVENANCE = {"device": {"type": "cuda", "properties": {"name": "NVIDIA H200"}},
               "parity": {"version": "0.1.0", "git_revision": "abc"}}
 
 
-def _stored_gemm_run(store: Store) -> str:
+def _stored_gemm_run(store: Store, fractions: tuple[float, float, float] = (0.5, 0.8, 0.5)) -> str:
     # P = 100 TFLOP/s, B = 1 TB/s, ridge 100 FLOP/B: 3072^3 and 6144^3 are compute-bound at 50% and
-    # 80% of P; 96^3 (AI 32) is memory-bound.
+    # 80% of P (by default); 96^3 (AI 32) is memory-bound.
     cases: list[CaseResult] = [ceiling_case(), bandwidth_case()]
-    for side, fraction in ((3072, 0.5), (6144, 0.8), (96, 0.5)):
+    for side, fraction in zip((3072, 6144, 96), fractions):
         cases.append(shape_case(side, side, side, seconds=gemm_flops(side, side, side) / (fraction * 100e12)))
     run = store.create_run(config={"device": "cuda:0", "suites": ["gemm"]}, provenance=PROVENANCE)
     for case in cases:

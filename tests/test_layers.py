@@ -24,8 +24,10 @@ ALLOWED: dict[str, set[str]] = {
     # bench also holds the runner, which commits each case to the store as it is measured.
     "bench": {"timing", "target", "device", "metrics", "stats", "model", "store"},
     "report": {"store", "trace", "metrics", "stats", "model"},
+    "compare": {"store", "trace", "metrics", "stats", "model"},
     "cli": {
         "report",
+        "compare",
         "bench",
         "store",
         "trace",
@@ -46,6 +48,7 @@ FORBIDDEN_MODULES: dict[str, set[str]] = {
     "trace": {"torch"},
     "store": {"torch"},
     "report": {"torch"},
+    "compare": {"torch"},
 }
 
 

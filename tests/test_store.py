@@ -231,11 +231,12 @@ def test_migration_steps_upgrade_an_older_file_in_place(
     with Store.open(path) as store:
         run_id = store.create_run(config={"v": 1}, provenance={}).run_id
         store.add_case(run_id, _case("kept"))
-    monkeypatch.setattr(schema, "STORE_VERSION", 2)
-    monkeypatch.setitem(schema.MIGRATIONS, 1, ["ALTER TABLE runs ADD COLUMN label TEXT"])
+    newer = schema.STORE_VERSION + 1
+    monkeypatch.setattr(schema, "STORE_VERSION", newer)
+    monkeypatch.setitem(schema.MIGRATIONS, newer - 1, ["ALTER TABLE runs ADD COLUMN label TEXT"])
     with Store.open(path) as store:
         assert [c.key for c in store.cases(run_id)] == ["kept"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == newer
     assert "label" in [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
     conn.close()

@@ -23,6 +23,7 @@ COMMANDS = {
     "comm": "parity.cli.comm:comm",
     "decode": "parity.cli.decode:decode",
     "report": "parity.cli.report:report",
+    "compare": "parity.cli.compare:compare",
 }
 
 

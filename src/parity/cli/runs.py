@@ -264,3 +264,34 @@ def export_run(
             "cases": len(cases),
         },
     )
+
+
+@runs.command("import")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--as-new", is_flag=True,
+              help="Import under a new run id when the file's id is already in the store.")
+@db_option
+@json_option
+def import_run(path: str, as_new: bool, db_path: str | None, json_path: str | None) -> None:
+    """Import a run exported on another machine (parity runs export RUN --format json).
+
+    The file's schema version and kind are checked and every case is parsed before anything is
+    written; the run keeps its id (refused when the store has it, unless --as-new), config,
+    provenance, summary and every case with its raw samples.
+
+    \b
+    Example:
+      parity runs export latest --format json --output h200.json     # on the H200 host
+      parity runs import h200.json --db laptop.sqlite                # on the laptop
+      parity compare 20261129-2303-a1b2 latest --db laptop.sqlite
+    """
+    from parity.store.runs_import import import_run as run_import
+
+    with Store.open(db_path) as store:
+        imported = run_import(store, path, as_new=as_new)
+        where = store.path
+    renamed = "" if imported.run_id == imported.original_id else f" (was {imported.original_id})"
+    click.echo(f"imported run {imported.run_id}{renamed} with {imported.cases} cases into {where}",
+               err=json_path == "-")
+    write_json(json_path, "run-import", {"run_id": imported.run_id, "original_id": imported.original_id,
+                                         "cases": imported.cases, "db": str(where), "source": path})

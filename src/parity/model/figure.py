@@ -23,6 +23,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "1": ("%", 0.01),
     "count": ("", 1.0),
     "tok/s": ("tok/s", 1.0),
+    "x": ("x", 1.0),  # a ratio of two runs' figures (compare)
 }
 
 

@@ -60,13 +60,13 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
-def _dumps(value: Any) -> str:
+def dump_json(value: Any) -> str:
     return orjson.dumps(
         value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=json_default
     ).decode()
 
 
-def _loads(text: str | None) -> Any:
+def load_json(text: str | None) -> Any:
     return orjson.loads(text) if text else None
 
 
@@ -179,7 +179,7 @@ class Store:
                 conn.execute(
                     "INSERT INTO runs (id, created_at, updated_at, status, config, provenance,"
                     " summary) VALUES (?, ?, ?, 'running', ?, ?, '{}')",
-                    (run_id, created, created, _dumps(config), _dumps(provenance)),
+                    (run_id, created, created, dump_json(config), dump_json(provenance)),
                 )
             return RunRecord(
                 run_id=run_id, created_at=created, config=config, provenance=provenance
@@ -194,7 +194,7 @@ class Store:
         with self._write() as conn:
             cur = conn.execute(
                 "UPDATE runs SET status = ?, summary = ?, updated_at = ? WHERE id = ?",
-                (status, _dumps(summary), now_utc(), run_id),
+                (status, dump_json(summary), now_utc(), run_id),
             )
             if cur.rowcount != 1:
                 raise self._unknown(run_id)
@@ -205,7 +205,7 @@ class Store:
         with self._write() as conn:
             cur = conn.execute(
                 "UPDATE runs SET provenance = ?, updated_at = ? WHERE id = ?",
-                (_dumps(provenance), now_utc(), run_id),
+                (dump_json(provenance), now_utc(), run_id),
             )
             if cur.rowcount != 1:
                 raise self._unknown(run_id)
@@ -276,36 +276,23 @@ class Store:
         A case with the same ``(suite, key)`` already in the run is replaced, so the run holds
         each case exactly once whatever the order of writers.
         """
-        row = (
-            run_id,
-            case.suite,
-            case.key,
-            _dumps(case.params),
-            _dumps({name: s.to_dict() for name, s in case.samples.items()}),
-            _dumps(case.metrics),
-            _dumps(case.check),
-            _dumps([f.to_dict() for f in case.findings]),
-            _dumps(case.telemetry),
-            case.error,
-            int(case.ok),
-            now_utc(),
-        )
+        row = case_row(run_id, case, now_utc())
         with self._write() as conn:
             try:
-                conn.execute(
-                    "INSERT INTO cases (run_id, suite, key, params, samples, metrics, check_result,"
-                    " findings, telemetry, error, ok, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (run_id, suite, key) DO UPDATE SET params = excluded.params,"
-                    " samples = excluded.samples, metrics = excluded.metrics,"
-                    " check_result = excluded.check_result, findings = excluded.findings,"
-                    " telemetry = excluded.telemetry, error = excluded.error, ok = excluded.ok,"
-                    " created_at = excluded.created_at",
-                    row,
-                )
+                conn.execute(INSERT_CASE, row)
             except sqlite3.IntegrityError:
                 raise self._unknown(run_id) from None
             conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (row[-1], run_id))
+
+    def transaction(self) -> Any:
+        """One committed write transaction (``with store.transaction() as conn``), for the
+        store's import and trace-analysis modules; waits for other writers."""
+        return self._write()
+
+    @_sqlite_errors_as_parity_errors
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one read statement (for the store's sibling modules)."""
+        return self._conn.execute(sql, params).fetchall()
 
     @_sqlite_errors_as_parity_errors
     def done_keys(self, run_id: str, suite: str) -> set[str]:
@@ -342,27 +329,57 @@ class Store:
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
 
 
+INSERT_CASE = (
+    "INSERT INTO cases (run_id, suite, key, params, samples, metrics, check_result,"
+    " findings, telemetry, error, ok, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run_id, suite, key) DO UPDATE SET params = excluded.params,"
+    " samples = excluded.samples, metrics = excluded.metrics,"
+    " check_result = excluded.check_result, findings = excluded.findings,"
+    " telemetry = excluded.telemetry, error = excluded.error, ok = excluded.ok,"
+    " created_at = excluded.created_at"
+)
+
+
+def case_row(run_id: str, case: CaseResult, created: str) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_CASE` for one case (JSON columns as text)."""
+    return (
+        run_id,
+        case.suite,
+        case.key,
+        dump_json(case.params),
+        dump_json({name: s.to_dict() for name, s in case.samples.items()}),
+        dump_json(case.metrics),
+        dump_json(case.check),
+        dump_json([f.to_dict() for f in case.findings]),
+        dump_json(case.telemetry),
+        case.error,
+        int(case.ok),
+        created,
+    )
+
+
 def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
     return RunRecord(
         run_id=row[0],
         created_at=row[1],
         status=row[2],
-        config=_loads(row[3]) or {},
-        provenance=_loads(row[4]) or {},
-        summary=_loads(row[5]) or {},
+        config=load_json(row[3]) or {},
+        provenance=load_json(row[4]) or {},
+        summary=load_json(row[5]) or {},
     )
 
 
 def _case_from_row(row: tuple[Any, ...]) -> CaseResult:
-    samples = _loads(row[3]) or {}
+    samples = load_json(row[3]) or {}
     return CaseResult(
         suite=row[0],
         key=row[1],
-        params=_loads(row[2]) or {},
+        params=load_json(row[2]) or {},
         samples={name: Samples.from_dict(s) for name, s in samples.items()},
-        metrics=_loads(row[4]) or {},
-        check=_loads(row[5]) or {},
-        findings=tuple(Finding.from_dict(f) for f in _loads(row[6]) or []),
-        telemetry=_loads(row[7]) or {},
+        metrics=load_json(row[4]) or {},
+        check=load_json(row[5]) or {},
+        findings=tuple(Finding.from_dict(f) for f in load_json(row[6]) or []),
+        telemetry=load_json(row[7]) or {},
         error=row[8],
     )

@@ -14,6 +14,10 @@ History:
     1: runs (id, created_at, updated_at, status, config, provenance, summary) and cases
        (run_id, suite, key, params, samples, metrics, check_result, findings, telemetry, error,
        ok, created_at) with UNIQUE(run_id, suite, key). JSON columns hold UTF-8 JSON text.
+    2: trace_analyses (id, created_at, label, paths, sha256, format, window, options, categories,
+       streams, analysis): a stored ``parity trace analyze`` with the trace's paths, its SHA-256
+       digest, the first rank's window, the per-rank categories and streams, and the whole
+       analysis document. Version 1 files gain the empty table.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from parity.model.errors import ParityError
 # "PRTY" as a big-endian 32-bit integer: identifies a parity results file (``file`` shows it).
 APPLICATION_ID = 0x50525459
 
-STORE_VERSION = 1
+STORE_VERSION = 2
 
 _V1 = [
     """
@@ -61,7 +65,26 @@ _V1 = [
     "CREATE INDEX runs_by_time ON runs (created_at)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {0: _V1}
+_V2 = [
+    """
+    CREATE TABLE trace_analyses (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        label TEXT NOT NULL,
+        paths TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        format TEXT NOT NULL,
+        window TEXT NOT NULL,
+        options TEXT NOT NULL,
+        categories TEXT NOT NULL,
+        streams TEXT NOT NULL,
+        analysis TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX trace_analyses_by_time ON trace_analyses (created_at)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2}
 
 
 def read_version(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -2,7 +2,9 @@
 
 Rule, in order:
 
-1. ``window=(start_ns, end_ns)`` given by the user: that span (source ``user-window``).
+1. ``window=(start_ns, end_ns)`` given by the user: that span (source ``user-window``);
+   ``window=WHOLE_SPAN`` (``--window span``): the whole span of device activity, as asked
+   (source ``user-span``; what tools without a window, such as ``msprof-analyze compare``, cover).
 2. ``steps=(a, b)`` given by the user: the device time of steps ``a..b`` (source ``user-steps``).
 3. Step markers (Kineto ``ProfilerStep#N``, Ascend step ids) with device activity launched in
    them: with two or more such steps the first is skipped as warm-up (allocator, autotuning, lazy init and the profiler's own start-up land
@@ -42,7 +44,7 @@ class Window:
 
     start_ns: int
     end_ns: int
-    source: str  # user-window | user-steps | steps | detected | span | empty
+    source: str  # user-window | user-span | user-steps | steps | detected | span | empty
     detail: str  # one human sentence: which steps, what was skipped, what repeats
     steps: tuple[int, int] | None = None
 
@@ -65,6 +67,9 @@ class Window:
             "detail": self.detail,
             "steps": list(self.steps) if self.steps else None,
         }
+
+
+WHOLE_SPAN = "span"  # --window span: the whole device span, asked for
 
 
 def parse_steps(text: str) -> tuple[int, int]:
@@ -205,7 +210,7 @@ def _detected_window(table: ActivityTable) -> Window | None:
 def choose_window(
     table: ActivityTable,
     *,
-    window: tuple[int, int] | None = None,
+    window: tuple[int, int] | str | None = None,
     steps: tuple[int, int] | None = None,
     row_steps: np.ndarray | None = None,
 ) -> Window:
@@ -215,6 +220,13 @@ def choose_window(
     """
     if window is not None and steps is not None:
         raise ParityError("give either --window or --steps, not both")
+    if window == WHOLE_SPAN:
+        device_rows = np.flatnonzero(table.device_mask())
+        if len(device_rows) == 0:
+            return Window(start_ns=0, end_ns=0, source="empty", detail="no device activity in the trace")
+        start, end = _device_span(table, device_rows)
+        return Window(start_ns=start, end_ns=end, source="user-span",
+                      detail="whole device span, given with --window span")
     if window is not None:
         start, end = int(window[0]), int(window[1])
         if end <= start:

@@ -1,0 +1,114 @@
+"""``parity compare``: runs or trace analyses side by side, with ratios and the fairness audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from parity.cli.output import json_option, write_json
+from parity.cli.runs import db_option, stdout_console
+from parity.model.errors import ParityError
+
+
+def _kind(source: str) -> str:
+    from parity.store.trace_analyses import is_trace_analysis_id
+
+    if Path(source).exists():
+        return "file"
+    return "stored" if is_trace_analysis_id(source) else "run"
+
+
+def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | None, window_text: str | None,
+                  steps_text: str | None, rank: int | None) -> list[Any]:
+    from parity.cli.trace_analyze import analyse_paths
+    from parity.compare import TraceInput
+    from parity.store import Store
+    from parity.store.trace_analyses import get_trace_analysis
+    from parity.trace.digest import trace_digest
+
+    inputs = []
+    for source, kind in zip(sources, kinds):
+        if kind == "file":
+            result, _, _ = analyse_paths([source], steps_text=steps_text, window_text=window_text)
+            inputs.append(TraceInput(label=Path(source).name, analysis=result.to_dict(), rank=rank,
+                                     paths=(str(Path(source).resolve()),), sha256=trace_digest([source])))
+            continue
+        with Store.open(db_path) as store:
+            stored = get_trace_analysis(store, source)
+        inputs.append(TraceInput(label=stored.label, analysis=stored.analysis, analysis_id=stored.analysis_id,
+                                 paths=stored.paths, sha256=stored.sha256, rank=rank))
+    return inputs
+
+
+@click.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--force", is_flag=True,
+              help="Compare runs whose byte conventions, timing methods or offline/online mode differ; "
+                   "every affected line is marked.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write a GitHub Markdown table to PATH ('-' for stdout).")
+@click.option("--window", "window_text", metavar="START_US:END_US",
+              help="For trace files: the window to analyse ('span' for the whole device span).")
+@click.option("--steps", "steps_text", metavar="A-B", help="For trace files: analyse steps A..B.")
+@click.option("--rank", type=int, default=None, help="For traces: the rank to compare (default: the first).")
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Case rows shown (all of them in --json).")
+@db_option
+@json_option
+def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, window_text: str | None,
+            steps_text: str | None, rank: int | None, limit: int, db_path: str | None, json_path: str | None) -> None:
+    """Compare runs, stored trace analyses, or trace files side by side.
+
+    SOURCES are two or more runs (an id, a unique prefix, latest, latest~1), stored trace
+    analyses (trace-... ids from parity trace analyze --store, or trace:latest), or trace files
+    and folders, all of one kind. Runs: identical cases are joined (same suite and case key: shape,
+    dtype, size, collective, model config), each with its speed relative to the first run and a
+    bootstrap CI from the raw samples, the medians over the joined cases and over the shapes
+    compute-bound on every run, and a fairness audit of every condition that differs. Runs whose
+    byte conventions, timing methods or offline/online mode differ are refused unless --force.
+    Traces: per category and per stream, busy time and share side by side, each trace's window
+    stated.
+
+    \b
+    Example:
+      parity compare latest~1 latest
+      parity compare 20261129-2303 20261130-0915 --markdown cmp.md --json cmp.json
+      parity compare trace-20261201-1012-ab12 trace:latest
+      parity compare rank0_h100.json.gz ASCEND_PROFILER_OUTPUT/ --window span
+    """
+    from parity.compare import compare_runs, compare_traces
+    from parity.report.comparison import comparison_markdown, render_comparison
+    from parity.store import Store
+
+    kinds = [_kind(s) for s in sources]
+    if "run" in kinds and set(kinds) != {"run"}:
+        mixed = ", ".join(f"{s} ({k})" for s, k in zip(sources, kinds))
+        raise ParityError(f"compare takes runs or traces, not both: {mixed}; give sources of one kind")
+    if kinds[0] == "run":
+        if window_text or steps_text or rank is not None:
+            raise ParityError("--window, --steps and --rank are for traces; drop them to compare runs")
+        with Store.open(db_path) as store:
+            document = compare_runs(store, list(sources), force=force).to_dict()
+    else:
+        inputs = _trace_inputs(sources, kinds, db_path=db_path, window_text=window_text, steps_text=steps_text,
+                               rank=rank)
+        document = compare_traces(inputs).to_dict()
+    console = stdout_console("-" if "-" in (json_path, markdown_path) else None)
+    console.print(render_comparison(document, limit=limit))
+    if markdown_path:
+        _write_text(markdown_path, comparison_markdown(document))
+    payload = {k: v for k, v in document.items() if k not in ("schema_version", "kind")}
+    write_json(json_path, document["kind"], payload)  # the file is the comparison's to_dict()
+
+
+def _write_text(path: str, text: str) -> None:
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise ParityError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None

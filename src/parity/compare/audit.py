@@ -1,0 +1,203 @@
+"""The fairness audit: every condition that differs between the runs and matters to a reader.
+
+Each condition reads what the runs recorded (provenance, config, the cases' parameters,
+samples, metrics and telemetry) and yields one value per run; a condition whose values are not
+all equal is listed, with why it matters. Three conventions make the numbers mean different
+things, and a comparison across them is refused unless forced (then every line they touch is
+marked): how bytes are counted, how time is taken, and offline (engine step) against online
+(a served endpoint) measurement. A run compared with itself lists nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from parity.compare.join import IGNORED_PARAMS, JoinedCase, byte_convention, timing_method
+from parity.model.result import CaseResult, RunRecord
+
+CLOCK_TOLERANCE = 0.02  # maximum clocks within 2% are the same setting read twice
+REFUSED = ("byte conventions", "timing methods", "offline vs online")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """One condition that differs: its value in each run, why it matters, whether it refuses."""
+
+    condition: str
+    values: tuple[Any, ...]
+    matters: str
+    refused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"condition": self.condition, "values": list(self.values), "matters": self.matters,
+                "refused": self.refused}
+
+
+def _get(data: Any, *path: str) -> Any:
+    for part in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
+def run_mode(run: RunRecord) -> str:
+    """``online`` for a run against a served endpoint, else ``offline``."""
+    return "online" if _get(run.provenance, "target", "kind") == "endpoint" else "offline"
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == {} or value == []:
+        return None
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in sorted(value.items()) if v is not None) or None
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(sorted(map(str, value))) or None
+    return str(value)
+
+
+def _versions(run: RunRecord) -> str | None:
+    torch = run.provenance.get("torch") or {}
+    parts = {k: torch.get(k) for k in ("cuda", "hip", "torch_npu", "cann") if torch.get(k)}
+    return _text(parts)
+
+
+def _firmware(run: RunRecord) -> str | None:
+    return _text(_get(run.provenance, "device", "nvml", "vbios_version") or run.provenance.get("firmware"))
+
+
+def _cards(run: RunRecord) -> str:
+    ranks = len(_get(run.provenance, "target", "provenance") or []) or 1
+    count = _get(run.provenance, "device", "count")
+    return f"{ranks} rank(s) of {count if count is not None else '?'} device(s) present"
+
+
+def _affinity(run: RunRecord) -> str | None:
+    host = run.provenance.get("host") or {}
+    if not host:
+        return None
+    pinned = "pinned" if host.get("pinned") else "not pinned"
+    threads = _get(run.provenance, "torch", "threads")
+    return f"affinity {host.get('affinity')} ({host.get('affinity_count')} CPUs, {pinned}), torch threads {threads}"
+
+
+def _clock(run: RunRecord) -> float | None:
+    value = _get(run.provenance, "device", "nvml", "max_sm_clock_mhz") or \
+        _get(run.provenance, "device", "properties", "clock_max_mhz")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _throttling(cases: list[CaseResult]) -> str:
+    seen = [c for c in cases if c.metrics.get("power_limited") or c.metrics.get("throttle_reasons")
+            or (c.telemetry or {}).get("power_limited")]
+    reasons = sorted({r for c in seen for r in (c.metrics.get("throttle_reasons") or [])})
+    return f"{len(seen)} case(s){': ' + ', '.join(reasons) if reasons else ''}" if seen else "none seen"
+
+
+def _options(run: RunRecord) -> dict[str, Any]:
+    flat = {}
+    for suite, values in (run.config.get("options") or {}).items():
+        for key, value in (values or {}).items():
+            if key not in ("shapes", "warmup_s", "budget_s", "ceiling_budget_s"):
+                flat[f"{suite}.{key}"] = value
+    return flat
+
+
+# (condition, why it matters, per-run value from the run record)
+RUN_CONDITIONS: tuple[tuple[str, str, Callable[[RunRecord], Any]], ...] = (
+    ("offline vs online", "engine-step figures exclude scheduling and serving overhead; never compare them "
+     "with a served endpoint's", run_mode),
+    ("quick or full", "a quick run is a smoke test with fewer, shorter cases, not a measurement to quote",
+     lambda r: "quick" if r.config.get("quick") else "full"),
+    ("torch version", "kernels and their dispatch change between torch releases",
+     lambda r: _get(r.provenance, "torch", "version")),
+    ("accelerator software", "CUDA, ROCm, CANN and torch_npu versions choose the kernels", _versions),
+    ("drivers", "drivers change clocks, scheduling and kernel selection", lambda r: _text(r.provenance.get("drivers"))),
+    ("firmware", "firmware (VBIOS, hand-configured proof-of-concept builds) sets clocks and power", _firmware),
+    ("power limit", "a lower power limit caps sustained clocks",
+     lambda r: _get(r.provenance, "device", "nvml", "power_limit_w")),
+    ("card count", "rates per device and collective figures depend on how many devices took part", _cards),
+    ("host architecture", "host-side overheads (launch, copies, the CPU's own kernels) differ by architecture",
+     lambda r: _get(r.provenance, "host", "architecture")),
+    ("CPU affinity and threads", "the CPUs and threads a process may use bound host work and CPU kernels", _affinity),
+)
+
+
+def audit_runs(runs: list[RunRecord], per_run: list[list[CaseResult]], joined: list[JoinedCase],
+               only: list[list[str]]) -> tuple[list[AuditEntry], set[tuple[str, str]]]:
+    """The audit entries and the ``(suite, key)`` of every joined case a refused condition
+    touches (all of them when the runs differ in offline vs online)."""
+    entries: list[AuditEntry] = []
+    for condition, matters, read in RUN_CONDITIONS:
+        _add(entries, condition, tuple(read(r) for r in runs), matters)
+    clocks = [_clock(r) for r in runs]
+    known = [c for c in clocks if c]
+    if len(known) == len(clocks) and known and (max(known) - min(known)) > CLOCK_TOLERANCE * max(known):
+        entries.append(AuditEntry(condition="clocks", values=tuple(clocks),
+                                  matters="maximum clocks (MHz) differ by more than 2%: rates scale with them"))
+    _add(entries, "throttling seen", tuple(_throttling(c) for c in per_run),
+         "throttled or power-limited cases ran below the device's sustained clock")
+    _add(entries, "dtypes", tuple(_text({c.params.get("dtype") for c in cases if c.params.get("dtype")})
+                                  for cases in per_run),
+         "matrix and vector units run each precision at its own rate; only cases of one dtype are joined")
+    if any(only):
+        _add(entries, "case sets", tuple(f"{len(o)} of {len(c)} cases not in every run" for o, c in zip(only, per_run)),
+             "cases measured in one run only are left out of every ratio and median", force=True)
+    opts = [_options(r) for r in runs]
+    for name in sorted(set().union(*opts)):
+        _add(entries, f"option {name}", tuple(o.get(name) for o in opts), "the suite was asked to measure differently")
+    _case_params(entries, joined)
+    marked = _conventions(entries, joined)
+    if any(e.condition == "offline vs online" for e in entries):
+        entries = [AuditEntry(condition=e.condition, values=e.values, matters=e.matters, refused=True)
+                   if e.condition == "offline vs online" else e for e in entries]
+        marked = {(j.suite, j.key) for j in joined}
+    return entries, marked
+
+
+def _add(entries: list[AuditEntry], condition: str, values: tuple[Any, ...], matters: str, *,
+         refused: bool = False, force: bool = False) -> None:
+    if force or len({_key(v) for v in values}) > 1:
+        entries.append(AuditEntry(condition=condition, values=values, matters=matters, refused=refused))
+
+
+def _key(value: Any) -> str:
+    return repr(value)
+
+
+def _case_params(entries: list[AuditEntry], joined: list[JoinedCase]) -> None:
+    """Parameters of joined cases that differ between runs (a flush, a budget, a placement)."""
+    differing: dict[str, list[set[str]]] = {}
+    for j in joined:
+        names = set().union(*(c.params for c in j.cases)) - IGNORED_PARAMS
+        for name in names:
+            values = [repr(c.params.get(name)) for c in j.cases]
+            if len(set(values)) > 1:
+                slot = differing.setdefault(name, [set() for _ in j.cases])
+                for i, v in enumerate(values):
+                    slot[i].add(v)
+    for name, per_run in sorted(differing.items()):
+        entries.append(AuditEntry(condition=f"case parameter {name}", values=tuple(", ".join(sorted(s)) for s in per_run),
+                                  matters="joined cases were measured with different settings"))
+
+
+def _conventions(entries: list[AuditEntry], joined: list[JoinedCase]) -> set[tuple[str, str]]:
+    """Byte conventions and timing methods of joined cases: refused where they differ."""
+    marked: set[tuple[str, str]] = set()
+    for condition, read, matters in (
+        ("byte conventions", byte_convention, "bytes counted another way give another GB/s for the same transfer"),
+        ("timing methods", timing_method, "device events, host clock and max-over-ranks time different spans"),
+    ):
+        per_run: list[set[str]] = [set() for _ in (joined[0].cases if joined else ())]
+        for j in joined:
+            values = [read(c) for c in j.cases]
+            if len(set(values)) > 1:
+                marked.add((j.suite, j.key))
+                for i, v in enumerate(values):
+                    per_run[i].add(str(v))
+        if any(per_run):
+            entries.append(AuditEntry(condition=condition, values=tuple(", ".join(sorted(s)) for s in per_run),
+                                      matters=matters, refused=True))
+    return marked

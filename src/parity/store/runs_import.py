@@ -1,0 +1,144 @@
+"""Reading a run exported on another machine (``parity runs export RUN --format json``) into
+the local store, so runs made on different hosts can be compared on one.
+
+The document is checked whole before anything is written: a JSON object of kind
+``run-export`` with an integer ``schema_version`` no newer than this parity's, a run record and
+a list of cases that parse as :class:`RunRecord` and :class:`CaseResult`. Then the run and every
+case go in one transaction, so a file that fails any check, or a process killed mid-way, leaves
+the store as it was. The run keeps its id, config, provenance, status and summary (and with it
+the suites' figures); an id already in the store is refused unless ``as_new`` draws a new one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from parity.model.errors import ParityError
+from parity.model.result import CaseResult, RunRecord
+from parity.model.schema import check_version
+from parity.store.database import (
+    INSERT_CASE,
+    RUN_STATUSES,
+    Store,
+    case_row,
+    dump_json,
+    new_run_id,
+    now_utc,
+)
+
+EXPORT_KIND = "run-export"
+HOW_TO_EXPORT = "export it again with parity runs export RUN --format json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedRun:
+    """What an import wrote: the id the run has here, the id it had, its case count."""
+
+    run_id: str
+    original_id: str
+    cases: int
+
+
+def read_export(path: str | os.PathLike[str]) -> tuple[RunRecord, list[CaseResult]]:
+    """Parse and check a run export file; raises :class:`ParityError` naming the file."""
+    source = Path(path)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        raise ParityError(f"cannot read {source}: {exc.strerror}; check the path") from None
+    return parse_export(raw, source=str(source))
+
+
+def parse_export(raw: bytes, *, source: str) -> tuple[RunRecord, list[CaseResult]]:
+    """:func:`read_export` on bytes already read (``source`` names them in errors)."""
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ParityError(f"{source} is not JSON ({_one_line(exc)}); {HOW_TO_EXPORT}") from None
+    if not isinstance(document, dict):
+        raise ParityError(f"{source} holds a JSON {type(document).__name__}, not a run export; {HOW_TO_EXPORT}")
+    check_version(document, source=source)
+    kind = document.get("kind")
+    if kind != EXPORT_KIND:
+        raise ParityError(f"{source} is a {kind!r} document, not a {EXPORT_KIND!r}; {HOW_TO_EXPORT}")
+    run_data, cases_data = document.get("run"), document.get("cases")
+    if not isinstance(run_data, dict) or not isinstance(cases_data, list):
+        raise ParityError(f"{source}: a run export needs a 'run' object and a 'cases' list; {HOW_TO_EXPORT}")
+    try:
+        run = RunRecord.from_dict(run_data)
+        cases = [CaseResult.from_dict(_object(c, "case")) for c in cases_data]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ParityError(f"{source}: malformed run export ({_one_line(exc)}); {HOW_TO_EXPORT}") from None
+    _check_run(run, cases, source=source)
+    return run, cases
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"a {what} is a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _check_run(run: RunRecord, cases: list[CaseResult], *, source: str) -> None:
+    """What ``from_dict`` lets through but the store cannot hold."""
+    if not run.run_id.strip():
+        raise ParityError(f"{source}: the run has an empty run_id; {HOW_TO_EXPORT}")
+    if run.status not in RUN_STATUSES:
+        raise ParityError(f"{source}: run status {run.status!r} is not one of {', '.join(RUN_STATUSES)}; "
+                          f"{HOW_TO_EXPORT}")
+    seen: set[tuple[str, str]] = set()
+    for case in cases:
+        if (case.suite, case.key) in seen:
+            raise ParityError(f"{source}: case {case.suite}/{case.key} appears twice; {HOW_TO_EXPORT}")
+        seen.add((case.suite, case.key))
+    try:  # every column must serialise before the transaction starts
+        dump_json([run.config, run.provenance, run.summary])
+    except TypeError as exc:
+        raise ParityError(f"{source}: malformed run export ({_one_line(exc)}); {HOW_TO_EXPORT}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def import_run(store: Store, path: str | os.PathLike[str], *, as_new: bool = False) -> ImportedRun:
+    """Read the export at ``path`` into ``store`` (see the module docstring)."""
+    run, cases = read_export(path)
+    return write_run(store, run, cases, source=str(path), as_new=as_new)
+
+
+def write_run(store: Store, run: RunRecord, cases: list[CaseResult], *, source: str,
+              as_new: bool = False) -> ImportedRun:
+    """Insert a checked run and its cases in one transaction."""
+    run_id = run.run_id
+    with store.transaction() as conn:
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+            if not as_new:
+                raise ParityError(
+                    f"{source}: run {run_id} is already in {store.path}; pass --as-new to import it "
+                    "under a new id"
+                )
+            run_id = _unused_id(conn)
+        now = now_utc()
+        conn.execute(
+            "INSERT INTO runs (id, created_at, updated_at, status, config, provenance, summary)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, run.created_at, now, run.status, dump_json(run.config),
+             dump_json(run.provenance), dump_json(run.summary)),
+        )
+        for case in cases:
+            conn.execute(INSERT_CASE, case_row(run_id, case, now))
+    return ImportedRun(run_id=run_id, original_id=run.run_id, cases=len(cases))
+
+
+def _unused_id(conn: Any) -> str:
+    for _ in range(8):
+        candidate = new_run_id()
+        if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (candidate,)).fetchone():
+            return candidate
+    raise ParityError("could not draw an unused run id after 8 tries; retry the command")

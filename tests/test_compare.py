@@ -1,0 +1,164 @@
+"""Compare on hand-built runs: ratios and CIs on hand cases, the export/import round trip that
+compares equal to itself, refusal of mixed byte conventions, the v1 store upgrade, and the
+import parser fuzzed (bad input: one line, nothing written)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_export_figures import _stored_gemm_run
+
+from parity.cli.main import main
+from parity.compare import compare_runs
+from parity.compare.ratio import median_ratio, sample_speed_ratio_ci, speed_ratio
+from parity.model import ParityError
+from parity.model.result import CaseResult
+from parity.model.samples import Samples
+from parity.store import STORE_VERSION, Store
+from parity.store.runs_import import import_run, parse_export
+from parity.store.schema import MIGRATIONS
+
+
+def test_speed_ratio_hand_cases() -> None:
+    assert speed_ratio(2e12, 4e12, higher_is_better=True) == 2.0  # B's rate is twice A's
+    assert speed_ratio(2.0, 1.0, higher_is_better=False) == 2.0  # B takes half A's time
+    with pytest.raises(ValueError):
+        speed_ratio(0.0, 1.0, higher_is_better=True)
+    assert sample_speed_ratio_ci([2.0, 2.0, 2.0], [1.0, 1.0, 1.0]) == (2.0, (2.0, 2.0))
+    # A's median is 2 s, B's 1 s; A's resampled median is 1, 2 or 3 (P(1) = P(3) = 7/27), so the
+    # 2.5th and 97.5th percentiles of the ratio are 1 and 3.
+    assert sample_speed_ratio_ci([1.0, 2.0, 3.0], [1.0]) == (2.0, (1.0, 3.0))
+
+
+def test_median_ratio_needs_five_cases_for_a_ci_and_is_seeded() -> None:
+    assert median_ratio([1.0, 3.0, 2.0]) == (2.0, None)
+    value, ci = median_ratio([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert value == 3.0 and ci is not None and 1.0 <= ci[0] <= 3.0 <= ci[1] <= 5.0
+    assert median_ratio([1.0, 2.0, 3.0, 4.0, 5.0]) == (value, ci)
+
+
+def test_export_import_into_an_empty_store_compares_equal_to_itself(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h200.sqlite") as source:
+        run_id = _stored_gemm_run(source)
+        exported = source.export(run_id, "json", tmp_path / "run.json")
+        original = source.get_run(run_id)
+        original_cases = source.cases(run_id)
+    with Store.open(tmp_path / "laptop.sqlite") as store:
+        imported = import_run(store, exported)
+        assert imported.run_id == run_id and imported.cases == len(original_cases)
+        with pytest.raises(ParityError, match="already in .*--as-new"):
+            import_run(store, exported)
+        again = import_run(store, exported, as_new=True)
+        assert again.run_id != run_id
+        assert store.get_run(run_id).to_dict() == original.to_dict()
+        assert [c.to_dict() for c in store.cases(run_id)] == [c.to_dict() for c in original_cases]
+        for ids in ([run_id, run_id], [run_id, again.run_id]):
+            doc = compare_runs(store, ids).to_dict()
+            ratios = [c["ratio"] for c in doc["cases"] if c["ratio"] is not None]
+            assert len(ratios) == 3 and all(r == pytest.approx(1.0) for r in ratios)
+            assert doc["audit"] == [] and doc["forced"] is False
+            assert all(f["value"] == pytest.approx(1.0) for f in doc["summary"] if f["unit"] == "x")
+
+
+def _bandwidth_run(store: Store, convention: str, *, seconds: float) -> str:
+    run = store.create_run(config={"device": "cpu", "suites": ["bw"]}, provenance={"host": {"architecture": "x86-64"}})
+    for size in (1024, 2048):
+        store.add_case(run.run_id, CaseResult(
+            suite="bw", key=f"copy/{size}", params={"op": "copy", "bytes": size},
+            samples={"main": Samples(values_s=(seconds, seconds * 1.1, seconds * 0.9), method="host-clock")},
+            metrics={"median_s": seconds, "bytes_per_s": 2 * size / seconds, "bytes_convention": convention},
+            check={"passed": True}))
+    store.finish_run(run.run_id, status="complete", summary={"ok": True})
+    return run.run_id
+
+
+def test_mixed_byte_conventions_are_refused_unless_forced_then_marked(tmp_path: Path, capsys) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _bandwidth_run(store, "bytes read + written (STREAM)", seconds=1e-6)
+        b = _bandwidth_run(store, "bytes of one operand", seconds=0.5e-6)
+        for extra, status in (((), 2), (("--force",), 0)):
+            with pytest.raises(SystemExit) as info:
+                main(["compare", a, b, "--db", str(tmp_path / "r.sqlite"), *extra])
+            out, err = capsys.readouterr()
+            assert info.value.code == status
+            assert (err.count("\n") == 1 and "--force" in err) if status else "MARKED" in out
+        with pytest.raises(ParityError) as info:
+            compare_runs(store, [a, b])
+        message = str(info.value)
+        assert "byte conventions" in message and "--force" in message and "\n" not in message
+        doc = compare_runs(store, [a, b], force=True).to_dict()
+    assert doc["forced"] is True and all(c["marked"] for c in doc["cases"])
+    assert [c["ratio"] for c in doc["cases"]] == [pytest.approx(2.0), pytest.approx(2.0)]
+    assert any(e["condition"] == "byte conventions" and e["refused"] for e in doc["audit"])
+    assert doc["claims"] and all(c.startswith("[marked") for c in doc["claims"])
+
+
+def test_a_version_1_store_is_upgraded_with_its_runs_kept(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    conn = sqlite3.connect(path)
+    for statement in MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO runs VALUES ('r1', '2026-01-01', '2026-01-01', 'complete', '{}', '{}', '{}')")
+    conn.execute("PRAGMA application_id = 1347572825")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.get_run("r1").status == "complete"
+        assert store.query("SELECT count(*) FROM trace_analyses") == [(0,)]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 2
+    conn.close()
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                     max_leaves=12)
+_documents = st.fixed_dictionaries(
+    {"schema_version": st.sampled_from([1, 0, 2, "1", None]), "kind": st.sampled_from(["run-export", "run", 3]),
+     "run": _json | st.fixed_dictionaries({"run_id": st.text(max_size=4), "created_at": _json, "status": _json,
+                                           "config": _json}),
+     "cases": st.lists(_json | st.fixed_dictionaries({"suite": _json, "key": _json, "samples": _json,
+                                                      "findings": _json, "params": _json}), max_size=3)})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=64) | _json.map(orjson.dumps) | _documents.map(orjson.dumps))
+def test_import_parser_fuzz_one_line_errors_and_nothing_written(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "fuzz.json"
+    path.write_bytes(raw)
+    with Store.open(tmp_path / "fuzz.sqlite") as store:
+        before = store.query("SELECT count(*) FROM runs")[0][0], store.query("SELECT count(*) FROM cases")[0][0]
+        try:
+            parse_export(raw, source=str(path))
+        except ParityError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc)
+            with pytest.raises(ParityError):
+                import_run(store, path)
+            after = store.query("SELECT count(*) FROM runs")[0][0], store.query("SELECT count(*) FROM cases")[0][0]
+            assert after == before
+
+
+def test_medians_over_the_compute_bound_intersection_hand_case(tmp_path: Path) -> None:
+    # P = 100 TFLOP/s and B = 1 TB/s on both: 3072^3 and 6144^3 are compute-bound, 96^3 is not.
+    # B is twice as fast on every shape: ratios 2; efficiencies 25%, 40% on A and 50%, 80% on B.
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _stored_gemm_run(store, (0.25, 0.4, 0.25))
+        b = _stored_gemm_run(store, (0.5, 0.8, 0.5))
+        doc = compare_runs(store, [a, b]).to_dict()
+    shapes = [c for c in doc["cases"] if c["params"].get("kind") == "shape"]
+    assert [c["ratio"] for c in shapes] == [pytest.approx(2.0)] * 3
+    figures = {(f["name"], f["scope"].get("run")): f for f in doc["summary"]}
+    bound = figures[("compare.gemm.median_ratio.compute-bound", None)]
+    assert bound["value"] == pytest.approx(2.0) and bound["scope"]["cases"] == 2
+    assert figures[("gemm.median_efficiency.compute-bound.intersection", "A: NVIDIA H200")]["value"] == pytest.approx(0.325)
+    assert figures[("gemm.median_efficiency.compute-bound.intersection", "B: NVIDIA H200")]["value"] == pytest.approx(0.65)
+    assert figures[("compare.gemm.shape.median_ratio", None)]["value"] == pytest.approx(2.0)
+    assert any(c.startswith("on these 2 compute-bound gemm shapes") and "32.5% on A" in c and "65.0% on B" in c
+               for c in doc["claims"])
+    assert doc["audit"] == []

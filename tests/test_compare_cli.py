@@ -1,0 +1,172 @@
+"""``parity compare`` end to end: two real quick CPU runs that differ in dtype and thread count,
+Markdown that parses as a table, two real Kineto traces whose compared figures equal each
+trace's own analysis, and stored trace analyses with their digest."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+import pytest
+from markdown_it import MarkdownIt
+
+from parity.cli.main import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def parity(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+def _gemm_run(capsys, tmp_path: Path, dtype: str) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("32,32,32\n64,64,64\n")
+    status, _, err = parity(capsys, "run", "--quick", "--device", "cpu", "--suite", "gemm",
+                            "--set", f"gemm.shapes={shapes}", "--set", f"gemm.dtype={dtype}",
+                            "--set", "gemm.ceiling_budget_s=0.2", "--set", "gemm.budget_s=0.01",
+                            "--set", "gemm.warmup_s=0.002")
+    assert status in (0, 1), err
+
+
+def _membw_run(capsys, threads: int) -> None:
+    status, _, err = parity(capsys, "run", "--quick", "--device", "cpu", "--suite", "membw",
+                            "--set", "membw.ops=[\"copy\"]", "--set", "membw.min_bytes=4096",
+                            "--set", "membw.max_bytes=8192", "--set", f"membw.threads={threads}",
+                            "--set", "membw.budget_s=0.005", "--set", "membw.warmup_s=0.002")
+    assert status in (0, 1), err
+
+
+def _markdown_tables(text: str) -> list[list[str]]:
+    """The header cells of every table the Markdown renders (CommonMark with GitHub tables)."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    tables, inside = [], False
+    for token in tokens:
+        if token.type == "thead_open":
+            tables.append([])
+            inside = True
+        elif token.type == "thead_close":
+            inside = False
+        elif inside and token.type == "inline":
+            tables[-1].append(token.content)
+    return tables
+
+
+def test_two_cpu_runs_differing_in_dtype_list_it_and_render_markdown(capsys, tmp_path: Path, db_path: Path) -> None:
+    _gemm_run(capsys, tmp_path, "bf16")
+    _gemm_run(capsys, tmp_path, "fp32")
+    md, js = tmp_path / "cmp.md", tmp_path / "cmp.json"
+    status, out, err = parity(capsys, "compare", "latest~1", "latest", "--markdown", str(md), "--json", str(js))
+    assert status == 0, err
+    doc = orjson.loads(js.read_bytes())
+    assert doc["kind"] == "runs" and doc["schema_version"] >= 1 and len(doc["runs"]) == 2
+    audit = {a["condition"]: a for a in doc["audit"]}
+    assert audit["dtypes"]["values"] == ["bf16", "fp32"]
+    assert audit["option gemm.dtype"]["values"] == [None, "fp32"]  # bf16 is the default, not stored
+    assert "case sets" in audit and not any(a["refused"] for a in doc["audit"])
+    assert "dtypes" in out
+    tables = _markdown_tables(md.read_text())
+    assert ["suite", "case", *(r["label"] for r in doc["runs"]), "ratio", "marked"] in tables
+    assert ["condition", "values", "why it matters", "refused"] in tables
+
+
+def test_two_cpu_runs_differing_in_threads_list_it(capsys, db_path: Path, tmp_path: Path) -> None:
+    _membw_run(capsys, 1)
+    _membw_run(capsys, 2)
+    js = tmp_path / "cmp.json"
+    assert parity(capsys, "compare", "latest~1", "latest", "--json", str(js))[0] == 0
+    doc = orjson.loads(js.read_bytes())
+    audit = {a["condition"]: a["values"] for a in doc["audit"]}
+    assert audit["option membw.threads"] == [1, 2]
+    assert doc["cases"] and all(c["ratio"] and c["ratio"] > 0 for c in doc["cases"])
+
+
+def test_compare_user_errors_are_one_line(capsys, db_path: Path, tmp_path: Path, traces_dir: Path) -> None:
+    trace = traces_dir / "kineto/hta/trace_compare/base/base.json.gz"
+    for args, expected in ((["compare", "latest"], "at least two runs"),
+                           (["compare", "latest", str(trace)], "runs or traces, not both"),
+                           (["compare", "latest~x", "latest"], "latest~N")):
+        status, _, err = parity(capsys, *args)
+        assert status == 2 and expected in err and err.count("\n") == 1, err
+
+
+def _analysis(capsys, path: Path, out: Path, *extra: str) -> dict:
+    status, _, err = parity(capsys, "trace", "analyze", str(path), "--json", str(out), *extra)
+    assert status == 0, err
+    return orjson.loads(out.read_bytes())
+
+
+def test_trace_compare_figures_equal_each_traces_own_analysis(capsys, tmp_path: Path, db_path: Path,
+                                                             traces_dir: Path) -> None:
+    a = traces_dir / "kineto/hta/trace_compare/base/base.json.gz"
+    b = traces_dir / "kineto/hta/trace_diff/control/control.json.gz"
+    own = [_analysis(capsys, a, tmp_path / "a.json"), _analysis(capsys, b, tmp_path / "b.json")]
+    js = tmp_path / "cmp.json"
+    status, _, err = parity(capsys, "compare", str(a), str(b), "--json", str(js), "--markdown", str(tmp_path / "t.md"))
+    assert status == 0, err
+    doc = orjson.loads(js.read_bytes())
+    assert doc["kind"] == "traces"
+    assert [r["window"] for r in doc["runs"]] == [o["ranks"][0]["window"] for o in own]
+    rows = {(c["suite"], c["key"]): c for c in doc["cases"]}
+    for i, analysis in enumerate(own):
+        for category in analysis["categories"]:
+            row = rows[("category", category["category"])]
+            assert row["values"][i] == category["time_us"] and row["shares"][i] == category["share_of_busy"]
+        first_rank = analysis["ranks"][0]["rank"]
+        for stream in (s for s in analysis["streams"] if s["rank"] == first_rank):
+            row = rows[("stream", f"device {stream['device']} stream {stream['stream']}")]
+            assert row["values"][i] == stream["busy_us"] and row["shares"][i] == stream["share_of_summed"]
+            assert row["busy_fraction"][i] == stream["busy_fraction"]
+        assert rows[("device", "all streams")]["values"][i] == analysis["device"]["busy_us"]
+        assert rows[("compute-communication", "compute")]["values"][i] == analysis["compute_communication"]["compute_us"]
+        busy = [f for f in doc["summary"] if f["name"] == "trace.device.busy_fraction"][i]
+        assert busy["value"] == analysis["device"]["busy_fraction"]
+    assert _markdown_tables((tmp_path / "t.md").read_text())
+
+
+def test_stored_trace_analyses_keep_path_digest_and_compare(capsys, tmp_path: Path, db_path: Path,
+                                                           traces_dir: Path) -> None:
+    a = traces_dir / "kineto/hta/trace_compare/base/base.json.gz"
+    b = traces_dir / "kineto/hta/trace_compare/test/test.json.gz"
+    first = _analysis(capsys, a, tmp_path / "a.json", "--store", "--label", "base")
+    second = _analysis(capsys, b, tmp_path / "b.json", "--store", "--window", "span")
+    assert first["stored"]["sha256"] == hashlib.sha256(a.read_bytes()).hexdigest()
+    assert second["window"]["source"] == "user-span"
+    js = tmp_path / "cmp.json"
+    status, _, err = parity(capsys, "compare", first["stored"]["id"], "trace:latest", "--json", str(js))
+    assert status == 0, err
+    doc = orjson.loads(js.read_bytes())
+    assert [r["label"] for r in doc["runs"]] == ["base", "test.json.gz"]
+    assert [r["sha256"] for r in doc["runs"]] == [first["stored"]["sha256"], second["stored"]["sha256"]]
+    assert doc["runs"][0]["paths"] == [str(a.resolve())]
+    memory = next(c for c in doc["cases"] if c["key"] == "memory")
+    assert memory["values"] == [next(c["time_us"] for c in x["categories"] if c["category"] == "memory")
+                                for x in (first, second)]
+    assert any(e["condition"] == "window choice" for e in doc["audit"])
+
+
+def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path, db_path: Path) -> None:
+    _membw_run(capsys, 1)
+    exported = tmp_path / "run.json"
+    assert parity(capsys, "runs", "export", "latest", "--format", "json", "--output", str(exported))[0] == 0
+    other = tmp_path / "other.sqlite"
+    status, out, err = parity(capsys, "runs", "import", str(exported), "--db", str(other), "--json", "-")
+    assert status == 0, err
+    imported = orjson.loads(out)
+    assert imported["kind"] == "run-import" and imported["run_id"] == imported["original_id"]
+    newer = tmp_path / "newer.json"
+    newer.write_bytes(exported.read_bytes().replace(b'"schema_version": 1', b'"schema_version": 99', 1))
+    foreign = tmp_path / "foreign.json"
+    foreign.write_bytes(orjson.dumps({"schema_version": 1, "kind": "trace-analysis"}))
+    for path, expected in ((exported, "already in"), (newer, "schema_version 99 is newer"),
+                           (foreign, "'trace-analysis' document, not a 'run-export'")):
+        status, _, err = parity(capsys, "runs", "import", str(path), "--db", str(other))
+        assert status == 2 and str(path) in err and expected in err and err.count("\n") == 1, err
+    js = tmp_path / "self.json"
+    assert parity(capsys, "compare", imported["run_id"], imported["run_id"], "--db", str(other), "--json", str(js))[0] == 0
+    doc = orjson.loads(js.read_bytes())
+    assert doc["audit"] == [] and all(c["ratio"] == pytest.approx(1.0) for c in doc["cases"] if c["ratio"])
