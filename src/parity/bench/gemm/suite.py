@@ -1,7 +1,9 @@
 """The GEMM suite: the catalog's shapes through each backend, rated against measured ceilings.
 
 Cases, in order: the compute-ceiling search for the dtype (``ceiling/<dtype>``), the bandwidth
-ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``.
+ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``;
+after the sweep (``recheck``) the off-trend shapes again and the ceiling's own shape timed as
+``P`` was (``ceiling/<dtype>/own-shape``).
 Each shape case times the backend with the timing core (warm-up, cache flushed before every
 call, inputs rotated past the cache, telemetry sampled), checks the product on fresh inputs,
 and records what it saw. The roofline figures that need the ceilings (attainable, efficiency,
