@@ -1,7 +1,7 @@
 """Per pair of a kept what-if validation run: replay error against the run-queue share."""
 import json, sys, statistics
 from pathlib import Path
-sys.path.insert(0, "/work/wt-trust/benchmarks")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import whatif_scoring as s
 from parity.trace import load_trace
 from parity.trace.whatif import parse_scale
