@@ -43,11 +43,16 @@ def error_row(case: CaseSpec, *, code: str, message: str, hint: str, metrics: di
     )
 
 
+def unsupported_dtype_row(case: CaseSpec, reason: str, *, metrics: dict[str, Any] | None = None) -> CaseResult:
+    """The row of a case whose dtype this device cannot run (``reason`` says why)."""
+    return error_row(case, code="unsupported-dtype", message=reason, metrics=metrics,
+                     hint="choose another --dtype; see 'parity doctor' for what this device runs")
+
+
 def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
     """Search the compute ceiling ``P`` of ``dtype`` with the case's backend."""
     if unavailable:
-        return error_row(case, code="unsupported-dtype", message=unavailable,
-                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+        return unsupported_dtype_row(case, unavailable)
     backend = load_backend(case.params["backend"])
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
@@ -92,8 +97,7 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
     calls with the ceiling's evaluator (inputs rotated, no flush); ``P``'s statistic, the median
     round, is ``median_flops``."""
     if unavailable:
-        return error_row(case, code="unsupported-dtype", message=unavailable,
-                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+        return unsupported_dtype_row(case, unavailable)
     p = case.params
     backend = load_backend(p["backend"])
     m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
@@ -144,8 +148,7 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
     base = {"work_flop": work, "min_traffic_bytes": traffic,
             "arithmetic_intensity": arithmetic_intensity(work, traffic)}
     if unavailable:
-        return error_row(case, code="unsupported-dtype", message=unavailable, metrics=base,
-                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+        return unsupported_dtype_row(case, unavailable, metrics=base)
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
         return error_row(case, code="unsupported-backend", message=reason, metrics=base, hint="choose another --backend")
