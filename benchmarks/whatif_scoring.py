@@ -124,6 +124,15 @@ def stability(speedups: list[float], n_pairs: int, n_contended: int, n_outliers:
     return reasons
 
 
+def keep_pairs(speedups: list[float], busy: list[bool]) -> tuple[list[int], list[int]]:
+    """``(kept, outliers)``: indices of the pairs not contended (``busy``) whose measured
+    speed-up lies inside Tukey's fences among the free ones (fences only from 4 free pairs),
+    and of the free pairs outside them."""
+    free = [i for i, b in enumerate(busy) if not b]
+    outliers = [free[j] for j in tukey_outliers([speedups[i] for i in free])] if len(free) >= 4 else []
+    return [i for i in free if i not in outliers], outliers
+
+
 def pair_flags(pairs: list[tuple[tuple, tuple]], waits: dict[int, dict]) -> tuple[list[bool], bool]:
     """Per pair, whether either step was contended (:func:`contended`), and whether the
     run-queue wait of every step was known."""
@@ -142,11 +151,8 @@ def validate_interleaved(table, base: str, fast: str, waits: list[dict] | None =
     if len(pairs) < 2:
         raise RuntimeError(f"too few base/fast pairs in the trace: {len(pairs)}")
     flags, known = pair_flags(pairs, {w["profiler_step"]: w for w in waits or []})
-    free = [i for i, busy in enumerate(flags) if not busy]
     length = lambda step: step[1] - step[0]
-    ratio = [length(pairs[i][0]) / length(pairs[i][1]) for i in free]
-    outliers = [free[j] for j in tukey_outliers(ratio)] if len(free) >= 4 else []
-    kept = [i for i in free if i not in outliers]
+    kept, outliers = keep_pairs([length(b) / length(f) for b, f in pairs], flags)
     use = kept if len(kept) >= 2 else list(range(len(pairs)))
     timeline = build_timeline(table)
     k = statistics.median(matrix_ns(timeline, *pairs[i][0][:2]) / matrix_ns(timeline, *pairs[i][1][:2])
@@ -162,7 +168,10 @@ def validate_interleaved(table, base: str, fast: str, waits: list[dict] | None =
                 for m in ("bound_low_speedup", "bound_high_speedup")}
     busy = [i for i, b in enumerate(flags) if b]
     speedups = [b / f for b, f in zip(base_ns, fast_ns)]
-    reasons = stability(speedups if kept else [], len(pairs), len(busy), len(outliers))
+    # Judged on the kept pairs only: with fewer than 2 kept, ``use`` falls back to every pair
+    # for the printed errors, and those pairs must not make the run look steady.
+    reasons = stability([length(pairs[i][0]) / length(pairs[i][1]) for i in kept], len(pairs), len(busy),
+                        len(outliers))
     return {
         "k_matrix": k,
         "measured_base_step_ns": statistics.median(base_ns),

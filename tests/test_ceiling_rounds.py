@@ -60,3 +60,17 @@ def test_median_efficiency_of_too_few_shapes_has_no_ci() -> None:
     assert "too few for a CI" in one["note"]
     enough = median_efficiency([0.4, 0.5, 0.3, 0.6, 0.45][:MIN_SHAPES_FOR_CI])
     assert enough["ci95_low"] is not None and enough["note"] == ""
+
+
+def test_own_shape_fraction_hand_computed_case() -> None:
+    from parity.metrics.ceiling import own_shape_fraction
+
+    same = own_shape_fraction([9.0, 10.0, 11.0], [10.0, 10.0, 10.0])
+    assert same.fraction == 1.0 and same.ci95[0] <= 1.0 <= same.ci95[1] and same.reproduced
+    # Timed again at 80% of P in every round: 0.8, and 1.0 is outside the CI.
+    slow = own_shape_fraction([8.0, 8.1, 7.9, 8.0, 8.0], [10.0, 10.1, 9.9, 10.0, 10.0])
+    assert slow.fraction == pytest.approx(0.8)
+    assert slow.ci95[1] < 1.0 and not slow.reproduced
+    assert slow.to_dict()["rounds_flops"] == [8.0, 8.1, 7.9, 8.0, 8.0]
+    with pytest.raises(ValueError):
+        own_shape_fraction([], [1.0])

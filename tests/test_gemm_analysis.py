@@ -148,3 +148,34 @@ def test_a_shape_off_the_trend_of_its_neighbours_is_rechecked_and_flagged_if_it_
     assert middle["backends"]["matmul"]["achieved_flops"] == pytest.approx(4e12)
     (finding,) = stays["findings"]
     assert finding["code"] == "off-trend" and "4 TFLOP/s then 5 TFLOP/s" in finding["message"]
+
+
+def test_the_ceilings_own_shape_is_timed_again_and_its_fraction_of_p_has_a_ci() -> None:
+    from parity.bench.gemm.suite import GemmSuite
+    from parity.bench.gemm.options import GemmOptions
+
+    rounds = [P * r for r in (0.98, 1.0, 1.02, 0.99, 1.01)]
+    ceiling = CaseResult(suite="gemm", key="ceiling/bf16",
+                         params={"kind": "ceiling", "dtype": "bf16", "backend": "matmul", "ceiling_budget_s": 20.0},
+                         metrics={**ceiling_case().metrics, "ceiling_rounds": {"rounds_flops": rounds}},
+                         check={"passed": True})
+    cases = [ceiling, bandwidth_case()]
+    (own,) = GemmSuite().recheck(cases, options=GemmOptions())
+    assert own.key == "ceiling/bf16/own-shape"
+    assert own.params == {"kind": "ceiling-shape", "dtype": "bf16", "backend": "matmul", "ceiling_budget_s": 20.0,
+                          "rounds": 5, "m": 8192, "n": 8192, "k": 8192}
+    assert "ceiling_own_shape" in analyse(cases) and analyse(cases)["ceiling_own_shape"] is None
+
+    def timed_again(scale: float) -> CaseResult:
+        return CaseResult(suite="gemm", key=own.key, params=own.params, check={"passed": True},
+                          metrics={"rounds_flops": [scale * r for r in rounds]})
+
+    same = analyse(cases + [timed_again(1.0)])["ceiling_own_shape"]
+    assert same["fraction"] == pytest.approx(1.0) and same["reproduced"]
+    assert same["ci95"][0] <= 1.0 <= same["ci95"][1] and same["shape"] == {"m": 8192, "n": 8192, "k": 8192}
+    slow = analyse(cases + [timed_again(0.7)])
+    assert slow["ceiling_own_shape"]["fraction"] == pytest.approx(0.7) and not slow["ceiling_own_shape"]["reproduced"]
+    (finding,) = slow["findings"]
+    assert finding["code"] == "ceiling-not-reproduced" and "70.0% of P" in finding["message"]
+    assert not [c for c in GemmSuite().recheck(cases + [timed_again(1.0)], options=GemmOptions())
+                if c.key not in {r.key for r in cases + [timed_again(1.0)]}]

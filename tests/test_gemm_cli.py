@@ -60,6 +60,11 @@ def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db
     raw = [c for c in data["cases"] if c["key"] == "bf16/matmul/32x32x32"][0]
     assert len(raw["samples"]["main"]["values_s"]) >= 5  # raw samples kept
     assert "measured compute ceiling" in result.output and "tiny" in result.output
+    # The ceiling's own shape, timed again after the sweep as P was, with its fraction's CI.
+    own = summary["ceiling_own_shape"]
+    assert own["shape"] == summary["ceiling_shape"] and own["ci95"][0] <= own["fraction"] <= own["ci95"][1]
+    assert len(own["rounds_flops"]) == len(summary["ceiling_rounds"]["rounds_flops"])
+    assert "P's own shape after the sweep" in result.output
     again = CliRunner().invoke(cli, ["gemm", "--resume", data["run_id"], "--json", str(out)])
     assert again.exit_code == 0, again.output
     assert f"run {data['run_id']} is complete: nothing to resume" in again.output

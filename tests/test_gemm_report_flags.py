@@ -37,3 +37,16 @@ def test_fp8_on_a_cpu_is_emulated_and_fp32_is_not() -> None:
     assert "emulated" in emulation_note(resolve_dtype("fp8"), cpu)
     assert emulation_note(resolve_dtype("fp32"), cpu) is None
     assert emulation_note(resolve_dtype("fp8"), FakeDevice()) is None  # accelerators: not judged here
+
+
+def test_headline_prints_bracketed_text_as_text() -> None:
+    """"[too few for a CI]" and the own shape's "[95% CI ...]" are shown, not taken for markup."""
+    from parity.report.gemm import headline_table
+
+    summary = {"dtype": "fp32", "device_name": "cpu", "ceiling_flops": 1e11,
+               "efficiency_compute_bound": {"median": 0.475, "n": 2, "p10": 0.34, "p90": 0.61, "ci95_low": None},
+               "ceiling_own_shape": {"fraction": 0.932, "ci95": [0.915, 0.974], "rounds_flops": [1.0] * 6,
+                                     "reproduced": False}}
+    text = _text(headline_table(summary))
+    assert "47.5% [too few for a CI], n=2" in text
+    assert "93.2% of P [95% CI 91.5%, 97.4%], median of 6 rounds, as P; 100% is outside the CI" in text

@@ -166,3 +166,17 @@ def test_one_file_plugin_backend(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
         load_backend("my_gemm_plugin:Missing")
     with pytest.raises(ParityError, match="unknown gemm backend"):
         load_backend("no-such-backend")
+
+
+def test_the_ceilings_own_shape_is_timed_in_rounds_and_checked(cpu: Any) -> None:
+    from parity.bench.gemm.measure_case import measure_ceiling_shape
+
+    spec = CaseSpec(suite="gemm", key="ceiling/fp32/own-shape",
+                    params={"kind": "ceiling-shape", "dtype": "fp32", "backend": "matmul", "ceiling_budget_s": 1.0,
+                            "rounds": 3, "m": 48, "n": 32, "k": 16})
+    result = measure_ceiling_shape(spec, device=cpu, dtype=resolve_dtype("fp32"), unavailable=None)
+    assert result.ok and result.check["passed"]
+    assert len(result.metrics["rounds_flops"]) == 3 and sorted(result.samples) == ["round1", "round2", "round3"]
+    assert result.metrics["median_flops"] == sorted(result.metrics["rounds_flops"])[1]
+    refused = measure_ceiling_shape(spec, device=cpu, dtype=resolve_dtype("fp32"), unavailable="no fp32 here")
+    assert not refused.ok and refused.findings[0].code == "unsupported-dtype"

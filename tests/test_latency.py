@@ -305,3 +305,37 @@ def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> No
     assert len(calls) == 2 * latency_module.SLOPE_ATTEMPTS
     assert result.error is not None and "not positive" in result.error
     assert not result.ok
+
+
+def test_latency_point_off_trend_is_measured_again_and_flagged_only_if_it_stays() -> None:
+    """A 40 ns point inside a 4 ns L2 plateau (another job took the core mid-chase) is measured
+    again: back on trend it is replaced; still off, it stays and carries an off-trend finding."""
+    from dataclasses import replace
+
+    sizes = [2**k for k in range(12, 28)]
+    lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
+    lat[128 * KIB] = 40.0
+    rows = [_row("size", s, lat[s]) for s in sizes] + [_row("blocks", n, v) for n, v in [(1, 1.0), (2, 1.0), (3, 1.5), (4, 2.0)]]
+    suite = LatencySuite()
+    (again,) = suite.recheck(rows, options=LatencyOptions())
+    assert again.key == f"size/base/{128 * KIB}/again" and again.params["again_of"] == f"size/base/{128 * KIB}"
+    assert suite.recheck(rows, options=LatencyOptions(estimator="median"))[0].key == again.key
+
+    def measured_again(ns: float) -> CaseResult:
+        first = _row("size", 128 * KIB, ns)
+        return replace(first, key=again.key, params={**first.params, "again_of": first.key})
+
+    fixed = summarize_latency(rows + [measured_again(4.1)])
+    points = {p["working_set_bytes"]: p["latency_ns"] for p in fixed["size_curves"][0]["points"]}
+    assert points[128 * KIB] == 4.1 and len(points) == len(sizes)
+    assert fixed["findings"] == [] and fixed["headline"]["L2_ns"] == 4.0
+    stays = summarize_latency(rows + [measured_again(38.0)])
+    points = {p["working_set_bytes"]: p["latency_ns"] for p in stays["size_curves"][0]["points"]}
+    assert points[128 * KIB] == 40.0
+    (finding,) = [f for f in stays["findings"] if f["code"] == "off-trend"]
+    assert f"size/base/{128 * KIB} 40 ns then 38 ns" in finding["message"]
+
+
+def test_a_latency_point_off_the_blocks_curve_is_measured_again() -> None:
+    rows = [_row("blocks", n, v) for n, v in [(1, 1.0), (2, 9.0), (3, 1.5), (4, 2.0)]]
+    assert [c.key for c in LatencySuite().recheck(rows, options=LatencyOptions())] == ["blocks/base/2/again"]

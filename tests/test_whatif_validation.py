@@ -104,3 +104,17 @@ def test_validation_cpu_small(tmp_path) -> None:
     assert run["graph"]["edges"]["step_barrier"] > 0
     assert any("join at every step boundary" in a for a in run["assumptions"])
     assert "k2" in record["summary"]  # a point both fast dtypes have
+
+
+def test_a_run_with_one_pair_left_is_too_few_however_many_pairs_it_had() -> None:
+    """19 of 20 pairs contended: the one kept pair cannot score the run (the printed errors fall
+    back to every pair, which must not make the run look steady)."""
+    speedups = [1.7 + 0.01 * (i % 3) for i in range(20)]
+    busy = [i != 4 for i in range(20)]
+    kept, outliers = scoring.keep_pairs(speedups, busy)
+    assert (kept, outliers) == ([4], [])
+    reasons = scoring.stability([speedups[i] for i in kept], 20, 19, len(outliers))
+    assert reasons and "only 1 of 20 pairs were kept" in reasons[0]
+    free = [False] * 8
+    kept, outliers = scoring.keep_pairs([1.7, 1.71, 1.69, 1.7, 3.5, 1.72, 1.7, 1.68], free)
+    assert outliers == [4] and kept == [0, 1, 2, 3, 5, 6, 7]

@@ -51,6 +51,13 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
                method="best achieved rate over the measured ceiling P",
                scope={**scope, "cases": summary.get("measured", 0), "best_shape": summary.get("best_shape")}),
     ]
+    own = summary.get("ceiling_own_shape")
+    figures.append(Figure(
+        name="gemm.ceiling_own_shape_fraction", value=own["fraction"] if own else None, unit="1",
+        method="the ceiling's shape timed again after the sweep, median round over P's median round; 95% bootstrap CI",
+        scope={**scope, "shape": own["shape"] if own else shape, "rounds": len(own["rounds_flops"]) if own else 0},
+        ci95=tuple(own["ci95"]) if own else None,
+        note="" if own else "the ceiling's shape was not timed again (no ceiling, or the run stopped first)"))
     for subset, key in (("compute-bound", "efficiency_compute_bound"), ("all", "efficiency_all")):
         eff = summary.get(key)
         figures.append(Figure(

@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 from parity.bench.latency_options import LatencyOptions
-from parity.bench.latency_summary import summarize_latency
+from parity.bench.latency_summary import off_trend_latency_points, summarize_latency
 from parity.bench.figures import latency_figures
 from parity.bench.suite import CaseSpec, SuiteBase
 from parity.metrics.latency import ns_per_load
@@ -217,6 +217,12 @@ class LatencySuite(SuiteBase):
                           samples={"short": short.samples, "long": long.samples},
                           check={"passed": passed, "method": rings.check_method},
                           findings=tuple(findings))
+
+    def recheck(self, results: list[CaseResult], *, options: LatencyOptions) -> list[CaseSpec]:
+        """Points whose latency is off the trend of their neighbours on their curve
+        (``off_trend_latency_points``, by the summary's estimator), to be measured once more."""
+        return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                for r in off_trend_latency_points(results, estimator=options.estimator)]
 
     def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> dict[str, Any]:
         return summarize_latency(results, estimator=options.estimator)

@@ -24,10 +24,12 @@ from parity.metrics.cache_levels import (
     size_agrees,
 )
 from parity.metrics.latency import find_knees
+from parity.bench.recheck import settle_rechecks
 from parity.metrics.page_walks import label_page_walks
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
+from parity.stats.trend import off_trend
 
 ESTIMATORS = {"median": "ns_per_load", "min": "ns_per_load_min"}
 ESTIMATOR_WORDS = {"median": "medians", "min": "minima"}
@@ -149,16 +151,43 @@ def _blocks_curve(page: str, rows: list[CaseResult], metric: str) -> dict[str, A
     }
 
 
+def estimator_metric(estimator: str) -> str:
+    """The metric an estimator's points read (``ns_per_load_min`` for ``min``)."""
+    if estimator not in ESTIMATORS:
+        raise ParityError(f"unknown latency estimator {estimator!r}; use median or min")
+    return ESTIMATORS[estimator]
+
+
+def off_trend_latency_points(results: list[CaseResult], *, estimator: str = "min") -> list[CaseResult]:
+    """First measurements whose latency (by ``estimator``) is off the trend of their two
+    neighbours on the same curve and page size (``parity.stats.trend.off_trend``): along the
+    working-set size for ``size`` cases, along the block count for ``blocks`` cases. A step
+    between cache levels puts a point near one neighbour, never far outside both."""
+    metric = estimator_metric(estimator)
+    along = {"size": "working_set_bytes", "blocks": "blocks"}
+    lines: dict[tuple[str, str], list[CaseResult]] = {}
+    for r in results:
+        if r.ok and metric in r.metrics and not r.params.get("again_of"):
+            lines.setdefault((r.params["curve"], r.params["page"]), []).append(r)
+    out = []
+    for (curve, _), rows in lines.items():
+        rows.sort(key=lambda r: r.params[along[curve]])
+        out += [rows[i] for i in off_trend([float(r.metrics[metric]) for r in rows])]
+    return out
+
+
 def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> dict[str, Any]:
     """Curves per page size, with plateaus (size curves) and knees (blocks curves).
 
     ``estimator`` picks each point's latency: the slope between the chains' medians
-    (``median``) or minima (``min``).
+    (``median``) or minima (``min``). A point measured again because it was off trend
+    (``off_trend_latency_points``) is settled first (``parity.bench.recheck.settle_rechecks``).
     """
-    if estimator not in ESTIMATORS:
-        raise ParityError(f"unknown latency estimator {estimator!r}; use median or min")
-    metric = ESTIMATORS[estimator]
-    ok = [r for r in results if r.ok and metric in r.metrics]
+    metric = estimator_metric(estimator)
+    settled, trend_findings = settle_rechecks(
+        results, find=lambda rows: off_trend_latency_points(rows, estimator=estimator),
+        describe=lambda r: f"{float(r.metrics[metric]):.3g} ns")
+    ok = [r for r in settled if r.ok and metric in r.metrics]
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for r in ok:
         groups.setdefault((r.params["curve"], r.params["page"]), []).append(r)
@@ -190,7 +219,7 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
         "size_curves": size_curves,
         "plateaus": top,
         "plateaus_page": curves[preferred]["page"] if preferred is not None else None,
-        "findings": [f.to_dict() for f in findings],
+        "findings": [f.to_dict() for f in findings] + trend_findings,
         "blocks_curves": blocks_curves,
         "blocks_curve": blocks_curves[0] if blocks_curves else {"points": [], "knees": []},
         "failed_cases": [r.key for r in results if not r.ok],

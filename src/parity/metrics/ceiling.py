@@ -11,6 +11,10 @@ Dispersion of the rounds (FLOP/s): quartiles and a 95% percentile bootstrap CI o
 ``unstable`` when its rounds spread by more than ``UNSTABLE_SPREAD`` of the median, or when its
 CI is wider than that: either says that the same search run again may well land more than 10%
 away, which is more than the CI of one run can promise.
+
+The ceiling's own shape is timed again after the sweep, the same number of rounds of the same
+length, and quoted as a fraction of ``P`` with a CI (``own_shape_fraction``): a contest winner
+chosen among noisy candidates, or a machine whose speed moved, shows as 1.0 outside that CI.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parity.stats.summary import summarize
+from parity.stats.summary import ratio_ci, summarize
 
 # Relative spread of the contest rounds (and relative CI width) beyond which P is unstable.
 UNSTABLE_SPREAD = 0.10
@@ -68,3 +72,38 @@ def ceiling_rounds(rates: Sequence[float]) -> CeilingRounds:
         rates=tuple(values), median_flops=s.median, best_flops=s.max, p25_flops=s.p25, p75_flops=s.p75,
         ci95_flops=ci, spread=(s.max - s.min) / s.median,
         ci_width=(ci[1] - ci[0]) / s.median if ci else None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OwnShapeFraction:
+    """The ceiling's own shape timed again after the sweep, as a fraction of ``P``."""
+
+    fraction: float
+    ci95: tuple[float, float]
+    rates: tuple[float, ...]
+
+    @property
+    def reproduced(self) -> bool:
+        """True when 1.0 lies inside the fraction's 95% CI: the shape that gave ``P`` reaches
+        ``P`` again, within what the two sets of rounds allow."""
+        return self.ci95[0] <= 1.0 <= self.ci95[1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"statistic": "median round over P's median round", "fraction": self.fraction,
+                "ci95": list(self.ci95), "reproduced": self.reproduced, "rounds_flops": list(self.rates)}
+
+
+def own_shape_fraction(own_rates: Sequence[float], ceiling_rates: Sequence[float]) -> OwnShapeFraction:
+    """``fraction = median(own_rates) / median(ceiling_rates)``, both lists of round rates
+    (FLOP/s, each round the median of its timed calls), with a 95% CI from independent
+    bootstrap resamples of the two lists (``parity.stats.ratio_ci``): the same statistic on
+    both sides, so the ceiling's own shape should read 1.0 within the CI.
+
+    Example: own rounds 9, 10, 11 and ceiling rounds 10, 10, 10 -> fraction 10 / 10 = 1.0.
+    """
+    own = [float(r) for r in own_rates]
+    ceiling = [float(r) for r in ceiling_rates]
+    if not own or not ceiling or min(own + ceiling) <= 0:
+        raise ValueError(f"the own-shape fraction needs positive round rates, got {own} and {ceiling}")
+    fraction, low, high = ratio_ci(own, ceiling)
+    return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(own))

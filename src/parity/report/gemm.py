@@ -99,13 +99,21 @@ def headline_table(summary: dict[str, Any]) -> Table:
     best = summary.get("best_shape")
     table.add_row("best fraction of P", percent(summary.get("best_fraction_of_ceiling"))
                   + (f" ({best['name']})" if best else ""))
+    own = summary.get("ceiling_own_shape")
+    if own:
+        low, high = own["ci95"]
+        table.add_row("P's own shape after the sweep",
+                      Text(f"{percent(own['fraction'])} of P [95% CI {percent(low)}, {percent(high)}], median of "
+                           f"{len(own['rounds_flops'])} rounds, as P"
+                           + ("" if own["reproduced"] else "; 100% is outside the CI")))
     eff = summary.get("efficiency_compute_bound")
     if eff:
         ci = (f"95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}" if eff.get("ci95_low") is not None
               else "too few for a CI")
+        # Text, not markup: rich would take "[too few for a CI]" for a style tag and drop it.
         table.add_row("median efficiency, compute-bound",
-                      f"{percent(eff['median'])} [{ci}], n={eff['n']}; p10 {percent(eff['p10'])}, "
-                      f"p90 {percent(eff['p90'])}")
+                      Text(f"{percent(eff['median'])} [{ci}], n={eff['n']}; p10 {percent(eff['p10'])}, "
+                           f"p90 {percent(eff['p90'])}"))
     else:
         table.add_row("median efficiency, compute-bound", "- (no compute-bound shape measured)")
     classes = summary.get("classes") or {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.bench.recheck import settle_rechecks
+from parity.metrics.ceiling import own_shape_fraction
 from parity.metrics.roofline import (
     COMPUTE_BOUND,
     MEMORY_BOUND,
@@ -157,6 +158,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
     rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
     figures = _figures(rows, peak)
+    own = own_shape_figure(results, cm)
     # Headline figures first: the run summary shows the first few scalars.
     summary: dict[str, Any] = {
         "ceiling_flops": peak,
@@ -185,12 +187,38 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "power_limited": sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
         "failed": [_failure(r) for r in shape_results if not r.ok],
         "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
-        "findings": trend_findings,
+        "ceiling_own_shape": own,
+        "findings": trend_findings + ([own_shape_finding(own)] if own and not own["reproduced"] else []),
         "backends": _per_backend(rows, peak),
         "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
     }
     summary["case_figures"] = case_figures(rows, dtype=summary["dtype"], device=summary["device_name"])
     return summary
+
+
+def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The ceiling's own shape timed again after the sweep (``ceiling/<dtype>/own-shape``) as a
+    fraction of ``P`` with its CI (``parity.metrics.ceiling.own_shape_fraction``); None when
+    either side is missing."""
+    own = next((r for r in results if r.params.get("kind") == "ceiling-shape" and r.ok), None)
+    ceiling_rates = (ceiling_metrics.get("ceiling_rounds") or {}).get("rounds_flops")
+    if own is None or not ceiling_rates or not own.metrics.get("rounds_flops"):
+        return None
+    p = own.params
+    return {"shape": {"m": p["m"], "n": p["n"], "k": p["k"]},
+            **own_shape_fraction(own.metrics["rounds_flops"], ceiling_rates).to_dict()}
+
+
+def own_shape_finding(own: dict[str, Any]) -> dict[str, Any]:
+    """``ceiling-not-reproduced`` (a warning): the shape that gave ``P``, timed again after the
+    sweep, reads a fraction of ``P`` whose CI excludes 1.0."""
+    low, high = own["ci95"]
+    shape = own["shape"]
+    return {"code": "ceiling-not-reproduced", "severity": "warning",
+            "message": (f"the ceiling's own shape {shape['m']}x{shape['n']}x{shape['k']}, timed again after the "
+                        f"sweep, reads {100 * own['fraction']:.1f}% of P (95% CI {100 * low:.1f}%-{100 * high:.1f}%)"),
+            "hint": ("P was measured at a faster (or slower) moment than the sweep: fractions of P move by as much; "
+                     "run on an idle machine, or share one P between sweeps with --ceiling-from RUN")}
 
 
 CASE_FIGURE_UNITS = {"tflops": "TFLOP/s", "best_flops": "FLOP/s", "fraction_of_ceiling": "1",

@@ -24,6 +24,7 @@ from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_b
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 from parity.model.samples import Samples
+from parity.stats import median
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,16 @@ def error_row(case: CaseSpec, *, code: str, message: str, hint: str, metrics: di
     )
 
 
+def unsupported_dtype_row(case: CaseSpec, reason: str, *, metrics: dict[str, Any] | None = None) -> CaseResult:
+    """The row of a case whose dtype this device cannot run (``reason`` says why)."""
+    return error_row(case, code="unsupported-dtype", message=reason, metrics=metrics,
+                     hint="choose another --dtype; see 'parity doctor' for what this device runs")
+
+
 def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
     """Search the compute ceiling ``P`` of ``dtype`` with the case's backend."""
     if unavailable:
-        return error_row(case, code="unsupported-dtype", message=unavailable,
-                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+        return unsupported_dtype_row(case, unavailable)
     backend = load_backend(case.params["backend"])
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
@@ -85,6 +91,32 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     )
 
 
+def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
+    """Time the ceiling's own shape again after the sweep, as ``P`` was timed: ``rounds``
+    rounds of the contest's length (``SearchPlan.confirm_budget_s``), each the median rate of its
+    calls with the ceiling's evaluator (inputs rotated, no flush); ``P``'s statistic, the median
+    round, is ``median_flops``."""
+    if unavailable:
+        return unsupported_dtype_row(case, unavailable)
+    p = case.params
+    backend = load_backend(p["backend"])
+    m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
+    plan = SearchPlan.for_device(device.type, budget_s=float(p["ceiling_budget_s"]))
+    samples: dict[str, Samples] = {}
+    rates = []
+    for index in range(int(p["rounds"])):
+        kept: dict[tuple[int, int, int], Samples] = {}
+        evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept)
+        rates.append(evaluate(m, n, k, plan.confirm_budget_s))
+        samples[f"round{index + 1}"] = kept[(m, n, k)]
+    check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
+    return CaseResult(suite=case.suite, key=case.key, params=dict(p), check=check,
+                      findings=tuple(check_findings(check)), samples=samples,
+                      metrics={"rounds_flops": rates, "median_flops": median(rates), "best_flops": max(rates),
+                               "round_budget_s": plan.confirm_budget_s,
+                               "statistic": "median of the rounds, as P"})
+
+
 def ceiling_findings(rounds: CeilingRounds) -> list[Finding]:
     """``unstable-ceiling`` (a warning) when the contest rounds spread beyond what one run's CI
     can promise (``CeilingRounds.unstable``), with every round in the message."""
@@ -116,8 +148,7 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
     base = {"work_flop": work, "min_traffic_bytes": traffic,
             "arithmetic_intensity": arithmetic_intensity(work, traffic)}
     if unavailable:
-        return error_row(case, code="unsupported-dtype", message=unavailable, metrics=base,
-                         hint="choose another --dtype; see 'parity doctor' for what this device runs")
+        return unsupported_dtype_row(case, unavailable, metrics=base)
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
         return error_row(case, code="unsupported-backend", message=reason, metrics=base, hint="choose another --backend")

@@ -1,7 +1,9 @@
 """The GEMM suite: the catalog's shapes through each backend, rated against measured ceilings.
 
 Cases, in order: the compute-ceiling search for the dtype (``ceiling/<dtype>``), the bandwidth
-ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``.
+ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``;
+after the sweep (``recheck``) the off-trend shapes again and the ceiling's own shape timed as
+``P`` was (``ceiling/<dtype>/own-shape``).
 Each shape case times the backend with the timing core (warm-up, cache flushed before every
 call, inputs rotated past the cache, telemetry sampled), checks the product on fresh inputs,
 and records what it saw. The roofline figures that need the ceilings (attainable, efficiency,
@@ -24,6 +26,7 @@ from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.bench.gemm.measure_case import (
     measure_bandwidth,
     measure_ceiling,
+    measure_ceiling_shape,
     measure_shape,
 )
 from parity.bench.gemm.options import GemmOptions, GemmPlan
@@ -106,6 +109,8 @@ class GemmSuite(SuiteBase):
             return measure_bandwidth(case, device=device)
         dtype = resolve_dtype(params["dtype"])
         reason = unavailable_reason(dtype, device)
+        if kind == "ceiling-shape":
+            return measure_ceiling_shape(case, device=device, dtype=dtype, unavailable=reason)
         if kind == "ceiling":
             if options.ceiling_from and not options.stored_ceiling:
                 raise ParityError(f"gemm.ceiling_from={options.ceiling_from}: the stored ceiling was not "
@@ -122,12 +127,33 @@ class GemmSuite(SuiteBase):
                              ceiling_flops=state.get((device.name, dtype.name)))
 
     def recheck(self, results: list[CaseResult], *, options: GemmOptions) -> list[CaseSpec]:
-        """Shapes whose rate is off the trend of their neighbours in shape, measured once more."""
-        return [CaseSpec(suite=SUITE, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
-                for r in off_trend_shapes(results)]
+        """Shapes whose rate is off the trend of their neighbours in shape, measured once more,
+        and the ceiling's own shape timed again as ``P`` was (``own_shape_case``)."""
+        again = [CaseSpec(suite=SUITE, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
+                 for r in off_trend_shapes(results)]
+        own = own_shape_case(results)
+        return again + ([own] if own is not None else [])
 
     def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> dict[str, Any]:
         return analyse(results)
 
     def figures(self, summary: dict[str, Any]) -> list[Figure]:
         return gemm_figures(summary)
+
+
+def own_shape_case(results: list[CaseResult]) -> CaseSpec | None:
+    """``ceiling/<dtype>/own-shape``: the measured (or reused) ceiling's shape, to be timed after
+    the sweep in as many rounds as ``P`` has (``measure_ceiling_shape``); None without an ok
+    ceiling case with its rounds."""
+    ceiling = next((r for r in results if r.params.get("kind") == "ceiling"), None)
+    if ceiling is None or not ceiling.ok:
+        return None
+    shape = ceiling.metrics.get("ceiling_shape") or {}
+    rounds = (ceiling.metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
+    if not shape or not rounds:
+        return None
+    p = ceiling.params
+    return CaseSpec(suite=SUITE, key=f"{ceiling.key}/own-shape", cost=1.0,
+                    params={"kind": "ceiling-shape", "dtype": p["dtype"], "backend": p["backend"],
+                            "ceiling_budget_s": p["ceiling_budget_s"], "rounds": len(rounds),
+                            "m": int(shape["m"]), "n": int(shape["n"]), "k": int(shape["k"])})
