@@ -170,3 +170,28 @@ def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path
     assert parity(capsys, "compare", imported["run_id"], imported["run_id"], "--db", str(other), "--json", str(js))[0] == 0
     doc = orjson.loads(js.read_bytes())
     assert doc["audit"] == [] and all(c["ratio"] == pytest.approx(1.0) for c in doc["cases"] if c["ratio"])
+
+
+def test_report_compare_draws_the_comparison_of_two_stored_runs(tmp_path: Path) -> None:
+    """``parity report A B --compare`` runs compare itself; its ratios reach the report's data."""
+    pytest.importorskip("vl_convert")
+    import orjson
+    from click.testing import CliRunner
+    from test_export_figures import _stored_gemm_run
+
+    from parity.cli.main import cli
+    from parity.store import Store
+
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as store:
+        a = _stored_gemm_run(store, (0.5, 0.8, 0.5))
+        b = _stored_gemm_run(store, (0.25, 0.4, 0.25))
+    out, data = tmp_path / "c.html", tmp_path / "c.json"
+    result = CliRunner().invoke(cli, ["report", a, b, "--compare", "--db", str(db), "-o", str(out), "--json", str(data)])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(data.read_bytes())
+    sections = {s["id"]: s for s in doc["sections"]}
+    assert "compare" in sections and "compare-ratios" in out.read_text()
+    with pytest.raises(SystemExit) as refused:
+        main(["report", a, "--compare", "--db", str(db), "-o", str(out)])
+    assert refused.value.code == 2

@@ -136,3 +136,24 @@ def _count(db: Path) -> int:
         return 0
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+
+
+def test_compare_refuses_an_offline_decode_run_beside_an_imported_online_result(tmp_path: Path) -> None:
+    """Engine-step figures exclude scheduling: compare names offline vs online and asks for --force."""
+    from parity.compare import compare_runs
+    from parity.store import Store
+
+    db = tmp_path / "r.sqlite"
+    runner = CliRunner()
+    offline = runner.invoke(cli, ["decode", "offline", "--config", "tiny", "--batch", "1", "--context", "64",
+                                  "--budget-s", "0.01", "--device", "cpu", "--db", str(db)])
+    assert offline.exit_code == 0, offline.output
+    imported = runner.invoke(cli, ["decode", "import", str(_write(tmp_path / "v.json", VLLM)), "--format", "vllm",
+                                   "--db", str(db)])
+    assert imported.exit_code == 0, imported.output
+    with Store.open(db) as store:
+        ids = [run.run_id for run in sorted(store.list_runs(), key=lambda r: r.created_at)]
+        with pytest.raises(ParityError, match="offline vs online"):
+            compare_runs(store, ids)
+        audit = compare_runs(store, ids, force=True).to_dict()["audit"]
+    assert any(e["condition"] == "offline vs online" and e["refused"] for e in audit)

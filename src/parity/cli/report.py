@@ -77,6 +77,10 @@ def report_after_run(store: Store, run: Any, cases: list[Any]) -> str:
               help="Category rules (TOML or YAML) for the traces, tried before the defaults.")
 @click.option("--comparison", "comparison_path", type=click.Path(exists=True, dir_okay=False), metavar="JSON",
               help="A comparison of runs (parity compare --json) to draw: ratios, summary, fairness audit, claims.")
+@click.option("--compare", "compare_runs_given", is_flag=True,
+              help="Compare the given runs (two or more, as parity compare does) and draw the ratios and audit.")
+@click.option("--force", is_flag=True,
+              help="With --compare: compare across conventions (byte conventions, timing, offline vs online), every line marked.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
               help="The HTML file to write.")
 @click.option("--svg-dir", type=click.Path(file_okay=False), default=None,
@@ -84,7 +88,7 @@ def report_after_run(store: Store, run: Any, cases: list[Any]) -> str:
 @db_option
 @json_option
 def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], rules_path: str | None,
-           comparison_path: str | None, output: str, svg_dir: str | None, db_path: str | None,
+           comparison_path: str | None, compare_runs_given: bool, force: bool, output: str, svg_dir: str | None, db_path: str | None,
            json_path: str | None) -> None:
     """Write one self-contained HTML report (opens offline, no network request of any kind):
     roofline and efficiency, bandwidth and latency curves, collectives, decode throughput, every
@@ -97,14 +101,21 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], rules_path: s
     Example:
       parity report -o report.html
       parity report latest 20261201-222257-b477 --trace rank0.json.gz -o report.html --svg-dir charts/
+      parity report latest~1 latest --compare -o comparison.html
       parity report --comparison compare.json -o comparison.html
     """
     comparison = read_comparison(comparison_path) if comparison_path else None
+    if compare_runs_given and (comparison is not None or len(run_ids) < 2):
+        raise ParityError("--compare needs two or more RUN_IDs and no --comparison file; e.g. parity report latest~1 latest --compare")
     if not run_ids and not trace_paths and comparison is None:
         run_ids = ("latest",)
     if run_ids:
         with Store.open(db_path) as store:
             runs = stored_runs(store, run_ids)
+            if compare_runs_given:
+                from parity.compare import compare_runs
+
+                comparison = compare_runs(store, [run.run_id for run, _ in runs], force=force).to_dict()
     else:
         runs = []
     if len({run.run_id for run, _ in runs}) != len(runs):

@@ -44,8 +44,14 @@ def _get(data: Any, *path: str) -> Any:
 
 
 def run_mode(run: RunRecord) -> str:
-    """``online`` for a run against a served endpoint, else ``offline``."""
-    return "online" if _get(run.provenance, "target", "kind") == "endpoint" else "offline"
+    """``online`` for a run against a served endpoint or one labelled online (a serving sweep,
+    an imported vLLM or InferenceX result), else ``offline`` (engine steps, kernels)."""
+    config = run.config or {}
+    modes = config.get("modes") if isinstance(config.get("modes"), dict) else {}
+    if (_get(run.provenance, "target", "kind") == "endpoint" or config.get("mode") == "online"
+            or "online" in modes.values()):
+        return "online"
+    return "offline"
 
 
 def _text(value: Any) -> str | None:
