@@ -32,6 +32,7 @@ BUILTIN: dict[str, str] = {
     "collectives": "parity.bench.comm.collectives:CollectivesSuite",
     "moe": "parity.bench.comm.moe:MoeSuite",
     "overlap": "parity.bench.comm.overlap:OverlapSuite",
+    "kernels": "parity.bench.kernels.suite:KernelsSuite",
 }
 ENTRY_POINT_GROUP = "parity.suites"
 PLUGINS_ENV = "PARITY_PLUGINS"
