@@ -218,6 +218,10 @@ def render_gemm(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Rend
     if len(summary.get("backends") or {}) > 1:
         parts.append(backend_table(summary))
     parts.append(shape_table(summary, limit=limit))
+    if summary.get("speedups"):
+        from parity.report.gemm_speedup import render_speedups
+
+        parts.append(render_speedups(summary["speedups"]))
     failures = failure_lines(summary)
     if failures.plain:
         parts.append(failures)
