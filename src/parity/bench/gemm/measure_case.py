@@ -169,6 +169,10 @@ def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: A
         speedup.update({"winner": p["backend"] if winner is backend else p.get("baseline"),
                         "winner_check": {"passed": winner_check.get("passed"),
                                          "relative_error": winner_check.get("relative_error")}})
+        if not winner_check.get("passed"):
+            extra.append(Finding(code="wrong-winner", severity=Severity.WARNING,
+                                 message=f"the faster of the two ({speedup['winner']}) failed its re-check",
+                                 hint="its speed is not to be quoted; see that backend's own row"))
     tuning = getattr(backend, "tuning_s", {}).get((m, n, k))
     telemetry = dict(result.telemetry)
     reasons = list(telemetry.get("throttle_reasons", []))
