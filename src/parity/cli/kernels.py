@@ -8,12 +8,11 @@ import click
 
 from parity.cli.output import json_option
 from parity.cli.runs import db_option
-from parity.cli.suite_command import run_suite_command
+from parity.cli.suite_command import device_option, run_suite_command
 
 
 @click.command()
-@click.option("--device", "device_name", default=None, metavar="DEV",
-              help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")
+@device_option
 @click.option("--quick", is_flag=True, help="CPU-sized shapes and short budgets (well under a minute on 2 cores).")
 @click.option("--ops", default=None, metavar="LIST",
               help="Operations, comma-separated: fp8_gemm, grouped_contiguous, grouped_masked, mla_decode. "
