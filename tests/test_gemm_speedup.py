@@ -176,3 +176,14 @@ def test_triton_autotuned_matmul_on_a_gpu() -> None:
                            ceiling_flops=None, baseline=_Twin())
     assert result.ok, (result.error, result.findings)
     assert result.metrics["tuning_s"] > 0
+
+
+def test_speedup_figures_per_bucket() -> None:
+    from parity.bench.figures import speedup_figures
+
+    speedups = speedup_summary([_result("compile", 64, 1.4), _result("compile", 128, 1.0)])
+    figures = {f.scope["bucket"]: f for f in speedup_figures(speedups, {"dtype": "bf16", "device": "cpu"})}
+    assert figures["small (<= 2^24 FLOP)"].value == pytest.approx(1.2)
+    assert figures["small (<= 2^24 FLOP)"].best == pytest.approx(1.4)
+    assert figures["large (> 2^30 FLOP)"].value is None and figures["large (> 2^30 FLOP)"].note
+    assert figures["all"].name == "gemm.speedup.compile" and figures["all"].scope["baseline"] == "torch"

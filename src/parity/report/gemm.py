@@ -13,6 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from parity.report.gemm_speedup import render_speedups
+
 MAX_SHAPE_ROWS = 40
 MAX_FAILURES_SHOWN = 10
 # The shape table flags a rate whose IQR is over this share of its median (the high-variance rule).
@@ -219,8 +221,6 @@ def render_gemm(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Rend
         parts.append(backend_table(summary))
     parts.append(shape_table(summary, limit=limit))
     if summary.get("speedups"):
-        from parity.report.gemm_speedup import render_speedups
-
         parts.append(render_speedups(summary["speedups"]))
     failures = failure_lines(summary)
     if failures.plain:

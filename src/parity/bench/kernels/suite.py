@@ -10,6 +10,7 @@ here (or the key it was measured under), so the summary says per library why it 
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,8 +110,6 @@ class KernelsSuite(SuiteBase):
         if p["impl"] == "torch":
             return op_work(built, call=lambda: built.reference(built.inputs), library=None, timing=p)
         kernel = library_kernel(p["op"], p["impl"])
-        import importlib
-
         prepared = kernel.prepare(importlib.import_module(kernel.module), built.inputs, p)
         return op_work(built, call=lambda: kernel.call(prepared), library=kernel.library, timing=p)
 
