@@ -34,24 +34,41 @@ class TunedBackend:
         self._built: dict[tuple[Any, ...], Any] = {}
 
     def tuned(self, key: tuple[Any, ...], dims: tuple[int, int, int], build: Any) -> Any:
-        """``build()`` once per ``key``, its wall time recorded as the tuning time of ``dims``."""
+        """``build()`` once per ``key``; the first build of ``dims`` is its tuning time (later
+        ones, such as a rebuild for the check's fresh inputs, find the tuning done)."""
         if key not in self._built:
             started = time.perf_counter()
             self._built[key] = build()
-            self.tuning_s[dims] = self.tuning_s.get(dims, 0.0) + time.perf_counter() - started
+            self.tuning_s.setdefault(dims, time.perf_counter() - started)
         return self._built[key]
 
 
-def _matmul(a: Any, b: Any) -> Any:
+def _weight_module(b: Any) -> Any:
+    """A module holding ``B`` as its frozen weight: ``forward(a) = a @ B``."""
     import torch
 
-    return torch.matmul(a, b)
+    class FrozenMatmul(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(b, requires_grad=False)
+
+        def forward(self, a: Any) -> Any:
+            return torch.matmul(a, self.weight)
+
+    return FrozenMatmul().eval()
 
 
 class TorchCompile(TunedBackend):
-    """``torch.compile(torch.matmul, mode="max-autotune", dynamic=False)`` per shape."""
+    """``torch.compile(mode="max-autotune")`` of ``a @ B`` with ``B`` a frozen weight, per shape.
+
+    Inductor considers its C++ GEMM template on the CPU only for a constant ``B`` (it prepacks
+    the weight), so ``B`` is held the way an inference model holds a linear layer's weight and
+    compiled with ``freezing=True``: each distinct ``B`` is compiled once, one input set is timed
+    (``max_input_sets = 1``; the cache is still flushed between calls), and the tuning time is
+    the first compile of the shape, autotuning included."""
 
     name = "compile"
+    max_input_sets = 1
 
     def unavailable_reason(self, *, device: Any, dtype: GemmDtype) -> str | None:
         if dtype.name == "fp8":
@@ -63,19 +80,23 @@ class TorchCompile(TunedBackend):
     def prepare(self, a: Any, b: Any, *, dtype: GemmDtype) -> Any:
         m, k = a.shape
         n = b.shape[1]
-        key = (m, n, k, str(a.dtype), a.device.type, a.stride(), b.stride())
-        fn = self.tuned(key, (m, n, k), lambda: self._compile(a, b))
-        return fn, a, b
+        key = (m, n, k, str(a.dtype), a.device.type, b.data_ptr())
+        return self.tuned(key, (m, n, k), lambda: self._compile(a, b)), a
 
     @staticmethod
     def _compile(a: Any, b: Any) -> Any:
         import torch
+        import torch._inductor.config as inductor
 
         torch._dynamo.reset()
-        fn = torch.compile(_matmul, mode="max-autotune", dynamic=False, fullgraph=True)
-        fn(a, b)  # compiling and autotuning happen on the first call
+        with torch.no_grad(), inductor.patch(freezing=True):
+            fn = torch.compile(_weight_module(b), mode="max-autotune", dynamic=False, fullgraph=True)
+            fn(a)  # compiling and autotuning happen on the first call
         return fn
 
     def run(self, operands: Any) -> Any:
-        fn, a, b = operands
-        return fn(a, b)
+        import torch
+
+        fn, a = operands
+        with torch.no_grad():
+            return fn(a)
