@@ -13,6 +13,10 @@
 #   decode   parity decode offline on Llama-3-8B and the DeepSeek-V3 config (2 layers per kind,
 #            batches 1..256, context 4096; about 2 minutes on one H200) into decode-<config>.json
 #            (with QUICK=1: the tiny and tiny-moe configs at context 256, seconds on a CPU)
+#   kernels  optional (KERNELS=1, CUDA only): parity gemm with the tuned backends (compile, and
+#            triton where it imports) against torch on the quick catalog, and parity kernels on
+#            the model-sized shapes (DeepGEMM and FlashMLA kernels beside the torch references
+#            where they import; each says why not otherwise)
 #
 # It never changes clocks, power limits, persistence or compute modes; it only reads them.
 #
@@ -28,6 +32,7 @@
 #                        (both default to 0 when DEVICE=cpu)
 #   DOCTOR=1             set to 0 to skip the doctor step
 #   DECODE=1             set to 0 to skip the offline decode step (defaults to 0 when DEVICE=cpu)
+#   KERNELS=0            set to 1 for the optional kernels step (skipped, logged, off CUDA)
 #
 # Dry check without an accelerator: DEVICE=cpu QUICK=1 scripts/device_check.sh /tmp/check
 set -uo pipefail
@@ -48,6 +53,7 @@ TESTS="${TESTS:-$default_extra}"
 TRACE="${TRACE:-$default_extra}"
 DOCTOR="${DOCTOR:-1}"
 DECODE="${DECODE:-$default_extra}"
+KERNELS="${KERNELS:-0}"
 if [[ "$QUICK" == 1 ]]; then default_sets=""; else
     default_sets="gemm.warmup_s=0.01 gemm.budget_s=0.05 gemm.ceiling_budget_s=30"
 fi
@@ -201,6 +207,25 @@ if [[ "$TESTS" == 1 ]]; then
 fi
 if [[ "$TRACE" == 1 ]]; then
     step trace 60 trace_selfcheck
+fi
+
+# The optional step: tuned GEMM backends and the kernel libraries, only where they can run.
+kernels_check() {
+    set -e
+    local backends=torch,compile
+    if "$PYTHON" -c "import triton" 2>/dev/null; then backends+=",triton"; fi
+    if "$PYTHON" -c "import tilelang" 2>/dev/null; then backends+=",tilelang"; fi
+    "$PYTHON" -m parity gemm --quick --device "$DEVICE" --backend "$backends" --ceiling-budget 10 \
+        --db "$DB" --json "$OUT/gemm-tuned.json" >"$OUT/gemm-tuned.txt"
+    "$PYTHON" -m parity kernels --device "$DEVICE" --db "$DB" --json "$OUT/kernels.json" >"$OUT/kernels.txt"
+}
+export -f kernels_check
+if [[ "$KERNELS" == 1 ]]; then
+    if [[ "$DEVICE" == cuda* ]] && "$PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
+        step kernels 300 kernels_check
+    else
+        log "kernels: skipped (needs a CUDA device; DEVICE=$DEVICE)"
+    fi
 fi
 
 "$PYTHON" - "$STEPS" "$OUT/summary.json" "$DEVICE" "${#failed[@]}" <<'EOF'

@@ -65,6 +65,22 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
             method="median of achieved/attainable, attainable = min(P, AI*B); 95% bootstrap CI",
             scope={**scope, "subset": subset, "cases": eff["n"] if eff else 0},
             ci95=_ci(eff), note=(eff.get("note", "") if eff else f"no {subset} shapes measured")))
+    return figures + speedup_figures(summary.get("speedups") or {}, scope)
+
+
+def speedup_figures(speedups: dict[str, Any], scope: dict[str, Any]) -> list[Figure]:
+    """Per tuned backend and size bucket: the median speedup over the baseline (a ratio,
+    1 = as fast), with the bucket's shape count and its largest speedup beside it."""
+    figures = []
+    for candidate, entry in speedups.items():
+        for bucket, dist in [*entry["buckets"].items(), ("all", entry["overall"])]:
+            figures.append(Figure(
+                name=f"gemm.speedup.{candidate}", value=dist.get("median"), unit="1", best=dist.get("max"),
+                method=(f"median over shapes of median({entry['baseline']})/median({candidate}), "
+                        "alternated rounds"),
+                scope={**scope, "baseline": entry["baseline"], "bucket": bucket, "cases": dist["n"],
+                       "subset": entry["subset"]},
+                note="" if dist["n"] else "no shapes in this bucket"))
     return figures
 
 

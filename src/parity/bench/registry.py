@@ -33,6 +33,7 @@ BUILTIN: dict[str, str] = {
     "moe": "parity.bench.comm.moe:MoeSuite",
     "overlap": "parity.bench.comm.overlap:OverlapSuite",
     "decode": "parity.bench.decode:DecodeSuite",
+    "kernels": "parity.bench.kernels.suite:KernelsSuite",
 }
 ENTRY_POINT_GROUP = "parity.suites"
 PLUGINS_ENV = "PARITY_PLUGINS"

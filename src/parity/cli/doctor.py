@@ -141,7 +141,7 @@ def device_table(device: dict[str, Any], error: str | None) -> Table:
 def readiness_table(rows: list[dict[str, Any]], device_name: str) -> Table:
     """One row per backend or library: installed (version), importable, smoke test, why not."""
     table = Table(title=f"Readiness (smoke tests on {device_name})", title_justify="left")
-    for column in ("component", "installed", "import", "smoke"):
+    for column in ("component", "installed", "import", "smoke", "status"):
         table.add_column(column, no_wrap=True)
     table.add_column("detail", overflow="fold", ratio=1)
     kind = None
@@ -160,6 +160,7 @@ def readiness_table(rows: list[dict[str, Any]], device_name: str) -> Table:
             installed,
             importable[row["importable"]],
             f"[{style}]{smoke}[/{style}]",
+            row["status"],
             escape(detail),
         )
     return table
@@ -194,10 +195,13 @@ def environment_table(env: dict[str, str]) -> Table:
 @json_option
 def doctor(device_name: str | None, timeout_s: float, json_path: str | None) -> int:
     """Report this machine (CPU, architecture, cores, flags, affinity, OS, torch, drivers,
-    device) and a readiness matrix of the accelerator stack: for torch's backends and for
-    triton, tilelang, deep_gemm, deep_ep, flash_mla, torch_npu, vllm, vllm_ascend and sglang,
-    whether each is installed, importable, and passes a small smoke test on the device, with
-    the reason when not. Exit status 1 when the chosen device is not usable.
+    device) and a readiness matrix of the accelerator stack: for torch's backends, DeepSeek's
+    six libraries (tilelang, deep_gemm, deep_ep, tile_kernels, flash_mla, deep_select) and
+    torch_npu, vllm, vllm_ascend, sglang and triton, whether each is installed (version),
+    importable (the error in one line when not), and passes a smoke test of one real kernel
+    against its torch reference on the device, with a status word and the reason when not (no
+    accelerator, wrong host architecture, an import error). Exit status 1 when the chosen
+    device is not usable.
 
     \b
     Example:

@@ -18,7 +18,8 @@ DTYPE_CHOICES = ["bf16", "fp16", "fp32", "tf32", "fp8"]
 
 def _sweep_options(dtype: str, backends: tuple[str, ...], shapes: str, ceiling_budget_s: float | None,
                    ceiling_from: str | None, peak_tflops: float | None = None) -> dict[str, Any]:
-    options: dict[str, Any] = {"dtype": dtype, "backends": list(backends) or ["matmul"], "shapes": shapes}
+    names = [name.strip() for spec in backends for name in spec.split(",") if name.strip()]
+    options: dict[str, Any] = {"dtype": dtype, "backends": names or ["matmul"], "shapes": shapes}
     if ceiling_budget_s is not None:
         options["ceiling_budget_s"] = ceiling_budget_s
     if ceiling_from is not None:
@@ -44,7 +45,11 @@ def _refuse_changes(ctx: click.Context) -> None:
 @click.option("--dtype", type=click.Choice(DTYPE_CHOICES), default="bf16", show_default=True,
               help="Precision: bf16, fp16, fp32, tf32 (fp32 storage, TF32 matrix math), fp8 (e4m3, scaled matmul).")
 @click.option("--backend", "backends", multiple=True, metavar="NAME",
-              help="GEMM backend, repeatable: matmul (default), linear, or a plugin module:Class.")
+              help="GEMM backends, comma-separated or repeated: matmul (alias torch; the default), linear, "
+                   "compile (torch.compile max-autotune), triton (triton.autotune, CUDA), tilelang, or a "
+                   "plugin module:Class. With several, the first is the baseline: each other backend's "
+                   "speedup over it per shape (alternated rounds, 95% CI), tuning time, and a summary by "
+                   "size bucket.")
 @click.option("--shapes", default="catalog", show_default=True, metavar="catalog|FILE.csv",
               help="The built-in 1,055-shape catalog, or a CSV of m,n,k[,name] lines.")
 @click.option("--quick", is_flag=True, help="The catalog's quick selection and short budgets (minutes on a CPU).")
@@ -77,6 +82,7 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
     Example:
       parity gemm --quick --device cpu --json out.json
       parity gemm --dtype fp8 --backend matmul --backend linear
+      parity gemm --quick --device cpu --backend torch,compile --json g.json
       parity gemm --shapes my_shapes.csv --device cuda:0
       parity gemm --quick --device cpu --ceiling-from latest
       parity gemm --device cuda:0 --peak 989.5

@@ -17,6 +17,7 @@ COMMANDS = {
     "runs": "parity.cli.runs:runs",
     "doctor": "parity.cli.doctor:doctor",
     "gemm": "parity.cli.gemm:gemm",
+    "kernels": "parity.cli.kernels:kernels",
     "membw": "parity.cli.membw:membw",
     "latency": "parity.cli.latency:latency",
     "trace": "parity.cli.trace:trace",

@@ -11,6 +11,14 @@ from parity.cli.runs import stdout_console
 from parity.model.errors import ParityError
 
 
+def device_option(function: Any) -> Any:
+    """``--device DEV``: the device to measure, the best one here when not given."""
+    import click
+
+    return click.option("--device", "device_name", default=None, metavar="DEV",
+                        help="Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here.")(function)
+
+
 def parse_bytes(value: str | None, *, option: str) -> int | None:
     """``64MiB``, ``1K``, ``4 GiB`` or a plain number of bytes; None passes through."""
     if value is None:

@@ -1,8 +1,11 @@
 """The readiness matrix: is each part of the accelerator software stack installed, importable,
 and does a small real job pass on the selected device, with the reason whenever not.
 
-Rows cover torch's backends (cpu, cuda, rocm, npu, xpu, mps) and the libraries benchmarks lean on
-(triton, tilelang, deep_gemm, deep_ep, flash_mla, torch_npu, vllm, vllm_ascend, sglang).
+Rows cover torch's backends (cpu, cuda, rocm, npu, xpu, mps), DeepSeek's six kernel and data
+libraries (TileLang, DeepGEMM, DeepEP, TileKernels, FlashMLA, DeepSelect, each also published for
+Ascend) and the rest of the stack benchmarks lean on (torch_npu, vLLM, vLLM-Ascend, SGLang,
+Triton). A library that is absent, or present where it cannot run, says what it needs
+(``LIBRARY_NEEDS``: device kinds and host architecture) beside what this machine has.
 Imports and smoke tests run in child processes (``parity.device.smoke``) with a timeout, so a
 library that crashes on import cannot take parity down with it.
 """
@@ -30,16 +33,34 @@ PARALLEL_CHILDREN = 4
 BACKENDS = ("cpu", "cuda", "rocm", "npu", "xpu", "mps")
 # library row -> distribution names to look for (the first installed one gives the version)
 LIBRARIES: dict[str, tuple[str, ...]] = {
-    "triton": ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu"),
     "tilelang": ("tilelang",),
     "deep_gemm": ("deep_gemm", "deep-gemm"),
     "deep_ep": ("deep_ep", "deep-ep"),
+    "tile_kernels": ("tile_kernels", "tile-kernels", "tilekernels"),
     "flash_mla": ("flash_mla", "flash-mla"),
+    "deep_select": ("deep_select", "deep-select", "deepselect"),
     "torch_npu": ("torch_npu", "torch-npu"),
     "vllm": ("vllm",),
     "vllm_ascend": ("vllm_ascend", "vllm-ascend"),
     "sglang": ("sglang",),
+    "triton": ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu"),
 }
+# DeepSeek's six libraries, the rows `parity doctor` must always show.
+DEEPSEEK_LIBRARIES = ("tilelang", "deep_gemm", "deep_ep", "tile_kernels", "flash_mla", "deep_select")
+# library -> (device kinds its kernels run on, what it needs in words).
+LIBRARY_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "tilelang": (("cuda", "npu", "cpu"), "a CUDA or ROCm GPU, an Ascend NPU, or a CPU target"),
+    "deep_gemm": (("cuda", "npu"), "an NVIDIA sm90/sm100 GPU, or an Ascend NPU on an arm64 host"),
+    "deep_ep": (("cuda", "npu"), "two or more NVIDIA GPUs with NVSHMEM, or Ascend NPUs"),
+    "tile_kernels": (("cuda", "npu"), "an NVIDIA GPU or an Ascend NPU"),
+    "flash_mla": (("cuda", "npu"), "an NVIDIA sm90/sm100 GPU or an Ascend NPU"),
+    "deep_select": (("cuda", "npu", "cpu"), "torch on any device"),
+    "torch_npu": (("npu",), "an Ascend NPU with CANN"),
+    "vllm_ascend": (("npu",), "an Ascend NPU with torch_npu and CANN"),
+}
+# Ascend ports that build only for arm64 hosts: vLLM-Ascend's DeepGEMM was reported missing on
+# x86 hosts, a dependency having its headers hard-coded for ARM.
+ASCEND_ARM_ONLY = ("deep_gemm",)
 
 
 def row(name: str, kind: str, **fields: Any) -> dict[str, Any]:
@@ -55,7 +76,22 @@ def row(name: str, kind: str, **fields: Any) -> dict[str, Any]:
         "reason": "",
     }
     base.update(fields)
+    base["status"] = row_status(base)
     return base
+
+
+def row_status(entry: dict[str, Any]) -> str:
+    """One word per row: ``not-installed``; ``import-failed`` (the import raised); ``check-died``
+    (the child process crashed or timed out); ``ready`` (the smoke test passed);
+    ``smoke-failed``; ``not-run`` (imported, but the smoke test cannot run here: the reason
+    says why, such as no fitting accelerator)."""
+    if not entry["installed"]:
+        return "not-installed"
+    if entry["importable"] is False:
+        return "import-failed"
+    if entry["importable"] is None:
+        return "check-died"
+    return {"passed": "ready", "failed": "smoke-failed"}.get(entry["smoke"], "not-run")
 
 
 def check_stack(
@@ -148,14 +184,44 @@ def _backend_build(name: str, version: str) -> tuple[bool, str | None, str]:
 
 
 def library_row(name: str, target: str, timeout_s: float) -> dict[str, Any]:
-    """A library: its version from the package metadata, then import and smoke in a child."""
+    """A library: its version from the package metadata, then import and smoke in a child.
+
+    Absent: the distributions looked for, and what the library needs against what is here.
+    Present where it cannot run (no fitting device, wrong host architecture): the import is
+    still checked, and the smoke test's reason says why it did not run."""
     dists = LIBRARIES[name]
     version = distribution_version(*dists)
+    misfit = fit_reason(name, target, host_architecture())
     if version is None:
         shown = " or ".join(repr(d) for d in dists)
-        return row(name, "library", reason=f"not installed: no distribution named {shown}")
+        reason = f"not installed: no distribution named {shown}"
+        return row(name, "library", reason=f"{reason}; {misfit}" if misfit else reason)
     result = run_child(name, target, timeout_s=timeout_s)
+    if misfit and result.get("smoke") == "skipped" and result.get("importable"):
+        result = {**result, "reason": f"{misfit}; {result['reason']}" if result.get("reason") else misfit}
     return row(name, "library", installed=True, version=version, **result)
+
+
+def host_architecture() -> str:
+    """``x86-64``, ``arm64``, ... as provenance names them."""
+    from parity.device.host import architecture
+
+    return architecture()
+
+
+def fit_reason(name: str, target: str, architecture: str) -> str:
+    """Why library ``name`` cannot run on device ``target`` of a host of ``architecture``;
+    empty when it can (or when parity knows nothing of its needs)."""
+    if name not in LIBRARY_NEEDS:
+        return ""
+    kinds, needs = LIBRARY_NEEDS[name]
+    kind = target.split(":")[0]
+    if kind not in kinds:
+        what = "no accelerator" if kind == "cpu" else f"device {target}"
+        return f"it needs {needs}; {what} selected here"
+    if kind == "npu" and name in ASCEND_ARM_ONLY and architecture != "arm64":
+        return f"its Ascend build needs an arm64 host; this host is {architecture}"
+    return ""
 
 
 def run_child(check: str, device: str, *, timeout_s: float) -> dict[str, Any]:

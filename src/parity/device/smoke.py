@@ -15,15 +15,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from parity.device.library_smoke import (
+    deep_gemm_smoke,
+    flash_mla_smoke,
+    relative_error,
+    tilelang_smoke,
+    vllm_platform_smoke,
+)
+
 # Relative Frobenius error allowed against a float64 reference for a 64x64x64 fp32 matmul.
 MATMUL_TOLERANCE = 1e-3
 GPU_TYPES = ("cuda", "xpu")
-
-
-def relative_error(result: Any, reference: Any) -> float:
-    """``||result - reference||_F / ||reference||_F`` computed in float64."""
-    diff = (result.double() - reference.double()).norm()
-    return float(diff / reference.double().norm())
 
 
 def _matmul(device: str) -> tuple[str, str]:
@@ -64,34 +66,6 @@ def _triton(device: str) -> tuple[str, str]:
     return ("passed" if ok else "failed"), f"vector add kernel, {how}"
 
 
-def _deep_gemm(device: str) -> tuple[str, str]:
-    import deep_gemm
-    import torch
-
-    if not device.startswith("cuda"):
-        return "skipped", f"deep_gemm runs on NVIDIA Hopper/Blackwell GPUs; selected {device}"
-    if not hasattr(deep_gemm, "bf16_gemm_nt"):
-        return "skipped", "this deep_gemm has no bf16_gemm_nt; only its import was checked"
-    a = torch.randn(256, 256, device=device, dtype=torch.bfloat16)
-    b = torch.randn(256, 256, device=device, dtype=torch.bfloat16)
-    out = torch.empty(256, 256, device=device, dtype=torch.bfloat16)
-    deep_gemm.bf16_gemm_nt(a, b, out)
-    error = relative_error(out, a.float() @ b.float().T)
-    return (
-        "passed" if error < 1e-2 else "failed"
-    ), f"256^3 bf16 gemm_nt, relative error {error:.1e}"
-
-
-def _vllm_platform(device: str) -> tuple[str, str]:
-    from vllm.platforms import current_platform
-
-    found = str(getattr(current_platform, "device_type", "") or "")
-    wanted = device.split(":")[0]
-    if found == wanted:
-        return "passed", f"vllm's platform detection picks {found}"
-    return "failed", f"vllm's platform detection picks {found or 'nothing'}, not {wanted}"
-
-
 def _import_only(why: str) -> Callable[[str], tuple[str, str]]:
     return lambda device: ("skipped", why)
 
@@ -101,18 +75,23 @@ CHECKS: dict[str, tuple[str, Callable[[str], tuple[str, str]]]] = {
     "torch": ("torch", _matmul),
     "torch_npu": ("torch_npu", _matmul),
     "triton": ("triton", _triton),
-    "tilelang": ("tilelang", _import_only("no tilelang kernel smoke test yet; import checked")),
-    "deep_gemm": ("deep_gemm", _deep_gemm),
+    "tilelang": ("tilelang", tilelang_smoke),
+    "deep_gemm": ("deep_gemm", deep_gemm_smoke),
     "deep_ep": (
         "deep_ep",
-        _import_only("deep_ep needs two or more GPUs with NVSHMEM; import checked"),
+        _import_only("deep_ep's dispatch needs two or more ranks with NVSHMEM; import checked"),
     ),
-    "flash_mla": (
-        "flash_mla",
-        _import_only("flash_mla needs a model-shaped KV cache; import checked"),
+    "tile_kernels": (
+        "tile_kernels",
+        _import_only("no tile_kernels entry point is checked against a torch reference yet; import checked"),
     ),
-    "vllm": ("vllm", _vllm_platform),
-    "vllm_ascend": ("vllm_ascend", _vllm_platform),
+    "flash_mla": ("flash_mla", flash_mla_smoke),
+    "deep_select": (
+        "deep_select",
+        _import_only("deep_select selects data, it has no kernel to time; import checked"),
+    ),
+    "vllm": ("vllm", vllm_platform_smoke),
+    "vllm_ascend": ("vllm_ascend", vllm_platform_smoke),
     "sglang": ("sglang", _import_only("sglang needs a model to serve; import checked")),
 }
 

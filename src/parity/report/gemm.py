@@ -13,6 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from parity.report.gemm_speedup import render_speedups
+
 MAX_SHAPE_ROWS = 40
 MAX_FAILURES_SHOWN = 10
 # The shape table flags a rate whose IQR is over this share of its median (the high-variance rule).
@@ -226,6 +228,8 @@ def render_gemm(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Rend
     if len(summary.get("backends") or {}) > 1:
         parts.append(backend_table(summary))
     parts.append(shape_table(summary, limit=limit))
+    if summary.get("speedups"):
+        parts.append(render_speedups(summary["speedups"]))
     failures = failure_lines(summary)
     if failures.plain:
         parts.append(failures)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.bench.gemm.speedup_summary import speedup_summary
 from parity.bench.recheck import settle_rechecks
 from parity.metrics.ceiling import own_shape_fraction
 from parity.metrics.roofline import (
@@ -192,6 +193,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "backends": _per_backend(rows, peak),
         "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
     }
+    summary["speedups"] = speedup_summary(shape_results)
     summary["case_figures"] = case_figures(rows, dtype=summary["dtype"], device=summary["device_name"])
     return summary
 

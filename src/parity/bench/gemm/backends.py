@@ -13,10 +13,13 @@ higher-precision product of the same ``a`` and ``b``. So adding DeepGEMM, a Tile
 kernel is one file holding one such class, selected by ``--backend package.module:Class`` or
 registered under a short name through the ``parity.gemm_backends`` entry-point group.
 
-Shipped: ``matmul`` (``torch.matmul`` into a preallocated output, the way mamf-finder times
-``torch.mm``; fp8 through ``torch._scaled_mm`` with unit scales and a bf16 output) and
-``linear`` (``torch.nn.functional.linear`` with the weight stored ``[N, K]``, as a model's
-linear layer holds it).
+Shipped: ``matmul`` (alias ``torch``: ``torch.matmul`` into a preallocated output, the way
+mamf-finder times ``torch.mm``; fp8 through ``torch._scaled_mm`` with unit scales and a bf16
+output), ``linear`` (``torch.nn.functional.linear`` with the weight stored ``[N, K]``, as a
+model's linear layer holds it), and the tuned backends (``parity.bench.gemm.tuned``):
+``compile`` (``torch.compile`` max-autotune), ``triton`` (a ``triton.autotune`` matmul, CUDA
+only) and ``tilelang`` (where TileLang is installed). With two or more backends the first is
+the baseline the others' speedups are measured against (``parity.bench.gemm.speedup``).
 """
 
 from __future__ import annotations
@@ -93,7 +96,16 @@ class TorchLinear:
         return F.linear(a, w)
 
 
-BUILTIN: dict[str, type] = {"matmul": TorchMatmul, "linear": TorchLinear}
+def _tuned(module: str, attribute: str) -> Any:
+    """A tuned backend class, imported only when named (triton and tilelang stay unimported)."""
+    return lambda: getattr(importlib.import_module(f"parity.bench.gemm.{module}"), attribute)()
+
+
+BUILTIN: dict[str, Any] = {
+    "matmul": TorchMatmul, "torch": TorchMatmul, "linear": TorchLinear,
+    "compile": _tuned("tuned", "TorchCompile"), "triton": _tuned("triton_matmul", "TritonMatmul"),
+    "tilelang": _tuned("tilelang_matmul", "TileLangMatmul"),
+}
 
 
 def _entry_points() -> dict[str, str]:

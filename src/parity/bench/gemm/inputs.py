@@ -27,10 +27,12 @@ def cache_bytes(device: Any) -> int:
 
 def rotation_for(*, device: Any, backend: Any, dtype: GemmDtype, m: int, n: int, k: int,
                  max_sets: int = 64) -> Any:
-    """An ``InputRotation`` whose sets together exceed the cache (at most ``max_sets``)."""
+    """An ``InputRotation`` whose sets together exceed the cache (at most ``max_sets``, and at
+    most the backend's ``max_input_sets`` where it has one, as a frozen-weight backend does)."""
     from parity.timing import InputRotation
 
     stored = storage_dtype(dtype, device)
+    max_sets = min(max_sets, int(getattr(backend, "max_input_sets", max_sets)))
 
     def make() -> Any:
         a = device.random_tensor((m, k), stored)

@@ -139,8 +139,10 @@ def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
 
 
 def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, unavailable: str | None,
-                  ceiling_flops: float | None) -> CaseResult:
-    """Time one shape on one backend, check it, and record what the telemetry saw."""
+                  ceiling_flops: float | None, baseline: Any = None) -> CaseResult:
+    """Time one shape on one backend, check it, and record what the telemetry saw; with a
+    ``baseline`` backend, time the two in alternated rounds and record the speedup
+    (``parity.bench.gemm.speedup``) and which of the two won, re-checked."""
     p = case.params
     m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
     work = gemm_flops(m, n, k)
@@ -165,7 +167,7 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
                          message=f"needs about {needed / 2**30:.3g} GiB; {free / 2**30:.3g} GiB is free",
                          hint="skip this shape or free memory on the device")
     try:
-        return _time_and_check(case, device=device, dtype=dtype, backend=backend, base=base)
+        return _time_and_check(case, device=device, dtype=dtype, backend=backend, base=base, baseline=baseline)
     except Exception as exc:  # errors are rows; the sweep goes on
         log.debug("%s failed", case.key, exc_info=True)
         _release(device)
@@ -173,31 +175,36 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
                          hint="this backend cannot run this shape here; other shapes go on")
 
 
-def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, base: dict[str, Any]) -> CaseResult:
-    from parity.timing import measure
-
+def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, base: dict[str, Any],
+                    baseline: Any = None) -> CaseResult:
     p = case.params
     m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
-    inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k)
-    graph = p["graph"] == "on" or (p["graph"] == "auto" and base["work_flop"] <= GRAPH_MAX_FLOP)
-    graph = graph and bool(getattr(device, "supports_graphs", False))
     extra: list[Finding] = []
+    speedup: dict[str, Any] = {}
     with precision_mode(dtype, device):
-        kwargs = {"device": device, "inputs": inputs, "warmup_s": float(p["warmup_s"]),
-                  "budget_s": float(p["budget_s"]), "min_samples": 5, "max_samples": int(p["max_samples"]),
-                  "flush_cache": bool(p["flush"]), "telemetry": bool(p["telemetry"])}
-        try:
-            result = measure(backend.run, graph=graph, **kwargs)
-        except Exception as exc:  # graph capture can fail where eager works
-            if not graph:
-                raise
-            extra.append(Finding(code="graph-failed", severity=Severity.INFO,
-                                 message=f"graph capture failed ({_describe(exc)}); timed eagerly",
-                                 hint="per-call events include launch overhead for short calls"))
-            result = measure(backend.run, graph=False, **kwargs)
-    del inputs
+        if baseline is None:
+            result, graph = _time_alone(p, device=device, dtype=dtype, backend=backend, base=base, extra=extra)
+        else:
+            from parity.bench.gemm.speedup import time_alternated
+
+            graph = False
+            result, speedup = time_alternated(
+                baseline=baseline, candidate=backend, device=device, dtype=dtype, m=m, n=n, k=k,
+                timing={"warmup_s": p["warmup_s"], "budget_s": p["budget_s"], "max_samples": p["max_samples"],
+                        "flush_cache": p["flush"], "telemetry": p["telemetry"]})
     check = (check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
              if p["check"] else {"passed": True, "skipped": True})
+    if speedup:
+        winner = backend if speedup["speedup"] >= 1.0 else baseline
+        winner_check = check if winner is backend else check_backend(winner, device=device, dtype=dtype, m=m, n=n, k=k)
+        speedup.update({"winner": p["backend"] if winner is backend else p.get("baseline"),
+                        "winner_check": {"passed": winner_check.get("passed"),
+                                         "relative_error": winner_check.get("relative_error")}})
+        if not winner_check.get("passed"):
+            extra.append(Finding(code="wrong-winner", severity=Severity.WARNING,
+                                 message=f"the faster of the two ({speedup['winner']}) failed its re-check",
+                                 hint="its speed is not to be quoted; see that backend's own row"))
+    tuning = getattr(backend, "tuning_s", {}).get((m, n, k))
     telemetry = dict(result.telemetry)
     reasons = list(telemetry.get("throttle_reasons", []))
     power_limited = any("power" in r for r in reasons)
@@ -217,9 +224,34 @@ def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: A
         "clock_mhz": _median_reading(telemetry, "clock_mhz"), "power_w": _median_reading(telemetry, "power_w"),
         "backend_name": getattr(backend, "name", p["backend"]),
         "graph": graph and not extra,
+        "tuning_s": tuning,
+        **speedup,
     }
     return CaseResult(suite=case.suite, key=case.key, params=dict(p), samples={"main": result.samples},
                       metrics=metrics, check=check, findings=tuple(findings), telemetry=telemetry)
+
+
+def _time_alone(p: dict[str, Any], *, device: Any, dtype: GemmDtype, backend: Any, base: dict[str, Any],
+                extra: list[Finding]) -> tuple[Any, bool]:
+    """One backend timed on its own (graph replay for tiny shapes where the device has it)."""
+    from parity.timing import measure
+
+    m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
+    inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k)
+    graph = p["graph"] == "on" or (p["graph"] == "auto" and base["work_flop"] <= GRAPH_MAX_FLOP)
+    graph = graph and bool(getattr(device, "supports_graphs", False))
+    kwargs = {"device": device, "inputs": inputs, "warmup_s": float(p["warmup_s"]),
+              "budget_s": float(p["budget_s"]), "min_samples": 5, "max_samples": int(p["max_samples"]),
+              "flush_cache": bool(p["flush"]), "telemetry": bool(p["telemetry"])}
+    try:
+        return measure(backend.run, graph=graph, **kwargs), graph
+    except Exception as exc:  # graph capture can fail where eager works
+        if not graph:
+            raise
+        extra.append(Finding(code="graph-failed", severity=Severity.INFO,
+                             message=f"graph capture failed ({_describe(exc)}); timed eagerly",
+                             hint="per-call events include launch overhead for short calls"))
+        return measure(backend.run, graph=False, **kwargs), graph
 
 
 def _median_reading(telemetry: dict[str, Any], metric: str) -> float | None:

@@ -15,6 +15,7 @@ a shape too slow to time at the measured ceiling.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from parity.bench.catalog import catalog, load_user_shapes, quick_selection
@@ -46,6 +47,8 @@ ROUGH_FLOPS = {"cpu": 1e9}
 ROUGH_FLOPS_ACCELERATOR = 2e14
 SHAPE_OVERHEAD_S = 0.5
 CALLS_PER_SHAPE = 8
+# With --quick, tuned backends are measured only on shapes of at most this much work.
+TUNED_QUICK_MAX_FLOP = 2.0**34
 
 
 def select_shapes(source: str, *, quick: bool) -> list[Shape]:
@@ -54,6 +57,35 @@ def select_shapes(source: str, *, quick: bool) -> list[Shape]:
         shapes = catalog()
         return quick_selection(shapes) if quick else shapes
     return load_user_shapes(source)
+
+
+def tuned_subset(backend: Any, shapes: list[Shape], *, quick: bool) -> tuple[set[tuple[int, int, int]], str]:
+    """The shapes a candidate backend is measured on, and a note saying so: all of them,
+    except that with ``quick`` a backend with ``quick_shapes = n`` (tuning costs seconds per
+    shape) gets ``n`` shapes of at most ``TUNED_QUICK_MAX_FLOP``, spread evenly over the
+    logarithm of their work so every size bucket is represented (``spread_by_work``)."""
+    limit = getattr(backend, "quick_shapes", None)
+    if not quick or not limit:
+        return {s.dims for s in shapes}, f"all {len(shapes)} shapes"
+    chosen = spread_by_work([s for s in shapes if s.flops <= TUNED_QUICK_MAX_FLOP], limit)
+    return ({s.dims for s in chosen},
+            f"{len(chosen)} of the {len(shapes)} quick shapes, up to 2^34 FLOP, spread over log work: "
+            f"{backend.name} tunes each shape, which costs seconds")
+
+
+def spread_by_work(shapes: list[Shape], count: int) -> list[Shape]:
+    """``count`` shapes nearest to evenly spaced points of ``log2(2MNK)`` between the least
+    and the most work (each shape used once), in order of work."""
+    pool = sorted(shapes, key=lambda s: (s.flops, s.dims))
+    if len(pool) <= count:
+        return pool
+    low, high = math.log2(pool[0].flops), math.log2(pool[-1].flops)
+    chosen: list[Shape] = []
+    for i in range(count):
+        target = low + (high - low) * i / (count - 1) if count > 1 else low
+        rest = [s for s in pool if s not in chosen]
+        chosen.append(min(rest, key=lambda s: abs(math.log2(s.flops) - target)))
+    return sorted(chosen, key=lambda s: (s.flops, s.dims))
 
 
 def shape_key(dtype: str, backend: str, shape: Shape) -> str:
@@ -92,13 +124,19 @@ class GemmSuite(SuiteBase):
                              "peak_tflops": opts.peak_tflops}),
             CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}),
         ]
+        subsets = {spec: tuned_subset(load_backend(spec), shapes, quick=quick) for spec in opts.backends[1:]}
+        baseline = opts.backends[0]
         for shape in shapes:
             for spec in opts.backends:
-                cases.append(CaseSpec(
-                    suite=SUITE, key=shape_key(opts.dtype, spec, shape),
-                    cost=fixed_s + CALLS_PER_SHAPE * shape.flops / rate,
-                    params={"kind": "shape", "dtype": opts.dtype, "backend": spec, **shape.to_dict(), **timing},
-                ))
+                params = {"kind": "shape", "dtype": opts.dtype, "backend": spec, **shape.to_dict(), **timing}
+                if spec != baseline:
+                    chosen, note = subsets[spec]
+                    if shape.dims not in chosen:
+                        continue
+                    params.update({"baseline": baseline, "subset": note})
+                cases.append(CaseSpec(suite=SUITE, key=shape_key(opts.dtype, spec, shape),
+                                      cost=(2 if spec != baseline else 1) * (fixed_s + CALLS_PER_SHAPE * shape.flops / rate),
+                                      params=params))
         return cases
 
     def measure(self, case: CaseSpec, *, device: Any, options: GemmOptions,
@@ -123,8 +161,9 @@ class GemmSuite(SuiteBase):
                 state[(device.name, dtype.name)] = float(result.metrics["ceiling_flops"])
             return result
         backend = load_backend(params["backend"])
+        baseline = load_backend(params["baseline"]) if params.get("baseline") else None
         return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
-                             ceiling_flops=state.get((device.name, dtype.name)))
+                             ceiling_flops=state.get((device.name, dtype.name)), baseline=baseline)
 
     def recheck(self, results: list[CaseResult], *, options: GemmOptions) -> list[CaseSpec]:
         """Shapes whose rate is off the trend of their neighbours in shape, measured once more,
