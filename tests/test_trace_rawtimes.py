@@ -62,9 +62,14 @@ def test_widths_that_add_up_to_one_width_are_told_apart():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, int(MAX_US)), st.integers(0, 3), st.integers(0, 999)), min_size=1, max_size=40))
+@given(st.lists(st.tuples(st.integers(0, int(MAX_US) - 1), st.integers(0, 3), st.integers(0, 999)), min_size=1, max_size=40))
 def test_any_mix_of_plain_numbers_is_exact(values):
     """Whole microseconds or 1-3 decimals, any widths mixed: the decimal value to the ns."""
     texts = [f"{whole}.{fraction:03d}"[: len(str(whole)) + 1 + decimals] if decimals else str(whole)
              for whole, decimals, fraction in values]  # fmt: skip
     assert _ns([t.encode() for t in texts]) == [int(Decimal(t) * 1000) for t in texts]
+
+
+def test_a_time_just_past_the_int64_range_is_refused_by_name():
+    with pytest.raises(ParityError, match="out of range"):
+        _ns([b"1.5", b"9000000000000000.1"])

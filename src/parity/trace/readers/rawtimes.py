@@ -88,7 +88,7 @@ def _fixed_width(chars: np.ndarray) -> np.ndarray | None:
     if len(points) == 1 and (frac_digits == 0 or not (chars[:, whole_digits] == _DOT).all()):
         return None
     whole = _digits(chars[:, :whole_digits])
-    if whole is None or (whole_digits == _MAX_WHOLE_DIGITS and (whole > MAX_US).any()):
+    if whole is None or (whole_digits == _MAX_WHOLE_DIGITS and (whole >= MAX_US).any()):
         return None
     ns = whole * 1000
     if frac_digits:
