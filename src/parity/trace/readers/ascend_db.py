@@ -83,7 +83,7 @@ def table_names(db: sqlite3.Connection) -> set[str]:
     return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def _tables_or_raise(db: sqlite3.Connection, path: Path) -> set[str]:
+def tables_or_raise(db: sqlite3.Connection, path: Path) -> set[str]:
     try:
         return table_names(db)
     except SQLITE_ERRORS as exc:
@@ -94,7 +94,7 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     """Read one rank's ``ascend_pytorch_profiler_N.db``."""
     db = connect(path)
     try:
-        tables = _tables_or_raise(db, path)
+        tables = tables_or_raise(db, path)
         missing = [t for t in TABLES if t not in tables]
         if missing:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
