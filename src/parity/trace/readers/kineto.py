@@ -88,7 +88,7 @@ def _parse(path: Path, source=None, *, size_hint: int | None = None, progress: P
     """``(cols, state, header, number of events)`` of the file, or of ``source`` (a share of its
     text, :class:`.parallel.Share`)."""
     stream = EventStream(path, decoder=DECODER, fallback=LOOSE_DECODER, source=source, size_hint=size_hint)
-    cols, state = Columns(), ScanState(path=path)
+    cols, state = Columns(EXTRA), ScanState(path=path)
     count = scan_stream(stream, cols, state, progress)
     return cols, state, stream.header, count
 
@@ -114,7 +114,7 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
         "display_time_unit": header.get("displayTimeUnit"),
         "device_properties": header.get("deviceProperties") or [],
     }  # fmt: skip
-    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = cols.table(meta=meta)
     meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
     kind = state.lanes.resolve(table, UNKNOWN)
     kind = _mark_steps(table, kind, step_numbers_by_name(table.names))

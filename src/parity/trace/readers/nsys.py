@@ -54,7 +54,7 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     db = connect(path)
     warnings: list[str] = []
     try:
-        cols = Columns()
+        cols = Columns(EXTRA)
         try:
             tables = table_names(db)
             if not is_nsys(tables):
@@ -76,26 +76,23 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
                           "CUDA tracing on (nsys profile --trace=cuda)")
     if KERNEL not in tables:
         warnings.append(f"no {KERNEL} table: the export holds no kernels, so only copies and sets are analysed")
-    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = cols.table(meta=meta)
     return with_columns(table, step=place_steps(table))
 
 
 def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[str],
          device, stream, corr, sync=None) -> None:  # fmt: skip
-    n = len(rows)
     start = np.asarray([r[0] for r in rows], np.int64)
     end = np.asarray([r[1] if r[1] is not None else r[0] for r in rows], np.int64)
     if (end < start).any():
         bad = int(np.flatnonzero(end < start)[0])
         raise ParityError(f"{path}: {table} row {bad} ends before it starts; the export is corrupt")
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
+        device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
         stream=np.asarray([NO_ID if x is None else x for x in stream], np.int64), kind=np.asarray(kind, np.int8),
         name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
         end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
-        step=np.full(n, -1, np.int32),
-        sync_type=np.asarray(sync if sync is not None else [None] * n, dtype=object),
-        wait_on_event_corr=np.full(n, NO_ID, np.int64),
+        **({} if sync is None else {"sync_type": np.asarray(sync, dtype=object)}),
     )  # fmt: skip
 
 
