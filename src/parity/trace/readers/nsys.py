@@ -1,23 +1,19 @@
 """NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``).
 
-Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (name from ``StringIds`` via ``demangledName``, else
-``shortName``), ``_MEMCPY`` and ``_MEMSET`` (named by copy kind), ``_RUNTIME`` (host API calls,
-``Kind.RUNTIME``, stream = thread id), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from
-CUPTI's enum) and ``NVTX_EVENTS`` ranges (``Kind.OTHER``, or ``Kind.STEP`` when named like
-``ProfilerStep#N``). Times are integer nanoseconds on the session clock; ``correlationId`` links
-device rows to the runtime call that launched them. ``TARGET_INFO_SESSION_START_TIME`` goes to
-``meta["base_time_ns"]`` and ``TARGET_INFO_GPU`` names to ``meta["devices"]``.
+Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (named from ``StringIds`` by ``demangledName``, else
+``shortName``), ``_MEMCPY`` and ``_MEMSET`` (named by copy kind), ``_RUNTIME`` (``Kind.RUNTIME``,
+stream = thread id), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from CUPTI's enum) and
+``NVTX_EVENTS`` ranges (``Kind.OTHER``, ``Kind.STEP`` when named ``ProfilerStep#N``). Times are
+integer ns on the session clock; ``correlationId`` links device rows to their runtime call.
+``TARGET_INFO_SESSION_START_TIME`` goes to ``meta["base_time_ns"]``, ``TARGET_INFO_GPU`` names
+to ``meta["devices"]``.
 
-Tables and columns vary between Nsight versions, so they are read defensively
-(:func:`select`): a column is found under any of its known names (``TARGET_INFO_GPU`` keys
-devices by ``id`` or ``deviceId``), an optional column that is absent is read as NULL, and each
-absence is a warning in ``meta["warnings"]``; a table without a column it cannot do without is
-skipped with a warning. An export with no kernel table is analysed as copies and sets, with a
-warning saying so.
+Columns vary between Nsight versions (:func:`select`): a column is found under any of its known
+names, an absent optional column reads as NULL, and a table without a column it needs is
+skipped; each is a warning in ``meta["warnings"]``, as is an export with no kernel table.
 
-Bad input: not SQLite or no CUPTI table: :class:`ParityError`; no device activity at all
-(kernels, copies, sets): ParityError; a row ending before it starts: ParityError naming the
-table and row.
+Bad input: not SQLite, no CUPTI table, no device activity at all, or a row ending before it
+starts: :class:`ParityError` (naming the table and row for the last).
 """
 
 from __future__ import annotations
