@@ -83,7 +83,7 @@ def table_names(db: sqlite3.Connection) -> set[str]:
     return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def _tables_or_raise(db: sqlite3.Connection, path: Path) -> set[str]:
+def tables_or_raise(db: sqlite3.Connection, path: Path) -> set[str]:
     try:
         return table_names(db)
     except SQLITE_ERRORS as exc:
@@ -94,11 +94,11 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     """Read one rank's ``ascend_pytorch_profiler_N.db``."""
     db = connect(path)
     try:
-        tables = _tables_or_raise(db, path)
+        tables = tables_or_raise(db, path)
         missing = [t for t in TABLES if t not in tables]
         if missing:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
-        cols = Columns()
+        cols = Columns(EXTRA)
         try:
             task_ids = _tasks(db, tables, cols, path)
             links = task_links(db, tables, task_ids)
@@ -116,7 +116,7 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
         raise ParityError(f"{path}: empty trace (no tasks)")
     meta = {"source": str(path), "format": "ascend-db", "clock_unit": "ns", "ranks": [rank],
             "rank_source": "RANK_DEVICE_MAP/file name", "warnings": [], "step_trace": step_trace}
-    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = cols.table(meta=meta)
     if links is not None:  # the tasks are the first rows
         table.extra["link"] = np.concatenate([links, np.full(len(table) - len(links), None, dtype=object)])
     mark_collective_carriers(table)
@@ -186,13 +186,11 @@ def _tasks(db, tables: set[str], cols: Columns, path: Path) -> tuple:
         kinds.append(int(kind))
         cores.append(core)
         syncs.append(name if kind == Kind.SYNC else None)
-    n = len(rows)
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.asarray(device, np.int32),
-        stream=np.asarray(stream, np.int64), kind=np.asarray(kinds, np.int8),
-        name_id=np.asarray(names, np.int32), start_ns=start, end_ns=end,
-        correlation=np.asarray([c if c is not None else NO_ID for c in conn], np.int64),
-        step=np.full(n, -1, np.int32), task_type=np.asarray(task_type, dtype=object),
+        device=np.asarray(device, np.int32), stream=np.asarray(stream, np.int64),
+        kind=np.asarray(kinds, np.int8), name_id=np.asarray(names, np.int32), start_ns=start,
+        end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in conn], np.int64),
+        task_type=np.asarray(task_type, dtype=object),
         accelerator_core=np.asarray(cores, dtype=object), sync_type=np.asarray(syncs, object),
     )  # fmt: skip
     return task_ids
@@ -238,14 +236,13 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     start, end, conn, name, stream, device = zip(*rows)
     n = len(rows)
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.asarray([d or 0 for d in device], np.int32),
+        device=np.asarray([d or 0 for d in device], np.int32),
         stream=np.asarray([s if s is not None else 0 for s in stream], np.int64),
         kind=np.full(n, int(Kind.KERNEL), np.int8),
         name_id=np.asarray([cols.intern(x or "") for x in name], np.int32),
         start_ns=np.asarray(start, np.int64), end_ns=np.asarray(end, np.int64),
         correlation=np.asarray([c if c is not None else NO_ID for c in conn], np.int64),
-        step=np.full(n, -1, np.int32), task_type=np.full(n, "HCCL", dtype=object),
-        accelerator_core=np.full(n, "HCCL", dtype=object), sync_type=np.full(n, None, object),
+        task_type=np.full(n, "HCCL", dtype=object), accelerator_core=np.full(n, "HCCL", dtype=object),
     )  # fmt: skip
 
 
@@ -274,15 +271,11 @@ def _host(db, tables: set[str], cols: Columns) -> None:
         tids.append((tid or 0) & 0xFFFFFFFF)
     start = np.asarray([int(r[0]) for r in rows], np.int64)
     end = np.asarray([int(r[1]) for r in rows], np.int64)
-    n = len(rows)
     conn = [r[3] if (r[5] and r[3] is not None) else NO_ID for r in rows]
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.full(n, NO_ID, np.int32),
         stream=np.asarray(tids, np.int64), kind=np.asarray(kinds, np.int8),
         name_id=np.asarray(names, np.int32), start_ns=start, end_ns=np.maximum(end, start),
-        correlation=np.asarray(conn, np.int64), step=np.full(n, -1, np.int32),
-        task_type=np.full(n, None, object), accelerator_core=np.full(n, None, object),
-        sync_type=np.full(n, None, object),
+        correlation=np.asarray(conn, np.int64),
     )  # fmt: skip
 
 

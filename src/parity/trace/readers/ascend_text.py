@@ -94,7 +94,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(trace))
     lanes = _lanes(events)
-    cols = Columns()
+    cols = Columns(EXTRA)
     warnings: list[str] = []
     overlap = _rows(trace, events, lanes, cols, warnings)
     del events
@@ -107,7 +107,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
         "step_trace": read_step_trace(folder / STEP_TRACE, warnings) if beside else [],
         "overlap_analysis": overlap,
     }  # fmt: skip
-    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = cols.table(meta=meta)
     table = join_kernel_details(table, folder / KERNEL_DETAILS if beside else None, warnings)
     return finish_ascend_rank(table, rank)
 
@@ -196,12 +196,10 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
     kind_col = np.asarray(kinds, dtype=np.int8)
     _place_hccl_ops(kind_col, np.asarray(types, dtype=object), stream_col, start, start + dur,
                     plane_streams)  # fmt: skip
-    n = len(kinds)
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.asarray(devs, np.int32), stream=stream_col,
-        kind=kind_col, name_id=np.asarray(names, np.int32), start_ns=start, end_ns=start + dur,
-        correlation=np.asarray(corrs, np.int64), step=np.full(n, -1, np.int32),
-        task_type=np.asarray(types, dtype=object), accelerator_core=np.full(n, None, object),
+        device=np.asarray(devs, np.int32), stream=stream_col, kind=kind_col,
+        name_id=np.asarray(names, np.int32), start_ns=start, end_ns=start + dur,
+        correlation=np.asarray(corrs, np.int64), task_type=np.asarray(types, dtype=object),
         sync_type=np.asarray(syncs, dtype=object), pid=np.asarray(pids, np.int64),
         tid=np.asarray(tids, np.int64), link=_object_array(links),
     )  # fmt: skip

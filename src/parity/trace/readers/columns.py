@@ -30,14 +30,23 @@ ASCEND_CONCURRENT_TASKS = frozenset({
 MAX_US = 9.0e15  # |t| above this (in us) overflows int64 nanoseconds
 
 
+_CORE_FILL = dict(rank=(0, np.int32), device=(NO_ID, np.int32), correlation=(NO_ID, np.int64),
+                  step=(-1, np.int32))  # fmt: skip
+
+
 class Columns:
     """Numpy column blocks appended by a reader, plus the name dictionary.
 
     ``names`` maps a string to its id; readers look names up with ``names.get`` and add new
     ones with :meth:`intern` (a dict lookup per event, the cheapest dictionary encoding).
+    ``extra`` maps the reader's extra columns to their dtypes; a block that lacks one of them,
+    or ``rank``, ``device``, ``correlation`` or ``step``, gets it filled (None for an object
+    column, ``NO_ID`` else; rank 0, step -1).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, extra: dict[str, object] | None = None) -> None:
+        self.extra = extra or {}
+        self.fill = {**_CORE_FILL, **{k: (None if d is object else NO_ID, d) for k, d in self.extra.items()}}
         self.names: dict[str, int] = {}
         self.blocks: dict[str, list[np.ndarray]] = defaultdict(list)
         self.rows = 0
@@ -49,13 +58,17 @@ class Columns:
         return ident
 
     def add(self, **columns: np.ndarray) -> None:
-        """Append one block; every column must have the same length."""
+        """Append one block; every column must have the same length (absent ones are filled)."""
         lengths = {len(v) for v in columns.values()}
         if len(lengths) > 1:
             raise ValueError(f"ragged block: {lengths}")
+        n = lengths.pop() if lengths else 0
+        for key, (value, dtype) in self.fill.items():
+            if key not in columns:
+                columns[key] = np.full(n, value, dtype=dtype)
         for key, values in columns.items():
             self.blocks[key].append(values)
-        self.rows += lengths.pop() if lengths else 0
+        self.rows += n
 
     def payload(self) -> dict:
         """The blocks, names and row count, to send from a worker process to
@@ -70,10 +83,10 @@ class Columns:
         whole = parts[0] if len(parts) == 1 else np.concatenate(parts)  # one block: no copy
         return whole.astype(dtype, copy=False)
 
-    def table(self, *, extra_keys: dict[str, object], meta: dict) -> ActivityTable:
-        """Build the table; ``extra_keys`` maps each extra column to its dtype."""
+    def table(self, *, meta: dict) -> ActivityTable:
+        """Build the table, with the extra columns some block added."""
         core = {c: self.column(c, d) for c, d in INT64_DTYPES.items()}
-        extra = {k: self.column(k, d) for k, d in extra_keys.items() if k in self.blocks}
+        extra = {k: self.column(k, d) for k, d in self.extra.items() if k in self.blocks}
         return ActivityTable(**core, names=tuple(self.names), extra=extra, meta=meta)
 
 

@@ -1,17 +1,12 @@
-"""Tell a trace's format from its content, not its name.
+"""Tell a trace's format (one of :data:`FORMATS`) from its content, not its name.
 
-:func:`detect` returns one of :data:`FORMATS` for a file or folder:
-
-- a folder holding ``ASCEND_PROFILER_OUTPUT`` (a ``*_ascend_pt`` folder) or being one: Ascend
-  text when ``trace_view.json`` is there, else the Ascend SQLite export inside it; with only
-  the CSV tables (``kernel_details.csv``, ``step_trace_time.csv``), a ParityError saying the
-  timeline is missing and showing the profiler's own step figures (so does passing a CSV);
-- an SQLite file (by its 16-byte header): Nsight Systems when it has ``CUPTI_ACTIVITY_KIND_*``
-  tables, Ascend when it has ``TASK`` and ``STRING_IDS``;
-- JSON, plain or gzip (by magic bytes): Ascend text when it is a top-level array whose events
-  carry string timestamps or name the ``Ascend Hardware`` process; otherwise a Chrome trace
-  (``traceEvents``, or an array of objects with ``ph``), read by the Kineto reader, which labels
-  it ``kineto`` or ``chrome`` by what it finds.
+- A folder holding ``ASCEND_PROFILER_OUTPUT`` or being one: Ascend text when ``trace_view.json``
+  is there, else the Ascend SQLite export inside it; CSV tables alone are refused with the
+  profiler's own step figures (so is passing a CSV).
+- SQLite (by its header): Nsight Systems with ``CUPTI_ACTIVITY_KIND_*`` tables, Ascend with
+  ``TASK`` and ``STRING_IDS``.
+- JSON, plain or gzip: Ascend text when a top-level array carries string timestamps or names
+  the ``Ascend Hardware`` process; otherwise a Chrome trace, read by the Kineto reader.
 
 Anything else is a :class:`ParityError` naming the file and what was found.
 """
@@ -19,20 +14,17 @@ Anything else is a :class:`ParityError` naming the file and what was found.
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 from parity.model.errors import ParityError
 from parity.trace.readers.ascend_csv import KERNEL_DETAILS, STEP_TRACE
+from parity.trace.readers.ascend_db import connect, tables_or_raise
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW, missing_timeline
-from parity.trace.readers.columns import one_line
 from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, inflating
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-# how far into the file to look, in turn, reading on from one open file (a Kineto header before
-# its events is usually well under 4 kB, with many devices' properties tens of kB); the 1 MB
-# head only when the first looks do not decide
+# how far to look, in turn (a Kineto header is usually under 4 kB, tens of kB with many devices)
 HEAD_LOOKS = (4 << 10, 64 << 10, 1 << 20)
 _ASCEND_DB = re.compile(r"ascend_pytorch_profiler(_\d+)?\.db$")
 _STRING_TS = re.compile(rb'"ts"\s*:\s*"\s*-?\d')
@@ -125,14 +117,11 @@ def _table_not_timeline(path: Path) -> str:
 
 
 def _detect_sqlite(path: Path) -> str:
+    db = connect(path)
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        try:
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            db.close()
-    except (sqlite3.Error, UnicodeDecodeError) as exc:
-        raise ParityError(f"{path}: corrupt SQLite file ({one_line(exc)}); export it again") from None
+        tables = tables_or_raise(db, path)
+    finally:
+        db.close()
     if any(t.startswith("CUPTI_ACTIVITY_KIND") for t in tables):
         return "nsys"
     if {"TASK", "STRING_IDS"} <= tables:

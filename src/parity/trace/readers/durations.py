@@ -64,19 +64,15 @@ def add_duration_pairs(cols: Columns, state: ScanState) -> str | None:
     rows = [p for p in pairs if CAT_CODE.get(p[1], UNKNOWN) != SKIP]
     if not rows:
         return warning
-    n = len(rows)
     kind = np.array([CAT_CODE.get(p[1], UNKNOWN) for p in rows], dtype=np.int16)
     pid = np.array([int_or(p[2]) for p in rows], dtype=np.int64)
     tid = np.array([int_or(p[3]) for p in rows], dtype=np.int64)
     on_device = np.isin(kind, DEVICE_CODES)
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.where(on_device, pid, NO_ID), stream=tid,
-        kind=kind, name_id=np.array([cols.intern(p[0] or "") for p in rows], np.int32),
+        device=np.where(on_device, pid, NO_ID), stream=tid, kind=kind,
+        name_id=np.array([cols.intern(p[0] or "") for p in rows], np.int32),
         start_ns=np.array([p[4] for p in rows], np.int64),
-        end_ns=np.array([p[5] for p in rows], np.int64),
-        correlation=np.full(n, NO_ID, np.int64), step=np.full(n, -1, np.int32), pid=pid,
-        tid=tid, external_id=np.full(n, NO_ID, np.int64), sync_type=np.full(n, None, object),
-        wait_on_stream=np.full(n, NO_ID, np.int64), wait_on_event_corr=np.full(n, NO_ID, np.int64),
+        end_ns=np.array([p[5] for p in rows], np.int64), pid=pid, tid=tid,
     )  # fmt: skip
     state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
     return warning

@@ -1,18 +1,14 @@
-"""Stream the events of a Chrome-trace JSON file in bounded memory.
+"""Stream the events of a Chrome-trace JSON file (plain or gzip) in bounded memory.
 
-A 1 GB trace parsed whole by ``orjson.loads`` becomes several GB of Python dicts. This module
-instead reads the file (plain or gzip) in blocks, finds the ``traceEvents`` array (or a
-top-level array of events, as Ascend's ``trace_view.json`` is), and hands out lists of events
-a few MB of text at a time, so peak memory is one block of events plus the caller's numpy
-columns.
+A 1 GB trace parsed whole becomes several GB of Python dicts; instead the file is read in
+blocks, the ``traceEvents`` array (or a top-level array, as Ascend's ``trace_view.json``) is
+found, and its events are handed out a few MB of text at a time.
 
-How a block is cut: the last ``}`` followed by ``,`` or ``]`` is a candidate end of an event;
-the text from the block's first event up to it is parsed as an array, in place in the read
-buffer (:class:`_Window`). A JSON parser reaches a cut inside a string or a nested object in
-the same state as the real parse does, so a cut that parses is an event boundary; one that
-does not is retried at the previous candidate. The keys around the array
-(``distributedInfo``, ``baseTimeNanoseconds``, which Kineto writes after the events) are
-parsed from the text before and after it and returned as ``header``.
+How a block is cut: the last ``}`` followed by ``,`` or ``]`` is a candidate end of an event,
+and the text up to it is parsed as an array in place in the read buffer (:class:`_Window`). A
+cut inside a string or a nested object never parses, so a cut that parses is an event
+boundary; one that does not is retried at the previous candidate. The keys around the array
+(``distributedInfo``, ``baseTimeNanoseconds``) are parsed into ``header``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,27 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, and any other Chrome trace with device lanes.
 
-What becomes a row: every complete event (``ph: X``) except the profiler's own ``Trace``
-spans, and every matched ``B``/``E`` pair (:mod:`.durations`). ``cat`` gives the :class:`Kind` (current and older spellings: ``kernel``/``Kernel``,
-``gpu_memcpy``/``Memcpy``, ``cuda_runtime``/``Runtime``, ``cpu_op``/``Operator``, MTIA's
-``mtia_ccp_events``/``mtia_runtime``, ...); ``ProfilerStep#N`` spans on the host become
-``Kind.STEP`` rows with ``step = N`` and every other row gets the step its launch fell in.
-Device rows take ``args.device`` (else ``pid``) and ``args.stream`` (else ``tid``). An event
-whose ``cat`` is unknown is a kernel when its process or thread looks like a device lane
-(:mod:`.lanes`), which is how a generic Chrome trace with device rows is read.
+Rows: every complete event (``ph: X``) but the profiler's own ``Trace`` spans, and every
+matched ``B``/``E`` pair (:mod:`.durations`). ``cat`` gives the :class:`Kind` (current and older
+spellings: ``kernel``/``Kernel``, ``gpu_memcpy``/``Memcpy``, ``cuda_runtime``/``Runtime``,
+``cpu_op``/``Operator``, MTIA's ``mtia_ccp_events``/``mtia_runtime``, ...); ``ProfilerStep#N``
+host spans are ``Kind.STEP`` rows with ``step = N``, every other row gets the step its launch
+fell in. Device rows take ``args.device`` (else ``pid``) and ``args.stream`` (else ``tid``). An
+event of unknown ``cat`` is a kernel on a lane that looks like a device (:mod:`.lanes`).
 
-Flow events (``ph: s/f``, ``ac2g``) are not rows: ``args.correlation`` carries the same
-runtime-to-kernel link. ``cuda_sync`` events keep ``sync_type`` (``cuda_sync_kind``),
-``wait_on_stream`` and ``wait_on_event_corr`` (the correlation of the ``cudaEventRecord`` a
-stream wait or event sync waits on) as extra columns; ``pid``, ``tid`` and ``external_id`` are
-kept for every row.
+Flow events (``ph: s/f``) are not rows: ``args.correlation`` carries the same link.
+``cuda_sync`` events keep ``sync_type``, ``wait_on_stream`` and ``wait_on_event_corr`` (the
+correlation of the ``cudaEventRecord`` waited on); ``pid``, ``tid`` and ``external_id`` are kept
+for every row.
 
-Time: ``ts``/``dur`` are microseconds whatever ``displayTimeUnit`` says (the Trace Event Format
-defines them so; ``displayTimeUnit`` is a viewer hint and Kineto writes ``"ns"`` there for
-traces whose values are still microseconds, with three decimals). ``start_ns`` is on the
-file's clock (``ts * 1000``), so windows match what a viewer shows; ``baseTimeNanoseconds``
-is kept in ``meta["base_time_ns"]``.
+Time: ``ts``/``dur`` are microseconds whatever ``displayTimeUnit`` says (a viewer hint; Kineto
+writes ``"ns"`` there for microsecond values with three decimals). ``start_ns`` is on the file's
+clock (``ts * 1000``); ``baseTimeNanoseconds`` goes to ``meta["base_time_ns"]``.
 
-Bad input, and the choice for each:
-    - not JSON, truncated, gzip cut short: :class:`ParityError` naming the file and the
-      event index reached (an analysis of part of a trace would be silently wrong);
-    - a complete event without ``ts`` or ``dur``, with a non-numeric one, or a negative
-      ``dur``: ParityError naming the event index (no safe place to put it);
-    - an event of the wrong shape (``args`` not an object, unhashable ``name``): ParityError
-      with the event index;
-    - array entries that are not objects, and ``B``/``E`` events without a partner: skipped,
-      counted in ``meta["warnings"]``;
-    - no complete events at all: ParityError ("empty trace").
+Bad input: not JSON, truncated, gzip cut short, a complete event without a numeric ``ts`` or
+``dur``, a negative ``dur``, an event of the wrong shape, or no complete event at all: a
+:class:`ParityError` naming the file and the event index (part of a trace would be silently
+wrong). Array entries that are not objects and unpaired ``B``/``E`` events are skipped and
+counted in ``meta["warnings"]``.
 """
 
 from __future__ import annotations
@@ -88,7 +79,7 @@ def _parse(path: Path, source=None, *, size_hint: int | None = None, progress: P
     """``(cols, state, header, number of events)`` of the file, or of ``source`` (a share of its
     text, :class:`.parallel.Share`)."""
     stream = EventStream(path, decoder=DECODER, fallback=LOOSE_DECODER, source=source, size_hint=size_hint)
-    cols, state = Columns(), ScanState(path=path)
+    cols, state = Columns(EXTRA), ScanState(path=path)
     count = scan_stream(stream, cols, state, progress)
     return cols, state, stream.header, count
 
@@ -114,7 +105,7 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
         "display_time_unit": header.get("displayTimeUnit"),
         "device_properties": header.get("deviceProperties") or [],
     }  # fmt: skip
-    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = cols.table(meta=meta)
     meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
     kind = state.lanes.resolve(table, UNKNOWN)
     kind = _mark_steps(table, kind, step_numbers_by_name(table.names))

@@ -85,10 +85,8 @@ def add_block(cols: Columns, state: ScanState, first: int, b: Block) -> None:
     state.events += n
     state.known_cat = state.known_cat or b.kinds.count(UNKNOWN) != n
     cols.add(
-        rank=np.zeros(n, dtype=np.int32), device=device, stream=stream, kind=kind,
-        name_id=np.asarray(b.name_ids, dtype=np.int32), start_ns=start, end_ns=start + dur,
-        correlation=corr, step=np.full(n, -1, np.int32),
-        pid=pid, tid=tid, external_id=ext,
+        device=device, stream=stream, kind=kind, name_id=np.asarray(b.name_ids, dtype=np.int32),
+        start_ns=start, end_ns=start + dur, correlation=corr, pid=pid, tid=tid, external_id=ext,
         sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
     )  # fmt: skip
 

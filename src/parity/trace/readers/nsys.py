@@ -1,23 +1,19 @@
 """NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``).
 
-Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (name from ``StringIds`` via ``demangledName``, else
-``shortName``), ``_MEMCPY`` and ``_MEMSET`` (named by copy kind), ``_RUNTIME`` (host API calls,
-``Kind.RUNTIME``, stream = thread id), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from
-CUPTI's enum) and ``NVTX_EVENTS`` ranges (``Kind.OTHER``, or ``Kind.STEP`` when named like
-``ProfilerStep#N``). Times are integer nanoseconds on the session clock; ``correlationId`` links
-device rows to the runtime call that launched them. ``TARGET_INFO_SESSION_START_TIME`` goes to
-``meta["base_time_ns"]`` and ``TARGET_INFO_GPU`` names to ``meta["devices"]``.
+Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (named from ``StringIds`` by ``demangledName``, else
+``shortName``), ``_MEMCPY`` and ``_MEMSET`` (named by copy kind), ``_RUNTIME`` (``Kind.RUNTIME``,
+stream = thread id), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from CUPTI's enum) and
+``NVTX_EVENTS`` ranges (``Kind.OTHER``, ``Kind.STEP`` when named ``ProfilerStep#N``). Times are
+integer ns on the session clock; ``correlationId`` links device rows to their runtime call.
+``TARGET_INFO_SESSION_START_TIME`` goes to ``meta["base_time_ns"]``, ``TARGET_INFO_GPU`` names
+to ``meta["devices"]``.
 
-Tables and columns vary between Nsight versions, so they are read defensively
-(:func:`select`): a column is found under any of its known names (``TARGET_INFO_GPU`` keys
-devices by ``id`` or ``deviceId``), an optional column that is absent is read as NULL, and each
-absence is a warning in ``meta["warnings"]``; a table without a column it cannot do without is
-skipped with a warning. An export with no kernel table is analysed as copies and sets, with a
-warning saying so.
+Columns vary between Nsight versions (:func:`select`): a column is found under any of its known
+names, an absent optional column reads as NULL, and a table without a column it needs is
+skipped; each is a warning in ``meta["warnings"]``, as is an export with no kernel table.
 
-Bad input: not SQLite or no CUPTI table: :class:`ParityError`; no device activity at all
-(kernels, copies, sets): ParityError; a row ending before it starts: ParityError naming the
-table and row.
+Bad input: not SQLite, no CUPTI table, no device activity at all, or a row ending before it
+starts: :class:`ParityError` (naming the table and row for the last).
 """
 
 from __future__ import annotations
@@ -54,7 +50,7 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     db = connect(path)
     warnings: list[str] = []
     try:
-        cols = Columns()
+        cols = Columns(EXTRA)
         try:
             tables = table_names(db)
             if not is_nsys(tables):
@@ -76,26 +72,23 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
                           "CUDA tracing on (nsys profile --trace=cuda)")
     if KERNEL not in tables:
         warnings.append(f"no {KERNEL} table: the export holds no kernels, so only copies and sets are analysed")
-    table = cols.table(extra_keys=EXTRA, meta=meta)
+    table = cols.table(meta=meta)
     return with_columns(table, step=place_steps(table))
 
 
 def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[str],
          device, stream, corr, sync=None) -> None:  # fmt: skip
-    n = len(rows)
     start = np.asarray([r[0] for r in rows], np.int64)
     end = np.asarray([r[1] if r[1] is not None else r[0] for r in rows], np.int64)
     if (end < start).any():
         bad = int(np.flatnonzero(end < start)[0])
         raise ParityError(f"{path}: {table} row {bad} ends before it starts; the export is corrupt")
     cols.add(
-        rank=np.zeros(n, np.int32), device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
+        device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
         stream=np.asarray([NO_ID if x is None else x for x in stream], np.int64), kind=np.asarray(kind, np.int8),
         name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
         end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
-        step=np.full(n, -1, np.int32),
-        sync_type=np.asarray(sync if sync is not None else [None] * n, dtype=object),
-        wait_on_event_corr=np.full(n, NO_ID, np.int64),
+        **({} if sync is None else {"sync_type": np.asarray(sync, dtype=object)}),
     )  # fmt: skip
 
 

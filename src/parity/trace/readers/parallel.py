@@ -1,22 +1,16 @@
 """Parse a large Chrome-trace JSON file in ``workers`` processes, one share of its text each.
 
-Parsing (JSON decoding and the column scan) is most of the time of reading a large trace, and
-it splits cleanly. The text (whose size the caller knows from the gzip trailer or the file
-size) is cut into ``workers`` shares at guessed event boundaries: the first ``}`` followed by
-``, {`` at or after ``k * size / workers`` ends share ``k - 1`` and starts share ``k``. This
-process parses share 0; one child per other share, forked for the call and joined before it
-returns (no process outlives a read), opens the file itself, drops the text before its share
-(a plain file is sought, a gzip file inflated and dropped), finds the same boundaries (every
-process reads the text from an offset in the same steps, so all find the same match) and
-parses its share. Children send back numpy columns, names and counts; :func:`merge` appends
-them in file order, so rows, names and lanes come out as one process gives them.
+The text is cut into shares at guessed event boundaries: the first ``}`` followed by ``, {`` at
+or after ``k * size / workers`` ends share ``k - 1`` and starts share ``k``. This process parses
+share 0; a child forked per other share (joined before the call returns) opens the file, drops
+the text before its share (seeks a plain file, inflates a gzip one), finds the same boundary and
+parses its share. :func:`merge` appends the children's columns in file order, so the table is
+the one a single process builds.
 
-A guess inside a string makes the share before it end inside that string, which never
-parses; so when every share parses, every cut was a boundary. Anything unexpected (a share
-that does not parse, a bad event, a child failing, shares that disagree about a boundary)
-makes :func:`read_shares` return None and the caller reads the file again in one process,
-which names the bad event precisely. :func:`default_workers` picks the number of processes
-from the file's size alone.
+A guess inside a string leaves a share that never parses, so when every share parses every cut
+was a boundary. Anything unexpected (a share that does not parse, a bad event, a failing child,
+shares that disagree about a boundary) makes :func:`read_shares` return None, and the caller
+reads the file in one process, which names the bad event.
 """
 
 from __future__ import annotations
@@ -39,11 +33,8 @@ from parity.trace.readers.jsonstream import TRACE_EVENTS
 
 log = logging.getLogger(__name__)
 GZIP_FLOOR_RATIO = 8  # inflated/compressed size assumed when the gzip trailer cannot be trusted
-# The default number of processes by text size alone (the same on every machine and whatever
-# else runs on it), from timings on 2 vCPUs (median ratios to one process over pairs run
-# alternately): a child forked per file made 1.8 MB take 1.10 to 1.66 of one process and
-# 4.8 MB a wash, 9.8 MB 0.88 to 0.96, 15 to 87 MB 0.64 to 0.92; so two processes from 8 MB,
-# and four from 256 MB (shares of 64 MB or more).
+# Processes by text size alone, from timings on 2 vCPUs (ratio to one process: 1.8 MB 1.10-1.66,
+# 4.8 MB a wash, 9.8 MB 0.88-0.96, 15-87 MB 0.64-0.92): two from 8 MB, four from 256 MB.
 TWO_PROCESS_BYTES = 8 << 20
 FOUR_PROCESS_BYTES = 256 << 20
 NEXT_EVENT = re.compile(rb"\}\s*,\s*\{")  # a guessed boundary between two events

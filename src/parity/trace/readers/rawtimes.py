@@ -1,17 +1,12 @@
 """Exact nanoseconds from the JSON text of microsecond timestamps, many at a time.
 
-Kineto's nanosecond-resolution traces write ``"ts": 1712195495519689.047``: a float64 holds
-such a value only to a quarter of a microsecond, so the reader keeps every timestamp's JSON
-text (``msgspec.Raw``) and converts the digits here, the one way a Kineto timestamp is read.
-Timestamps of one trace are written alike (same number of digits before and after the point),
-so the texts of each width are joined into one byte matrix, one row per timestamp, and
-converted with a few numpy passes over its columns: ``ns = whole * 1000 + fraction * 10**(3 -
-fraction digits)``.
-
-Anything else (a negative or exponent number, more than three decimals, a string, ``null``,
-an absent key, a value beyond :data:`~parity.trace.readers.columns.MAX_US`) is converted one
-value at a time (:func:`ts_value`, the conversion of ``B``/``E`` timestamps too) through
-:func:`~parity.trace.readers.columns.times_to_ns`, which names the event of a bad value.
+Kineto writes ``"ts": 1712195495519689.047``, which a float64 holds only to a quarter of a
+microsecond, so the reader keeps each timestamp's text (``msgspec.Raw``) and converts the
+digits here. The texts of one width are joined into a byte matrix, one row per timestamp, and
+converted with a few numpy passes: ``ns = whole * 1000 + fraction * 10**(3 - fraction digits)``.
+Anything else (negative, exponent, more than three decimals, a string, ``null``, absent, beyond
+:data:`~parity.trace.readers.columns.MAX_US`) goes one value at a time (:func:`ts_value`)
+through :func:`~parity.trace.readers.columns.times_to_ns`, which names a bad event.
 """
 
 from __future__ import annotations
