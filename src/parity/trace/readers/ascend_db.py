@@ -72,7 +72,7 @@ def connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
         db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.Error as exc:
-        raise ParityError(f"{path}: not a readable SQLite database ({one_line(exc)})") from None
+        raise ParityError(f"{path}: not a readable SQLite database ({one_line(exc)}); export it again from the profiler") from None
     return db
 
 
