@@ -51,20 +51,8 @@ class Comparison:
 
 
 def resolve_run_ids(store: Store, run_ids: list[str]) -> list[str]:
-    """Full ids for ids, unique prefixes, ``latest`` and ``latest~N`` (the Nth run before it)."""
-    out = []
-    for text in run_ids:
-        if text.startswith("latest~"):
-            back = text.removeprefix("latest~")
-            if not back.isdigit():
-                raise ParityError(f"bad run {text!r}; write latest~N with N a number, e.g. latest~1")
-            runs = store.list_runs(limit=int(back) + 1)
-            if len(runs) <= int(back):
-                raise ParityError(f"{store.path} holds {len(runs)} run(s); there is no {text}")
-            out.append(runs[int(back)].run_id)
-        else:
-            out.append(store.resolve_run_id(text))
-    return out
+    """Full ids for ids, unique prefixes, ``latest`` and ``latest~N`` (the store resolves each)."""
+    return [store.resolve_run_id(text) for text in run_ids]
 
 
 def describe_run(run: RunRecord, index: int, cases: int) -> dict[str, Any]:

@@ -217,17 +217,24 @@ class Store:
 
     @_sqlite_errors_as_parity_errors
     def resolve_run_id(self, run_id: str) -> str:
-        """The full id of ``run_id`` (an id, a unique prefix, or ``latest``)."""
+        """The full id of ``run_id`` (an id, a unique prefix, ``latest`` or ``latest~N``, the Nth
+        run before the latest)."""
         return str(self._run_row(run_id)[0])
 
     def _run_row(self, run_id: str) -> tuple[Any, ...]:
         cols = "id, created_at, status, config, provenance, summary"
-        if run_id == "latest":
+        if run_id == "latest" or run_id.startswith("latest~"):
+            back = run_id.removeprefix("latest").removeprefix("~") or "0"
+            if not back.isdigit():
+                raise ParityError(f"bad run {run_id!r}; write latest~N with N a number, e.g. latest~1")
             row = self._conn.execute(
-                f"SELECT {cols} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1"
+                f"SELECT {cols} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?", (int(back),)
             ).fetchone()
-            if row is None:
+            if row is None and back == "0":
                 raise ParityError(f"no runs in {self.path} yet; start one with parity run")
+            if row is None:
+                held = self._conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+                raise ParityError(f"{self.path} holds {held} run(s); there is no {run_id}")
             return row
         row = self._conn.execute(f"SELECT {cols} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is not None:
