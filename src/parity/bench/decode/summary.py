@@ -87,7 +87,7 @@ def decode_figures(summary: dict[str, Any]) -> list[Figure]:
         figures.append(Figure(
             name=f"decode.offline.tokens_per_s_per_card.at_{entry['tpot_ms']:g}ms", value=value, unit="tok/s",
             method=f"{INTERPOLATION_METHOD}; TPOT = median engine step / accepted tokens per step",
-            scope={**scope, "tpot_target_ms": entry["tpot_ms"], "status": entry["status"]},
+            scope={**scope, "tpot_target_s": entry["tpot_ms"] / 1e3, "status": entry["status"]},
             note=entry.get("reason", "")))
     for front_point in summary.get("pareto", []):
         figures.append(Figure(

@@ -67,15 +67,12 @@ def _decode_rows(label: str, cases: list[CaseResult], suite: str, tpot: str, rat
 
 
 def _targets(label: str, figures: list[dict[str, Any]], suite: str, many: bool) -> list[dict[str, Any]]:
-    """Figures of ``suite`` whose scope names a TPOT target (``tpot_target_s``, or
-    ``tpot_target_ms`` as the decode suite writes it): the throughput reached at that target, or
-    null where it was not reached."""
+    """Figures of ``suite`` whose scope names a TPOT target (``tpot_target_s``): the throughput
+    reached at that target, or null where it was not reached."""
     out = []
     for f in figures:
         scope = f.get("scope") or {}
         target = scope.get("tpot_target_s")
-        if target is None and isinstance(scope.get("tpot_target_ms"), (int, float)):
-            target = scope["tpot_target_ms"] / 1e3
         if not f.get("name", "").startswith(f"{suite}.") or target is None:
             continue
         out.append({"series": label if many else f["name"], "figure": f["name"], "tpot_target_s": target,
