@@ -8,7 +8,7 @@ every case records in its params.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from parity.bench.gemm.dtypes import DTYPES, resolve_dtype
 from parity.bench.options import option
@@ -79,21 +79,10 @@ class GemmPlan:
     def resolve(cls, options: GemmOptions, *, quick: bool, device_type: str) -> GemmPlan:
         timing = QUICK_TIMING if quick else FULL_TIMING
         kind = "cpu" if device_type == "cpu" else "accel"
-        return cls(
-            dtype=options.dtype,
-            backends=options.backends,
-            shapes=options.shapes,
-            warmup_s=timing["warmup_s"] if options.warmup_s is None else options.warmup_s,
-            budget_s=timing["budget_s"] if options.budget_s is None else options.budget_s,
-            ceiling_budget_s=(CEILING_BUDGET_S[(kind, quick)] if options.ceiling_budget_s is None
-                              else options.ceiling_budget_s),
-            flush=options.flush,
-            telemetry=options.telemetry,
-            check=options.check,
-            graph=options.graph,
-            max_call_s=options.max_call_s,
-            max_samples=options.max_samples,
-            ceiling_from=options.ceiling_from,
-            stored_ceiling=options.stored_ceiling,
-            peak_tflops=options.peak_tflops,
-        )
+        resolved = {
+            "warmup_s": timing["warmup_s"] if options.warmup_s is None else options.warmup_s,
+            "budget_s": timing["budget_s"] if options.budget_s is None else options.budget_s,
+            "ceiling_budget_s": (CEILING_BUDGET_S[(kind, quick)] if options.ceiling_budget_s is None
+                                 else options.ceiling_budget_s),
+        }
+        return cls(**{f.name: resolved.get(f.name, getattr(options, f.name)) for f in fields(cls)})
