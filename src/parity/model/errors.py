@@ -9,3 +9,9 @@ class ParityError(Exception):
     The CLI prints ``parity: <message>`` and exits with status 2; it never shows a traceback
     for this type. Raise it for bad input, unknown devices, unreadable files and the like.
     """
+
+
+def one_line(exc: BaseException, limit: int = 160) -> str:
+    """An exception's text on one line, shortened: for ParityError messages (always one line)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
 from parity.store.database import (
@@ -59,7 +59,7 @@ def parse_export(raw: bytes, *, source: str) -> tuple[RunRecord, list[CaseResult
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise ParityError(f"{source} is not JSON ({_one_line(exc)}); {HOW_TO_EXPORT}") from None
+        raise ParityError(f"{source} is not JSON ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
     if not isinstance(document, dict):
         raise ParityError(f"{source} holds a JSON {type(document).__name__}, not a run export; {HOW_TO_EXPORT}")
     check_version(document, source=source)
@@ -73,7 +73,7 @@ def parse_export(raw: bytes, *, source: str) -> tuple[RunRecord, list[CaseResult
         run = RunRecord.from_dict(run_data)
         cases = [CaseResult.from_dict(_object(c, "case")) for c in cases_data]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ParityError(f"{source}: malformed run export ({_one_line(exc)}); {HOW_TO_EXPORT}") from None
+        raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
     _check_run(run, cases, source=source)
     return run, cases
 
@@ -99,11 +99,7 @@ def _check_run(run: RunRecord, cases: list[CaseResult], *, source: str) -> None:
     try:  # every column must serialise before the transaction starts
         dump_json([run.config, run.provenance, run.summary])
     except TypeError as exc:
-        raise ParityError(f"{source}: malformed run export ({_one_line(exc)}); {HOW_TO_EXPORT}") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
+        raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
 
 
 def import_run(store: Store, path: str | os.PathLike[str], *, as_new: bool = False) -> ImportedRun:

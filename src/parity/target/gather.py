@@ -18,7 +18,7 @@ import re
 from datetime import timedelta
 from typing import Any, Protocol
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 
 
 class RankGroup(Protocol):
@@ -98,5 +98,5 @@ def all_gather(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any]:
 
 
 def _transfer_failure(what: str, exc: Exception, *, rank: int) -> str:
-    text = " ".join(str(exc).split())[:300]
+    text = one_line(exc, 300)
     return f"{what} failed on rank {rank} after every rank passed the barrier: {text}"

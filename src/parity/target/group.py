@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.target.environment import RankEnv, read_rank_env
 from parity.target.gather import gather_to_rank0
 from parity.target.provenance import rank_provenance
@@ -185,7 +185,7 @@ def _init_process_group(env: RankEnv, *, backend: str, device: Device, timeout_s
             **kwargs,
         )
     except (RuntimeError, ValueError) as exc:  # DistStoreError is a RuntimeError
-        text = " ".join(str(exc).split())[:300]
+        text = one_line(exc, 300)
         raise ParityError(
             f"rank {env.rank} of {env.world_size} could not join the {backend} group at "
             f"{env.master_addr}:{env.master_port} within {timeout_s:g} s: {text}"

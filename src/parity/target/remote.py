@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.target.record import Target
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -164,7 +164,7 @@ async def _get(address: str, timeout_s: float, api_key: str | None) -> tuple[int
             f"{address} did not answer within {timeout_s:g} s; is the server up and idle?"
         ) from None
     except aiohttp.ClientError as exc:
-        text = " ".join(str(exc).split())[:200]
+        text = one_line(exc, 200)
         raise ParityError(
             f"cannot reach {address}: {text}; start the server or fix the url"
         ) from None

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from parity.model.errors import one_line
 from parity.target.environment import LOCAL_LAUNCH_VAR
 
 LOOPBACK = "127.0.0.1"
@@ -51,7 +52,7 @@ def supervise(job: dict[str, Any], send: Any) -> None:
     try:
         send.send(_run_agent(job))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-        send.send(("error", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
+        send.send(("error", f"{type(exc).__name__}: {one_line(exc, 300)}"))
     finally:
         send.close()
 

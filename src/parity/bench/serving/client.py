@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from parity.bench.serving.prompts import Prompt
+from parity.model.errors import one_line
 
 READ_BUFFER_BYTES = 16 * 1024 * 1024
 ENDPOINT_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -188,7 +189,7 @@ async def stream_request(
     except (aiohttp.ClientError, orjson.JSONDecodeError, ValueError, OSError) as exc:
         return RequestRecord(index=index, start_ns=start, content_ns=tuple(content), end_ns=clock(),
                              asked_tokens=body["max_tokens"], handling_ns=handling, events=events,
-                             error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+                             error=f"{type(exc).__name__}: {one_line(exc, 200)}")
     return RequestRecord(
         index=index, start_ns=start, sent_ns=sent.get("sent_ns", 0), content_ns=tuple(content), end_ns=clock(),
         usage_output_tokens=_int(usage.get("completion_tokens")), usage_prompt_tokens=_int(usage.get("prompt_tokens")),

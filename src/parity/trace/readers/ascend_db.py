@@ -37,12 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.trace.readers.columns import (
     PROFILER_STEP,
     Columns,
     finish_ascend_rank,
-    one_line,
 )
 from parity.trace.table import NO_ID, ActivityTable, Kind
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.trace.readers.ascend_csv import (
     KERNEL_DETAILS,
     STEP_TRACE,
@@ -53,7 +53,6 @@ from parity.trace.readers.columns import (
     Columns,
     finish_ascend_rank,
     int_or,
-    one_line,
     times_to_ns,
 )
 from parity.trace.readers.jsonstream import EventStream

@@ -95,12 +95,6 @@ def int_or(value, default: int = NO_ID) -> int:
     return value if type(value) is int and -(2**63) <= value < 2**63 else default
 
 
-def one_line(exc: BaseException, limit: int = 160) -> str:
-    """An exception's text on one line, shortened: for ParityError messages (always one line)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def us_to_ns(values: np.ndarray) -> np.ndarray:
     """Float microseconds to int64 nanoseconds, integer part and fraction converted apart:
     ``ns = floor(us) * 1000 + rint((us - floor(us)) * 1000)``, the second term skipped when

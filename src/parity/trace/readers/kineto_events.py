@@ -14,8 +14,8 @@ from operator import eq, is_
 
 import numpy as np
 
-from parity.model.errors import ParityError
-from parity.trace.readers.columns import Columns, one_line
+from parity.model.errors import ParityError, one_line
+from parity.trace.readers.columns import Columns
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_rows import (
     CAT_CODE,

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.trace.readers.ascend_db import SQLITE_ERRORS, connect, table_names
-from parity.trace.readers.columns import PROFILER_STEP, Columns, one_line, place_steps, with_columns
+from parity.trace.readers.columns import PROFILER_STEP, Columns, place_steps, with_columns
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
