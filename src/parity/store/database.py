@@ -60,6 +60,19 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
+def unused_run_id(conn: sqlite3.Connection, *, table: str = "runs", prefix: str = "") -> str:
+    """``prefix`` + a :func:`new_run_id` that no row of ``table`` (``runs`` or
+    ``trace_analyses``) holds yet, drawn inside the caller's write transaction."""
+    if table not in ("runs", "trace_analyses"):
+        raise ValueError(f"no id column to draw from in table {table!r}")
+    for _ in range(8):
+        candidate = prefix + new_run_id()
+        if not conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (candidate,)).fetchone():
+            return candidate
+    what = "run" if table == "runs" else "trace analysis"
+    raise ParityError(f"could not draw an unused {what} id after 8 tries; retry the command")
+
+
 def dump_json(value: Any) -> str:
     return orjson.dumps(
         value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=json_default
@@ -170,21 +183,14 @@ class Store:
     def create_run(self, *, config: dict[str, Any], provenance: dict[str, Any]) -> RunRecord:
         """Start a run in state ``running`` and return its record."""
         created = now_utc()
-        for _ in range(8):
-            run_id = new_run_id()
-            with self._write() as conn:
-                taken = conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone()
-                if taken:
-                    continue
-                conn.execute(
-                    "INSERT INTO runs (id, created_at, updated_at, status, config, provenance,"
-                    " summary) VALUES (?, ?, ?, 'running', ?, ?, '{}')",
-                    (run_id, created, created, dump_json(config), dump_json(provenance)),
-                )
-            return RunRecord(
-                run_id=run_id, created_at=created, config=config, provenance=provenance
+        with self._write() as conn:
+            run_id = unused_run_id(conn)
+            conn.execute(
+                "INSERT INTO runs (id, created_at, updated_at, status, config, provenance,"
+                " summary) VALUES (?, ?, ?, 'running', ?, ?, '{}')",
+                (run_id, created, created, dump_json(config), dump_json(provenance)),
             )
-        raise ParityError("could not draw an unused run id after 8 tries; retry the command")
+        return RunRecord(run_id=run_id, created_at=created, config=config, provenance=provenance)
 
     @_sqlite_errors_as_parity_errors
     def finish_run(self, run_id: str, *, status: str, summary: dict[str, Any]) -> None:

@@ -27,8 +27,8 @@ from parity.store.database import (
     Store,
     case_row,
     dump_json,
-    new_run_id,
     now_utc,
+    unused_run_id,
 )
 
 EXPORT_KIND = "run-export"
@@ -119,7 +119,7 @@ def write_run(store: Store, run: RunRecord, cases: list[CaseResult], *, source: 
                     f"{source}: run {run_id} is already in {store.path}; pass --as-new to import it "
                     "under a new id"
                 )
-            run_id = _unused_id(conn)
+            run_id = unused_run_id(conn)
         now = now_utc()
         conn.execute(
             "INSERT INTO runs (id, created_at, updated_at, status, config, provenance, summary)"
@@ -130,11 +130,3 @@ def write_run(store: Store, run: RunRecord, cases: list[CaseResult], *, source: 
         for case in cases:
             conn.execute(INSERT_CASE, case_row(run_id, case, now))
     return ImportedRun(run_id=run_id, original_id=run.run_id, cases=len(cases))
-
-
-def _unused_id(conn: Any) -> str:
-    for _ in range(8):
-        candidate = new_run_id()
-        if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (candidate,)).fetchone():
-            return candidate
-    raise ParityError("could not draw an unused run id after 8 tries; retry the command")

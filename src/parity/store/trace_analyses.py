@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parity.model.errors import ParityError
-from parity.store.database import Store, dump_json, load_json, new_run_id, now_utc
+from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "trace-"
 _COLUMNS = "id, created_at, label, paths, sha256, format, window, options, analysis"
@@ -45,21 +45,17 @@ def add_trace_analysis(store: Store, *, paths: list[str], sha256: str, analysis:
     """Store one analysis document and return it with its new id."""
     ranks = analysis.get("ranks") or []
     created = now_utc()
-    for _ in range(8):
-        analysis_id = ID_PREFIX + new_run_id()
-        with store.transaction() as conn:
-            if conn.execute("SELECT 1 FROM trace_analyses WHERE id = ?", (analysis_id,)).fetchone():
-                continue
-            conn.execute(
-                "INSERT INTO trace_analyses (id, created_at, label, paths, sha256, format, window, options,"
-                " categories, streams, analysis) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (analysis_id, created, label or _default_label(paths), dump_json(list(paths)), sha256,
-                 str(analysis.get("format", "")), dump_json(analysis.get("window") or {}), dump_json(options),
-                 dump_json({str(r["rank"]): r.get("categories", []) for r in ranks}),
-                 dump_json(analysis.get("streams") or []), dump_json(analysis)),
-            )
-        return get_trace_analysis(store, analysis_id)
-    raise ParityError("could not draw an unused trace analysis id after 8 tries; retry the command")
+    with store.transaction() as conn:
+        analysis_id = unused_run_id(conn, table="trace_analyses", prefix=ID_PREFIX)
+        conn.execute(
+            "INSERT INTO trace_analyses (id, created_at, label, paths, sha256, format, window, options,"
+            " categories, streams, analysis) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (analysis_id, created, label or _default_label(paths), dump_json(list(paths)), sha256,
+             str(analysis.get("format", "")), dump_json(analysis.get("window") or {}), dump_json(options),
+             dump_json({str(r["rank"]): r.get("categories", []) for r in ranks}),
+             dump_json(analysis.get("streams") or []), dump_json(analysis)),
+        )
+    return get_trace_analysis(store, analysis_id)
 
 
 def _default_label(paths: list[str]) -> str:
