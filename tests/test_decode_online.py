@@ -77,24 +77,25 @@ def test_the_headline_command_writes_levels_and_stores_a_run(server: str, tmp_pa
         assert len(case.samples["ttft"]) == 4 and len(case.samples["itl"]) == 4 * 7 and case.ok
 
 
-# A 400 ms first token: 32 requests arriving at once cost the 2-core machine's server and client a
-# few ms of accept and send work, which is inside 2% of this schedule (not of a 100 ms one).
-ACCURACY_TTFT_MS = 400.0
+# An 800 ms first token and 20 ms between tokens: 32 requests arriving at once cost the 2-core
+# machine's server and client about 4 ms of accept and send work (measured +1% at 400 ms), well
+# inside 2% of this first token, and 32 streams at 20 ms leave both event loops time to spare.
+ACCURACY_TTFT_MS, ACCURACY_GAP_MS = 800.0, 20.0
 
 
 @pytest.mark.slow
 def test_ttft_and_tpot_are_within_two_percent_of_the_script_at_1_and_32_streams(tmp_path: Path) -> None:
-    with scripted_server("--ttft-ms", str(ACCURACY_TTFT_MS), "--gap-ms", str(GAP_MS)) as (url, _):
+    with scripted_server("--ttft-ms", str(ACCURACY_TTFT_MS), "--gap-ms", str(ACCURACY_GAP_MS)) as (url, _):
         levels = []
-        for concurrency, requests in ((1, 12), (32, 64)):
+        for concurrency, requests in ((1, 6), (32, 64)):
             done, doc = _parity(["--url", url, "--concurrency", str(concurrency), "--num-requests", str(requests),
                                  "--output-tokens", "32"], tmp_path)
             assert done.returncode == 0, done.stderr
             levels.extend(doc["levels"])
     for level in levels:
         assert level["median_ttft_ms"] == pytest.approx(ACCURACY_TTFT_MS, rel=0.02), level
-        assert level["median_tpot_ms"] == pytest.approx(GAP_MS, rel=0.02), level
-        assert level["median_itl_ms"] == pytest.approx(GAP_MS, rel=0.05), level
+        assert level["median_tpot_ms"] == pytest.approx(ACCURACY_GAP_MS, rel=0.02), level
+        assert level["median_itl_ms"] == pytest.approx(ACCURACY_GAP_MS, rel=0.05), level
 
 
 def test_chat_without_usage_counts_content_chunks_and_says_so(tmp_path: Path) -> None:
