@@ -229,3 +229,16 @@ def test_roofline_draws_each_shape_under_the_roof_min_p_ai_b() -> None:
     assert {"arithmetic_intensity": 10.0, "attainable_flops": 100.0, "series": "dev"} in roof  # the ridge itself
     assert [s["efficiency"] for s in roofline.spec["datasets"]["shapes"]] == [0.5, 0.9]
     assert histogram.spec["datasets"]["shapes"] == roofline.spec["datasets"]["shapes"]
+
+
+def test_a_latency_curve_without_knees_or_plateaus_draws_no_empty_layer() -> None:
+    """An empty layer has no extent and Vega warns in the console: leave it out."""
+    from parity.report.html.kernel_charts import latency_charts
+
+    summary = {"size_curves": [{"page": "4k", "points": [{"working_set_bytes": 4096, "latency_ns": 1.0}],
+                                "plateaus": []}],
+               "blocks_curves": [{"page": "4k", "points": [{"blocks": 1, "latency_ns": 80.0},
+                                                           {"blocks": 2, "latency_ns": 81.0}], "knees": []}]}
+    for chart in latency_charts([("run", summary)]):
+        layers = chart.spec["layer"]
+        assert all(layer["data"]["name"] not in ("knees", "plateaus") for layer in layers), chart.id

@@ -209,12 +209,15 @@ def latency_charts(runs: Runs) -> list[Chart]:
     y = {"field": "latency_s", "type": "quantitative", "title": "latency per load (s)", "axis": {"format": "~s"}}
     if sets["size"]:
         x = log_axis("working_set_bytes", "working set (B)")
-        spec = vega_lite({"size": sets["size"], "plateaus": sets["plateaus"]}, {"layer": [
+        plateau_layers = [
             {"data": {"name": "plateaus"}, "mark": {"type": "rule", "strokeWidth": 6, "opacity": 0.35},
              "encoding": {"x": {**x, "field": "start_bytes"}, "x2": {"field": "end_bytes"}, "y": y,
                           "color": series_color()}},
             {"data": {"name": "plateaus"}, "mark": {"type": "text", "dy": -10, "fontSize": 11},
              "encoding": {"x": {**x, "field": "start_bytes"}, "y": y, "text": {"field": "level"}}},
+        ] if sets["plateaus"] else []  # an empty layer has no extent: Vega warns in the console
+        spec = vega_lite({"size": sets["size"], "plateaus": sets["plateaus"]}, {"layer": [
+            *plateau_layers,
             {"data": {"name": "size"}, "mark": {"type": "line", "point": True},
              "encoding": {"x": x, "y": {**y, "scale": {"type": "log"}}, "color": series_color()}},
         ]})
@@ -233,12 +236,15 @@ def latency_charts(runs: Runs) -> list[Chart]:
     if sets["blocks"]:
         x = {"field": "blocks", "type": "quantitative", "title": "concurrent blocks",
              "axis": {"tickMinStep": 1, "format": "d"}}
-        spec = vega_lite({"blocks": sets["blocks"], "knees": sets["knees"]}, {"layer": [
-            {"data": {"name": "blocks"}, "mark": {"type": "line", "point": True},
-             "encoding": {"x": x, "y": y, "color": series_color()}},
+        knee_layers = [
             {"data": {"name": "knees"}, "mark": {"type": "point", "shape": "diamond", "size": 160,
                                                  "color": "#d62728", "filled": True},
              "encoding": {"x": x, "y": y}},
+        ] if sets["knees"] else []  # no knee found: no empty layer (Vega warns about its extent)
+        spec = vega_lite({"blocks": sets["blocks"], "knees": sets["knees"]}, {"layer": [
+            {"data": {"name": "blocks"}, "mark": {"type": "line", "point": True},
+             "encoding": {"x": x, "y": y, "color": series_color()}},
+            *knee_layers,
         ]}, height=260)
         charts.append(Chart(
             id="latency-blocks", section="latency", title="Latency against concurrent blocks, with knees",
