@@ -63,8 +63,12 @@ def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db
     # The ceiling's own shape, timed again after the sweep as P was, with its fraction's CI.
     own = summary["ceiling_own_shape"]
     assert own["shape"] == summary["ceiling_shape"] and own["ci95"][0] <= own["fraction"] <= own["ci95"][1]
-    assert len(own["rounds_flops"]) == len(summary["ceiling_rounds"]["rounds_flops"])
-    assert "P's own shape after the sweep" in result.output
+    rounds = summary["ceiling_rounds"]
+    assert own["source"] == "sentinel rounds through the sweep" and own["rounds_flops"] == rounds["sentinel_flops"]
+    assert len(own["rounds_flops"]) == 7 and sorted(rounds["rounds_flops"]) == sorted(
+        rounds["contest_flops"] + rounds["sentinel_flops"])
+    assert summary["ceiling_flops"] == rounds["median_flops"]
+    assert "P's own shape, timed again" in result.output and "sentinel rounds" in result.output
     again = CliRunner().invoke(cli, ["gemm", "--resume", data["run_id"], "--json", str(out)])
     assert again.exit_code == 0, again.output
     assert f"run {data['run_id']} is complete: nothing to resume" in again.output

@@ -126,9 +126,16 @@ def test_shape_too_slow_at_the_ceiling_is_skipped(cpu: Any) -> None:
 def test_cases_list_ceiling_bandwidth_then_shapes(cpu: Any) -> None:
     cases = GemmSuite().cases(device=cpu, quick=True, options=GemmOptions(backends=("matmul", "linear")))
     assert [c.key for c in cases[:2]] == ["ceiling/bf16", "bandwidth"]
-    shapes = cases[2:]
+    shapes = [c for c in cases[2:] if c.params["kind"] == "shape"]
+    sentinels = [c for c in cases[2:] if c.params["kind"] == "ceiling-sentinel"]
+    assert len(shapes) + len(sentinels) == len(cases) - 2
     assert len(shapes) % 2 == 0 and len({c.key for c in cases}) == len(cases)
-    assert all(c.params["kind"] == "shape" and c.cost > 0.5 for c in shapes)
+    assert all(c.cost > 0.5 for c in shapes)
+    # As many sentinels as the CPU contest has rounds, spread through the sweep, never at an end.
+    assert [c.key for c in sentinels] == [f"ceiling/bf16/sentinel-{i}" for i in range(1, 8)]
+    where = [i for i, c in enumerate(cases) if c.params["kind"] == "ceiling-sentinel"]
+    gaps = [b - a for a, b in zip(where, where[1:])]
+    assert where[0] > 2 and where[-1] < len(cases) - 1 and max(gaps) - min(gaps) <= 1
     with pytest.raises(ParityError, match="unknown gemm backend 'cublas'"):
         GemmSuite().cases(device=cpu, quick=True, options=GemmOptions(backends=("cublas",)))
 
@@ -180,3 +187,28 @@ def test_the_ceilings_own_shape_is_timed_in_rounds_and_checked(cpu: Any) -> None
     assert result.metrics["median_flops"] == sorted(result.metrics["rounds_flops"])[1]
     refused = measure_ceiling_shape(spec, device=cpu, dtype=resolve_dtype("fp32"), unavailable="no fp32 here")
     assert not refused.ok and refused.findings[0].code == "unsupported-dtype"
+
+
+def test_sentinels_are_spread_evenly_between_cases() -> None:
+    from parity.bench.gemm.suite import spread_between
+
+    cases = [CaseSpec(suite="gemm", key=f"s{i}") for i in range(8)]
+    marks = [CaseSpec(suite="gemm", key=f"x{j}") for j in range(2)]
+    assert [c.key for c in spread_between(cases, marks)] == ["s0", "s1", "x0", "s2", "s3", "s4", "s5", "x1", "s6", "s7"]
+    assert spread_between(cases, []) == cases
+    assert [c.key for c in spread_between([], marks)] == ["x0", "x1"]
+
+
+def test_a_sentinel_times_one_round_of_the_ceilings_shape_from_the_state(cpu: Any) -> None:
+    suite = GemmSuite()
+    options = GemmOptions(dtype="fp32")
+    spec = CaseSpec(suite="gemm", key="ceiling/fp32/sentinel-1",
+                    params={"kind": "ceiling-sentinel", "dtype": "fp32", "backend": "matmul",
+                            "ceiling_budget_s": 1.0, "rounds": 1})
+    skipped = suite.measure(spec, device=cpu, options=options, state={})
+    assert skipped.ok and skipped.findings[0].code == "sentinel-skipped" and "rounds_flops" not in skipped.metrics
+    state = {(cpu.name, "fp32"): {"flops": 1e9, "dims": (48, 32, 16)}}
+    timed = suite.measure(spec, device=cpu, options=options, state=state)
+    assert timed.ok and timed.check["passed"]
+    assert (timed.params["m"], timed.params["n"], timed.params["k"]) == (48, 32, 16)
+    assert len(timed.metrics["rounds_flops"]) == 1 and timed.metrics["rounds_flops"][0] > 0

@@ -40,7 +40,8 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     shape = summary.get("ceiling_shape")
     figures = [
         Figure(name="gemm.ceiling", value=summary.get("ceiling_flops"), unit="FLOP/s",
-               method="measured compute ceiling: median contest round of the ceiling search's winner",
+               method=("measured compute ceiling: "
+                       + (summary.get("ceiling_statistic") or "median contest round of the ceiling search's winner")),
                scope={**scope, "shape": shape, "ceiling_from": summary.get("ceiling_from")},
                ci95=_ceiling_ci(summary.get("ceiling_rounds")), best=summary.get("ceiling_best_flops"),
                note=summary.get("ceiling_error") or _unstable_note(summary.get("ceiling_rounds"))),
@@ -54,7 +55,8 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     own = summary.get("ceiling_own_shape")
     figures.append(Figure(
         name="gemm.ceiling_own_shape_fraction", value=own["fraction"] if own else None, unit="1",
-        method="the ceiling's shape timed again after the sweep, median round over P's median round; 95% bootstrap CI",
+        method=(f"the ceiling's shape timed again ({own['source']}): {own['statistic']}; 95% bootstrap CI" if own
+                else "the ceiling's shape timed again: median round over P; 95% bootstrap CI"),
         scope={**scope, "shape": own["shape"] if own else shape, "rounds": len(own["rounds_flops"]) if own else 0},
         ci95=tuple(own["ci95"]) if own else None,
         note="" if own else "the ceiling's shape was not timed again (no ceiling, or the run stopped first)"))

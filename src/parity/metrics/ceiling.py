@@ -12,9 +12,18 @@ Dispersion of the rounds (FLOP/s): quartiles and a 95% percentile bootstrap CI o
 CI is wider than that: either says that the same search run again may well land more than 10%
 away, which is more than the CI of one run can promise.
 
-The ceiling's own shape is timed again after the sweep, the same number of rounds of the same
-length, and quoted as a fraction of ``P`` with a CI (``own_shape_fraction``): a contest winner
-chosen among noisy candidates, or a machine whose speed moved, shows as 1.0 outside that CI.
+The machine's speed moves while a sweep runs (on a shared CPU, by 10-20% for seconds at a time),
+so ``P`` is not taken from the contest alone: the winner's shape is also timed in sentinel
+rounds spread through the sweep (``ceiling/<dtype>/sentinel-<i>``, one round each, as long as a
+contest round), and ``P`` is the median of the contest and sentinel rounds together
+(``ceiling_rounds`` on the pooled rounds): the ceiling of the moments the shapes were timed in.
+Its dispersion then shows the run's drift, and an ``unstable`` flag says so.
+
+The own shape's fraction of ``P`` is ``median(sentinels) / P`` with a CI that resamples the two
+sets of rounds (``pooled_own_shape_fraction``); beside it, ``median(sentinels) /
+median(contest)`` (``own_shape_fraction``) says how far the sweep's moments were from the
+contest's. A reused ceiling (``--ceiling-from``) is not pooled: the sweep's sentinels over the
+stored contest rounds are its fraction.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parity.stats.summary import ratio_ci, summarize
+from parity.stats.summary import pooled_ratio_ci, ratio_ci, summarize
 
 # Relative spread of the contest rounds (and relative CI width) beyond which P is unstable.
 UNSTABLE_SPREAD = 0.10
@@ -76,11 +85,12 @@ def ceiling_rounds(rates: Sequence[float]) -> CeilingRounds:
 
 @dataclass(frozen=True, kw_only=True)
 class OwnShapeFraction:
-    """The ceiling's own shape timed again after the sweep, as a fraction of ``P``."""
+    """The ceiling's own shape timed again (``rates``, FLOP/s), as a fraction of ``P``."""
 
     fraction: float
     ci95: tuple[float, float]
     rates: tuple[float, ...]
+    statistic: str
 
     @property
     def reproduced(self) -> bool:
@@ -89,7 +99,7 @@ class OwnShapeFraction:
         return self.ci95[0] <= 1.0 <= self.ci95[1]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"statistic": "median round over P's median round", "fraction": self.fraction,
+        return {"statistic": self.statistic, "fraction": self.fraction,
                 "ci95": list(self.ci95), "reproduced": self.reproduced, "rounds_flops": list(self.rates)}
 
 
@@ -101,9 +111,30 @@ def own_shape_fraction(own_rates: Sequence[float], ceiling_rates: Sequence[float
 
     Example: own rounds 9, 10, 11 and ceiling rounds 10, 10, 10 -> fraction 10 / 10 = 1.0.
     """
-    own = [float(r) for r in own_rates]
-    ceiling = [float(r) for r in ceiling_rates]
-    if not own or not ceiling or min(own + ceiling) <= 0:
-        raise ValueError(f"the own-shape fraction needs positive round rates, got {own} and {ceiling}")
+    own, ceiling = _positive(own_rates, ceiling_rates)
     fraction, low, high = ratio_ci(own, ceiling)
-    return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(own))
+    return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(own),
+                            statistic="median own-shape round over the median contest round")
+
+
+def pooled_own_shape_fraction(sentinel_rates: Sequence[float], contest_rates: Sequence[float]) -> OwnShapeFraction:
+    """``fraction = median(sentinels) / median(contest + sentinels)``: the sentinel rounds'
+    median over ``P`` when ``P`` pools both sets, with a 95% CI from bootstrap resamples that
+    draw the two sets independently and recompute both medians from each draw
+    (``parity.stats.pooled_ratio_ci``).
+
+    Example: sentinels 8, 8, 8 and contest 10, 10, 10 -> P = median(8, 8, 8, 10, 10, 10) = 9,
+    fraction 8 / 9 = 0.889 with a CI of [0.889, 0.889]: not reproduced.
+    """
+    sentinels, contest = _positive(sentinel_rates, contest_rates)
+    fraction, low, high = pooled_ratio_ci(sentinels, contest)
+    return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(sentinels),
+                            statistic="median sentinel round over P, the median of contest and sentinel rounds")
+
+
+def _positive(first: Sequence[float], second: Sequence[float]) -> tuple[list[float], list[float]]:
+    a = [float(r) for r in first]
+    b = [float(r) for r in second]
+    if not a or not b or min(a + b) <= 0:
+        raise ValueError(f"the own-shape fraction needs positive round rates, got {a} and {b}")
+    return a, b

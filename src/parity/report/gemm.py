@@ -58,7 +58,10 @@ def ceiling_detail(summary: dict[str, Any], scale: float) -> str:
     if not rounds:
         return ""
     ci = rounds.get("ci95_flops")
-    text = (f" (median of {len(rounds.get('rounds_flops', []))} rounds; best {tflops(rounds.get('best_flops'), scale)}"
+    count = len(rounds.get("rounds_flops", []))
+    what = (f"{len(rounds['contest_flops'])} contest and {len(rounds['sentinel_flops'])} sentinel rounds"
+            if rounds.get("sentinel_flops") else f"{count} rounds")
+    text = (f" (median of {what}; best {tflops(rounds.get('best_flops'), scale)}"
             + (f", 95% CI {tflops(ci[0], scale)}-{tflops(ci[1], scale)}" if ci else ", too few rounds for a CI") + ")")
     if rounds.get("unstable"):
         shown = ", ".join(tflops(r, scale) for r in rounds.get("rounds_flops", []))
@@ -104,10 +107,12 @@ def headline_table(summary: dict[str, Any]) -> Table:
     own = summary.get("ceiling_own_shape")
     if own:
         low, high = own["ci95"]
-        table.add_row("P's own shape after the sweep",
+        table.add_row("P's own shape, timed again",
                       Text(f"{percent(own['fraction'])} of P [95% CI {percent(low)}, {percent(high)}], median of "
-                           f"{len(own['rounds_flops'])} rounds, as P"
-                           + ("" if own["reproduced"] else "; 100% is outside the CI")))
+                           f"{len(own['rounds_flops'])} {own.get('source', 'rounds')}"
+                           + ("" if own["reproduced"] else "; 100% is outside the CI")
+                           + (f"; {percent(own['contest_fraction']['fraction'])} of the contest's median"
+                              if own.get("contest_fraction") else "")))
     eff = summary.get("efficiency_compute_bound")
     if eff:
         ci = (f"95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}" if eff.get("ci95_low") is not None

@@ -96,6 +96,34 @@ def ratio_ci(
     return float(np.median(num) / np.median(den)), float(low), float(high)
 
 
+def pooled_ratio_ci(
+    part: Sequence[float] | np.ndarray,
+    rest: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, float, float]:
+    """``median(part) / median(part + rest)``, a sample's median over the median of the pool it
+    belongs to, with a bootstrap CI: each resample draws ``part`` and ``rest`` independently (two
+    independent samples) and recomputes both medians from the same draw, so the shared values
+    are shared in every resample too.
+
+    Returns ``(ratio, low, high)``. Example: part 8, 8, 8 and rest 10, 10, 10 -> 8 / 9.
+    """
+    a = _as_array(part)
+    b = _as_array(rest)
+    if np.any(a <= 0) or np.any(b <= 0):
+        raise ValueError("pooled ratio samples must be positive")
+    rng = np.random.default_rng(seed)
+    da = a[rng.integers(0, a.size, size=(resamples, a.size))]
+    db = b[rng.integers(0, b.size, size=(resamples, b.size))]
+    ratios = np.median(da, axis=1) / np.median(np.concatenate([da, db], axis=1), axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.percentile(ratios, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return float(np.median(a) / np.median(np.concatenate([a, b]))), float(low), float(high)
+
+
 def tukey_outliers(values: Sequence[float] | np.ndarray, *, fence: float = 1.5) -> list[int]:
     """Indices of samples outside ``[p25 - fence*IQR, p75 + fence*IQR]``; flagged, never dropped."""
     arr = _as_array(values)

@@ -6,9 +6,11 @@ figures use its best backend (highest achieved rate among rows whose check passe
 backend's own figures are kept beside it.
 
 Statistic. A shape's rate is its median call (``achieved_flops``, its fastest call beside it as
-``best_flops``) and ``P`` is the ceiling's median contest round (its best round beside it as
-``ceiling_best_flops``): every fraction of ``P`` and every efficiency is median over median,
-and the summary says so (``statistic``).
+``best_flops``) and ``P`` is the median round of the ceiling's shape, over its contest rounds and
+the sentinel rounds timed through the sweep (``pooled_ceiling``; the contest's alone for a reused
+ceiling, or when fewer than three sentinels were timed), its best round beside it as
+``ceiling_best_flops``: every fraction of ``P`` and every efficiency is median over median, and
+the summary says so (``statistic``).
 
 Summary figures (DESIGN.md, GEMM):
 - ``best_fraction_of_ceiling``: the best achieved rate over ``P`` (the "99.7%" figure);
@@ -23,7 +25,13 @@ from typing import Any
 
 from parity.bench.gemm.speedup_summary import speedup_summary
 from parity.bench.recheck import settle_rechecks
-from parity.metrics.ceiling import own_shape_fraction
+from parity.bench.gemm.measure_case import ceiling_findings
+from parity.metrics.ceiling import (
+    MIN_ROUNDS_FOR_CI,
+    ceiling_rounds,
+    own_shape_fraction,
+    pooled_own_shape_fraction,
+)
 from parity.metrics.roofline import (
     COMPUTE_BOUND,
     MEMORY_BOUND,
@@ -39,7 +47,7 @@ from parity.stats.trend import off_trend
 
 TERA = 1e12
 GIGA = 1e9
-STATISTIC = "median: each shape's median call over P's median contest round (best of each kept beside it)"
+STATISTIC = "median: each shape's median call over P's median round (best of each kept beside it)"
 
 
 def _ceilings(results: list[CaseResult]) -> tuple[CaseResult | None, CaseResult | None]:
@@ -152,14 +160,16 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
     results, trend_findings = settle_rechecks(
         results, find=off_trend_shapes, describe=lambda r: f"{float(r.metrics['achieved_flops']) / TERA:.4g} TFLOP/s")
     ceiling_case, bandwidth_case = _ceilings(results)
-    peak = _ok_value(ceiling_case, "ceiling_flops")
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
-    cm = ceiling_case.metrics if ceiling_case is not None else {}
+    cm = pooled_ceiling(ceiling_case, sentinel_rates(results))
+    peak = float(cm["ceiling_flops"]) if ceiling_case is not None and ceiling_case.error is None and cm.get("ceiling_flops") else None
     sheet = cm.get("datasheet_flops")
     rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
     figures = _figures(rows, peak)
     own = own_shape_figure(results, cm)
+    ceiling_codes = [f.code for f in cm.pop("findings", ())]
+    pooled_findings = [f.to_dict() for f in cm.pop("pooled_findings", ())]
     # Headline figures first: the run summary shows the first few scalars.
     summary: dict[str, Any] = {
         "ceiling_flops": peak,
@@ -173,7 +183,8 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "ceiling_shape": cm.get("ceiling_shape"),
         "ceiling_best_flops": cm.get("ceiling_best_flops"),
         "ceiling_rounds": cm.get("ceiling_rounds"),
-        "ceiling_findings": [f.code for f in ceiling_case.findings] if ceiling_case is not None else [],
+        "ceiling_statistic": cm.get("ceiling_statistic"),
+        "ceiling_findings": ceiling_codes,
         "ceiling_from": cm.get("ceiling_from"),
         "emulation_note": cm.get("emulation_note"),
         "ceiling_error": ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
@@ -189,7 +200,8 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "failed": [_failure(r) for r in shape_results if not r.ok],
         "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
         "ceiling_own_shape": own,
-        "findings": trend_findings + ([own_shape_finding(own)] if own and not own["reproduced"] else []),
+        "findings": (trend_findings + pooled_findings
+                     + ([own_shape_finding(own)] if own and not own["reproduced"] else [])),
         "backends": _per_backend(rows, peak),
         "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
     }
@@ -198,27 +210,74 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
     return summary
 
 
+def sentinel_rates(results: list[CaseResult]) -> list[float]:
+    """The rates (FLOP/s) of the sentinel rounds timed through the sweep, in case order."""
+    return [float(rate) for r in results if r.params.get("kind") == "ceiling-sentinel" and r.ok
+            for rate in r.metrics.get("rounds_flops") or []]
+
+
+def pooled_ceiling(ceiling: CaseResult | None, sentinels: list[float]) -> dict[str, Any]:
+    """The ceiling case's metrics with ``P`` taken over its contest rounds and the sweep's
+    sentinel rounds together (``parity.metrics.ceiling``): ``ceiling_flops`` (the pooled median),
+    ``ceiling_best_flops``, ``ceiling_rounds`` (with ``contest_flops`` and ``sentinel_flops``),
+    ``pooled_findings`` (``unstable-ceiling`` over the pooled rounds) and ``findings`` (the
+    case's, its ``unstable-ceiling`` verdict replaced by the pooled one). Only ``findings`` is
+    added for a reused ceiling, a failed one, or fewer than ``MIN_ROUNDS_FOR_CI`` sentinels."""
+    metrics = dict(ceiling.metrics) if ceiling is not None else {}
+    metrics["findings"] = list(ceiling.findings) if ceiling is not None else []
+    contest = (metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
+    if (ceiling is None or ceiling.error is not None or metrics.get("ceiling_from") or not contest
+            or len(sentinels) < MIN_ROUNDS_FOR_CI):
+        return metrics
+    pooled = ceiling_rounds(list(contest) + sentinels)
+    unstable = ceiling_findings(pooled, where="contest and sentinel rounds")
+    metrics.update({
+        "findings": [f for f in ceiling.findings if f.code != "unstable-ceiling"] + unstable,
+        "ceiling_flops": pooled.median_flops, "ceiling_best_flops": pooled.best_flops,
+        "ceiling_statistic": "median of the winner's contest rounds and the sentinel rounds timed through the sweep",
+        "ceiling_rounds": {**pooled.to_dict(), "statistic": "median of contest and sentinel rounds",
+                           "contest_flops": list(contest), "sentinel_flops": list(sentinels)},
+        "pooled_findings": unstable})
+    return metrics
+
+
 def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any]) -> dict[str, Any] | None:
-    """The ceiling's own shape timed again after the sweep (``ceiling/<dtype>/own-shape``) as a
-    fraction of ``P`` with its CI (``parity.metrics.ceiling.own_shape_fraction``); None when
-    either side is missing."""
-    own = next((r for r in results if r.params.get("kind") == "ceiling-shape" and r.ok), None)
-    ceiling_rates = (ceiling_metrics.get("ceiling_rounds") or {}).get("rounds_flops")
-    if own is None or not ceiling_rates or not own.metrics.get("rounds_flops"):
+    """The ceiling's own shape as a fraction of ``P`` with its CI: from the sentinel rounds when
+    at least ``MIN_ROUNDS_FOR_CI`` were timed (``pooled_own_shape_fraction`` when ``P`` pools
+    them, ``own_shape_fraction`` over the rounds of a reused ``P``), else from ``ceiling/<dtype>/own-shape``
+    timed after the sweep (``own_shape_fraction``); ``contest_fraction``: the same rounds over
+    the contest's median round. None when either side is missing."""
+    rounds = ceiling_metrics.get("ceiling_rounds") or {}
+    p_rounds = rounds.get("rounds_flops")
+    contest = rounds.get("contest_flops") or p_rounds
+    shape = ceiling_metrics.get("ceiling_shape")
+    if not p_rounds or not shape:
         return None
-    p = own.params
-    return {"shape": {"m": p["m"], "n": p["n"], "k": p["k"]},
-            **own_shape_fraction(own.metrics["rounds_flops"], ceiling_rates).to_dict()}
+    sentinels = sentinel_rates(results)
+    own = next((r for r in results if r.params.get("kind") == "ceiling-shape" and r.ok), None)
+    if len(sentinels) >= MIN_ROUNDS_FOR_CI:
+        timed, source = sentinels, "sentinel rounds through the sweep"
+    elif own is not None and own.metrics.get("rounds_flops"):
+        timed, source = list(own.metrics["rounds_flops"]), "rounds timed after the sweep"
+    else:
+        return None
+    pooled_here = bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
+    fraction = (pooled_own_shape_fraction(timed, contest) if pooled_here
+                else own_shape_fraction(timed, p_rounds))
+    versus_contest = own_shape_fraction(timed, contest)
+    return {"shape": {d: shape[d] for d in "mnk"}, "source": source, **fraction.to_dict(),
+            "contest_fraction": {"fraction": versus_contest.fraction, "ci95": list(versus_contest.ci95),
+                                 "statistic": versus_contest.statistic}}
 
 
 def own_shape_finding(own: dict[str, Any]) -> dict[str, Any]:
-    """``ceiling-not-reproduced`` (a warning): the shape that gave ``P``, timed again after the
-    sweep, reads a fraction of ``P`` whose CI excludes 1.0."""
+    """``ceiling-not-reproduced`` (a warning): the shape that gave ``P``, timed again (its
+    ``source`` rounds), reads a fraction of ``P`` whose CI excludes 1.0."""
     low, high = own["ci95"]
     shape = own["shape"]
     return {"code": "ceiling-not-reproduced", "severity": "warning",
-            "message": (f"the ceiling's own shape {shape['m']}x{shape['n']}x{shape['k']}, timed again after the "
-                        f"sweep, reads {100 * own['fraction']:.1f}% of P (95% CI {100 * low:.1f}%-{100 * high:.1f}%)"),
+            "message": (f"the ceiling's own shape {shape['m']}x{shape['n']}x{shape['k']} ({own['source']}) "
+                        f"reads {100 * own['fraction']:.1f}% of P (95% CI {100 * low:.1f}%-{100 * high:.1f}%)"),
             "hint": ("P was measured at a faster (or slower) moment than the sweep: fractions of P move by as much; "
                      "run on an idle machine, or share one P between sweeps with --ceiling-from RUN")}
 

@@ -43,6 +43,14 @@ def error_row(case: CaseSpec, *, code: str, message: str, hint: str, metrics: di
     )
 
 
+def skipped_row(case: CaseSpec, *, code: str, message: str) -> CaseResult:
+    """A row for a case that was not timed, and why: not an error, an info finding."""
+    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params), metrics={"skipped": message},
+                      check={"passed": True, "skipped": True},
+                      findings=(Finding(code=code, severity=Severity.INFO, message=message,
+                                        hint="a fresh run times every sentinel"),))
+
+
 def unsupported_dtype_row(case: CaseSpec, reason: str, *, metrics: dict[str, Any] | None = None) -> CaseResult:
     """The row of a case whose dtype this device cannot run (``reason`` says why)."""
     return error_row(case, code="unsupported-dtype", message=reason, metrics=metrics,
@@ -117,9 +125,10 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
                                "statistic": "median of the rounds, as P"})
 
 
-def ceiling_findings(rounds: CeilingRounds) -> list[Finding]:
-    """``unstable-ceiling`` (a warning) when the contest rounds spread beyond what one run's CI
-    can promise (``CeilingRounds.unstable``), with every round in the message."""
+def ceiling_findings(rounds: CeilingRounds, *, where: str = "rounds") -> list[Finding]:
+    """``unstable-ceiling`` (a warning) when the ceiling's rounds (``where`` names them) spread
+    beyond what one run's CI can promise (``CeilingRounds.unstable``), with every round in the
+    message."""
     if not rounds.unstable:
         return []
     shown = ", ".join(f"{r / 1e12:.4g}" for r in rounds.rates)
@@ -127,7 +136,7 @@ def ceiling_findings(rounds: CeilingRounds) -> list[Finding]:
           else "too few rounds for a CI")
     return [Finding(
         code="unstable-ceiling", severity=Severity.WARNING,
-        message=(f"the ceiling's rounds spread {100 * rounds.spread:.0f}% of their median "
+        message=(f"the ceiling's {where} spread {100 * rounds.spread:.0f}% of their median "
                  f"({shown} TFLOP/s; median {rounds.median_flops / 1e12:.4g}, {ci})"),
         hint=("another run may measure a different P: run on an idle machine, raise the ceiling budget, "
               "or share one P between sweeps with --ceiling-from RUN"))]

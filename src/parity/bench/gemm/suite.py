@@ -1,9 +1,13 @@
 """The GEMM suite: the catalog's shapes through each backend, rated against measured ceilings.
 
 Cases, in order: the compute-ceiling search for the dtype (``ceiling/<dtype>``), the bandwidth
-ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``;
-after the sweep (``recheck``) the off-trend shapes again and the ceiling's own shape timed as
-``P`` was (``ceiling/<dtype>/own-shape``).
+ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``,
+with as many sentinel cases as the contest has rounds spread evenly between them
+(``ceiling/<dtype>/sentinel-<i>``: one round of the ceiling's shape, timed as a contest round,
+so that ``P`` covers the moments the shapes were timed in; ``parity.metrics.ceiling``); after the
+sweep (``recheck``) the off-trend shapes again, and, when fewer than three sentinels were timed
+(a run resumed past its ceiling has no shape to time), the ceiling's own shape in as many rounds
+as ``P`` had (``ceiling/<dtype>/own-shape``).
 Each shape case times the backend with the timing core (warm-up, cache flushed before every
 call, inputs rotated past the cache, telemetry sampled), checks the product on fresh inputs,
 and records what it saw. The roofline figures that need the ceilings (attainable, efficiency,
@@ -16,12 +20,14 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Any
 
 from parity.bench.catalog import catalog, load_user_shapes, quick_selection
 from parity.bench.catalog.shapes import Shape
 from parity.bench.figures import gemm_figures
-from parity.bench.gemm.analysis import analyse, off_trend_shapes
+from parity.bench.ceiling import SearchPlan
+from parity.bench.gemm.analysis import analyse, off_trend_shapes, sentinel_rates
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.bench.gemm.measure_case import (
@@ -29,10 +35,12 @@ from parity.bench.gemm.measure_case import (
     measure_ceiling,
     measure_ceiling_shape,
     measure_shape,
+    skipped_row,
 )
 from parity.bench.gemm.options import GemmOptions, GemmPlan
 from parity.bench.gemm.stored_ceiling import stored_ceiling_row
 from parity.bench.suite import CaseSpec, SuiteBase
+from parity.metrics.ceiling import MIN_ROUNDS_FOR_CI
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
@@ -95,15 +103,16 @@ def shape_key(dtype: str, backend: str, shape: Shape) -> str:
 class GemmSuite(SuiteBase):
     """``parity gemm`` / ``parity run --suite gemm``.
 
-    State (``setup``): the compute ceilings measured in this run, by (device, dtype), the guard
-    against shapes too slow to time. A resumed run that skips the ceiling case has no guard.
+    State (``setup``): the compute ceilings measured in this run, by (device, dtype): their rate,
+    the guard against shapes too slow to time, and their shape, which the sentinels time. A
+    resumed run that skips the ceiling case has neither: no guard, and its sentinels are skipped.
     """
 
     name = SUITE
     description = "matmul over the 1,055-shape catalog: TFLOP/s, roofline efficiency, ceilings"
     options_type = GemmOptions
 
-    def setup(self, *, device: Any, options: GemmOptions) -> dict[tuple[str, str], float]:
+    def setup(self, *, device: Any, options: GemmOptions) -> dict[tuple[str, str], dict[str, Any]]:
         return {}
 
     def cases(self, *, device: Any, quick: bool, options: GemmOptions) -> list[CaseSpec]:
@@ -126,6 +135,7 @@ class GemmSuite(SuiteBase):
         ]
         subsets = {spec: tuned_subset(load_backend(spec), shapes, quick=quick) for spec in opts.backends[1:]}
         baseline = opts.backends[0]
+        swept: list[CaseSpec] = []
         for shape in shapes:
             for spec in opts.backends:
                 params = {"kind": "shape", "dtype": opts.dtype, "backend": spec, **shape.to_dict(), **timing}
@@ -134,10 +144,16 @@ class GemmSuite(SuiteBase):
                     if shape.dims not in chosen:
                         continue
                     params.update({"baseline": baseline, "subset": note})
-                cases.append(CaseSpec(suite=SUITE, key=shape_key(opts.dtype, spec, shape),
+                swept.append(CaseSpec(suite=SUITE, key=shape_key(opts.dtype, spec, shape),
                                       cost=(2 if spec != baseline else 1) * (fixed_s + CALLS_PER_SHAPE * shape.flops / rate),
                                       params=params))
-        return cases
+        plan = SearchPlan.for_device(device.type, budget_s=opts.ceiling_budget_s)
+        sentinels = [
+            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}/sentinel-{index + 1}", cost=2 * plan.confirm_budget_s,
+                     params={"kind": "ceiling-sentinel", "dtype": opts.dtype, "backend": baseline,
+                             "ceiling_budget_s": opts.ceiling_budget_s, "rounds": 1})
+            for index in range(plan.confirm_repeats if swept else 0)]
+        return cases + spread_between(swept, sentinels)
 
     def measure(self, case: CaseSpec, *, device: Any, options: GemmOptions,
                 state: dict[tuple[str, str], float]) -> CaseResult:
@@ -149,6 +165,15 @@ class GemmSuite(SuiteBase):
         reason = unavailable_reason(dtype, device)
         if kind == "ceiling-shape":
             return measure_ceiling_shape(case, device=device, dtype=dtype, unavailable=reason)
+        if kind == "ceiling-sentinel":
+            ceiling = state.get((device.name, dtype.name))
+            if ceiling is None:
+                return skipped_row(case, code="sentinel-skipped",
+                                   message="no ceiling was measured in this process (a resumed run, or the ceiling "
+                                           "failed), so its shape is unknown and this sentinel round was not timed")
+            m, n, k = ceiling["dims"]
+            timed = replace(case, params={**case.params, "m": m, "n": n, "k": k})
+            return measure_ceiling_shape(timed, device=device, dtype=dtype, unavailable=reason)
         if kind == "ceiling":
             if options.ceiling_from and not options.stored_ceiling:
                 raise ParityError(f"gemm.ceiling_from={options.ceiling_from}: the stored ceiling was not "
@@ -158,16 +183,21 @@ class GemmSuite(SuiteBase):
                       if options.stored_ceiling
                       else measure_ceiling(case, device=device, dtype=dtype, unavailable=reason))
             if result.error is None:
-                state[(device.name, dtype.name)] = float(result.metrics["ceiling_flops"])
+                dims = result.metrics.get("ceiling_shape") or {}
+                state[(device.name, dtype.name)] = {
+                    "flops": float(result.metrics["ceiling_flops"]),
+                    "dims": (int(dims["m"]), int(dims["n"]), int(dims["k"])) if dims else None}
             return result
         backend = load_backend(params["backend"])
         baseline = load_backend(params["baseline"]) if params.get("baseline") else None
+        ceiling = state.get((device.name, dtype.name))
         return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
-                             ceiling_flops=state.get((device.name, dtype.name)), baseline=baseline)
+                             ceiling_flops=ceiling["flops"] if ceiling else None, baseline=baseline)
 
     def recheck(self, results: list[CaseResult], *, options: GemmOptions) -> list[CaseSpec]:
         """Shapes whose rate is off the trend of their neighbours in shape, measured once more,
-        and the ceiling's own shape timed again as ``P`` was (``own_shape_case``)."""
+        and, with fewer than three sentinel rounds, the ceiling's own shape timed again as ``P``
+        was (``own_shape_case``)."""
         again = [CaseSpec(suite=SUITE, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                  for r in off_trend_shapes(results)]
         own = own_shape_case(results)
@@ -180,12 +210,23 @@ class GemmSuite(SuiteBase):
         return gemm_figures(summary)
 
 
+def spread_between(cases: list[CaseSpec], inserts: list[CaseSpec]) -> list[CaseSpec]:
+    """``cases`` with ``inserts`` spread evenly between them: insert ``j`` of ``r`` goes before
+    case ``floor((j + 0.5) * n / r)`` of ``n``, so the first and last fall half a gap in from
+    each end (2 inserts into 8 cases: before cases 2 and 6)."""
+    out = list(cases)
+    for j in reversed(range(len(inserts))):
+        out.insert(math.floor((j + 0.5) * len(cases) / len(inserts)), inserts[j])
+    return out
+
+
 def own_shape_case(results: list[CaseResult]) -> CaseSpec | None:
     """``ceiling/<dtype>/own-shape``: the measured (or reused) ceiling's shape, to be timed after
     the sweep in as many rounds as ``P`` has (``measure_ceiling_shape``); None without an ok
-    ceiling case with its rounds."""
+    ceiling case with its rounds, or when the sweep timed at least ``MIN_ROUNDS_FOR_CI``
+    sentinel rounds (they are the own shape's rounds then)."""
     ceiling = next((r for r in results if r.params.get("kind") == "ceiling"), None)
-    if ceiling is None or not ceiling.ok:
+    if ceiling is None or not ceiling.ok or len(sentinel_rates(results)) >= MIN_ROUNDS_FOR_CI:
         return None
     shape = ceiling.metrics.get("ceiling_shape") or {}
     rounds = (ceiling.metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
