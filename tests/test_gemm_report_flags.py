@@ -51,3 +51,10 @@ def test_headline_prints_bracketed_text_as_text() -> None:
     text = _text(headline_table(summary))
     assert "47.5% [too few for a CI], n=2" in text
     assert "93.2% of P [95% CI 91.5%, 97.4%], median of 6 sentinel rounds; 100% is outside the CI" in text
+
+
+def test_the_case_table_shows_a_sentinel_rounds_rate() -> None:
+    from parity.report.cases import rate_text
+
+    assert rate_text({"rounds_flops": [1.7e11], "median_flops": 1.7e11}) == "170 GFLOP/s"
+    assert rate_text({"skipped": "no ceiling"}) == "-"

@@ -1,7 +1,8 @@
 """The per-case table of ``parity runs show``: one row per stored case (never measures).
 
 Columns: suite, key, status (ok, FAILED, error), median time with its IQR as a share of the
-median, the case's rate (GFLOP/s or TFLOP/s from ``achieved_flops`` or ``flop_per_s``; GB/s
+median, the case's rate (GFLOP/s or TFLOP/s from ``achieved_flops``, ``flop_per_s``, a ceiling's
+``ceiling_flops`` or the median round of a ceiling's shape timed again, ``median_flops``; GB/s
 from ``gbps`` or ``bytes_per_s``), and its finding codes. Units are formatted here only.
 """
 
@@ -20,7 +21,8 @@ MAX_CASE_ROWS = 200
 
 def rate_text(metrics: dict[str, Any]) -> str:
     """The case's rate in humans' units, '-' when it has none."""
-    flops = metrics.get("achieved_flops") or metrics.get("flop_per_s") or metrics.get("ceiling_flops")
+    flops = (metrics.get("achieved_flops") or metrics.get("flop_per_s") or metrics.get("ceiling_flops")
+             or metrics.get("median_flops"))
     if flops:
         return f"{flops / 1e12:.4g} TFLOP/s" if flops >= 1e12 else f"{flops / 1e9:.4g} GFLOP/s"
     gbps = metrics.get("gbps")
