@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity.model.errors import ParityError
-from parity.trace.readers import columns
-from parity.trace.readers.columns import MAX_US, Columns, times_to_ns
-from parity.trace.readers.kineto_events import _name_ids
-from parity.trace.readers.kineto_rows import Block, add_block
-from parity.trace.readers.kineto_structs import ABSENT
-from parity.trace.readers.lanes import ScanState
+from parity.trace.readers import times
+from parity.trace.readers.columns import Columns
+from parity.trace.readers.kineto_events import ABSENT, DECODER, Args, Complete, ScanState, _name_ids, scan_block
+from parity.trace.readers.times import MAX_US, times_to_ns
 from parity.trace.table import NO_ID
 
 PATH = Path("t.json")
@@ -36,52 +35,46 @@ value = st.one_of(
 )
 
 
-def _block(**values) -> Block:
-    b = Block()
-    n = len(values["ts"])
-    b.where, b.kinds, b.name_ids = range(n), [0] * n, [0] * n
-    for key in ("pids", "tids", "devs", "streams", "corrs", "exts"):
-        setattr(b, key, [NO_ID] * n)
-    for key, column in values.items():
-        setattr(b, key, column)
-    return b
+def _block(ts: list[bytes], durs: list, *, pids=None, tids=None, devs=None, streams=None, corrs=None,
+           exts=None) -> list[Complete]:  # fmt: skip
+    """Complete kernel events with these values (absent ids as the decoder gives them)."""
+    n = len(ts)
+
+    def column(values, default):
+        return values if values is not None else [default] * n
+
+    pids, tids, devs, streams = column(pids, NO_ID), column(tids, NO_ID), column(devs, NO_ID), column(streams, NO_ID)
+    corrs, exts = column(corrs, NO_ID), column(exts, ABSENT)
+    return [Complete(cat="kernel", name="k", pid=pids[i], tid=tids[i], ts=msgspec.Raw(ts[i]), dur=durs[i],
+                     args=Args(device=devs[i], stream=streams[i], correlation=corrs[i], external_id=exts[i]))
+            for i in range(n)]  # fmt: skip
+
+
+def _scan(events: list, first: int, cols: Columns | None = None) -> Columns:
+    cols = cols if cols is not None else Columns()
+    scan_block(events, first, cols, ScanState(path=PATH))
+    return cols
 
 
 def test_block_rows_and_errors() -> None:
-    cols = Columns()
-    add_block(
-        cols,
-        ScanState(path=PATH),
-        0,
-        _block(ts=[b"1.5", b"2.0"], durs=[1.0, 0.25], corrs=[7, 8]),
-    )
+    cols = _scan(_block([b"1.5", b"2.0"], [1.0, 0.25], corrs=[7, 8]), 0)
     assert cols.blocks["start_ns"][0].tolist() == [1500, 2000]
     assert cols.blocks["end_ns"][0].tolist() == [2500, 2250]
     assert cols.blocks["correlation"][0].tolist() == [7, 8]
     with pytest.raises(ParityError, match=r"event 11 has a negative dur \(-500 ns\)"):
-        add_block(
-            cols,
-            ScanState(path=PATH),
-            10,
-            _block(ts=[b"1.0", b"2.0"], durs=[1.0, -0.5]),
-        )
+        _scan(_block([b"1.0", b"2.0"], [1.0, -0.5]), 10)
     with pytest.raises(ParityError, match=r"event 10 has ts '1x'"):
-        add_block(
-            cols,
-            ScanState(path=PATH),
-            10,
-            _block(ts=[b'"1x"', b"2.0"], durs=[1.0, -0.5]),
-        )
-    with pytest.raises(
-        ParityError,
-        match=r"event 13 has args.correlation 18446744073709551616 beyond 64 bits",
-    ):
-        add_block(
-            cols,
-            ScanState(path=PATH),
-            12,
-            _block(ts=[b"1.0", b"2.0"], durs=[1.0, 1.0], corrs=[1, 2**64]),
-        )
+        _scan(_block([b'"1x"', b"2.0"], [1.0, -0.5]), 10)
+    with pytest.raises(ParityError, match=r"event 13 has args.correlation 18446744073709551616 beyond 64 bits"):
+        _scan(_block([b"1.0", b"2.0"], [1.0, 1.0], corrs=[1, 2**64]), 12)
+
+
+def test_errors_name_the_event_among_other_phases() -> None:
+    """Rows are the complete events only; an error names the event's index in the array."""
+    instant, flow = DECODER.decode(b'[{"ph": "i"}, {"ph": "s"}]')
+    events = [instant, *_block([b"1.0"], [1.0]), flow, *_block([b"2.0"], [-1.0])]
+    with pytest.raises(ParityError, match=r"event 8 has a negative dur"):
+        _scan(events, 5)
 
 
 def reference_times_to_ns(values: list, *, first: int, what: str) -> np.ndarray:
@@ -97,7 +90,7 @@ def reference_times_to_ns(values: list, *, first: int, what: str) -> np.ndarray:
         bad = ~np.isfinite(array) | (np.abs(array) > MAX_US)
         if bad.any():
             bad_at = int(np.flatnonzero(bad)[0])
-            columns._one_time(
+            times._one_time(
                 values[bad_at], path=PATH, index=first + bad_at, what=what
             )
             raise AssertionError(
@@ -107,7 +100,7 @@ def reference_times_to_ns(values: list, *, first: int, what: str) -> np.ndarray:
         return whole.astype(np.int64) * 1000 + np.rint((array - whole) * 1000.0).astype(
             np.int64
         )
-    return np.array([columns._one_time(v, path=PATH, index=first + i, what=what)
+    return np.array([times._one_time(v, path=PATH, index=first + i, what=what)
                      for i, v in enumerate(values)], dtype=np.int64)  # fmt: skip
 
 
@@ -139,23 +132,14 @@ def test_times_to_ns_gives_the_first_written_results_and_errors(values: list) ->
 
 
 def test_id_columns_of_one_value_are_filled() -> None:
-    cols = Columns()
-    b = _block(ts=[b"1", b"2", b"3"], durs=[1.0, 1.0, 1.0], pids=[7, 7, 7], tids=[7, 8, 7],
-               exts=[ABSENT, ABSENT, ABSENT], corrs=[2**63 - 1] * 3)  # fmt: skip
-    add_block(cols, ScanState(path=PATH), 0, b)
+    cols = _scan(_block([b"1", b"2", b"3"], [1.0, 1.0, 1.0], pids=[7, 7, 7], tids=[7, 8, 7],
+                        corrs=[2**63 - 1] * 3), 0)  # fmt: skip
     assert cols.blocks["pid"][0].tolist() == [7, 7, 7]
     assert cols.blocks["tid"][0].tolist() == [7, 8, 7]
     assert cols.blocks["external_id"][0].tolist() == [NO_ID] * 3
     assert cols.blocks["correlation"][0].tolist() == [2**63 - 1] * 3
-    with pytest.raises(
-        ParityError, match=r"event 4 has args.device 9223372036854775808 beyond 64 bits"
-    ):
-        add_block(
-            cols,
-            ScanState(path=PATH),
-            4,
-            _block(ts=[b"1.0"], durs=[1.0], devs=[2**63]),
-        )
+    with pytest.raises(ParityError, match=r"event 4 has args.device 9223372036854775808 beyond 64 bits"):
+        _scan(_block([b"1.0"], [1.0], devs=[2**63]), 4)
 
 
 def test_name_ids_in_order_of_appearance() -> None:

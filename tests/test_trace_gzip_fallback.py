@@ -10,7 +10,7 @@ import pytest
 
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
-from parity.trace.readers import gzipfile
+from parity.trace.readers import jsonstream
 
 SMALL = "kineto/hta/trace_filter/sampled_rank-0.json.gz"
 
@@ -27,7 +27,7 @@ class CountingGzip(gzip.GzipFile):
 
 def test_stdlib_gzip_reads_the_same_table(traces_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = load_trace(traces_dir / SMALL)
-    monkeypatch.setattr(gzipfile, "GZIP_FILE", CountingGzip)
+    monkeypatch.setattr(jsonstream, "GZIP_FILE", CountingGzip)
     plain = load_trace(traces_dir / SMALL)
     assert CountingGzip.made >= 1
     assert len(plain) == len(fast) > 0
@@ -39,7 +39,7 @@ def test_stdlib_gzip_reads_the_same_table(traces_dir: Path, monkeypatch: pytest.
 def test_stdlib_gzip_names_a_truncated_gzip(
     traces_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gzipfile, "GZIP_FILE", gzip.GzipFile)
+    monkeypatch.setattr(jsonstream, "GZIP_FILE", gzip.GzipFile)
     data = (traces_dir / SMALL).read_bytes()
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(data[: len(data) // 2])

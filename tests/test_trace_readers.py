@@ -15,16 +15,12 @@ import pytest
 
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
-from parity.trace.readers import jsonstream, parallel
-from parity.trace.readers.columns import (
-    _lane_overlaps,
-    _lane_running_max,
-    parse_us_text,
-    us_to_ns,
-)
+from parity.trace.intervals import lane_overlaps, lane_running_max
+from parity.trace.readers import jsonstream, kineto_events, parallel
 from parity.trace.readers.detect import detect
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto import read_kineto
+from parity.trace.readers.times import parse_us_text, us_to_ns
 from parity.trace.table import Kind
 
 HTA = "kineto/hta"
@@ -197,18 +193,6 @@ def test_generic_chrome_trace_device_lanes(tmp_path: Path) -> None:
     ]
 
 
-def test_the_read_buffer_is_reused_only_when_nothing_views_it(monkeypatch) -> None:
-    buffer = bytearray(100)
-    monkeypatch.setattr(jsonstream, "_SPARE", [buffer])
-    view = memoryview(buffer)[10:20]  # as a decoded msgspec.Raw holds one
-    assert jsonstream._spare_buffer(50) is not buffer
-    view.release()
-    jsonstream._SPARE[:] = [buffer]
-    assert jsonstream._spare_buffer(200) is not buffer  # too small
-    jsonstream._SPARE[:] = [buffer]
-    assert jsonstream._spare_buffer(50) is buffer and len(buffer) == 100
-
-
 def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
     """``null`` device/stream/correlation/External id and string pid/tid are no ids: the
     table is the one without those keys, whichever decoding path reads the block."""
@@ -231,7 +215,7 @@ def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
 def test_text_ids_of_rocm_runtime_calls_read_as_absent(tmp_path: Path) -> None:
     """ROCm traces give each runtime call's ``args.stream`` as text (``"0x0"``): the block still
     decodes into structs (not the slower dicts), and text ids are no ids, as in a dict."""
-    from parity.trace.readers.kineto_structs import DECODER
+    from parity.trace.readers.kineto_events import DECODER
 
     def event(cat: str, i: int, args: dict) -> dict:
         return {"ph": "X", "cat": cat, "name": f"{cat}{i}", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 1.0,
@@ -266,15 +250,14 @@ def same_table(a, b) -> None:
 
 @pytest.mark.parametrize("compress", [False, True])
 @pytest.mark.parametrize("block", [64, 4096, 1 << 20])
-@pytest.mark.parametrize("hint", [None, 10, 1 << 30])
-def test_stream_buffer_holds_any_event_and_keeps_the_keys_around(tmp_path: Path, compress: bool, block: int, hint) -> None:
-    """Events far larger than a block, space before the JSON, keys after the array, and a size
-    hint too small or too large: every event comes out once, in order, and the header whole."""
+def test_stream_buffer_holds_any_event_and_keeps_the_keys_around(tmp_path: Path, compress: bool, block: int) -> None:
+    """Events far larger than a block, space before the JSON, keys after the array: every event
+    comes out once, in order, and the header whole."""
     events = [{"ph": "X", "name": "k" * size, "ts": i, "dur": 1} for i, size in enumerate([10, 5000, 20, 100_000, 3])]
     text = b" " * 50_000 + orjson.dumps({"a": 1, "traceEvents": events, "z": [1, 2]}) + b"  \n"
     path = tmp_path / ("t.json.gz" if compress else "t.json")
     path.write_bytes(gzip.compress(text) if compress else text)
-    stream = EventStream(path, block_bytes=block, size_hint=hint)
+    stream = EventStream(path, block_bytes=block)
     assert [e["name"] for _, b in stream for e in b] == [e["name"] for e in events]
     assert stream.header == {"a": 1, "traceEvents": None, "z": [1, 2]}
 
@@ -498,7 +481,7 @@ def test_lane_running_max_restarts_at_each_lane(far: bool) -> None:
     values = np.array([5, 3, 9, 2, 1, 4, 2**62 if far else 0, 7], dtype=np.int64)
     lanes = np.array([0, 0, 0, 1, 1, 1, 2, 2])
     top = 2**62 if far else 7
-    assert _lane_running_max(values, lanes).tolist() == [5, 5, 9, 2, 2, 4, values[6], top]
+    assert lane_running_max(values, lanes).tolist() == [5, 5, 9, 2, 2, 4, values[6], top]
 
 
 def test_lane_overlaps_hand_computed() -> None:
@@ -506,7 +489,7 @@ def test_lane_overlaps_hand_computed() -> None:
     # running end is 10); lane (0, 0, 9): [3,4) [4,6) touch, no overlap
     rows = ([0] * 5, [0] * 5, [7, 9, 7, 9, 7], [0, 3, 5, 4, 6], [10, 4, 8, 6, 20])
     columns = [np.array(c, dtype=np.int64) for c in rows]
-    assert _lane_overlaps(*columns) == (2, 5)
+    assert lane_overlaps(*columns) == (2, 5)
 
 
 def _overlaps_by_scan(rank, device, stream, start, end) -> tuple[int, int]:
@@ -532,16 +515,14 @@ def test_lane_overlaps_match_a_scan() -> None:
         start = rng.integers(0, 30, n)
         columns = [rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 3, n), start,
                    start + rng.integers(0, 8, n)]  # fmt: skip
-        assert _overlaps_by_scan(*columns) == _lane_overlaps(*columns)
+        assert _overlaps_by_scan(*columns) == lane_overlaps(*columns)
 
 
 @pytest.mark.parametrize("structs", [True, False])  # False: every block decoded as Loose events
 def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, structs: bool) -> None:
     """A file whose events fit one block is decoded where it lies, brackets and spaces included."""
-    from parity.trace.readers import kineto as kineto_reader
-
     if not structs:
-        monkeypatch.setattr(kineto_reader, "DECODER", None)
+        monkeypatch.setattr(kineto_events, "DECODER", kineto_events.LOOSE_DECODER)
     text = (b'{"traceEvents": [ \n {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
             b'"ts": 1736408883704643.212, "dur": 1.5, "args": {"device": 0, "stream": 7}} ,\n'
             b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1736408883704650.001, '
@@ -554,19 +535,36 @@ def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypa
     assert table.meta["display_time_unit"] == "ns"
 
 
-@pytest.mark.parametrize("skipped", [[], [0], [3, 39], list(range(0, 40, 2))])  # none, few (deleted), many (filtered)
-@pytest.mark.parametrize("as_range", [False, True])
-def test_drop_skipped_keeps_rows_aligned(skipped: list, as_range: bool) -> None:
-    from parity.trace.readers.kineto_events import _drop_skipped
-    from parity.trace.readers.kineto_rows import SKIP
+@pytest.mark.parametrize("skipped", [[], [0], [3, 39], list(range(0, 40, 2))])  # none, few, many
+@pytest.mark.parametrize("loose", [False, True])  # True: the block does not fit the structs
+def test_skipped_trace_spans_keep_rows_aligned(tmp_path: Path, skipped: list, loose: bool) -> None:
+    """The profiler's own ``Trace`` spans are dropped; every other row keeps its name and times,
+    and an error still names the right event."""
+    events = [{"ph": "X", "cat": "Trace" if i in skipped else "cpu_op", "name": f"e{i}", "pid": 0, "tid": 1,
+               "ts": 10.0 * i, "dur": 1.0} for i in range(40)]  # fmt: skip
+    if loose:
+        events.append(5)  # an entry that is not an object: the block is read as Loose events
+    table = load_each(tmp_path, {"t.json": events})[0]
+    keep = [i for i in range(40) if i not in skipped]
+    assert [table.name_of(i) for i in range(len(table))] == [f"e{i}" for i in keep]
+    assert table.start_ns.tolist() == [10_000 * i for i in keep]
+    events[38 if 39 in skipped else 39]["dur"] = -1.0
+    with pytest.raises(ParityError, match=f"event {38 if 39 in skipped else 39} has a negative dur"):
+        load_each(tmp_path, {"bad.json": events})
 
-    n = 40
-    kinds = [SKIP if i in skipped else i % 5 for i in range(n)]
-    xs = [f"event {i}" for i in range(n)]
-    where = range(n) if as_range else list(range(100, 100 + n))
-    before = (list(xs), list(kinds))
-    got_where, got_xs, got_kinds = _drop_skipped(where, xs, kinds)
-    assert (xs, kinds) == before  # the caller's lists are left as they were
-    keep = [i for i in range(n) if i not in skipped]
-    assert got_where == [list(where)[i] for i in keep]
-    assert got_xs == [xs[i] for i in keep] and got_kinds == [kinds[i] for i in keep]
+
+def test_loose_events_read_as_the_structs_read_them(tmp_path: Path) -> None:
+    """A block with an entry that is not an object is read as Loose events, which give the rows
+    the structs give; values of the wrong type read as absent, and a malformed event is named."""
+    events = [{"ph": "X", "cat": "kernel", "name": None, "pid": 0, "tid": 7, "ts": 1.5, "dur": 1.0,
+               "args": {"device": 0, "stream": 7, "correlation": 3, "External id": 9}},
+              {"ph": "X", "cat": "cuda_sync", "name": "s", "pid": 0, "tid": 7, "ts": 3, "dur": 1,
+               "args": {"stream": 7, "cuda_sync_kind": None, "sync_type": "Event Sync", "wait_on_stream": 2}},
+              {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}]  # fmt: skip
+    strict, loose = load_each(tmp_path, {"strict.json": events, "loose.json": [*events, "not an event"]})
+    same_table(strict, loose)
+    assert strict.names[strict.name_id[0]] == "" and strict.extra["sync_type"][1] == "Event Sync"
+    assert loose.meta["warnings"] == ["1 entries of the event array are not objects; skipped"]
+    events[0]["name"] = ["a", "list"]
+    with pytest.raises(ParityError, match="event 0 is malformed"):
+        load_each(tmp_path, {"bad.json": [*events, 5]})

@@ -291,6 +291,41 @@ def concurrency_histogram(
     return hist
 
 
+def lane_overlaps(rank, device, stream, start, end) -> tuple[int, int]:
+    """How many rows start before an earlier row of their lane (rank, device, stream) ends, in
+    order of start (ties in row order), and the largest such overlap, ns."""
+    order = np.lexsort((start, stream, device, rank))
+    rank, device, stream = rank[order], device[order], stream[order]
+    start, end = start[order], end[order]
+    same = (rank[1:] == rank[:-1]) & (device[1:] == device[:-1]) & (stream[1:] == stream[:-1])
+    lane_id = np.cumsum(np.concatenate(([True], ~same))) - 1
+    prev_end = lane_running_max(end, lane_id)
+    overlap = np.zeros(len(start), dtype=np.int64)
+    overlap[1:] = np.where(same, prev_end[:-1] - start[1:], 0)
+    return int((overlap > 0).sum()), int(overlap.max())
+
+
+def lane_running_max(values: np.ndarray, lane_id: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` that restarts at each new lane (rows sorted by lane).
+
+    The lanes are laid end to end (values shifted to start at 0, lane ``k`` raised by
+    ``k · (span + 1)``), so one ``np.maximum.accumulate`` serves every lane: no lane's values
+    reach the next lane's. A loop over lanes where that would overflow int64.
+    """
+    if len(values) == 0:
+        return values.copy()
+    base = int(values.min())
+    span = int(values.max()) - base + 1
+    if span * (int(lane_id[-1]) + 1) < 2**62:
+        shift = lane_id.astype(np.int64) * span - base
+        return np.maximum.accumulate(values + shift) - shift
+    out = values.copy()
+    bounds = np.flatnonzero(np.diff(lane_id)) + 1
+    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(values)]))):
+        out[lo:hi] = np.maximum.accumulate(values[lo:hi])
+    return out
+
+
 @dataclass(frozen=True)
 class IntervalSet:
     """A normalised set of half-open ns intervals; build with :meth:`of`."""

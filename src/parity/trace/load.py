@@ -30,10 +30,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from parity.model.errors import ParityError
+from parity.trace.intervals import lane_overlaps
 from parity.trace.readers.ascend_db import read_ascend_db
-from parity.trace.readers.ascend_text import OUTPUT, read_ascend_text
-from parity.trace.readers.columns import stream_overlap_warning
+from parity.trace.readers.ascend_text import ASCEND_CONCURRENT_TASKS, OUTPUT, read_ascend_text
 from parity.trace.readers.detect import ascend_db_in, detect
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.readers.nsys import read_nsys
@@ -95,6 +97,29 @@ def read_one(path: Path, *, progress: Progress | None = None, workers: int | Non
     if fmt == "nsys":
         return read_nsys(path, progress=progress)
     return read_kineto(path, progress=progress, workers=workers)
+
+
+def stream_overlap_warning(table: ActivityTable) -> str | None:
+    """A warning when device rows on one (rank, device, stream) overlap, else None.
+
+    A stream runs its work in order, so overlap there means clock skew or a profiler merging
+    lanes. Rows are kept as they are (busy time is a union, so overlap never double-counts);
+    the warning says how many and by how much at most. Ascend HCCL rows are left out: an
+    operation (``task_type == "HCCL"``) spans its own tasks on its stream by construction, and
+    its tasks (Notify Wait, SDMA, Write Value...) run on several engines of one stream at once.
+    """
+    mask = table.device_mask()
+    task_type = table.extra.get("task_type")
+    if task_type is not None:
+        mask &= ~np.isin(task_type, list(ASCEND_CONCURRENT_TASKS))
+    if mask.sum() < 2:
+        return None
+    columns = table.rank, table.device, table.stream, table.start_ns, table.end_ns
+    count, largest = lane_overlaps(*(column[mask] for column in columns))
+    if not count:
+        return None
+    return (f"{count} device activities start before the previous one on the same stream ends "
+            f"(largest overlap {largest} ns); kept as recorded")
 
 
 def _expand(path: Path) -> list[Path]:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.columns import parse_us_text
+from parity.trace.readers.times import parse_us_text
 from parity.trace.table import UNKNOWN_CORE, ActivityTable, Kind
 
 KERNEL_DETAILS = "kernel_details.csv"

@@ -47,15 +47,9 @@ from parity.trace.readers.ascend_csv import (
     read_step_trace,
     step_figures_text,
 )
-from parity.trace.readers.columns import (
-    ASCEND_CONCURRENT_TASKS,
-    PROFILER_STEP,
-    Columns,
-    finish_ascend_rank,
-    int_or,
-    times_to_ns,
-)
+from parity.trace.readers.columns import PROFILER_STEP, Columns, finish_ascend_rank, int_or
 from parity.trace.readers.jsonstream import EventStream
+from parity.trace.readers.times import times_to_ns
 from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -63,6 +57,10 @@ TRACE_VIEW = "trace_view.json"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
+ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on several engines at once
+    "HCCL", "Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "SDMA", "Write Value",
+    "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy",
+})  # fmt: skip
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip

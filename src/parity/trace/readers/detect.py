@@ -20,7 +20,8 @@ from parity.model.errors import ParityError
 from parity.trace.readers.ascend_csv import KERNEL_DETAILS, STEP_TRACE
 from parity.trace.readers.ascend_db import connect, tables_or_raise
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW, missing_timeline
-from parity.trace.readers.gzipfile import GZIP_ERRORS, GZIP_MAGIC, inflating
+from parity.trace.readers import jsonstream
+from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -50,7 +51,7 @@ def detect(path: Path) -> str:
         if head.startswith(SQLITE_MAGIC):
             return _detect_sqlite(path)
         handle.seek(0)
-        reader = inflating(handle) if head[:2] == GZIP_MAGIC else handle
+        reader = jsonstream.GZIP_FILE(fileobj=handle, mode="rb") if head[:2] == GZIP_MAGIC else handle
         text = b""
         for size in HEAD_LOOKS:
             text = _read_on(reader, text, size)

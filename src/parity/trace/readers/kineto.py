@@ -1,12 +1,20 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, and any other Chrome trace with device lanes.
 
 Rows: every complete event (``ph: X``) but the profiler's own ``Trace`` spans, and every
-matched ``B``/``E`` pair (:mod:`.durations`). ``cat`` gives the :class:`Kind` (current and older
-spellings: ``kernel``/``Kernel``, ``gpu_memcpy``/``Memcpy``, ``cuda_runtime``/``Runtime``,
-``cpu_op``/``Operator``, MTIA's ``mtia_ccp_events``/``mtia_runtime``, ...); ``ProfilerStep#N``
-host spans are ``Kind.STEP`` rows with ``step = N``, every other row gets the step its launch
-fell in. Device rows take ``args.device`` (else ``pid``) and ``args.stream`` (else ``tid``). An
-event of unknown ``cat`` is a kernel on a lane that looks like a device (:mod:`.lanes`).
+matched ``B``/``E`` pair. ``cat`` gives the :class:`Kind` (current and older spellings:
+``kernel``/``Kernel``, ``gpu_memcpy``/``Memcpy``, ``cuda_runtime``/``Runtime``, ``cpu_op``/
+``Operator``, MTIA's ``mtia_ccp_events``/``mtia_runtime``, ...); ``ProfilerStep#N`` host spans
+are ``Kind.STEP`` rows with ``step = N``, every other row gets the step its launch fell in.
+Device rows take ``args.device`` (else ``pid``) and ``args.stream`` (else ``tid``).
+
+Lanes: a generic Chrome trace (a JAX/XLA or vendor profiler export) has no Kineto categories,
+but its metadata events name the lanes: a process labelled ``GPU 0`` or named
+``/device:TPU:0``, a thread named ``stream 7``. An event of unknown category on such a lane is
+a kernel on that device and stream; anywhere else it is ``Kind.OTHER``.
+
+Duration events: other producers write a ``B`` when an activity begins and an ``E`` when it
+ends, nested per thread; they are paired per ``(pid, tid)`` with a stack, in file order (an
+``E`` closes the most recent open ``B`` of its thread), and become rows like complete events.
 
 Flow events (``ph: s/f``) are not rows: ``args.correlation`` carries the same link.
 ``cuda_sync`` events keep ``sync_type``, ``wait_on_stream`` and ``wait_on_event_corr`` (the
@@ -18,10 +26,10 @@ writes ``"ns"`` there for microsecond values with three decimals). ``start_ns`` 
 clock (``ts * 1000``); ``baseTimeNanoseconds`` goes to ``meta["base_time_ns"]``.
 
 Bad input: not JSON, truncated, gzip cut short, a complete event without a numeric ``ts`` or
-``dur``, a negative ``dur``, an event of the wrong shape, or no complete event at all: a
-:class:`ParityError` naming the file and the event index (part of a trace would be silently
-wrong). Array entries that are not objects and unpaired ``B``/``E`` events are skipped and
-counted in ``meta["warnings"]``.
+``dur``, a negative ``dur``, an event of the wrong shape, an ``E`` before its ``B``, or no
+complete event at all: a :class:`ParityError` naming the file and the event index (part of a
+trace would be silently wrong). Array entries that are not objects and unpaired ``B``/``E``
+events are skipped and counted in ``meta["warnings"]``.
 """
 
 from __future__ import annotations
@@ -35,22 +43,29 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, int_or, place_steps, step_numbers_by_name, with_columns
-from parity.trace.readers.durations import add_duration_pairs
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_events import scan_stream
-from parity.trace.readers.kineto_structs import DECODER, LOOSE_DECODER
-from parity.trace.readers.kineto_rows import (
+from parity.trace.readers.kineto_events import (
+    CAT_CODE,
+    DEVICE_CODES,
     EXTRA,
     GPU_ANNOTATION,
+    SKIP,
     UNKNOWN,
+    ScanState,
+    decode_events,
     on_stream,
+    scan_block,
 )
-from parity.trace.readers.lanes import ScanState
-from parity.trace.table import ActivityTable, Kind
+from parity.trace.readers.times import times_to_ns
+from parity.trace.table import NO_ID, ActivityTable, Kind
 
 _KINETO_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
 FLOAT_EXACT_US = 2**42  # below this a float64 of microseconds still resolves 1 ns
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
+_DEVICE = re.compile(r"\b(gpu|npu|mtia|xpu|tpu|hpu|ipu|device|accelerator|cuda|rocm|hip)\b", re.IGNORECASE)
+_HOST = re.compile(r"\b(cpu|host|python)\b", re.IGNORECASE)
+_STREAM = re.compile(r"\bstream\s*#?\s*(\d+)", re.IGNORECASE)
+_LAST_NUMBER = re.compile(r"(\d+)\s*$")
 Progress = Callable[[int, int, str], None]
 
 
@@ -68,34 +83,36 @@ def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | 
     if workers < 1:
         raise ParityError(f"workers={workers} for {path}; give 1 or more processes")
     if workers >= 2 and inflated and parallel.can_fork():
-        done = parallel.read_shares(path, size=inflated, workers=workers, parse=_parse, progress=progress)
+        done = parallel.read_shares(path, size=inflated, workers=workers, parse=_parse)
         if done is not None:
+            if progress is not None:
+                progress(1, 1, str(path))
             return _finish(path, *done)
-    cols, state, header, _count = _parse(path, size_hint=inflated, progress=progress)
-    return _finish(path, cols, state, header)
+    cols, state, stream = _parse(path, progress=progress)
+    return _finish(path, cols, state, stream.header)
 
 
-def _parse(path: Path, source=None, *, size_hint: int | None = None, progress: Progress | None = None):
-    """``(cols, state, header, number of events)`` of the file, or of ``source`` (a share of its
-    text, :class:`.parallel.Share`)."""
-    stream = EventStream(path, decoder=DECODER, fallback=LOOSE_DECODER, source=source, size_hint=size_hint)
+def _parse(path: Path, source=None, *, progress: Progress | None = None) -> tuple[Columns, ScanState, EventStream]:
+    """The columns, scan state and finished stream of the file, or of ``source`` (a share of
+    its text, :class:`.parallel.Share`)."""
+    stream = EventStream(path, decode=decode_events, source=source)
     cols, state = Columns(EXTRA), ScanState(path=path)
-    count = scan_stream(stream, cols, state, progress)
-    return cols, state, stream.header, count
+    for first, events in stream:
+        scan_block(events, first, cols, state)
+        if progress is not None:
+            progress(stream.bytes_read, stream.total_bytes, str(path))
+    return cols, state, stream
 
 
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:
-    pairs_warning = add_duration_pairs(cols, state)
+    pairs_warning = _add_duration_pairs(cols, state)
     if cols.rows == 0:
         raise ParityError(
             f"{path}: empty trace (no complete 'X' or paired 'B'/'E' events); profile with "
             "activities enabled or pick another file"
         )
-    warnings = []
-    if state.non_objects:
-        warnings.append(f"{state.non_objects} entries of the event array are not objects; skipped")
-    if pairs_warning:
-        warnings.append(pairs_warning)
+    warnings = [f"{state.non_objects} entries of the event array are not objects; skipped"] if state.non_objects else []
+    warnings += [pairs_warning] if pairs_warning else []
     rank, rank_source = _rank(path, header)
     fmt = "kineto" if state.known_cat or any(k in header for k in _KINETO_KEYS) else "chrome"
     meta = {
@@ -107,18 +124,16 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
     }  # fmt: skip
     table = cols.table(meta=meta)
     meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
-    kind = state.lanes.resolve(table, UNKNOWN)
-    kind = _mark_steps(table, kind, step_numbers_by_name(table.names))
-    step = place_steps(table, kind)
-    device, stream = state.lanes.device_and_stream(table, kind, UNKNOWN)
+    kind, device, stream = _resolve_lanes(table, state)
+    kind = _mark_steps(table, kind)
     return with_columns(table, rank=np.full(len(table), rank, dtype=np.int32), device=device, stream=stream,
-                        kind=kind.astype(np.int8), step=step)  # fmt: skip
+                        kind=kind.astype(np.int8), step=place_steps(table, kind))  # fmt: skip
 
 
 def needs_nanoseconds(start_ns: np.ndarray) -> bool:
     """Whether some start is a fraction of a microsecond past :data:`FLOAT_EXACT_US`, where a
-    float64 of microseconds no longer holds the nanosecond (``start_ns >= 2**42 * 1000`` and
-    ``start_ns % 1000 != 0``): Kineto's nanosecond-resolution traces, read exactly."""
+    float64 of microseconds no longer holds the nanosecond: Kineto's nanosecond-resolution
+    traces, read exactly."""
     late = start_ns[start_ns >= FLOAT_EXACT_US * 1000]
     return bool((late % 1000 != 0).any())
 
@@ -133,11 +148,80 @@ def _rank(path: Path, header: dict) -> tuple[int, str]:
     return 0, "assumed"
 
 
-def _mark_steps(table: ActivityTable, kind: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+def _resolve_lanes(table: ActivityTable, state: ScanState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Kind, device and stream columns, each row of unknown category made a kernel on a lane
+    that looks like a device (device: the last number of the process label or name, else the
+    pid; stream: the thread's ``stream N``, else the tid), else ``Kind.OTHER``."""
+    kind, device, stream = table.kind.astype(np.int16), table.device.astype(np.int32), table.stream.copy()
+    rows = np.flatnonzero(kind == UNKNOWN)
+    if len(rows) == 0:
+        return kind, device, stream
+    pairs, inverse = np.unique(np.stack([table.extra["pid"][rows], table.extra["tid"][rows]], axis=1), axis=0,
+                               return_inverse=True)  # fmt: skip
+    lanes = [_lane(state, pid, tid) for pid, tid in pairs.tolist()]
+    on_device = np.array([lane is not None for lane in lanes])[inverse.ravel()]
+    kind[rows] = np.where(on_device, int(Kind.KERNEL), int(Kind.OTHER))
+    kernels, of_lane = rows[on_device], inverse.ravel()[on_device]
+    if len(kernels):
+        device[kernels] = np.array([lane[0] if lane else 0 for lane in lanes], dtype=np.int32)[of_lane]
+        stream[kernels] = np.array([lane[1] if lane else 0 for lane in lanes], dtype=np.int64)[of_lane]
+    return kind, device, stream
+
+
+def _lane(state: ScanState, pid: int, tid: int) -> tuple[int, int] | None:
+    """``(device, stream)`` of a lane named like a device, else None."""
+    process = f"{state.process.get(pid, '')} {state.labels.get(pid, '')}"
+    thread = state.thread.get((pid, tid), "")
+    stream = _STREAM.search(thread)
+    if not stream and not (_DEVICE.search(process) and not _HOST.search(process)):
+        return None
+    device = _LAST_NUMBER.search(state.labels.get(pid) or state.process.get(pid, ""))
+    return (int(device.group(1)) if device else (pid if pid != NO_ID else 0)), (int(stream.group(1)) if stream else tid)
+
+
+def _mark_steps(table: ActivityTable, kind: np.ndarray) -> np.ndarray:
     """Host rows named ``ProfilerStep#N`` become STEP rows (not the copies AMD traces draw on
     GPU lanes as ``gpu_user_annotation``, which stay ``Kind.OTHER`` on their device)."""
-    host = ~on_stream(kind)
+    numbers = step_numbers_by_name(table.names)
     kind = kind.copy()
-    kind[host & (numbers[table.name_id] >= 0)] = Kind.STEP
-    kind[kind == GPU_ANNOTATION] = Kind.OTHER  # ProfilerStep drawn on a GPU lane is no step
+    kind[~on_stream(kind) & (numbers[table.name_id] >= 0)] = Kind.STEP
+    kind[kind == GPU_ANNOTATION] = Kind.OTHER
     return kind
+
+
+def _add_duration_pairs(cols: Columns, state: ScanState) -> str | None:
+    """Rows for the paired ``B``/``E`` events (see the module docstring); the warning counting
+    those without a partner, which cannot be given a duration and are skipped."""
+    marks = state.marks  # (ph, name, cat, pid, tid, ts text, event index) in file order
+    if not marks:
+        return None
+    ts = times_to_ns([m[5] for m in marks], path=state.path, first=0, what="ts", index=[m[6] for m in marks])
+    open_by_lane: dict[tuple, list[int]] = {}
+    pairs, unmatched = [], 0
+    for j, (ph, _name, _cat, pid, tid, _ts, index) in enumerate(marks):
+        lane = (pid if isinstance(pid, (int, str)) else None, tid if isinstance(tid, (int, str)) else None)
+        stack = open_by_lane.setdefault(lane, [])
+        if ph == "B":
+            stack.append(j)
+        elif not stack:
+            unmatched += 1
+        else:
+            b = stack.pop()
+            if ts[j] < ts[b]:
+                raise ParityError(f"{state.path}: event {index} ends (ph E) before its begin event {marks[b][6]}; "
+                                  "the trace is corrupt")  # fmt: skip
+            if CAT_CODE.get(marks[b][2], UNKNOWN) != SKIP:
+                pairs.append((b, j))
+    unmatched += sum(len(stack) for stack in open_by_lane.values())
+    if pairs:
+        begins, ends = (np.array(side) for side in zip(*pairs))
+        kind = np.array([CAT_CODE.get(marks[b][2], UNKNOWN) for b in begins.tolist()], dtype=np.int16)
+        pid = np.array([int_or(marks[b][3]) for b in begins.tolist()], dtype=np.int64)
+        tid = np.array([int_or(marks[b][4]) for b in begins.tolist()], dtype=np.int64)
+        cols.add(
+            device=np.where(np.isin(kind, DEVICE_CODES), pid, NO_ID), stream=tid, kind=kind,
+            name_id=np.array([cols.intern(marks[b][1] or "") for b in begins.tolist()], np.int32),
+            start_ns=ts[begins], end_ns=ts[ends], pid=pid, tid=tid,
+        )  # fmt: skip
+        state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
+    return f"{unmatched} 'B'/'E' duration events have no partner; skipped" if unmatched else None

@@ -1,125 +1,256 @@
-"""The hot loop of the Kineto/Chrome JSON reader: event blocks to numpy column blocks.
+"""Kineto/Chrome-trace events to numpy column blocks, one decoded block at a time.
 
-Blocks arrive as msgspec structs (the fast path: only the keys used are decoded, their types
-checked by the decoder) or, for blocks whose values do not fit those types, as
-:class:`~.kineto_structs.Loose` events (every value checked here). Either way one pass appends plain Python values to lists, which become
-numpy columns per block; no per-event objects are kept. A malformed event raises
-:class:`ParityError` naming its index in the file's event array.
+msgspec decodes a block into the structs below, which hold only what the reader uses. An
+event's ``ph`` picks its struct (a tagged union); every phase without rows (flow, instant,
+counter, async: about 40% of a Kineto trace) decodes into an empty struct, its keys skipped
+without building any value. ``ts`` stays JSON text (``msgspec.Raw``), read exactly by
+:mod:`.times`. A block whose values do not fit these types (a generic or damaged trace) is
+decoded into :class:`Loose` events, which :func:`_strict` turns into the same structs (a
+malformed event is a ParityError naming its index), so one scan reads both.
+
+The scan works a column at a time: list comprehensions and C-level ``map`` calls over the block
+instead of one loop of appends, one numpy conversion per column, and per-value fix-ups only in
+the blocks that need them. This is what makes large traces load quickly.
 """
 
 from __future__ import annotations
 
 from itertools import compress, count, repeat
-from operator import eq, is_
+from operator import is_
+from pathlib import Path
+from typing import Any, Union
 
+import msgspec
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.columns import Columns
-from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_rows import (
-    CAT_CODE,
-    SKIP,
-    UNKNOWN,
-    Block,
-    add_block,
-)
-from parity.trace.readers.kineto_structs import (
-    ABSENT,
-    BEGIN_END,
-    NO_ARGS,
-    STRUCT_TYPES,
-    Args,
-    Complete,
-    Loose,
-    Metadata,
-)
-from parity.trace.readers.lanes import LANE_METADATA, ScanState
-from parity.trace.readers.rawtimes import ts_value
-from parity.trace.table import NO_ID, KindCode
+from parity.trace.readers.columns import Columns, int_or
+from parity.trace.readers.times import times_to_ns
+from parity.trace.table import NO_ID, Kind, KindCode
+
+UNKNOWN = 99  # kind code of an event whose cat is not known; resolved by its lane at the end
+GPU_ANNOTATION = 98  # a user annotation drawn on a device lane; Kind.OTHER once steps are marked
+SKIP = -1  # the profiler's own span
+CAT_KIND: dict = {
+    "kernel": Kind.KERNEL, "Kernel": Kind.KERNEL, "mtia_ccp_events": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY, "Memcpy": Kind.MEMCPY, "gpu_memset": Kind.MEMSET, "Memset": Kind.MEMSET,
+    "cuda_runtime": Kind.RUNTIME, "Runtime": Kind.RUNTIME, "cuda_driver": Kind.RUNTIME,
+    "Driver": Kind.RUNTIME, "mtia_runtime": Kind.RUNTIME, "privateuse1_runtime": Kind.RUNTIME,
+    "privateuse1_driver": Kind.RUNTIME, "cpu_op": Kind.CPU_OP, "Operator": Kind.CPU_OP,
+    "operator": Kind.CPU_OP, "cuda_sync": Kind.SYNC, "user_annotation": Kind.OTHER,
+    "gpu_user_annotation": GPU_ANNOTATION, "python_function": Kind.OTHER,
+    "cuda_profiler_range": Kind.OTHER, "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
+}  # fmt: skip
+CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
+DEVICE_CODES = (KindCode.KERNEL, KindCode.MEMCPY, KindCode.MEMSET, KindCode.SYNC)  # on a stream
+_ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
+_ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
+EXTRA = {
+    "pid": np.int64, "tid": np.int64, "external_id": np.int64, "sync_type": object,
+    "wait_on_stream": np.int64, "wait_on_event_corr": np.int64,
+}  # fmt: skip
+LANE_METADATA = frozenset({"process_name", "process_labels", "thread_name"})
+ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
+# Chrome-trace phases without rows (the current ones and the deprecated async S/T/p/F)
+OTHER_PHASES = ("s", "t", "f", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "P", "N", "O", "D",
+                "R", "c", "v", "V", "(", ")")  # fmt: skip
 
 
-def scan_events(events: list, cols: Columns, state: ScanState, first: int = 0) -> None:
-    if events and type(events[0]) in STRUCT_TYPES:
-        _scan_structs(events, first, cols, state)
-    else:
-        _scan(events, first, cols, state)
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` keys the reader uses. Absent ids decode as NO_ID (``External id`` as
+    :data:`ABSENT`, as the older key may stand in for it). ``device``, ``stream`` and
+    ``correlation`` may be text, which reads as no id, as ROCm writes every runtime call's
+    stream as ``"0x0"``; a ``null`` or float id (no profiler writes one) fails the decoder."""
+
+    device: int | str = NO_ID
+    stream: int | str = NO_ID
+    correlation: int | str = NO_ID
+    external_id: int = msgspec.field(default=ABSENT, name="External id")
+    external_id_old: int | None = msgspec.field(default=None, name="external id")
+    cuda_sync_kind: str | None = None
+    sync_type: str | None = None
+    wait_on_stream: int | None = None
+    wait_on_cuda_event_record_corr_id: int | None = None
 
 
-def scan_stream(stream: EventStream, cols: Columns, state: ScanState, progress=None) -> int:
-    """Scan every block of ``stream`` into ``cols``; the number of events it held.
-
-    ``progress(bytes_read, total_bytes, path)`` is called after each block when given.
-    """
-    count = 0
-    for first, events in stream:
-        scan_events(events, cols, state, first)
-        count = first + len(events)
-        if progress is not None:
-            progress(stream.bytes_read, stream.total_bytes, str(stream.path))
-    return count
+NO_ARGS = Args()
 
 
-def _scan_structs(events: list, first: int, cols: Columns, state: ScanState) -> None:
-    """The fast path of :func:`_scan` for blocks decoded into structs (types already checked).
+class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete (``ph: X``) event: one row."""
 
-    Column-at-a-time list comprehensions and C-level ``map``/``count`` calls instead of one
-    loop of appends: each pass is a tight loop CPython runs several times faster, and the
-    per-value fix-ups (``None`` ids, names not yet in the dictionary) run only on the blocks
-    that need them. This is what makes large traces load quickly.
-    """
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: msgspec.Raw = msgspec.Raw()
+    dur: float | str | None = None
+    args: Args | None = None
+
+
+class Begin(Complete, tag="B"):
+    """The start of a duration event."""
+
+
+class End(Complete, tag="E"):
+    """The end of a duration event."""
+
+
+class LaneArgs(msgspec.Struct, gc=False):
+    name: str | None = None  # process or thread name
+    labels: str | None = None  # process labels
+
+
+class Metadata(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
+    """A metadata event: only what names a lane, so the many repeated ones of some profilers
+    cost little."""
+
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: LaneArgs | None = None
+
+
+class Loose(msgspec.Struct, gc=False):
+    """An event of a block that does not fit the types above, every value as decoded."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: msgspec.Raw = msgspec.Raw()
+    dur: Any = None
+    args: Any = None
+
+
+_SKIPPED = tuple(msgspec.defstruct(f"Phase{ord(p)}", [], gc=False, tag_field="ph", tag=p) for p in OTHER_PHASES)
+STRUCT_TYPES = frozenset((Complete, Begin, End, Metadata, *_SKIPPED))
+BEGIN_END = {Begin: "B", End: "E"}
+DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]])
+LOOSE_DECODER = msgspec.json.Decoder(list[Union[Loose, None, bool, int, float, str, list]])
+
+
+def decode_events(text) -> list | None:
+    """A block's events as structs, else as :class:`Loose` events among the entries that are
+    not objects; None when the text is not JSON."""
+    for decoder in (DECODER, LOOSE_DECODER):
+        try:
+            return decoder.decode(text)
+        except msgspec.ValidationError:
+            continue  # valid JSON of other types, or invalid JSON noticed late
+        except msgspec.DecodeError:
+            return None
+    return None
+
+
+def on_stream(kind: np.ndarray) -> np.ndarray:
+    """Rows drawn on a device stream (device kinds, syncs, GPU annotations), by a table look-up
+    of the kind codes ``0 .. UNKNOWN``: one indexing pass where ``np.isin`` costs a dozen."""
+    return _ON_STREAM[kind]
+
+
+class ScanState:
+    """What the scan learns besides rows: lane names from metadata events, the ``B``/``E``
+    events to pair at the end, and counts for warnings."""
+
+    def __init__(self, *, path: Path) -> None:
+        self.path = path
+        self.process: dict[object, str] = {}  # pid -> process_name
+        self.labels: dict[object, str] = {}  # pid -> process_labels
+        self.thread: dict[tuple[object, object], str] = {}  # (pid, tid) -> thread_name
+        self.marks: list[tuple] = []  # (ph, name, cat, pid, tid, ts text, event index)
+        self.non_objects = 0
+        self.known_cat = False
+
+    def add_lane(self, kind, pid, tid, name, labels) -> None:
+        """Record ``process_name``, ``process_labels`` or ``thread_name`` metadata."""
+        if not isinstance(pid, (int, str)):
+            return
+        if kind == "process_name" and isinstance(name, str):
+            self.process[pid] = name
+        elif kind == "process_labels" and isinstance(labels, str):
+            self.labels[pid] = labels
+        elif kind == "thread_name" and isinstance(name, str) and isinstance(tid, (int, str)):
+            self.thread[(pid, tid)] = name
+
+    def absorb(self, other: ScanState, first: int) -> None:
+        """Add what the scan of the events that follow learnt (they start at index ``first``)."""
+        self.process.update(other.process)
+        self.labels.update(other.labels)
+        self.thread.update(other.thread)
+        self.marks.extend((*mark[:6], mark[6] + first) for mark in other.marks)
+        self.non_objects += other.non_objects
+        self.known_cat = self.known_cat or other.known_cat
+
+
+def scan_block(events: list, first: int, cols: Columns, state: ScanState) -> None:
+    """Append the rows of one decoded block, events ``first`` on, to ``cols``; lane names and
+    ``B``/``E`` events go to ``state``."""
+    if type(events[0]) not in STRUCT_TYPES:
+        events = [_strict(e, first + i, state) for i, e in enumerate(events)]
     types = list(map(type, events))
     present = set(types)  # one hashing pass; each list.count would be a pass of comparisons
-    complete = Complete
-    if present == {complete}:
+    if present == {Complete}:
         where: list[int] | range = range(len(types))  # every event is a complete one
         xs = events
     else:
-        _note_other_events(events, types, present, first, state)
-        is_complete = list(map(is_, types, repeat(complete)))
+        _note_lanes_and_marks(events, types, present, first, state)
+        is_complete = list(map(is_, types, repeat(Complete)))
         where = list(compress(range(len(types)), is_complete))
         xs = list(compress(events, is_complete))
     kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
     if SKIP in kinds:
-        where, xs, kinds = _drop_skipped(where, xs, kinds)
-    if not kinds:
-        return
-    b = Block()
-    b.where, b.kinds = where, kinds
-    b.name_ids = _name_ids([e.name for e in xs], cols)
-    b.ts = [e.ts for e in xs]
-    b.durs = [e.dur for e in xs]
-    b.pids = _ids_or_no_id([e.pid for e in xs])
-    b.tids = _ids_or_no_id([e.tid for e in xs])
+        keep = [kind != SKIP for kind in kinds]
+        where, xs, kinds = list(compress(where, keep)), list(compress(xs, keep)), list(compress(kinds, keep))
+    if kinds:
+        _add_rows(xs, kinds, where, first, cols, state)
+
+
+def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns, state: ScanState) -> None:
+    """Columns of the complete events ``xs`` (event ``first + where[i]`` each): exact times, ids
+    (a device row's device and stream from ``args``, else its ``pid`` and ``tid``), syncs."""
+    path, index = state.path, None if type(where) is range else where
+    name_id = _name_ids([e.name for e in xs], cols)
+    start = times_to_ns([e.ts for e in xs], path=path, first=first, what="ts", index=index)
+    dur = times_to_ns([e.dur for e in xs], path=path, first=first, what="dur", index=index)
+    if (dur < 0).any():
+        row = int(np.flatnonzero(dur < 0)[0])
+        raise ParityError(f"{path}: event {first + where[row]} has a negative dur ({int(dur[row])} ns); "
+                          "the trace is corrupt")  # fmt: skip
     args = [e.args for e in xs]
-    if args.count(None) == len(args):
-        nothing = [NO_ID] * len(xs)
-        b.devs, b.streams, b.corrs, b.exts = nothing, nothing, nothing, nothing
-        add_block(cols, state, first, b)
-        return
     if None in args:
-        args = [a if a is not None else NO_ARGS for a in args]
-    b.devs = _ids_or_no_id([a.device for a in args])
-    b.streams = _ids_or_no_id([a.stream for a in args])
-    b.corrs = _ids_or_no_id([a.correlation for a in args])
-    b.exts = _external_ids(args)
+        args = [NO_ARGS if a is None else a for a in args]
+
+    def ids(values: list, what: str) -> np.ndarray:
+        return _id_column(values, what=what, where=where, first=first, path=path)
+
+    pid, tid = ids([e.pid for e in xs], "pid"), ids([e.tid for e in xs], "tid")
+    dev, stream = ids([a.device for a in args], "args.device"), ids([a.stream for a in args], "args.stream")
+    corr = ids([a.correlation for a in args], "args.correlation")
+    ext = ids(_external_ids(args), "args['External id']")
+    ext[ext == ABSENT] = NO_ID
+    kind = np.asarray(kinds, dtype=np.int16)
+    on_device = on_stream(kind)
+    n = len(kinds)
+    sync_type = np.full(n, None, dtype=object)
+    wait_stream, wait_corr = np.full((2, n), NO_ID, dtype=np.int64)
     if KindCode.SYNC in kinds:
-        rows = list(compress(range(len(kinds)), map(eq, kinds, repeat(KindCode.SYNC))))
-        b.sync_rows = [
-            (row, a.cuda_sync_kind or a.sync_type, a.wait_on_stream,
-             a.wait_on_cuda_event_record_corr_id)
-            for row, a in zip(rows, map(args.__getitem__, rows))
-        ]  # fmt: skip
-    add_block(cols, state, first, b)
+        for row in [i for i, k in enumerate(kinds) if k == KindCode.SYNC]:
+            a = args[row]
+            sync_type[row] = a.cuda_sync_kind or a.sync_type
+            wait_stream[row] = int_or(a.wait_on_stream)
+            wait_corr[row] = int_or(a.wait_on_cuda_event_record_corr_id)
+    state.known_cat = state.known_cat or kinds.count(UNKNOWN) != n
+    cols.add(
+        device=np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID),
+        stream=np.where(on_device & (stream != NO_ID), stream, tid), kind=kind, name_id=name_id,
+        start_ns=start, end_ns=start + dur, correlation=corr, pid=pid, tid=tid, external_id=ext,
+        sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
+    )  # fmt: skip
 
 
-def _drop_skipped(where, xs: list, kinds: list) -> tuple[list, list, list]:
-    """The rows without the events of a skipped category (a trace's own ``Trace`` span)."""
-    keep = [kind != SKIP for kind in kinds]
-    return list(compress(where, keep)), list(compress(xs, keep)), list(compress(kinds, keep))
-
-
-def _note_other_events(events: list, types: list, present: set, first: int, state: ScanState) -> None:
+def _note_lanes_and_marks(events: list, types: list, present: set, first: int, state: ScanState) -> None:
     """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing.
 
     Some profilers repeat the same few metadata events for every span (MTIA traces: 300,000 of
@@ -130,24 +261,67 @@ def _note_other_events(events: list, types: list, present: set, first: int, stat
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
                 for e in compress(events, map(is_, types, repeat(Metadata)))
                 if e.args is not None and e.name in LANE_METADATA]  # fmt: skip
-        add = state.lanes.add
         for key in reversed(dict.fromkeys(reversed(meta))):
-            add(*key)
-    if present.isdisjoint(BEGIN_END):
-        return
-    marks = state.marks
-    for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
-        e = events[i]
-        marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, ts_value(e.ts), first + i))
+            state.add_lane(*key)
+    if not present.isdisjoint(BEGIN_END):
+        for i in [i for i, t in enumerate(types) if t in BEGIN_END]:
+            e = events[i]
+            state.marks.append((BEGIN_END[types[i]], e.name, e.cat, e.pid, e.tid, bytes(e.ts), first + i))
+
+
+def _strict(e, index: int, state: ScanState):
+    """A :class:`Loose` event as the struct a well-formed one decodes into, or None (an entry
+    that is not an object, counted in ``state``, or a phase without rows). Ids that are not
+    integers read as no id, text that is not text as absent, other names as their text; a
+    category or name that cannot be looked up, or ``args`` that is no object, is malformed."""
+    if type(e) is not Loose:
+        state.non_objects += 1
+        return None
+    lane = {"pid": e.pid if isinstance(e.pid, (int, str)) else None,
+            "tid": e.tid if isinstance(e.tid, (int, str)) else None}  # fmt: skip
+    if e.ph == "M":
+        args = e.args
+        if not isinstance(args, dict):
+            return None
+        return Metadata(name=_text(e.name), **lane, args=LaneArgs(name=_text(args.get("name")),
+                                                                  labels=_text(args.get("labels"))))
+    if e.ph in ("B", "E"):
+        return (Begin if e.ph == "B" else End)(name=_text(e.name), cat=_text(e.cat), **lane, ts=e.ts)
+    if e.ph != "X":
+        return None
+    try:
+        if CAT_CODE.get(e.cat) == SKIP:
+            return None
+        hash(e.name)  # a name must be a dictionary key
+        name = e.name if e.name is None or type(e.name) is str else str(e.name)
+        a = e.args or {}
+        args = Args(
+            device=_int(a.get("device")), stream=_int(a.get("stream")), correlation=_int(a.get("correlation")),
+            external_id=_int(a.get("External id", a.get("external id", NO_ID))),
+            cuda_sync_kind=_text(a.get("cuda_sync_kind")), sync_type=_text(a.get("sync_type")),
+            wait_on_stream=a.get("wait_on_stream"),
+            wait_on_cuda_event_record_corr_id=a.get("wait_on_cuda_event_record_corr_id"),
+        )  # fmt: skip
+    except (TypeError, AttributeError) as exc:
+        raise ParityError(
+            f"{state.path}: event {index} is malformed ({type(exc).__name__}: {one_line(exc)}); the trace is corrupt"
+        ) from None
+    return Complete(cat=_text(e.cat), name=name, pid=_int(e.pid), tid=_int(e.tid), ts=e.ts, dur=e.dur, args=args)
+
+
+def _text(value) -> str | None:
+    return value if type(value) is str else None
+
+
+def _int(value) -> int:
+    return value if type(value) is int else NO_ID
 
 
 def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
     """Dictionary ids (int32) of ``names_in`` (``None`` as ""), new names added in order of
-    appearance.
-
-    The first block (every name new) adds its distinct names in one C-level pass and looks
-    every name up once. Later blocks look every name up (-1 where it is new) and look again
-    only at the rows with new names, a few dozen in thousands."""
+    appearance. The first block (every name new) adds its distinct names in one C-level pass;
+    later blocks look every name up (-1 where new) and look again only at the rows with new
+    names, a few dozen in thousands."""
     names, n = cols.names, len(names_in)
     if not names:
         distinct = dict.fromkeys(names_in)
@@ -157,99 +331,39 @@ def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
     ids = np.fromiter(map(names.get, names_in, repeat(-1)), dtype=np.int32, count=n)
     new = np.flatnonzero(ids < 0)
     if len(new):
-        fresh = list(map(names_in.__getitem__, new.tolist()))
-        if None in fresh:
-            fresh = ["" if name is None else name for name in fresh]
+        fresh = ["" if name is None else name for name in map(names_in.__getitem__, new.tolist())]
         for name in dict.fromkeys(fresh):
             names.setdefault(name, len(names))
         ids[new] = np.fromiter(map(names.__getitem__, fresh), dtype=np.int32, count=len(fresh))
     return ids
 
 
-def _ids_or_no_id(values: list) -> list:
-    """``pid``/``tid`` values and the ids of ``args``: integers kept, names or other text and
-    ``None`` become NO_ID.
-
-    ``sum`` is the cheap test: a C-level pass that fails on a string or ``None``, the only
-    other values the decoder gives."""
+def _id_column(values: list, *, what: str, where, first: int, path: Path) -> np.ndarray:
+    """Int64 ids: integers kept, anything else (text, None) NO_ID; a ParityError naming the
+    event of an id beyond 64 bits. ``sum`` is the cheap test for other values (a C-level pass
+    that fails on text or None), and a column of one value (one pid, no stream on a CPU-only
+    trace) is filled, as ``list.count`` costs a few ns a value where numpy converts at 20."""
     try:
         sum(values)
     except TypeError:
-        return [v if type(v) is int else NO_ID for v in values]
-    return values
+        values = [v if type(v) is int else NO_ID for v in values]
+    one = values[0]
+    if type(one) is int and -(2**63) <= one < 2**63 and values.count(one) == len(values):
+        return np.full(len(values), one, dtype=np.int64)
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        bad = next(i for i, v in enumerate(values) if not -(2**63) <= v < 2**63)
+        raise ParityError(
+            f"{path}: event {first + where[bad]} has {what} {values[bad]} beyond 64 bits; the trace is corrupt"
+        ) from None
 
 
 def _external_ids(args: list[Args]) -> list:
-    """``External id`` (else the older ``external id``, else NO_ID) of each event.
-
-    Absent keys decode as :data:`ABSENT`, which :func:`~.kineto_rows.add_block` turns into NO_ID, so the
-    common case is one attribute pass; the merge with the older key runs only where it occurs.
-    """
+    """``External id``, else the older ``external id``, else :data:`ABSENT` (made NO_ID by the
+    caller); the merge with the older key runs only where it occurs."""
     exts = [a.external_id for a in args]
     olds = [a.external_id_old for a in args]
     if olds.count(None) == len(olds):
         return exts
     return [e if e != ABSENT else (NO_ID if o is None else o) for e, o in zip(exts, olds)]
-
-
-def _scan(events: list, first: int, cols: Columns, state: ScanState) -> None:
-    """Turn one block of :class:`Loose` events into column blocks (one pass, no objects)."""
-    b = Block()
-    kinds, name_ids, ts, durs = b.kinds, b.name_ids, b.ts, b.durs
-    pids, tids, devs, streams, corrs, exts, where = (
-        b.pids, b.tids, b.devs, b.streams, b.corrs, b.exts, b.where
-    )
-    names_get, intern, cat_code = cols.names.get, cols.intern, CAT_CODE.get
-    empty, note = {}, state.lanes.note
-    i = -1
-    try:
-        for i, e in enumerate(events):
-            if type(e) is not Loose:
-                state.non_objects += 1
-                continue
-            ph = e.ph
-            if ph != "X":
-                if ph == "M":
-                    note(e)
-                elif ph == "B" or ph == "E":
-                    name, cat = e.name, e.cat
-                    state.marks.append((
-                        ph, name if isinstance(name, str) else None,
-                        cat if isinstance(cat, str) else None, e.pid, e.tid,
-                        ts_value(e.ts), first + i,
-                    ))  # fmt: skip
-                continue
-            kind = cat_code(e.cat, UNKNOWN)
-            if kind == SKIP:
-                continue
-            args = e.args or empty
-            name = e.name
-            nid = names_get(name)
-            if nid is None:
-                nid = intern(name if type(name) is str else str(name))
-            pid, tid = e.pid, e.tid
-            dev, st, corr = args.get("device"), args.get("stream"), args.get("correlation")
-            ext = args.get("External id", args.get("external id", NO_ID))
-            kinds.append(kind)
-            name_ids.append(nid)
-            ts.append(e.ts)
-            durs.append(e.dur)
-            pids.append(pid if type(pid) is int else NO_ID)
-            tids.append(tid if type(tid) is int else NO_ID)
-            devs.append(dev if type(dev) is int else NO_ID)
-            streams.append(st if type(st) is int else NO_ID)
-            corrs.append(corr if type(corr) is int else NO_ID)
-            exts.append(ext if type(ext) is int else NO_ID)
-            where.append(i)
-            if kind == KindCode.SYNC:
-                b.sync_rows.append((
-                    len(kinds) - 1, args.get("cuda_sync_kind", args.get("sync_type")),
-                    args.get("wait_on_stream"), args.get("wait_on_cuda_event_record_corr_id"),
-                ))  # fmt: skip
-    except (TypeError, AttributeError, ValueError, OverflowError) as exc:
-        raise ParityError(
-            f"{state.path}: event {first + i} is malformed ({type(exc).__name__}: {one_line(exc)}); "
-            "the trace is corrupt"
-        ) from None
-    if kinds:
-        add_block(cols, state, first, b)

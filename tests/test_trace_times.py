@@ -1,4 +1,4 @@
-"""Exact nanoseconds from the JSON text of microsecond timestamps (readers/rawtimes.py)."""
+"""Exact nanoseconds from the JSON text of microsecond timestamps (readers/times.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity.model.errors import ParityError
-from parity.trace.readers.columns import MAX_US
-from parity.trace.readers.rawtimes import ts_value, raw_times_to_ns
+from parity.trace.readers.times import MAX_US, times_to_ns
 
 PATH = Path("trace.json")
 
 
 def _ns(texts: list[bytes]) -> list[int]:
-    return raw_times_to_ns(texts, path=PATH, first=0, index=np.arange(len(texts))).tolist()
+    return times_to_ns(texts, path=PATH, first=0, what="ts", index=np.arange(len(texts))).tolist()
 
 
 def test_large_microsecond_values_keep_the_nanosecond():
@@ -49,10 +48,10 @@ def test_out_of_range_is_an_error():
         _ns([b"9999999999999999.000"])
 
 
-def test_mark_time_keeps_the_decimal_text():
-    assert ts_value(b"1712195495519689.047") == "1712195495519689.047"
-    assert ts_value(b"12") == 12
-    assert ts_value(b"") is None
+def test_a_text_read_value_by_value_keeps_its_digits():
+    # four decimals leave the matrix path; the text is still read as decimal digits, not a float
+    assert _ns([b"1712195495519689.0474", b"12"]) == [1712195495519689047, 12000]
+    assert _ns([b"1712195495519689.0475"]) == [1712195495519689048]
 
 
 def test_widths_that_add_up_to_one_width_are_told_apart():

@@ -1,0 +1,179 @@
+"""Microsecond values from a trace to int64 nanoseconds, exactly: the one time path of every reader.
+
+Traces give microseconds as JSON number text (Kineto's ``ts``, kept undecoded as
+``msgspec.Raw``), as decimal strings (Ascend) or as decoded numbers (durations). Text is read
+digit by digit, so ``1712195495519689.047``, which a float64 holds only to a quarter of a
+microsecond, keeps its nanosecond; digits past the nanosecond are rounded half up. A number
+already decoded is split into its integer part (exact in a float64 below 2**53) and its
+fraction, rounded to the nanosecond. A missing, non-numeric, non-finite or out-of-range value
+is a :class:`ParityError` naming the event.
+
+Speed: texts of one width become one byte matrix, converted with a few numpy passes; plain
+numbers become one float64 array; only what neither takes goes value by value.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from parity.model.errors import ParityError
+
+MAX_US = 9.0e15  # |t| above this (in us) overflows int64 nanoseconds
+_ZERO, _DOT, _COMMA = ord("0"), ord("."), ord(",")
+_POINT_NUMBER = re.compile(rb"\d+\.\d+")  # read as decimal text; other JSON as its value
+_WHOLE_DIGITS = 16  # 10**16 us * 1000 still fits int64 once checked against MAX_US
+_POWERS = 10 ** np.arange(_WHOLE_DIGITS - 1, -1, -1, dtype=np.int64)
+
+
+def times_to_ns(values: list, *, path: Path, first: int, what: str, index=None) -> np.ndarray:
+    """Int64 ns of microsecond ``values``: JSON texts (``msgspec.Raw`` or bytes), strings or
+    numbers. Errors name event ``first + index[i]`` (``first + i`` without ``index``) and
+    ``what`` the value is (``ts``, ``dur``)."""
+    if not values:
+        return np.empty(0, dtype=np.int64)
+    if isinstance(values[0], (bytes, msgspec.Raw)):
+        return _texts_to_ns(values, path=path, first=first, what=what, index=index)
+    us = _plain_us(values)
+    if us is not None:
+        return us_to_ns(us)
+    return _one_by_one(values, path=path, first=first, what=what, index=index)
+
+
+def us_to_ns(values: np.ndarray) -> np.ndarray:
+    """Float microseconds to int64 ns: ``floor(us) * 1000 + rint((us - floor(us)) * 1000)``."""
+    whole = np.floor(values)
+    ns = whole.astype(np.int64) * 1000
+    frac = values - whole
+    if frac.any():  # whole microseconds need no rounding pass
+        ns += np.rint(frac * 1000.0).astype(np.int64)
+    return ns
+
+
+def parse_us_text(text: str) -> int:
+    """A decimal microsecond string (``"1736408883688177.930"``, maybe padded) to int ns, digits
+    past the nanosecond rounded half up; ``ValueError`` on anything else."""
+    text = text.strip()
+    whole, dot, frac = text.lstrip("+-").partition(".")
+    if not whole.isdigit() or (frac and not frac.isdigit()) or (dot and not (whole or frac)):
+        if "e" in text.lower():
+            return int(round(float(text) * 1000.0))
+        raise ValueError(f"not a number: {text!r}")
+    ns = int(whole) * 1000 + int((frac + "000")[:3])
+    if len(frac) > 3 and frac[3] >= "5":
+        ns += 1
+    return -ns if text.startswith("-") else ns
+
+
+def _texts_to_ns(texts: list, **where) -> np.ndarray:
+    """Texts of each width as one matrix (:func:`_digits_ns`); a width that is not plain digits
+    goes value by value. Joined with a comma after each, texts all as wide as the first put
+    the commas at the end of every row: that is checked in two C-level passes, where measuring
+    every text costs a Python call each."""
+    n, width = len(texts), len(texts[0])
+    joined = b",".join(texts) + b","
+    if len(joined) == n * (width + 1):
+        chars = np.frombuffer(joined, dtype=np.uint8).reshape(n, width + 1)
+        if (chars[:, width] == _COMMA).all():
+            ns = _digits_ns(chars[:, :width])
+            return ns if ns is not None else _one_by_one(texts, **where)
+    out = np.empty(n, dtype=np.int64)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    for size in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == size)
+        group = [texts[i] for i in rows.tolist()]
+        ns = _digits_ns(np.frombuffer(b"".join(group), dtype=np.uint8).reshape(len(group), size))
+        if ns is None:
+            index = rows if where["index"] is None else np.asarray(where["index"])[rows]
+            ns = _one_by_one(group, **{**where, "index": index})
+        out[rows] = ns
+    return out
+
+
+def _digits_ns(chars: np.ndarray) -> np.ndarray | None:
+    """Ns of the texts in the rows of ``chars`` (ASCII codes), all ``D+`` or ``D+.D{1,3}`` with
+    the point in one column; None when they are not all of that form or exceed :data:`MAX_US`."""
+    width = chars.shape[1]
+    points = np.flatnonzero(chars[0] == _DOT)
+    whole_digits = int(points[0]) if len(points) else width
+    frac_digits = width - whole_digits - 1 if len(points) else 0
+    if len(points) > 1 or not 0 < whole_digits <= _WHOLE_DIGITS or not 0 <= frac_digits <= 3:
+        return None
+    if len(points) and (frac_digits == 0 or not (chars[:, whole_digits] == _DOT).all()):
+        return None
+    whole = _digits(chars[:, :whole_digits])
+    frac = _digits(chars[:, whole_digits + 1 :]) if frac_digits else 0
+    if whole is None or frac is None or (whole_digits == _WHOLE_DIGITS and (whole >= MAX_US).any()):
+        return None
+    return whole * 1000 + frac * 10 ** (3 - frac_digits)
+
+
+def _digits(block: np.ndarray) -> np.ndarray | None:
+    """The number each row of ASCII digits spells (one product by the powers of ten); None if a
+    character is no digit (uint8 wraps below "0", so one test covers both sides)."""
+    digits = block - np.uint8(_ZERO)
+    if (digits > 9).any():
+        return None
+    return digits.astype(np.int64) @ _POWERS[_WHOLE_DIGITS - block.shape[1] :]
+
+
+def _plain_us(values: list) -> np.ndarray | None:
+    """``values`` as float64 when every one is a number (not a bool) within ``±MAX_US``, else
+    None. ``array("d")`` takes numbers only but reads a bool as 0 or 1, so types are checked at
+    those values alone; one ``min`` and one ``max`` test finiteness and range (NaN fails both)."""
+    try:
+        us = np.frombuffer(array("d", values), dtype=np.float64)
+    except (TypeError, OverflowError):
+        return None
+    if not (us.min() >= -MAX_US and us.max() <= MAX_US):
+        return None
+    zero_one = np.flatnonzero((us == 0) | (us == 1)).tolist()
+    if any(type(values[i]) is bool for i in zero_one):
+        return None
+    return us
+
+
+def _one_by_one(values: list, *, path: Path, first: int, what: str, index) -> np.ndarray:
+    at = (lambda i: first + int(index[i])) if index is not None else (lambda i: first + i)
+    return np.array([_one_time(v, path=path, index=at(i), what=what) for i, v in enumerate(values)],
+                    dtype=np.int64)  # fmt: skip
+
+
+def _one_time(value, *, path: Path, index: int, what: str) -> int:
+    """One value to ns, or a ParityError naming event ``index``. JSON text is read as its
+    decimal digits when it is a plain ``I.F`` number, else as the JSON value it holds."""
+    if isinstance(value, (bytes, msgspec.Raw)):
+        value = _json_time(bytes(value))
+    if value is None:
+        raise ParityError(f"{path}: event {index} has no {what}; the trace is corrupt")
+    try:
+        if isinstance(value, str):
+            ns = parse_us_text(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not np.isfinite(value) or abs(value) > MAX_US:
+                raise ValueError("out of range")
+            ns = int(us_to_ns(np.array([value], dtype=np.float64))[0]) if isinstance(value, float) else value * 1000
+        else:
+            raise ValueError("wrong type")
+    except (ValueError, OverflowError):
+        raise ParityError(
+            f"{path}: event {index} has {what} {value!r}, not a time in microseconds; the trace is corrupt"
+        ) from None
+    if abs(ns) > MAX_US * 1000:
+        raise ParityError(f"{path}: event {index} has {what} {value!r} out of range")
+    return ns
+
+
+def _json_time(text: bytes):
+    """The decimal string of an ``I.F`` number text, else the JSON value; None for no text (an
+    absent key) or text that is not JSON."""
+    if _POINT_NUMBER.fullmatch(text):
+        return text.decode("ascii")
+    try:
+        return msgspec.json.decode(text) if text else None
+    except msgspec.DecodeError:
+        return None
