@@ -1,21 +1,15 @@
 """The CSV files beside an Ascend timeline: ``kernel_details.csv`` and ``step_trace_time.csv``.
 
-``kernel_details.csv`` is joined to the timeline's task rows by name and start time: its
-``Accelerator Core`` (AI_CORE, AI_VECTOR_CORE, MIX_AIV, ...) wins over the trace's ``Task
-Type`` in the ``accelerator_core`` column, and its ``Step Id`` sets the row's step. A task it
-lists is an operator (the profiler's Computing). A task it does not describe (no CSV, or a
-row lost) takes its core from a Task Type that names a unit (MIX_AIV, AI_CPU, ...); where
-neither records the core (``N/A`` at
-profiler level 0, or no such column in older releases) and the Task Type does not name a unit
-(``AI_CORE`` is given to Cube and Vector kernels alike; older releases type every AI-core task
-``Other``), the core is :data:`~parity.trace.table.UNKNOWN_CORE`, and names decide the category.
+``kernel_details.csv`` is joined to the timeline's tasks by name and start time: its ``Accelerator
+Core`` (AI_CORE, AI_VECTOR_CORE, MIX_AIV, ...) wins over the trace's ``Task Type`` in the
+``accelerator_core`` column, and its ``Step Id`` sets the row's step. A task it does not
+describe takes its core from a Task Type that names a unit (MIX_AIV, AI_CPU, ...); where neither
+tells (``N/A`` at profiler level 0, no such column in older releases, ``AI_CORE``, which Cube and
+Vector kernels share), the core is :data:`~parity.trace.table.UNKNOWN_CORE` and names decide.
+``step_trace_time.csv`` rows are the profiler's own per-step figures (µs), as dicts.
 
-``step_trace_time.csv`` rows are the profiler's own per-step figures (µs), kept as dicts keyed
-by the CSV header.
-
-Partial input is never silent: a row cut short (fewer fields than the header, as in a file cut
-mid-row), a row that matches no task, a step row whose figures are not numbers, and a
-step-figure column the header lacks are each counted in a warning. An unreadable CSV is a
+Partial input is counted in a warning, never silent: rows cut short, rows that match no task,
+step rows whose figures are not numbers, missing step-figure columns. An unreadable CSV is a
 :class:`ParityError`.
 """
 

@@ -1,33 +1,19 @@
 """torch_npu's Ascend profiler text output: ``*_ascend_pt/ASCEND_PROFILER_OUTPUT``.
 
-``trace_view.json`` is a Chrome trace (a top-level array) with string microsecond timestamps.
-Its processes are told apart by their ``process_name`` metadata:
+``trace_view.json`` is a Chrome trace (a top-level array, string microsecond timestamps) whose
+processes are told apart by their ``process_name``: ``Ascend Hardware`` holds device tasks, a
+thread per stream (``MEMCPY_ASYNC`` is ``Kind.MEMCPY``, ``EVENT_RECORD``/``EVENT_WAIT``
+``Kind.SYNC``, the rest ``Kind.KERNEL``; ``args["Task Type"]`` goes to ``task_type``,
+``connection_id`` to ``correlation``). ``HCCL``'s ``Group N Communication`` thread holds the
+collectives (``hcom_*``: ``Kind.KERNEL``, ``task_type = "HCCL"``, on the stream their plane
+tasks name); its ``Plane N`` tasks repeat hardware tasks and are ``Kind.OTHER``, with ``(src
+rank, dst rank, size(Byte), link type)`` in ``link`` for the communication matrix. ``CANN``
+API calls are ``Kind.RUNTIME``; in the Python process ``cpu_op`` is ``Kind.CPU_OP`` and
+``ProfilerStep#N`` ``Kind.STEP``. The ``Overlap Analysis`` lanes (the profiler's own Computing,
+Communication, ... spans) go to ``meta["overlap_analysis"]`` as ``[start_ns, end_ns]`` pairs.
 
-- ``Ascend Hardware``: device tasks, one thread per stream (``Stream N``). ``MEMCPY_ASYNC``
-  tasks become ``Kind.MEMCPY``, ``EVENT_RECORD``/``EVENT_WAIT`` become ``Kind.SYNC``
-  (``sync_type`` holds the name), all others ``Kind.KERNEL``. ``args["Task Type"]`` is kept
-  in the ``task_type`` extra column, ``connection_id`` in ``correlation``.
-- ``HCCL``: a ``Group N Communication`` thread holds the collective operations (``hcom_*``):
-  they become ``Kind.KERNEL`` rows with ``task_type = "HCCL"`` on the stream their plane
-  tasks name (``args["stream id"]``); the ``Plane N`` sub-tasks, which repeat the hardware
-  tasks of that stream, are kept as ``Kind.OTHER``, with ``(src rank, dst rank, size(Byte),
-  link type)`` in the ``link`` column for the communication matrix.
-- ``CANN``: ``AscendCL@...`` API calls, ``Kind.RUNTIME`` (their ``connection_id`` links to
-  the tasks they launched).
-- the Python process: ``cpu_op`` rows are ``Kind.CPU_OP``, ``ProfilerStep#N`` is
-  ``Kind.STEP``, the rest ``Kind.OTHER``.
-- ``Overlap Analysis``: the profiler's own Computing, Communication, Communication(Not
-  Overlapped) and Free lanes, kept in ``meta["overlap_analysis"]`` (lane -> ``[start_ns,
-  end_ns]`` pairs) so the analysis can check its figures against them; counters are not read.
-
-A ``trace_view.json`` inside ``ASCEND_PROFILER_OUTPUT`` is read with the CSVs beside it
-(:mod:`.ascend_csv`: ``kernel_details.csv`` gives cores and steps, ``step_trace_time.csv`` the
-profiler's step figures in ``meta["step_trace"]``); a standalone timeline is read under any
-file name, without them. A folder with the CSVs but no timeline is refused, with the
-profiler's step figures in the message.
-
-Bad input: as for Kineto JSON (see :mod:`.kineto`); partial CSVs are counted warnings
-(:mod:`.ascend_csv`); an unreadable CSV is a :class:`ParityError`.
+A timeline inside ``ASCEND_PROFILER_OUTPUT`` is read with the CSVs beside it (:mod:`.ascend_csv`);
+a standalone one under any name, without them. Bad input is refused as for Kineto JSON.
 """
 
 from __future__ import annotations
@@ -56,7 +42,6 @@ OUTPUT = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT"}
 ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on several engines at once
     "HCCL", "Notify Wait", "Notify Record", "Notify_Wait", "Notify_Record", "SDMA", "Write Value",
     "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy",
@@ -71,9 +56,7 @@ def output_dir(path: Path) -> Path:
     """The ``ASCEND_PROFILER_OUTPUT`` folder for a ``*_ascend_pt`` folder, itself, or a file in it."""
     if path.is_file():
         return path.parent
-    if (path / OUTPUT).is_dir():
-        return path / OUTPUT
-    return path
+    return path / OUTPUT if (path / OUTPUT).is_dir() else path
 
 
 def read_ascend_text(path: Path, *, progress: Progress | None = None) -> ActivityTable:
@@ -90,11 +73,8 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
         events.extend(block)
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(trace))
-    lanes = _lanes(events)
-    cols = Columns(EXTRA)
-    warnings: list[str] = []
-    overlap = _rows(trace, events, lanes, cols, warnings)
-    del events
+    cols, warnings = Columns(EXTRA), []
+    overlap = _rows(trace, events, cols, warnings)
     if cols.rows == 0:
         raise ParityError(f"{trace}: empty trace (no complete 'X' events)")
     rank, rank_source = _rank(folder)
@@ -104,8 +84,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
         "step_trace": read_step_trace(folder / STEP_TRACE, warnings) if beside else [],
         "overlap_analysis": overlap,
     }  # fmt: skip
-    table = cols.table(meta=meta)
-    table = join_kernel_details(table, folder / KERNEL_DETAILS if beside else None, warnings)
+    table = join_kernel_details(cols.table(meta=meta), folder / KERNEL_DETAILS if beside else None, warnings)
     return finish_ascend_rank(table, rank)
 
 
@@ -119,29 +98,26 @@ def missing_timeline(path: Path, folder: Path) -> str:
             f"so export the profile with its timeline (trace_view.json)" + (f"; {figures}" if figures else ""))
 
 
-def _lanes(events: list) -> dict:
+def _lane_names(events: list) -> tuple[dict, dict]:
     """pid -> process name and (pid, tid) -> thread name from the metadata events."""
     process, thread = {}, {}
     for e in events:
         if type(e) is dict and e.get("ph") == "M" and isinstance(e.get("args"), dict):
             if isinstance(e.get("pid"), (list, dict)) or isinstance(e.get("tid"), (list, dict)):
-                continue  # a malformed lane id names no lane (its rows are refused later)
+                continue  # a malformed lane id names no lane (its rows are refused)
             name = e["args"].get("name")
             if e.get("name") == "process_name" and isinstance(name, str):
                 process[e.get("pid")] = name
             elif e.get("name") == "thread_name" and isinstance(name, str):
                 thread[(e.get("pid"), e.get("tid"))] = name
-    return {"process": process, "thread": thread}
+    return process, thread
 
 
-def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
+def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
     """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
-    process, thread = lanes["process"], lanes["thread"]
-    kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where, links = (
-        [] for _ in range(13)
-    )
-    plane_streams: list[tuple[int, int]] = []  # (row, stream id) of HCCL plane tasks
-    overlap: dict[str, list] = {}  # Overlap Analysis lane -> [ts, dur] as written
+    process, thread = _lane_names(events)
+    rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
+    overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
     skipped = 0
     for i, e in enumerate(events):
         if type(e) is not dict:
@@ -149,61 +125,59 @@ def _rows(trace: Path, events: list, lanes: dict, cols: Columns, warnings: list)
             continue
         if e.get("ph") != "X":
             continue
-        lane_process = process.get(e.get("pid"), "")
-        if lane_process == "Overlap Analysis":
-            lane = thread.get((e.get("pid"), e.get("tid")), str(e.get("name", "")))
-            overlap.setdefault(lane, []).append((i, e.get("ts"), e.get("dur")))
-            continue
         try:
-            row = _classify(e, lane_process, thread)
+            lane_process = process.get(e.get("pid"), "")
+            if lane_process == "Overlap Analysis":
+                lane = thread.get((e.get("pid"), e.get("tid")), str(e.get("name", "")))
+                overlap.setdefault(lane, []).append((i, e.get("ts"), e.get("dur")))
+                continue
+            kind, stream, task_type, plane_stream = _classify(e, lane_process, thread)
         except (TypeError, AttributeError, ValueError) as exc:
             raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
-        if row is None:
-            continue
-        kind, stream, task_type, plane_stream = row
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         corr = args.get("connection_id")
-        kinds.append(int(kind))
-        names.append(cols.intern(str(e.get("name", ""))))
-        ts.append(e.get("ts"))
-        durs.append(e.get("dur"))
-        devs.append(0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID)
-        streams.append(stream)
-        corrs.append(int_or(corr) if type(corr) is int else _int_text(corr))
-        types.append(task_type)
-        syncs.append(e.get("name") if kind == Kind.SYNC else None)
-        pids.append(int_or(e.get("pid")))
-        tids.append(int_or(e.get("tid")))
-        where.append(i)
-        links.append(_link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None)
         if plane_stream is not None:
-            plane_streams.append((len(kinds) - 1, plane_stream))
+            plane_streams.append((len(rows), plane_stream))
+        rows.append((
+            int(kind), cols.intern(str(e.get("name", ""))), e.get("ts"), e.get("dur"),
+            0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream,
+            int_or(corr) if type(corr) is int else _int_text(corr), task_type,
+            e.get("name") if kind == Kind.SYNC else None, int_or(e.get("pid")), int_or(e.get("tid")), i,
+            _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
+        ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
-    lanes_ns = {lane: _lane_spans(trace, spans) for lane, spans in overlap.items()}
-    if not kinds:
-        return lanes_ns
-    index = np.asarray(where)
-    start = times_to_ns(ts, path=trace, first=0, what="ts", index=index)
-    dur = times_to_ns(durs, path=trace, first=0, what="dur", index=index)
-    if (dur < 0).any():
-        bad = int(index[np.flatnonzero(dur < 0)[0]])
-        raise ParityError(f"{trace}: event {bad} has a negative dur; the trace is corrupt")
-    stream_col = np.asarray(streams, dtype=np.int64)
-    kind_col = np.asarray(kinds, dtype=np.int8)
-    _place_hccl_ops(kind_col, np.asarray(types, dtype=object), stream_col, start, start + dur,
-                    plane_streams)  # fmt: skip
-    cols.add(
-        device=np.asarray(devs, np.int32), stream=stream_col, kind=kind_col,
-        name_id=np.asarray(names, np.int32), start_ns=start, end_ns=start + dur,
-        correlation=np.asarray(corrs, np.int64), task_type=np.asarray(types, dtype=object),
-        sync_type=np.asarray(syncs, dtype=object), pid=np.asarray(pids, np.int64),
-        tid=np.asarray(tids, np.int64), link=_object_array(links),
-    )  # fmt: skip
+    lanes_ns = {lane: _spans(trace, *zip(*spans)) for lane, spans in overlap.items()}
+    if rows:
+        kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where, links = zip(*rows)
+        start, end = _spans(trace, where, ts, durs, negative=True)
+        kind, stream, task_type = np.asarray(kinds, np.int8), np.asarray(streams, np.int64), _objects(types)
+        _place_hccl_ops(kind, task_type, stream, start, end, plane_streams)
+        cols.add(
+            device=np.asarray(devs, np.int32), stream=stream, kind=kind, name_id=np.asarray(names, np.int32),
+            start_ns=start, end_ns=end, correlation=np.asarray(corrs, np.int64), task_type=task_type,
+            sync_type=_objects(syncs), pid=np.asarray(pids, np.int64), tid=np.asarray(tids, np.int64),
+            link=_objects(links),
+        )  # fmt: skip
     return lanes_ns
 
 
-def _object_array(values: list) -> np.ndarray:
+def _spans(trace: Path, where, ts, durs, *, negative: bool = False):
+    """Start and end (ns) of events ``where`` from their ``ts`` and ``dur``: two arrays, with a
+    ParityError for a ``negative`` duration; else ``[start_ns, end_ns]`` pairs (an Overlap
+    Analysis lane)."""
+    index = np.asarray(where)
+    start = times_to_ns(list(ts), path=trace, first=0, what="ts", index=index)
+    dur = times_to_ns(list(durs), path=trace, first=0, what="dur", index=index)
+    if not negative:
+        return [[int(a), int(a + b)] for a, b in zip(start.tolist(), dur.tolist())]
+    if (dur < 0).any():
+        raise ParityError(f"{trace}: event {int(index[np.flatnonzero(dur < 0)[0]])} has a negative dur; "
+                          "the trace is corrupt")  # fmt: skip
+    return start, start + dur
+
+
+def _objects(values) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
@@ -211,7 +185,7 @@ def _object_array(values: list) -> np.ndarray:
 
 def _link(args: dict) -> tuple[int, int, int, str] | None:
     """``(src rank, dst rank, size in bytes, link type)`` of an HCCL plane task, or None when its
-    args do not say (the communication matrix is built from these)."""
+    args do not say."""
     src, dst, size = args.get("src rank"), args.get("dst rank"), args.get("size(Byte)")
     if type(src) is not int or type(dst) is not int or type(size) is not int:
         return None
@@ -219,43 +193,27 @@ def _link(args: dict) -> tuple[int, int, int, str] | None:
     return src, dst, size, link if isinstance(link, str) else ""
 
 
-def _lane_spans(trace: Path, spans: list) -> list[list[int]]:
-    """``[start_ns, end_ns]`` pairs of one Overlap Analysis lane (its events' ts and dur)."""
-    index = np.asarray([i for i, _, _ in spans])
-    start = times_to_ns([t for _, t, _ in spans], path=trace, first=0, what="ts", index=index)
-    dur = times_to_ns([d for _, _, d in spans], path=trace, first=0, what="dur", index=index)
-    return [[int(a), int(a + b)] for a, b in zip(start.tolist(), dur.tolist())]
-
-
 def _classify(e: dict, process: str, thread: dict):
-    """(kind, stream, task_type, plane_stream) for one complete event, or None to skip it."""
+    """``(kind, stream, task_type, plane_stream)`` of one complete event."""
     pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
     args = e.get("args") if isinstance(e.get("args"), dict) else {}
-    tid_int = int_or(tid)
     if process == "Ascend Hardware":
-        task_type = args.get("Task Type")
-        task_type = task_type if isinstance(task_type, str) else None
-        stream = _number(thread.get((pid, tid), ""), tid_int)
+        task_type = args.get("Task Type") if isinstance(args.get("Task Type"), str) else None
+        stream = _number(thread.get((pid, tid), ""), int_or(tid))
         if name == "MEMCPY_ASYNC":
             return Kind.MEMCPY, stream, task_type, None
-        if name in _SYNC_TASKS:
-            return Kind.SYNC, stream, task_type, None
-        return Kind.KERNEL, stream, task_type, None
+        return Kind.SYNC if name in {"EVENT_RECORD", "EVENT_WAIT"} else Kind.KERNEL, stream, task_type, None
     if process == "HCCL":
         if thread.get((pid, tid), "").endswith("Communication"):
             return Kind.KERNEL, NO_ID, "HCCL", None
-        plane = args.get("stream id")
-        task = args.get("task type")
-        return Kind.OTHER, tid_int, task if isinstance(task, str) else None, (
-            int_or(plane) if type(plane) is int else None
-        )
+        plane, task = args.get("stream id"), args.get("task type")
+        plane = int_or(plane) if type(plane) is int else None
+        return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
     if process == "CANN":
-        return Kind.RUNTIME, tid_int, None, None
+        return Kind.RUNTIME, int_or(tid), None, None
     if isinstance(name, str) and PROFILER_STEP.match(name):
-        return Kind.STEP, tid_int, None, None
-    if e.get("cat") == "cpu_op":
-        return Kind.CPU_OP, tid_int, None, None
-    return Kind.OTHER, tid_int, None, None
+        return Kind.STEP, int_or(tid), None, None
+    return Kind.CPU_OP if e.get("cat") == "cpu_op" else Kind.OTHER, int_or(tid), None, None
 
 
 def _place_hccl_ops(kind, types, stream, start, end, plane_streams) -> None:

@@ -125,7 +125,8 @@ def place_steps(table: ActivityTable, kind: np.ndarray | None = None) -> np.ndar
         step_start, step_end = start[is_step][order], table.end_ns[is_step][order]
         when = start.copy()
         # device work (the three lowest kind codes) and syncs, launched by a runtime call
-        launched = (((kind >= KindCode.KERNEL) & (kind <= KindCode.MEMSET)) | (kind == KindCode.SYNC)) & (correlation != NO_ID)
+        launched = ((kind >= KindCode.KERNEL) & (kind <= KindCode.MEMSET)) | (kind == KindCode.SYNC)
+        launched &= correlation != NO_ID
         runtime = (kind == KindCode.RUNTIME) & (correlation != NO_ID)
         if launched.any() and runtime.any():
             corr, first = np.unique(correlation[runtime], return_index=True)

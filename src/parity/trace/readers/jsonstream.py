@@ -1,20 +1,16 @@
 """Stream the events of a Chrome-trace JSON file (plain or gzip) in bounded memory.
 
-A 1 GB trace parsed whole becomes several GB of Python objects; instead the text is read into
-one buffer a few MB at a time, the ``traceEvents`` array (or a top-level array, as Ascend's
-``trace_view.json``) is found, and its events are handed out a block at a time. The keys around
-the array (``distributedInfo``, ``baseTimeNanoseconds``) are parsed into ``header``.
+A 1 GB trace parsed whole becomes several GB of Python objects; instead the text is read into one
+buffer a few MB at a time, the ``traceEvents`` array (or a top-level array, as Ascend's
+``trace_view.json``) is found, and its events are handed out a block at a time; the keys around
+the array (``distributedInfo``, ...) go to ``header``. A block ends at the last ``}`` followed by
+``,`` or ``]`` and is decoded where it lies. A cut inside a string or a nested object never parses
+(the string or object would not close), so a block that parses ends at an event boundary; one
+that does not is retried at the previous candidate, and the buffer grows when none parses.
 
-A block ends at the last ``}`` in the buffer followed by ``,`` or ``]``: a candidate end of an
-event. It is decoded where it lies, the bytes around it overwritten with brackets for the
-decode. A cut inside a string never parses (the string would not close), nor one inside a
-nested object, so a block that parses ends at an event boundary; one that does not is retried
-at the previous candidate, and the buffer grows when none parses (an event larger than it).
-
-Gzip is told by its magic bytes, not the file name, and inflated by ISA-L's ``igzip`` when the
-``fast`` extra is installed (``pip install 'parity[fast]'``: a 53 MB trace inflates in 16 ms
-against 63 ms), else by the standard library; both raise ``EOFError`` on truncation and one of
-:data:`GZIP_ERRORS` on corruption.
+Gzip is told by its magic bytes and inflated by ISA-L's ``igzip`` when the ``fast`` extra is
+installed (a 53 MB trace in 16 ms against 63 ms), else by the standard library; both raise
+``EOFError`` on truncation and one of :data:`GZIP_ERRORS` on corruption.
 """
 
 from __future__ import annotations
@@ -69,14 +65,12 @@ def decode_json(text) -> list | None:
 
 @dataclass
 class EventStream:
-    """Iterate ``(first_index, events)`` blocks of the event array; ``header`` is complete after
-    iteration, ``count`` is the number of entries of the array.
-
-    ``decode(text)`` makes a block's events from its text (a JSON array, maybe a view of the
-    read buffer that is valid until the next block is read), or returns None when the text is
-    not JSON. ``first_index`` is the position of the block's first event in the array, so
-    readers can name a bad event. ``source`` is a binary file (with ``readinto`` and ``tell``)
-    to read instead of ``path``; ``found_events`` says whether the text held an event array.
+    """Iterate ``(first_index, events)`` blocks of the event array (``first_index``: the array
+    position of the block's first event, so readers can name a bad one); after iteration
+    ``header`` is complete, ``count`` is the number of entries and ``found_events`` whether the
+    text held an event array. ``decode(text)`` makes a block's events from its text (a JSON
+    array, maybe a view of the read buffer, valid until the next read) or returns None when it
+    is not JSON. ``source``: a binary file (``readinto``, ``tell``) to read instead of ``path``.
     """
 
     path: Path
@@ -127,7 +121,7 @@ class EventStream:
         """Where the events start after ``"traceEvents": [`` (-1 when the object has no event
         array: it is parsed whole into ``header``); the keys before it go to ``header``."""
         while not (match := TRACE_EVENTS.search(win.data, start, win.hi)) and not win.eof:
-            start -= win.fill(0, grow=True)
+            win.fill(0, grow=True)
         if match is None:
             try:
                 self.header = orjson.loads(win.data[start : win.hi])
@@ -215,11 +209,11 @@ class EventStream:
         while not win.eof:
             pos -= win.fill(pos, grow=True)
         text = bytes(win.data[pos : win.hi]).strip(_WS)
-        if text in (b"", b"}"):
-            return
         body = text.lstrip(b"," + _WS)
+        if text in (b"", b"}") or body == b"}":
+            return
         try:
-            tail = orjson.loads(b"{" + body) if body != b"}" else {}
+            tail = orjson.loads(b"{" + body)
         except orjson.JSONDecodeError as exc:
             raise ParityError(f"{self.path}: invalid JSON after the event array ({exc}); the file is corrupt") from None
         if isinstance(tail, dict):
@@ -227,13 +221,9 @@ class EventStream:
 
 
 class _Window:
-    """The text being parsed: ``data[:hi]`` of one ``bytearray``, refilled in place.
-
-    Reading goes straight into the buffer (``readinto``) and a block is decoded where it lies;
-    before the next read, what follows the last parsed event moves to the front. The buffer is
-    replaced, never resized, so the views that decoded structs hold (``msgspec.Raw``) never
-    block a read.
-    """
+    """The text being parsed: ``data[:hi]`` of one ``bytearray``, read into in place (what follows
+    the last parsed event moves to the front first). The buffer is replaced, never resized, so
+    the views that decoded structs hold (``msgspec.Raw``) never block a read."""
 
     def __init__(self, handle, capacity: int, stream: EventStream) -> None:
         self.handle, self.stream = handle, stream

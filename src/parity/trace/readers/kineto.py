@@ -1,35 +1,22 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, and any other Chrome trace with device lanes.
 
-Rows: every complete event (``ph: X``) but the profiler's own ``Trace`` spans, and every
-matched ``B``/``E`` pair. ``cat`` gives the :class:`Kind` (current and older spellings:
-``kernel``/``Kernel``, ``gpu_memcpy``/``Memcpy``, ``cuda_runtime``/``Runtime``, ``cpu_op``/
-``Operator``, MTIA's ``mtia_ccp_events``/``mtia_runtime``, ...); ``ProfilerStep#N`` host spans
-are ``Kind.STEP`` rows with ``step = N``, every other row gets the step its launch fell in.
-Device rows take ``args.device`` (else ``pid``) and ``args.stream`` (else ``tid``).
+Rows: every complete event (``ph: X``) but the profiler's own ``Trace`` spans, and every ``B``/``E``
+pair (matched per ``(pid, tid)`` with a stack, in file order). ``cat`` gives the :class:`Kind`
+(current and older spellings, MTIA's too); ``ProfilerStep#N`` host spans are ``Kind.STEP`` rows,
+and every other row gets the step its launch fell in. Device rows take ``args.device`` (else
+``pid``) and ``args.stream`` (else ``tid``). A generic trace (JAX/XLA, vendor exports) has no
+Kineto categories, but its metadata names the lanes (a process ``GPU 0`` or ``/device:TPU:0``, a
+thread ``stream 7``): an event of unknown category on such a lane is a kernel on that device and
+stream, elsewhere ``Kind.OTHER``. Flow events are not rows (``args.correlation`` carries the same
+link); ``cuda_sync`` rows keep ``sync_type``, ``wait_on_stream`` and ``wait_on_event_corr``.
 
-Lanes: a generic Chrome trace (a JAX/XLA or vendor profiler export) has no Kineto categories,
-but its metadata events name the lanes: a process labelled ``GPU 0`` or named
-``/device:TPU:0``, a thread named ``stream 7``. An event of unknown category on such a lane is
-a kernel on that device and stream; anywhere else it is ``Kind.OTHER``.
+Time: ``ts``/``dur`` are microseconds whatever ``displayTimeUnit`` says (Kineto writes ``"ns"``
+there for microseconds with three decimals); ``start_ns`` is on the file's clock.
 
-Duration events: other producers write a ``B`` when an activity begins and an ``E`` when it
-ends, nested per thread; they are paired per ``(pid, tid)`` with a stack, in file order (an
-``E`` closes the most recent open ``B`` of its thread), and become rows like complete events.
-
-Flow events (``ph: s/f``) are not rows: ``args.correlation`` carries the same link.
-``cuda_sync`` events keep ``sync_type``, ``wait_on_stream`` and ``wait_on_event_corr`` (the
-correlation of the ``cudaEventRecord`` waited on); ``pid``, ``tid`` and ``external_id`` are kept
-for every row.
-
-Time: ``ts``/``dur`` are microseconds whatever ``displayTimeUnit`` says (a viewer hint; Kineto
-writes ``"ns"`` there for microsecond values with three decimals). ``start_ns`` is on the file's
-clock (``ts * 1000``); ``baseTimeNanoseconds`` goes to ``meta["base_time_ns"]``.
-
-Bad input: not JSON, truncated, gzip cut short, a complete event without a numeric ``ts`` or
-``dur``, a negative ``dur``, an event of the wrong shape, an ``E`` before its ``B``, or no
-complete event at all: a :class:`ParityError` naming the file and the event index (part of a
-trace would be silently wrong). Array entries that are not objects and unpaired ``B``/``E``
-events are skipped and counted in ``meta["warnings"]``.
+Bad input (not JSON, truncated, a complete event without a numeric ``ts`` or ``dur``, a negative
+``dur``, an event of the wrong shape, an ``E`` before its ``B``, no event at all) is a
+:class:`ParityError` naming the file and the event index; array entries that are not objects and
+unpaired ``B``/``E`` events are skipped and counted in ``meta["warnings"]``.
 """
 
 from __future__ import annotations

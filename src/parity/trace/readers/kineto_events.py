@@ -1,21 +1,17 @@
 """Kineto/Chrome-trace events to numpy column blocks, one decoded block at a time.
 
-msgspec decodes a block into the structs below, which hold only what the reader uses. An
-event's ``ph`` picks its struct (a tagged union); every phase without rows (flow, instant,
-counter, async: about 40% of a Kineto trace) decodes into an empty struct, its keys skipped
-without building any value. ``ts`` stays JSON text (``msgspec.Raw``), read exactly by
-:mod:`.times`. A block whose values do not fit these types (a generic or damaged trace) is
-decoded into :class:`Loose` events, which :func:`_strict` turns into the same structs (a
-malformed event is a ParityError naming its index), so one scan reads both.
-
-The scan works a column at a time: list comprehensions and C-level ``map`` calls over the block
-instead of one loop of appends, one numpy conversion per column, and per-value fix-ups only in
-the blocks that need them. This is what makes large traces load quickly.
+msgspec decodes a block into the structs below, which hold only what the reader uses: ``ph``
+picks the struct (a tagged union), and every phase without rows (flow, instant, counter: 40% of a
+Kineto trace) decodes into an empty one, its keys skipped unbuilt. ``ts`` stays JSON text
+(``msgspec.Raw``) for :mod:`.times`. A block whose values do not fit (a generic or damaged trace)
+is decoded into :class:`Loose` events, which :func:`_strict` turns into the same structs, so one
+scan reads both. The scan works a column at a time (comprehensions and C-level ``map`` calls, one
+numpy conversion per column, fix-ups only where needed): this is what makes large traces quick.
 """
 
 from __future__ import annotations
 
-from itertools import compress, count, repeat
+from itertools import compress, repeat
 from operator import is_
 from pathlib import Path
 from typing import Any, Union
@@ -45,10 +41,8 @@ CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
 DEVICE_CODES = (KindCode.KERNEL, KindCode.MEMCPY, KindCode.MEMSET, KindCode.SYNC)  # on a stream
 _ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
 _ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
-EXTRA = {
-    "pid": np.int64, "tid": np.int64, "external_id": np.int64, "sync_type": object,
-    "wait_on_stream": np.int64, "wait_on_event_corr": np.int64,
-}  # fmt: skip
+EXTRA = dict(pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
+             wait_on_event_corr=np.int64)  # fmt: skip
 LANE_METADATA = frozenset({"process_name", "process_labels", "thread_name"})
 ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
 # Chrome-trace phases without rows (the current ones and the deprecated async S/T/p/F)
@@ -57,10 +51,9 @@ OTHER_PHASES = ("s", "t", "f", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F",
 
 
 class Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the reader uses. Absent ids decode as NO_ID (``External id`` as
-    :data:`ABSENT`, as the older key may stand in for it). ``device``, ``stream`` and
-    ``correlation`` may be text, which reads as no id, as ROCm writes every runtime call's
-    stream as ``"0x0"``; a ``null`` or float id (no profiler writes one) fails the decoder."""
+    """The ``args`` keys the reader uses; absent ids decode as NO_ID (``External id`` as
+    :data:`ABSENT`: the older key may stand in for it). Text ids (ROCm writes each runtime call's
+    stream as ``"0x0"``) read as no id; a ``null`` or float id fails the decoder."""
 
     device: int | str = NO_ID
     stream: int | str = NO_ID
@@ -102,8 +95,7 @@ class LaneArgs(msgspec.Struct, gc=False):
 
 
 class Metadata(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
-    """A metadata event: only what names a lane, so the many repeated ones of some profilers
-    cost little."""
+    """A metadata event: only what names a lane."""
 
     name: str | None = None
     pid: int | str | None = None
@@ -132,8 +124,8 @@ LOOSE_DECODER = msgspec.json.Decoder(list[Union[Loose, None, bool, int, float, s
 
 
 def decode_events(text) -> list | None:
-    """A block's events as structs, else as :class:`Loose` events among the entries that are
-    not objects; None when the text is not JSON."""
+    """A block's events as structs, else as :class:`Loose` events (and entries that are not
+    objects); None when the text is not JSON."""
     for decoder in (DECODER, LOOSE_DECODER):
         try:
             return decoder.decode(text)
@@ -319,15 +311,9 @@ def _int(value) -> int:
 
 def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
     """Dictionary ids (int32) of ``names_in`` (``None`` as ""), new names added in order of
-    appearance. The first block (every name new) adds its distinct names in one C-level pass;
-    later blocks look every name up (-1 where new) and look again only at the rows with new
-    names, a few dozen in thousands."""
+    appearance: every name is looked up (-1 where new) in one C-level pass, and only the rows with
+    new names (a few dozen in thousands, but for the first block) are looked at again."""
     names, n = cols.names, len(names_in)
-    if not names:
-        distinct = dict.fromkeys(names_in)
-        if None not in distinct:
-            names.update(zip(distinct, count()))
-            return np.fromiter(map(names.__getitem__, names_in), dtype=np.int32, count=n)
     ids = np.fromiter(map(names.get, names_in, repeat(-1)), dtype=np.int32, count=n)
     new = np.flatnonzero(ids < 0)
     if len(new):

@@ -1,17 +1,14 @@
 """Parse a large Chrome-trace JSON file in ``workers`` processes, one share of its text each.
 
-The text is cut into shares at guessed event boundaries: the first ``}`` followed by ``, {`` at
-or after ``k * size / workers`` ends share ``k - 1`` and starts share ``k``. Every process
-finds the same boundary in the same bytes, so the shares tile the text. This process parses
-share 0; a child forked for each other share (joined before the call returns) opens the file,
-skips the text before its share (a seek, which inflates and drops for gzip) and parses it. The
-children's columns are appended in file order, so the table is the one a single process builds.
-
+The first ``}`` followed by ``, {`` at or after ``k * size / workers`` is a guessed event boundary
+that ends share ``k - 1`` and starts share ``k``; every process finds the same one in the same
+bytes. This process parses share 0; a child forked for each other share (joined before the call
+returns) opens the file, seeks to its share (inflating and dropping the text before, for gzip)
+and parses it; their columns are appended in file order, so the table is the one-process table.
 A guess inside a string or a nested object leaves a share that does not parse, so when every
-share parses every cut was a boundary (and share 0 must hold the start of the event array).
-Anything unexpected (a share that does not parse, a bad event, a failing child) makes
-:func:`read_shares` return None, and the caller reads the file in one process, which names the
-bad event.
+share parses (and share 0 holds the start of the event array) every cut was a boundary; anything
+else makes :func:`read_shares` return None, and the caller reads the file in one process, which
+names a bad event.
 """
 
 from __future__ import annotations
@@ -142,12 +139,11 @@ def _child(conn, path: Path, begin: int, end: int | None, parse: Callable) -> No
 
 
 class Share:
-    """The text of one share as a binary file (``readinto``, ``tell``), bracketed so it parses
-    alone: share 0 (``begin == 0``) is the text up to the ``}`` of the boundary after ``end``,
-    then ``]}`` (closing the event array and the object around it); a later share is ``[`` and
-    the text from the ``{`` of the boundary after ``begin``. A share without a boundary after
-    ``end`` (or with ``end`` None) runs to the end of the file; one without a boundary after
-    ``begin`` is empty (``[]``)."""
+    """The text of one share as a binary file (``readinto``, ``tell``), bracketed to parse alone:
+    share 0 is the text up to the ``}`` of the boundary after ``end`` and ``]}`` (closing the
+    array and the object around it); a later one ``[`` and the text from the ``{`` of the
+    boundary after ``begin``. Without a boundary after ``end`` (or ``end`` None) a share runs to
+    the end of the file; without one after ``begin`` it is empty (``[]``)."""
 
     def __init__(self, path: Path, begin: int, end: int | None) -> None:
         self.handle = open_binary(path)

@@ -1,15 +1,12 @@
 """Microsecond values from a trace to int64 nanoseconds, exactly: the one time path of every reader.
 
-Traces give microseconds as JSON number text (Kineto's ``ts``, kept undecoded as
-``msgspec.Raw``), as decimal strings (Ascend) or as decoded numbers (durations). Text is read
-digit by digit, so ``1712195495519689.047``, which a float64 holds only to a quarter of a
-microsecond, keeps its nanosecond; digits past the nanosecond are rounded half up. A number
-already decoded is split into its integer part (exact in a float64 below 2**53) and its
-fraction, rounded to the nanosecond. A missing, non-numeric, non-finite or out-of-range value
-is a :class:`ParityError` naming the event.
-
-Speed: texts of one width become one byte matrix, converted with a few numpy passes; plain
-numbers become one float64 array; only what neither takes goes value by value.
+Traces give microseconds as JSON number text (Kineto's ``ts``, kept undecoded as ``msgspec.Raw``),
+as decimal strings (Ascend) or as decoded numbers (durations). Text is read digit by digit, so
+``1712195495519689.047``, which a float64 holds only to a quarter of a microsecond, keeps its
+nanosecond (digits past it round half up); a decoded number is split into its integer part
+(exact below 2**53) and its fraction, rounded to the ns. A missing, non-numeric, non-finite or
+out-of-range value is a :class:`ParityError` naming the event. Speed: texts of one width are one
+byte matrix converted in a few numpy passes, numbers one float64 array; the rest goes one by one.
 """
 
 from __future__ import annotations
@@ -70,26 +67,25 @@ def parse_us_text(text: str) -> int:
 
 
 def _texts_to_ns(texts: list, **where) -> np.ndarray:
-    """Texts of each width as one matrix (:func:`_digits_ns`); a width that is not plain digits
-    goes value by value. Joined with a comma after each, texts all as wide as the first put
-    the commas at the end of every row: that is checked in two C-level passes, where measuring
-    every text costs a Python call each."""
-    n, width = len(texts), len(texts[0])
-    joined = b",".join(texts) + b","
-    if len(joined) == n * (width + 1):
-        chars = np.frombuffer(joined, dtype=np.uint8).reshape(n, width + 1)
-        if (chars[:, width] == _COMMA).all():
-            ns = _digits_ns(chars[:, :width])
-            return ns if ns is not None else _one_by_one(texts, **where)
+    """Texts joined with a comma after each (no number holds one), cut at the commas into one
+    byte matrix per width (:func:`_digits_ns`); a width that is not plain digits goes one by one."""
+    n = len(texts)
+    chars = np.frombuffer(b",".join(texts) + b",", dtype=np.uint8)
+    ends = np.flatnonzero(chars == _COMMA)
+    if len(ends) != n:  # a comma inside a text: no number
+        return _one_by_one(texts, **where)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    widths = ends - starts
+    if (widths == widths[0]).all():  # the usual block: the matrix is a view of the text
+        ns = _digits_ns(chars.reshape(n, -1)[:, :-1])
+        return ns if ns is not None else _one_by_one(texts, **where)
     out = np.empty(n, dtype=np.int64)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-    for size in np.unique(lengths).tolist():
-        rows = np.flatnonzero(lengths == size)
-        group = [texts[i] for i in rows.tolist()]
-        ns = _digits_ns(np.frombuffer(b"".join(group), dtype=np.uint8).reshape(len(group), size))
+    for width in np.unique(widths).tolist():
+        rows = np.flatnonzero(widths == width)
+        ns = _digits_ns(chars[starts[rows, None] + np.arange(width)])
         if ns is None:
             index = rows if where["index"] is None else np.asarray(where["index"])[rows]
-            ns = _one_by_one(group, **{**where, "index": index})
+            ns = _one_by_one([texts[i] for i in rows.tolist()], **{**where, "index": index})
         out[rows] = ns
     return out
 
@@ -138,8 +134,8 @@ def _plain_us(values: list) -> np.ndarray | None:
 
 
 def _one_by_one(values: list, *, path: Path, first: int, what: str, index) -> np.ndarray:
-    at = (lambda i: first + int(index[i])) if index is not None else (lambda i: first + i)
-    return np.array([_one_time(v, path=path, index=at(i), what=what) for i, v in enumerate(values)],
+    index = range(len(values)) if index is None else index
+    return np.array([_one_time(v, path=path, index=first + int(i), what=what) for v, i in zip(values, index)],
                     dtype=np.int64)  # fmt: skip
 
 
@@ -156,7 +152,7 @@ def _one_time(value, *, path: Path, index: int, what: str) -> int:
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             if not np.isfinite(value) or abs(value) > MAX_US:
                 raise ValueError("out of range")
-            ns = int(us_to_ns(np.array([value], dtype=np.float64))[0]) if isinstance(value, float) else value * 1000
+            ns = value * 1000 if isinstance(value, int) else int(us_to_ns(np.array([value]))[0])
         else:
             raise ValueError("wrong type")
     except (ValueError, OverflowError):
