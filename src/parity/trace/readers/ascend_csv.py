@@ -49,11 +49,9 @@ def _cut_short(record: dict) -> bool:
 
 
 def read_step_trace(path: Path, warnings: list[str] | None = None) -> list[dict]:
-    """Rows of ``step_trace_time.csv`` as dicts (numbers as floats, µs; ``Step`` as int).
-
-    Missing step-figure columns, rows cut short and rows whose figures are not numbers are
-    counted in ``warnings``; such rows are skipped.
-    """
+    """Rows of ``step_trace_time.csv`` as dicts (numbers as floats, µs; ``Step`` as int); missing
+    step-figure columns, and rows cut short or whose figures are not numbers (skipped), are
+    counted in ``warnings``."""
     if not path.is_file():
         return []
     header, records = csv_rows(path)
@@ -62,15 +60,10 @@ def read_step_trace(path: Path, warnings: list[str] | None = None) -> list[dict]
     if missing:
         warnings.append(f"{path.name} has no {', '.join(missing)} column; "
                         "those profiler figures are not compared")
-    rows, skipped = [], 0
-    for record in records:
-        row = _step_row(record)
-        if row is None:
-            skipped += 1
-        else:
-            rows.append(row)
-    if skipped:
-        warnings.append(f"{skipped} of {len(records)} rows of {path.name} are cut short or not numbers; skipped")
+    rows = [row for row in map(_step_row, records) if row is not None]
+    if len(rows) < len(records):
+        warnings.append(f"{len(records) - len(rows)} of {len(records)} rows of {path.name} are cut short or "
+                        "not numbers; skipped")  # fmt: skip
     return rows
 
 
@@ -141,15 +134,11 @@ class _TaskLookup:
     """
 
     def __init__(self, table: ActivityTable) -> None:
-        self.by_name: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         rows = np.flatnonzero(np.isin(table.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC)))
-        order = rows[np.argsort(table.start_ns[rows], kind="stable")]
         groups: dict[str, list[int]] = {}
-        for row in order.tolist():
+        for row in rows[np.argsort(table.start_ns[rows], kind="stable")].tolist():
             groups.setdefault(table.names[table.name_id[row]], []).append(row)
-        for name, members in groups.items():
-            idx = np.array(members)
-            self.by_name[name] = (table.start_ns[idx], idx)
+        self.by_name = {name: (table.start_ns[members], np.array(members)) for name, members in groups.items()}
         self.used: set[int] = set()
 
     def find(self, name: str, start_ns: int) -> int | None:

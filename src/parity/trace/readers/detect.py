@@ -17,10 +17,10 @@ import re
 from pathlib import Path
 
 from parity.model.errors import ParityError
+from parity.trace.readers import jsonstream
 from parity.trace.readers.ascend_csv import KERNEL_DETAILS, STEP_TRACE
 from parity.trace.readers.ascend_db import connect, tables_or_raise
 from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW, missing_timeline
-from parity.trace.readers import jsonstream
 from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
@@ -46,7 +46,11 @@ def detect(path: Path) -> str:
         raise ParityError(f"{path}: no such file or folder")
     if path.name in (KERNEL_DETAILS, STEP_TRACE):
         raise ParityError(_table_not_timeline(path))
-    with _open(path) as handle:
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
+    with handle:
         head = handle.read(len(SQLITE_MAGIC))
         if head.startswith(SQLITE_MAGIC):
             return _detect_sqlite(path)
@@ -54,7 +58,10 @@ def detect(path: Path) -> str:
         reader = jsonstream.GZIP_FILE(fileobj=handle, mode="rb") if head[:2] == GZIP_MAGIC else handle
         text = b""
         for size in HEAD_LOOKS:
-            text = _read_on(reader, text, size)
+            try:
+                text += reader.read(size - len(text))
+            except (OSError, EOFError, *GZIP_ERRORS):
+                text = b""  # a gzip cut short or corrupt
             if text.lstrip()[:1] == b"{" and b'"traceEvents"' in text:
                 return "kineto"  # the common case, decided without inflating a whole MB
             if len(text) < size:
@@ -77,22 +84,6 @@ def detect(path: Path) -> str:
         f"{path}: not a trace this reader knows (Kineto/Chrome JSON, Ascend profiler output, "
         f"Nsight Systems SQLite); it starts with {stripped[:24]!r}{hint}"
     )
-
-
-def _open(path: Path):
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise ParityError(f"{path}: cannot open ({exc.strerror or exc}); check the path") from None
-
-
-def _read_on(reader, text: bytes, size: int) -> bytes:
-    """The first ``size`` bytes of the (decompressed) file, read on from ``text``, the first
-    ones read so far; b"" when the file cannot be read that far (a gzip cut short or corrupt)."""
-    try:
-        return text + reader.read(size - len(text))
-    except (OSError, EOFError, *GZIP_ERRORS):
-        return b""
 
 
 def _detect_folder(path: Path) -> str:

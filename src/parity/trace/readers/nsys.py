@@ -1,19 +1,15 @@
 """NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``).
 
-Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (named from ``StringIds`` by ``demangledName``, else
-``shortName``), ``_MEMCPY`` and ``_MEMSET`` (named by copy kind), ``_RUNTIME`` (``Kind.RUNTIME``,
-stream = thread id), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from CUPTI's enum) and
-``NVTX_EVENTS`` ranges (``Kind.OTHER``, ``Kind.STEP`` when named ``ProfilerStep#N``). Times are
-integer ns on the session clock; ``correlationId`` links device rows to their runtime call.
-``TARGET_INFO_SESSION_START_TIME`` goes to ``meta["base_time_ns"]``, ``TARGET_INFO_GPU`` names
-to ``meta["devices"]``.
+Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (named by ``demangledName``, else ``shortName``), ``_MEMCPY``
+and ``_MEMSET`` (named by copy kind), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from
+CUPTI's enum), ``_RUNTIME`` (``Kind.RUNTIME``, stream = thread id) and ``NVTX_EVENTS`` ranges
+(``Kind.OTHER``, or ``Kind.STEP`` named ``ProfilerStep#N``). Times are integer ns on the session
+clock; ``correlationId`` links device rows to their runtime call. Columns vary between versions
+(:func:`select`): one is found under any of its known names, an absent optional one reads as
+NULL, a table without a needed one is skipped, each with a warning in ``meta["warnings"]``.
 
-Columns vary between Nsight versions (:func:`select`): a column is found under any of its known
-names, an absent optional column reads as NULL, and a table without a column it needs is
-skipped; each is a warning in ``meta["warnings"]``, as is an export with no kernel table.
-
-Bad input: not SQLite, no CUPTI table, no device activity at all, or a row ending before it
-starts: :class:`ParityError` (naming the table and row for the last).
+Bad input (not SQLite, no CUPTI table, no device activity, a row ending before it starts) is a
+:class:`ParityError`.
 """
 
 from __future__ import annotations
@@ -32,37 +28,30 @@ MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-MARKERS = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "TARGET_INFO_GPU")
-_COPY_KIND = {1: "Memcpy HtoD", 2: "Memcpy DtoH", 3: "Memcpy HtoA", 4: "Memcpy AtoH",
-              5: "Memcpy AtoA", 6: "Memcpy AtoD", 7: "Memcpy DtoA", 8: "Memcpy DtoD",
-              9: "Memcpy HtoH", 10: "Memcpy PtoP"}  # fmt: skip
-_SYNC_TYPE = {0: "Unknown", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync",
-              4: "Context Sync"}  # fmt: skip
+_COPY_KIND = {1: "Memcpy HtoD", 2: "Memcpy DtoH", 3: "Memcpy HtoA", 4: "Memcpy AtoH", 5: "Memcpy AtoA",
+              6: "Memcpy AtoD", 7: "Memcpy DtoA", 8: "Memcpy DtoD", 9: "Memcpy HtoH", 10: "Memcpy PtoP"}  # fmt: skip
+_SYNC_TYPE = {0: "Unknown", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
 EXTRA = dict(sync_type=object, wait_on_event_corr=np.int64)
-
-
-def is_nsys(tables: set[str]) -> bool:
-    return KERNEL in tables or RUNTIME in tables or any(t.startswith("CUPTI_ACTIVITY") for t in tables)
+_TIMES = (("start",), ("end",))
+_IDS = (("deviceId",), ("streamId",), ("correlationId",))
 
 
 def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     """Read one Nsight Systems SQLite export."""
     db = connect(path)
     warnings: list[str] = []
+    cols = Columns(EXTRA)
     try:
-        cols = Columns(EXTRA)
-        try:
-            tables = table_names(db)
-            if not is_nsys(tables):
-                raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
-            strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
-            _device(db, tables, strings, cols, path, warnings)
-            device_rows = cols.rows
-            _runtime(db, tables, strings, cols, path, warnings)
-            _nvtx(db, tables, strings, cols, path, warnings)
-            meta = _meta(db, tables, path, warnings)
-        except SQLITE_ERRORS as exc:
-            raise ParityError(f"{path}: unreadable Nsight tables ({one_line(exc)}); export it again") from None
+        tables = table_names(db)
+        if not any(t.startswith("CUPTI_ACTIVITY") for t in tables):
+            raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
+        strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
+        _device(db, tables, strings, cols, path, warnings)
+        device_rows = cols.rows
+        _host(db, tables, strings, cols, path, warnings)
+        meta = _meta(db, tables, path, warnings)
+    except SQLITE_ERRORS as exc:
+        raise ParityError(f"{path}: unreadable Nsight tables ({one_line(exc)}); export it again") from None
     finally:
         db.close()
     if progress is not None:
@@ -74,26 +63,6 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
         warnings.append(f"no {KERNEL} table: the export holds no kernels, so only copies and sets are analysed")
     table = cols.table(meta=meta)
     return with_columns(table, step=place_steps(table))
-
-
-def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[str],
-         device, stream, corr, sync=None) -> None:  # fmt: skip
-    start = np.asarray([r[0] for r in rows], np.int64)
-    end = np.asarray([r[1] if r[1] is not None else r[0] for r in rows], np.int64)
-    if (end < start).any():
-        bad = int(np.flatnonzero(end < start)[0])
-        raise ParityError(f"{path}: {table} row {bad} ends before it starts; the export is corrupt")
-    cols.add(
-        device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
-        stream=np.asarray([NO_ID if x is None else x for x in stream], np.int64), kind=np.asarray(kind, np.int8),
-        name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
-        end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
-        **({} if sync is None else {"sync_type": np.asarray(sync, dtype=object)}),
-    )  # fmt: skip
-
-
-_TIMES = (("start",), ("end",))
-_IDS = (("deviceId",), ("streamId",), ("correlationId",))
 
 
 def select(db, table: str, columns: tuple[tuple[str, ...], ...], *, required: int, warnings: list[str],
@@ -118,55 +87,66 @@ def select(db, table: str, columns: tuple[tuple[str, ...], ...], *, required: in
     return db.execute(f"SELECT {', '.join(chosen)} FROM {table} {order}").fetchall()
 
 
+_DEVICE_TABLES = (  # table, kind, the columns a row is named by, SQL after FROM
+    (KERNEL, Kind.KERNEL, (("demangledName",), ("shortName",)), "ORDER BY {start}"),
+    (MEMCPY, Kind.MEMCPY, (("copyKind",),), ""), (MEMSET, Kind.MEMSET, (), ""),
+    (SYNC, Kind.SYNC, (("syncType",),), ""),
+)
+
+
 def _device(db, tables, strings, cols, path, warnings) -> None:
-    if KERNEL in tables:
-        rows = select(db, KERNEL, (*_TIMES, *_IDS, ("demangledName",), ("shortName",)), required=2,
-                      warnings=warnings, tail="ORDER BY {start}")
-        if rows:
+    """Kernels, copies, sets and syncs, their ids (device, stream, correlation) from one layout."""
+    for table, kind, naming, tail in _DEVICE_TABLES:
+        if table not in tables:
+            continue
+        rows = select(db, table, (*_TIMES, *_IDS, *naming), required=2, warnings=warnings, tail=tail)
+        if not rows:
+            continue
+        if kind == Kind.KERNEL:
             names = [strings.get(r[5]) or strings.get(r[6]) or f"kernel {r[5]}" for r in rows]
-            _add(cols, path, KERNEL, rows, [int(Kind.KERNEL)] * len(rows), names,
-                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
-    if MEMCPY in tables:
-        rows = select(db, MEMCPY, (*_TIMES, *_IDS, ("copyKind",)), required=2, warnings=warnings)
-        if rows:
+        elif kind == Kind.MEMCPY:
             names = [_COPY_KIND.get(r[5], f"Memcpy kind {r[5]}") for r in rows]
-            _add(cols, path, MEMCPY, rows, [int(Kind.MEMCPY)] * len(rows), names,
-                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
-    if MEMSET in tables:
-        rows = select(db, MEMSET, (*_TIMES, *_IDS), required=2, warnings=warnings)
+        elif kind == Kind.SYNC:
+            names = [_SYNC_TYPE.get(r[5], f"sync type {r[5]}") for r in rows]
+        else:
+            names = ["Memset"] * len(rows)
+        _add(cols, path, table, rows, [int(kind)] * len(rows), names, [r[2] for r in rows], [r[3] for r in rows],
+             [r[4] for r in rows], names if kind == Kind.SYNC else None)  # fmt: skip
+
+
+def _host(db, tables, strings, cols, path, warnings) -> None:
+    """Runtime calls, and NVTX ranges (a ``ProfilerStep#N`` range is a step)."""
+    if RUNTIME in tables:
+        rows = select(db, RUNTIME, (*_TIMES, ("globalTid",), ("correlationId",), ("nameId",)), required=2,
+                      warnings=warnings, tail="ORDER BY {start}")  # fmt: skip
         if rows:
-            _add(cols, path, MEMSET, rows, [int(Kind.MEMSET)] * len(rows), ["Memset"] * len(rows),
-                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows])  # fmt: skip
-    if SYNC in tables:
-        rows = select(db, SYNC, (*_TIMES, *_IDS, ("syncType",)), required=2, warnings=warnings)
+            names = [strings.get(r[4]) or f"api {r[4]}" for r in rows]
+            _add(cols, path, RUNTIME, rows, [int(Kind.RUNTIME)] * len(rows), names, [NO_ID] * len(rows),
+                 [(r[2] or 0) & 0xFFFFFF for r in rows], [r[3] for r in rows])  # fmt: skip
+    if "NVTX_EVENTS" in tables:
+        rows = [r for r in select(db, "NVTX_EVENTS", (*_TIMES, ("globalTid",), ("text",), ("textId",)), required=2,
+                                  warnings=warnings, tail="ORDER BY {start}") if r[1] is not None]  # fmt: skip
         if rows:
-            kinds = [_SYNC_TYPE.get(r[5], f"sync type {r[5]}") for r in rows]
-            _add(cols, path, SYNC, rows, [int(Kind.SYNC)] * len(rows), kinds,
-                 [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows], kinds)  # fmt: skip
+            names = [r[3] or strings.get(r[4]) or "" for r in rows]
+            kinds = [int(Kind.STEP if PROFILER_STEP.match(n) else Kind.OTHER) for n in names]
+            _add(cols, path, "NVTX_EVENTS", rows, kinds, names, [NO_ID] * len(rows),
+                 [(r[2] or 0) & 0xFFFFFF for r in rows], [None] * len(rows))  # fmt: skip
 
 
-def _runtime(db, tables, strings, cols, path, warnings) -> None:
-    if RUNTIME not in tables:
-        return
-    rows = select(db, RUNTIME, (*_TIMES, ("globalTid",), ("correlationId",), ("nameId",)), required=2,
-                  warnings=warnings, tail="ORDER BY {start}")
-    if rows:
-        names = [strings.get(r[4]) or f"api {r[4]}" for r in rows]
-        _add(cols, path, RUNTIME, rows, [int(Kind.RUNTIME)] * len(rows), names,
-             [NO_ID] * len(rows), [(r[2] or 0) & 0xFFFFFF for r in rows],
-             [r[3] for r in rows])  # fmt: skip
-
-
-def _nvtx(db, tables, strings, cols, path, warnings) -> None:
-    if "NVTX_EVENTS" not in tables:
-        return
-    rows = [r for r in select(db, "NVTX_EVENTS", (*_TIMES, ("globalTid",), ("text",), ("textId",)), required=2,
-                              warnings=warnings, tail="ORDER BY {start}") if r[1] is not None]
-    if rows:
-        names = [r[3] or strings.get(r[4]) or "" for r in rows]
-        kinds = [int(Kind.STEP if PROFILER_STEP.match(n) else Kind.OTHER) for n in names]
-        _add(cols, path, "NVTX_EVENTS", rows, kinds, names, [NO_ID] * len(rows),
-             [(r[2] or 0) & 0xFFFFFF for r in rows], [None] * len(rows))  # fmt: skip
+def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[str], device, stream, corr,
+         sync=None) -> None:  # fmt: skip
+    start = np.asarray([r[0] for r in rows], np.int64)
+    end = np.asarray([r[1] if r[1] is not None else r[0] for r in rows], np.int64)
+    if (end < start).any():
+        bad = int(np.flatnonzero(end < start)[0])
+        raise ParityError(f"{path}: {table} row {bad} ends before it starts; the export is corrupt")
+    cols.add(
+        device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
+        stream=np.asarray([NO_ID if x is None else x for x in stream], np.int64), kind=np.asarray(kind, np.int8),
+        name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
+        end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
+        **({} if sync is None else {"sync_type": np.asarray(sync, dtype=object)}),
+    )  # fmt: skip
 
 
 def _meta(db, tables, path: Path, warnings: list[str]) -> dict:
