@@ -31,18 +31,8 @@ from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, int_or, place_steps, step_numbers_by_name, with_columns
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_events import (
-    CAT_CODE,
-    DEVICE_CODES,
-    EXTRA,
-    GPU_ANNOTATION,
-    SKIP,
-    UNKNOWN,
-    ScanState,
-    decode_events,
-    on_stream,
-    scan_block,
-)
+from parity.trace.readers.kineto_events import CAT_CODE, DEVICE_CODES, EXTRA, GPU_ANNOTATION, SKIP, UNKNOWN
+from parity.trace.readers.kineto_events import ScanState, decode_events, on_stream, scan_block
 from parity.trace.readers.times import times_to_ns
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
@@ -59,17 +49,16 @@ Progress = Callable[[int, int, str], None]
 def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
 
-    ``workers`` is how many processes parse it: 1 reads in this process, more in this process
-    and ``workers - 1`` children forked for this read, one share of the text each
-    (:mod:`.parallel`); None picks by the file's size alone (:func:`.parallel.default_workers`).
-    The table is the same for every value; whatever goes wrong in a share is read again here
-    in one process, which names the bad event.
+    ``workers`` processes parse it: this one, and ``workers - 1`` children forked for this read,
+    one share of the text each (:mod:`.parallel`); None picks by the file's size alone
+    (:func:`.parallel.default_workers`). The table is the same for every value; whatever goes
+    wrong in a share is read again here in one process, which names the bad event.
     """
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
     workers = parallel.default_workers(inflated) if workers is None else workers
     if workers < 1:
         raise ParityError(f"workers={workers} for {path}; give 1 or more processes")
-    if workers >= 2 and inflated and parallel.can_fork():
+    if workers >= 2 and inflated:
         done = parallel.read_shares(path, size=inflated, workers=workers, parse=_parse)
         if done is not None:
             if progress is not None:
@@ -80,8 +69,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | 
 
 
 def _parse(path: Path, source=None, *, progress: Progress | None = None) -> tuple[Columns, ScanState, EventStream]:
-    """The columns, scan state and finished stream of the file, or of ``source`` (a share of
-    its text, :class:`.parallel.Share`)."""
+    """Columns, scan state and finished stream of the file, or of ``source`` (a share of it)."""
     stream = EventStream(path, decode=decode_events, source=source)
     cols, state = Columns(EXTRA), ScanState(path=path)
     for first, events in stream:
@@ -110,19 +98,12 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
         "device_properties": header.get("deviceProperties") or [],
     }  # fmt: skip
     table = cols.table(meta=meta)
-    meta["exact_timestamps"] = needs_nanoseconds(table.start_ns)
+    late = table.start_ns[table.start_ns >= FLOAT_EXACT_US * 1000]  # Kineto's ns-resolution traces
+    meta["exact_timestamps"] = bool((late % 1000 != 0).any())  # where a float64 of us loses the ns
     kind, device, stream = _resolve_lanes(table, state)
     kind = _mark_steps(table, kind)
     return with_columns(table, rank=np.full(len(table), rank, dtype=np.int32), device=device, stream=stream,
                         kind=kind.astype(np.int8), step=place_steps(table, kind))  # fmt: skip
-
-
-def needs_nanoseconds(start_ns: np.ndarray) -> bool:
-    """Whether some start is a fraction of a microsecond past :data:`FLOAT_EXACT_US`, where a
-    float64 of microseconds no longer holds the nanosecond: Kineto's nanosecond-resolution
-    traces, read exactly."""
-    late = start_ns[start_ns >= FLOAT_EXACT_US * 1000]
-    return bool((late % 1000 != 0).any())
 
 
 def _rank(path: Path, header: dict) -> tuple[int, str]:
@@ -163,7 +144,8 @@ def _lane(state: ScanState, pid: int, tid: int) -> tuple[int, int] | None:
     if not stream and not (_DEVICE.search(process) and not _HOST.search(process)):
         return None
     device = _LAST_NUMBER.search(state.labels.get(pid) or state.process.get(pid, ""))
-    return (int(device.group(1)) if device else (pid if pid != NO_ID else 0)), (int(stream.group(1)) if stream else tid)
+    device = int(device.group(1)) if device else (pid if pid != NO_ID else 0)
+    return device, int(stream.group(1)) if stream else tid
 
 
 def _mark_steps(table: ActivityTable, kind: np.ndarray) -> np.ndarray:
@@ -201,14 +183,13 @@ def _add_duration_pairs(cols: Columns, state: ScanState) -> str | None:
                 pairs.append((b, j))
     unmatched += sum(len(stack) for stack in open_by_lane.values())
     if pairs:
-        begins, ends = (np.array(side) for side in zip(*pairs))
-        kind = np.array([CAT_CODE.get(marks[b][2], UNKNOWN) for b in begins.tolist()], dtype=np.int16)
-        pid = np.array([int_or(marks[b][3]) for b in begins.tolist()], dtype=np.int64)
-        tid = np.array([int_or(marks[b][4]) for b in begins.tolist()], dtype=np.int64)
+        begun = [marks[b] for b, _ in pairs]
+        kind = np.array([CAT_CODE.get(m[2], UNKNOWN) for m in begun], dtype=np.int16)
+        pid, tid = (np.array([int_or(m[k]) for m in begun], dtype=np.int64) for k in (3, 4))
         cols.add(
             device=np.where(np.isin(kind, DEVICE_CODES), pid, NO_ID), stream=tid, kind=kind,
-            name_id=np.array([cols.intern(marks[b][1] or "") for b in begins.tolist()], np.int32),
-            start_ns=ts[begins], end_ns=ts[ends], pid=pid, tid=tid,
+            name_id=np.array([cols.intern(m[1] or "") for m in begun], np.int32),
+            start_ns=ts[[b for b, _ in pairs]], end_ns=ts[[e for _, e in pairs]], pid=pid, tid=tid,
         )  # fmt: skip
         state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
     return f"{unmatched} 'B'/'E' duration events have no partner; skipped" if unmatched else None

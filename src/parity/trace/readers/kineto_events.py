@@ -81,12 +81,8 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     args: Args | None = None
 
 
-class Begin(Complete, tag="B"):
-    """The start of a duration event."""
-
-
-class End(Complete, tag="E"):
-    """The end of a duration event."""
+Begin = msgspec.defstruct("Begin", [], bases=(Complete,), tag="B")  # a duration event's start
+End = msgspec.defstruct("End", [], bases=(Complete,), tag="E")  # and its end
 
 
 class LaneArgs(msgspec.Struct, gc=False):
@@ -137,14 +133,13 @@ def decode_events(text) -> list | None:
 
 
 def on_stream(kind: np.ndarray) -> np.ndarray:
-    """Rows drawn on a device stream (device kinds, syncs, GPU annotations), by a table look-up
-    of the kind codes ``0 .. UNKNOWN``: one indexing pass where ``np.isin`` costs a dozen."""
+    """Rows drawn on a device stream (device kinds, syncs, GPU annotations): a look-up of the
+    kind codes ``0 .. UNKNOWN``, one pass where ``np.isin`` costs a dozen."""
     return _ON_STREAM[kind]
 
 
 class ScanState:
-    """What the scan learns besides rows: lane names from metadata events, the ``B``/``E``
-    events to pair at the end, and counts for warnings."""
+    """What the scan learns besides rows: lane names, ``B``/``E`` events to pair, counts."""
 
     def __init__(self, *, path: Path) -> None:
         self.path = path
@@ -177,8 +172,7 @@ class ScanState:
 
 
 def scan_block(events: list, first: int, cols: Columns, state: ScanState) -> None:
-    """Append the rows of one decoded block, events ``first`` on, to ``cols``; lane names and
-    ``B``/``E`` events go to ``state``."""
+    """Append the rows of one decoded block (events ``first`` on) to ``cols``, the rest to ``state``."""
     if type(events[0]) not in STRUCT_TYPES:
         events = [_strict(e, first + i, state) for i, e in enumerate(events)]
     types = list(map(type, events))
@@ -214,17 +208,14 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
     if None in args:
         args = [NO_ARGS if a is None else a for a in args]
 
-    def ids(values: list, what: str) -> np.ndarray:
-        return _id_column(values, what=what, where=where, first=first, path=path)
-
-    pid, tid = ids([e.pid for e in xs], "pid"), ids([e.tid for e in xs], "tid")
-    dev, stream = ids([a.device for a in args], "args.device"), ids([a.stream for a in args], "args.stream")
-    corr = ids([a.correlation for a in args], "args.correlation")
-    ext = ids(_external_ids(args), "args['External id']")
+    pid, tid, dev, stream, corr, ext = (
+        _id_column(values, what=what, where=where, first=first, path=path) for values, what in (
+            ([e.pid for e in xs], "pid"), ([e.tid for e in xs], "tid"), ([a.device for a in args], "args.device"),
+            ([a.stream for a in args], "args.stream"), ([a.correlation for a in args], "args.correlation"),
+            (_external_ids(args), "args['External id']")))  # fmt: skip
     ext[ext == ABSENT] = NO_ID
-    kind = np.asarray(kinds, dtype=np.int16)
+    n, kind = len(kinds), np.asarray(kinds, dtype=np.int16)
     on_device = on_stream(kind)
-    n = len(kinds)
     sync_type = np.full(n, None, dtype=object)
     wait_stream, wait_corr = np.full((2, n), NO_ID, dtype=np.int64)
     if KindCode.SYNC in kinds:
@@ -243,12 +234,9 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
 
 
 def _note_lanes_and_marks(events: list, types: list, present: set, first: int, state: ScanState) -> None:
-    """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing.
-
-    Some profilers repeat the same few metadata events for every span (MTIA traces: 300,000 of
-    them, 22 distinct), so each distinct one is recorded once, in the order of its last
-    occurrence: every lane ends with the name its last event gave it, as in file order.
-    """
+    """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing. Some profilers
+    repeat a few metadata events for every span (MTIA: 300,000, 22 distinct), so each distinct
+    one is recorded once, in the order of its last occurrence (the name a lane ends with)."""
     if Metadata in present:
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
                 for e in compress(events, map(is_, types, repeat(Metadata)))
@@ -262,10 +250,10 @@ def _note_lanes_and_marks(events: list, types: list, present: set, first: int, s
 
 
 def _strict(e, index: int, state: ScanState):
-    """A :class:`Loose` event as the struct a well-formed one decodes into, or None (an entry
-    that is not an object, counted in ``state``, or a phase without rows). Ids that are not
-    integers read as no id, text that is not text as absent, other names as their text; a
-    category or name that cannot be looked up, or ``args`` that is no object, is malformed."""
+    """A :class:`Loose` event as the struct a well-formed one decodes into, or None (an entry that
+    is not an object, counted, or a phase without rows). Ids that are not integers read as no id,
+    other names as their text; a category or name that is no key, or ``args`` no object, is
+    malformed."""
     if type(e) is not Loose:
         state.non_objects += 1
         return None
@@ -325,10 +313,9 @@ def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
 
 
 def _id_column(values: list, *, what: str, where, first: int, path: Path) -> np.ndarray:
-    """Int64 ids: integers kept, anything else (text, None) NO_ID; a ParityError naming the
-    event of an id beyond 64 bits. ``sum`` is the cheap test for other values (a C-level pass
-    that fails on text or None), and a column of one value (one pid, no stream on a CPU-only
-    trace) is filled, as ``list.count`` costs a few ns a value where numpy converts at 20."""
+    """Int64 ids: integers kept, text and None NO_ID (``sum``, a C-level pass, fails on them); a
+    ParityError naming the event of an id beyond 64 bits. A column of one value (one pid, no
+    stream on a CPU-only trace) is filled: ``list.count`` costs a few ns a value, numpy 20."""
     try:
         sum(values)
     except TypeError:
@@ -346,8 +333,7 @@ def _id_column(values: list, *, what: str, where, first: int, path: Path) -> np.
 
 
 def _external_ids(args: list[Args]) -> list:
-    """``External id``, else the older ``external id``, else :data:`ABSENT` (made NO_ID by the
-    caller); the merge with the older key runs only where it occurs."""
+    """``External id``, else the older ``external id``, else :data:`ABSENT`."""
     exts = [a.external_id for a in args]
     olds = [a.external_id_old for a in args]
     if olds.count(None) == len(olds):

@@ -43,11 +43,6 @@ def default_workers(inflated: int | None) -> int:
     return 2 if inflated < FOUR_PROCESS_BYTES else 4
 
 
-def can_fork() -> bool:
-    """Whether worker processes can be forked on this platform."""
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
 def inflated_bytes_estimate(path: Path) -> int | None:
     """The text size of a trace in bytes, from one open of the file; None when it cannot be read.
 
@@ -80,7 +75,7 @@ def read_shares(path: Path, *, size: int, workers: int, parse: Callable):
     ``size`` is the text size (:func:`inflated_bytes_estimate`); ``parse(path, source)`` scans
     the text of ``source`` (a :class:`Share`) into ``(cols, state, stream)``.
     """
-    if size < workers:
+    if size < workers or "fork" not in multiprocessing.get_all_start_methods():
         return None
     offsets = [size * k // workers for k in range(workers)] + [None]
     context = multiprocessing.get_context("fork")
