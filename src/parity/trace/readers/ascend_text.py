@@ -5,19 +5,26 @@ processes are told apart by their ``process_name``: ``Ascend Hardware`` holds de
 thread per stream (``MEMCPY_ASYNC`` is ``Kind.MEMCPY``, ``EVENT_RECORD``/``EVENT_WAIT``
 ``Kind.SYNC``, the rest ``Kind.KERNEL``; ``args["Task Type"]`` goes to ``task_type``,
 ``connection_id`` to ``correlation``). ``HCCL``'s ``Group N Communication`` thread holds the
-collectives (``hcom_*``: ``Kind.KERNEL``, ``task_type = "HCCL"``, on the stream their plane
-tasks name); its ``Plane N`` tasks repeat hardware tasks and are ``Kind.OTHER``, with ``(src
-rank, dst rank, size(Byte), link type)`` in ``link`` for the communication matrix. ``CANN``
-API calls are ``Kind.RUNTIME``; in the Python process ``cpu_op`` is ``Kind.CPU_OP`` and
-``ProfilerStep#N`` ``Kind.STEP``. The ``Overlap Analysis`` lanes (the profiler's own Computing,
-Communication, ... spans) go to ``meta["overlap_analysis"]`` as ``[start_ns, end_ns]`` pairs.
+collectives (``Kind.KERNEL``, ``task_type = "HCCL"``, on the stream their plane tasks name); its
+``Plane N`` tasks repeat hardware tasks and are ``Kind.OTHER``, with ``(src rank, dst rank,
+size(Byte), link type)`` in ``link``. ``CANN`` API calls are ``Kind.RUNTIME``; in the Python
+process ``cpu_op`` is ``Kind.CPU_OP`` and ``ProfilerStep#N`` ``Kind.STEP``. The ``Overlap
+Analysis`` lanes (the profiler's own Computing, ... spans) go to ``meta["overlap_analysis"]``.
 
-A timeline inside ``ASCEND_PROFILER_OUTPUT`` is read with the CSVs beside it (:mod:`.ascend_csv`);
-a standalone one under any name, without them. Bad input is refused as for Kineto JSON.
+Beside a timeline in ``ASCEND_PROFILER_OUTPUT`` (a standalone one is read alone):
+``kernel_details.csv``, joined to the tasks by name and start, whose ``Accelerator Core`` wins
+over the Task Type in ``accelerator_core`` and whose ``Step Id`` sets the step (a task it does
+not describe takes its core from a Task Type that names a unit, else
+:data:`~parity.trace.table.UNKNOWN_CORE`: ``AI_CORE`` serves Cube and Vector alike); and
+``step_trace_time.csv``, the profiler's own per-step figures (µs), in ``meta["step_trace"]``.
+
+Bad input is refused as for Kineto JSON; partial CSVs (rows cut short, rows matching no task,
+figures that are not numbers, missing columns) are counted warnings, an unreadable one an error.
 """
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -26,20 +33,15 @@ import numpy as np
 import orjson
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.ascend_csv import (
-    KERNEL_DETAILS,
-    STEP_TRACE,
-    join_kernel_details,
-    read_step_trace,
-    step_figures_text,
-)
 from parity.trace.readers.columns import PROFILER_STEP, Columns, finish_ascend_rank, int_or
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.times import times_to_ns
-from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
+from parity.trace.readers.times import parse_us_text, times_to_ns
+from parity.trace.table import NO_ID, UNKNOWN_CORE, ActivityTable, Kind, KindCode
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
+KERNEL_DETAILS = "kernel_details.csv"
+STEP_TRACE = "step_trace_time.csv"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on several engines at once
@@ -47,6 +49,9 @@ ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on 
     "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy",
 })  # fmt: skip
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
+UNIT_NAMING_TYPES = {"AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}  # not AI_CORE
+STEP_FIGURES = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free")
+JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
 Progress = Callable[[int, int, str], None]
@@ -98,9 +103,9 @@ def missing_timeline(path: Path, folder: Path) -> str:
             f"so export the profile with its timeline (trace_view.json)" + (f"; {figures}" if figures else ""))
 
 
-def _lane_names(events: list) -> tuple[dict, dict]:
-    """pid -> process name and (pid, tid) -> thread name from the metadata events."""
-    process, thread = {}, {}
+def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
+    """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
+    process, thread = {}, {}  # pid -> process name, (pid, tid) -> thread name
     for e in events:
         if type(e) is dict and e.get("ph") == "M" and isinstance(e.get("args"), dict):
             if isinstance(e.get("pid"), (list, dict)) or isinstance(e.get("tid"), (list, dict)):
@@ -110,12 +115,6 @@ def _lane_names(events: list) -> tuple[dict, dict]:
                 process[e.get("pid")] = name
             elif e.get("name") == "thread_name" and isinstance(name, str):
                 thread[(e.get("pid"), e.get("tid"))] = name
-    return process, thread
-
-
-def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
-    """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
-    process, thread = _lane_names(events)
     rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
     skipped = 0
@@ -135,13 +134,14 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         except (TypeError, AttributeError, ValueError) as exc:
             raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        corr = args.get("connection_id")
+        corr = args.get("connection_id")  # an int, or its text
+        if type(corr) is not int:
+            corr = int(corr) if isinstance(corr, str) and corr.strip().isdigit() else NO_ID
         if plane_stream is not None:
             plane_streams.append((len(rows), plane_stream))
         rows.append((
             int(kind), cols.intern(str(e.get("name", ""))), e.get("ts"), e.get("dur"),
-            0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream,
-            int_or(corr) if type(corr) is int else _int_text(corr), task_type,
+            0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
             e.get("name") if kind == Kind.SYNC else None, int_or(e.get("pid")), int_or(e.get("tid")), i,
             _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
         ))  # fmt: skip
@@ -160,6 +160,30 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             link=_objects(links),
         )  # fmt: skip
     return lanes_ns
+
+
+def _classify(e: dict, process: str, thread: dict):
+    """``(kind, stream, task_type, plane_stream)`` of one complete event."""
+    pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
+    args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    if process == "Ascend Hardware":
+        task_type = args.get("Task Type") if isinstance(args.get("Task Type"), str) else None
+        number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
+        stream = int_or(int(number.group(1))) if number else int_or(tid)
+        if name == "MEMCPY_ASYNC":
+            return Kind.MEMCPY, stream, task_type, None
+        return Kind.SYNC if name in {"EVENT_RECORD", "EVENT_WAIT"} else Kind.KERNEL, stream, task_type, None
+    if process == "HCCL":
+        if thread.get((pid, tid), "").endswith("Communication"):
+            return Kind.KERNEL, NO_ID, "HCCL", None
+        plane, task = args.get("stream id"), args.get("task type")
+        plane = int_or(plane) if type(plane) is int else None
+        return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
+    if process == "CANN":
+        return Kind.RUNTIME, int_or(tid), None, None
+    if isinstance(name, str) and PROFILER_STEP.match(name):
+        return Kind.STEP, int_or(tid), None, None
+    return Kind.CPU_OP if e.get("cat") == "cpu_op" else Kind.OTHER, int_or(tid), None, None
 
 
 def _spans(trace: Path, where, ts, durs, *, negative: bool = False):
@@ -184,8 +208,7 @@ def _objects(values) -> np.ndarray:
 
 
 def _link(args: dict) -> tuple[int, int, int, str] | None:
-    """``(src rank, dst rank, size in bytes, link type)`` of an HCCL plane task, or None when its
-    args do not say."""
+    """``(src rank, dst rank, size in bytes, link type)`` of an HCCL plane task, or None."""
     src, dst, size = args.get("src rank"), args.get("dst rank"), args.get("size(Byte)")
     if type(src) is not int or type(dst) is not int or type(size) is not int:
         return None
@@ -193,59 +216,21 @@ def _link(args: dict) -> tuple[int, int, int, str] | None:
     return src, dst, size, link if isinstance(link, str) else ""
 
 
-def _classify(e: dict, process: str, thread: dict):
-    """``(kind, stream, task_type, plane_stream)`` of one complete event."""
-    pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
-    args = e.get("args") if isinstance(e.get("args"), dict) else {}
-    if process == "Ascend Hardware":
-        task_type = args.get("Task Type") if isinstance(args.get("Task Type"), str) else None
-        stream = _number(thread.get((pid, tid), ""), int_or(tid))
-        if name == "MEMCPY_ASYNC":
-            return Kind.MEMCPY, stream, task_type, None
-        return Kind.SYNC if name in {"EVENT_RECORD", "EVENT_WAIT"} else Kind.KERNEL, stream, task_type, None
-    if process == "HCCL":
-        if thread.get((pid, tid), "").endswith("Communication"):
-            return Kind.KERNEL, NO_ID, "HCCL", None
-        plane, task = args.get("stream id"), args.get("task type")
-        plane = int_or(plane) if type(plane) is int else None
-        return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
-    if process == "CANN":
-        return Kind.RUNTIME, int_or(tid), None, None
-    if isinstance(name, str) and PROFILER_STEP.match(name):
-        return Kind.STEP, int_or(tid), None, None
-    return Kind.CPU_OP if e.get("cat") == "cpu_op" else Kind.OTHER, int_or(tid), None, None
-
-
 def _place_hccl_ops(kind, types, stream, start, end, plane_streams) -> None:
-    """Give each HCCL operation the stream its tasks ran on (in place).
-
-    The stream comes from the first HCCL plane task inside the operation (``stream id``), or,
-    without plane rows (profiler level 0), from the first hardware task of a communication
-    type (Notify Wait, SDMA, ...) inside it; 0 when neither exists.
-    """
+    """Give each HCCL operation the stream its tasks ran on (in place): that of the first HCCL
+    plane task inside it (``stream id``), or without plane rows (profiler level 0) of the first
+    hardware task of a communication type (Notify Wait, SDMA, ...) inside it; else 0."""
     ops = np.flatnonzero((types == "HCCL") & (kind == KindCode.KERNEL))
     if len(ops) == 0:
         return
     if plane_streams:
-        rows = np.array([r for r, _ in plane_streams])
-        lanes = np.array([s for _, s in plane_streams])
+        rows, lanes = (np.array(side) for side in zip(*plane_streams))
     else:
         rows = np.flatnonzero(np.isin(types, list(COMM_TASK_TYPES)) & (kind == KindCode.KERNEL))
         lanes = stream[rows]
     for op in ops:
         inside = (start[rows] >= start[op]) & (start[rows] <= end[op])
         stream[op] = int(lanes[inside][0]) if inside.any() else 0
-
-
-def _number(label: str, default: int) -> int:
-    match = _NUMBER.search(label)
-    return int_or(int(match.group(1))) if match else default
-
-
-def _int_text(value) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        return int_or(int(value))
-    return NO_ID
 
 
 def _rank(folder: Path) -> tuple[int, str]:
@@ -257,6 +242,137 @@ def _rank(folder: Path) -> tuple[int, str]:
         if type(rank) is int and rank >= 0:
             return rank, "profiler_info"
     match = _RANK_DIR.search(folder.parent.name) or _RANK_DIR.search(folder.name)
-    if match:
-        return int(match.group(1)), "folder name"
-    return 0, "assumed"
+    return (int(match.group(1)), "folder name") if match else (0, "assumed")
+
+
+# --- the CSVs beside the timeline ------------------------------------------------------------
+
+
+def csv_rows(path: Path) -> tuple[list[str], list[dict]]:
+    """Header and rows of a CSV (``utf-8-sig``); a ParityError when it cannot be read."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            return [str(f).strip() for f in reader.fieldnames or []], rows
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ParityError(f"{path}: unreadable CSV ({one_line(exc)}); export the profile again") from None
+
+
+def _cut_short(record: dict) -> bool:
+    """A row with fewer fields than the header (DictReader fills the rest with None)."""
+    return any(value is None for value in record.values())
+
+
+def read_step_trace(path: Path, warnings: list[str] | None = None) -> list[dict]:
+    """Rows of ``step_trace_time.csv`` as dicts (numbers as floats, µs; ``Step`` as int); missing
+    step-figure columns, and rows cut short or whose figures are not numbers (skipped), are
+    counted in ``warnings``."""
+    if not path.is_file():
+        return []
+    header, records = csv_rows(path)
+    warnings = warnings if warnings is not None else []
+    missing = [c for c in STEP_FIGURES if c not in header]
+    if missing:
+        warnings.append(f"{path.name} has no {', '.join(missing)} column; those profiler figures are not compared")
+    rows = [row for row in map(_step_row, records) if row is not None]
+    if len(rows) < len(records):
+        warnings.append(f"{len(records) - len(rows)} of {len(records)} rows of {path.name} are cut short or "
+                        "not numbers; skipped")  # fmt: skip
+    return rows
+
+
+def _step_row(record: dict) -> dict | None:
+    if _cut_short(record):
+        return None
+    row: dict = {}
+    for key, value in record.items():
+        if key is None:
+            return None  # more fields than the header
+        name, text = key.strip(), (value or "").strip()
+        try:
+            row[name] = int(float(text)) if name == "Step" else float(text)
+        except ValueError:
+            if name == "Step" or name in STEP_FIGURES:
+                return None
+            row[name] = text
+    return row
+
+
+def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[str]) -> ActivityTable:
+    """Set ``accelerator_core`` and steps from ``kernel_details.csv`` (module docstring);
+    without the file (``path`` None or absent) cores come from the Task Types alone."""
+    types = np.array(table.extra["task_type"], dtype=object)
+    cores = np.where(np.isin(types, list(UNIT_NAMING_TYPES)), types, None)
+    cores[types == "AI_CORE"] = UNKNOWN_CORE  # Cube or Vector: only the CSV can tell
+    step = table.step.copy()
+    if path is not None and path.is_file():
+        _, records = csv_rows(path)
+        lookup = _TaskLookup(table)
+        unmatched = cut = 0
+        for record in records:
+            if _cut_short(record):
+                cut += 1
+                continue
+            try:
+                row = lookup.find(record["Name"], parse_us_text(record["Start Time(us)"].strip(" \t\"")))
+            except (KeyError, ValueError, AttributeError):
+                row = None
+            if row is None:
+                unmatched += 1
+                continue
+            core = (record.get("Accelerator Core") or "").strip()
+            if core and core != UNKNOWN_CORE:
+                cores[row] = core
+            elif types[row] not in UNIT_NAMING_TYPES:
+                cores[row] = UNKNOWN_CORE  # an operator whose unit the profiler did not record
+            step_id = (record.get("Step Id") or "").strip()
+            if step_id.isdigit():
+                step[row] = int(step_id)
+        if cut:
+            warnings.append(f"{cut} of {len(records)} rows of {path.name} are cut short (fewer fields than "
+                            "its header); skipped, so their cores and steps are unknown")
+        if unmatched:
+            warnings.append(f"{unmatched} rows of {path.name} match no task in the timeline")
+    extra = dict(table.extra, accelerator_core=cores)
+    return ActivityTable(**{c: getattr(table, c) for c in ActivityTable.COLUMNS if c != "step"},
+                         step=step, names=table.names, extra=extra, meta=table.meta)  # fmt: skip
+
+
+class _TaskLookup:
+    """Device rows by name and start time, matched to within :data:`JOIN_TOLERANCE_NS`: the CSV
+    and the timeline round one start differently in the last digit (``...175.672`` against
+    ``...175.673``), so the join takes the nearest unused row of that name within it."""
+
+    def __init__(self, table: ActivityTable) -> None:
+        rows = np.flatnonzero(np.isin(table.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC)))
+        groups: dict[str, list[int]] = {}
+        for row in rows[np.argsort(table.start_ns[rows], kind="stable")].tolist():
+            groups.setdefault(table.names[table.name_id[row]], []).append(row)
+        self.by_name = {name: (table.start_ns[members], np.array(members)) for name, members in groups.items()}
+        self.used: set[int] = set()
+
+    def find(self, name: str, start_ns: int) -> int | None:
+        if name not in self.by_name:
+            return None
+        starts, rows = self.by_name[name]
+        pos = int(np.searchsorted(starts, start_ns))
+        near = [(abs(int(starts[j]) - start_ns), int(rows[j])) for j in (pos - 1, pos, pos + 1)
+                if 0 <= j < len(starts) and int(rows[j]) not in self.used]  # fmt: skip
+        best = min([c for c in near if c[0] <= JOIN_TOLERANCE_NS], key=lambda c: c[0], default=None)
+        if best is None:
+            return None
+        self.used.add(best[1])
+        return best[1]
+
+
+def step_figures_text(path: Path, limit: int = 3) -> str:
+    """The profiler's own step figures from ``step_trace_time.csv``, one clause per step (at
+    most ``limit``), labelled as the profiler's; "" without the file."""
+    if not path.is_file():
+        return ""
+    rows = read_step_trace(path)
+    parts = [f"step {row.get('Step')}: " + ", ".join(f"{k} {row[k]:,.3f}" for k in STEP_FIGURES
+                                                       if isinstance(row.get(k), float)) for row in rows[:limit]]
+    more = f"; and {len(rows) - limit} more steps" if len(rows) > limit else ""
+    return f"the profiler's own {path.name} figures (us): " + "; ".join(parts) + more if parts else ""

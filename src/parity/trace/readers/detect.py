@@ -18,9 +18,8 @@ from pathlib import Path
 
 from parity.model.errors import ParityError
 from parity.trace.readers import jsonstream
-from parity.trace.readers.ascend_csv import KERNEL_DETAILS, STEP_TRACE
 from parity.trace.readers.ascend_db import connect, tables_or_raise
-from parity.trace.readers.ascend_text import OUTPUT, TRACE_VIEW, missing_timeline
+from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, missing_timeline
 from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
 FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
