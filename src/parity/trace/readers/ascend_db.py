@@ -1,19 +1,12 @@
 """torch_npu's Ascend profiler SQLite export (``ascend_pytorch_profiler_N.db``).
 
-The same run as the text output (:mod:`.ascend_text`), with integer nanosecond times and strings
-in ``STRING_IDS``; rows match the text reader's. ``TASK`` rows are device tasks, named by
-``COMPUTE_TASK_INFO.name`` for operators, else by task type (``Notify Wait``, ``SDMA``, ...);
-``accelerator_core`` is ``COMPUTE_TASK_INFO.taskType`` when it names a core, else the core the
-task type implies (``KERNEL_AIVEC`` -> ``AI_VECTOR_CORE``, ...). ``COMMUNICATION_OP`` rows are
-collectives on their tasks' stream; ``COMMUNICATION_TASK_INFO`` gives ``link`` (``(src rank, dst
-rank, size, link type)``) when some task names its ranks (level 0 records none). A task with no
-operator that holds a collective on its stream carries it: its core is ``HCCL``, as the
-profiler's step table counts it. ``CANN_API`` calls are ``Kind.RUNTIME``, ``PYTORCH_API`` ops
-``Kind.CPU_OP`` and ``ProfilerStep#N`` (else ``STEP_TIME``) ``Kind.STEP``; ``analysis.db``'s
-``StepTraceTime`` goes to ``meta["step_trace"]`` under the CSV's column names.
-
-Bad input: not SQLite, no ``TASK``/``STRING_IDS`` table, or a task ending before it starts: a
-:class:`ParityError`.
+The same run as the text output, rows as :mod:`.ascend_text` makes them, from integer ns times
+and ``STRING_IDS``: ``TASK`` rows (named by ``COMPUTE_TASK_INFO`` for operators, else by task
+type; the core from ``COMPUTE_TASK_INFO.taskType``, else implied by the task type),
+``COMMUNICATION_OP`` collectives on their tasks' stream (``link`` from
+``COMMUNICATION_TASK_INFO`` when it names ranks), ``CANN_API`` and ``PYTORCH_API`` calls, steps
+(else ``STEP_TIME``), and ``analysis.db``'s ``StepTraceTime`` in ``meta["step_trace"]``. An
+operator-less task holding a collective on its stream carries it: its core is ``HCCL``.
 """
 
 from __future__ import annotations

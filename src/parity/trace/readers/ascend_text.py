@@ -1,25 +1,18 @@
 """torch_npu's Ascend profiler text output: ``*_ascend_pt/ASCEND_PROFILER_OUTPUT``.
 
 ``trace_view.json`` is a Chrome trace (a top-level array, string microsecond timestamps) whose
-processes are told apart by their ``process_name``: ``Ascend Hardware`` holds device tasks, a
-thread per stream (``MEMCPY_ASYNC`` is ``Kind.MEMCPY``, ``EVENT_RECORD``/``EVENT_WAIT``
-``Kind.SYNC``, the rest ``Kind.KERNEL``; ``args["Task Type"]`` goes to ``task_type``,
-``connection_id`` to ``correlation``). ``HCCL``'s ``Group N Communication`` thread holds the
-collectives (``Kind.KERNEL``, ``task_type = "HCCL"``, on the stream their plane tasks name); its
-``Plane N`` tasks repeat hardware tasks and are ``Kind.OTHER``, with ``(src rank, dst rank,
-size(Byte), link type)`` in ``link``. ``CANN`` API calls are ``Kind.RUNTIME``; in the Python
-process ``cpu_op`` is ``Kind.CPU_OP`` and ``ProfilerStep#N`` ``Kind.STEP``. The ``Overlap
-Analysis`` lanes (the profiler's own Computing, ... spans) go to ``meta["overlap_analysis"]``.
+processes are told apart by name: ``Ascend Hardware`` holds device tasks, a thread per stream
+(``MEMCPY_ASYNC`` is ``Kind.MEMCPY``, ``EVENT_*`` ``Kind.SYNC``, the rest ``Kind.KERNEL``);
+``HCCL``'s ``Group N Communication`` thread holds collectives (kernels with ``task_type =
+"HCCL"`` on the stream of their tasks), its ``Plane N`` tasks repeat hardware tasks
+(``Kind.OTHER``, with ``link``: src and dst rank, bytes, link type); ``CANN`` calls are
+``Kind.RUNTIME``; the ``Overlap Analysis`` lanes go to ``meta["overlap_analysis"]``.
 
-Beside a timeline in ``ASCEND_PROFILER_OUTPUT`` (a standalone one is read alone):
-``kernel_details.csv``, joined to the tasks by name and start, whose ``Accelerator Core`` wins
-over the Task Type in ``accelerator_core`` and whose ``Step Id`` sets the step (a task it does
-not describe takes its core from a Task Type that names a unit, else
-:data:`~parity.trace.table.UNKNOWN_CORE`: ``AI_CORE`` serves Cube and Vector alike); and
-``step_trace_time.csv``, the profiler's own per-step figures (µs), in ``meta["step_trace"]``.
-
-Bad input is refused as for Kineto JSON; partial CSVs (rows cut short, rows matching no task,
-figures that are not numbers, missing columns) are counted warnings, an unreadable one an error.
+Beside a timeline in ``ASCEND_PROFILER_OUTPUT``: ``kernel_details.csv``, joined to the tasks by
+name and start, whose ``Accelerator Core`` wins over the Task Type and whose ``Step Id`` sets the
+step (without it, a Task Type that names a unit gives the core, else ``UNKNOWN_CORE``: Cube and
+Vector share ``AI_CORE``); ``step_trace_time.csv``, the profiler's step figures (µs), in
+``meta["step_trace"]``. Bad input is refused as for Kineto JSON; partial CSVs are counted warnings.
 """
 
 from __future__ import annotations

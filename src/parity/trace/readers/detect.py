@@ -1,14 +1,11 @@
-"""Tell a trace's format (one of :data:`FORMATS`) from its content, not its name.
+"""Tell a trace's format ("kineto", "ascend-text", "ascend-db" or "nsys") from its content.
 
-- A folder holding ``ASCEND_PROFILER_OUTPUT`` or being one: Ascend text when ``trace_view.json``
-  is there, else the Ascend SQLite export inside it; CSV tables alone are refused with the
-  profiler's own step figures (so is passing a CSV).
-- SQLite (by its header): Nsight Systems with ``CUPTI_ACTIVITY_KIND_*`` tables, Ascend with
-  ``TASK`` and ``STRING_IDS``.
-- JSON, plain or gzip: Ascend text when a top-level array carries string timestamps or names
-  the ``Ascend Hardware`` process; otherwise a Chrome trace, read by the Kineto reader.
-
-Anything else is a :class:`ParityError` naming the file and what was found.
+A folder holding or being ``ASCEND_PROFILER_OUTPUT`` is Ascend text when ``trace_view.json`` is
+there, else the Ascend SQLite export in it (CSV tables alone are refused, with the profiler's own
+step figures). SQLite (by its header) is Nsight Systems with ``CUPTI_ACTIVITY_KIND_*`` tables,
+Ascend with ``TASK`` and ``STRING_IDS``. JSON (plain or gzip) is Ascend text when a top-level
+array has string timestamps or an ``Ascend Hardware`` process, else a Chrome trace for the Kineto
+reader. Anything else is a :class:`ParityError` naming the file and what was found.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from parity.trace.readers.ascend_db import connect, tables_or_raise
 from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, missing_timeline
 from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
-FORMATS = ("kineto", "ascend-text", "ascend-db", "nsys")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # how far to look, in turn (a Kineto header is usually under 4 kB, tens of kB with many devices)
 HEAD_LOOKS = (4 << 10, 64 << 10, 1 << 20)

@@ -1,15 +1,11 @@
 """NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``).
 
-Rows: ``CUPTI_ACTIVITY_KIND_KERNEL`` (named by ``demangledName``, else ``shortName``), ``_MEMCPY``
-and ``_MEMSET`` (named by copy kind), ``_SYNCHRONIZATION`` (``Kind.SYNC``, ``sync_type`` from
-CUPTI's enum), ``_RUNTIME`` (``Kind.RUNTIME``, stream = thread id) and ``NVTX_EVENTS`` ranges
-(``Kind.OTHER``, or ``Kind.STEP`` named ``ProfilerStep#N``). Times are integer ns on the session
-clock; ``correlationId`` links device rows to their runtime call. Columns vary between versions
-(:func:`select`): one is found under any of its known names, an absent optional one reads as
-NULL, a table without a needed one is skipped, each with a warning in ``meta["warnings"]``.
-
-Bad input (not SQLite, no CUPTI table, no device activity, a row ending before it starts) is a
-:class:`ParityError`.
+Rows: ``CUPTI_ACTIVITY_KIND_`` ``KERNEL``, ``MEMCPY``, ``MEMSET`` and ``SYNCHRONIZATION`` (its
+``sync_type`` from CUPTI's enum), ``RUNTIME`` calls (stream = thread id) and ``NVTX_EVENTS`` ranges
+(``Kind.STEP`` when named ``ProfilerStep#N``); integer ns on the session clock. Columns vary
+between versions (:func:`select` tries each known name; an absent one is a warning, and skips its
+table when needed). Bad input (not SQLite, no CUPTI table, no device activity, a row ending
+before it starts) is a ParityError.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """Parse a large Chrome-trace JSON file in ``workers`` processes, one share of its text each.
 
 The first ``}`` followed by ``, {`` at or after ``k * size / workers`` is a guessed event boundary
-that ends share ``k - 1`` and starts share ``k``; every process finds the same one in the same
-bytes. This process parses share 0; a child forked for each other share (joined before the call
-returns) opens the file, seeks to its share (inflating and dropping the text before, for gzip)
-and parses it; their columns are appended in file order, so the table is the one-process table.
-A guess inside a string or a nested object leaves a share that does not parse, so when every
-share parses (and share 0 holds the start of the event array) every cut was a boundary; anything
-else makes :func:`read_shares` return None, and the caller reads the file in one process, which
-names a bad event.
+ending share ``k - 1`` and starting share ``k``; every process finds the same one in the same
+bytes. This process parses share 0, a child forked for each other share (joined before the call
+returns) seeks to its share and parses it, and their columns are appended in file order. A guess
+inside a string or a nested object leaves a share that does not parse, so when every share
+parses (and share 0 holds the start of the event array) every cut was a boundary; anything else
+makes :func:`read_shares` return None, and the caller reads in one process, naming a bad event.
 """
 
 from __future__ import annotations
@@ -19,10 +17,11 @@ import os
 import re
 import signal
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 from parity.model.errors import ParityError
-from parity.trace.readers.jsonstream import GZIP_MAGIC, open_binary
+from parity.trace.readers.jsonstream import BLOCK_BYTES, GZIP_MAGIC, open_binary
 
 log = logging.getLogger(__name__)
 GZIP_FLOOR_RATIO = 8  # inflated/compressed size assumed when the gzip trailer cannot be trusted
@@ -44,14 +43,10 @@ def default_workers(inflated: int | None) -> int:
 
 
 def inflated_bytes_estimate(path: Path) -> int | None:
-    """The text size of a trace in bytes, from one open of the file; None when it cannot be read.
-
-    A plain file is its size. A gzip file is the larger of its trailer's ISIZE field (the
-    inflated length mod 2**32 of its last member: exact for one member under 4 GiB, RFC 1952
-    section 2.3.1) and :data:`GZIP_FLOOR_RATIO` times its compressed size, a floor for the
-    files whose trailer says less (several members, 4 GiB or more). Kineto JSON inflates
-    13-29x, so the trailer decides for the usual trace.
-    """
+    """The text size of a trace in bytes (None when unreadable): a plain file's size, or for gzip
+    the larger of its trailer's ISIZE (the last member's inflated length mod 2**32, RFC 1952
+    2.3.1: exact for one member under 4 GiB) and :data:`GZIP_FLOOR_RATIO` times the compressed
+    size (Kineto JSON inflates 13-29x, so the trailer decides for the usual trace)."""
     try:  # bare descriptor calls: a buffered file object costs 3x as much here
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -70,11 +65,9 @@ def inflated_bytes_estimate(path: Path) -> int | None:
 
 
 def read_shares(path: Path, *, size: int, workers: int, parse: Callable):
-    """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader.
-
-    ``size`` is the text size (:func:`inflated_bytes_estimate`); ``parse(path, source)`` scans
-    the text of ``source`` (a :class:`Share`) into ``(cols, state, stream)``.
-    """
+    """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader;
+    ``size`` is the text size (:func:`inflated_bytes_estimate`), ``parse(path, source)`` scans the
+    text of ``source`` (a :class:`Share`) into ``(cols, state, stream)``."""
     if size < workers or "fork" not in multiprocessing.get_all_start_methods():
         return None
     offsets = [size * k // workers for k in range(workers)] + [None]
@@ -87,7 +80,8 @@ def read_shares(path: Path, *, size: int, workers: int, parse: Callable):
             child.start()
             theirs.close()
             children.append((child, ours))
-        cols, state, stream = _parse_share(path, 0, offsets[1], parse)
+        with closing(Share(path, 0, offsets[1])) as source:
+            cols, state, stream = parse(path, source)
         if not stream.found_events:
             return None  # the event array starts after the first cut: the cuts are not in it
         header, count = stream.header, stream.count
@@ -111,19 +105,12 @@ def read_shares(path: Path, *, size: int, workers: int, parse: Callable):
     return cols, state, header
 
 
-def _parse_share(path: Path, begin: int, end: int | None, parse: Callable):
-    source = Share(path, begin, end)
-    try:
-        return parse(path, source)
-    finally:
-        source.close()
-
-
 def _child(conn, path: Path, begin: int, end: int | None, parse: Callable) -> None:
     """A forked child: send its share's ``(cols, state, header, events)``, or None when it fails."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the reading process to handle
     try:
-        cols, state, stream = _parse_share(path, begin, end, parse)
+        with closing(Share(path, begin, end)) as source:
+            cols, state, stream = parse(path, source)
         reply = (cols, state, stream.header, stream.count)
     except Exception:  # noqa: BLE001 - None asks the reading process to read alone
         reply = None
@@ -157,7 +144,7 @@ class Share:
             start, text = start + boundary.end() - 1, text[boundary.end() - 1 :]
         while end is None or start + len(text) <= end:  # all before ``end``: hand it on
             yield text
-            start, text = start + len(text), self.handle.read(STEP_BYTES)
+            start, text = start + len(text), self.handle.read(BLOCK_BYTES)
             if not text:
                 return
         text, boundary = self._boundary(text, start, end)

@@ -1,12 +1,11 @@
 """Microsecond values from a trace to int64 nanoseconds, exactly: the one time path of every reader.
 
-Traces give microseconds as JSON number text (Kineto's ``ts``, kept undecoded as ``msgspec.Raw``),
-as decimal strings (Ascend) or as decoded numbers (durations). Text is read digit by digit, so
-``1712195495519689.047``, which a float64 holds only to a quarter of a microsecond, keeps its
-nanosecond (digits past it round half up); a decoded number is split into its integer part
-(exact below 2**53) and its fraction, rounded to the ns. A missing, non-numeric, non-finite or
-out-of-range value is a :class:`ParityError` naming the event. Speed: texts of one width are one
-byte matrix converted in a few numpy passes, numbers one float64 array; the rest goes one by one.
+Values come as JSON number text (Kineto's ``ts``, kept undecoded as ``msgspec.Raw``), decimal
+strings (Ascend) or decoded numbers (durations). Text is read digit by digit, so
+``1712195495519689.047`` (a float64 holds it to a quarter of a µs) keeps its ns, digits past it
+rounded half up; a number is split into integer part and fraction, rounded to the ns. A missing
+or bad value is a ParityError naming the event. Texts of one width are one byte matrix
+converted in a few numpy passes, numbers one float64 array; the rest goes one by one.
 """
 
 from __future__ import annotations
