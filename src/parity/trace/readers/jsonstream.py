@@ -158,9 +158,9 @@ class EventStream:
             pos = _skip(self.data, pos, self.hi, b"," + _WS)
             if pos < self.hi and self.data[pos] == ord("]"):
                 return self._trailer(pos + 1)
-            cut = self._cut(pos)
+            cut = self._cut(pos) or (self._cut(pos, b"]") if self.eof else None)
             if cut is None and self.eof:
-                return (yield from self._last_events(pos))
+                self._refuse(pos)
             if cut is None:
                 pos -= self._fill(pos - 1)  # keep the byte before ``pos``: _cut brackets in place
                 continue
@@ -169,46 +169,37 @@ class EventStream:
                 yield self.count, events
                 self.count += len(events)
 
-    def _cut(self, pos: int) -> tuple[int, list] | None:
-        """``(end, events)`` of the largest parseable run of events from ``pos``, or None. The byte
-        before the run (the array's ``[``, a comma or a space) and the one after its last ``}``
-        are overwritten with brackets for the decode, then put back."""
+    def _cut(self, pos: int, end: bytes = b"}") -> tuple[int, list] | None:
+        """``(where the rest starts, entries)`` of the largest parseable run from ``pos``, or None.
+        A run ends at a ``}`` followed by ``,`` or ``]`` (an event's end) or, with ``end`` ``]`` at
+        the end of the file, before the array's closing bracket (its entries need not be objects).
+        It is decoded where it lies: the byte before it and the one after it (for ``]``, the
+        bracket itself) are overwritten with brackets for the decode, then put back."""
         buf, limit = self.data, self.hi
         for _ in range(_MAX_RETRIES):
-            brace = buf.rfind(b"}", pos, limit)
-            if brace < 0:
+            at = buf.rfind(end, pos, limit)
+            if at < 0:
                 return None
-            limit = brace
-            after = _skip(buf, brace + 1, self.hi, _WS)
-            if after == self.hi or buf[after] not in b",]":
-                continue
-            before, behind = buf[pos - 1], buf[brace + 1]
-            buf[pos - 1], buf[brace + 1] = ord("["), ord("]")
+            limit = at
+            if end == b"}":
+                after = _skip(buf, at + 1, self.hi, _WS)
+                if after == self.hi or buf[after] not in b",]":
+                    continue
+                at += 1  # the run holds the brace
+            before, behind = buf[pos - 1], buf[at]
+            buf[pos - 1], buf[at] = ord("["), ord("]")
             try:
-                events = self.decode(memoryview(buf)[pos - 1 : brace + 2])
+                events = self.decode(memoryview(buf)[pos - 1 : at + 1])
             finally:
-                buf[pos - 1], buf[brace + 1] = before, behind
+                buf[pos - 1], buf[at] = before, behind
             if events is not None:
-                return brace + 1, events
+                return at, events
         return None
 
-    def _last_events(self, pos: int) -> Iterator[tuple[int, list]]:
-        """At the end of the file, the entries before the array's closing ``]`` (which need not be
-        objects), then the trailer; a ParityError when the array never closes."""
-        buf, limit = self.data, self.hi
-        for _ in range(_MAX_RETRIES):
-            close = buf.rfind(b"]", pos, limit)
-            if close < 0:
-                break
-            events = self.decode(b"[" + buf[pos:close] + b"]")
-            if events is not None:
-                if events:
-                    yield self.count, events
-                    self.count += len(events)
-                return self._trailer(close + 1)
-            limit = close
+    def _refuse(self, pos: int) -> None:
+        """The ParityError for an event array that does not parse to its end (cut short or corrupt)."""
         try:
-            orjson.loads(b"[" + buf[pos : self.hi] + b"]")
+            orjson.loads(b"[" + self.data[pos : self.hi] + b"]")
         except orjson.JSONDecodeError as exc:
             raise ParityError(f"{self.path}: invalid or truncated JSON at event {self.count} ({exc}); "
                               "the file is cut short or corrupt, copy or export it again") from None  # fmt: skip
