@@ -41,7 +41,7 @@ def connect(path: Path) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
         db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         raise ParityError(f"{path}: not a readable SQLite database ({one_line(exc)}); "
                           "export it again from the profiler") from None  # fmt: skip
     return db
@@ -68,11 +68,10 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
         cols = Columns(EXTRA)
         try:
-            strings = dict(db.execute("SELECT id, value FROM STRING_IDS"))
-            task_ids = _tasks(db, tables, strings, cols, path)
+            task_ids = _tasks(db, tables, cols, path)
             links = task_links(db, tables, task_ids)
             _comm_ops(db, tables, cols)
-            _host(db, tables, strings, cols)
+            _host(db, tables, cols)
             rank = _rank(db, tables, path)
         except SQLITE_ERRORS as exc:
             raise ParityError(f"{path}: unreadable Ascend tables ({one_line(exc)}); export it again") from None
@@ -113,7 +112,11 @@ def mark_collective_carriers(table: ActivityTable) -> int:
     return marked
 
 
-def _tasks(db, tables: set[str], strings: dict, cols: Columns, path: Path) -> tuple:
+def _strings(db) -> dict[int, str]:
+    return dict(db.execute("SELECT id, value FROM STRING_IDS"))
+
+
+def _tasks(db, tables: set[str], cols: Columns, path: Path) -> tuple:
     """Add the TASK rows to ``cols``; their globalTaskId values, in row order."""
     compute = "COMPUTE_TASK_INFO" in tables
     rows = db.execute(
@@ -124,6 +127,7 @@ def _tasks(db, tables: set[str], strings: dict, cols: Columns, path: Path) -> tu
     ).fetchall()  # fmt: skip
     if not rows:
         return ()
+    strings = _strings(db)
     start, end, device, conn, stream, ttype, task_ids, op_name, op_core = zip(*rows)
     start, end = _ints(start, path, "startNs"), _ints(end, path, "endNs")
     if (end < start).any():
@@ -193,8 +197,9 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     )  # fmt: skip
 
 
-def _host(db, tables: set[str], strings: dict, cols: Columns) -> None:
+def _host(db, tables: set[str], cols: Columns) -> None:
     """CANN API calls (runtime), PyTorch ops and step markers (from ``STEP_TIME`` without them)."""
+    strings = _strings(db)
     rows = [r for table, runtime in (("CANN_API", 1), ("PYTORCH_API", 0)) if table in tables
             for r in db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name, {runtime} FROM {table}")]
     if "STEP_TIME" in tables and not any(PROFILER_STEP.match(strings.get(r[4]) or "") for r in rows if not r[5]):

@@ -154,7 +154,7 @@ def _one_time(value, *, path: Path, index: int, what: str) -> int:
             ns = value * 1000 if isinstance(value, int) else int(us_to_ns(np.array([value]))[0])
         else:
             raise ValueError("wrong type")
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, TypeError):  # TypeError: an int beyond what numpy converts
         raise ParityError(
             f"{path}: event {index} has {what} {value!r}, not a time in microseconds; the trace is corrupt"
         ) from None
