@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +184,29 @@ def test_traces_of_different_profilers_are_not_ranks_of_one_job(traces_dir: Path
     nsys = traces_dir / "nsys/extrap/con_kernel.sqlite"
     message = one_line_error([kineto, nsys], match="different profilers")
     assert "PyTorch (Kineto)" in message and "Nsight Systems" in message
+
+
+def test_an_integer_beyond_every_number_type_names_the_event(tmp_path: Path) -> None:
+    events = [5, kernel(1.0, 1.0), kernel(2.0, 2**64 + 1)]  # 5: read as Loose, the integer kept whole
+    one_line_error(write(tmp_path, "huge.json", json.dumps({"traceEvents": events}).encode()),
+                   match="event 2 has dur 18446744073709551617")
+
+
+def test_ascend_lane_id_of_the_wrong_type_names_the_event(traces_dir: Path, tmp_path: Path) -> None:
+    target = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(traces_dir / TEXT0, target)
+    view = target / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = orjson.loads(view.read_bytes())
+    index = next(i for i, e in enumerate(events) if e.get("ph") == "X")
+    events[index]["pid"] = [events[index]["pid"]]
+    view.write_bytes(orjson.dumps(events))
+    one_line_error(target, match=f"event {index} is malformed")
+
+
+def test_a_sqlite_schema_that_is_not_utf8_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "bad.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT)")
+        db.execute("PRAGMA writable_schema=ON")
+        db.execute("UPDATE sqlite_master SET name = CAST(X'41D1' AS TEXT)")  # "A" and a byte no UTF-8 text has
+    one_line_error(path, match="bad.sqlite")
