@@ -142,12 +142,13 @@ class Share:
                 return
             yield b"["
             start, text = start + boundary.end() - 1, text[boundary.end() - 1 :]
+        buffer = bytearray(BLOCK_BYTES)  # reused: the reader copies each piece out before the next
         while end is None or start + len(text) <= end:  # all before ``end``: hand it on
             yield text
-            start, text = start + len(text), self.handle.read(BLOCK_BYTES)
+            start, text = start + len(text), memoryview(buffer)[: self.handle.readinto(buffer)]
             if not text:
                 return
-        text, boundary = self._boundary(text, start, end)
+        text, boundary = self._boundary(bytes(text), start, end)
         yield text if boundary is None else text[: boundary.start() + 1] + (b"]" if begin else b"]}")
 
     def _boundary(self, text: bytes, start: int, offset: int) -> tuple[bytes, re.Match | None]:
