@@ -109,3 +109,16 @@ def test_workers_must_be_positive(traces_dir: Path) -> None:
 
     with pytest.raises(ParityError, match="workers=0"):
         read_kineto(traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz", workers=0)
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4, 5])
+def test_an_event_larger_than_a_share_is_read_once(tmp_path: Path, monkeypatch, shares_outcomes, workers: int):
+    """Offsets that all fall inside one large event: the shares between them hold no boundary and
+    are empty, so every event is read once, in order."""
+    names = ["a"] * 3 + ["b" * 1_000_000] + ["c"] * 3
+    path = _trace(tmp_path, [_kernel(i, name) for i, name in enumerate(names)], compress=False)
+    one, _ = _read(path, monkeypatch, shares_outcomes, split=1)
+    many, used = _read(path, monkeypatch, shares_outcomes, split=workers)
+    assert used == 1
+    _same(one, many)
+    assert [many.name_of(i)[0] for i in range(len(many))] == ["a", "a", "a", "b", "c", "c", "c"]

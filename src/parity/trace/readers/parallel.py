@@ -125,7 +125,7 @@ class Share:
     share 0 is the text up to the ``}`` of the boundary after ``end`` and ``]}`` (closing the
     array and the object around it); a later one ``[`` and the text from the ``{`` of the
     boundary after ``begin``. Without a boundary after ``end`` (or ``end`` None) a share runs to
-    the end of the file; without one after ``begin`` it is empty (``[]``)."""
+    the end of the file; without one between ``begin`` and ``end`` it is empty (``[]``)."""
 
     def __init__(self, path: Path, begin: int, end: int | None) -> None:
         self.handle = open_binary(path)
@@ -137,8 +137,8 @@ class Share:
         text = b""
         if begin:
             text, boundary = self._boundary(text, start, begin)
-            if boundary is None:
-                yield b"[]"
+            if boundary is None or (end is not None and start + boundary.start() >= end):
+                yield b"[]"  # no boundary inside the share: its text belongs to the next one
                 return
             yield b"["
             start, text = start + boundary.end() - 1, text[boundary.end() - 1 :]
