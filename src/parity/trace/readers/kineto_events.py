@@ -99,6 +99,23 @@ class Metadata(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
     args: LaneArgs | None = None
 
 
+class LooseArgs(msgspec.Struct, gc=False):
+    """The ``args`` keys a :class:`Loose` event is read by, values as decoded; the other keys are
+    skipped unread, as in a strict event, so what they hold never decides whether a block reads."""
+
+    device: Any = None
+    stream: Any = None
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=msgspec.UNSET, name="External id")
+    external_id_old: Any = msgspec.field(default=NO_ID, name="external id")
+    cuda_sync_kind: Any = None
+    sync_type: Any = None
+    wait_on_stream: Any = None
+    wait_on_cuda_event_record_corr_id: Any = None
+    name: Any = None  # a metadata event's lane name and labels
+    labels: Any = None
+
+
 class Loose(msgspec.Struct, gc=False):
     """An event of a block that does not fit the types above, every value as decoded."""
 
@@ -109,7 +126,7 @@ class Loose(msgspec.Struct, gc=False):
     tid: Any = None
     ts: msgspec.Raw = msgspec.Raw()
     dur: Any = None
-    args: Any = None
+    args: LooseArgs | None | bool | int | float | str | list = None
 
 
 _SKIPPED = tuple(msgspec.defstruct(f"Phase{ord(p)}", [], gc=False, tag_field="ph", tag=p) for p in OTHER_PHASES)
@@ -260,11 +277,9 @@ def _strict(e, index: int, state: ScanState):
     lane = {"pid": e.pid if isinstance(e.pid, (int, str)) else None,
             "tid": e.tid if isinstance(e.tid, (int, str)) else None}  # fmt: skip
     if e.ph == "M":
-        args = e.args
-        if not isinstance(args, dict):
+        if not isinstance(e.args, LooseArgs):
             return None
-        return Metadata(name=_text(e.name), **lane, args=LaneArgs(name=_text(args.get("name")),
-                                                                  labels=_text(args.get("labels"))))
+        return Metadata(name=_text(e.name), **lane, args=LaneArgs(name=_text(e.args.name), labels=_text(e.args.labels)))
     if e.ph in ("B", "E"):
         return (Begin if e.ph == "B" else End)(name=_text(e.name), cat=_text(e.cat), **lane, ts=e.ts)
     if e.ph != "X":
@@ -274,13 +289,14 @@ def _strict(e, index: int, state: ScanState):
             return None
         hash(e.name)  # a name must be a dictionary key
         name = e.name if e.name is None or type(e.name) is str else str(e.name)
-        a = e.args or {}
+        a = e.args or LooseArgs()  # absent, null, 0, "" or []: no args
+        if not isinstance(a, LooseArgs):
+            raise TypeError(f"args is {type(a).__name__}, not an object")
         args = Args(
-            device=_int(a.get("device")), stream=_int(a.get("stream")), correlation=_int(a.get("correlation")),
-            external_id=_int(a.get("External id", a.get("external id", NO_ID))),
-            cuda_sync_kind=_text(a.get("cuda_sync_kind")), sync_type=_text(a.get("sync_type")),
-            wait_on_stream=a.get("wait_on_stream"),
-            wait_on_cuda_event_record_corr_id=a.get("wait_on_cuda_event_record_corr_id"),
+            device=_int(a.device), stream=_int(a.stream), correlation=_int(a.correlation),
+            external_id=_int(a.external_id_old if a.external_id is msgspec.UNSET else a.external_id),
+            cuda_sync_kind=_text(a.cuda_sync_kind), sync_type=_text(a.sync_type), wait_on_stream=a.wait_on_stream,
+            wait_on_cuda_event_record_corr_id=a.wait_on_cuda_event_record_corr_id,
         )  # fmt: skip
     except (TypeError, AttributeError) as exc:
         raise ParityError(
