@@ -66,10 +66,7 @@ def bootstrap_ci(
         return value, value
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, arr.size, size=(resamples, arr.size))
-    boot = np.asarray(stat(arr[idx]), dtype=np.float64)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.percentile(boot, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-    return float(low), float(high)
+    return _central_interval(np.asarray(stat(arr[idx]), dtype=np.float64), confidence)
 
 
 def ratio_ci(
@@ -91,9 +88,7 @@ def ratio_ci(
     rng = np.random.default_rng(seed)
     bn = np.median(num[rng.integers(0, num.size, size=(resamples, num.size))], axis=1)
     bd = np.median(den[rng.integers(0, den.size, size=(resamples, den.size))], axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.percentile(bn / bd, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-    return float(np.median(num) / np.median(den)), float(low), float(high)
+    return (float(np.median(num) / np.median(den)), *_central_interval(bn / bd, confidence))
 
 
 def pooled_ratio_ci(
@@ -119,9 +114,14 @@ def pooled_ratio_ci(
     da = a[rng.integers(0, a.size, size=(resamples, a.size))]
     db = b[rng.integers(0, b.size, size=(resamples, b.size))]
     ratios = np.median(da, axis=1) / np.median(np.concatenate([da, db], axis=1), axis=1)
+    return (float(np.median(a) / np.median(np.concatenate([a, b]))), *_central_interval(ratios, confidence))
+
+
+def _central_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval holding the central ``confidence`` share of ``values``."""
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.percentile(ratios, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-    return float(np.median(a) / np.median(np.concatenate([a, b]))), float(low), float(high)
+    low, high = np.percentile(values, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return float(low), float(high)
 
 
 def tukey_outliers(values: Sequence[float] | np.ndarray, *, fence: float = 1.5) -> list[int]:

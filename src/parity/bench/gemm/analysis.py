@@ -161,13 +161,14 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         results, find=off_trend_shapes, describe=lambda r: f"{float(r.metrics['achieved_flops']) / TERA:.4g} TFLOP/s")
     ceiling_case, bandwidth_case = _ceilings(results)
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
-    cm = pooled_ceiling(ceiling_case, sentinel_rates(results))
-    peak = float(cm["ceiling_flops"]) if ceiling_case is not None and ceiling_case.error is None and cm.get("ceiling_flops") else None
+    sentinels = sentinel_rates(results)
+    cm = pooled_ceiling(ceiling_case, sentinels)
+    peak = float(cm["ceiling_flops"]) if _ok_value(ceiling_case, "ceiling_flops") else None
     sheet = cm.get("datasheet_flops")
     rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
     figures = _figures(rows, peak)
-    own = own_shape_figure(results, cm)
+    own = own_shape_figure(results, cm, sentinels)
     ceiling_codes = [f.code for f in cm.pop("findings", ())]
     pooled_findings = [f.to_dict() for f in cm.pop("pooled_findings", ())]
     # Headline figures first: the run summary shows the first few scalars.
@@ -241,19 +242,20 @@ def pooled_ceiling(ceiling: CaseResult | None, sentinels: list[float]) -> dict[s
     return metrics
 
 
-def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any]) -> dict[str, Any] | None:
+def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any],
+                     sentinels: list[float]) -> dict[str, Any] | None:
     """The ceiling's own shape as a fraction of ``P`` with its CI: from the sentinel rounds when
     at least ``MIN_ROUNDS_FOR_CI`` were timed (``pooled_own_shape_fraction`` when ``P`` pools
     them, ``own_shape_fraction`` over the rounds of a reused ``P``), else from ``ceiling/<dtype>/own-shape``
     timed after the sweep (``own_shape_fraction``); ``contest_fraction``: the same rounds over
-    the contest's median round. None when either side is missing."""
+    the contest's median round. ``sentinels``: ``sentinel_rates(results)``. None when either
+    side is missing."""
     rounds = ceiling_metrics.get("ceiling_rounds") or {}
     p_rounds = rounds.get("rounds_flops")
     contest = rounds.get("contest_flops") or p_rounds
     shape = ceiling_metrics.get("ceiling_shape")
     if not p_rounds or not shape:
         return None
-    sentinels = sentinel_rates(results)
     own = next((r for r in results if r.params.get("kind") == "ceiling-shape" and r.ok), None)
     if len(sentinels) >= MIN_ROUNDS_FOR_CI:
         timed, source = sentinels, "sentinel rounds through the sweep"

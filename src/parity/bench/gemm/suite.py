@@ -156,7 +156,7 @@ class GemmSuite(SuiteBase):
         return cases + spread_between(swept, sentinels)
 
     def measure(self, case: CaseSpec, *, device: Any, options: GemmOptions,
-                state: dict[tuple[str, str], float]) -> CaseResult:
+                state: dict[tuple[str, str], dict[str, Any]]) -> CaseResult:
         params = case.params
         kind = params.get("kind")
         if kind == "bandwidth":
@@ -167,7 +167,7 @@ class GemmSuite(SuiteBase):
             return measure_ceiling_shape(case, device=device, dtype=dtype, unavailable=reason)
         if kind == "ceiling-sentinel":
             ceiling = state.get((device.name, dtype.name))
-            if ceiling is None:
+            if ceiling is None or ceiling["dims"] is None:
                 return skipped_row(case, code="sentinel-skipped",
                                    message="no ceiling was measured in this process (a resumed run, or the ceiling "
                                            "failed), so its shape is unknown and this sentinel round was not timed")
