@@ -11,8 +11,9 @@ cache, no flush, median of the timed calls):
    shapes). A shared CPU's speed swings by tens of percent within seconds, so with a relative
    plan (CPUs) each shape is timed between two timings of the grid's middle square and scored
    by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then
-   meet in the contest the search ends with (interleaved rounds, best score wins, rate = the
-   winner's median round, the statistic the library quotes ``P`` by, with its best beside it);
+   meet in the contest the search ends with (interleaved rounds, best score wins), and the
+   winner is timed in fresh confirmation rounds as the search's is (rate = their median, the
+   statistic the library quotes ``P`` by, with the best round beside it);
 2. ``--repeats`` searches, each followed by the honest check: the search's winning shape and
    the grid's winning shape timed alternately (A B, B A, ... for ``--rounds`` pairs).
 
@@ -42,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parity.bench.ceiling import SearchPlan, search_ceiling
+from parity.bench.ceiling import SearchPlan, confirm_rounds, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
@@ -61,7 +62,8 @@ Dims = tuple[int, int, int]
 def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: float) -> dict[str, Any]:
     """Time every (M, N, K) of ``sides``^3 once (with ``plan.relative``: bracketed by timings of
     the middle square and scored by the rate ratio, as the search's grid phase does), then let
-    the ``plan.confirm_top`` best-scored shapes meet in the search's own contest. Shapes whose
+    the ``plan.confirm_top`` best-scored shapes meet in the search's own contest, whose winner is
+    timed in fresh rounds (``confirm_rounds``) as the search's is. Shapes whose
     call would exceed ``plan.max_call_s`` at the best rate seen are skipped
     (``SearchPlan.too_slow``, the guard the search applies)."""
     middle = sides[len(sides) // 2]
@@ -80,7 +82,8 @@ def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: flo
     scan_s = time.perf_counter() - started
     top = sorted(scores, key=scores.__getitem__, reverse=True)[: plan.confirm_top]
     contest = run_contest(evaluate, top, budget_s=plan.confirm_budget_s, rounds=plan.confirm_repeats)
-    return {"flops": contest.median_flops, "best_flops": contest.best_flops, "dims": contest.winner,
+    rounds = confirm_rounds(evaluate, contest.winner, plan)
+    return {"flops": median(rounds), "best_flops": max(rounds), "dims": contest.winner, "confirm_flops": rounds,
             "shapes": len(scores), "contest": contest.to_dict(), "scan_s": scan_s,
             "seconds": time.perf_counter() - started}
 

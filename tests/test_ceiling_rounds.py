@@ -84,7 +84,7 @@ def test_pooled_own_shape_fraction_hand_computed_case() -> None:
     low = pooled_own_shape_fraction([8.0, 8.0, 8.0], [10.0, 10.0, 10.0])
     assert low.fraction == pytest.approx(8 / 9) and low.ci95 == pytest.approx((8 / 9, 8 / 9))
     assert not low.reproduced and "sentinel" in low.to_dict()["statistic"]
-    # Sentinels 9, 10, 11 beside contest rounds of 10: P = 10, fraction 1.0, and 1.0 in the CI.
+    # Sentinels 9, 10, 11 beside confirmation rounds of 10: P = 10, fraction 1.0, and 1.0 in the CI.
     same = pooled_own_shape_fraction([9.0, 10.0, 11.0], [10.0, 10.0, 10.0])
     assert same.fraction == 1.0 and same.reproduced and same.ci95[0] < 1.0 < same.ci95[1]
     # The resamples draw the two sets independently and share the part's draw in both medians:

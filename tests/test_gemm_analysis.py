@@ -188,7 +188,7 @@ def sentinel(index: int, rate: float) -> CaseResult:
                       check={"passed": True}, metrics={"rounds_flops": [rate]})
 
 
-def contest_ceiling(rounds: list[float]) -> CaseResult:
+def confirmed_ceiling(rounds: list[float]) -> CaseResult:
     return CaseResult(suite="gemm", key="ceiling/bf16",
                       params={"kind": "ceiling", "dtype": "bf16", "backend": "matmul", "ceiling_budget_s": 20.0},
                       metrics={**ceiling_case().metrics, "ceiling_flops": sorted(rounds)[len(rounds) // 2],
@@ -196,50 +196,50 @@ def contest_ceiling(rounds: list[float]) -> CaseResult:
                       check={"passed": True})
 
 
-def test_p_pools_the_contest_with_the_sentinels_timed_through_the_sweep() -> None:
+def test_p_pools_the_confirmation_with_the_sentinels_timed_through_the_sweep() -> None:
     from parity.bench.gemm.options import GemmOptions
     from parity.bench.gemm.suite import GemmSuite
 
-    contest = [P * r for r in (1.0, 1.01, 0.99)]
+    confirmation = [P * r for r in (1.0, 1.01, 0.99)]
     f = gemm_flops(3072, 3072, 3072)
     # The machine ran 10% slower through the sweep: P moves to the median of all six rounds.
     slow = [sentinel(i + 1, P * r) for i, r in enumerate((0.90, 0.91, 0.89))]
-    cases = [contest_ceiling(contest), bandwidth_case(), shape_case(3072, 3072, 3072, seconds=f / 50e12), *slow]
+    cases = [confirmed_ceiling(confirmation), bandwidth_case(), shape_case(3072, 3072, 3072, seconds=f / 50e12), *slow]
     summary = analyse(cases)
     assert summary["ceiling_flops"] == pytest.approx(P * (0.91 + 0.99) / 2)
     rounds = summary["ceiling_rounds"]
-    assert rounds["contest_flops"] == contest and rounds["sentinel_flops"] == [P * 0.90, P * 0.91, P * 0.89]
+    assert rounds["confirm_flops"] == confirmation and rounds["sentinel_flops"] == [P * 0.90, P * 0.91, P * 0.89]
     assert rounds["spread"] == pytest.approx((1.01 - 0.89) / 0.95) and rounds["unstable"]
     assert summary["best_fraction_of_ceiling"] == pytest.approx(50e12 / (P * 0.95))
     assert "unstable-ceiling" in summary["ceiling_findings"]
     codes = [f["code"] for f in summary["findings"]]
     assert codes == ["unstable-ceiling", "ceiling-not-reproduced"]
-    assert "contest and sentinel rounds" in summary["findings"][0]["message"]
+    assert "confirmation and sentinel rounds" in summary["findings"][0]["message"]
     own = summary["ceiling_own_shape"]
     assert own["source"] == "sentinel rounds through the sweep" and own["fraction"] == pytest.approx(0.90 / 0.95)
-    assert own["contest_fraction"]["fraction"] == pytest.approx(0.90)
+    assert own["confirm_fraction"]["fraction"] == pytest.approx(0.90)
     # With three sentinels timed, the post-sweep own-shape case is not needed.
     assert not [c for c in GemmSuite().recheck(cases, options=GemmOptions()) if c.params["kind"] == "ceiling-shape"]
     # A steady machine: the sentinels read P, the fraction is 1.0 within its CI, nothing is flagged.
     steady = [sentinel(i + 1, P * r) for i, r in enumerate((1.0, 0.995, 1.005))]
-    calm = analyse([contest_ceiling(contest), bandwidth_case(), *steady])
+    calm = analyse([confirmed_ceiling(confirmation), bandwidth_case(), *steady])
     assert calm["ceiling_own_shape"]["reproduced"] and calm["ceiling_findings"] == []
     assert calm["ceiling_flops"] == pytest.approx(P) and not calm["findings"]
-    # Two sentinels (a run resumed past its ceiling skips the rest): P is the contest's, and the
+    # Two sentinels (a run resumed past its ceiling skips the rest): P is the confirmation's, and the
     # own shape is timed after the sweep instead.
-    few = [contest_ceiling(contest), bandwidth_case(), *slow[:2]]
+    few = [confirmed_ceiling(confirmation), bandwidth_case(), *slow[:2]]
     assert analyse(few)["ceiling_flops"] == pytest.approx(P) and analyse(few)["ceiling_own_shape"] is None
     (own_case,) = [c for c in GemmSuite().recheck(few, options=GemmOptions()) if c.params["kind"] == "ceiling-shape"]
     assert own_case.params["rounds"] == 3
 
 
 def test_a_reused_ceiling_is_not_pooled_and_its_sentinels_are_its_fraction() -> None:
-    contest = [P * r for r in (1.0, 1.01, 0.99)]
-    reused = contest_ceiling(contest)
+    confirmation = [P * r for r in (1.0, 1.01, 0.99)]
+    reused = confirmed_ceiling(confirmation)
     reused = CaseResult(suite=reused.suite, key=reused.key, params=reused.params, check=reused.check,
                         metrics={**reused.metrics, "ceiling_from": "20260101-000000-abcd"})
     summary = analyse([reused, bandwidth_case(), *[sentinel(i + 1, P * 0.8) for i in range(3)]])
     assert summary["ceiling_flops"] == pytest.approx(P) and "sentinel_flops" not in summary["ceiling_rounds"]
     own = summary["ceiling_own_shape"]
     assert own["fraction"] == pytest.approx(0.8) and not own["reproduced"]
-    assert own["statistic"] == "median own-shape round over the median contest round"
+    assert own["statistic"] == "median own-shape round over the median confirmation round"

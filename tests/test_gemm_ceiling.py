@@ -9,6 +9,7 @@ import pytest
 from parity.bench.ceiling import (
     SearchPlan,
     align_up,
+    confirm_rounds,
     grid_shapes,
     scout_sizes,
     search_ceiling,
@@ -91,7 +92,8 @@ def test_search_finds_a_small_peak_and_reports_its_shape() -> None:
     result = search_ceiling(make_evaluate(rate, clock, calls), small, clock=clock)
     assert result.flops >= 0.97 * 3e9
     assert result.to_dict()["shape"] == {"m": result.dims[0], "n": result.dims[1], "k": result.dims[2]}
-    assert result.phases["scout"] >= 3 and result.phases["confirm"] == small.confirm_top * small.confirm_repeats
+    assert result.phases["scout"] >= 3 and result.phases["contest"] == small.confirm_top * small.confirm_repeats
+    assert 3 <= result.phases["confirm"] == len(result.confirm_rates) <= small.confirm_repeats
 
 
 def test_refinement_is_not_misled_by_drifting_load() -> None:
@@ -181,3 +183,42 @@ def test_search_keeps_its_budget_when_calls_overrun() -> None:
     result = search_ceiling(evaluate, cpu, clock=clock)
     assert result.spent_s <= 1.1 * cpu.budget_s
     assert min(len(r) for r in result.contest.rates.values()) >= 3
+    assert len(result.confirm_rates) >= 3
+
+
+def test_p_comes_from_rounds_taken_after_the_contest_chose_the_winner() -> None:
+    # Finalists of one true rate (1e9) with noise: the contest crowns whichever drew fast
+    # rounds, so the winner's contest rounds read high (the winner's curse). P is the median of
+    # the winner's fresh rounds, the last calls of the search, timed after the contest.
+    clock, calls, rates = SimClock(), [], []
+    noise = itertools.cycle([1.10, 0.90, 1.00, 0.95, 1.05, 0.92, 1.08, 0.97])
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        clock.now += budget_s
+        calls.append((m, n, k))
+        rates.append(1e9 * next(noise))
+        return rates[-1]
+
+    cpu = SearchPlan.for_device("cpu", budget_s=12.0)
+    result = search_ceiling(evaluate, cpu, clock=clock)
+    fresh = len(result.confirm_rates)
+    assert 3 <= fresh <= cpu.confirm_repeats and calls[-fresh:] == [result.dims] * fresh
+    assert result.confirm_rates == rates[-fresh:]
+    assert result.flops == median(rates[-fresh:]) and result.best_flops == max(rates[-fresh:])
+    assert len(result.contest.rates[result.dims]) == result.phases["contest"] // len(result.contest.rates)
+    assert result.to_dict()["confirm_flops"] == result.confirm_rates
+
+
+def test_confirm_rounds_stop_at_the_deadline_after_three() -> None:
+    clock = SimClock()
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        clock.now += 1.0
+        return float(len(str(clock.now)))
+
+    cpu = SearchPlan.for_device("cpu", budget_s=12.0)
+    assert len(confirm_rounds(evaluate, (16, 16, 16), cpu)) == cpu.confirm_repeats
+    # Rounds take 1 s; the deadline is 2 s away: three rounds (the minimum), then none.
+    assert len(confirm_rounds(evaluate, (16, 16, 16), cpu, clock=clock, deadline=clock.now + 2.0)) == 3
+    # With 5.5 s left: the fifth round ends at 5 s, a sixth would end at 6 s: five rounds.
+    assert len(confirm_rounds(evaluate, (16, 16, 16), cpu, clock=clock, deadline=clock.now + 5.5)) == 5

@@ -66,7 +66,7 @@ def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db
     rounds = summary["ceiling_rounds"]
     assert own["source"] == "sentinel rounds through the sweep" and own["rounds_flops"] == rounds["sentinel_flops"]
     assert len(own["rounds_flops"]) == 7 and sorted(rounds["rounds_flops"]) == sorted(
-        rounds["contest_flops"] + rounds["sentinel_flops"])
+        rounds["confirm_flops"] + rounds["sentinel_flops"])
     assert summary["ceiling_flops"] == rounds["median_flops"]
     assert "P's own shape, timed again" in result.output and "sentinel rounds" in result.output
     again = CliRunner().invoke(cli, ["gemm", "--resume", data["run_id"], "--json", str(out)])

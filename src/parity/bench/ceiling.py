@@ -16,10 +16,13 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
    contest its predicted share of the budget;
 4. contest: the refinements' end points and the best-scored shapes (``confirm_top`` in all)
    are timed ``confirm_repeats`` rounds (at least three; no more than the budget's end allows),
-   interleaved and rotated (``rate_contest.run_contest``); the best-scored candidate wins, and
-   ``P`` is its median round (the statistic every shape of a sweep is quoted by), stored with
-   its shape, its best round, the rounds' dispersion (``parity.metrics.ceiling``) and every
-   candidate's score.
+   interleaved and rotated (``rate_contest.run_contest``); the best-scored candidate wins;
+5. confirm: the winner is timed ``confirm_repeats`` rounds more (``confirm_rounds``). Its
+   contest rounds chose it, so they are the ones whose noise ran high (when finalists are
+   close, the winner is the one that drew fast rounds); fresh rounds are not selected on.
+   ``P`` is their median (the statistic every shape of a sweep is quoted by), stored with its
+   shape, its best round, the rounds' dispersion (``parity.metrics.ceiling``) and every
+   candidate's contest score.
 
 Scores. A shared CPU's speed swings by tens of percent within seconds as other jobs start and
 stop, so probes taken at different moments rank the moments, not the shapes. With
@@ -110,10 +113,12 @@ class SearchPlan:
 
 @dataclass(kw_only=True)
 class SearchResult:
-    """What the search found: ``flops`` (FLOP/s, the winner's median contest round) at ``dims``,
-    the winner's contest rates, every probe's latest rate and every scored shape's score."""
+    """What the search found: ``flops`` (FLOP/s, the winner's median confirmation round) at
+    ``dims``, the contest, the confirmation rounds, every probe's latest rate and every scored
+    shape's score."""
 
     contest: Contest
+    confirmation: list[float]
     probes: dict[Dims, float] = field(default_factory=dict)
     scores: dict[Dims, float] = field(default_factory=dict)
     spent_s: float = 0.0
@@ -121,13 +126,13 @@ class SearchResult:
 
     @property
     def flops(self) -> float:
-        """The ceiling, FLOP/s: the contest winner's median round."""
-        return self.contest.median_flops
+        """The ceiling, FLOP/s: the winner's median confirmation round."""
+        return median(self.confirmation)
 
     @property
     def best_flops(self) -> float:
-        """The contest winner's best round, FLOP/s (quoted beside ``flops``)."""
-        return self.contest.best_flops
+        """The winner's best confirmation round, FLOP/s (quoted beside ``flops``)."""
+        return max(self.confirmation)
 
     @property
     def rounds(self) -> CeilingRounds:
@@ -141,8 +146,8 @@ class SearchResult:
 
     @property
     def confirm_rates(self) -> list[float]:
-        """The winner's contest rounds, FLOP/s, in the order timed."""
-        return list(self.contest.rates[self.contest.winner])
+        """The winner's confirmation rounds, FLOP/s, in the order timed."""
+        return list(self.confirmation)
 
     def to_dict(self) -> dict[str, Any]:
         top = sorted(self.probes.items(), key=lambda kv: kv[1], reverse=True)[:10]
@@ -150,7 +155,7 @@ class SearchResult:
             "flops": self.flops,
             "shape": {"m": self.dims[0], "n": self.dims[1], "k": self.dims[2]},
             "best_flops": self.best_flops,
-            "estimator": "median of the winner's contest rounds (best round beside it)",
+            "estimator": "median of the winner's confirmation rounds, timed after the contest (best round beside it)",
             "confirm_flops": list(self.confirm_rates),
             "probes": len(self.probes),
             "top_probes": [{"m": d[0], "n": d[1], "k": d[2], "flops": r} for d, r in top],
@@ -196,7 +201,7 @@ class _Search:
         self.start = clock()
         self.probes: dict[Dims, float] = {}
         self.scores: dict[Dims, float] = {}
-        self.phases = {"scout": 0, "grid": 0, "refine": 0, "confirm": 0}
+        self.phases = {"scout": 0, "grid": 0, "refine": 0, "contest": 0, "confirm": 0}
         self.overheads_s: list[float] = []
 
     def evaluate(self, m: int, n: int, k: int, budget_s: float) -> float:
@@ -210,10 +215,11 @@ class _Search:
         return self.clock() - self.start
 
     def contest_reserve_s(self) -> float:
-        """Predicted seconds of the final contest: entrants x rounds x (round budget + the
-        median overrun of the calls so far)."""
+        """Predicted seconds of the contest and the confirmation: (entrants + 1) x rounds x
+        (round budget + the median overrun of the calls so far)."""
         overrun = median(self.overheads_s) if self.overheads_s else 0.0
-        return self.plan.confirm_top * max(1, self.plan.confirm_repeats) * (self.plan.confirm_budget_s + overrun)
+        rounds = (self.plan.confirm_top + 1) * max(1, self.plan.confirm_repeats)
+        return rounds * (self.plan.confirm_budget_s + overrun)
 
     def probe(self, dims: Dims, phase: str) -> float:
         if dims not in self.probes:
@@ -348,8 +354,32 @@ class _Search:
         contest = run_contest(self.evaluate, entrants, budget_s=self.plan.confirm_budget_s,
                               rounds=self.plan.confirm_repeats, clock=self.clock,
                               deadline=self.start + self.plan.budget_s)
-        self.phases["confirm"] += sum(len(r) for r in contest.rates.values())
+        self.phases["contest"] += sum(len(r) for r in contest.rates.values())
         return contest
+
+    def confirm(self, winner: Dims) -> list[float]:
+        """Phase 5: the winner's fresh rounds (:func:`confirm_rounds`)."""
+        rates = confirm_rounds(self.evaluate, winner, self.plan, clock=self.clock,
+                               deadline=self.start + self.plan.budget_s)
+        self.phases["confirm"] += len(rates)
+        return rates
+
+
+def confirm_rounds(evaluate: Evaluate, dims: Dims, plan: SearchPlan, *, clock: Callable[[], float] | None = None,
+                   deadline: float | None = None, min_rounds: int = 3) -> list[float]:
+    """``dims`` timed ``plan.confirm_repeats`` rounds of ``plan.confirm_budget_s`` each, FLOP/s
+    in the order timed: the rounds ``P`` is read from, taken after the contest chose ``dims``
+    so that the choice does not bias them. With ``clock`` and ``deadline``, no round starts
+    after ``min_rounds`` once the last round's length says the next would end past it."""
+    rates: list[float] = []
+    for index in range(max(1, plan.confirm_repeats)):
+        began = clock() if clock is not None else 0.0
+        rates.append(evaluate(*dims, plan.confirm_budget_s))
+        if clock is not None and deadline is not None and index + 1 >= min_rounds:
+            now = clock()
+            if now + (now - began) > deadline:
+                break
+    return rates
 
 
 def search_ceiling(
@@ -369,7 +399,8 @@ def search_ceiling(
     starts = sorted(search.scores, key=search.scores.__getitem__, reverse=True)
     champions = [search.refine(start) for start in starts[:REFINE_STARTS]]
     contest = search.contest(champions)
-    log.info("compute ceiling %.4g FLOP/s (median round) at %s after %d probes", contest.median_flops, contest.winner,
-             len(search.probes))
-    return SearchResult(contest=contest, probes=dict(search.probes), scores=dict(search.scores),
-                        spent_s=search.spent(), phases=dict(search.phases))
+    confirmation = search.confirm(contest.winner)
+    log.info("compute ceiling %.4g FLOP/s (median confirmation round) at %s after %d probes", median(confirmation),
+             contest.winner, len(search.probes))
+    return SearchResult(contest=contest, confirmation=confirmation, probes=dict(search.probes),
+                        scores=dict(search.scores), spent_s=search.spent(), phases=dict(search.phases))

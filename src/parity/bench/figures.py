@@ -41,7 +41,7 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     figures = [
         Figure(name="gemm.ceiling", value=summary.get("ceiling_flops"), unit="FLOP/s",
                method=("measured compute ceiling: "
-                       + (summary.get("ceiling_statistic") or "median contest round of the ceiling search's winner")),
+                       + (summary.get("ceiling_statistic") or "median confirmation round of the ceiling search's winner")),
                scope={**scope, "shape": shape, "ceiling_from": summary.get("ceiling_from")},
                ci95=_ceiling_ci(summary.get("ceiling_rounds")), best=summary.get("ceiling_best_flops"),
                note=summary.get("ceiling_error") or _unstable_note(summary.get("ceiling_rounds"))),

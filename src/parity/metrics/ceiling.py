@@ -1,7 +1,8 @@
 """How a measured compute ceiling ``P`` is quoted, and when it cannot be trusted.
 
-The ceiling search ends with a contest: the winning shape is timed in ``n`` interleaved
-rounds, each round the median rate of its timed calls (FLOP/s). Every shape of a sweep is
+The ceiling search ends with a contest that picks the shape, then times the winner in ``n``
+fresh confirmation rounds (the contest's own rounds of the winner read high: they are why it
+won), each round the median rate of its timed calls (FLOP/s). Every shape of a sweep is
 quoted by the median of its calls, so ``P`` is quoted by the same statistic, the median round
 (``median_flops``), and a fraction of ``P`` is then a ratio of like to like. The best round
 (``best_flops``, STREAM's best-of-N) is kept beside it, as every shape keeps its fastest call.
@@ -13,17 +14,17 @@ CI is wider than that: either says that the same search run again may well land 
 away, which is more than the CI of one run can promise.
 
 The machine's speed moves while a sweep runs (on a shared CPU, by 10-20% for seconds at a time),
-so ``P`` is not taken from the contest alone: the winner's shape is also timed in sentinel
+so ``P`` is not taken from the confirmation alone: the winner's shape is also timed in sentinel
 rounds spread through the sweep (``ceiling/<dtype>/sentinel-<i>``, one round each, as long as a
-contest round), and ``P`` is the median of the contest and sentinel rounds together
+confirmation round), and ``P`` is the median of the confirmation and sentinel rounds together
 (``ceiling_rounds`` on the pooled rounds): the ceiling of the moments the shapes were timed in.
 Its dispersion then shows the run's drift, and an ``unstable`` flag says so.
 
 The own shape's fraction of ``P`` is ``median(sentinels) / P`` with a CI that resamples the two
 sets of rounds (``pooled_own_shape_fraction``); beside it, ``median(sentinels) /
-median(contest)`` (``own_shape_fraction``) says how far the sweep's moments were from the
-contest's. A reused ceiling (``--ceiling-from``) is not pooled: the sweep's sentinels over the
-stored contest rounds are its fraction.
+median(confirmation)`` (``own_shape_fraction``) says how far the sweep's moments were from
+the confirmation's. A reused ceiling (``--ceiling-from``) is not pooled: the sweep's sentinels
+over the stored ``P``'s rounds are its fraction.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 from parity.stats.summary import pooled_ratio_ci, ratio_ci, summarize
 
-# Relative spread of the contest rounds (and relative CI width) beyond which P is unstable.
+# Relative spread of the ceiling's rounds (and relative CI width) beyond which P is unstable.
 UNSTABLE_SPREAD = 0.10
 MIN_ROUNDS_FOR_CI = 3
 
@@ -66,7 +67,7 @@ class CeilingRounds:
 
 
 def ceiling_rounds(rates: Sequence[float]) -> CeilingRounds:
-    """Summarise the winner's contest rounds (FLOP/s): median, best, quartiles, the 95% CI of
+    """Summarise the winner's confirmation rounds (FLOP/s): median, best, quartiles, the 95% CI of
     the median (None under ``MIN_ROUNDS_FOR_CI`` rounds), ``spread = (max - min) / median`` and
     ``ci_width = (ci_high - ci_low) / median``.
 
@@ -114,22 +115,22 @@ def own_shape_fraction(own_rates: Sequence[float], ceiling_rates: Sequence[float
     own, ceiling = _positive(own_rates, ceiling_rates)
     fraction, low, high = ratio_ci(own, ceiling)
     return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(own),
-                            statistic="median own-shape round over the median contest round")
+                            statistic="median own-shape round over the median confirmation round")
 
 
-def pooled_own_shape_fraction(sentinel_rates: Sequence[float], contest_rates: Sequence[float]) -> OwnShapeFraction:
-    """``fraction = median(sentinels) / median(contest + sentinels)``: the sentinel rounds'
+def pooled_own_shape_fraction(sentinel_rates: Sequence[float], confirm_rates: Sequence[float]) -> OwnShapeFraction:
+    """``fraction = median(sentinels) / median(confirmation + sentinels)``: the sentinel rounds'
     median over ``P`` when ``P`` pools both sets, with a 95% CI from bootstrap resamples that
     draw the two sets independently and recompute both medians from each draw
     (``parity.stats.pooled_ratio_ci``).
 
-    Example: sentinels 8, 8, 8 and contest 10, 10, 10 -> P = median(8, 8, 8, 10, 10, 10) = 9,
+    Example: sentinels 8, 8, 8 and confirmation 10, 10, 10 -> P = median(8, 8, 8, 10, 10, 10) = 9,
     fraction 8 / 9 = 0.889 with a CI of [0.889, 0.889]: not reproduced.
     """
-    sentinels, contest = _positive(sentinel_rates, contest_rates)
-    fraction, low, high = pooled_ratio_ci(sentinels, contest)
+    sentinels, confirmation = _positive(sentinel_rates, confirm_rates)
+    fraction, low, high = pooled_ratio_ci(sentinels, confirmation)
     return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(sentinels),
-                            statistic="median sentinel round over P, the median of contest and sentinel rounds")
+                            statistic="median sentinel round over P, the median of confirmation and sentinel rounds")
 
 
 def _positive(first: Sequence[float], second: Sequence[float]) -> tuple[list[float], list[float]]:

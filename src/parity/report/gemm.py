@@ -59,7 +59,7 @@ def ceiling_detail(summary: dict[str, Any], scale: float) -> str:
         return ""
     ci = rounds.get("ci95_flops")
     count = len(rounds.get("rounds_flops", []))
-    what = (f"{len(rounds['contest_flops'])} contest and {len(rounds['sentinel_flops'])} sentinel rounds"
+    what = (f"{len(rounds['confirm_flops'])} confirmation and {len(rounds['sentinel_flops'])} sentinel rounds"
             if rounds.get("sentinel_flops") else f"{count} rounds")
     text = (f" (median of {what}; best {tflops(rounds.get('best_flops'), scale)}"
             + (f", 95% CI {tflops(ci[0], scale)}-{tflops(ci[1], scale)}" if ci else ", too few rounds for a CI") + ")")
@@ -111,8 +111,8 @@ def headline_table(summary: dict[str, Any]) -> Table:
                       Text(f"{percent(own['fraction'])} of P [95% CI {percent(low)}, {percent(high)}], median of "
                            f"{len(own['rounds_flops'])} {own.get('source', 'rounds')}"
                            + ("" if own["reproduced"] else "; 100% is outside the CI")
-                           + (f"; {percent(own['contest_fraction']['fraction'])} of the contest's median"
-                              if own.get("contest_fraction") else "")))
+                           + (f"; {percent(own['confirm_fraction']['fraction'])} of the confirmation's median"
+                              if own.get("confirm_fraction") else "")))
     eff = summary.get("efficiency_compute_bound")
     if eff:
         ci = (f"95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}" if eff.get("ci95_low") is not None

@@ -6,8 +6,8 @@ figures use its best backend (highest achieved rate among rows whose check passe
 backend's own figures are kept beside it.
 
 Statistic. A shape's rate is its median call (``achieved_flops``, its fastest call beside it as
-``best_flops``) and ``P`` is the median round of the ceiling's shape, over its contest rounds and
-the sentinel rounds timed through the sweep (``pooled_ceiling``; the contest's alone for a reused
+``best_flops``) and ``P`` is the median round of the ceiling's shape, over its confirmation rounds
+and the sentinel rounds timed through the sweep (``pooled_ceiling``; the stored ``P`` for a reused
 ceiling, or when fewer than three sentinels were timed), its best round beside it as
 ``ceiling_best_flops``: every fraction of ``P`` and every efficiency is median over median, and
 the summary says so (``statistic``).
@@ -218,26 +218,26 @@ def sentinel_rates(results: list[CaseResult]) -> list[float]:
 
 
 def pooled_ceiling(ceiling: CaseResult | None, sentinels: list[float]) -> dict[str, Any]:
-    """The ceiling case's metrics with ``P`` taken over its contest rounds and the sweep's
+    """The ceiling case's metrics with ``P`` taken over its confirmation rounds and the sweep's
     sentinel rounds together (``parity.metrics.ceiling``): ``ceiling_flops`` (the pooled median),
-    ``ceiling_best_flops``, ``ceiling_rounds`` (with ``contest_flops`` and ``sentinel_flops``),
+    ``ceiling_best_flops``, ``ceiling_rounds`` (with ``confirm_flops`` and ``sentinel_flops``),
     ``pooled_findings`` (``unstable-ceiling`` over the pooled rounds) and ``findings`` (the
     case's, its ``unstable-ceiling`` verdict replaced by the pooled one). Only ``findings`` is
     added for a reused ceiling, a failed one, or fewer than ``MIN_ROUNDS_FOR_CI`` sentinels."""
     metrics = dict(ceiling.metrics) if ceiling is not None else {}
     metrics["findings"] = list(ceiling.findings) if ceiling is not None else []
-    contest = (metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
-    if (ceiling is None or ceiling.error is not None or metrics.get("ceiling_from") or not contest
+    confirmation = (metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
+    if (ceiling is None or ceiling.error is not None or metrics.get("ceiling_from") or not confirmation
             or len(sentinels) < MIN_ROUNDS_FOR_CI):
         return metrics
-    pooled = ceiling_rounds(list(contest) + sentinels)
-    unstable = ceiling_findings(pooled, where="contest and sentinel rounds")
+    pooled = ceiling_rounds(list(confirmation) + sentinels)
+    unstable = ceiling_findings(pooled, where="confirmation and sentinel rounds")
     metrics.update({
         "findings": [f for f in ceiling.findings if f.code != "unstable-ceiling"] + unstable,
         "ceiling_flops": pooled.median_flops, "ceiling_best_flops": pooled.best_flops,
-        "ceiling_statistic": "median of the winner's contest rounds and the sentinel rounds timed through the sweep",
-        "ceiling_rounds": {**pooled.to_dict(), "statistic": "median of contest and sentinel rounds",
-                           "contest_flops": list(contest), "sentinel_flops": list(sentinels)},
+        "ceiling_statistic": "median of the winner's confirmation rounds and the sentinel rounds timed through the sweep",
+        "ceiling_rounds": {**pooled.to_dict(), "statistic": "median of confirmation and sentinel rounds",
+                           "confirm_flops": list(confirmation), "sentinel_flops": list(sentinels)},
         "pooled_findings": unstable})
     return metrics
 
@@ -247,12 +247,12 @@ def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any],
     """The ceiling's own shape as a fraction of ``P`` with its CI: from the sentinel rounds when
     at least ``MIN_ROUNDS_FOR_CI`` were timed (``pooled_own_shape_fraction`` when ``P`` pools
     them, ``own_shape_fraction`` over the rounds of a reused ``P``), else from ``ceiling/<dtype>/own-shape``
-    timed after the sweep (``own_shape_fraction``); ``contest_fraction``: the same rounds over
-    the contest's median round. ``sentinels``: ``sentinel_rates(results)``. None when either
+    timed after the sweep (``own_shape_fraction``); ``confirm_fraction``: the same rounds over
+    the median confirmation round. ``sentinels``: ``sentinel_rates(results)``. None when either
     side is missing."""
     rounds = ceiling_metrics.get("ceiling_rounds") or {}
     p_rounds = rounds.get("rounds_flops")
-    contest = rounds.get("contest_flops") or p_rounds
+    confirmation = rounds.get("confirm_flops") or p_rounds
     shape = ceiling_metrics.get("ceiling_shape")
     if not p_rounds or not shape:
         return None
@@ -264,12 +264,12 @@ def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any],
     else:
         return None
     pooled_here = bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
-    fraction = (pooled_own_shape_fraction(timed, contest) if pooled_here
+    fraction = (pooled_own_shape_fraction(timed, confirmation) if pooled_here
                 else own_shape_fraction(timed, p_rounds))
-    versus_contest = own_shape_fraction(timed, contest)
+    versus_confirmation = own_shape_fraction(timed, confirmation)
     return {"shape": {d: shape[d] for d in "mnk"}, "source": source, **fraction.to_dict(),
-            "contest_fraction": {"fraction": versus_contest.fraction, "ci95": list(versus_contest.ci95),
-                                 "statistic": versus_contest.statistic}}
+            "confirm_fraction": {"fraction": versus_confirmation.fraction,
+                                 "ci95": list(versus_confirmation.ci95), "statistic": versus_confirmation.statistic}}
 
 
 def own_shape_finding(own: dict[str, Any]) -> dict[str, Any]:

@@ -84,7 +84,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
         metrics={
             "ceiling_flops": rounds.median_flops,
             "ceiling_best_flops": rounds.best_flops,
-            "ceiling_statistic": "median of the winner's contest rounds",
+            "ceiling_statistic": "median of the winner's confirmation rounds",
             "ceiling_rounds": rounds.to_dict(),
             "ceiling_shape": {"m": m, "n": n, "k": k},
             "emulation_note": emulated,
@@ -101,7 +101,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
 
 def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
     """Time the ceiling's own shape again after the sweep, as ``P`` was timed: ``rounds``
-    rounds of the contest's length (``SearchPlan.confirm_budget_s``), each the median rate of its
+    rounds of the confirmation's length (``SearchPlan.confirm_budget_s``), each the median rate of its
     calls with the ceiling's evaluator (inputs rotated, no flush); ``P``'s statistic, the median
     round, is ``median_flops``."""
     if unavailable:

@@ -4,8 +4,8 @@ On a machine whose speed drifts, two sweeps that each search their own ``P`` div
 different ceilings; to compare them, one measured ``P`` is searched once and reused. The
 reference is resolved at the command's edge, where the store is open
 (``attach_stored_ceiling``): the named run's ``ceiling/<dtype>`` case, which must have been
-measured, passed its check and be of the sweep's dtype, with ``P`` pooled over its contest and
-sentinel rounds as that run's summary quoted it (``analysis.pooled_ceiling``), is copied into the
+measured, passed its check and be of the sweep's dtype, with ``P`` pooled over its confirmation
+and sentinel rounds as that run's summary quoted it (``analysis.pooled_ceiling``), is copied into the
 options as JSON
 (``stored_ceiling``), so the run's stored config holds it and a resume needs no lookup. The
 suite's ceiling case then reproduces it (``stored_ceiling_row``) with ``ceiling_from`` naming the

@@ -2,8 +2,8 @@
 
 Cases, in order: the compute-ceiling search for the dtype (``ceiling/<dtype>``), the bandwidth
 ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``,
-with as many sentinel cases as the contest has rounds spread evenly between them
-(``ceiling/<dtype>/sentinel-<i>``: one round of the ceiling's shape, timed as a contest round,
+with as many sentinel cases as the ceiling has confirmation rounds spread evenly between them
+(``ceiling/<dtype>/sentinel-<i>``: one round of the ceiling's shape, timed as a confirmation round,
 so that ``P`` covers the moments the shapes were timed in; ``parity.metrics.ceiling``); after the
 sweep (``recheck``) the off-trend shapes again, and, when fewer than three sentinels were timed
 (a run resumed past its ceiling has no shape to time), the ceiling's own shape in as many rounds

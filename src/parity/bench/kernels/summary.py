@@ -20,7 +20,7 @@ from parity.stats.summary import ratio_ci
 
 CEILING_OF = {"fp8_gemm": ("fp8", "bf16")}
 DEFAULT_CEILINGS = ("bf16",)
-STATISTIC = "median call; P the median contest round of the ceiling search"
+STATISTIC = "median call; P the median confirmation round of the ceiling search"
 
 
 def _ceilings(results: list[CaseResult]) -> tuple[dict[str, float], float | None, dict[str, Any]]:
