@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
+from parity.trace.readers.ascend_text import step_rows
 from parity.trace.readers.columns import PROFILER_STEP, Columns, finish_ascend_rank
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
@@ -36,46 +37,39 @@ EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object)
 SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError, ValueError, TypeError, OverflowError)
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open read-only; a ParityError when the file is not a readable SQLite database."""
+def open_sqlite(path: Path) -> tuple[sqlite3.Connection, set[str]]:
+    """The database opened read-only and the names of its tables; a ParityError when the file
+    is not a readable SQLite database."""
+    db = None
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        return db, {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except SQLITE_ERRORS as exc:
+        if db is not None:
+            db.close()
         raise ParityError(f"{path}: not a readable SQLite database ({one_line(exc)}); "
                           "export it again from the profiler") from None  # fmt: skip
-    return db
-
-
-def table_names(db: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
-def tables_or_raise(db: sqlite3.Connection, path: Path) -> set[str]:
-    try:
-        return table_names(db)
-    except SQLITE_ERRORS as exc:
-        raise ParityError(f"{path}: corrupt SQLite file ({one_line(exc)}); export it again") from None
 
 
 def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     """Read one rank's ``ascend_pytorch_profiler_N.db``."""
-    db = connect(path)
+    db, tables = open_sqlite(path)
     try:
-        tables = tables_or_raise(db, path)
         missing = [t for t in ("TASK", "STRING_IDS") if t not in tables]
         if missing:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
         cols = Columns(EXTRA)
         try:
-            task_ids = _tasks(db, tables, cols, path)
+            strings = dict(db.execute("SELECT id, value FROM STRING_IDS"))
+            task_ids = _tasks(db, tables, strings, cols, path)
             links = task_links(db, tables, task_ids)
             _comm_ops(db, tables, cols)
-            _host(db, tables, cols)
+            _host(db, tables, strings, cols)
             rank = _rank(db, tables, path)
         except SQLITE_ERRORS as exc:
             raise ParityError(f"{path}: unreadable Ascend tables ({one_line(exc)}); export it again") from None
-        step_trace = _step_trace(path.parent / "analysis.db")
+        warnings: list[str] = []
+        step_trace = _step_trace(path.parent / "analysis.db", warnings)
     finally:
         db.close()
     if progress is not None:
@@ -83,7 +77,7 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     if cols.rows == 0:
         raise ParityError(f"{path}: empty trace (no tasks)")
     meta = {"source": str(path), "format": "ascend-db", "clock_unit": "ns", "ranks": [rank],
-            "rank_source": "RANK_DEVICE_MAP/file name", "warnings": [], "step_trace": step_trace}
+            "rank_source": "RANK_DEVICE_MAP/file name", "warnings": warnings, "step_trace": step_trace}
     table = cols.table(meta=meta)
     if links is not None:  # the tasks are the first rows
         table.extra["link"] = np.concatenate([links, np.full(len(table) - len(links), None, dtype=object)])
@@ -112,11 +106,7 @@ def mark_collective_carriers(table: ActivityTable) -> int:
     return marked
 
 
-def _strings(db) -> dict[int, str]:
-    return dict(db.execute("SELECT id, value FROM STRING_IDS"))
-
-
-def _tasks(db, tables: set[str], cols: Columns, path: Path) -> tuple:
+def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: Path) -> tuple:
     """Add the TASK rows to ``cols``; their globalTaskId values, in row order."""
     compute = "COMPUTE_TASK_INFO" in tables
     rows = db.execute(
@@ -127,7 +117,6 @@ def _tasks(db, tables: set[str], cols: Columns, path: Path) -> tuple:
     ).fetchall()  # fmt: skip
     if not rows:
         return ()
-    strings = _strings(db)
     start, end, device, conn, stream, ttype, task_ids, op_name, op_core = zip(*rows)
     start, end = _ints(start, path, "startNs"), _ints(end, path, "endNs")
     if (end < start).any():
@@ -197,9 +186,8 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     )  # fmt: skip
 
 
-def _host(db, tables: set[str], cols: Columns) -> None:
+def _host(db, tables: set[str], strings: dict[int, str], cols: Columns) -> None:
     """CANN API calls (runtime), PyTorch ops and step markers (from ``STEP_TIME`` without them)."""
-    strings = _strings(db)
     rows = [r for table, runtime in (("CANN_API", 1), ("PYTORCH_API", 0)) if table in tables
             for r in db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name, {runtime} FROM {table}")]
     if "STEP_TIME" in tables and not any(PROFILER_STEP.match(strings.get(r[4]) or "") for r in rows if not r[5]):
@@ -235,24 +223,19 @@ def _rank(db, tables: set[str], path: Path) -> int:
     return int(match.group(1)) if match else 0
 
 
-def _step_trace(path: Path) -> list[dict]:
-    """``analysis.db`` StepTraceTime rows, with step_trace_time.csv's column names."""
+def _step_trace(path: Path, warnings: list[str]) -> list[dict]:
+    """``analysis.db``'s StepTraceTime rows with step_trace_time.csv's column names
+    (:func:`.ascend_text.step_rows`); [] when there is no such file or table."""
     if not path.is_file():
         return []
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        db, _ = open_sqlite(path)
         try:
             cursor = db.execute("SELECT * FROM StepTraceTime")
-            keys, rows = [_STEP_TRACE_NAMES.get(d[0], d[0]) for d in cursor.description], cursor.fetchall()
+            keys = [_STEP_TRACE_NAMES.get(d[0], d[0]) for d in cursor.description]
+            records = [dict(zip(keys, row)) for row in cursor.fetchall()]
         finally:
             db.close()
-    except SQLITE_ERRORS:
+    except (ParityError, *SQLITE_ERRORS):
         return []
-    return [{key: _step_value(key, value) for key, value in zip(keys, row)} for row in rows]
-
-
-def _step_value(key: str, value):
-    try:
-        return int(float(value)) if key == "Step" else float(value)
-    except (TypeError, ValueError):
-        return value
+    return step_rows(path.name, keys, records, warnings)

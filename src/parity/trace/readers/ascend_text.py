@@ -140,10 +140,10 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
-    lanes_ns = {lane: _spans(trace, *zip(*spans)) for lane, spans in overlap.items()}
+    lanes_ns = {lane: np.column_stack(_spans(trace, *zip(*spans))).tolist() for lane, spans in overlap.items()}
     if rows:
         kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where, links = zip(*rows)
-        start, end = _spans(trace, where, ts, durs, negative=True)
+        start, end = _spans(trace, where, ts, durs)
         kind, stream, task_type = np.asarray(kinds, np.int8), np.asarray(streams, np.int64), _objects(types)
         _place_hccl_ops(kind, task_type, stream, start, end, plane_streams)
         cols.add(
@@ -179,15 +179,12 @@ def _classify(e: dict, process: str, thread: dict):
     return Kind.CPU_OP if e.get("cat") == "cpu_op" else Kind.OTHER, int_or(tid), None, None
 
 
-def _spans(trace: Path, where, ts, durs, *, negative: bool = False):
-    """Start and end (ns) of events ``where`` from their ``ts`` and ``dur``: two arrays, with a
-    ParityError for a ``negative`` duration; else ``[start_ns, end_ns]`` pairs (an Overlap
-    Analysis lane)."""
+def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (ns) of events ``where`` from their ``ts`` and ``dur``; a ParityError for a
+    negative duration."""
     index = np.asarray(where)
     start = times_to_ns(list(ts), path=trace, first=0, what="ts", index=index)
     dur = times_to_ns(list(durs), path=trace, first=0, what="dur", index=index)
-    if not negative:
-        return [[int(a), int(a + b)] for a, b in zip(start.tolist(), dur.tolist())]
     if (dur < 0).any():
         raise ParityError(f"{trace}: event {int(index[np.flatnonzero(dur < 0)[0]])} has a negative dur; "
                           "the trace is corrupt")  # fmt: skip
@@ -258,19 +255,23 @@ def _cut_short(record: dict) -> bool:
 
 
 def read_step_trace(path: Path, warnings: list[str] | None = None) -> list[dict]:
-    """Rows of ``step_trace_time.csv`` as dicts (numbers as floats, µs; ``Step`` as int); missing
-    step-figure columns, and rows cut short or whose figures are not numbers (skipped), are
-    counted in ``warnings``."""
+    """Rows of ``step_trace_time.csv`` (:func:`step_rows`); [] without the file."""
     if not path.is_file():
         return []
     header, records = csv_rows(path)
-    warnings = warnings if warnings is not None else []
+    return step_rows(path.name, header, records, warnings if warnings is not None else [])
+
+
+def step_rows(name: str, header: list[str], records: list[dict], warnings: list[str]) -> list[dict]:
+    """A step table's rows as dicts (numbers as floats, µs; ``Step`` as int); missing
+    step-figure columns, and rows cut short or whose figures are not numbers (skipped), are
+    counted in ``warnings``; ``name`` names the table in them."""
     missing = [c for c in STEP_FIGURES if c not in header]
     if missing:
-        warnings.append(f"{path.name} has no {', '.join(missing)} column; those profiler figures are not compared")
+        warnings.append(f"{name} has no {', '.join(missing)} column; those profiler figures are not compared")
     rows = [row for row in map(_step_row, records) if row is not None]
     if len(rows) < len(records):
-        warnings.append(f"{len(records) - len(rows)} of {len(records)} rows of {path.name} are cut short or "
+        warnings.append(f"{len(records) - len(rows)} of {len(records)} rows of {name} are cut short or "
                         "not numbers; skipped")  # fmt: skip
     return rows
 
@@ -282,13 +283,13 @@ def _step_row(record: dict) -> dict | None:
     for key, value in record.items():
         if key is None:
             return None  # more fields than the header
-        name, text = key.strip(), (value or "").strip()
+        name, value = key.strip(), value.strip() if isinstance(value, str) else value
         try:
-            row[name] = int(float(text)) if name == "Step" else float(text)
-        except ValueError:
+            row[name] = int(float(value)) if name == "Step" else float(value)
+        except (TypeError, ValueError):
             if name == "Step" or name in STEP_FIGURES:
                 return None
-            row[name] = text
+            row[name] = value
     return row
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from parity.model.errors import ParityError
 from parity.trace.readers import jsonstream
-from parity.trace.readers.ascend_db import connect, tables_or_raise
-from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, missing_timeline
+from parity.trace.readers.ascend_db import open_sqlite
+from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, missing_timeline, output_dir
 from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -82,7 +82,7 @@ def detect(path: Path) -> str:
 
 
 def _detect_folder(path: Path) -> str:
-    output = path / OUTPUT if (path / OUTPUT).is_dir() else path
+    output = output_dir(path)
     if (output / TRACE_VIEW).is_file():
         return "ascend-text"
     if ascend_db_in(output) is not None:
@@ -104,11 +104,8 @@ def _table_not_timeline(path: Path) -> str:
 
 
 def _detect_sqlite(path: Path) -> str:
-    db = connect(path)
-    try:
-        tables = tables_or_raise(db, path)
-    finally:
-        db.close()
+    db, tables = open_sqlite(path)
+    db.close()
     if any(t.startswith("CUPTI_ACTIVITY_KIND") for t in tables):
         return "nsys"
     if {"TASK", "STRING_IDS"} <= tables:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.ascend_db import SQLITE_ERRORS, connect, table_names
+from parity.trace.readers.ascend_db import SQLITE_ERRORS, open_sqlite
 from parity.trace.readers.columns import PROFILER_STEP, Columns, place_steps, with_columns
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
@@ -34,11 +34,10 @@ _IDS = (("deviceId",), ("streamId",), ("correlationId",))
 
 def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     """Read one Nsight Systems SQLite export."""
-    db = connect(path)
+    db, tables = open_sqlite(path)
     warnings: list[str] = []
     cols = Columns(EXTRA)
     try:
-        tables = table_names(db)
         if not any(t.startswith("CUPTI_ACTIVITY") for t in tables):
             raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
         strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
