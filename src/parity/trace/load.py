@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +36,11 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.intervals import lane_overlaps
 from parity.trace.readers.ascend_db import read_ascend_db
-from parity.trace.readers.ascend_text import ASCEND_CONCURRENT_TASKS, OUTPUT, read_ascend_text
+from parity.trace.readers.ascend_text import ASCEND_CONCURRENT_TASKS, OUTPUT, output_dir, read_ascend_text
 from parity.trace.readers.detect import ascend_db_in, detect
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.readers.nsys import read_nsys
+from parity.trace.steps import place_steps
 from parity.trace.table import ActivityTable
 
 log = logging.getLogger(__name__)
@@ -85,18 +87,18 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None,
 
 
 def read_one(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
-    """One rank's trace, in whichever format :func:`detect` finds."""
+    """One rank's trace, in whichever format :func:`detect` finds, every row given its step
+    (:func:`parity.trace.steps.place_steps`)."""
     fmt = detect(path)
     if fmt == "ascend-text":
-        return read_ascend_text(path, progress=progress)
-    if fmt == "ascend-db":
-        if path.is_dir():
-            output = path / OUTPUT if (path / OUTPUT).is_dir() else path
-            path = ascend_db_in(output)
-        return read_ascend_db(path, progress=progress)
-    if fmt == "nsys":
-        return read_nsys(path, progress=progress)
-    return read_kineto(path, progress=progress, workers=workers)
+        table = read_ascend_text(path, progress=progress)
+    elif fmt == "ascend-db":
+        table = read_ascend_db(ascend_db_in(output_dir(path)) if path.is_dir() else path, progress=progress)
+    elif fmt == "nsys":
+        table = read_nsys(path, progress=progress)
+    else:
+        table = read_kineto(path, progress=progress, workers=workers)
+    return replace(table, step=place_steps(table))
 
 
 def stream_overlap_warning(table: ActivityTable) -> str | None:

@@ -1,14 +1,10 @@
 """torch_npu's Ascend profiler SQLite export (``ascend_pytorch_profiler_N.db``).
 
 The same run as the text output, rows as :mod:`.ascend_text` makes them, from integer ns times
-and ``STRING_IDS``: ``TASK`` rows (named by ``COMPUTE_TASK_INFO`` for operators, else by task
-type; the core from ``COMPUTE_TASK_INFO.taskType``, else implied by the task type),
-``COMMUNICATION_OP`` collectives on their tasks' stream (``link`` from
-``COMMUNICATION_TASK_INFO`` when it names ranks), ``CANN_API`` and ``PYTORCH_API`` calls, steps
-(else ``STEP_TIME``), and ``analysis.db``'s ``StepTraceTime`` in ``meta["step_trace"]``. An
-operator-less task holding a collective on its stream carries it: its core is ``HCCL``.
+and ``STRING_IDS`` (``docs/definitions.md``, Trace formats); ``analysis.db``'s ``StepTraceTime``
+is ``meta["step_trace"]``. An operator-less task holding a collective on its stream carries it:
+its core is ``HCCL``.
 """
-
 from __future__ import annotations
 
 import re
@@ -19,7 +15,8 @@ import numpy as np
 
 from parity.model.errors import ParityError, one_line
 from parity.trace.readers.ascend_text import step_rows
-from parity.trace.readers.columns import PROFILER_STEP, Columns, finish_ascend_rank
+from parity.trace.readers.columns import Columns
+from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 _CORE_OF_TASK = {"KERNEL_AIVEC": "AI_VECTOR_CORE", "KERNEL_AICORE": "AI_CORE", "KERNEL_MIX_AIC": "MIX_AIC",
@@ -82,7 +79,7 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
     if links is not None:  # the tasks are the first rows
         table.extra["link"] = np.concatenate([links, np.full(len(table) - len(links), None, dtype=object)])
     mark_collective_carriers(table)
-    return finish_ascend_rank(table, rank)
+    return table
 
 
 def mark_collective_carriers(table: ActivityTable) -> int:

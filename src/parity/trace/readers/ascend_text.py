@@ -1,32 +1,26 @@
-"""torch_npu's Ascend profiler text output: ``*_ascend_pt/ASCEND_PROFILER_OUTPUT``.
+"""torch_npu's Ascend profiler text output: ``*_ascend_pt/ASCEND_PROFILER_OUTPUT``, or a standalone
+``trace_view.json`` under any name.
 
-``trace_view.json`` is a Chrome trace (a top-level array, string microsecond timestamps) whose
-processes are told apart by name: ``Ascend Hardware`` holds device tasks, a thread per stream
-(``MEMCPY_ASYNC`` is ``Kind.MEMCPY``, ``EVENT_*`` ``Kind.SYNC``, the rest ``Kind.KERNEL``);
-``HCCL``'s ``Group N Communication`` thread holds collectives (kernels with ``task_type =
-"HCCL"`` on the stream of their tasks), its ``Plane N`` tasks repeat hardware tasks
-(``Kind.OTHER``, with ``link``: src and dst rank, bytes, link type); ``CANN`` calls are
-``Kind.RUNTIME``; the ``Overlap Analysis`` lanes go to ``meta["overlap_analysis"]``.
-
-Beside a timeline in ``ASCEND_PROFILER_OUTPUT``: ``kernel_details.csv``, joined to the tasks by
-name and start, whose ``Accelerator Core`` wins over the Task Type and whose ``Step Id`` sets the
-step (without it, a Task Type that names a unit gives the core, else ``UNKNOWN_CORE``: Cube and
-Vector share ``AI_CORE``); ``step_trace_time.csv``, the profiler's step figures (µs), in
-``meta["step_trace"]``. Bad input is refused as for Kineto JSON; partial CSVs are counted warnings.
+The rows it makes from the timeline (``trace_view.json``, a Chrome trace whose processes are
+told apart by name) and the two CSVs beside it (``kernel_details.csv`` joined to the tasks for
+cores and steps, ``step_trace_time.csv`` the profiler's step figures in ``meta["step_trace"]``)
+are defined in ``docs/definitions.md`` (Trace formats). Bad input is refused as for Kineto
+JSON; partial CSVs are counted warnings.
 """
-
 from __future__ import annotations
 
 import csv
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import orjson
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.columns import PROFILER_STEP, Columns, finish_ascend_rank, int_or
+from parity.trace.readers.columns import Columns, int_or
+from parity.trace.steps import PROFILER_STEP
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import parse_us_text, times_to_ns
 from parity.trace.table import NO_ID, UNKNOWN_CORE, ActivityTable, Kind, KindCode
@@ -82,8 +76,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
         "step_trace": read_step_trace(folder / STEP_TRACE, warnings) if beside else [],
         "overlap_analysis": overlap,
     }  # fmt: skip
-    table = join_kernel_details(cols.table(meta=meta), folder / KERNEL_DETAILS if beside else None, warnings)
-    return finish_ascend_rank(table, rank)
+    return join_kernel_details(cols.table(meta=meta), folder / KERNEL_DETAILS if beside else None, warnings)
 
 
 def missing_timeline(path: Path, folder: Path) -> str:
@@ -328,9 +321,7 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
                             "its header); skipped, so their cores and steps are unknown")
         if unmatched:
             warnings.append(f"{unmatched} rows of {path.name} match no task in the timeline")
-    extra = dict(table.extra, accelerator_core=cores)
-    return ActivityTable(**{c: getattr(table, c) for c in ActivityTable.COLUMNS if c != "step"},
-                         step=step, names=table.names, extra=extra, meta=table.meta)  # fmt: skip
+    return replace(table, step=step, extra=dict(table.extra, accelerator_core=cores))
 
 
 class _TaskLookup:

@@ -1,13 +1,8 @@
-"""NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``).
-
-Rows: ``CUPTI_ACTIVITY_KIND_`` ``KERNEL``, ``MEMCPY``, ``MEMSET`` and ``SYNCHRONIZATION`` (its
-``sync_type`` from CUPTI's enum), ``RUNTIME`` calls (stream = thread id) and ``NVTX_EVENTS`` ranges
-(``Kind.STEP`` when named ``ProfilerStep#N``); integer ns on the session clock. Columns vary
-between versions (:func:`select` tries each known name; an absent one is a warning, and skips its
-table when needed). Bad input (not SQLite, no CUPTI table, no device activity, a row ending
-before it starts) is a ParityError.
+"""NVIDIA Nsight Systems SQLite exports (``nsys export --type sqlite``): CUPTI activity, runtime
+calls and NVTX ranges as rows (``docs/definitions.md``, Trace formats). Columns renamed between
+versions are tried by each known name (:func:`select`). Bad input (not SQLite, no CUPTI table,
+no device activity, a row ending before it starts) is a ParityError.
 """
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +11,8 @@ import numpy as np
 
 from parity.model.errors import ParityError, one_line
 from parity.trace.readers.ascend_db import SQLITE_ERRORS, open_sqlite
-from parity.trace.readers.columns import PROFILER_STEP, Columns, place_steps, with_columns
+from parity.trace.readers.columns import Columns
+from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, ActivityTable, Kind
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -56,8 +52,7 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
                           "CUDA tracing on (nsys profile --trace=cuda)")
     if KERNEL not in tables:
         warnings.append(f"no {KERNEL} table: the export holds no kernels, so only copies and sets are analysed")
-    table = cols.table(meta=meta)
-    return with_columns(table, step=place_steps(table))
+    return cols.table(meta=meta)
 
 
 def select(db, table: str, columns: tuple[tuple[str, ...], ...], *, required: int, warnings: list[str],
