@@ -115,7 +115,10 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
     if not rows:
         return ()
     start, end, device, conn, stream, ttype, task_ids, op_name, op_core = zip(*rows)
-    start, end = _ints(start, path, "startNs"), _ints(end, path, "endNs")
+    try:
+        start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise ParityError(f"{path}: TASK.startNs or endNs has a non-integer value; export it again") from None
     if (end < start).any():
         raise ParityError(f"{path}: TASK row {int(np.flatnonzero(end < start)[0])} ends before it starts; "
                           "the export is corrupt")  # fmt: skip
@@ -202,13 +205,6 @@ def _host(db, tables: set[str], strings: dict[int, str], cols: Columns) -> None:
         end_ns=np.maximum(np.asarray([int(r[1]) for r in rows], np.int64), start),
         correlation=np.asarray([r[3] if (r[5] and r[3] is not None) else NO_ID for r in rows], np.int64),
     )  # fmt: skip
-
-
-def _ints(values, path: Path, column: str) -> np.ndarray:
-    try:
-        return np.asarray([int(v) for v in values], dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        raise ParityError(f"{path}: TASK.{column} has a non-integer value; export it again") from None
 
 
 def _rank(db, tables: set[str], path: Path) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 import orjson
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.columns import Columns, int_or
+from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.steps import PROFILER_STEP
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import parse_us_text, times_to_ns
@@ -41,7 +40,6 @@ STEP_FIGURES = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Com
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
-Progress = Callable[[int, int, str], None]
 
 
 def output_dir(path: Path) -> Path:
@@ -242,11 +240,6 @@ def csv_rows(path: Path) -> tuple[list[str], list[dict]]:
         raise ParityError(f"{path}: unreadable CSV ({one_line(exc)}); export the profile again") from None
 
 
-def _cut_short(record: dict) -> bool:
-    """A row with fewer fields than the header (DictReader fills the rest with None)."""
-    return any(value is None for value in record.values())
-
-
 def read_step_trace(path: Path, warnings: list[str] | None = None) -> list[dict]:
     """Rows of ``step_trace_time.csv`` (:func:`step_rows`); [] without the file."""
     if not path.is_file():
@@ -270,7 +263,7 @@ def step_rows(name: str, header: list[str], records: list[dict], warnings: list[
 
 
 def _step_row(record: dict) -> dict | None:
-    if _cut_short(record):
+    if None in record.values():  # cut short: fewer fields than the header (DictReader fills None)
         return None
     row: dict = {}
     for key, value in record.items():
@@ -298,7 +291,7 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
         lookup = _TaskLookup(table)
         unmatched = cut = 0
         for record in records:
-            if _cut_short(record):
+            if None in record.values():  # cut short
                 cut += 1
                 continue
             try:

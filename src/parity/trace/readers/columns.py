@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -12,6 +13,7 @@ CORE_DTYPES = dict(
     device=np.int32, stream=np.int64, kind=np.int8, name_id=np.int32,
     start_ns=np.int64, end_ns=np.int64, correlation=np.int64, step=np.int32,
 )  # fmt: skip
+Progress = Callable[[int, int, str], None]  # progress(done, total, label), bytes of input
 _CORE_FILL = dict(device=(NO_ID, np.int32), correlation=(NO_ID, np.int64),
                   step=(-1, np.int32))  # fmt: skip
 
@@ -33,10 +35,7 @@ class Columns:
         self.rows = 0
 
     def intern(self, name: str) -> int:
-        ident = self.names.get(name)
-        if ident is None:
-            ident = self.names[name] = len(self.names)
-        return ident
+        return self.names.setdefault(name, len(self.names))
 
     def add(self, **columns: np.ndarray) -> None:
         """Append one block; every column must have the same length (absent ones are filled)."""

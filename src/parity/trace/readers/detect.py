@@ -16,7 +16,8 @@ from pathlib import Path
 from parity.model.errors import ParityError
 from parity.trace.readers import jsonstream
 from parity.trace.readers.ascend_db import open_sqlite
-from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, missing_timeline, output_dir
+from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW
+from parity.trace.readers.ascend_text import missing_timeline, output_dir
 from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

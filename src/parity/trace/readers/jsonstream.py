@@ -1,16 +1,11 @@
 """Stream the events of a Chrome-trace JSON file (plain or gzip) in bounded memory.
 
 A 1 GB trace parsed whole becomes several GB of Python objects; instead the text is read into one
-buffer a few MB at a time, the ``traceEvents`` array (or a top-level array, as Ascend's
-``trace_view.json``) is found, and its events are handed out a block at a time; the keys around
-the array (``distributedInfo``, ...) go to ``header``. A block ends at the last ``}`` followed by
-``,`` or ``]`` and is decoded where it lies. A cut inside a string or a nested object never parses
-(the string or object would not close), so a block that parses ends at an event boundary; one
-that does not is retried at the previous candidate, and the buffer grows when none parses.
-
-Gzip is told by its magic bytes and inflated by ISA-L's ``igzip`` when the ``fast`` extra is
-installed (a 53 MB trace in 16 ms against 63 ms), else by the standard library; both raise
-``EOFError`` on truncation and one of :data:`GZIP_ERRORS` on corruption.
+buffer a few MB at a time and the ``traceEvents`` array (or a top-level array, as Ascend's
+``trace_view.json``) is handed out a block of events at a time (:class:`EventStream`); the keys
+around the array (``distributedInfo``, ...) go to ``header``. Gzip is told by its magic bytes and
+inflated by ISA-L's ``igzip`` when the ``fast`` extra is installed (a 53 MB trace in 16 ms
+against 63 ms), else by the standard library.
 """
 
 from __future__ import annotations
@@ -38,6 +33,7 @@ GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip member
 BLOCK_BYTES = 2 << 20  # text decoded at a time: its structs stay in the CPU caches while scanned
 TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')  # the start of the event array
 _WS = b" \t\r\n"
+_SPACE, _SPACE_OR_COMMA = re.compile(rb"[ \t\r\n]*"), re.compile(rb"[, \t\r\n]*")  # .match(...).end(): past them
 _MAX_RETRIES = 32
 
 
@@ -65,13 +61,15 @@ class EventStream:
     """Iterate ``(first_index, events)`` blocks of the event array (``first_index``: the array
     position of the block's first event, so readers can name a bad one); after iteration
     ``header`` is complete, ``count`` is the number of entries and ``found_events`` says whether
-    the text held an event array. ``decode(text)`` makes a block's events from its text (a JSON
-    array, maybe a view of the read buffer, valid until the next read) or returns None when it is
-    not JSON. ``source``: a binary file (``readinto``, ``tell``) to read instead of ``path``.
+    the text held an event array. ``decode(text)`` makes a block's events from a JSON array's
+    text (a view of the buffer, valid until the next read), or None when it is not JSON.
+    ``source``: a binary file (``readinto``, ``fileobj.tell``) to read instead of ``path``.
 
-    The text is ``data[:hi]`` of one ``bytearray``, read into in place (what follows the last
-    parsed event moves to the front first); it is replaced, never resized, so the views that
-    decoded structs hold (``msgspec.Raw``) never block a read.
+    The text is ``data[:hi]`` of one ``bytearray``, replaced (never resized, so the views decoded
+    structs hold never block a read) when it grows. A block ends at a ``}`` followed by ``,`` or
+    ``]``; a cut inside a string or a nested object never parses (it would not close), so a block
+    that parses ends at an event boundary; one that does not is retried at the previous
+    candidate, and the buffer grows when none parses.
     """
 
     def __init__(self, path: Path, *, decode: Callable = decode_json, source=None, block_bytes: int = 0) -> None:
@@ -122,7 +120,7 @@ class EventStream:
 
     def _blocks(self) -> Iterator[tuple[int, list]]:
         self._fill(0)
-        while (start := _skip(self.data, 0, self.hi, _WS)) == self.hi and not self.eof:
+        while (start := _SPACE.match(self.data, 0, self.hi).end()) == self.hi and not self.eof:
             self._fill(self.hi)  # all space so far: drop it
         if start == self.hi:
             raise ParityError(f"{self.path}: file is empty; profile again or pick another file")
@@ -155,7 +153,7 @@ class EventStream:
 
     def _array(self, pos: int) -> Iterator[tuple[int, list]]:
         while True:
-            pos = _skip(self.data, pos, self.hi, b"," + _WS)
+            pos = _SPACE_OR_COMMA.match(self.data, pos, self.hi).end()
             if pos < self.hi and self.data[pos] == ord("]"):
                 return self._trailer(pos + 1)
             cut = self._cut(pos) or (self._cut(pos, b"]") if self.eof else None)
@@ -170,11 +168,9 @@ class EventStream:
                 self.count += len(events)
 
     def _cut(self, pos: int, end: bytes = b"}") -> tuple[int, list] | None:
-        """``(where the rest starts, entries)`` of the largest parseable run from ``pos``, or None.
-        A run ends at a ``}`` followed by ``,`` or ``]`` (an event's end) or, with ``end`` ``]`` at
-        the end of the file, before the array's closing bracket (its entries need not be objects).
-        It is decoded where it lies: the byte before it and the one after it (for ``]``, the
-        bracket itself) are overwritten with brackets for the decode, then put back."""
+        """``(where the rest starts, entries)`` of the largest parseable run from ``pos`` (ending at
+        an event's end, or with ``end`` ``]`` at the array's end), or None. It is decoded where it
+        lies: the bytes before and after it are overwritten with brackets, then put back."""
         buf, limit = self.data, self.hi
         for _ in range(_MAX_RETRIES):
             at = buf.rfind(end, pos, limit)
@@ -182,7 +178,7 @@ class EventStream:
                 return None
             limit = at
             if end == b"}":
-                after = _skip(buf, at + 1, self.hi, _WS)
+                after = _SPACE.match(buf, at + 1, self.hi).end()
                 if after == self.hi or buf[after] not in b",]":
                     continue
                 at += 1  # the run holds the brace
@@ -221,9 +217,3 @@ class EventStream:
         if isinstance(tail, dict):
             self.header.update(tail)
 
-
-def _skip(buf, pos: int, end: int, chars: bytes) -> int:
-    """The first position from ``pos`` (up to ``end``) whose byte is not one of ``chars``."""
-    while pos < end and buf[pos] in chars:
-        pos += 1
-    return pos

@@ -19,7 +19,6 @@ where needed): this is what makes large traces quick.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from itertools import compress, repeat
 from operator import is_
@@ -31,7 +30,7 @@ import numpy as np
 
 from parity.model.errors import ParityError, one_line
 from parity.trace.readers import parallel
-from parity.trace.readers.columns import Columns, int_or
+from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import times_to_ns
 from parity.trace.steps import step_numbers_by_name
@@ -52,8 +51,10 @@ CAT_KIND: dict = {
 }  # fmt: skip
 CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
 DEVICE_CODES = (KindCode.KERNEL, KindCode.MEMCPY, KindCode.MEMSET, KindCode.SYNC)  # on a stream
-_ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
-_ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
+# ON_STREAM[kind]: rows drawn on a device stream (device kinds, syncs, GPU annotations), a
+# look-up of the kind codes 0 .. UNKNOWN: one pass where np.isin costs a dozen
+ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
+ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
 EXTRA = dict(pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
              wait_on_event_corr=np.int64)  # fmt: skip
 LANE_METADATA = frozenset({"process_name", "process_labels", "thread_name"})
@@ -65,7 +66,6 @@ _DEVICE = re.compile(r"\b(gpu|npu|mtia|xpu|tpu|hpu|ipu|device|accelerator|cuda|r
 _HOST = re.compile(r"\b(cpu|host|python)\b", re.IGNORECASE)
 _STREAM = re.compile(r"\bstream\s*#?\s*(\d+)", re.IGNORECASE)
 _LAST_NUMBER = re.compile(r"(\d+)\s*$")
-Progress = Callable[[int, int, str], None]
 # Chrome-trace phases without rows (the current ones and the deprecated async S/T/p/F)
 OTHER_PHASES = ("s", "t", "f", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "P", "N", "O", "D",
                 "R", "c", "v", "V", "(", ")")  # fmt: skip
@@ -170,12 +170,6 @@ def decode_events(text) -> list | None:
     return None
 
 
-def on_stream(kind: np.ndarray) -> np.ndarray:
-    """Rows drawn on a device stream (device kinds, syncs, GPU annotations): a look-up of the
-    kind codes ``0 .. UNKNOWN``, one pass where ``np.isin`` costs a dozen."""
-    return _ON_STREAM[kind]
-
-
 class ScanState:
     """What the scan learns besides rows: lane names, ``B``/``E`` events to pair, counts."""
 
@@ -253,7 +247,7 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
             (_external_ids(args), "args['External id']")))  # fmt: skip
     ext[ext == ABSENT] = NO_ID
     n, kind = len(kinds), np.asarray(kinds, dtype=np.int16)
-    on_device = on_stream(kind)
+    on_device = ON_STREAM[kind]
     sync_type = np.full(n, None, dtype=object)
     wait_stream, wait_corr = np.full((2, n), NO_ID, dtype=np.int64)
     if KindCode.SYNC in kinds:
@@ -483,7 +477,7 @@ def _mark_steps(table: ActivityTable, kind: np.ndarray) -> np.ndarray:
     GPU lanes as ``gpu_user_annotation``, which stay ``Kind.OTHER`` on their device)."""
     numbers = step_numbers_by_name(table.names)
     kind = kind.copy()
-    kind[~on_stream(kind) & (numbers[table.name_id] >= 0)] = Kind.STEP
+    kind[~ON_STREAM[kind] & (numbers[table.name_id] >= 0)] = Kind.STEP
     kind[kind == GPU_ANNOTATION] = Kind.OTHER
     return kind
 

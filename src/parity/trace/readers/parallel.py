@@ -121,7 +121,7 @@ def _child(conn, path: Path, begin: int, end: int | None, parse: Callable) -> No
 
 
 class Share:
-    """The text of one share as a binary file (``readinto``, ``tell``), bracketed to parse alone:
+    """The text of one share as a binary file (``readinto``, ``fileobj``), bracketed to parse alone:
     share 0 is the text up to the ``}`` of the boundary after ``end`` and ``]}`` (closing the
     array and the object around it); a later one ``[`` and the text from the ``{`` of the
     boundary after ``begin``. Without a boundary after ``end`` (or ``end`` None) a share runs to
@@ -129,6 +129,7 @@ class Share:
 
     def __init__(self, path: Path, begin: int, end: int | None) -> None:
         self.handle = open_binary(path)
+        self.fileobj = getattr(self.handle, "fileobj", self.handle)  # its position is the progress made
         self.chunks = self._text(begin, end)
         self.pending = memoryview(b"")
 
@@ -172,9 +173,6 @@ class Share:
         view[:count] = self.pending[:count]
         self.pending = self.pending[count:]
         return count
-
-    def tell(self) -> int:
-        return getattr(self.handle, "fileobj", self.handle).tell()
 
     def close(self) -> None:
         self.handle.close()

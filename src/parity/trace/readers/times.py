@@ -140,9 +140,15 @@ def _one_by_one(values: list, *, path: Path, first: int, what: str, index) -> np
 
 def _one_time(value, *, path: Path, index: int, what: str) -> int:
     """One value to ns, or a ParityError naming event ``index``. JSON text is read as its
-    decimal digits when it is a plain ``I.F`` number, else as the JSON value it holds."""
+    decimal digits when it is a plain ``I.F`` number, else as the JSON value it holds (None for
+    no text, an absent key, or text that is not JSON)."""
     if isinstance(value, (bytes, msgspec.Raw)):
-        value = _json_time(bytes(value))
+        text = bytes(value)
+        try:
+            value = (text.decode("ascii") if _POINT_NUMBER.fullmatch(text)
+                     else msgspec.json.decode(text) if text else None)  # fmt: skip
+        except msgspec.DecodeError:
+            value = None
     if value is None:
         raise ParityError(f"{path}: event {index} has no {what}; the trace is corrupt")
     try:
@@ -162,13 +168,3 @@ def _one_time(value, *, path: Path, index: int, what: str) -> int:
         raise ParityError(f"{path}: event {index} has {what} {value!r} out of range")
     return ns
 
-
-def _json_time(text: bytes):
-    """The decimal string of an ``I.F`` number text, else the JSON value; None for no text (an
-    absent key) or text that is not JSON."""
-    if _POINT_NUMBER.fullmatch(text):
-        return text.decode("ascii")
-    try:
-        return msgspec.json.decode(text) if text else None
-    except msgspec.DecodeError:
-        return None
