@@ -1,10 +1,8 @@
-"""torch_npu's Ascend profiler SQLite export (``ascend_pytorch_profiler_N.db``).
-
-The same run as the text output, rows as :mod:`.ascend_text` makes them, from integer ns times
-and ``STRING_IDS`` (``docs/definitions.md``, Trace formats); ``analysis.db``'s ``StepTraceTime``
-is ``meta["step_trace"]``. An operator-less task holding a collective on its stream carries it:
-its core is ``HCCL``.
+"""torch_npu's Ascend profiler SQLite export (``ascend_pytorch_profiler_N.db``): rows as
+:mod:`.ascend_text` makes them, from integer ns and ``STRING_IDS`` (``docs/definitions.md``, Trace
+formats); an operator-less task holding a collective on its stream carries it (core ``HCCL``).
 """
+
 from __future__ import annotations
 
 import re

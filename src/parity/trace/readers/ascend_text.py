@@ -1,12 +1,9 @@
-"""torch_npu's Ascend profiler text output: ``*_ascend_pt/ASCEND_PROFILER_OUTPUT``, or a standalone
-``trace_view.json`` under any name.
-
-The rows it makes from the timeline (``trace_view.json``, a Chrome trace whose processes are
-told apart by name) and the two CSVs beside it (``kernel_details.csv`` joined to the tasks for
-cores and steps, ``step_trace_time.csv`` the profiler's step figures in ``meta["step_trace"]``)
-are defined in ``docs/definitions.md`` (Trace formats). Bad input is refused as for Kineto
-JSON; partial CSVs are counted warnings.
+"""torch_npu's Ascend profiler text output (``*_ascend_pt/ASCEND_PROFILER_OUTPUT``, or a standalone
+timeline under any name): ``trace_view.json`` and the CSVs beside it, rows as defined in
+``docs/definitions.md`` (Trace formats). Bad input is refused as for Kineto JSON; partial CSVs
+are counted warnings.
 """
+
 from __future__ import annotations
 
 import csv
@@ -249,9 +246,8 @@ def read_step_trace(path: Path, warnings: list[str] | None = None) -> list[dict]
 
 
 def step_rows(name: str, header: list[str], records: list[dict], warnings: list[str]) -> list[dict]:
-    """A step table's rows as dicts (numbers as floats, µs; ``Step`` as int); missing
-    step-figure columns, and rows cut short or whose figures are not numbers (skipped), are
-    counted in ``warnings``; ``name`` names the table in them."""
+    """A step table's rows as dicts (µs as floats, ``Step`` an int); missing step-figure columns and
+    skipped rows (cut short, or figures that are not numbers) are counted in ``warnings``."""
     missing = [c for c in STEP_FIGURES if c not in header]
     if missing:
         warnings.append(f"{name} has no {', '.join(missing)} column; those profiler figures are not compared")
@@ -318,9 +314,8 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
 
 
 class _TaskLookup:
-    """Device rows by name and start time, matched to within :data:`JOIN_TOLERANCE_NS`: the CSV
-    and the timeline round one start differently in the last digit (``...175.672`` against
-    ``...175.673``), so the join takes the nearest unused row of that name within it."""
+    """Device rows by name and start, a CSV row matched to the nearest unused one within
+    :data:`JOIN_TOLERANCE_NS` (the files round one start differently: ``...175.672``, ``...175.673``)."""
 
     def __init__(self, table: ActivityTable) -> None:
         rows = np.flatnonzero(np.isin(table.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC)))

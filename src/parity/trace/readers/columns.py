@@ -19,13 +19,10 @@ _CORE_FILL = dict(device=(NO_ID, np.int32), correlation=(NO_ID, np.int64),
 
 
 class Columns:
-    """Numpy column blocks appended by a reader, plus the name dictionary.
-
-    ``names`` maps a string to its id (readers look names up with ``names.get`` and add new ones
-    with :meth:`intern`). ``extra`` maps the reader's extra columns to their dtypes; a block that
-    lacks one of them, or ``device``, ``correlation`` or ``step``, gets it filled (None in an
-    object column, else ``NO_ID``; step -1).
-    """
+    """Numpy column blocks appended by a reader, and the name dictionary ``names`` (string ->
+    id; :meth:`intern` adds one). ``extra`` maps the reader's extra columns to their dtypes; a
+    block lacking one of them, or ``device``, ``correlation`` or ``step``, gets it filled (None
+    in an object column, else ``NO_ID``; step -1)."""
 
     def __init__(self, extra: dict[str, object] | None = None) -> None:
         self.extra = extra or {}

@@ -76,10 +76,8 @@ def detect(path: Path) -> str:
         return "kineto"
     hint = "; export Nsight Systems reports with 'nsys export --type sqlite'" if path.suffix in (
         ".nsys-rep", ".qdrep") else ""  # fmt: skip
-    raise ParityError(
-        f"{path}: not a trace this reader knows (Kineto/Chrome JSON, Ascend profiler output, "
-        f"Nsight Systems SQLite); it starts with {stripped[:24]!r}{hint}"
-    )
+    raise ParityError(f"{path}: not a trace this reader knows (Kineto/Chrome JSON, Ascend profiler output, "
+                      f"Nsight Systems SQLite); it starts with {stripped[:24]!r}{hint}")  # fmt: skip
 
 
 def _detect_folder(path: Path) -> str:
@@ -90,10 +88,8 @@ def _detect_folder(path: Path) -> str:
         return "ascend-db"
     if (output / KERNEL_DETAILS).is_file() or (output / STEP_TRACE).is_file():
         raise ParityError(missing_timeline(path, output))
-    raise ParityError(
-        f"{path}: folder holds no {OUTPUT}/{TRACE_VIEW} or ascend_pytorch_profiler_N.db; "
-        "pass the trace files themselves"
-    )
+    raise ParityError(f"{path}: folder holds no {OUTPUT}/{TRACE_VIEW} or ascend_pytorch_profiler_N.db; "
+                      "pass the trace files themselves")  # fmt: skip
 
 
 def _table_not_timeline(path: Path) -> str:
@@ -111,7 +107,5 @@ def _detect_sqlite(path: Path) -> str:
         return "nsys"
     if {"TASK", "STRING_IDS"} <= tables:
         return "ascend-db"
-    raise ParityError(
-        f"{path}: SQLite file without Nsight (CUPTI_ACTIVITY_KIND_*) or Ascend (TASK, STRING_IDS) "
-        "tables; not a trace export"
-    )
+    raise ParityError(f"{path}: SQLite file without Nsight (CUPTI_ACTIVITY_KIND_*) or Ascend (TASK, STRING_IDS) "
+                      "tables; not a trace export")  # fmt: skip

@@ -60,16 +60,16 @@ def decode_json(text) -> list | None:
 class EventStream:
     """Iterate ``(first_index, events)`` blocks of the event array (``first_index``: the array
     position of the block's first event, so readers can name a bad one); after iteration
-    ``header`` is complete, ``count`` is the number of entries and ``found_events`` says whether
-    the text held an event array. ``decode(text)`` makes a block's events from a JSON array's
-    text (a view of the buffer, valid until the next read), or None when it is not JSON.
-    ``source``: a binary file (``readinto``, ``fileobj.tell``) to read instead of ``path``.
+    ``header`` is complete, ``count`` counts the entries and ``found_events`` says whether there
+    was an event array. ``decode(text)`` makes a block's events from a JSON array's text (a view
+    of the buffer, valid until the next read), or None when it is not JSON. ``source``: a binary
+    file (``readinto``, ``fileobj.tell``) to read instead of ``path``.
 
-    The text is ``data[:hi]`` of one ``bytearray``, replaced (never resized, so the views decoded
-    structs hold never block a read) when it grows. A block ends at a ``}`` followed by ``,`` or
-    ``]``; a cut inside a string or a nested object never parses (it would not close), so a block
-    that parses ends at an event boundary; one that does not is retried at the previous
-    candidate, and the buffer grows when none parses.
+    The text is ``data[:hi]`` of one ``bytearray``, replaced when it grows (never resized: views
+    held by decoded structs never block a read). A block ends at a ``}`` followed by ``,`` or
+    ``]``; a cut inside a string or a nested object never parses, so a block that parses ends at
+    an event boundary; one that does not is retried at the previous candidate, and the buffer
+    grows when none parses.
     """
 
     def __init__(self, path: Path, *, decode: Callable = decode_json, source=None, block_bytes: int = 0) -> None:
@@ -88,9 +88,8 @@ class EventStream:
         try:
             yield from self._blocks()
         except (OSError, EOFError, *GZIP_ERRORS) as exc:
-            raise ParityError(
-                f"{self.path}: compressed stream is truncated or corrupt ({exc}); copy the trace again"
-            ) from None
+            raise ParityError(f"{self.path}: compressed stream is truncated or corrupt ({exc}); "
+                              "copy the trace again") from None  # fmt: skip
         finally:
             self.handle.close()
 
@@ -142,9 +141,8 @@ class EventStream:
             try:
                 self.header = orjson.loads(self.data[start : self.hi])
             except orjson.JSONDecodeError as exc:
-                raise ParityError(
-                    f"{self.path}: invalid or truncated JSON in the file ({exc}); copy or export it again"
-                ) from None
+                raise ParityError(f"{self.path}: invalid or truncated JSON in the file ({exc}); "
+                                  "copy or export it again") from None  # fmt: skip
             if not isinstance(self.header, dict):
                 raise ParityError(f"{self.path}: top-level JSON is not an object")
             return -1

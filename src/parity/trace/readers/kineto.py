@@ -1,19 +1,17 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, and any other Chrome trace with device lanes.
 
-The rows it makes (kind, device, stream, step, time) are defined in ``docs/definitions.md``
-(Trace formats). Bad input is a :class:`ParityError` naming the file and the event index;
-entries that are not objects and unpaired ``B``/``E`` events are skipped and counted in
-``meta["warnings"]``.
+Its rows are defined in ``docs/definitions.md`` (Trace formats). Bad input is a ParityError
+naming the file and the event index; non-object entries and unpaired ``B``/``E`` events are
+skipped and counted in ``meta["warnings"]``.
 
-The text streams through :class:`.jsonstream.EventStream` a block at a time, in one process or
-in shares (:mod:`.parallel`). msgspec decodes a block into the structs below, which hold only
-what the reader uses: ``ph`` picks the struct (a tagged union), and every phase without rows
-(flow, instant, counter: 40% of a Kineto trace) decodes into an empty one, its keys skipped
-unbuilt. ``ts`` stays JSON text (``msgspec.Raw``) for :mod:`.times`. A block whose values do
-not fit (a generic or damaged trace) is decoded into :class:`Loose` events, which
-:func:`_strict` turns into the same structs, so one scan reads both. The scan works a column at
-a time (comprehensions and C-level ``map`` calls, one numpy conversion per column, fix-ups only
-where needed): this is what makes large traces quick.
+The text streams through :class:`.jsonstream.EventStream`, in one process or in shares
+(:mod:`.parallel`). msgspec decodes each block into the structs below, which hold only what the
+reader uses: ``ph`` picks the struct (a tagged union); a phase without rows (flow, instant,
+counter: 40% of a Kineto trace) decodes into an empty one, its keys skipped unbuilt; ``ts``
+stays JSON text (``msgspec.Raw``) for :mod:`.times`. A block whose values do not fit (a generic
+or damaged trace) decodes into :class:`Loose` events, which :func:`_strict` turns into the same
+structs. The scan works a column at a time (C-level ``map`` calls, one numpy conversion per
+column, fix-ups only where needed): this is what makes large traces quick.
 """
 
 from __future__ import annotations
@@ -266,9 +264,8 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
 
 
 def _note_lanes_and_marks(events: list, types: list, present: set, first: int, state: ScanState) -> None:
-    """Metadata (``M``) events name lanes; ``B``/``E`` events are kept for pairing. Some profilers
-    repeat a few metadata events for every span (MTIA: 300,000, 22 distinct), so each distinct
-    one is recorded once, in the order of its last occurrence (the name a lane ends with)."""
+    """Metadata (``M``) events name lanes, each distinct one once, in the order of its last
+    occurrence (MTIA repeats 22 of them 300,000 times); ``B``/``E`` events are kept for pairing."""
     if Metadata in present:
         meta = [(e.name, e.pid, e.tid, e.args.name, e.args.labels)
                 for e in compress(events, map(is_, types, repeat(Metadata)))
@@ -314,9 +311,8 @@ def _strict(e, index: int, state: ScanState):
             wait_on_cuda_event_record_corr_id=a.wait_on_cuda_event_record_corr_id,
         )  # fmt: skip
     except (TypeError, AttributeError) as exc:
-        raise ParityError(
-            f"{state.path}: event {index} is malformed ({type(exc).__name__}: {one_line(exc)}); the trace is corrupt"
-        ) from None
+        raise ParityError(f"{state.path}: event {index} is malformed ({type(exc).__name__}: {one_line(exc)}); "
+                          "the trace is corrupt") from None  # fmt: skip
     return Complete(cat=_text(e.cat), name=name, pid=_int(e.pid), tid=_int(e.tid), ts=e.ts, dur=e.dur, args=args)
 
 
@@ -358,9 +354,8 @@ def _id_column(values: list, *, what: str, where, first: int, path: Path) -> np.
         return np.array(values, dtype=np.int64)
     except OverflowError:
         bad = next(i for i, v in enumerate(values) if not -(2**63) <= v < 2**63)
-        raise ParityError(
-            f"{path}: event {first + where[bad]} has {what} {values[bad]} beyond 64 bits; the trace is corrupt"
-        ) from None
+        raise ParityError(f"{path}: event {first + where[bad]} has {what} {values[bad]} beyond 64 bits; "
+                          "the trace is corrupt") from None  # fmt: skip
 
 
 def _external_ids(args: list[Args]) -> list:
@@ -373,13 +368,9 @@ def _external_ids(args: list[Args]) -> list:
 
 
 def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
-    """Read one Kineto/Chrome JSON trace file (plain or gzip) into an ActivityTable.
-
-    ``workers`` processes parse it: this one, and ``workers - 1`` children forked for this read,
-    one share of the text each (:mod:`.parallel`); None picks by the file's size alone
-    (:func:`.parallel.default_workers`). The table is the same for every value; whatever goes
-    wrong in a share is read again here in one process, which names the bad event.
-    """
+    """Read one Kineto/Chrome JSON trace file (plain or gzip) in ``workers`` processes: this one
+    and children forked for this read, one share of the text each (:mod:`.parallel`; None: by the
+    file's size alone). The table is the same for every value."""
     inflated = parallel.inflated_bytes_estimate(path)  # one look at the file decides the reader
     workers = parallel.default_workers(inflated) if workers is None else workers
     if workers < 1:
@@ -408,10 +399,8 @@ def _parse(path: Path, source=None, *, progress: Progress | None = None) -> tupl
 def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> ActivityTable:
     pairs_warning = _add_duration_pairs(cols, state)
     if cols.rows == 0:
-        raise ParityError(
-            f"{path}: empty trace (no complete 'X' or paired 'B'/'E' events); profile with "
-            "activities enabled or pick another file"
-        )
+        raise ParityError(f"{path}: empty trace (no complete 'X' or paired 'B'/'E' events); profile with "
+                          "activities enabled or pick another file")  # fmt: skip
     warnings = [f"{state.non_objects} entries of the event array are not objects; skipped"] if state.non_objects else []
     warnings += [pairs_warning] if pairs_warning else []
     rank, rank_source = _rank(path, header)

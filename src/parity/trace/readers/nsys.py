@@ -3,6 +3,7 @@ calls and NVTX ranges as rows (``docs/definitions.md``, Trace formats). Columns 
 versions are tried by each known name (:func:`select`). Bad input (not SQLite, no CUPTI table,
 no device activity, a row ending before it starts) is a ParityError.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -57,10 +58,9 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
 
 def select(db, table: str, columns: tuple[tuple[str, ...], ...], *, required: int, warnings: list[str],
            tail: str = "") -> list[tuple]:
-    """Rows of ``table`` with one value per entry of ``columns`` (each a tuple of the names the
-    column has had, tried in order); the first ``required`` entries must be present, or the
-    table is skipped (``[]``) with a warning; the others read as NULL when absent, with a
-    warning. ``tail`` is SQL after ``FROM table`` (ORDER BY, WHERE)."""
+    """Rows of ``table``, a value per entry of ``columns`` (each the names the column has had, tried
+    in order); without one of the first ``required`` the table is skipped (``[]``), without another
+    it reads as NULL, each with a warning. ``tail``: SQL after ``FROM table`` (ORDER BY, WHERE)."""
     present = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
     chosen, absent = [], []
     for i, names in enumerate(columns):

@@ -1,12 +1,12 @@
 """Parse a large Chrome-trace JSON file in ``workers`` processes, one share of its text each.
 
 The first ``}`` followed by ``, {`` at or after ``k * size / workers`` is a guessed event boundary
-ending share ``k - 1`` and starting share ``k``; every process finds the same one in the same
-bytes. This process parses share 0, a child forked for each other share (joined before the call
-returns) seeks to its share and parses it, and their columns are appended in file order. A guess
-inside a string or a nested object leaves a share that does not parse, so when every share
-parses (and share 0 holds the start of the event array) every cut was a boundary; anything else
-makes :func:`read_shares` return None, and the caller reads in one process, naming a bad event.
+between shares ``k - 1`` and ``k``, the same in every process. This process parses share 0, a
+child forked for each other share (joined before the call returns) seeks to its own, and their
+columns are appended in file order. A guess inside a string or a nested object leaves a share
+that does not parse, so when every share parses (share 0 holding the array's start) every cut
+was a boundary; anything else makes :func:`read_shares` return None, and the caller reads in
+one process, naming a bad event.
 """
 
 from __future__ import annotations

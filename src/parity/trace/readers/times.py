@@ -1,11 +1,10 @@
 """Microsecond values from a trace to int64 nanoseconds, exactly: the one time path of every reader.
 
-Values come as JSON number text (Kineto's ``ts``, kept undecoded as ``msgspec.Raw``), decimal
-strings (Ascend) or decoded numbers (durations). Text is read digit by digit, so
-``1712195495519689.047`` (a float64 holds it to a quarter of a µs) keeps its ns, digits past it
-rounded half up; a number is split into integer part and fraction, rounded to the ns. A missing
-or bad value is a ParityError naming the event. Texts of one width are one byte matrix
-converted in a few numpy passes, numbers one float64 array; the rest goes one by one.
+Values come as JSON number text (Kineto's ``ts``, as ``msgspec.Raw``), decimal strings
+(Ascend) or numbers. Text is read digit by digit (``1712195495519689.047`` keeps its ns, where a
+float64 holds a quarter of a µs), digits past the ns rounded half up; a number is split into
+integer part and fraction. Texts of one width are one byte matrix converted in a few numpy
+passes, numbers one float64 array, the rest one by one; a bad value is a ParityError naming it.
 """
 
 from __future__ import annotations
@@ -27,9 +26,8 @@ _POWERS = 10 ** np.arange(_WHOLE_DIGITS - 1, -1, -1, dtype=np.int64)
 
 
 def times_to_ns(values: list, *, path: Path, first: int, what: str, index=None) -> np.ndarray:
-    """Int64 ns of microsecond ``values``: JSON texts (``msgspec.Raw`` or bytes), strings or
-    numbers. Errors name event ``first + index[i]`` (``first + i`` without ``index``) and
-    ``what`` the value is (``ts``, ``dur``)."""
+    """Int64 ns of microsecond ``values`` (JSON texts as ``msgspec.Raw`` or bytes, strings, numbers);
+    errors name event ``first + index[i]`` (else ``first + i``) and ``what`` (``ts``, ``dur``)."""
     if not values:
         return np.empty(0, dtype=np.int64)
     if isinstance(values[0], (bytes, msgspec.Raw)):
@@ -161,9 +159,8 @@ def _one_time(value, *, path: Path, index: int, what: str) -> int:
         else:
             raise ValueError("wrong type")
     except (ValueError, OverflowError, TypeError):  # TypeError: an int beyond what numpy converts
-        raise ParityError(
-            f"{path}: event {index} has {what} {value!r}, not a time in microseconds; the trace is corrupt"
-        ) from None
+        raise ParityError(f"{path}: event {index} has {what} {value!r}, not a time in microseconds; "
+                          "the trace is corrupt") from None  # fmt: skip
     if abs(ns) > MAX_US * 1000:
         raise ParityError(f"{path}: event {index} has {what} {value!r} out of range")
     return ns
