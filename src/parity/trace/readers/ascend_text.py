@@ -16,9 +16,9 @@ import orjson
 
 from parity.model.errors import ParityError, one_line
 from parity.trace.readers.columns import Columns, Progress, int_or
-from parity.trace.steps import PROFILER_STEP
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import parse_us_text, times_to_ns
+from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, UNKNOWN_CORE, ActivityTable, Kind, KindCode
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
