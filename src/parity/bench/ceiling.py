@@ -369,17 +369,11 @@ def confirm_rounds(evaluate: Evaluate, dims: Dims, plan: SearchPlan, *, clock: C
                    deadline: float | None = None, min_rounds: int = 3) -> list[float]:
     """``dims`` timed ``plan.confirm_repeats`` rounds of ``plan.confirm_budget_s`` each, FLOP/s
     in the order timed: the rounds ``P`` is read from, taken after the contest chose ``dims``
-    so that the choice does not bias them. With ``clock`` and ``deadline``, no round starts
-    after ``min_rounds`` once the last round's length says the next would end past it."""
-    rates: list[float] = []
-    for index in range(max(1, plan.confirm_repeats)):
-        began = clock() if clock is not None else 0.0
-        rates.append(evaluate(*dims, plan.confirm_budget_s))
-        if clock is not None and deadline is not None and index + 1 >= min_rounds:
-            now = clock()
-            if now + (now - began) > deadline:
-                break
-    return rates
+    so that the choice does not bias them. A contest of one (``run_contest``), so its deadline
+    rule: with ``clock`` and ``deadline``, no round starts after ``min_rounds`` once the last
+    round's length says the next would end past it."""
+    return run_contest(evaluate, [dims], budget_s=plan.confirm_budget_s, rounds=plan.confirm_repeats,
+                       clock=clock, deadline=deadline, min_rounds=min_rounds).rates[dims]
 
 
 def search_ceiling(
