@@ -78,7 +78,7 @@ def test_own_shape_fraction_hand_computed_case() -> None:
 
 def test_pooled_own_shape_fraction_hand_computed_case() -> None:
     from parity.metrics.ceiling import pooled_own_shape_fraction
-    from parity.stats import pooled_ratio_ci
+    from parity.stats import ratio_ci
 
     # P = median(8, 8, 8, 10, 10, 10) = 9: sentinels at 8 read 8/9 of P, every resample too.
     low = pooled_own_shape_fraction([8.0, 8.0, 8.0], [10.0, 10.0, 10.0])
@@ -89,7 +89,7 @@ def test_pooled_own_shape_fraction_hand_computed_case() -> None:
     assert same.fraction == 1.0 and same.reproduced and same.ci95[0] < 1.0 < same.ci95[1]
     # The resamples draw the two sets independently and share the part's draw in both medians:
     # part 1, 3 and rest 2 -> ratios 1/1.5, 3/2.5, 1/2, 3/3 (by draw), every one within [0.5, 1.2].
-    ratio, lo, hi = pooled_ratio_ci([1.0, 3.0], [2.0])
+    ratio, lo, hi = ratio_ci([1.0, 3.0], [2.0], pooled=True)
     assert ratio == 2 / 2 and 0.5 <= lo <= hi <= 1.2
     with pytest.raises(ValueError):
-        pooled_ratio_ci([1.0], [0.0])
+        ratio_ci([1.0], [0.0], pooled=True)

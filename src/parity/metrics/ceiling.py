@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parity.stats.summary import pooled_ratio_ci, ratio_ci, summarize
+from parity.stats.summary import ratio_ci, summarize
 
 # Relative spread of the ceiling's rounds (and relative CI width) beyond which P is unstable.
 UNSTABLE_SPREAD = 0.10
@@ -122,13 +122,13 @@ def pooled_own_shape_fraction(sentinel_rates: Sequence[float], confirm_rates: Se
     """``fraction = median(sentinels) / median(confirmation + sentinels)``: the sentinel rounds'
     median over ``P`` when ``P`` pools both sets, with a 95% CI from bootstrap resamples that
     draw the two sets independently and recompute both medians from each draw
-    (``parity.stats.pooled_ratio_ci``).
+    (``parity.stats.ratio_ci`` pooled).
 
     Example: sentinels 8, 8, 8 and confirmation 10, 10, 10 -> P = median(8, 8, 8, 10, 10, 10) = 9,
     fraction 8 / 9 = 0.889 with a CI of [0.889, 0.889]: not reproduced.
     """
     sentinels, confirmation = _positive(sentinel_rates, confirm_rates)
-    fraction, low, high = pooled_ratio_ci(sentinels, confirmation)
+    fraction, low, high = ratio_ci(sentinels, confirmation, pooled=True)
     return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(sentinels),
                             statistic="median sentinel round over P, the median of confirmation and sentinel rounds")
 

@@ -73,6 +73,7 @@ def ratio_ci(
     numerator: Sequence[float] | np.ndarray,
     denominator: Sequence[float] | np.ndarray,
     *,
+    pooled: bool = False,
     confidence: float = 0.95,
     resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -80,41 +81,21 @@ def ratio_ci(
     """Ratio of medians ``median(num) / median(den)`` with a bootstrap CI (independent resamples).
 
     Returns ``(ratio, low, high)``. Used to say "device A is 1.8x [1.7, 1.9] device B".
+    ``pooled``: the denominator is the pool of both, ``median(num) / median(num + den)`` (a
+    sample's median over the median of the pool it belongs to), each resample's numerator draw
+    shared by both medians. Example: num 8, 8, 8 and den 10, 10, 10, pooled -> 8 / 9.
     """
     num = _as_array(numerator)
     den = _as_array(denominator)
-    if np.any(den <= 0):
-        raise ValueError("denominator samples must be positive")
+    if np.any(den <= 0) or (pooled and np.any(num <= 0)):
+        raise ValueError("denominator samples must be positive" + (" (and, pooled, the numerator's)" if pooled else ""))
     rng = np.random.default_rng(seed)
-    bn = np.median(num[rng.integers(0, num.size, size=(resamples, num.size))], axis=1)
-    bd = np.median(den[rng.integers(0, den.size, size=(resamples, den.size))], axis=1)
-    return (float(np.median(num) / np.median(den)), *_central_interval(bn / bd, confidence))
-
-
-def pooled_ratio_ci(
-    part: Sequence[float] | np.ndarray,
-    rest: Sequence[float] | np.ndarray,
-    *,
-    confidence: float = 0.95,
-    resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> tuple[float, float, float]:
-    """``median(part) / median(part + rest)``, a sample's median over the median of the pool it
-    belongs to, with a bootstrap CI: each resample draws ``part`` and ``rest`` independently (two
-    independent samples) and recomputes both medians from the same draw, so the shared values
-    are shared in every resample too.
-
-    Returns ``(ratio, low, high)``. Example: part 8, 8, 8 and rest 10, 10, 10 -> 8 / 9.
-    """
-    a = _as_array(part)
-    b = _as_array(rest)
-    if np.any(a <= 0) or np.any(b <= 0):
-        raise ValueError("pooled ratio samples must be positive")
-    rng = np.random.default_rng(seed)
-    da = a[rng.integers(0, a.size, size=(resamples, a.size))]
-    db = b[rng.integers(0, b.size, size=(resamples, b.size))]
-    ratios = np.median(da, axis=1) / np.median(np.concatenate([da, db], axis=1), axis=1)
-    return (float(np.median(a) / np.median(np.concatenate([a, b]))), *_central_interval(ratios, confidence))
+    draws_num = num[rng.integers(0, num.size, size=(resamples, num.size))]
+    draws_den = den[rng.integers(0, den.size, size=(resamples, den.size))]
+    if pooled:
+        den, draws_den = np.concatenate([num, den]), np.concatenate([draws_num, draws_den], axis=1)
+    ratios = np.median(draws_num, axis=1) / np.median(draws_den, axis=1)
+    return (float(np.median(num) / np.median(den)), *_central_interval(ratios, confidence))
 
 
 def _central_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
