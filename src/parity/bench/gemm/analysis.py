@@ -266,7 +266,9 @@ def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any],
     pooled_here = bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
     fraction = (pooled_own_shape_fraction(timed, confirmation) if pooled_here
                 else own_shape_fraction(timed, p_rounds))
-    versus_confirmation = own_shape_fraction(timed, confirmation)
+    # without a pool of its own, P's rounds may be the confirmation's: the same figure, not a second bootstrap
+    versus_confirmation = (fraction if not pooled_here and confirmation is p_rounds
+                           else own_shape_fraction(timed, confirmation))
     return {"shape": {d: shape[d] for d in "mnk"}, "source": source, **fraction.to_dict(),
             "confirm_fraction": {"fraction": versus_confirmation.fraction,
                                  "ci95": list(versus_confirmation.ci95), "statistic": versus_confirmation.statistic}}
