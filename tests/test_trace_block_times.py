@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from parity.model.errors import ParityError
 from parity.trace.readers import times
 from parity.trace.readers.columns import Columns
-from parity.trace.readers.kineto import ABSENT, DECODER, Args, Complete, ScanState, _name_ids, scan_block
+from parity.trace.readers.kineto import ABSENT, DECODER, Args, Complete, ScanState, scan_block
 from parity.trace.readers.times import MAX_US, times_to_ns
 from parity.trace.table import NO_ID
 
@@ -145,11 +145,11 @@ def test_id_columns_of_one_value_are_filled() -> None:
 def test_name_ids_in_order_of_appearance() -> None:
     cols = Columns()
     first = ["a", "b", None, "a", "c", "b"]
-    assert _name_ids(first, cols).tolist() == [0, 1, 2, 0, 3, 1]
+    assert cols.name_ids(first).tolist() == [0, 1, 2, 0, 3, 1]
     later = ["a"] * 40 + ["d", None, "e", "d"] + ["c"] * 40
-    assert _name_ids(later, cols).tolist() == [0] * 40 + [4, 2, 5, 4] + [3] * 40
+    assert cols.name_ids(later).tolist() == [0] * 40 + [4, 2, 5, 4] + [3] * 40
     assert list(cols.names) == ["a", "b", "", "c", "d", "e"]
     cols = Columns()  # a first block without None names: one pass adds them all
-    assert _name_ids(["x", "y", "x", "z"], cols).tolist() == [0, 1, 0, 2]
-    assert _name_ids(["z", "w", None, "x"], cols).tolist() == [2, 3, 4, 0]
+    assert cols.name_ids(["x", "y", "x", "z"]).tolist() == [0, 1, 0, 2]
+    assert cols.name_ids(["z", "w", None, "x"]).tolist() == [2, 3, 4, 0]
     assert list(cols.names) == ["x", "y", "z", "w", ""]

@@ -128,7 +128,7 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
     cores = [c if c in _CORE_OF_TASK.values() else _CORE_OF_TASK.get(t) for c, t in zip(cores, task_type)]
     cols.add(
         device=np.asarray(device, np.int32), stream=np.asarray(stream, np.int64),
-        kind=np.asarray(kinds, np.int8), name_id=np.asarray([cols.intern(n) for n in names], np.int32),
+        kind=np.asarray(kinds, np.int8), name_id=cols.name_ids(names),
         start_ns=start, end_ns=end, correlation=np.asarray([NO_ID if c is None else c for c in conn], np.int64),
         task_type=np.asarray(task_type, dtype=object), accelerator_core=np.asarray(cores, dtype=object),
         sync_type=np.asarray([n if k == Kind.SYNC else None for n, k in zip(names, kinds)], object),
@@ -177,7 +177,7 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     cols.add(
         device=np.asarray([d or 0 for d in device], np.int32),
         stream=np.asarray([s if s is not None else 0 for s in stream], np.int64),
-        kind=np.full(n, int(Kind.KERNEL), np.int8), name_id=np.asarray([cols.intern(x or "") for x in name], np.int32),
+        kind=np.full(n, int(Kind.KERNEL), np.int8), name_id=cols.name_ids([x or "" for x in name]),
         start_ns=np.asarray(start, np.int64), end_ns=np.asarray(end, np.int64),
         correlation=np.asarray([c if c is not None else NO_ID for c in conn], np.int64),
         task_type=np.full(n, "HCCL", dtype=object), accelerator_core=np.full(n, "HCCL", dtype=object),
@@ -199,7 +199,7 @@ def _host(db, tables: set[str], strings: dict[int, str], cols: Columns) -> None:
     start = np.asarray([int(r[0]) for r in rows], np.int64)
     cols.add(
         stream=np.asarray([(r[2] or 0) & 0xFFFFFFFF for r in rows], np.int64), kind=np.asarray(kinds, np.int8),
-        name_id=np.asarray([cols.intern(n) for n in names], np.int32), start_ns=start,
+        name_id=cols.name_ids(names), start_ns=start,
         end_ns=np.maximum(np.asarray([int(r[1]) for r in rows], np.int64), start),
         correlation=np.asarray([r[3] if (r[5] and r[3] is not None) else NO_ID for r in rows], np.int64),
     )  # fmt: skip

@@ -121,7 +121,7 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         if plane_stream is not None:
             plane_streams.append((len(rows), plane_stream))
         rows.append((
-            int(kind), cols.intern(str(e.get("name", ""))), e.get("ts"), e.get("dur"),
+            int(kind), str(e.get("name", "")), e.get("ts"), e.get("dur"),
             0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
             e.get("name") if kind == Kind.SYNC else None, int_or(e.get("pid")), int_or(e.get("tid")), i,
             _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
@@ -135,7 +135,7 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         kind, stream, task_type = np.asarray(kinds, np.int8), np.asarray(streams, np.int64), _objects(types)
         _place_hccl_ops(kind, task_type, stream, start, end, plane_streams)
         cols.add(
-            device=np.asarray(devs, np.int32), stream=stream, kind=kind, name_id=np.asarray(names, np.int32),
+            device=np.asarray(devs, np.int32), stream=stream, kind=kind, name_id=cols.name_ids(names),
             start_ns=start, end_ns=end, correlation=np.asarray(corrs, np.int64), task_type=task_type,
             sync_type=_objects(syncs), pid=np.asarray(pids, np.int64), tid=np.asarray(tids, np.int64),
             link=_objects(links),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from itertools import repeat
 
 import numpy as np
 
@@ -20,7 +21,7 @@ _CORE_FILL = dict(device=(NO_ID, np.int32), correlation=(NO_ID, np.int64),
 
 class Columns:
     """Numpy column blocks appended by a reader, and the name dictionary ``names`` (string ->
-    id; :meth:`intern` adds one). ``extra`` maps the reader's extra columns to their dtypes; a
+    id; :meth:`name_ids` adds new ones). ``extra`` maps the reader's extra columns to their dtypes; a
     block lacking one of them, or ``device``, ``correlation`` or ``step``, gets it filled (None
     in an object column, else ``NO_ID``; step -1)."""
 
@@ -31,8 +32,18 @@ class Columns:
         self.blocks: dict[str, list[np.ndarray]] = defaultdict(list)
         self.rows = 0
 
-    def intern(self, name: str) -> int:
-        return self.names.setdefault(name, len(self.names))
+    def name_ids(self, names: list) -> np.ndarray:
+        """Dictionary ids (int32) of ``names`` (``None`` as ""), new names added in order of
+        appearance: every name is looked up (-1 where new) in one C-level pass, and only the rows
+        with new names (a few dozen in thousands, but for a trace's first block) are looked at again."""
+        ids = np.fromiter(map(self.names.get, names, repeat(-1)), dtype=np.int32, count=len(names))
+        new = np.flatnonzero(ids < 0)
+        if len(new):
+            fresh = ["" if name is None else name for name in map(names.__getitem__, new.tolist())]
+            for name in dict.fromkeys(fresh):
+                self.names.setdefault(name, len(self.names))
+            ids[new] = np.fromiter(map(self.names.__getitem__, fresh), dtype=np.int32, count=len(fresh))
+        return ids
 
     def add(self, **columns: np.ndarray) -> None:
         """Append one block; every column must have the same length (absent ones are filled)."""
@@ -50,7 +61,7 @@ class Columns:
     def append(self, other: Columns) -> None:
         """Append the blocks of ``other`` (the rows that follow, read elsewhere), its name ids
         re-encoded into this dictionary."""
-        mapping = np.array([self.intern(n) for n in other.names] or [0], dtype=np.int32)
+        mapping = self.name_ids(list(other.names))
         for key, parts in other.blocks.items():
             self.blocks[key].extend([mapping[p] for p in parts] if key == "name_id" else parts)
         self.rows += other.rows

@@ -203,7 +203,7 @@ def _add_duration_pairs(cols: Columns, state: ScanState) -> str | None:
         pid, tid = (np.array([int_or(m[k]) for m in begun], dtype=np.int64) for k in (3, 4))
         cols.add(
             device=np.where(np.isin(kind, DEVICE_CODES), pid, NO_ID), stream=tid, kind=kind,
-            name_id=np.array([cols.intern(m[1] or "") for m in begun], np.int32),
+            name_id=cols.name_ids([m[1] for m in begun]),
             start_ns=ts[[b for b, _ in pairs]], end_ns=ts[[e for _, e in pairs]], pid=pid, tid=tid,
         )  # fmt: skip
         state.known_cat = state.known_cat or bool((kind != UNKNOWN).any())
@@ -368,7 +368,7 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
     """Columns of the complete events ``xs`` (event ``first + where[i]`` each): exact times, ids
     (a device row's device and stream from ``args``, else its ``pid`` and ``tid``), syncs."""
     path, index = state.path, None if type(where) is range else where
-    name_id = _name_ids([e.name for e in xs], cols)
+    name_id = cols.name_ids([e.name for e in xs])
     start = times_to_ns([e.ts for e in xs], path=path, first=first, what="ts", index=index)
     dur = times_to_ns([e.dur for e in xs], path=path, first=first, what="dur", index=index)
     if (dur < 0).any():
@@ -463,21 +463,6 @@ def _text(value) -> str | None:
 
 def _int(value) -> int:
     return value if type(value) is int else NO_ID
-
-
-def _name_ids(names_in: list, cols: Columns) -> np.ndarray:
-    """Dictionary ids (int32) of ``names_in`` (``None`` as ""), new names added in order of
-    appearance: every name is looked up (-1 where new) in one C-level pass, and only the rows with
-    new names (a few dozen in thousands, but for the first block) are looked at again."""
-    names, n = cols.names, len(names_in)
-    ids = np.fromiter(map(names.get, names_in, repeat(-1)), dtype=np.int32, count=n)
-    new = np.flatnonzero(ids < 0)
-    if len(new):
-        fresh = ["" if name is None else name for name in map(names_in.__getitem__, new.tolist())]
-        for name in dict.fromkeys(fresh):
-            names.setdefault(name, len(names))
-        ids[new] = np.fromiter(map(names.__getitem__, fresh), dtype=np.int32, count=len(fresh))
-    return ids
 
 
 def _id_column(values: list, *, what: str, where, first: int, path: Path) -> np.ndarray:

@@ -133,7 +133,7 @@ def _add(cols: Columns, path: Path, table: str, rows: list, kind, names: list[st
     cols.add(
         device=np.asarray([NO_ID if d is None else d for d in device], np.int32),
         stream=np.asarray([NO_ID if x is None else x for x in stream], np.int64), kind=np.asarray(kind, np.int8),
-        name_id=np.asarray([cols.intern(x) for x in names], np.int32), start_ns=start,
+        name_id=cols.name_ids(names), start_ns=start,
         end_ns=end, correlation=np.asarray([c if c is not None else NO_ID for c in corr], np.int64),
         **({} if sync is None else {"sync_type": np.asarray(sync, dtype=object)}),
     )  # fmt: skip
