@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.ascend_text import step_rows
+from parity.trace.readers.ascend_text import TASK_KIND, step_rows
 from parity.trace.readers.columns import Columns
 from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, ActivityTable, Kind
@@ -122,8 +122,7 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
                           "the export is corrupt")  # fmt: skip
     task_type = [strings.get(t) for t in ttype]
     names = [(strings.get(n) if n is not None else t) or "" for t, n in zip(task_type, op_name)]
-    kinds = [Kind.MEMCPY if n == "MEMCPY_ASYNC" else Kind.SYNC if n in ("EVENT_RECORD", "EVENT_WAIT")
-             else Kind.KERNEL for n in names]  # fmt: skip
+    kinds = [TASK_KIND.get(n, Kind.KERNEL) for n in names]
     cores = [strings.get(c) if c is not None else None for c in op_core]
     cores = [c if c in _CORE_OF_TASK.values() else _CORE_OF_TASK.get(t) for c, t in zip(cores, task_type)]
     cols.add(

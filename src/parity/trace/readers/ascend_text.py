@@ -34,6 +34,7 @@ ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on 
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
 UNIT_NAMING_TYPES = {"AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}  # not AI_CORE
 STEP_FIGURES = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free")
+TASK_KIND = {"MEMCPY_ASYNC": Kind.MEMCPY, "EVENT_RECORD": Kind.SYNC, "EVENT_WAIT": Kind.SYNC}  # else a kernel
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
@@ -151,9 +152,7 @@ def _classify(e: dict, process: str, thread: dict):
         task_type = args.get("Task Type") if isinstance(args.get("Task Type"), str) else None
         number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
         stream = int_or(int(number.group(1))) if number else int_or(tid)
-        if name == "MEMCPY_ASYNC":
-            return Kind.MEMCPY, stream, task_type, None
-        return Kind.SYNC if name in {"EVENT_RECORD", "EVENT_WAIT"} else Kind.KERNEL, stream, task_type, None
+        return TASK_KIND.get(name, Kind.KERNEL), stream, task_type, None
     if process == "HCCL":
         if thread.get((pid, tid), "").endswith("Communication"):
             return Kind.KERNEL, NO_ID, "HCCL", None
@@ -342,8 +341,6 @@ class _TaskLookup:
 def step_figures_text(path: Path, limit: int = 3) -> str:
     """The profiler's own step figures from ``step_trace_time.csv``, one clause per step (at
     most ``limit``), labelled as the profiler's; "" without the file."""
-    if not path.is_file():
-        return ""
     rows = read_step_trace(path)
     parts = [f"step {row.get('Step')}: " + ", ".join(f"{k} {row[k]:,.3f}" for k in STEP_FIGURES
                                                        if isinstance(row.get(k), float)) for row in rows[:limit]]
