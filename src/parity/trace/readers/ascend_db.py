@@ -152,9 +152,7 @@ def task_links(db, tables: set[str], task_ids) -> np.ndarray | None:
     }  # fmt: skip
     if not by_task:
         return None
-    links = np.empty(len(task_ids), dtype=object)
-    links[:] = [by_task.get(task) for task in task_ids]
-    return links
+    return np.fromiter(map(by_task.get, task_ids), object, len(task_ids))  # one object a task: a tuple or None
 
 
 def _comm_ops(db, tables: set[str], cols: Columns) -> None:

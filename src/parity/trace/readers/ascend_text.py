@@ -133,13 +133,13 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
     if rows:
         kinds, names, ts, durs, devs, streams, corrs, types, syncs, pids, tids, where, links = zip(*rows)
         start, end = _spans(trace, where, ts, durs)
-        kind, stream, task_type = np.asarray(kinds, np.int8), np.asarray(streams, np.int64), _objects(types)
+        kind, stream, task_type = np.asarray(kinds, np.int8), np.asarray(streams, np.int64), np.fromiter(types, object)
         _place_hccl_ops(kind, task_type, stream, start, end, plane_streams)
         cols.add(
             device=np.asarray(devs, np.int32), stream=stream, kind=kind, name_id=cols.name_ids(names),
             start_ns=start, end_ns=end, correlation=np.asarray(corrs, np.int64), task_type=task_type,
-            sync_type=_objects(syncs), pid=np.asarray(pids, np.int64), tid=np.asarray(tids, np.int64),
-            link=_objects(links),
+            sync_type=np.fromiter(syncs, object), pid=np.asarray(pids, np.int64), tid=np.asarray(tids, np.int64),
+            link=np.fromiter(links, object),  # one object a row: a link tuple or None
         )  # fmt: skip
     return lanes_ns
 
@@ -176,12 +176,6 @@ def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
         raise ParityError(f"{trace}: event {int(index[np.flatnonzero(dur < 0)[0]])} has a negative dur; "
                           "the trace is corrupt")  # fmt: skip
     return start, start + dur
-
-
-def _objects(values) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def _link(args: dict) -> tuple[int, int, int, str] | None:
