@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from parity.model.errors import ParityError
 from parity.trace.readers import times
 from parity.trace.readers.columns import Columns
-from parity.trace.readers.kineto import ABSENT, DECODER, Args, Complete, ScanState, scan_block
+from parity.trace.readers.kineto_events import ABSENT, DECODER, Args, Complete, ScanState, scan_block
 from parity.trace.readers.times import MAX_US, times_to_ns
 from parity.trace.table import NO_ID
 

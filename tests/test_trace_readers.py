@@ -16,7 +16,7 @@ import pytest
 from parity.model.errors import ParityError
 from parity.trace.load import load_trace
 from parity.trace.intervals import lane_overlaps, lane_running_max
-from parity.trace.readers import jsonstream, kineto, parallel
+from parity.trace.readers import jsonstream, kineto_events, parallel
 from parity.trace.readers.detect import detect
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto import read_kineto
@@ -215,7 +215,7 @@ def test_null_ids_and_named_lanes_read_as_absent(tmp_path: Path) -> None:
 def test_text_ids_of_rocm_runtime_calls_read_as_absent(tmp_path: Path) -> None:
     """ROCm traces give each runtime call's ``args.stream`` as text (``"0x0"``): the block still
     decodes into structs (not the slower dicts), and text ids are no ids, as in a dict."""
-    from parity.trace.readers.kineto import DECODER
+    from parity.trace.readers.kineto_events import DECODER
 
     def event(cat: str, i: int, args: dict) -> dict:
         return {"ph": "X", "cat": cat, "name": f"{cat}{i}", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 1.0,
@@ -522,7 +522,7 @@ def test_lane_overlaps_match_a_scan() -> None:
 def test_whole_array_decoded_in_place_keeps_exact_times(tmp_path: Path, monkeypatch, structs: bool) -> None:
     """A file whose events fit one block is decoded where it lies, brackets and spaces included."""
     if not structs:
-        monkeypatch.setattr(kineto, "DECODER", kineto.LOOSE_DECODER)
+        monkeypatch.setattr(kineto_events, "DECODER", kineto_events.LOOSE_DECODER)
     text = (b'{"traceEvents": [ \n {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
             b'"ts": 1736408883704643.212, "dur": 1.5, "args": {"device": 0, "stream": 7}} ,\n'
             b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1736408883704650.001, '
