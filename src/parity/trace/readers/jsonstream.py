@@ -74,7 +74,7 @@ class EventStream:
 
     def __init__(self, path: Path, *, decode: Callable = decode_json, source=None, block_bytes: int = 0) -> None:
         self.path, self.decode, self.source = path, decode, source
-        self.capacity = block_bytes or BLOCK_BYTES
+        self.block_bytes = block_bytes or BLOCK_BYTES
         self.header: dict = {}
         self.found_events, self.count, self.bytes_read, self.total_bytes = False, 0, 0, 0
 
@@ -84,7 +84,7 @@ class EventStream:
         except OSError:
             self.total_bytes = 0
         self.handle = self.source if self.source is not None else open_binary(self.path)
-        self.data, self.hi, self.eof = bytearray(self.capacity), 0, False
+        self.data, self.hi, self.eof = bytearray(self.block_bytes), 0, False
         try:
             yield from self._blocks()
         except (OSError, EOFError, *GZIP_ERRORS) as exc:
@@ -94,22 +94,20 @@ class EventStream:
             self.handle.close()
 
     def _fill(self, keep: int, *, grow: bool = False) -> int:
-        """Keep ``data[keep:hi]`` (moved to the front) and read until ``capacity`` is reached or
-        the file ends; returns ``keep``, the shift of every position. ``grow`` (or a kept run of
-        more than half the capacity: an event larger than a block) doubles the capacity first."""
+        """Keep ``data[keep:hi]`` (moved to the front) and read until ``data`` is full or the file
+        ends; returns ``keep``, the shift of every position. ``grow`` (or a kept run of more than
+        half of ``data``: an event larger than a block) first doubles ``data``, a new buffer."""
         rest = self.hi - keep
-        if grow or 2 * rest > self.capacity:
-            self.capacity *= 2
-        if self.capacity > len(self.data):
-            data = bytearray(self.capacity)
+        if grow or 2 * rest > len(self.data):
+            data = bytearray(2 * len(self.data))
             data[:rest] = memoryview(self.data)[keep : self.hi]
             self.data = data
         elif keep:
             self.data[:rest] = self.data[keep : self.hi]  # a copy first: the two runs may overlap
         self.hi = rest
         with memoryview(self.data) as view:
-            while self.hi < self.capacity:
-                count = self.handle.readinto(view[self.hi : self.capacity])
+            while self.hi < len(self.data):
+                count = self.handle.readinto(view[self.hi :])
                 if not count:
                     self.eof = True
                     break
