@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from parity.model.errors import ParityError
 from parity.trace.intervals import lane_overlaps
 from parity.trace.readers.ascend_db import read_ascend_db
 from parity.trace.readers.ascend_text import ASCEND_CONCURRENT_TASKS, OUTPUT, output_dir, read_ascend_text
+from parity.trace.readers.columns import Progress
 from parity.trace.readers.detect import ascend_db_in, detect
 from parity.trace.readers.kineto import read_kineto
 from parity.trace.readers.nsys import read_nsys
@@ -44,7 +44,6 @@ from parity.trace.steps import place_steps
 from parity.trace.table import ActivityTable
 
 log = logging.getLogger(__name__)
-Progress = Callable[[int, int, str], None]
 _TRACE_FILE = re.compile(r"\.(json|json\.gz|gz|sqlite|sqlite3|db)$", re.IGNORECASE)
 _NOT_RANKS = {"analysis.db"}
 
