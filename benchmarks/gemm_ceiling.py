@@ -4,8 +4,8 @@ CPU mode (default where no accelerator is present): is parity's measured bf16 ce
 budget-bounded search ``parity gemm`` runs) at least 97% of the best rate any shape of a
 brute-force (M, N, K) grid reaches through torch on this machine?
 
-One run times, with the same measurement (``gemm_rate_evaluator``: inputs rotated past the
-cache, no flush, median of the timed calls):
+One run times, with the same measurement (``gemm_rate_evaluator`` as ``parity gemm`` uses it:
+the cache flushed before each call, as the sweep times every shape; median of the timed calls):
 
 1. the brute-force grid: every (M, N, K) with sides in ``--grid`` (default 16..384, 729
    shapes). A shared CPU's speed swings by tens of percent within seconds, so with a relative
@@ -93,7 +93,7 @@ def cpu_mode(args: argparse.Namespace) -> int:
 
     device = get_device(args.device or "cpu")
     dtype = resolve_dtype(args.dtype)
-    evaluate = gemm_rate_evaluator(device=device, backend=load_backend("matmul"), dtype=dtype)
+    evaluate = gemm_rate_evaluator(device=device, backend=load_backend("matmul"), dtype=dtype, flush=True)
     plan = SearchPlan.for_device(device.type, budget_s=args.ceiling_budget)
     sides = [int(s) for s in args.grid.split(",")] if args.grid else list(CPU_GRID)
     evaluate(sides[0], sides[0], sides[0], plan.probe_budget_s)  # library start-up, untimed
@@ -162,7 +162,7 @@ def gpu_mode(args: argparse.Namespace) -> int:
           f"{(summary.get('ceiling_tflops') or 0):.1f} TFLOP/s at {summary.get('ceiling_shape')}; "
           f"best fraction {summary.get('best_fraction_of_ceiling')}; median efficiency (compute-bound) "
           f"{summary.get('median_efficiency_compute_bound')}", flush=True)
-    evaluate = gemm_rate_evaluator(device=device, backend=load_backend("matmul"), dtype=dtype)
+    evaluate = gemm_rate_evaluator(device=device, backend=load_backend("matmul"), dtype=dtype, flush=True)
     start, stop, step = (int(v) for v in args.gpu_grid.split(":"))
     sides = list(range(start, stop + 1, step))
     plan = SearchPlan.for_device(device.type, budget_s=args.ceiling_budget)

@@ -2,10 +2,11 @@
 
 Each run is a fresh ``python -m parity gemm --quick --device DEV --dtype DT`` process (as a
 user meets it), writing its JSON; the script reads every run's ceiling ``P`` (the median of the
-confirmation and sentinel rounds), its rounds' spread and CI, whether it carries ``unstable-ceiling``,
-and the ceiling's own shape (its sentinel rounds) as a fraction of ``P`` with its 95% CI, and
-beside it the sentinels over the confirmation rounds' median (how far the sweep's moments were
-from the confirmation's).
+sentinel rounds timed through the sweep), the spread of its confirmation and sentinel rounds,
+whether it carries ``unstable-ceiling``, and the ceiling's own shape timed as a sweep shape
+beside each sentinel round, as a fraction of ``P`` with its 95% CI (paired), and beside it the
+sentinel rounds over the confirmation rounds' median (how far the sweep's moments were from
+the search's).
 
 Bar (issue "figures that hold up"): every run's ``P`` within 10% of the runs' median ``P``, or
 each run that is off carries ``unstable-ceiling``; and in every run the own shape's fraction of
@@ -47,8 +48,9 @@ def one_run(index: int, *, device: str, dtype: str, folder: Path) -> dict[str, A
             "spread": rounds.get("spread"), "ci95_flops": rounds.get("ci95_flops"),
             "unstable_ceiling": "unstable-ceiling" in (summary.get("ceiling_findings") or []),
             "own_fraction": own.get("fraction"), "own_ci95": own.get("ci95"), "own_reproduced": own.get("reproduced"),
-            "own_source": own.get("source"), "confirm_flops": rounds.get("confirm_flops"),
-            "sentinel_flops": rounds.get("sentinel_flops"),
+            "own_source": own.get("source"), "own_flops": own.get("own_flops"),
+            "confirm_flops": rounds.get("confirm_flops"), "sentinel_flops": rounds.get("sentinel_flops"),
+            "spread_with_confirmation": (rounds.get("with_confirmation") or {}).get("spread"),
             "sentinels_over_confirm": (own.get("confirm_fraction") or {}).get("fraction"),
             "findings": [f["code"] for f in summary.get("findings") or []],
             "best_fraction_of_ceiling": summary.get("best_fraction_of_ceiling"),
@@ -70,11 +72,12 @@ def judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _print(rows: list[dict[str, Any]], verdict: dict[str, Any], *, dtype: str) -> None:
     print(f"{'run':>3} {'P GFLOP/s':>10} {'vs median':>10} {'spread':>7} {'unstable':>9}  "
-          f"{'shape':<16}{'own/P':>7}  own 95% CI       own/confirm")
+          f"{'shape':<16}{'own/P':>7}  own 95% CI       sweep/confirm")
     for r in rows:
         shape = r["ceiling_shape"] or {}
         ci = r["own_ci95"]
-        print(f"{r['run']:>3} {r['ceiling_flops'] / 1e9:>10.2f} {r['off_median']:>+10.1%} {r['spread']:>7.1%} "
+        spread = r["spread_with_confirmation"] if r.get("spread_with_confirmation") is not None else r["spread"]
+        print(f"{r['run']:>3} {r['ceiling_flops'] / 1e9:>10.2f} {r['off_median']:>+10.1%} {spread:>7.1%} "
               f"{'yes' if r['unstable_ceiling'] else 'no':>9}  "
               f"{'x'.join(str(shape.get(d)) for d in 'mnk'):<16}"
               + (f"{r['own_fraction']:>7.3f}  [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "      -  -")

@@ -71,25 +71,34 @@ def test_own_shape_fraction_hand_computed_case() -> None:
     slow = own_shape_fraction([8.0, 8.1, 7.9, 8.0, 8.0], [10.0, 10.1, 9.9, 10.0, 10.0])
     assert slow.fraction == pytest.approx(0.8)
     assert slow.ci95[1] < 1.0 and not slow.reproduced
-    assert slow.to_dict()["rounds_flops"] == [8.0, 8.1, 7.9, 8.0, 8.0]
+    assert slow.to_dict()["own_flops"] == [8.0, 8.1, 7.9, 8.0, 8.0]
     with pytest.raises(ValueError):
         own_shape_fraction([], [1.0])
 
 
-def test_pooled_own_shape_fraction_hand_computed_case() -> None:
-    from parity.metrics.ceiling import pooled_own_shape_fraction
+def test_paired_own_shape_fraction_hand_computed_case() -> None:
+    from parity.metrics.ceiling import paired_own_shape_fraction
     from parity.stats import ratio_ci
 
-    # P = median(8, 8, 8, 10, 10, 10) = 9: sentinels at 8 read 8/9 of P, every resample too.
-    low = pooled_own_shape_fraction([8.0, 8.0, 8.0], [10.0, 10.0, 10.0])
-    assert low.fraction == pytest.approx(8 / 9) and low.ci95 == pytest.approx((8 / 9, 8 / 9))
-    assert not low.reproduced and "sentinel" in low.to_dict()["statistic"]
-    # Sentinels 9, 10, 11 beside confirmation rounds of 10: P = 10, fraction 1.0, and 1.0 in the CI.
-    same = pooled_own_shape_fraction([9.0, 10.0, 11.0], [10.0, 10.0, 10.0])
-    assert same.fraction == 1.0 and same.reproduced and same.ci95[0] < 1.0 < same.ci95[1]
-    # The resamples draw the two sets independently and share the part's draw in both medians:
-    # part 1, 3 and rest 2 -> ratios 1/1.5, 3/2.5, 1/2, 3/3 (by draw), every one within [0.5, 1.2].
-    ratio, lo, hi = ratio_ci([1.0, 3.0], [2.0], pooled=True)
-    assert ratio == 2 / 2 and 0.5 <= lo <= hi <= 1.2
+    # Own 8, 9, 9 beside rounds of 10: 9 / 10 = 0.9; every resample's own median is 8 or 9.
+    low = paired_own_shape_fraction([8.0, 9.0, 9.0], [10.0, 10.0, 10.0])
+    assert low.fraction == pytest.approx(0.9) and low.ci95[1] <= 0.9 + 1e-12 and not low.reproduced
+    assert "beside" in low.to_dict()["statistic"]
+    # The machine's speed moved 4x between pairs; each pair is alike: 1.0 exactly, in every resample.
+    same = paired_own_shape_fraction([5.0, 10.0, 20.0], [5.0, 10.0, 20.0])
+    assert same.fraction == 1.0 and same.ci95 == (1.0, 1.0) and same.reproduced
+    # A 2% shortfall in every pair shows through that drift: pairs keep their order under
+    # resampling, so the median pair is one pair and every resample reads 1 / 1.02.
+    short = paired_own_shape_fraction([5.0, 10.0, 20.0], [5.1, 10.2, 20.4])
+    assert short.ci95 == pytest.approx((1 / 1.02, 1 / 1.02)) and not short.reproduced
+    # Drawn independently, the same numbers leave 1.0 well inside a wide interval.
+    _, lo, hi = ratio_ci([5.0, 10.0, 20.0], [5.1, 10.2, 20.4])
+    assert lo < 0.6 and hi > 1.5
+    # ratio_ci's docstring case: num 9, 11 over den 10, 10, paired -> resamples 0.9, 1.0 or 1.1.
+    ratio, lo, hi = ratio_ci([9.0, 11.0], [10.0, 10.0], paired=True)
+    assert ratio == 1.0 and lo == pytest.approx(0.9) and hi == pytest.approx(1.1)
+    with pytest.raises(ValueError, match="one numerator per denominator"):
+        ratio_ci([1.0, 2.0], [1.0], paired=True)
     with pytest.raises(ValueError):
-        ratio_ci([1.0], [0.0], pooled=True)
+        ratio_ci([1.0], [0.0], paired=True)
+

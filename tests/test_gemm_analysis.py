@@ -11,6 +11,8 @@ from parity.model.result import CaseResult
 
 P = 100e12  # measured ceiling, FLOP/s
 B = 1e12  # measured bandwidth, B/s -> ridge 100 FLOP/B
+TIMING = {"warmup_s": 0.02, "budget_s": 0.08, "flush": True, "telemetry": True, "check": True, "graph": "auto",
+          "max_call_s": 20.0, "max_samples": 500}
 
 
 def ceiling_case() -> CaseResult:
@@ -27,7 +29,7 @@ def bandwidth_case() -> CaseResult:
 def shape_case(m: int, n: int, k: int, *, seconds: float, backend: str = "matmul", power: bool = False,
                passed: bool = True, error: str | None = None) -> CaseResult:
     params = {"kind": "shape", "dtype": "bf16", "backend": backend, "m": m, "n": n, "k": k,
-              "name": f"s{m}x{n}x{k}", "family": "square", "origin": "test"}
+              "name": f"s{m}x{n}x{k}", "family": "square", "origin": "test", **TIMING}
     metrics = {"work_flop": gemm_flops(m, n, k), "arithmetic_intensity": gemm_intensity(m, n, k, in_bytes=2, out_bytes=2)}
     findings: tuple[Finding, ...] = ()
     if error is None:
@@ -159,20 +161,24 @@ def test_the_ceilings_own_shape_is_timed_again_and_its_fraction_of_p_has_a_ci() 
                          params={"kind": "ceiling", "dtype": "bf16", "backend": "matmul", "ceiling_budget_s": 20.0},
                          metrics={**ceiling_case().metrics, "ceiling_rounds": {"rounds_flops": rounds}},
                          check={"passed": True})
-    cases = [ceiling, bandwidth_case()]
+    f = gemm_flops(3072, 3072, 3072)
+    cases = [ceiling, bandwidth_case(), shape_case(3072, 3072, 3072, seconds=f / 50e12)]
+    # Nothing swept: no shape timing to copy, no own-shape case.
+    assert GemmSuite().recheck(cases[:2], options=GemmOptions()) == []
     (own,) = GemmSuite().recheck(cases, options=GemmOptions())
     assert own.key == "ceiling/bf16/own-shape"
-    assert own.params == {"kind": "ceiling-shape", "dtype": "bf16", "backend": "matmul", "ceiling_budget_s": 20.0,
-                          "rounds": 5, "m": 8192, "n": 8192, "k": 8192}
+    assert own.params == {**TIMING, "kind": "ceiling-shape", "dtype": "bf16", "backend": "matmul",
+                          "ceiling_budget_s": 20.0, "rounds": 5, "index": 0, "m": 8192, "n": 8192, "k": 8192}
     assert "ceiling_own_shape" in analyse(cases) and analyse(cases)["ceiling_own_shape"] is None
 
     def timed_again(scale: float) -> CaseResult:
         return CaseResult(suite="gemm", key=own.key, params=own.params, check={"passed": True},
-                          metrics={"rounds_flops": [scale * r for r in rounds]})
+                          metrics={"rounds_flops": list(rounds), "own_flops": [scale * r for r in rounds]})
 
     same = analyse(cases + [timed_again(1.0)])["ceiling_own_shape"]
-    assert same["fraction"] == pytest.approx(1.0) and same["reproduced"]
+    assert same["fraction"] == pytest.approx(1.0) and same["reproduced"] and same["source"] == "timed after the sweep"
     assert same["ci95"][0] <= 1.0 <= same["ci95"][1] and same["shape"] == {"m": 8192, "n": 8192, "k": 8192}
+    assert same["confirm_fraction"]["fraction"] == pytest.approx(1.0)
     slow = analyse(cases + [timed_again(0.7)])
     assert slow["ceiling_own_shape"]["fraction"] == pytest.approx(0.7) and not slow["ceiling_own_shape"]["reproduced"]
     (finding,) = slow["findings"]
@@ -181,11 +187,16 @@ def test_the_ceilings_own_shape_is_timed_again_and_its_fraction_of_p_has_a_ci() 
                 if c.key not in {r.key for r in cases + [timed_again(1.0)]}]
 
 
-def sentinel(index: int, rate: float) -> CaseResult:
+def sentinel(index: int, rate: float, own: float | None = None) -> CaseResult:
+    """A sentinel: one round of P's shape at ``rate`` and the shape timed as a sweep shape beside
+    it at ``own`` (``rate`` when not given; no own timing at all when ``own`` is 0)."""
+    metrics: dict[str, object] = {"rounds_flops": [rate]}
+    if own != 0:
+        metrics["own_flops"] = [rate if own is None else own]
     return CaseResult(suite="gemm", key=f"ceiling/bf16/sentinel-{index}",
-                      params={"kind": "ceiling-sentinel", "dtype": "bf16", "backend": "matmul", "rounds": 1,
-                              "m": 8192, "n": 8192, "k": 8192},
-                      check={"passed": True}, metrics={"rounds_flops": [rate]})
+                      params={**TIMING, "kind": "ceiling-sentinel", "dtype": "bf16", "backend": "matmul", "rounds": 1,
+                              "index": index - 1, "m": 8192, "n": 8192, "k": 8192},
+                      check={"passed": True}, metrics=metrics)
 
 
 def confirmed_ceiling(rounds: list[float]) -> CaseResult:
@@ -196,44 +207,55 @@ def confirmed_ceiling(rounds: list[float]) -> CaseResult:
                       check={"passed": True})
 
 
-def test_p_pools_the_confirmation_with_the_sentinels_timed_through_the_sweep() -> None:
+def test_p_is_read_from_the_sentinels_timed_through_the_sweep() -> None:
     from parity.bench.gemm.options import GemmOptions
     from parity.bench.gemm.suite import GemmSuite
 
     confirmation = [P * r for r in (1.0, 1.01, 0.99)]
     f = gemm_flops(3072, 3072, 3072)
-    # The machine ran 10% slower through the sweep: P moves to the median of all six rounds.
+    swept = shape_case(3072, 3072, 3072, seconds=f / 50e12)
+    # The machine ran 10% slower through the sweep than through the search: P is the sweep's.
     slow = [sentinel(i + 1, P * r) for i, r in enumerate((0.90, 0.91, 0.89))]
-    cases = [confirmed_ceiling(confirmation), bandwidth_case(), shape_case(3072, 3072, 3072, seconds=f / 50e12), *slow]
+    cases = [confirmed_ceiling(confirmation), bandwidth_case(), swept, *slow]
     summary = analyse(cases)
-    assert summary["ceiling_flops"] == pytest.approx(P * (0.91 + 0.99) / 2)
+    assert summary["ceiling_flops"] == pytest.approx(P * 0.90)
     rounds = summary["ceiling_rounds"]
     assert rounds["confirm_flops"] == confirmation and rounds["sentinel_flops"] == [P * 0.90, P * 0.91, P * 0.89]
-    assert rounds["spread"] == pytest.approx((1.01 - 0.89) / 0.95) and rounds["unstable"]
-    assert summary["best_fraction_of_ceiling"] == pytest.approx(50e12 / (P * 0.95))
-    assert "unstable-ceiling" in summary["ceiling_findings"]
-    codes = [f["code"] for f in summary["findings"]]
-    assert codes == ["unstable-ceiling", "ceiling-not-reproduced"]
-    assert "confirmation and sentinel rounds" in summary["findings"][0]["message"]
+    assert rounds["rounds_flops"] == rounds["sentinel_flops"] and rounds["spread"] == pytest.approx(0.02 / 0.90)
+    assert summary["best_fraction_of_ceiling"] == pytest.approx(50e12 / (P * 0.90))
+    # ... and the move since the search is a finding: the six rounds spread (1.01 - 0.89) / 0.95.
+    assert summary["ceiling_findings"] == ["unstable-ceiling"]
+    assert [f["code"] for f in summary["findings"]] == ["unstable-ceiling"]
+    assert "confirmation and sentinel rounds spread 13%" in summary["findings"][0]["message"]
     own = summary["ceiling_own_shape"]
-    assert own["source"] == "sentinel rounds through the sweep" and own["fraction"] == pytest.approx(0.90 / 0.95)
-    assert own["confirm_fraction"]["fraction"] == pytest.approx(0.90)
+    assert own["source"] == "sentinels through the sweep" and own["fraction"] == pytest.approx(1.0)
+    assert own["reproduced"] and own["confirm_fraction"]["fraction"] == pytest.approx(0.90)
     # With three sentinels timed, the post-sweep own-shape case is not needed.
     assert not [c for c in GemmSuite().recheck(cases, options=GemmOptions()) if c.params["kind"] == "ceiling-shape"]
+    # The shape timed as the sweep times it reads 95% of the round beside it in every pair: the
+    # pairs cancel the drift, and the shortfall is a finding.
+    short = [sentinel(i + 1, P * r, own=0.95 * P * r) for i, r in enumerate((0.90, 0.80, 1.0))]
+    low = analyse([confirmed_ceiling(confirmation), bandwidth_case(), swept, *short])
+    assert low["ceiling_own_shape"]["fraction"] == pytest.approx(0.95)
+    assert low["ceiling_own_shape"]["ci95"] == pytest.approx([0.95, 0.95])
+    assert "ceiling-not-reproduced" in [f["code"] for f in low["findings"]]
     # A steady machine: the sentinels read P, the fraction is 1.0 within its CI, nothing is flagged.
     steady = [sentinel(i + 1, P * r) for i, r in enumerate((1.0, 0.995, 1.005))]
     calm = analyse([confirmed_ceiling(confirmation), bandwidth_case(), *steady])
     assert calm["ceiling_own_shape"]["reproduced"] and calm["ceiling_findings"] == []
     assert calm["ceiling_flops"] == pytest.approx(P) and not calm["findings"]
+    # Sentinels stored without own timings: P is still theirs, but there is no own-shape figure.
+    bare = analyse([confirmed_ceiling(confirmation), bandwidth_case(), *[sentinel(i + 1, P, own=0) for i in range(3)]])
+    assert bare["ceiling_flops"] == pytest.approx(P) and bare["ceiling_own_shape"] is None
     # Two sentinels (a run resumed past its ceiling skips the rest): P is the confirmation's, and the
     # own shape is timed after the sweep instead.
-    few = [confirmed_ceiling(confirmation), bandwidth_case(), *slow[:2]]
+    few = [confirmed_ceiling(confirmation), bandwidth_case(), swept, *slow[:2]]
     assert analyse(few)["ceiling_flops"] == pytest.approx(P) and analyse(few)["ceiling_own_shape"] is None
     (own_case,) = [c for c in GemmSuite().recheck(few, options=GemmOptions()) if c.params["kind"] == "ceiling-shape"]
     assert own_case.params["rounds"] == 3
 
 
-def test_a_reused_ceiling_is_not_pooled_and_its_sentinels_are_its_fraction() -> None:
+def test_a_reused_ceiling_keeps_its_p_and_its_sentinels_are_its_fraction() -> None:
     confirmation = [P * r for r in (1.0, 1.01, 0.99)]
     reused = confirmed_ceiling(confirmation)
     reused = CaseResult(suite=reused.suite, key=reused.key, params=reused.params, check=reused.check,
@@ -242,4 +264,4 @@ def test_a_reused_ceiling_is_not_pooled_and_its_sentinels_are_its_fraction() -> 
     assert summary["ceiling_flops"] == pytest.approx(P) and "sentinel_flops" not in summary["ceiling_rounds"]
     own = summary["ceiling_own_shape"]
     assert own["fraction"] == pytest.approx(0.8) and not own["reproduced"]
-    assert own["statistic"] == "median own-shape round over the median confirmation round"
+    assert own["statistic"] == "median own-shape timing over the median of P's rounds"

@@ -45,12 +45,12 @@ def test_headline_prints_bracketed_text_as_text() -> None:
 
     summary = {"dtype": "fp32", "device_name": "cpu", "ceiling_flops": 1e11,
                "efficiency_compute_bound": {"median": 0.475, "n": 2, "p10": 0.34, "p90": 0.61, "ci95_low": None},
-               "ceiling_own_shape": {"fraction": 0.932, "ci95": [0.915, 0.974], "rounds_flops": [1.0] * 6,
-                                         "source": "sentinel rounds",
-                                     "reproduced": False}}
+               "ceiling_own_shape": {"fraction": 0.932, "ci95": [0.915, 0.974], "own_flops": [1.0] * 6,
+                                     "source": "sentinels through the sweep", "reproduced": False}}
     text = _text(headline_table(summary))
     assert "47.5% [too few for a CI], n=2" in text
-    assert "93.2% of P [95% CI 91.5%, 97.4%], median of 6 sentinel rounds; 100% is outside the CI" in text
+    assert ("93.2% of P [95% CI 91.5%, 97.4%], median of 6 timings (sentinels through the sweep); "
+            "100% is outside the CI") in text
 
 
 def test_the_case_table_shows_a_sentinel_rounds_rate() -> None:

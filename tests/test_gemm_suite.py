@@ -175,16 +175,33 @@ def test_one_file_plugin_backend(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
         load_backend("no-such-backend")
 
 
-def test_the_ceilings_own_shape_is_timed_in_rounds_and_checked(cpu: Any) -> None:
+QUICK_TIMING = {"warmup_s": 0.005, "budget_s": 0.02, "flush": True, "telemetry": False, "check": True,
+                "graph": "off", "max_call_s": 20.0, "max_samples": 50}
+
+
+def test_the_ceilings_own_shape_is_timed_in_pairs_as_the_sweep_times_shapes(cpu: Any, monkeypatch: Any) -> None:
     from parity.bench.gemm.measure_case import measure_ceiling_shape
 
+    flushes = []
+    real_flush = cpu.flush_cache
+    monkeypatch.setattr(cpu, "flush_cache", lambda: (flushes.append(1), real_flush()))
     spec = CaseSpec(suite="gemm", key="ceiling/fp32/own-shape",
-                    params={"kind": "ceiling-shape", "dtype": "fp32", "backend": "matmul", "ceiling_budget_s": 1.0,
-                            "rounds": 3, "m": 48, "n": 32, "k": 16})
+                    params={**QUICK_TIMING, "kind": "ceiling-shape", "dtype": "fp32", "backend": "matmul",
+                            "ceiling_budget_s": 1.0, "rounds": 3, "index": 0, "m": 48, "n": 32, "k": 16})
     result = measure_ceiling_shape(spec, device=cpu, dtype=resolve_dtype("fp32"), unavailable=None)
     assert result.ok and result.check["passed"]
-    assert len(result.metrics["rounds_flops"]) == 3 and sorted(result.samples) == ["round1", "round2", "round3"]
-    assert result.metrics["median_flops"] == sorted(result.metrics["rounds_flops"])[1]
+    metrics = result.metrics
+    assert len(metrics["rounds_flops"]) == 3 and len(metrics["own_flops"]) == 3 and min(metrics["own_flops"]) > 0
+    assert metrics["median_flops"] == sorted(metrics["rounds_flops"])[1]
+    # Alternating order, in the order the samples were taken.
+    assert metrics["orders"] == ["round-first", "shape-first", "round-first"]
+    assert list(result.samples) == ["round1", "own1", "own2", "round2", "round3", "own3"]
+    # Both halves flush before their calls, as the sweep does; told not to, neither does.
+    assert len(flushes) >= 2 * 3 * 3
+    flushes.clear()
+    unflushed = CaseSpec(suite="gemm", key=spec.key, params={**spec.params, "flush": False, "index": 1})
+    again = measure_ceiling_shape(unflushed, device=cpu, dtype=resolve_dtype("fp32"), unavailable=None)
+    assert again.ok and again.metrics["orders"][0] == "shape-first" and flushes == []
     refused = measure_ceiling_shape(spec, device=cpu, dtype=resolve_dtype("fp32"), unavailable="no fp32 here")
     assert not refused.ok and refused.findings[0].code == "unsupported-dtype"
 
@@ -203,8 +220,8 @@ def test_a_sentinel_times_one_round_of_the_ceilings_shape_from_the_state(cpu: An
     suite = GemmSuite()
     options = GemmOptions(dtype="fp32")
     spec = CaseSpec(suite="gemm", key="ceiling/fp32/sentinel-1",
-                    params={"kind": "ceiling-sentinel", "dtype": "fp32", "backend": "matmul",
-                            "ceiling_budget_s": 1.0, "rounds": 1})
+                    params={**QUICK_TIMING, "kind": "ceiling-sentinel", "dtype": "fp32", "backend": "matmul",
+                            "ceiling_budget_s": 1.0, "rounds": 1, "index": 0})
     skipped = suite.measure(spec, device=cpu, options=options, state={})
     assert skipped.ok and skipped.findings[0].code == "sentinel-skipped" and "rounds_flops" not in skipped.metrics
     state = {(cpu.name, "fp32"): {"flops": 1e9, "dims": (48, 32, 16)}}
@@ -212,3 +229,4 @@ def test_a_sentinel_times_one_round_of_the_ceilings_shape_from_the_state(cpu: An
     assert timed.ok and timed.check["passed"]
     assert (timed.params["m"], timed.params["n"], timed.params["k"]) == (48, 32, 16)
     assert len(timed.metrics["rounds_flops"]) == 1 and timed.metrics["rounds_flops"][0] > 0
+    assert len(timed.metrics["own_flops"]) == 1 and timed.metrics["own_flops"][0] > 0

@@ -20,9 +20,9 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
 5. confirm: the winner is timed ``confirm_repeats`` rounds more (``confirm_rounds``). Its
    contest rounds chose it, so they are the ones whose noise ran high (when finalists are
    close, the winner is the one that drew fast rounds); fresh rounds are not selected on.
-   ``P`` is their median (the statistic every shape of a sweep is quoted by), stored with its
-   shape, its best round, the rounds' dispersion (``parity.metrics.ceiling``) and every
-   candidate's contest score.
+   The search's ceiling is their median (every shape's statistic), stored with its shape, best
+   round, dispersion and every candidate's contest score; a sweep then reads ``P`` from the
+   winner's rounds timed through it (``parity.metrics.ceiling``).
 
 Scores. A shared CPU's speed swings by tens of percent within seconds as other jobs start and
 stop, so probes taken at different moments rank the moments, not the shapes. With

@@ -30,6 +30,9 @@ def _ceiling_ci(rounds: dict[str, Any] | None) -> tuple[float, float] | None:
 def _unstable_note(rounds: dict[str, Any] | None) -> str:
     if not rounds or not rounds.get("unstable"):
         return ""
+    both = rounds.get("with_confirmation")
+    if both:
+        return f"unstable-ceiling: confirmation and sentinel rounds spread {100 * both['spread']:.0f}% of their median"
     return f"unstable-ceiling: rounds spread {100 * rounds['spread']:.0f}% of their median"
 
 
@@ -55,9 +58,10 @@ def gemm_figures(summary: dict[str, Any]) -> list[Figure]:
     own = summary.get("ceiling_own_shape")
     figures.append(Figure(
         name="gemm.ceiling_own_shape_fraction", value=own["fraction"] if own else None, unit="1",
-        method=(f"the ceiling's shape timed again ({own['source']}): {own['statistic']}; 95% bootstrap CI" if own
-                else "the ceiling's shape timed again: median round over P; 95% bootstrap CI"),
-        scope={**scope, "shape": own["shape"] if own else shape, "rounds": len(own["rounds_flops"]) if own else 0},
+        method=(f"the ceiling's shape timed as a sweep shape ({own['source']}): {own['statistic']}; "
+                "95% bootstrap CI" if own
+                else "the ceiling's shape timed as a sweep shape: median timing over P; 95% bootstrap CI"),
+        scope={**scope, "shape": own["shape"] if own else shape, "timings": len(own["own_flops"]) if own else 0},
         ci95=tuple(own["ci95"]) if own else None,
         note="" if own else "the ceiling's shape was not timed again (no ceiling, or the run stopped first)"))
     for subset, key in (("compute-bound", "efficiency_compute_bound"), ("all", "efficiency_all")):

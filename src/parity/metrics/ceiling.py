@@ -13,18 +13,26 @@ Dispersion of the rounds (FLOP/s): quartiles and a 95% percentile bootstrap CI o
 CI is wider than that: either says that the same search run again may well land more than 10%
 away, which is more than the CI of one run can promise.
 
-The machine's speed moves while a sweep runs (on a shared CPU, by 10-20% for seconds at a time),
-so ``P`` is not taken from the confirmation alone: the winner's shape is also timed in sentinel
-rounds spread through the sweep (``ceiling/<dtype>/sentinel-<i>``, one round each, as long as a
-confirmation round), and ``P`` is the median of the confirmation and sentinel rounds together
-(``ceiling_rounds`` on the pooled rounds): the ceiling of the moments the shapes were timed in.
-Its dispersion then shows the run's drift, and an ``unstable`` flag says so.
+The rounds are timed as every shape of the sweep is (the cache flushed before each call unless
+the sweep is told not to; inputs rotated): timed warm, a small shape runs up to 1.2x faster on a
+CPU with a large last-level cache than the same shape timed by the sweep, and ``P`` would sit
+over its own shape.
 
-The own shape's fraction of ``P`` is ``median(sentinels) / P`` with a CI that resamples the two
-sets of rounds (``pooled_own_shape_fraction``); beside it, ``median(sentinels) /
-median(confirmation)`` (``own_shape_fraction``) says how far the sweep's moments were from
-the confirmation's. A reused ceiling (``--ceiling-from``) is not pooled: the sweep's sentinels
-over the stored ``P``'s rounds are its fraction.
+The machine's speed moves while a sweep runs (on a shared CPU, by 10-20% for seconds at a time),
+so ``P`` is not taken from the confirmation: the winner's shape is timed again in sentinels spread
+through the sweep (``ceiling/<dtype>/sentinel-<i>``), and ``P`` is the median of their rounds
+(``ceiling_rounds``): the ceiling of the moments the shapes were timed in. The confirmation is
+kept beside it, and ``unstable-ceiling`` is judged over the confirmation and sentinel rounds
+together, so a run whose speed moved between the search and the sweep says so.
+
+Each sentinel also times the ceiling's shape as the sweep times a shape (its own warm-up, timed
+calls and median call), right beside its round, in alternating order. The own shape's fraction
+of ``P`` is ``median(own) / median(rounds)`` over those pairs, with a CI from a bootstrap that
+draws pairs (``paired_own_shape_fraction``): a moment that slowed both members of a pair
+cancels, and what is left is whether a shape timed by the sweep reaches the ``P`` it is divided
+by. Beside it, ``median(sentinel rounds) / median(confirmation)`` says how far the sweep's
+moments were from the confirmation's. A reused ceiling (``--ceiling-from``) keeps its stored
+``P``; the sweep's own-shape timings over that ``P``'s rounds are its fraction.
 """
 
 from __future__ import annotations
@@ -86,7 +94,7 @@ def ceiling_rounds(rates: Sequence[float]) -> CeilingRounds:
 
 @dataclass(frozen=True, kw_only=True)
 class OwnShapeFraction:
-    """The ceiling's own shape timed again (``rates``, FLOP/s), as a fraction of ``P``."""
+    """The ceiling's own shape timed as a sweep shape (``rates``, FLOP/s), as a fraction of ``P``."""
 
     fraction: float
     ci95: tuple[float, float]
@@ -101,36 +109,35 @@ class OwnShapeFraction:
 
     def to_dict(self) -> dict[str, Any]:
         return {"statistic": self.statistic, "fraction": self.fraction,
-                "ci95": list(self.ci95), "reproduced": self.reproduced, "rounds_flops": list(self.rates)}
+                "ci95": list(self.ci95), "reproduced": self.reproduced, "own_flops": list(self.rates)}
 
 
 def own_shape_fraction(own_rates: Sequence[float], ceiling_rates: Sequence[float]) -> OwnShapeFraction:
-    """``fraction = median(own_rates) / median(ceiling_rates)``, both lists of round rates
-    (FLOP/s, each round the median of its timed calls), with a 95% CI from independent
-    bootstrap resamples of the two lists (``parity.stats.ratio_ci``): the same statistic on
-    both sides, so the ceiling's own shape should read 1.0 within the CI.
+    """``fraction = median(own_rates) / median(ceiling_rates)``, both lists of rates (FLOP/s,
+    each the median of its timed calls) timed apart, with a 95% CI from independent bootstrap
+    resamples of the two lists (``parity.stats.ratio_ci``): the same statistic on both sides,
+    so the ceiling's own shape should read 1.0 within the CI.
 
     Example: own rounds 9, 10, 11 and ceiling rounds 10, 10, 10 -> fraction 10 / 10 = 1.0.
     """
     own, ceiling = _positive(own_rates, ceiling_rates)
     fraction, low, high = ratio_ci(own, ceiling)
     return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(own),
-                            statistic="median own-shape round over the median confirmation round")
+                            statistic="median own-shape timing over the median of P's rounds")
 
 
-def pooled_own_shape_fraction(sentinel_rates: Sequence[float], confirm_rates: Sequence[float]) -> OwnShapeFraction:
-    """``fraction = median(sentinels) / median(confirmation + sentinels)``: the sentinel rounds'
-    median over ``P`` when ``P`` pools both sets, with a 95% CI from bootstrap resamples that
-    draw the two sets independently and recompute both medians from each draw
-    (``parity.stats.ratio_ci`` pooled).
+def paired_own_shape_fraction(own_rates: Sequence[float], round_rates: Sequence[float]) -> OwnShapeFraction:
+    """``fraction = median(own) / median(rounds)``: the ceiling's shape timed as a sweep shape
+    (``own_rates``, FLOP/s) over ``P``'s rounds timed beside each of them (``round_rates``, the
+    same order), with a 95% CI from bootstrap resamples of the pairs (``parity.stats.ratio_ci``
+    paired).
 
-    Example: sentinels 8, 8, 8 and confirmation 10, 10, 10 -> P = median(8, 8, 8, 10, 10, 10) = 9,
-    fraction 8 / 9 = 0.889 with a CI of [0.889, 0.889]: not reproduced.
+    Example: own 8, 9, 9 beside rounds 10, 10, 10 -> 9 / 10 = 0.9, and 1.0 outside every resample.
     """
-    sentinels, confirmation = _positive(sentinel_rates, confirm_rates)
-    fraction, low, high = ratio_ci(sentinels, confirmation, pooled=True)
-    return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(sentinels),
-                            statistic="median sentinel round over P, the median of confirmation and sentinel rounds")
+    own, rounds = _positive(own_rates, round_rates)
+    fraction, low, high = ratio_ci(own, rounds, paired=True)
+    return OwnShapeFraction(fraction=fraction, ci95=(low, high), rates=tuple(own),
+                            statistic="median own-shape timing over P, the median of the sentinel rounds timed beside them")
 
 
 def _positive(first: Sequence[float], second: Sequence[float]) -> tuple[list[float], list[float]]:

@@ -59,12 +59,15 @@ def ceiling_detail(summary: dict[str, Any], scale: float) -> str:
         return ""
     ci = rounds.get("ci95_flops")
     count = len(rounds.get("rounds_flops", []))
-    what = (f"{len(rounds['confirm_flops'])} confirmation and {len(rounds['sentinel_flops'])} sentinel rounds"
-            if rounds.get("sentinel_flops") else f"{count} rounds")
+    what = (f"{len(rounds['sentinel_flops'])} sentinel rounds through the sweep" if rounds.get("sentinel_flops")
+            else f"{count} rounds")
     text = (f" (median of {what}; best {tflops(rounds.get('best_flops'), scale)}"
             + (f", 95% CI {tflops(ci[0], scale)}-{tflops(ci[1], scale)}" if ci else ", too few rounds for a CI") + ")")
     if rounds.get("unstable"):
         shown = ", ".join(tflops(r, scale) for r in rounds.get("rounds_flops", []))
+        if rounds.get("confirm_flops") and rounds.get("sentinel_flops"):
+            confirmed = ", ".join(tflops(r, scale) for r in rounds["confirm_flops"])
+            shown = f"{shown}; confirmation {confirmed}"
         text += f" [unstable-ceiling: rounds {shown}]"
     return text
 
@@ -107,12 +110,12 @@ def headline_table(summary: dict[str, Any]) -> Table:
     own = summary.get("ceiling_own_shape")
     if own:
         low, high = own["ci95"]
-        table.add_row("P's own shape, timed again",
+        table.add_row("P's own shape, timed as a sweep shape",
                       Text(f"{percent(own['fraction'])} of P [95% CI {percent(low)}, {percent(high)}], median of "
-                           f"{len(own['rounds_flops'])} {own.get('source', 'rounds')}"
+                           f"{len(own['own_flops'])} timings ({own.get('source', 'rounds')})"
                            + ("" if own["reproduced"] else "; 100% is outside the CI")
-                           + (f"; {percent(own['confirm_fraction']['fraction'])} of the confirmation's median"
-                              if own.get("confirm_fraction") else "")))
+                           + (f"; the sweep's rounds of P's shape read {percent(own['confirm_fraction']['fraction'])}"
+                              " of the confirmation's median" if own.get("confirm_fraction") else "")))
     eff = summary.get("efficiency_compute_bound")
     if eff:
         ci = (f"95% CI {percent(eff['ci95_low'])}, {percent(eff['ci95_high'])}" if eff.get("ci95_low") is not None

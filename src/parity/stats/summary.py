@@ -73,27 +73,29 @@ def ratio_ci(
     numerator: Sequence[float] | np.ndarray,
     denominator: Sequence[float] | np.ndarray,
     *,
-    pooled: bool = False,
+    paired: bool = False,
     confidence: float = 0.95,
     resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[float, float, float]:
-    """Ratio of medians ``median(num) / median(den)`` with a bootstrap CI (independent resamples).
+    """Ratio of medians ``median(num) / median(den)`` with a bootstrap CI.
 
     Returns ``(ratio, low, high)``. Used to say "device A is 1.8x [1.7, 1.9] device B".
-    ``pooled``: the denominator is the pool of both, ``median(num) / median(num + den)`` (a
-    sample's median over the median of the pool it belongs to), each resample's numerator draw
-    shared by both medians. Example: num 8, 8, 8 and den 10, 10, 10, pooled -> 8 / 9.
+    The two samples are resampled independently; ``paired``: ``num[i]`` and ``den[i]`` were
+    measured together (side by side, at one moment), so each resample draws pairs, the same
+    indices on both sides, and what moved both members of a pair cancels in the ratio.
+    Example: num 9, 11 and den 10, 10 -> 1.0; paired, the resamples read 0.9, 1.0 or 1.1.
     """
     num = _as_array(numerator)
     den = _as_array(denominator)
-    if np.any(den <= 0) or (pooled and np.any(num <= 0)):
-        raise ValueError("denominator samples must be positive" + (" (and, pooled, the numerator's)" if pooled else ""))
+    if np.any(den <= 0):
+        raise ValueError("denominator samples must be positive")
+    if paired and num.size != den.size:
+        raise ValueError(f"paired samples need one numerator per denominator, got {num.size} and {den.size}")
     rng = np.random.default_rng(seed)
-    draws_num = num[rng.integers(0, num.size, size=(resamples, num.size))]
-    draws_den = den[rng.integers(0, den.size, size=(resamples, den.size))]
-    if pooled:
-        den, draws_den = np.concatenate([num, den]), np.concatenate([draws_num, draws_den], axis=1)
+    picks = rng.integers(0, num.size, size=(resamples, num.size))
+    draws_num = num[picks]
+    draws_den = den[picks if paired else rng.integers(0, den.size, size=(resamples, den.size))]
     ratios = np.median(draws_num, axis=1) / np.median(draws_den, axis=1)
     return (float(np.median(num) / np.median(den)), *_central_interval(ratios, confidence))
 

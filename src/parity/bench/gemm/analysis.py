@@ -6,9 +6,9 @@ figures use its best backend (highest achieved rate among rows whose check passe
 backend's own figures are kept beside it.
 
 Statistic. A shape's rate is its median call (``achieved_flops``, its fastest call beside it as
-``best_flops``) and ``P`` is the median round of the ceiling's shape, over its confirmation rounds
-and the sentinel rounds timed through the sweep (``pooled_ceiling``; the stored ``P`` for a reused
-ceiling, or when fewer than three sentinels were timed), its best round beside it as
+``best_flops``) and ``P`` is the median round of the ceiling's shape over the sentinel rounds
+timed through the sweep (``sweep_ceiling``; the confirmation's, or the stored ``P`` for a reused
+ceiling, when fewer than three sentinels were timed), its best round beside it as
 ``ceiling_best_flops``: every fraction of ``P`` and every efficiency is median over median, and
 the summary says so (``statistic``).
 
@@ -30,7 +30,7 @@ from parity.metrics.ceiling import (
     MIN_ROUNDS_FOR_CI,
     ceiling_rounds,
     own_shape_fraction,
-    pooled_own_shape_fraction,
+    paired_own_shape_fraction,
 )
 from parity.metrics.roofline import (
     COMPUTE_BOUND,
@@ -43,6 +43,7 @@ from parity.metrics.roofline import (
 )
 from parity.model.findings import Severity
 from parity.model.result import CaseResult
+from parity.stats import ratio_ci
 from parity.stats.trend import off_trend
 
 TERA = 1e12
@@ -161,16 +162,15 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         results, find=off_trend_shapes, describe=lambda r: f"{float(r.metrics['achieved_flops']) / TERA:.4g} TFLOP/s")
     ceiling_case, bandwidth_case = _ceilings(results)
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
-    sentinels = sentinel_rates(results)
-    cm = pooled_ceiling(ceiling_case, sentinels)
+    cm = sweep_ceiling(ceiling_case, sentinel_rates(results))
     peak = float(cm["ceiling_flops"]) if _ok_value(ceiling_case, "ceiling_flops") else None
     sheet = cm.get("datasheet_flops")
     rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
     figures = _figures(rows, peak)
-    own = own_shape_figure(results, cm, sentinels)
+    own = own_shape_figure(results, cm)
     ceiling_codes = [f.code for f in cm.pop("findings", ())]
-    pooled_findings = [f.to_dict() for f in cm.pop("pooled_findings", ())]
+    sweep_findings = [f.to_dict() for f in cm.pop("sweep_findings", ())]
     # Headline figures first: the run summary shows the first few scalars.
     summary: dict[str, Any] = {
         "ceiling_flops": peak,
@@ -201,7 +201,7 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
         "failed": [_failure(r) for r in shape_results if not r.ok],
         "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
         "ceiling_own_shape": own,
-        "findings": (trend_findings + pooled_findings
+        "findings": (trend_findings + sweep_findings
                      + ([own_shape_finding(own)] if own and not own["reproduced"] else [])),
         "backends": _per_backend(rows, peak),
         "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
@@ -217,38 +217,57 @@ def sentinel_rates(results: list[CaseResult]) -> list[float]:
             for rate in r.metrics.get("rounds_flops") or []]
 
 
-def pooled_ceiling(ceiling: CaseResult | None, sentinels: list[float]) -> dict[str, Any]:
-    """The ceiling case's metrics with ``P`` taken over its confirmation rounds and the sweep's
-    sentinel rounds together (``parity.metrics.ceiling``): ``ceiling_flops`` (the pooled median),
-    ``ceiling_best_flops``, ``ceiling_rounds`` (with ``confirm_flops`` and ``sentinel_flops``),
-    ``pooled_findings`` (``unstable-ceiling`` over the pooled rounds) and ``findings`` (the
-    case's, its ``unstable-ceiling`` verdict replaced by the pooled one). Only ``findings`` is
-    added for a reused ceiling, a failed one, or fewer than ``MIN_ROUNDS_FOR_CI`` sentinels."""
+def own_pairs(results: list[CaseResult], kind: str) -> tuple[list[float], list[float]]:
+    """``(rounds, own)`` of the ``kind`` cases (``ceiling-sentinel`` or ``ceiling-shape``): each
+    round of ``P``'s (FLOP/s) and the own shape timed as a sweep shape beside it, in the order
+    timed; a case without own timings (stored before they were taken) adds none."""
+    rounds: list[float] = []
+    own: list[float] = []
+    for r in results:
+        if r.params.get("kind") == kind and r.ok and r.metrics.get("own_flops"):
+            rounds.extend(float(v) for v in r.metrics["rounds_flops"])
+            own.extend(float(v) for v in r.metrics["own_flops"])
+    return rounds, own
+
+
+def sweep_ceiling(ceiling: CaseResult | None, sentinels: list[float]) -> dict[str, Any]:
+    """The ceiling case's metrics with ``P`` read from the sweep's sentinel rounds
+    (``parity.metrics.ceiling``): ``ceiling_flops`` (their median), ``ceiling_best_flops``,
+    ``ceiling_rounds`` (their dispersion, with ``confirm_flops``, ``sentinel_flops``, and
+    ``unstable`` and ``with_confirmation`` judged over the confirmation and sentinel rounds
+    together), ``sweep_findings`` (``unstable-ceiling`` over those rounds)
+    and ``findings`` (the case's, its ``unstable-ceiling`` verdict replaced by that one). Only
+    ``findings`` is added for a reused ceiling, a failed one, or fewer than ``MIN_ROUNDS_FOR_CI``
+    sentinels: ``P`` is then the confirmation's (or the stored run's)."""
     metrics = dict(ceiling.metrics) if ceiling is not None else {}
     metrics["findings"] = list(ceiling.findings) if ceiling is not None else []
     confirmation = (metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
     if (ceiling is None or ceiling.error is not None or metrics.get("ceiling_from") or not confirmation
             or len(sentinels) < MIN_ROUNDS_FOR_CI):
         return metrics
-    pooled = ceiling_rounds(list(confirmation) + sentinels)
-    unstable = ceiling_findings(pooled, where="confirmation and sentinel rounds")
+    rounds = ceiling_rounds(sentinels)
+    both = ceiling_rounds(list(confirmation) + sentinels)
+    unstable = ceiling_findings(both, where="confirmation and sentinel rounds")
     metrics.update({
         "findings": [f for f in ceiling.findings if f.code != "unstable-ceiling"] + unstable,
-        "ceiling_flops": pooled.median_flops, "ceiling_best_flops": pooled.best_flops,
-        "ceiling_statistic": "median of the winner's confirmation rounds and the sentinel rounds timed through the sweep",
-        "ceiling_rounds": {**pooled.to_dict(), "statistic": "median of confirmation and sentinel rounds",
-                           "confirm_flops": list(confirmation), "sentinel_flops": list(sentinels)},
-        "pooled_findings": unstable})
+        "ceiling_flops": rounds.median_flops, "ceiling_best_flops": rounds.best_flops,
+        "ceiling_statistic": "median of the sentinel rounds timed through the sweep",
+        "ceiling_rounds": {**rounds.to_dict(), "statistic": "median of the sentinel rounds",
+                           "confirm_flops": list(confirmation), "sentinel_flops": list(sentinels),
+                           "unstable": both.unstable,
+                           "with_confirmation": {"spread": both.spread, "ci_width": both.ci_width}},
+        "sweep_findings": unstable})
     return metrics
 
 
-def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any],
-                     sentinels: list[float]) -> dict[str, Any] | None:
-    """The ceiling's own shape as a fraction of ``P`` with its CI: from the sentinel rounds when
-    at least ``MIN_ROUNDS_FOR_CI`` were timed (``pooled_own_shape_fraction`` when ``P`` pools
-    them, ``own_shape_fraction`` over the rounds of a reused ``P``), else from ``ceiling/<dtype>/own-shape``
-    timed after the sweep (``own_shape_fraction``); ``confirm_fraction``: the same rounds over
-    the median confirmation round. ``sentinels``: ``sentinel_rates(results)``. None when either
+def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The ceiling's own shape timed as a sweep shape, as a fraction of ``P`` with its CI: from
+    the sentinels when at least ``MIN_ROUNDS_FOR_CI`` carry own timings (over the rounds timed
+    beside them, ``paired_own_shape_fraction``, when ``P`` is those rounds; over the stored
+    ``P``'s rounds, ``own_shape_fraction``, for a reused ceiling), else from
+    ``ceiling/<dtype>/own-shape`` timed after the sweep (``own_shape_fraction`` over ``P``'s
+    rounds). ``confirm_fraction``: the rounds timed through (or after) the sweep over the median
+    confirmation round, how far the sweep's moments were from the search's. None when either
     side is missing."""
     rounds = ceiling_metrics.get("ceiling_rounds") or {}
     p_rounds = rounds.get("rounds_flops")
@@ -256,22 +275,20 @@ def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any],
     shape = ceiling_metrics.get("ceiling_shape")
     if not p_rounds or not shape:
         return None
-    own = next((r for r in results if r.params.get("kind") == "ceiling-shape" and r.ok), None)
-    if len(sentinels) >= MIN_ROUNDS_FOR_CI:
-        timed, source = sentinels, "sentinel rounds through the sweep"
-    elif own is not None and own.metrics.get("rounds_flops"):
-        timed, source = list(own.metrics["rounds_flops"]), "rounds timed after the sweep"
-    else:
+    beside, own = own_pairs(results, "ceiling-sentinel")
+    source = "sentinels through the sweep"
+    if len(own) < MIN_ROUNDS_FOR_CI:
+        (beside, own), source = own_pairs(results, "ceiling-shape"), "timed after the sweep"
+    if not own:
         return None
-    pooled_here = bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
-    fraction = (pooled_own_shape_fraction(timed, confirmation) if pooled_here
-                else own_shape_fraction(timed, p_rounds))
-    # without a pool of its own, P's rounds may be the confirmation's: the same figure, not a second bootstrap
-    versus_confirmation = (fraction if not pooled_here and confirmation is p_rounds
-                           else own_shape_fraction(timed, confirmation))
+    paired = (bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
+              and source.startswith("sentinels"))
+    fraction = paired_own_shape_fraction(own, beside) if paired else own_shape_fraction(own, p_rounds)
+    drift, low, high = ratio_ci(beside, confirmation)
     return {"shape": {d: shape[d] for d in "mnk"}, "source": source, **fraction.to_dict(),
-            "confirm_fraction": {"fraction": versus_confirmation.fraction,
-                                 "ci95": list(versus_confirmation.ci95), "statistic": versus_confirmation.statistic}}
+            "confirm_fraction": {"fraction": drift, "ci95": [low, high],
+                                 "statistic": "median round of P's shape timed through (or after) the sweep "
+                                              "over the median confirmation round"}}
 
 
 def own_shape_finding(own: dict[str, Any]) -> dict[str, Any]:

@@ -67,7 +67,8 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
         return error_row(case, code="unsupported-backend", message=reason, hint="choose another --backend")
     plan = SearchPlan.for_device(device.type, budget_s=float(case.params["ceiling_budget_s"]))
     kept: dict[tuple[int, int, int], Samples] = {}
-    evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept)
+    evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
+                                   flush=bool(case.params.get("flush", True)))
     result = search_ceiling(evaluate, plan)
     device_name = device.properties().name
     sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
@@ -100,29 +101,45 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
 
 
 def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
-    """Time the ceiling's own shape again after the sweep, as ``P`` was timed: ``rounds``
-    rounds of the confirmation's length (``SearchPlan.confirm_budget_s``), each the median rate of its
-    calls with the ceiling's evaluator (inputs rotated, no flush); ``P``'s statistic, the median
-    round, is ``median_flops``."""
+    """Time the ceiling's own shape in ``rounds`` pairs, back to back: a round as ``P``'s are
+    timed (``gemm_rate_evaluator``, the confirmation's length; ``rounds_flops``) and the shape
+    timed as the sweep times every shape (its warm-up, budget, flush and median call;
+    ``own_flops``). Pair ``i`` times the round first when ``index + i`` is even, the shape
+    first otherwise, so that neither always follows the other (``orders``)."""
     if unavailable:
         return unsupported_dtype_row(case, unavailable)
     p = case.params
     backend = load_backend(p["backend"])
     m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
+    work = gemm_flops(m, n, k)
     plan = SearchPlan.for_device(device.type, budget_s=float(p["ceiling_budget_s"]))
+    kept: dict[tuple[int, int, int], Samples] = {}
+    evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept, flush=bool(p["flush"]))
     samples: dict[str, Samples] = {}
-    rates = []
+    rates: list[float] = []
+    own: list[float] = []
+    orders: list[str] = []
+    extra: list[Finding] = []
     for index in range(int(p["rounds"])):
-        kept: dict[tuple[int, int, int], Samples] = {}
-        evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept)
-        rates.append(evaluate(m, n, k, plan.confirm_budget_s))
-        samples[f"round{index + 1}"] = kept[(m, n, k)]
+        round_first = (int(p.get("index", 0)) + index) % 2 == 0
+        for part in ("round", "own") if round_first else ("own", "round"):
+            if part == "round":
+                rates.append(evaluate(m, n, k, plan.confirm_budget_s))
+                samples[f"round{index + 1}"] = kept[(m, n, k)]
+                continue
+            with precision_mode(dtype, device):
+                timed, _ = _time_alone(p, device=device, dtype=dtype, backend=backend, base={"work_flop": work},
+                                       extra=extra)
+            own.append(work / timed.median_s)
+            samples[f"own{index + 1}"] = timed.samples
+        orders.append("round-first" if round_first else "shape-first")
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     return CaseResult(suite=case.suite, key=case.key, params=dict(p), check=check,
-                      findings=tuple(check_findings(check)), samples=samples,
+                      findings=tuple(check_findings(check)) + tuple(extra), samples=samples,
                       metrics={"rounds_flops": rates, "median_flops": median(rates), "best_flops": max(rates),
-                               "round_budget_s": plan.confirm_budget_s,
-                               "statistic": "median of the rounds, as P"})
+                               "own_flops": own, "orders": orders, "round_budget_s": plan.confirm_budget_s,
+                               "statistic": "median of the rounds, as P; own_flops: the median call of "
+                                            "each timing as a sweep shape"})
 
 
 def ceiling_findings(rounds: CeilingRounds, *, where: str = "rounds") -> list[Finding]:

@@ -4,9 +4,8 @@ On a machine whose speed drifts, two sweeps that each search their own ``P`` div
 different ceilings; to compare them, one measured ``P`` is searched once and reused. The
 reference is resolved at the command's edge, where the store is open
 (``attach_stored_ceiling``): the named run's ``ceiling/<dtype>`` case, which must have been
-measured, passed its check and be of the sweep's dtype, with ``P`` pooled over its confirmation
-and sentinel rounds as that run's summary quoted it (``analysis.pooled_ceiling``), is copied into the
-options as JSON
+measured, passed its check and be of the sweep's dtype, with ``P`` read from its sentinel rounds
+as that run's summary quoted it (``analysis.sweep_ceiling``), is copied into the options as JSON
 (``stored_ceiling``), so the run's stored config holds it and a resume needs no lookup. The
 suite's ceiling case then reproduces it (``stored_ceiling_row``) with ``ceiling_from`` naming the
 run, and refuses it on another device.
@@ -45,9 +44,9 @@ def attach_stored_ceiling(store: Any, options: dict[str, Any]) -> dict[str, Any]
         why = "has no such case" if case is None else f"did not measure it ({case.error or 'no value'})"
         raise ParityError(f"--ceiling-from {reference}: run {run.run_id} {why} for {key}; "
                           "name a run whose gemm sweep measured this dtype's ceiling")
-    from parity.bench.gemm.analysis import pooled_ceiling, sentinel_rates
+    from parity.bench.gemm.analysis import sentinel_rates, sweep_ceiling
 
-    metrics = pooled_ceiling(case, sentinel_rates(store.cases(run.run_id, "gemm")))
+    metrics = sweep_ceiling(case, sentinel_rates(store.cases(run.run_id, "gemm")))
     carried = {name: metrics.get(name) for name in CARRIED}
     carried["run_id"] = run.run_id
     carried["findings"] = [f.to_dict() for f in metrics["findings"]]

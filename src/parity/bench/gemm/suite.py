@@ -3,11 +3,12 @@
 Cases, in order: the compute-ceiling search for the dtype (``ceiling/<dtype>``), the bandwidth
 ceiling (``bandwidth``), then one case per (shape, backend) keyed ``<dtype>/<backend>/MxNxK``,
 with as many sentinel cases as the ceiling has confirmation rounds spread evenly between them
-(``ceiling/<dtype>/sentinel-<i>``: one round of the ceiling's shape, timed as a confirmation round,
-so that ``P`` covers the moments the shapes were timed in; ``parity.metrics.ceiling``); after the
-sweep (``recheck``) the off-trend shapes again, and, when fewer than three sentinels were timed
-(a run resumed past its ceiling has no shape to time), the ceiling's own shape in as many rounds
-as ``P`` had (``ceiling/<dtype>/own-shape``).
+(``ceiling/<dtype>/sentinel-<i>``: one round of the ceiling's shape, timed as ``P``'s rounds are,
+beside the same shape timed as the sweep times a shape, so that ``P`` is read from the moments
+the shapes were timed in and its own shape is checked against it; ``parity.metrics.ceiling``);
+after the sweep (``recheck``) the off-trend shapes again, and, when fewer than three sentinels
+were timed (a run resumed past its ceiling has no shape to time), the ceiling's own shape in as
+many pairs as ``P`` had rounds (``ceiling/<dtype>/own-shape``).
 Each shape case times the backend with the timing core (warm-up, cache flushed before every
 call, inputs rotated past the cache, telemetry sampled), checks the product on fresh inputs,
 and records what it saw. The roofline figures that need the ceilings (attainable, efficiency,
@@ -55,6 +56,8 @@ ROUGH_FLOPS = {"cpu": 1e9}
 ROUGH_FLOPS_ACCELERATOR = 2e14
 SHAPE_OVERHEAD_S = 0.5
 CALLS_PER_SHAPE = 8
+# The options every shape case records and is timed by (``measure_case``).
+TIMING_KEYS = ("warmup_s", "budget_s", "flush", "telemetry", "check", "graph", "max_call_s", "max_samples")
 # With --quick, tuned backends are measured only on shapes of at most this much work.
 TUNED_QUICK_MAX_FLOP = 2.0**34
 
@@ -120,9 +123,7 @@ class GemmSuite(SuiteBase):
         for spec in opts.backends:
             load_backend(spec)  # unknown names fail now, before the run starts
         shapes = select_shapes(opts.shapes, quick=quick)
-        timing = {"warmup_s": opts.warmup_s, "budget_s": opts.budget_s, "flush": opts.flush,
-                  "telemetry": opts.telemetry, "check": opts.check, "graph": opts.graph,
-                  "max_call_s": opts.max_call_s, "max_samples": opts.max_samples}
+        timing = {key: getattr(opts, key) for key in TIMING_KEYS}
         fixed_s = opts.warmup_s + opts.budget_s + SHAPE_OVERHEAD_S
         rate = ROUGH_FLOPS.get(device.type, ROUGH_FLOPS_ACCELERATOR)
         cases = [
@@ -130,7 +131,7 @@ class GemmSuite(SuiteBase):
                      cost=0.01 if opts.stored_ceiling else opts.ceiling_budget_s,
                      params={"kind": "ceiling", "dtype": opts.dtype, "backend": opts.backends[0],
                              "ceiling_budget_s": opts.ceiling_budget_s, "ceiling_from": opts.ceiling_from,
-                             "peak_tflops": opts.peak_tflops}),
+                             "peak_tflops": opts.peak_tflops, "flush": opts.flush}),
             CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}),
         ]
         subsets = {spec: tuned_subset(load_backend(spec), shapes, quick=quick) for spec in opts.backends[1:]}
@@ -149,9 +150,10 @@ class GemmSuite(SuiteBase):
                                       params=params))
         plan = SearchPlan.for_device(device.type, budget_s=opts.ceiling_budget_s)
         sentinels = [
-            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}/sentinel-{index + 1}", cost=2 * plan.confirm_budget_s,
-                     params={"kind": "ceiling-sentinel", "dtype": opts.dtype, "backend": baseline,
-                             "ceiling_budget_s": opts.ceiling_budget_s, "rounds": 1})
+            CaseSpec(suite=SUITE, key=f"ceiling/{opts.dtype}/sentinel-{index + 1}",
+                     cost=2 * plan.confirm_budget_s + fixed_s,
+                     params={**timing, "kind": "ceiling-sentinel", "dtype": opts.dtype, "backend": baseline,
+                             "ceiling_budget_s": opts.ceiling_budget_s, "rounds": 1, "index": index})
             for index in range(plan.confirm_repeats if swept else 0)]
         return cases + spread_between(swept, sentinels)
 
@@ -222,18 +224,21 @@ def spread_between(cases: list[CaseSpec], inserts: list[CaseSpec]) -> list[CaseS
 
 def own_shape_case(results: list[CaseResult]) -> CaseSpec | None:
     """``ceiling/<dtype>/own-shape``: the measured (or reused) ceiling's shape, to be timed after
-    the sweep in as many rounds as ``P`` has (``measure_ceiling_shape``); None without an ok
-    ceiling case with its rounds, or when the sweep timed at least ``MIN_ROUNDS_FOR_CI``
-    sentinel rounds (they are the own shape's rounds then)."""
+    the sweep in as many pairs as ``P`` has rounds (``measure_ceiling_shape``), with the timing
+    of the sweep's shapes; None without an ok ceiling case with its rounds, without a swept
+    shape, or when the sweep timed at least ``MIN_ROUNDS_FOR_CI`` sentinels (they are the
+    own shape's timings then)."""
     ceiling = next((r for r in results if r.params.get("kind") == "ceiling"), None)
-    if ceiling is None or not ceiling.ok or len(sentinel_rates(results)) >= MIN_ROUNDS_FOR_CI:
+    swept = next((r for r in results if r.params.get("kind") == "shape"), None)
+    if ceiling is None or not ceiling.ok or swept is None or len(sentinel_rates(results)) >= MIN_ROUNDS_FOR_CI:
         return None
     shape = ceiling.metrics.get("ceiling_shape") or {}
     rounds = (ceiling.metrics.get("ceiling_rounds") or {}).get("rounds_flops") or []
     if not shape or not rounds:
         return None
     p = ceiling.params
+    timing = {key: swept.params[key] for key in TIMING_KEYS}
     return CaseSpec(suite=SUITE, key=f"{ceiling.key}/own-shape", cost=1.0,
-                    params={"kind": "ceiling-shape", "dtype": p["dtype"], "backend": p["backend"],
-                            "ceiling_budget_s": p["ceiling_budget_s"], "rounds": len(rounds),
+                    params={**timing, "kind": "ceiling-shape", "dtype": p["dtype"], "backend": p["backend"],
+                            "ceiling_budget_s": p["ceiling_budget_s"], "rounds": len(rounds), "index": 0,
                             "m": int(shape["m"]), "n": int(shape["n"]), "k": int(shape["k"])})
