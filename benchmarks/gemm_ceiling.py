@@ -7,8 +7,11 @@ brute-force (M, N, K) grid reaches through torch on this machine?
 One run times, with the same measurement (``gemm_rate_evaluator`` as ``parity gemm`` uses it:
 the cache flushed before each call, as the sweep times every shape; median of the timed calls):
 
-1. the brute-force grid: every (M, N, K) with sides in ``--grid`` (default 16..384, 729
-   shapes). A shared CPU's speed swings by tens of percent within seconds, so with a relative
+1. the brute-force grid: every (M, N, K) with sides in ``--grid`` (by default the eight
+   largest of 16, 32, 48, ..., 2048, 4096 whose cube's call fits the search's time limit per
+   call at the rate of a 256-cube probe: with the cache flushed before each call, as the sweep
+   times shapes, the best shapes are large where the rate allows). A shared CPU's speed swings
+   by tens of percent within seconds, so with a relative
    plan (CPUs) each shape is timed between two timings of the grid's middle square and scored
    by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then
    meet in the contest the search ends with (interleaved rounds, best score wins), and the
@@ -50,7 +53,11 @@ from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.rate_contest import Bracket, alternate, run_contest
 from parity.stats import median
 
-CPU_GRID = (16, 32, 48, 64, 96, 128, 192, 256, 384)
+# The CPU grid's sides: the GRID_SIDES largest of this ladder whose cube's call fits the search's
+# ``max_call_s`` at a probe's rate (``default_grid``).
+CPU_LADDER = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 724, 1024, 1448, 2048, 4096)
+GRID_SIDES = 8
+GRID_PROBE_SIDE = 256
 CPU_BAR = 0.97
 GPU_BAR = 0.98
 GPU_CATALOG_LIMIT_S = 600.0
@@ -88,6 +95,15 @@ def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: flo
             "seconds": time.perf_counter() - started}
 
 
+def default_grid(rate: float, plan: SearchPlan) -> list[int]:
+    """The ``GRID_SIDES`` largest sides of ``CPU_LADDER`` whose cube's call at ``rate`` FLOP/s
+    fits the search's ``max_call_s`` (``SearchPlan.too_slow``): the grid then spans the sizes
+    the search can reach. Example: at 180 GFLOP/s and 0.2 s, sides up to 2048 (2 * 2048^3 / 180e9
+    = 0.095 s; 4096 would take 0.76 s), so 192..2048."""
+    fits = [s for s in CPU_LADDER if not plan.too_slow((s, s, s), rate)]
+    return fits[-GRID_SIDES:] or [CPU_LADDER[0]]
+
+
 def cpu_mode(args: argparse.Namespace) -> int:
     from parity.device import get_device
 
@@ -95,8 +111,9 @@ def cpu_mode(args: argparse.Namespace) -> int:
     dtype = resolve_dtype(args.dtype)
     evaluate = gemm_rate_evaluator(device=device, backend=load_backend("matmul"), dtype=dtype, flush=True)
     plan = SearchPlan.for_device(device.type, budget_s=args.ceiling_budget)
-    sides = [int(s) for s in args.grid.split(",")] if args.grid else list(CPU_GRID)
-    evaluate(sides[0], sides[0], sides[0], plan.probe_budget_s)  # library start-up, untimed
+    evaluate(GRID_PROBE_SIDE, GRID_PROBE_SIDE, GRID_PROBE_SIDE, plan.probe_budget_s)  # library start-up, untimed
+    sides = ([int(s) for s in args.grid.split(",")] if args.grid
+             else default_grid(evaluate(GRID_PROBE_SIDE, GRID_PROBE_SIDE, GRID_PROBE_SIDE, plan.probe_budget_s), plan))
     grid = grid_best(evaluate, sides, plan=plan, probe_s=plan.probe_budget_s)
     print(f"grid: {grid['shapes']} shapes in {grid['seconds']:.0f} s; best {_g(grid['flops'])} at "
           f"{_dims(grid['dims'])} (median round; best round {_g(grid['best_flops'])}); contest "
