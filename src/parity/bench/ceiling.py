@@ -118,7 +118,7 @@ class SearchResult:
     shape's score."""
 
     contest: Contest
-    confirmation: list[float]
+    confirm_rates: list[float]  # the winner's confirmation rounds, FLOP/s, in the order timed
     probes: dict[Dims, float] = field(default_factory=dict)
     scores: dict[Dims, float] = field(default_factory=dict)
     spent_s: float = 0.0
@@ -127,12 +127,12 @@ class SearchResult:
     @property
     def flops(self) -> float:
         """The ceiling, FLOP/s: the winner's median confirmation round."""
-        return median(self.confirmation)
+        return median(self.confirm_rates)
 
     @property
     def best_flops(self) -> float:
         """The winner's best confirmation round, FLOP/s (quoted beside ``flops``)."""
-        return max(self.confirmation)
+        return max(self.confirm_rates)
 
     @property
     def rounds(self) -> CeilingRounds:
@@ -143,11 +143,6 @@ class SearchResult:
     def dims(self) -> Dims:
         """The contest winner's (M, N, K)."""
         return self.contest.winner
-
-    @property
-    def confirm_rates(self) -> list[float]:
-        """The winner's confirmation rounds, FLOP/s, in the order timed."""
-        return list(self.confirmation)
 
     def to_dict(self) -> dict[str, Any]:
         top = sorted(self.probes.items(), key=lambda kv: kv[1], reverse=True)[:10]
@@ -396,5 +391,5 @@ def search_ceiling(
     confirmation = search.confirm(contest.winner)
     log.info("compute ceiling %.4g FLOP/s (median confirmation round) at %s after %d probes", median(confirmation),
              contest.winner, len(search.probes))
-    return SearchResult(contest=contest, confirmation=confirmation, probes=dict(search.probes),
+    return SearchResult(contest=contest, confirm_rates=confirmation, probes=dict(search.probes),
                         scores=dict(search.scores), spent_s=search.spent(), phases=dict(search.phases))

@@ -75,7 +75,7 @@ class CeilingRounds:
 
 
 def ceiling_rounds(rates: Sequence[float]) -> CeilingRounds:
-    """Summarise the winner's confirmation rounds (FLOP/s): median, best, quartiles, the 95% CI of
+    """Summarise a ceiling's rounds (FLOP/s): median, best, quartiles, the 95% CI of
     the median (None under ``MIN_ROUNDS_FOR_CI`` rounds), ``spread = (max - min) / median`` and
     ``ci_width = (ci_high - ci_low) / median``.
 

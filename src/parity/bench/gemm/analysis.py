@@ -276,13 +276,13 @@ def own_shape_figure(results: list[CaseResult], ceiling_metrics: dict[str, Any])
     if not p_rounds or not shape:
         return None
     beside, own = own_pairs(results, "ceiling-sentinel")
-    source = "sentinels through the sweep"
-    if len(own) < MIN_ROUNDS_FOR_CI:
-        (beside, own), source = own_pairs(results, "ceiling-shape"), "timed after the sweep"
+    from_sentinels = len(own) >= MIN_ROUNDS_FOR_CI
+    if not from_sentinels:
+        beside, own = own_pairs(results, "ceiling-shape")
     if not own:
         return None
-    paired = (bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
-              and source.startswith("sentinels"))
+    source = "sentinels through the sweep" if from_sentinels else "timed after the sweep"
+    paired = from_sentinels and bool(rounds.get("sentinel_flops")) and not ceiling_metrics.get("ceiling_from")
     fraction = paired_own_shape_fraction(own, beside) if paired else own_shape_fraction(own, p_rounds)
     drift, low, high = ratio_ci(beside, confirmation)
     return {"shape": {d: shape[d] for d in "mnk"}, "source": source, **fraction.to_dict(),

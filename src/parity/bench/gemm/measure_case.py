@@ -120,18 +120,21 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
     own: list[float] = []
     orders: list[str] = []
     extra: list[Finding] = []
+
+    def time_round(pair: int) -> None:
+        rates.append(evaluate(m, n, k, plan.confirm_budget_s))
+        samples[f"round{pair}"] = kept[(m, n, k)]
+
+    def time_as_shape(pair: int) -> None:
+        with precision_mode(dtype, device):
+            timed, _ = _time_alone(p, device=device, dtype=dtype, backend=backend, base={"work_flop": work}, extra=extra)
+        own.append(work / timed.median_s)
+        samples[f"own{pair}"] = timed.samples
+
     for index in range(int(p["rounds"])):
         round_first = (int(p.get("index", 0)) + index) % 2 == 0
-        for part in ("round", "own") if round_first else ("own", "round"):
-            if part == "round":
-                rates.append(evaluate(m, n, k, plan.confirm_budget_s))
-                samples[f"round{index + 1}"] = kept[(m, n, k)]
-                continue
-            with precision_mode(dtype, device):
-                timed, _ = _time_alone(p, device=device, dtype=dtype, backend=backend, base={"work_flop": work},
-                                       extra=extra)
-            own.append(work / timed.median_s)
-            samples[f"own{index + 1}"] = timed.samples
+        for step in (time_round, time_as_shape) if round_first else (time_as_shape, time_round):
+            step(index + 1)
         orders.append("round-first" if round_first else "shape-first")
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     return CaseResult(suite=case.suite, key=case.key, params=dict(p), check=check,
