@@ -8,10 +8,10 @@ One run times, with the same measurement (``gemm_rate_evaluator`` as ``parity ge
 the cache flushed before each call, as the sweep times every shape; median of the timed calls):
 
 1. the brute-force grid: every (M, N, K) with sides in ``--grid`` (by default the eight
-   largest of 16, 32, 48, ..., 2048, 4096 whose cube's call fits the search's time limit per
-   call at the rate of a 256-cube probe: with the cache flushed before each call, as the sweep
-   times shapes, the best shapes are large where the rate allows). A shared CPU's speed swings
-   by tens of percent within seconds, so with a relative
+   largest squares of the search's own ladder, 16·√2^i, whose call fits the search's time
+   limit per call at the rate of a 256-cube probe: with the cache flushed before each call, as
+   the sweep times shapes, the best shapes are large where the rate allows). A shared CPU's
+   speed swings by tens of percent within seconds, so with a relative
    plan (CPUs) each shape is timed between two timings of the grid's middle square and scored
    by the ratio (the rule the search's grid phase uses); the top ``confirm_top`` shapes then
    meet in the contest the search ends with (interleaved rounds, best score wins), and the
@@ -46,16 +46,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parity.bench.ceiling import SearchPlan, confirm_rounds, search_ceiling
+from parity.bench.ceiling import SearchPlan, confirm_rounds, scout_sizes, search_ceiling
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
 from parity.bench.gemm.evaluator import gemm_rate_evaluator
 from parity.bench.rate_contest import Bracket, alternate, run_contest
 from parity.stats import median
 
-# The CPU grid's sides: the GRID_SIDES largest of this ladder whose cube's call fits the search's
+# The CPU grid's sides: the GRID_SIDES largest of the search's ladder whose cube's call fits its
 # ``max_call_s`` at a probe's rate (``default_grid``).
-CPU_LADDER = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 724, 1024, 1448, 2048, 4096)
 GRID_SIDES = 8
 GRID_PROBE_SIDE = 256
 CPU_BAR = 0.97
@@ -96,12 +95,13 @@ def grid_best(evaluate: Any, sides: list[int], *, plan: SearchPlan, probe_s: flo
 
 
 def default_grid(rate: float, plan: SearchPlan) -> list[int]:
-    """The ``GRID_SIDES`` largest sides of ``CPU_LADDER`` whose cube's call at ``rate`` FLOP/s
-    fits the search's ``max_call_s`` (``SearchPlan.too_slow``): the grid then spans the sizes
-    the search can reach. Example: at 180 GFLOP/s and 0.2 s, sides up to 2048 (2 * 2048^3 / 180e9
-    = 0.095 s; 4096 would take 0.76 s), so 192..2048."""
-    fits = [s for s in CPU_LADDER if not plan.too_slow((s, s, s), rate)]
-    return fits[-GRID_SIDES:] or [CPU_LADDER[0]]
+    """The ``GRID_SIDES`` largest sides of the search's ladder (``scout_sizes``) whose cube's call
+    at ``rate`` FLOP/s fits the search's ``max_call_s`` (``SearchPlan.too_slow``): the grid then
+    spans the sizes the search can reach. Example: at 180 GFLOP/s and 0.2 s, sides up to 2048
+    (2 * 2048^3 / 180e9 = 0.095 s; 2896 would take 0.27 s), so 176..2048."""
+    ladder = scout_sizes(plan)
+    fits = [s for s in ladder if not plan.too_slow((s, s, s), rate)]
+    return fits[-GRID_SIDES:] or ladder[:1]
 
 
 def cpu_mode(args: argparse.Namespace) -> int:
