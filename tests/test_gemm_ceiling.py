@@ -222,3 +222,23 @@ def test_confirm_rounds_stop_at_the_deadline_after_three() -> None:
     assert len(confirm_rounds(evaluate, (16, 16, 16), cpu, clock=clock, deadline=clock.now + 2.0)) == 3
     # With 5.5 s left: the fifth round ends at 5 s, a sixth would end at 6 s: five rounds.
     assert len(confirm_rounds(evaluate, (16, 16, 16), cpu, clock=clock, deadline=clock.now + 5.5)) == 5
+
+
+def test_search_keeps_its_budget_when_the_finalists_overrun_most() -> None:
+    # As on a CPU with the cache flushed: a call costs its inputs (built at 100 MB/s) and a
+    # warm-up call on top of at least three timed calls, so the large finalists overrun their
+    # budget many times more than the ladder's small shapes. Priced at the median call's
+    # overrun, the contest started too late and its three rounds ran to 26 s of 20.
+    rate = surface((1456, 1456, 1456), 1e11)
+    clock = SimClock()
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        call_s = 2.0 * m * n * k / rate(m, n, k)
+        clock.now += max(budget_s, 3 * call_s) + call_s + 4.0 * (m * k + k * n + m * n) / 1e8
+        return rate(m, n, k)
+
+    cpu = SearchPlan.for_device("cpu", budget_s=20.0)
+    result = search_ceiling(evaluate, cpu, clock=clock)
+    assert result.spent_s <= 1.05 * cpu.budget_s
+    assert min(len(r) for r in result.contest.rates.values()) >= 3 and len(result.confirm_rates) >= 3
+    assert rate(*result.dims) >= 0.97 * 1e11

@@ -12,8 +12,7 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
 3. refine: a compass search with line extrapolation from the three best-scored shapes: each
    of M, N and K is scaled up and down by 2, 1.5 and 1.25, then stepped by 4, 2 and 1
    alignments, and every move that raises the rate is followed further along its line; each
-   move is decided by timing the two shapes back to back; it stops in time to leave the
-   contest its predicted share of the budget;
+   move is decided by timing the two shapes back to back;
 4. contest: the refinements' end points and the best-scored shapes (``confirm_top`` in all)
    are timed ``confirm_repeats`` rounds (at least three; no more than the budget's end allows),
    interleaved and rotated (``rate_contest.run_contest``); the best-scored candidate wins;
@@ -23,6 +22,10 @@ hours. ``search_ceiling`` finds the same maximum within a time budget, in four p
    The search's ceiling is their median (every shape's statistic), stored with its shape, best
    round, dispersion and every candidate's contest score; a sweep then reads ``P`` from the
    winner's rounds timed through it (``parity.metrics.ceiling``).
+
+Time. The ladder, the grid and the refinement stop at their share of the budget (25%, 45%,
+80%), and sooner when what is left would not pay for the shortest contest and confirmation,
+three rounds each, priced at the likely finalists' own cost per call (``_Search.past``).
 
 Scores. A shared CPU's speed swings by tens of percent within seconds as other jobs start and
 stop, so probes taken at different moments rank the moments, not the shapes. With
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parity.bench.rate_contest import (
+    MIN_ROUNDS,
     Bracket,
     Contest,
     Dims,
@@ -197,24 +201,43 @@ class _Search:
         self.probes: dict[Dims, float] = {}
         self.scores: dict[Dims, float] = {}
         self.phases = {"scout": 0, "grid": 0, "refine": 0, "contest": 0, "confirm": 0}
-        self.overheads_s: list[float] = []
+        self.overruns_s: dict[Dims, float] = {}
+        self.champions: list[Dims] = []  # the refinements' end points (the latest: its center)
 
     def evaluate(self, m: int, n: int, k: int, budget_s: float) -> float:
-        """``evaluate``, noting how far each call overran its budget (inputs, warm-up)."""
+        """``evaluate``, noting how far the call overran its budget (inputs, warm-up, calls
+        longer than the budget), the latest per shape."""
         began = self.clock()
         rate = self.raw_evaluate(m, n, k, budget_s)
-        self.overheads_s.append(max(0.0, self.clock() - began - budget_s))
+        self.overruns_s[(m, n, k)] = max(0.0, self.clock() - began - budget_s)
         return rate
 
     def spent(self) -> float:
         return self.clock() - self.start
 
     def contest_reserve_s(self) -> float:
-        """Predicted seconds of the contest and the confirmation: (entrants + 1) x rounds x
-        (round budget + the median overrun of the calls so far)."""
-        overrun = median(self.overheads_s) if self.overheads_s else 0.0
-        rounds = (self.plan.confirm_top + 1) * max(1, self.plan.confirm_repeats)
-        return rounds * (self.plan.confirm_budget_s + overrun)
+        """Predicted seconds of the shortest contest and confirmation (``MIN_ROUNDS`` rounds
+        each, which they run even past the budget's end): rounds x the sum, over the entrants
+        as they stand (:meth:`candidates`) and the first of them once more (its
+        confirmation), of the round budget plus that shape's latest overrun.
+
+        Priced per shape: the finalists are the large shapes, and with the cache flushed a
+        large shape's call overruns its budget by its inputs and warm-up, many times what the
+        ladder's small shapes do; priced at the median call, the contest started too late and
+        its minimum rounds ran past the budget."""
+        likely = self.candidates()
+        costs = [self.plan.confirm_budget_s + self.overruns_s.get(d, 0.0) for d in likely]
+        if not costs:
+            return 0.0
+        costs += [median(costs)] * (self.plan.confirm_top - len(likely)) + [max(costs)]
+        return MIN_ROUNDS * sum(costs)
+
+    def past(self, share: float) -> bool:
+        """True once a phase must stop starting probes: past ``share`` of the budget, or too
+        late to leave the shortest contest and confirmation their time
+        (:meth:`contest_reserve_s`). The contest takes the rounds the time left allows, up
+        to ``confirm_repeats``."""
+        return self.spent() > min(share * self.plan.budget_s, self.plan.budget_s - self.contest_reserve_s())
 
     def probe(self, dims: Dims, phase: str) -> float:
         if dims not in self.probes:
@@ -245,7 +268,7 @@ class _Search:
         best, falling, previous = 0.0, 0, None
         for size in scout_sizes(self.plan):
             dims = (size, size, size)
-            if self.spent() > LADDER_SHARE * self.plan.budget_s or self.too_slow(dims):
+            if self.past(LADDER_SHARE) or self.too_slow(dims):
                 break
             rate = self.score(dims, previous, "scout")
             previous = dims
@@ -266,7 +289,7 @@ class _Search:
         reference = max(squares, key=self.scores.__getitem__)
         bracket = Bracket(self.evaluate, reference, budget_s=self.plan.probe_budget_s)
         for dims in grid_shapes(reference[0], self.plan):
-            if self.spent() > GRID_SHARE * self.plan.budget_s:
+            if self.past(GRID_SHARE):
                 break
             if dims == reference or self.too_slow(dims):
                 continue
@@ -277,7 +300,7 @@ class _Search:
                 self.score(dims, reference, "grid")
         self.phases["grid"] += bracket.timings
 
-    def refine(self, start: Dims) -> Dims:
+    def refine(self, start: Dims) -> None:
         """Compass search from ``start`` with line extrapolation: for each dimension and
         direction, keep scaling by the step (2, then 1.5, 1.25) or adding it (4, 2, 1
         alignments) while the rate improves; repeat a step until a full sweep finds nothing
@@ -285,16 +308,16 @@ class _Search:
         and the current shape back to back, so a machine whose load drifts between probes
         (a shared CPU, a GPU warming up) cannot mislead the search."""
         center = start
+        self.champions.append(center)
         steps = REFINE_STEPS_MUL + tuple(("add", float(self.plan.align * a)) for a in REFINE_STEPS_ADD)
         tried: set[tuple[Dims, Dims]] = set()
-        limit = min(REFINE_SHARE * self.plan.budget_s, self.plan.budget_s - self.contest_reserve_s())
         for kind, step in steps:
             improved = True
             while improved:
                 improved = False
                 for axis in range(3):
                     for direction in (1, -1):
-                        while self.spent() < limit:
+                        while not self.past(REFINE_SHARE):
                             neighbour = self._move(center, axis, direction, kind, step)
                             if neighbour is None or (center, neighbour) in tried:
                                 break
@@ -304,9 +327,9 @@ class _Search:
                             if not self.beats(neighbour, center):
                                 break
                             center, improved = neighbour, True
-                if self.spent() >= limit:
-                    return center
-        return center
+                            self.champions[-1] = center
+                if self.past(REFINE_SHARE):
+                    return
 
     def beats(self, challenger: Dims, holder: Dims) -> bool:
         """Time ``challenger`` then ``holder`` back to back; True when the challenger is faster.
@@ -332,10 +355,10 @@ class _Search:
         dims[axis] = moved
         return (dims[0], dims[1], dims[2])
 
-    def candidates(self, champions: list[Dims]) -> list[Dims]:
+    def candidates(self) -> list[Dims]:
         """The contest's entrants: the refinements' end points, then the best-scored shapes,
         ``confirm_top`` in all."""
-        ranked = list(dict.fromkeys(champions))[: self.plan.confirm_top]
+        ranked = list(dict.fromkeys(self.champions))[: self.plan.confirm_top]
         for dims in sorted(self.scores, key=self.scores.__getitem__, reverse=True):
             if len(ranked) >= self.plan.confirm_top:
                 break
@@ -343,9 +366,9 @@ class _Search:
                 ranked.append(dims)
         return ranked
 
-    def contest(self, champions: list[Dims]) -> Contest:
+    def contest(self) -> Contest:
         """Phase 4: the entrants' contest; rounds past the third stop at the budget's end."""
-        entrants = self.candidates(champions)
+        entrants = self.candidates()
         contest = run_contest(self.evaluate, entrants, budget_s=self.plan.confirm_budget_s,
                               rounds=self.plan.confirm_repeats, clock=self.clock,
                               deadline=self.start + self.plan.budget_s)
@@ -361,7 +384,7 @@ class _Search:
 
 
 def confirm_rounds(evaluate: Evaluate, dims: Dims, plan: SearchPlan, *, clock: Callable[[], float] | None = None,
-                   deadline: float | None = None, min_rounds: int = 3) -> list[float]:
+                   deadline: float | None = None, min_rounds: int = MIN_ROUNDS) -> list[float]:
     """``dims`` timed ``plan.confirm_repeats`` rounds of ``plan.confirm_budget_s`` each, FLOP/s
     in the order timed: the rounds ``P`` is read from, taken after the contest chose ``dims``
     so that the choice does not bias them. A contest of one (``run_contest``), so its deadline
@@ -386,8 +409,9 @@ def search_ceiling(
     search.ladder()
     search.grid()
     starts = sorted(search.scores, key=search.scores.__getitem__, reverse=True)
-    champions = [search.refine(start) for start in starts[:REFINE_STARTS]]
-    contest = search.contest(champions)
+    for start in starts[:REFINE_STARTS]:
+        search.refine(start)
+    contest = search.contest()
     confirmation = search.confirm(contest.winner)
     log.info("compute ceiling %.4g FLOP/s (median confirmation round) at %s after %d probes", median(confirmation),
              contest.winner, len(search.probes))

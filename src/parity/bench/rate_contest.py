@@ -27,6 +27,8 @@ from typing import Any
 
 from parity.stats import median
 
+# Rounds a contest runs even past its deadline: fewer leave a median of two.
+MIN_ROUNDS = 3
 Dims = tuple[int, int, int]
 Evaluate = Callable[[int, int, int, float], float]  # (m, n, k, budget_s) -> FLOP/s
 
@@ -103,7 +105,7 @@ class Contest:
 
 def run_contest(evaluate: Evaluate, candidates: list[Dims], *, budget_s: float, rounds: int,
                 clock: Callable[[], float] | None = None, deadline: float | None = None,
-                min_rounds: int = 3) -> Contest:
+                min_rounds: int = MIN_ROUNDS) -> Contest:
     """Time every candidate ``budget_s`` once per round for ``rounds`` rounds, the order rotated
     by one each round (no candidate always runs first); score each by the median over rounds of
     its rate divided by the median rate of its round. Ties go to the earlier candidate.
