@@ -53,8 +53,16 @@ def test_headline_prints_bracketed_text_as_text() -> None:
             "100% is outside the CI") in text
 
 
-def test_the_case_table_shows_a_sentinel_rounds_rate() -> None:
-    from parity.report.cases import rate_text
+def test_the_case_table_says_which_ceiling_figure_a_row_holds() -> None:
+    from parity.model.result import CaseResult
+    from parity.report.cases import case_table, rate_text
 
-    assert rate_text({"rounds_flops": [1.7e11], "median_flops": 1.7e11}) == "170 GFLOP/s"
+    assert rate_text({"rounds_flops": [1.7e11], "median_flops": 1.7e11}) == "170 GFLOP/s (P rounds)"
+    assert rate_text({"ceiling_flops": 1.8e11, "ceiling_rounds": {}}) == "180 GFLOP/s (search)"
+    assert rate_text({"achieved_flops": 2.5e12}) == "2.5 TFLOP/s"
     assert rate_text({"skipped": "no ceiling"}) == "-"
+    shape = CaseResult(suite="gemm", key="fp32/64x64x64/matmul", params={}, metrics={"achieved_flops": 1e9})
+    assert "(search):" not in _text(case_table([shape]))
+    ceiling = CaseResult(suite="gemm", key="ceiling/fp32", params={}, metrics={"ceiling_flops": 1.8e11})
+    text = _text(case_table([shape, ceiling]))
+    assert "180 GFLOP/s (search)" in text and "(search): the ceiling search's confirmation median" in text

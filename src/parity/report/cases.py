@@ -2,8 +2,11 @@
 
 Columns: suite, key, status (ok, FAILED, error), median time with its IQR as a share of the
 median, the case's rate (GFLOP/s or TFLOP/s from ``achieved_flops``, ``flop_per_s``, a ceiling's
-``ceiling_flops`` or the median round of a ceiling's shape timed again, ``median_flops``; GB/s
-from ``gbps`` or ``bytes_per_s``), and its finding codes. Units are formatted here only.
+``ceiling_flops`` or a sentinel's ``median_flops``; GB/s from ``gbps`` or ``bytes_per_s``), and
+its finding codes. A ceiling search's rate (its confirmation median) is marked ``(search)`` and
+a sentinel's (the median of its rounds of ``P``'s shape) ``(P rounds)``: the sweep's ``P`` is the
+sentinels' median, shown in the run summary, so each row says which of the two it holds.
+Units are formatted here only.
 """
 
 from __future__ import annotations
@@ -19,12 +22,20 @@ from parity.report.gemm import duration
 MAX_CASE_ROWS = 200
 
 
+# Rates that are not a timed shape's, and the mark saying which they are.
+MARKED_RATES = (("ceiling_flops", " (search)"), ("rounds_flops", " (P rounds)"))
+RATE_NOTE = ("(search): the ceiling search's confirmation median; (P rounds): the median of a sentinel's "
+             "rounds of P's shape. The sweep's P is the sentinels' median, in the summary above.")
+
+
 def rate_text(metrics: dict[str, Any]) -> str:
-    """The case's rate in humans' units, '-' when it has none."""
+    """The case's rate in humans' units, marked when it is a ceiling's (``MARKED_RATES``), '-'
+    when it has none."""
+    mark = next((text for key, text in MARKED_RATES if metrics.get(key)), "")
     flops = (metrics.get("achieved_flops") or metrics.get("flop_per_s") or metrics.get("ceiling_flops")
              or metrics.get("median_flops"))
     if flops:
-        return f"{flops / 1e12:.4g} TFLOP/s" if flops >= 1e12 else f"{flops / 1e9:.4g} GFLOP/s"
+        return (f"{flops / 1e12:.4g} TFLOP/s" if flops >= 1e12 else f"{flops / 1e9:.4g} GFLOP/s") + mark
     gbps = metrics.get("gbps")
     if gbps is None and metrics.get("bytes_per_s"):
         gbps = metrics["bytes_per_s"] / 1e9
@@ -40,7 +51,9 @@ def status_text(case: CaseResult) -> str:
 def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
     """One row per case, the first ``limit`` of them (all in --json)."""
     title = "cases" + (f", first {limit} of {len(cases)} (all in --json)" if len(cases) > limit else "")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    marked = any(case.metrics.get(key) for case in cases[:limit] for key, _ in MARKED_RATES)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                  caption=RATE_NOTE if marked else None, caption_justify="left")
     for name, justify in (("suite", "left"), ("case", "left"), ("status", "left"), ("median", "right"),
                           ("IQR/median", "right"), ("rate", "right"), ("findings", "left")):
         table.add_column(name, justify=justify)
