@@ -218,8 +218,9 @@ class _Search:
     def contest_reserve_s(self) -> float:
         """Predicted seconds of the shortest contest and confirmation (``MIN_ROUNDS`` rounds
         each, which they run even past the budget's end): rounds x the sum, over the entrants
-        as they stand (:meth:`candidates`) and the first of them once more (its
-        confirmation), of the round budget plus that shape's latest overrun.
+        as they stand (:meth:`candidates`, the missing ones at their median) and the costliest
+        once more (the winner's confirmation, at its worst), of the round budget plus that
+        shape's latest overrun.
 
         Priced per shape: the finalists are the large shapes, and with the cache flushed a
         large shape's call overruns its budget by its inputs and warm-up, many times what the
