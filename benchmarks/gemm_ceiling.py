@@ -46,7 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parity.bench.ceiling import SearchPlan, confirm_rounds, scout_sizes, search_ceiling
+from parity.bench.ceiling import confirm_rounds, search_ceiling
+from parity.bench.ceiling_plan import SearchPlan, scout_sizes
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype
 from parity.bench.gemm.evaluator import gemm_rate_evaluator

@@ -11,7 +11,8 @@ import logging
 from typing import Any
 
 from parity.bench.bandwidth_ceiling import bandwidth_ceiling_case
-from parity.bench.ceiling import SearchPlan, search_ceiling
+from parity.bench.ceiling import search_ceiling
+from parity.bench.ceiling_plan import SearchPlan
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.check import check_backend, check_findings
 from parity.bench.gemm.datasheet import reference_peak

@@ -26,8 +26,8 @@ from typing import Any
 
 from parity.bench.catalog import catalog, load_user_shapes, quick_selection
 from parity.bench.catalog.shapes import Shape
+from parity.bench.ceiling_plan import SearchPlan
 from parity.bench.figures import gemm_figures
-from parity.bench.ceiling import SearchPlan
 from parity.bench.gemm.analysis import analyse, off_trend_shapes, sentinel_rates
 from parity.bench.gemm.backends import load_backend
 from parity.bench.gemm.dtypes import resolve_dtype, unavailable_reason
