@@ -316,14 +316,14 @@ class _Search:
 
 
 def confirm_rounds(evaluate: Evaluate, dims: Dims, plan: SearchPlan, *, clock: Callable[[], float] | None = None,
-                   deadline: float | None = None, min_rounds: int = MIN_ROUNDS) -> list[float]:
+                   deadline: float | None = None) -> list[float]:
     """``dims`` timed ``plan.confirm_repeats`` rounds of ``plan.confirm_budget_s`` each, FLOP/s
     in the order timed: the rounds ``P`` is read from, taken after the contest chose ``dims``
     so that the choice does not bias them. A contest of one (``run_contest``), so its deadline
-    rule: with ``clock`` and ``deadline``, no round starts after ``min_rounds`` once the last
+    rule: with ``clock`` and ``deadline``, no round starts after ``MIN_ROUNDS`` once the last
     round's length says the next would end past it."""
     return run_contest(evaluate, [dims], budget_s=plan.confirm_budget_s, rounds=plan.confirm_repeats,
-                       clock=clock, deadline=deadline, min_rounds=min_rounds).rates[dims]
+                       clock=clock, deadline=deadline).rates[dims]
 
 
 def search_ceiling(
