@@ -66,3 +66,9 @@ def test_the_case_table_says_which_ceiling_figure_a_row_holds() -> None:
     ceiling = CaseResult(suite="gemm", key="ceiling/fp32", params={}, metrics={"ceiling_flops": 1.8e11})
     text = _text(case_table([shape, ceiling]))
     assert "180 GFLOP/s (search)" in text and "(search): the ceiling search's confirmation median" in text
+
+
+def test_a_reused_ceiling_is_not_called_a_search() -> None:
+    from parity.report.cases import rate_text
+
+    assert rate_text({"ceiling_flops": 1.8e11, "ceiling_from": "20261202-1"}) == "180 GFLOP/s (reused P)"

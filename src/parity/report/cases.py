@@ -3,10 +3,10 @@
 Columns: suite, key, status (ok, FAILED, error), median time with its IQR as a share of the
 median, the case's rate (GFLOP/s or TFLOP/s from ``achieved_flops``, ``flop_per_s``, a ceiling's
 ``ceiling_flops`` or a sentinel's ``median_flops``; GB/s from ``gbps`` or ``bytes_per_s``), and
-its finding codes. A ceiling search's rate (its confirmation median) is marked ``(search)`` and
-a sentinel's (the median of its rounds of ``P``'s shape) ``(P rounds)``: the sweep's ``P`` is the
-sentinels' median, shown in the run summary, so each row says which of the two it holds.
-Units are formatted here only.
+its finding codes. A ceiling search's rate (its confirmation median) is marked ``(search)``, a
+reused ceiling's (``--ceiling-from``) ``(reused P)``, and a sentinel's (the median of its rounds of
+``P``'s shape) ``(P rounds)``: the sweep's ``P`` is the sentinels' median, shown in the run
+summary, so each row says which figure it holds. Units are formatted here only.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ MAX_CASE_ROWS = 200
 
 
 # Rates that are not a timed shape's, and the mark saying which they are.
-MARKED_RATES = (("ceiling_flops", " (search)"), ("rounds_flops", " (P rounds)"))
-RATE_NOTE = ("(search): the ceiling search's confirmation median; (P rounds): the median of a sentinel's "
-             "rounds of P's shape. The sweep's P is the sentinels' median, in the summary above.")
+MARKED_RATES = (("ceiling_from", " (reused P)"), ("ceiling_flops", " (search)"), ("rounds_flops", " (P rounds)"))
+RATE_NOTE = ("(search): the ceiling search's confirmation median; (reused P): the P of the run --ceiling-from "
+             "named; (P rounds): the median of a sentinel's rounds of P's shape. The sweep's P is the "
+             "sentinels' median, in the summary above.")
 
 
 def rate_text(metrics: dict[str, Any]) -> str:
