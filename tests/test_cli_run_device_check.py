@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -43,6 +44,9 @@ def test_cpu_dry_run_writes_results_and_logs(tmp_path: Path) -> None:
             "DOCTOR": "0",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")])),
             "PARITY_PLUGINS": "test_runner:TinySuite",
+            # the interpreter running the tests, whatever `python` on PATH is (a venv's
+            # interpreter need not be activated)
+            "PYTHON": sys.executable,
         }
     )
     env.pop("PARITY_DB", None)
