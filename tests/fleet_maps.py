@@ -59,3 +59,13 @@ def write_maps(out: Path, sim: Simulation, *, nodes: dict[int, str] | None = Non
             "bytes": collective_bytes(sim.c_op[c], sim.c_in_nelems[c], sim.c_out_nelems[c]),
             "dtype": ["Float"] * n, "in_nelems": sim.c_in_nelems[c], "out_nelems": sim.c_out_nelems[c],
             "in_split": ["[]"] * n, "out_split": ["[]"] * n, "step": sim.c_step[c]})
+
+
+_DEFAULTS = {"int32": -1, "int64": -1, "string": "", "float64": float("nan"), "bool": False}
+
+
+def write_rows(out: Path, table: str, rank: int, rows: list[dict]) -> None:
+    """One rank's map table from row dicts; absent columns are the contract's unknowns."""
+    columns = MAP_TABLES[table]
+    write_map_table(out, table, rank, {name: [row.get(name, _DEFAULTS[kind]) for row in rows]
+                                       for name, kind, _ in columns})
