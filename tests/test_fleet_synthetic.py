@@ -115,3 +115,18 @@ def test_truth_follows_the_simulation():
     assert truth.times_last == {0: 0, 1: 0, 2: 0, 3: 2}
     with pytest.raises(ParityError, match="group size 3"):
         simulate(ranks=4, steps=1, group_size=3)
+
+
+@pytest.mark.parametrize("job, ranks_per_node, stragglers", [(STRAGGLERS, None, (2, 5)), (GROUPS, 4, (9,))])
+def test_through_the_map_of_real_rank_files(tmp_path: Path, job, ranks_per_node, stragglers):
+    """Kineto rank files -> summarize_rank (the map) -> reduce: the same answers as the truth."""
+    from parity.trace.fleet.mapper import summarize_rank
+
+    shifts = {k: v for k, v in job.items() if k not in ("ranks", "steps", "seed")}
+    truth = write_fleet(tmp_path / "traces", ranks=job["ranks"], steps=job["steps"], seed=job["seed"], **shifts)
+    for path in truth.paths:
+        summarize_rank(path, str(tmp_path / "out"))
+    summary = reduce_fleet(str(tmp_path / "out"), ranks_per_node=ranks_per_node)
+    assert summary.stragglers == stragglers and summary.findings == {}
+    c = _compare(tmp_path / "out", truth)
+    assert c["bytes"][0] == 4 * 1024 * 1024 * 4 and set(c["op"]) <= {"all_reduce", "all_gather"}

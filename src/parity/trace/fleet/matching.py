@@ -25,7 +25,7 @@ _ALIASES = {
     "reducescattertensorcoalesced": "reduce_scatter", "alltoall": "all_to_all",
     "alltoallv": "all_to_all", "alltoallbase": "all_to_all", "alltoallvc": "all_to_all",
     "broadcast": "broadcast", "reduce": "reduce", "allreducecoalesced": "all_reduce",
-    "send": P2P, "recv": P2P, "receive": P2P, "sendrecv": P2P, "isend": P2P, "irecv": P2P,
+    "send": P2P, "recv": P2P, "receive": P2P, "sendrecv": "sendrecv", "isend": P2P, "irecv": P2P,
     "batchisendirecv": P2P, "p2p": P2P, "barrier": "barrier", "gather": "gather", "scatter": "scatter",
 }  # fmt: skip
 _NOISE = re.compile(r"^(nccl:|nccl_|hcom_|hccl_|c10d::)|[_\s]")
