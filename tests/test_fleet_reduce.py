@@ -115,7 +115,8 @@ def test_fleet_json(hand: Path):
     reduce_fleet(str(hand), ranks_per_node=2)
     doc = json.loads((hand / "fleet.json").read_text())
     assert doc["schema_version"] == 1 and doc["ranks"] == 3 and doc["ranks_per_node"] == 2
-    assert doc["methods"]["step_cost_ns"] == "first-order"
+    assert doc["methods"]["step_cost_ns"].startswith("first-order")
+    assert doc["step_cost"] == {"replay": "not used: fewer than two steps", "ranks": {}}
     assert doc["methods"]["comm_ns"].startswith("min over members")
     assert doc["vote"]["voters"] == 3 and doc["vote"]["threshold"] == pytest.approx(math.log(300))
     assert doc["counts"]["groups"] == 2 and doc["counts"]["arrivals"] == 8

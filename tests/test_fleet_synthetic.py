@@ -130,3 +130,48 @@ def test_through_the_map_of_real_rank_files(tmp_path: Path, job, ranks_per_node,
     assert summary.stragglers == stragglers and summary.findings == {}
     c = _compare(tmp_path / "out", truth)
     assert c["bytes"][0] == 4 * 1024 * 1024 * 4 and set(c["op"]) <= {"all_reduce", "all_gather"}
+
+
+def _median_step_ns(sim) -> int:
+    ends = {}
+    for step, end in zip(sim.c_step.tolist(), sim.c_end.tolist()):
+        ends[step] = max(ends.get(step, end), end)
+    times = np.diff([ends[s] for s in sorted(ends)])
+    return int(np.median(times))
+
+
+REPLAYED = dict(ranks=8, steps=30, segments=3, group_size=4, slow_rank=1, late_rank=6, late_every=1, seed=1)
+
+
+def test_replay_cost_matches_the_simulation_without_the_shift(tmp_path: Path):
+    """Rank 1 (30 µs slower in every segment, group "1") and rank 6 (120 µs late at each step's
+    first collective, group "2"). The first-order cost counts rank 1's 30 µs in its group's
+    collective, which the world collective after it does not wait for (group "2" is later);
+    the replay does not, and equals the step time the simulation gives without the shift
+    (within the 3 µs of jitter: the replay moves the rank to the median, the simulation to its
+    own jittered time)."""
+    sim = simulate(**REPLAYED)
+    write_maps(tmp_path, sim)
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.stragglers == (1, 6)
+    s = pq.read_table(tmp_path / "stragglers.parquet").to_pydict()
+    cost = dict(zip(s["rank"], s["step_cost_ns"]))
+    method = dict(zip(s["rank"], s["method"]))
+    assert method[1] == method[6] == "replay" and method[0] == "first-order"
+    base = _median_step_ns(sim)
+    without_slow = base - _median_step_ns(simulate(**{**REPLAYED, "slow_rank": None}))
+    without_late = base - _median_step_ns(simulate(**{**REPLAYED, "late_rank": None}))
+    assert abs(cost[1] - without_slow) <= 3_000 and abs(cost[6] - without_late) <= 3_000
+    first = summary.step_cost["ranks"]
+    assert first["1"]["first-order"] > 1.8 * first["1"]["replay"]  # 2 x 30 µs against 30 µs
+
+
+def test_replay_is_not_used_when_the_graph_does_not_reproduce_the_trace(tmp_path: Path):
+    sim = simulate(**REPLAYED)
+    # rank 0's first collective ends before the last member arrives: a clock offset
+    early = np.flatnonzero((sim.c_rank == 0) & (sim.c_seq == 0) & (sim.c_group == "1"))[0]
+    sim.c_end[early] = sim.c_start[early] + 1
+    write_maps(tmp_path, sim)
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.step_cost["replay"].startswith("not used")
+    assert set(pq.read_table(tmp_path / "stragglers.parquet").column("method").to_pylist()) == {"first-order"}

@@ -21,6 +21,7 @@ import numpy as np
 from parity.model.errors import ParityError
 from parity.trace.fleet import figures as fig
 from parity.trace.fleet.matching import Matched, match_collectives
+from parity.trace.fleet.replay import MAX_COLLECTIVES, REPLAY, CollectiveGraph, replay_step_cost_ns, reproduces
 from parity.trace.fleet.stragglers import (FIRST_ORDER, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
                                            rank_order, share_last, straggler_vote, vote_threshold)
 from parity.trace.fleet.tables import FLEET_TABLES, MAP_TABLES
@@ -40,7 +41,8 @@ METHODS = {
     "size_imbalance": "max / mean of the members' bytes",
     "straggler": "arrival-order vote: share last >= 2x expected, Chernoff bound at fleet error 0.01, "
                  "median margin when last >= 1 us",
-    "step_cost_ns": FIRST_ORDER,
+    "step_cost_ns": f"{FIRST_ORDER} (sum of margins when last, median over steps); {REPLAY} where the "
+                    "collective graph reproduces the trace (each row's method column says which)",
 }  # fmt: skip
 
 
@@ -55,12 +57,13 @@ class FleetSummary:
     findings: dict
     stragglers: tuple[int, ...]
     vote: dict
+    step_cost: dict = field(default_factory=dict)
     methods: dict = field(default_factory=lambda: dict(METHODS))
 
     def to_json(self) -> dict:
         return {"schema_version": SCHEMA_VERSION, "ranks": self.ranks, "ranks_per_node": self.ranks_per_node,
                 "counts": self.counts, "findings": self.findings, "stragglers": list(self.stragglers),
-                "vote": self.vote, "methods": self.methods}  # fmt: skip
+                "vote": self.vote, "step_cost": self.step_cost, "methods": self.methods}  # fmt: skip
 
 
 def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary:
@@ -85,11 +88,12 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     order = rank_order(ranks, np.searchsorted(ranks, m.rank), per_coll["members"][m.seg], per_row["last"],
                        per_row["wait_ns"], per_row["lateness_ns"], per_coll["margin"][m.seg], m.step)
     straggler = straggler_vote(order)
+    method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
     step_rows = _sorted_steps(steps)
     _write_collectives(root, m, per_coll)
     _write_arrivals(root, m, per_row)
     _write_ranks(root, ranks, nodes, info, order, step_rows)
-    _write_stragglers(root, ranks, nodes, order, straggler, step_rows)
+    _write_stragglers(root, ranks, nodes, order, straggler, step_rows, method)
     write_table(root / "steps.parquet", FLEET_TABLES["steps"], step_rows)
     voters = int((order.voted > 0).sum())
     summary = FleetSummary(
@@ -101,6 +105,7 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
         findings=m.findings, stragglers=tuple(ranks[straggler].tolist()),
         vote={"alpha": VOTE_ALPHA, "share_ratio": VOTE_SHARE_RATIO, "floor_ns": VOTE_FLOOR_NS,
               "voters": voters, "threshold": vote_threshold(voters)},
+        step_cost=replay_note,
     )  # fmt: skip
     (root / "fleet.json").write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     return summary
@@ -197,7 +202,38 @@ def median_step_ns(ranks: np.ndarray, steps: dict) -> np.ndarray:
     return np.where(has, median, -1)
 
 
-def _write_stragglers(root: Path, ranks, nodes, order, straggler, steps: dict) -> None:
+REPLAY_BUDGET = 200_000  # collectives x ranks replayed (one Python step each)
+REPLAY_RANKS = 16  # at most this many ranks replayed: the stragglers, then the most often last
+
+
+def _replay_costs(m: Matched, ranks: np.ndarray, order, straggler: np.ndarray, per_row: dict):
+    """Replace the first-order step cost by the replayed one (:mod:`.replay`) for the stragglers
+    and the ranks most often last, where the fleet is small enough and the graph reproduces the
+    trace. Returns each rank's method and the note for ``fleet.json``."""
+    method = np.array([FIRST_ORDER] * len(ranks), dtype=object)
+    picked = np.lexsort((ranks, -order.times_last, ~straggler))
+    picked = [int(i) for i in picked if order.times_last[i] > 0][:REPLAY_RANKS]
+    if not picked or not m.segments:
+        return method, {"replay": "no rank was last in a collective"}
+    budget = REPLAY_BUDGET // m.segments
+    if m.segments > MAX_COLLECTIVES or budget < 1:
+        return method, {"replay": f"not run: {m.segments} collectives (at most {MAX_COLLECTIVES})"}
+    idx = np.searchsorted(ranks, m.rank)
+    graph = CollectiveGraph(idx, m.start_ns, m.end_ns, m.seg, m.starts, len(ranks))
+    if not reproduces(graph, m.end_ns):
+        return method, {"replay": "not used: the collective graph does not reproduce the trace's ends"}
+    costs = {}
+    for i in picked[:budget]:
+        cost = replay_step_cost_ns(graph, m.end_ns, per_row["lateness_ns"], m.step, i)
+        if cost is not None:
+            costs[int(ranks[i])] = {FIRST_ORDER: int(order.step_cost_ns[i]), REPLAY: cost}
+            order.step_cost_ns[i] = cost
+            method[i] = REPLAY
+    note = f"{len(costs)} ranks" if costs else "not used: fewer than two steps"
+    return method, {"replay": note, "ranks": {str(k): v for k, v in costs.items()}}
+
+
+def _write_stragglers(root: Path, ranks, nodes, order, straggler, steps: dict, method) -> None:
     """One row per rank with a voted collective: most often last first (times last, then
     median lateness, descending; rank ascending)."""
     keep = np.flatnonzero(order.voted > 0)
@@ -207,7 +243,7 @@ def _write_stragglers(root: Path, ranks, nodes, order, straggler, steps: dict) -
         "rank": ranks[sort], "node": nodes[sort].tolist(), "times_last": order.times_last[sort],
         "share_last": share[sort], "expected_share": order.expected_share[sort],
         "median_lateness_ns": order.median_lateness_ns[sort], "step_cost_ns": order.step_cost_ns[sort],
-        "step_ns": median_step_ns(ranks, steps)[sort], "method": [FIRST_ORDER] * len(sort),
+        "step_ns": median_step_ns(ranks, steps)[sort], "method": method[sort].tolist(),
         "straggler": straggler[sort], "median_margin_ns": order.median_margin_ns[sort],
     })  # fmt: skip
 
