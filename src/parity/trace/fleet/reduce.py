@@ -84,6 +84,7 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     nodes = _node_names(ranks, info, ranks_per_node)
     m = match_collectives(coll, ranks)
     del coll  # the matched arrays hold what the figures need
+    _release_arrow_memory()
     per_row, per_coll = _collective_figures(m, ranks, nodes)
     order = rank_order(ranks, np.searchsorted(ranks, m.rank), per_coll["members"][m.seg], per_row["last"],
                        per_row["wait_ns"], per_row["lateness_ns"], per_coll["margin"][m.seg], m.step)
@@ -109,6 +110,13 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     )  # fmt: skip
     (root / "fleet.json").write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def _release_arrow_memory() -> None:
+    """Hand the freed Arrow buffers back to the system (the pool keeps them otherwise)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _node_names(ranks: np.ndarray, info, ranks_per_node: int | None) -> np.ndarray:
