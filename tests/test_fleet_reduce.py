@@ -180,3 +180,12 @@ def test_a_fleet_without_collectives(tmp_path: Path):
     assert summary.counts["collectives"] == 0 and summary.stragglers == ()
     assert _table(tmp_path, "ranks")["rank"] == [0, 1]
     assert _table(tmp_path, "arrivals")["rank"] == []
+
+
+def test_the_reduce_imports_without_torch_or_pyarrow():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['pyarrow'] = None; "
+            "import parity.trace.fleet.reduce, parity.trace.fleet.synthetic, parity.trace.fleet.synthetic_kineto")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ})
