@@ -175,3 +175,21 @@ def test_replay_is_not_used_when_the_graph_does_not_reproduce_the_trace(tmp_path
     summary = reduce_fleet(str(tmp_path))
     assert summary.step_cost["replay"].startswith("not used")
     assert set(pq.read_table(tmp_path / "stragglers.parquet").column("method").to_pylist()) == {"first-order"}
+
+
+def test_uneven_all_to_all_through_the_map(tmp_path: Path):
+    """Rank 2 sends 3x the others' elements in every all_to_all: size imbalance 3·8 / (7 + 3) = 2.4."""
+    from parity.trace.fleet.mapper import summarize_rank
+
+    truth = write_fleet(tmp_path / "traces", ranks=8, steps=4, segments=2, heavy_rank=2, seed=2)
+    for path in truth.paths:
+        summarize_rank(path, str(tmp_path / "out"))
+    reduce_fleet(str(tmp_path / "out"))
+    c = _compare(tmp_path / "out", truth)
+    for group, seq, op, imbalance, size in zip(c["group"], c["seq"], c["op"], c["size_imbalance"], c["bytes"]):
+        assert imbalance == pytest.approx(truth.size_imbalance[(group, seq)])
+        if op == "all_to_all":
+            assert imbalance == pytest.approx(2.4) and size == 3 * 4 * 1024 * 1024 * 4
+        else:
+            assert op == "all_reduce" and imbalance == 1.0
+    assert c["op"].count("all_to_all") == 4

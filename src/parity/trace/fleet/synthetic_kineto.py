@@ -22,7 +22,9 @@ PID, TID = 4242, 4242  # host process and main thread
 COMPUTE_STREAM = 7
 _KERNELS = ("ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>")
 _NCCL = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-         "allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"}  # fmt: skip
+         "allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+         "all_to_allv": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}  # fmt: skip
+_RECORD = {"allreduce": "nccl:all_reduce", "allgather": "nccl:all_gather", "all_to_allv": "nccl:all_to_all"}
 
 
 def us(ns: int) -> str:
@@ -74,10 +76,22 @@ def _launched(ids: _Ids, *, op: str, kernel: str, start: int, end: int, device: 
     return events + _flow(corr, launch, start, device, stream)
 
 
+def _splits(sim, row: int, group_ranks: tuple[int, ...]) -> tuple[str, str]:
+    """All-to-all's per-peer element counts sent and received (each spread evenly over the
+    peers), "[]" for other ops."""
+    if sim.c_op[row] != "all_to_allv":
+        return "[]", "[]"
+    n = len(group_ranks)
+    send = [int(sim.c_in_nelems[row]) // n] * n
+    receive = [int(sim.c_out_nelems[row]) // n] * n
+    return "[" + ", ".join(map(str, send)) + "]", "[" + ", ".join(map(str, receive)) + "]"
+
+
 def _comm_args(sim, row: int, group_ranks: tuple[int, ...]) -> dict:
+    in_split, out_split = _splits(sim, row, group_ranks)
     return {"Collective name": str(sim.c_op[row]), "In msg nelems": int(sim.c_in_nelems[row]),
             "Out msg nelems": int(sim.c_out_nelems[row]), "Group size": len(group_ranks), "dtype": "Float",
-            "In split size": "[]", "Out split size": "[]", "Process Group Name": str(sim.c_group[row]),
+            "In split size": in_split, "Out split size": out_split, "Process Group Name": str(sim.c_group[row]),
             "Process Group Description": "default_pg" if sim.c_group[row] == "0" else f"group_{sim.c_group[row]}",
             "Process Group Ranks": "[" + ", ".join(map(str, group_ranks)) + "]"}  # fmt: skip
 
@@ -95,7 +109,7 @@ def rank_events(sim, rank: int) -> list[str]:
         if is_comm:
             name = str(sim.c_group[i])
             args = _comm_args(sim, i, sim.groups[name])
-            events += _launched(ids, op=f"nccl:{'all_reduce' if sim.c_op[i] == 'allreduce' else 'all_gather'}",
+            events += _launched(ids, op=_RECORD[str(sim.c_op[i])],
                                 kernel=_NCCL[str(sim.c_op[i])], start=start, end=int(sim.c_end[i]), device=device,
                                 stream=stream_of[name], kernel_args=args, op_args=args)  # fmt: skip
             launches.append((start - LAUNCH_NS, int(sim.c_step[i])))
