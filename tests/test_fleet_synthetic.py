@@ -97,8 +97,8 @@ def test_rank_files_carry_the_pytorch_args(tmp_path: Path):
                                                                           ("2", [2, 3])]
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("nccl")]
     args = kernels[0]["args"]
-    assert {"Collective name", "In msg nelems", "Out msg nelems", "dtype", "Process Group Name",
-            "Process Group Ranks", "Group size", "In split size", "Out split size", "correlation", "stream"} <= set(args)
+    assert {"Collective name", "In msg nelems", "Out msg nelems", "dtype", "Process Group Name", "Process Group Ranks",
+            "Group size", "In split size", "Out split size", "correlation", "stream"} <= set(args)
     assert (args["Collective name"], args["Process Group Name"], args["Process Group Ranks"]) == \
         ("allgather", "2", "[2, 3]")
     launches = {e["args"]["correlation"] for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime"}

@@ -13,7 +13,7 @@ Rows are sorted ``(group, seq, rank)`` / by rank, so the output depends on the m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from parity.trace.fleet import figures as fig
 from parity.trace.fleet.matching import Matched, match_collectives
 from parity.trace.fleet.replay import MAX_COLLECTIVES, REPLAY, CollectiveGraph, replay_step_cost_ns, reproduces
 from parity.trace.fleet.stragglers import (FIRST_ORDER, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
-                                           rank_order, share_last, straggler_vote, vote_threshold)
+                                           RankOrder, rank_order, share_last, straggler_vote, vote_threshold)
 from parity.trace.fleet.tables import FLEET_TABLES, MAP_TABLES
 from parity.trace.fleet.writing import read_map_table, write_table
 
@@ -89,7 +89,7 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     order = rank_order(ranks, np.searchsorted(ranks, m.rank), per_coll["members"][m.seg], per_row["last"],
                        per_row["wait_ns"], per_row["lateness_ns"], per_coll["margin"][m.seg], m.step)
     straggler = straggler_vote(order)
-    method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
+    order, method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
     step_rows = _sorted_steps(steps)
     _write_collectives(root, m, per_coll)
     _write_arrivals(root, m, per_row)
@@ -145,8 +145,8 @@ def _collective_figures(m: Matched, ranks: np.ndarray, nodes: np.ndarray) -> tup
     size = fig.collective_bytes(m.bytes, starts)
     algbw = fig.algbw_bps(size, comm)
     ops = np.array(m.ops, dtype=object)[m.op[starts]].astype(str)
-    node_names = sorted({x for x in nodes.tolist() if x})
-    node_code = np.array([node_names.index(x) if x else -1 for x in nodes.tolist()], dtype=np.int64)
+    node_index = {name: i for i, name in enumerate(sorted({x for x in nodes.tolist() if x}))}
+    node_code = np.array([node_index.get(x, -1) for x in nodes.tolist()], dtype=np.int64)
     per_coll = {
         "members": members, "op": ops, "step": np.maximum.reduceat(m.step, starts),
         "first": first, "last": last, "skew": fig.arrival_skew_ns(first, last), "last_rank": last_rank,
@@ -191,7 +191,7 @@ def _info_column(info, ranks: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def _write_ranks(root: Path, ranks, nodes, info, order, steps: dict) -> None:
+def _write_ranks(root: Path, ranks: np.ndarray, nodes: np.ndarray, info, order: RankOrder, steps: dict) -> None:
     write_table(root / "ranks.parquet", FLEET_TABLES["ranks"], {
         "rank": ranks, "node": nodes.tolist(), "collectives": order.collectives, "times_last": order.times_last,
         "wait_ns": order.wait_ns, "compute_ns": _info_column(info, ranks, "compute_ns"),
@@ -214,34 +214,38 @@ REPLAY_BUDGET = 200_000  # collectives x ranks replayed (one Python step each)
 REPLAY_RANKS = 16  # at most this many ranks replayed: the stragglers, then the most often last
 
 
-def _replay_costs(m: Matched, ranks: np.ndarray, order, straggler: np.ndarray, per_row: dict):
+def _replay_costs(m: Matched, ranks: np.ndarray, order: RankOrder, straggler: np.ndarray, per_row: dict):
     """Replace the first-order step cost by the replayed one (:mod:`.replay`) for the stragglers
     and the ranks most often last, where the fleet is small enough and the graph reproduces the
-    trace. Returns each rank's method and the note for ``fleet.json``."""
+    trace. Returns the figures with those costs, each rank's method and the note for
+    ``fleet.json``."""
     method = np.array([FIRST_ORDER] * len(ranks), dtype=object)
+    cost_ns = order.step_cost_ns.copy()
     picked = np.lexsort((ranks, -order.times_last, ~straggler))
     picked = [int(i) for i in picked if order.times_last[i] > 0][:REPLAY_RANKS]
     if not picked or not m.segments:
-        return method, {"replay": "no rank was last in a collective"}
+        return order, method, {"replay": "no rank was last in a collective"}
     budget = REPLAY_BUDGET // m.segments
     if m.segments > MAX_COLLECTIVES or budget < 1:
-        return method, {"replay": f"not run: {m.segments} collectives (at most {MAX_COLLECTIVES})"}
+        return order, method, {"replay": f"not run: {m.segments} collectives (at most {MAX_COLLECTIVES})"}
     idx = np.searchsorted(ranks, m.rank)
     graph = CollectiveGraph(idx, m.start_ns, m.end_ns, m.seg, m.starts, len(ranks))
     if not reproduces(graph, m.end_ns):
-        return method, {"replay": "not used: the collective graph does not reproduce the trace's ends"}
+        return order, method, {"replay": "not used: the collective graph does not reproduce the trace's ends"}
     costs = {}
     for i in picked[:budget]:
         cost = replay_step_cost_ns(graph, m.end_ns, per_row["lateness_ns"], m.step, i)
         if cost is not None:
             costs[int(ranks[i])] = {FIRST_ORDER: int(order.step_cost_ns[i]), REPLAY: cost}
-            order.step_cost_ns[i] = cost
+            cost_ns[i] = cost
             method[i] = REPLAY
     note = f"{len(costs)} ranks" if costs else "not used: fewer than two steps"
-    return method, {"replay": note, "ranks": {str(k): v for k, v in costs.items()}}
+    note = {"replay": note, "ranks": {str(k): v for k, v in costs.items()}}
+    return replace(order, step_cost_ns=cost_ns), method, note
 
 
-def _write_stragglers(root: Path, ranks, nodes, order, straggler, steps: dict, method) -> None:
+def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: RankOrder, straggler: np.ndarray,
+                      steps: dict, method: np.ndarray) -> None:
     """One row per rank with a voted collective: most often last first (times last, then
     median lateness, descending; rank ascending)."""
     keep = np.flatnonzero(order.voted > 0)
