@@ -189,3 +189,14 @@ def test_the_reduce_imports_without_torch_or_pyarrow():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['pyarrow'] = None; "
             "import parity.trace.fleet.reduce, parity.trace.fleet.synthetic, parity.trace.fleet.synthetic_kineto")
     subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ})
+
+
+def test_an_op_that_ends_before_the_last_arrival_is_a_clock_finding(tmp_path: Path):
+    # rank 1's clock runs 5 us behind: its op "ends" before rank 0 arrived
+    write_rows(tmp_path, "collectives", 0, [_coll(0, "0", 0, "allreduce", 10_000, 20_000, ranks="[0, 1]")])
+    write_rows(tmp_path, "collectives", 1, [_coll(1, "0", 0, "allreduce", 2_000, 8_000, ranks="[0, 1]")])
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.findings["clock_offset_suspected"] == {
+        "count": 1, "ranks": 1, "examples": [{"rank": 1, "ops": 1, "max_early_end_ns": 2_000}]}
+    _hand_fleet(tmp_path / "fine")
+    assert "clock_offset_suspected" not in reduce_fleet(str(tmp_path / "fine")).findings

@@ -137,3 +137,7 @@ def test_sort_within_falls_back_on_wide_spans():
     values = np.array([2**62, -(2**62), 0, 5])
     order = fig.sort_within(seg, values, 2)
     assert order.tolist() == np.lexsort((values, seg)).tolist()
+
+
+def test_early_end_measures_a_clock_offset():
+    assert fig.early_end_ns(np.array([100, 35]), np.array([40, 40])).tolist() == [0, 5]

@@ -103,7 +103,7 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
                 "arrivals": int(len(m.rank)), "p2p": int(sum(m.p2p_by_rank.values())),
                 "ties": int(((per_coll["last_rank"] < 0) & (per_coll["members"] >= 2)).sum()),
                 "steps": int(len(np.unique(step_rows["step"]))) if len(step_rows["step"]) else 0},
-        findings=m.findings, stragglers=tuple(ranks[straggler].tolist()),
+        findings=m.findings | _clock_finding(m, ranks, per_row), stragglers=tuple(ranks[straggler].tolist()),
         vote={"alpha": VOTE_ALPHA, "share_ratio": VOTE_SHARE_RATIO, "floor_ns": VOTE_FLOOR_NS,
               "voters": voters, "threshold": vote_threshold(voters)},
         step_cost=replay_note,
@@ -135,7 +135,7 @@ def _collective_figures(m: Matched, ranks: np.ndarray, nodes: np.ndarray) -> tup
         keys = ("members", "step", "first", "last", "skew", "last_rank", "comm", "bytes", "margin")
         per_coll = {k: empty for k in keys} | {"algbw": none, "busbw": none, "imbalance": none,
                                                "op": np.zeros(0, dtype=str), "scope": np.zeros(0, dtype=str)}
-        return {"wait_ns": empty, "lateness_ns": empty, "last": np.zeros(0, bool)}, per_coll
+        return {"wait_ns": empty, "lateness_ns": empty, "last": np.zeros(0, bool), "early_end_ns": empty}, per_coll
     arrival = m.start_ns
     first, last = fig.first_arrival_ns(arrival, starts), fig.last_arrival_ns(arrival, starts)
     median = fig.grouped_median_ns(seg, arrival, n)
@@ -155,8 +155,26 @@ def _collective_figures(m: Matched, ranks: np.ndarray, nodes: np.ndarray) -> tup
         "imbalance": fig.size_imbalance(m.bytes, seg, starts), "margin": fig.last_margin_ns(arrival, seg, n),
     }  # fmt: skip
     per_row = {"wait_ns": fig.wait_ns(arrival, last[seg]), "lateness_ns": fig.lateness_ns(arrival, median[seg]),
-               "last": is_last}
+               "last": is_last, "early_end_ns": fig.early_end_ns(m.end_ns, last[seg])}
     return per_row, per_coll
+
+
+def _clock_finding(m: Matched, ranks: np.ndarray, per_row: dict) -> dict:
+    """``clock_offset_suspected``: ops that ended before the last member arrived
+    (:func:`figures.early_end_ns` > 1 µs), with the ranks that have most of them and each one's
+    largest early end: arrival figures of those ranks carry their clock's offset."""
+    early = per_row["early_end_ns"] > 1_000
+    if not early.any():
+        return {}
+    idx = np.searchsorted(ranks, m.rank[early])
+    count = np.bincount(idx, minlength=len(ranks))
+    worst = np.zeros(len(ranks), dtype=np.int64)
+    np.maximum.at(worst, idx, per_row["early_end_ns"][early])
+    top = [i for i in np.lexsort((ranks, -count)).tolist() if count[i]][:8]
+    return {"clock_offset_suspected": {
+        "count": int(early.sum()), "ranks": int((count > 0).sum()),
+        "examples": [{"rank": int(ranks[i]), "ops": int(count[i]), "max_early_end_ns": int(worst[i])} for i in top],
+    }}  # fmt: skip
 
 
 def _group_names(m: Matched, codes: np.ndarray):
