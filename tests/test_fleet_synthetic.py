@@ -193,3 +193,18 @@ def test_uneven_all_to_all_through_the_map(tmp_path: Path):
         else:
             assert op == "all_reduce" and imbalance == 1.0
     assert c["op"].count("all_to_all") == 4
+
+
+def test_a_rank_with_a_clock_behind_is_a_finding(tmp_path: Path):
+    """Rank 3's clock runs 50 µs behind: its ops seem to end 10 µs before the last member
+    arrives (40 µs transfer); the reduce says so, and names no straggler for it."""
+    from parity.trace.fleet.mapper import summarize_rank
+
+    truth = write_fleet(tmp_path / "traces", ranks=4, steps=10, segments=1, clock_offsets={3: -50_000}, seed=1)
+    for path in truth.paths:
+        summarize_rank(path, str(tmp_path / "out"))
+    summary = reduce_fleet(str(tmp_path / "out"))
+    clock = summary.findings["clock_offset_suspected"]
+    assert clock["count"] == 10 and clock["ranks"] == 1 and clock["examples"][0]["rank"] == 3
+    assert 7_000 <= clock["examples"][0]["max_early_end_ns"] <= 10_000
+    assert summary.stragglers == ()
