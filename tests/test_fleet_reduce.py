@@ -96,6 +96,7 @@ def test_ranks_and_stragglers_tables(hand: Path):
     assert s["share_last"] == pytest.approx([2 / 3, 1 / 2, 0])
     assert s["expected_share"] == pytest.approx([(1 / 3 + 1 / 3 + 1 / 2) / 3, 1 / 3, (1 / 3 + 1 / 3 + 1 / 2) / 3])
     assert s["step_cost_ns"] == [45, 4, 0] and s["median_margin_ns"] == [22, 4, 0]
+    assert s["mean_step_cost_ns"] == [45, 4, 0]  # one step
     assert s["step_ns"] == [901, 902, 900] and set(s["method"]) == {"first-order"}
     assert s["straggler"] == [False, False, False] and summary.stragglers == ()  # too few collectives
     steps = _table(hand, "steps")

@@ -238,7 +238,7 @@ def _replay_costs(m: Matched, ranks: np.ndarray, order: RankOrder, straggler: np
     trace. Returns the figures with those costs, each rank's method and the note for
     ``fleet.json``."""
     method = np.array([FIRST_ORDER] * len(ranks), dtype=object)
-    cost_ns = order.step_cost_ns.copy()
+    cost_ns, mean_ns = order.step_cost_ns.copy(), order.mean_step_cost_ns.copy()
     picked = np.lexsort((ranks, -order.times_last, ~straggler))
     picked = [int(i) for i in picked if order.times_last[i] > 0][:REPLAY_RANKS]
     if not picked or not m.segments:
@@ -252,14 +252,16 @@ def _replay_costs(m: Matched, ranks: np.ndarray, order: RankOrder, straggler: np
         return order, method, {"replay": "not used: the collective graph does not reproduce the trace's ends"}
     costs = {}
     for i in picked[:budget]:
-        cost = replay_step_cost_ns(graph, m.end_ns, per_row["lateness_ns"], m.step, i)
-        if cost is not None:
-            costs[int(ranks[i])] = {FIRST_ORDER: int(order.step_cost_ns[i]), REPLAY: cost}
-            cost_ns[i] = cost
+        replayed = replay_step_cost_ns(graph, m.end_ns, per_row["lateness_ns"], m.step, i)
+        if replayed is not None:
+            costs[int(ranks[i])] = {FIRST_ORDER: int(order.step_cost_ns[i]), REPLAY: replayed[0],
+                                    f"{FIRST_ORDER} mean": int(order.mean_step_cost_ns[i]),
+                                    f"{REPLAY} mean": replayed[1]}
+            cost_ns[i], mean_ns[i] = replayed
             method[i] = REPLAY
     note = f"{len(costs)} ranks" if costs else "not used: fewer than two steps"
     note = {"replay": note, "ranks": {str(k): v for k, v in costs.items()}}
-    return replace(order, step_cost_ns=cost_ns), method, note
+    return replace(order, step_cost_ns=cost_ns, mean_step_cost_ns=mean_ns), method, note
 
 
 def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: RankOrder, straggler: np.ndarray,
@@ -275,6 +277,7 @@ def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: R
         "median_lateness_ns": order.median_lateness_ns[sort], "step_cost_ns": order.step_cost_ns[sort],
         "step_ns": median_step_ns(ranks, steps)[sort], "method": method[sort].tolist(),
         "straggler": straggler[sort], "median_margin_ns": order.median_margin_ns[sort],
+        "mean_step_cost_ns": order.mean_step_cost_ns[sort],
     })  # fmt: skip
 
 
