@@ -15,16 +15,13 @@ import numpy as np
 import orjson
 
 from parity.model.errors import ParityError, one_line
+from parity.trace.readers.ascend_layout import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, output_dir
 from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import parse_us_text, times_to_ns
 from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, UNKNOWN_CORE, ActivityTable, Kind, KindCode
 
-OUTPUT = "ASCEND_PROFILER_OUTPUT"
-TRACE_VIEW = "trace_view.json"
-KERNEL_DETAILS = "kernel_details.csv"
-STEP_TRACE = "step_trace_time.csv"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on several engines at once
@@ -38,13 +35,6 @@ TASK_KIND = {"MEMCPY_ASYNC": Kind.MEMCPY, "EVENT_RECORD": Kind.SYNC, "EVENT_WAIT
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
-
-
-def output_dir(path: Path) -> Path:
-    """The ``ASCEND_PROFILER_OUTPUT`` folder for a ``*_ascend_pt`` folder, itself, or a file in it."""
-    if path.is_file():
-        return path.parent
-    return path / OUTPUT if (path / OUTPUT).is_dir() else path
 
 
 def read_ascend_text(path: Path, *, progress: Progress | None = None) -> ActivityTable:
