@@ -5,8 +5,13 @@ in alternated runs (the order swapped every round, so both see the machine alike
 round of each left out. The ratio is the median of HTA's times over the median of parity's.
 
 HTA runs in its own environment (``--hta-python``, default ``benchmarks/.venv-hta/bin/python``
-as ``trace_vs_hta.py`` makes it). Bar: ratio >= 10 on ``df_index_resolver`` (the goal; 7 is
-where it stood).
+as ``trace_vs_hta.py`` makes it). Both run from compiled bytecode, as installed packages do:
+pip compiled HTA's modules when it installed them, and parity's are compiled here first
+(``compileall`` into the ``__pycache__`` folders beside its sources), since a source checkout
+run with ``PYTHONDONTWRITEBYTECODE=1`` would otherwise compile every module in every process
+(about 0.1 s). The load average is printed before and after: other work on the machine slows
+both tools, the shorter one relatively more. Bar: ratio >= 10 on ``df_index_resolver`` (the
+goal; 7 is where it stood).
 
     python benchmarks/trace_vs_hta_process.py --rounds 5 --traces df_index_resolver
 """
@@ -14,6 +19,7 @@ where it stood).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -34,6 +40,17 @@ def whole_process(command: list[str], env: dict | None = None) -> float:
     return time.perf_counter() - begin
 
 
+def compile_parity() -> Path:
+    """parity's package folder, its modules compiled to bytecode beside the sources."""
+    package = Path(importlib.util.find_spec("parity").submodule_search_locations[0])
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
+    return package
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -41,8 +58,10 @@ def main() -> None:
     parser.add_argument("--hta-python", default=str(HERE / ".venv-hta" / "bin" / "python"))
     args = parser.parse_args()
     env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1")
+    print(f"parity's bytecode compiled first (as pip install does): {compile_parity()}")
     for name in args.traces.split(","):
         trace = next(p for p in sorted((TRACES / name).glob("*.json*")))
+        load_before = load_average()
         with tempfile.TemporaryDirectory() as tmp:
             parity = [sys.executable, "-m", "parity", "trace", "analyze", str(trace), "--json", str(Path(tmp) / "out.json")]
             hta = [args.hta_python, str(HERE / "hta_breakdown.py"), str(trace), "1"]
@@ -59,6 +78,7 @@ def main() -> None:
               f"({'meets' if ratio >= BAR else 'below'} the {BAR:g}x goal)")
         print(f"  parity runs: {', '.join(f'{t:.3f}' for t in times['parity'])}")
         print(f"  HTA runs:    {', '.join(f'{t:.3f}' for t in times['hta'])}")
+        print(f"  load average (1, 5, 15 min): {load_before} before, {load_average()} after")
 
 
 if __name__ == "__main__":

@@ -22,17 +22,6 @@ from types import SimpleNamespace
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
 
 # Plain output: anonymous progress steps (bytes read, events parsed) at most this often.
 PLAIN_INTERVAL_S = 2.0
@@ -50,12 +39,39 @@ def format_duration(seconds: float | None) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-class _EtaColumn(ProgressColumn):
-    """The caller's own ETA (cost-weighted), not rich's speed-based guess."""
+def _rich_bar(console: Console) -> Any:
+    """The bar drawn on a terminal (a ``rich.progress.Progress``, not started). rich.progress is
+    imported here, only when a terminal shows the bar: piped output never needs it."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        eta = task.fields.get("eta_s")
-        return Text(f"eta {format_duration(eta)}", style="progress.remaining")
+    class EtaColumn(ProgressColumn):
+        """The caller's own ETA (cost-weighted), not rich's speed-based guess."""
+
+        def render(self, task: Task) -> Text:
+            eta = task.fields.get("eta_s")
+            return Text(f"eta {format_duration(eta)}", style="progress.remaining")
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        EtaColumn(),
+        TextColumn("{task.fields[current]}", style="dim"),
+        console=console,
+        transient=False,
+    )
 
 
 def _label(event: Any) -> str:
@@ -84,24 +100,14 @@ class ProgressRenderer:
         self._stream = stream if stream is not None else sys.stderr
         self._console = Console(file=self._stream, force_terminal=tty, highlight=False)
         self.tty = self._console.is_terminal if tty is None else tty
-        self._progress: Progress | None = None
+        self._progress: Any = None  # the rich bar while it is shown
         self._task: Any = None
         self._started = time.perf_counter()
 
     def __enter__(self) -> ProgressRenderer:
         self._started = time.perf_counter()
         if self.tty:
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                _EtaColumn(),
-                TextColumn("{task.fields[current]}", style="dim"),
-                console=self._console,
-                transient=False,
-            )
+            self._progress = _rich_bar(self._console)
             self._progress.start()
             self._task = self._progress.add_task(self.label, total=None, current="", eta_s=None)
         return self

@@ -69,8 +69,6 @@ def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | N
       parity trace analyze rank0.json.gz --window span --store --label h100-step
     """
     from parity.report.trace import render_analysis
-    from parity.trace.categories import categorize
-    from parity.trace.export import write_chrome_trace, write_csv
 
     result, table, rules = analyse_paths(paths, steps_text=steps_text, window_text=window_text,
                                          rules_path=rules_path, workers=workers)
@@ -86,9 +84,14 @@ def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | N
         console.print(f"stored trace analysis {stored.analysis_id} (sha256 {stored.sha256[:12]}...)", style="dim")
     write_json(json_path, "trace-analysis", document)
     if csv_dir:
+        from parity.trace.export import write_csv
+
         for path in write_csv(result, csv_dir):
             console.print(f"wrote {path}", style="dim")
     if chrome_path:
+        from parity.trace.categories import categorize
+        from parity.trace.export import write_chrome_trace
+
         path = write_chrome_trace(result, table, categorize(table, rules), chrome_path)
         console.print(f"wrote {path} (open it in Perfetto)", style="dim")
 

@@ -1,21 +1,31 @@
 """Records shared by every layer: samples, findings, case results, runs, the schema version.
 
 Standard library only, so a worker process, the store and the trace package can all use them.
+The names below load with their module on first use: ``from parity.model.errors import
+ParityError`` (which every module does) then costs no more than the errors module.
 """
 
-from parity.model.errors import ParityError
-from parity.model.findings import Finding, Severity
-from parity.model.result import CaseResult, RunRecord
-from parity.model.samples import Samples
-from parity.model.schema import SCHEMA_VERSION, envelope
+from __future__ import annotations
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "CaseResult",
-    "Finding",
-    "ParityError",
-    "RunRecord",
-    "Samples",
-    "Severity",
-    "envelope",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parity.model.errors import ParityError
+    from parity.model.findings import Finding, Severity
+    from parity.model.result import CaseResult, RunRecord
+    from parity.model.samples import Samples
+    from parity.model.schema import SCHEMA_VERSION, envelope
+
+_HOME = {
+    "SCHEMA_VERSION": "schema", "CaseResult": "result", "Finding": "findings", "ParityError": "errors",
+    "RunRecord": "result", "Samples": "samples", "Severity": "findings", "envelope": "schema",
+}  # fmt: skip
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"parity.model.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'parity.model' has no attribute {name!r}")

@@ -34,12 +34,9 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.intervals import lane_overlaps
-from parity.trace.readers.ascend_db import read_ascend_db
-from parity.trace.readers.ascend_text import ASCEND_CONCURRENT_TASKS, OUTPUT, output_dir, read_ascend_text
+from parity.trace.readers.ascend_layout import OUTPUT, output_dir
 from parity.trace.readers.columns import Progress
 from parity.trace.readers.detect import ascend_db_in, detect
-from parity.trace.readers.kineto import read_kineto
-from parity.trace.readers.nsys import read_nsys
 from parity.trace.steps import place_steps
 from parity.trace.table import ActivityTable
 
@@ -87,15 +84,24 @@ def load_trace(paths: str | Path | list, *, progress: Progress | None = None,
 
 def read_one(path: Path, *, progress: Progress | None = None, workers: int | None = None) -> ActivityTable:
     """One rank's trace, in whichever format :func:`detect` finds, every row given its step
-    (:func:`parity.trace.steps.place_steps`)."""
+    (:func:`parity.trace.steps.place_steps`). Only the reader of that format is imported: a
+    Kineto file loads neither CSV nor SQLite."""
     fmt = detect(path)
     if fmt == "ascend-text":
+        from parity.trace.readers.ascend_text import read_ascend_text
+
         table = read_ascend_text(path, progress=progress)
     elif fmt == "ascend-db":
+        from parity.trace.readers.ascend_db import read_ascend_db
+
         table = read_ascend_db(ascend_db_in(output_dir(path)) if path.is_dir() else path, progress=progress)
     elif fmt == "nsys":
+        from parity.trace.readers.nsys import read_nsys
+
         table = read_nsys(path, progress=progress)
     else:
+        from parity.trace.readers.kineto import read_kineto
+
         table = read_kineto(path, progress=progress, workers=workers)
     return replace(table, step=place_steps(table))
 
@@ -111,7 +117,9 @@ def stream_overlap_warning(table: ActivityTable) -> str | None:
     """
     mask = table.device_mask()
     task_type = table.extra.get("task_type")
-    if task_type is not None:
+    if task_type is not None:  # an Ascend table: its reader is loaded already
+        from parity.trace.readers.ascend_text import ASCEND_CONCURRENT_TASKS
+
         mask &= ~np.isin(task_type, list(ASCEND_CONCURRENT_TASKS))
     if mask.sum() < 2:
         return None

@@ -15,17 +15,13 @@ import numpy as np
 import orjson
 
 from parity.model.errors import ParityError, one_line
+from parity.trace.readers.ascend_layout import COMMUNICATION, KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, output_dir
 from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import parse_us_text, times_to_ns
 from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, UNKNOWN_CORE, ActivityTable, Kind, KindCode
 
-OUTPUT = "ASCEND_PROFILER_OUTPUT"
-TRACE_VIEW = "trace_view.json"
-KERNEL_DETAILS = "kernel_details.csv"
-STEP_TRACE = "step_trace_time.csv"
-COMMUNICATION = "communication.json"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on several engines at once
@@ -42,13 +38,6 @@ EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np
 # what an HCCL operation records (its ``data_type`` and element ``count``; its group from
 # communication.json): sparse columns named as Kineto's collective arguments
 COLLECTIVE = dict(dtype=object, hccl_count=np.int64, process_group_name=object)
-
-
-def output_dir(path: Path) -> Path:
-    """The ``ASCEND_PROFILER_OUTPUT`` folder for a ``*_ascend_pt`` folder, itself, or a file in it."""
-    if path.is_file():
-        return path.parent
-    return path / OUTPUT if (path / OUTPUT).is_dir() else path
 
 
 def read_ascend_text(path: Path, *, progress: Progress | None = None) -> ActivityTable:

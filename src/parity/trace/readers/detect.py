@@ -15,9 +15,7 @@ from pathlib import Path
 
 from parity.model.errors import ParityError
 from parity.trace.readers import jsonstream
-from parity.trace.readers.ascend_db import open_sqlite
-from parity.trace.readers.ascend_text import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW
-from parity.trace.readers.ascend_text import missing_timeline, output_dir
+from parity.trace.readers.ascend_layout import KERNEL_DETAILS, OUTPUT, STEP_TRACE, TRACE_VIEW, output_dir
 from parity.trace.readers.jsonstream import GZIP_ERRORS, GZIP_MAGIC
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -87,6 +85,8 @@ def _detect_folder(path: Path) -> str:
     if ascend_db_in(output) is not None:
         return "ascend-db"
     if (output / KERNEL_DETAILS).is_file() or (output / STEP_TRACE).is_file():
+        from parity.trace.readers.ascend_text import missing_timeline
+
         raise ParityError(missing_timeline(path, output))
     raise ParityError(f"{path}: folder holds no {OUTPUT}/{TRACE_VIEW} or ascend_pytorch_profiler_N.db; "
                       "pass the trace files themselves")  # fmt: skip
@@ -97,10 +97,14 @@ def _table_not_timeline(path: Path) -> str:
     head = f"{path}: {path.name} is one of the Ascend profiler's tables, not a timeline"
     if (path.parent / TRACE_VIEW).is_file():
         return f"{head}; pass {path.parent / TRACE_VIEW} or its *_ascend_pt folder"
+    from parity.trace.readers.ascend_text import missing_timeline
+
     return f"{head}; " + missing_timeline(path.parent, path.parent)
 
 
 def _detect_sqlite(path: Path) -> str:
+    from parity.trace.readers.ascend_db import open_sqlite  # sqlite3 only for SQLite files
+
     db, tables = open_sqlite(path)
     db.close()
     if any(t.startswith("CUPTI_ACTIVITY_KIND") for t in tables):
