@@ -155,3 +155,19 @@ def test_the_readme_duckdb_query_names_the_late_rank_and_its_cost(small: Path, l
     top = duckdb.sql(DUCKDB_QUERY.replace("OUT/", f"{large}/")).fetchall()
     # 20 steps: L = 10..200 us, median 105 us; the latest other rank (1023) arrives 10.23 us in
     assert len(top) == 10 and top[0][:3] == (700, "node-87", 40) and top[0][5] == pytest.approx(2 * (105 - 10.23))
+
+
+def test_a_fleet_without_steps_or_matched_collectives_still_reports(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from parity.report.html import render_data, report_data
+
+    out = write_fleet_folder(tmp_path / "out")
+    for name in ("steps", "collectives", "arrivals"):
+        pq.write_table(pq.read_table(out / f"{name}.parquet").slice(0, 0), out / f"{name}.parquet")
+    data = report_data(fleets=[read_fleet_folder(out)])
+    charts = {c["id"]: c for c in data["charts"]}
+    assert not charts["fleet-0-heatmap"]["draw"] and "no step markers" in charts["fleet-0-heatmap"]["note"]
+    assert not charts["fleet-0-skew"]["draw"] and charts["fleet-0-stragglers"]["draw"]
+    assert fleet_headline(read_fleet_folder(out))["skew_median_ns"] is None
+    assert "No collective was matched" in render_data(data)

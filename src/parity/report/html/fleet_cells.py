@@ -44,6 +44,8 @@ def _cell_max(cell: np.ndarray, values: np.ndarray, ranks: np.ndarray) -> dict[i
     """Per cell id: the largest finite value and the (lowest) rank that has it."""
     ok = np.isfinite(values)
     cell, values, ranks = cell[ok], values[ok], ranks[ok]
+    if not len(cell):
+        return {}
     order = np.lexsort((-ranks, values, cell))  # per cell, the largest value last; ties: lowest rank last
     cell, values, ranks = cell[order], values[order], ranks[order]
     ends = np.flatnonzero(np.r_[cell[1:] != cell[:-1], True])

@@ -74,9 +74,15 @@ def _s(ns: float | None) -> float | None:
 
 
 def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]]) -> Chart:
-    """Rank by step, colour = the measure chosen on the page (median lateness by default)."""
+    """Rank by step, colour = the measure chosen on the page (median lateness by default); a
+    note alone when the traces had no step markers."""
     cells = heatmap_cells(folder)
     rows = cells["rows"]
+    if not rows:
+        return Chart(id=f"fleet-{index}-heatmap", section=SECTION, title=f"Rank by step: {Path(folder.out_dir).name}",
+                     draw=False, spec=tables_only({}), tables=(), findings=tuple(findings),
+                     note="No steps: the ranks' traces have no step markers (ProfilerStep#N), so there is no "
+                          "rank-by-step heatmap; the collectives and stragglers below do not need them.")
     has_lateness = any(r["lateness_s"] is not None for r in rows)
     measures = [m for m, _ in MEASURES if has_lateness or m != "lateness"]
     labels = dict(MEASURES)
@@ -129,8 +135,9 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
 def skew_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findings: list[dict[str, Any]]) -> Chart:
     """Collectives per arrival-skew bin, one row per op (the same bins in every row)."""
     ops = [_ns_to_s(r, "skew_median", "skew_p99", "skew_max", "comm_median", "wait_total") for r in headline["ops"]]
+    bins = skew_histogram(folder)
     x = {"field": "start_us", "type": "quantitative", "title": "arrival skew (µs)"}
-    spec = vega_lite({"bins": skew_histogram(folder), "ops": ops}, {
+    spec = vega_lite({"bins": bins, "ops": ops}, {
         "data": {"name": "bins"},
         "transform": [{"calculate": "datum.start_s * 1e6", "as": "start_us"},
                       {"calculate": "datum.end_s * 1e6", "as": "end_us"}],
@@ -146,8 +153,10 @@ def skew_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findin
         "resolve": {"scale": {"y": "independent"}}})
     return Chart(
         id=f"fleet-{index}-skew", section=SECTION, title=f"Arrival skew per op: {Path(folder.out_dir).name}", spec=spec,
-        note=("Skew of a collective = last arrival - first arrival over its members (matched by group and sequence "
-              "number); comm = the shortest member's duration; busbw from it (nccl-tests' factors)."),
+        draw=bool(bins),
+        note=("" if bins else "No collective was matched across ranks. ")
+        + ("Skew of a collective = last arrival - first arrival over its members (matched by group and sequence "
+           "number); comm = the shortest member's duration; busbw from it (nccl-tests' factors)."),
         findings=tuple(findings),
         tables=(Table(dataset="ops", title="per op", columns=(
             Column(field="op", title="op"), Column(field="collectives", title="collectives", unit=NUMBER),
@@ -193,6 +202,7 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
     method = ", ".join(sorted({r["method"] for r in rows if r["method"]})) or "none"
     return Chart(
         id=f"fleet-{index}-stragglers", section=SECTION, title=f"Straggler vote: {Path(folder.out_dir).name}", spec=spec,
+        draw=bool(bars),
         note=(f"Bars: the {len(bars)} ranks most often last; tick: the share expected by chance (1/members). "
               f"Step cost: what the rank's late arrivals cost a step, median over steps (method: {method})."),
         findings=tuple(findings),
