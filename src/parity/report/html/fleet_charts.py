@@ -171,7 +171,7 @@ def skew_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findin
 def _straggler_table_rows(folder: FleetFolder) -> list[dict[str, Any]]:
     rows = []
     for r in straggler_rows(folder)[:MAX_TABLE_RANKS]:
-        row = _ns_to_s(r, "median_lateness", "step_cost", "step")
+        row = _ns_to_s(r, *(n for n in ("median_lateness", "step_cost", "step", "median_margin") if f"{n}_ns" in r))
         row["over_expected"] = r["share_last"] / r["expected_share"] if r["expected_share"] else None
         row["straggler"] = "yes" if r["straggler"] else "no"
         row["label"] = f"rank {r['rank']}"
@@ -200,6 +200,7 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             {"mark": {"type": "tick", "color": "#1d2330", "thickness": 2},
              "encoding": {"x": x, "y": {"field": "expected_share", "type": "quantitative"}}}]})
     method = ", ".join(sorted({r["method"] for r in rows if r["method"]})) or "none"
+    margin = any("median_margin_s" in r for r in rows)
     return Chart(
         id=f"fleet-{index}-stragglers", section=SECTION, title=f"Straggler vote: {Path(folder.out_dir).name}", spec=spec,
         draw=bool(bars),
@@ -213,6 +214,7 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             Column(field="expected_share", title="expected", unit="1"),
             Column(field="over_expected", title="share / expected", unit=RATIO),
             Column(field="median_lateness_s", title="median lateness", unit="s"),
+            *((Column(field="median_margin_s", title="median margin", unit="s"),) if margin else ()),
             Column(field="step_cost_s", title="step cost", unit="s"), Column(field="step_s", title="step time", unit="s"),
             Column(field="method", title="method"), Column(field="straggler", title="straggler"))),))
 
