@@ -68,6 +68,19 @@ class ActivityTable:
         ``wait_on_stream`` (int64), ``wait_on_event_corr`` (int64: correlation of the
         cudaEventRecord a stream-wait waits on), ``flow_id`` (int64), ``pid`` (int64),
         ``tid`` (int64), ``external_id`` (int64).
+    Collective arguments, present only when the trace records them (None, or ``NO_ID`` in an
+    int64 column, on the other rows): Kineto's NCCL arguments on collective kernels and
+    ``record_param_comms`` ops, ``collective_name`` (object: ``Collective name``, e.g.
+    "allreduce"), ``in_msg_nelems`` and ``out_msg_nelems`` (int64: ``In``/``Out msg nelems``,
+    elements), ``dtype`` (object: ``dtype``, e.g. "Float"), ``process_group_name`` (object:
+    ``Process Group Name``), ``process_group_ranks`` (object: ``Process Group Ranks`` as text,
+    "[0, 1]"), ``group_size`` (int64: ``Group size``), ``in_split_size`` and ``out_split_size``
+    (object: ``In``/``Out split size`` as text, "[]" for even ops); Ascend HCCL operations
+    (``task_type`` "HCCL"): ``dtype`` (object: ``data_type``, e.g. "FP32"), ``hccl_count``
+    (int64: the operation's ``count``, elements per rank as HCCL's API takes it: the buffer of
+    all-reduce, broadcast and reduce, the send count of all-gather, the receive count of
+    reduce-scatter) and ``process_group_name`` (object: the group communication.json or the db's
+    ``COMMUNICATION_OP.groupName`` names).
     ``meta`` records where the table came from: ``source`` (path), ``format``
     (``kineto``/``ascend-text``/``ascend-db``/``nsys``/``chrome``), ``clock_unit``, ``ranks``,
     ``warnings`` (counted, skipped-event messages) and anything else a reader knows

@@ -29,6 +29,7 @@ _STEP_TRACE_NAMES = {
     "communication_not_overlapped_and_exclude_receive": "Communication(Not Overlapped and Exclude Receive)",
 }  # fmt: skip
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object)
+COLLECTIVE = dict(dtype=object, hccl_count=np.int64, process_group_name=object)  # of COMMUNICATION_OP
 SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError, ValueError, TypeError, OverflowError)
 
 
@@ -53,7 +54,7 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
         missing = [t for t in ("TASK", "STRING_IDS") if t not in tables]
         if missing:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
-        cols = Columns(EXTRA)
+        cols = Columns(EXTRA, COLLECTIVE)
         try:
             strings = dict(db.execute("SELECT id, value FROM STRING_IDS"))
             task_ids = _tasks(db, tables, strings, cols, path)
@@ -163,14 +164,21 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     if "COMMUNICATION_TASK_INFO" in tables:
         stream_of = ("(SELECT t.streamId FROM COMMUNICATION_TASK_INFO m JOIN TASK t ON t.globalTaskId = "
                      "m.globalTaskId WHERE m.opId = o.opId ORDER BY t.startNs LIMIT 1)")  # fmt: skip
+    present = {r[1] for r in db.execute("PRAGMA table_info(COMMUNICATION_OP)")}
+    types = "ENUM_HCCL_DATA_TYPE" in tables and "dataType" in present
+    described = {"groupName", "count"} <= present
     rows = db.execute(
-        f"SELECT o.startNs, o.endNs, o.connectionId, s.value, {stream_of}, (SELECT deviceId FROM TASK LIMIT 1) "
-        "FROM COMMUNICATION_OP o LEFT JOIN STRING_IDS s ON s.id = o.opName ORDER BY o.startNs"
-    ).fetchall()
+        f"SELECT o.startNs, o.endNs, o.connectionId, s.value, {stream_of}, (SELECT deviceId FROM TASK LIMIT 1), "
+        + ("g.value, o.count, " if described else "NULL, NULL, ")
+        + ("(SELECT name FROM ENUM_HCCL_DATA_TYPE WHERE id = o.dataType) " if types else "NULL ")
+        + "FROM COMMUNICATION_OP o LEFT JOIN STRING_IDS s ON s.id = o.opName "
+        + ("LEFT JOIN STRING_IDS g ON g.id = o.groupName " if described else "")
+        + "ORDER BY o.startNs"
+    ).fetchall()  # fmt: skip
     if not rows:
         return
-    start, end, conn, name, stream, device = zip(*rows)
-    n = len(rows)
+    start, end, conn, name, stream, device, group, count, dtype = zip(*rows)
+    n, first_row = len(rows), cols.rows
     cols.add(
         device=np.asarray([d or 0 for d in device], np.int32),
         stream=np.asarray([s if s is not None else 0 for s in stream], np.int64),
@@ -178,6 +186,13 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
         start_ns=np.asarray(start, np.int64), end_ns=np.asarray(end, np.int64),
         correlation=np.asarray([c if c is not None else NO_ID for c in conn], np.int64),
         task_type=np.full(n, "HCCL", dtype=object), accelerator_core=np.full(n, "HCCL", dtype=object),
+    )  # fmt: skip
+    cols.add_sparse(
+        first_row, process_group_name=np.array([g if isinstance(g, str) else None for g in group], dtype=object),
+        hccl_count=np.array([int(c) if isinstance(c, (int, float)) and c == c and c >= 0 else NO_ID
+                                for c in count], dtype=np.int64),
+        dtype=np.array([d if isinstance(d, str) and d not in ("N/A", "INVALID_TYPE") else None for d in dtype],
+                       dtype=object),
     )  # fmt: skip
 
 

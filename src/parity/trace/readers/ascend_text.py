@@ -25,6 +25,7 @@ OUTPUT = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
 KERNEL_DETAILS = "kernel_details.csv"
 STEP_TRACE = "step_trace_time.csv"
+COMMUNICATION = "communication.json"
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on several engines at once
@@ -38,6 +39,9 @@ TASK_KIND = {"MEMCPY_ASYNC": Kind.MEMCPY, "EVENT_RECORD": Kind.SYNC, "EVENT_WAIT
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
+# what an HCCL operation records (its ``data_type`` and element ``count``; its group from
+# communication.json): sparse columns named as Kineto's collective arguments
+COLLECTIVE = dict(dtype=object, hccl_count=np.int64, process_group_name=object)
 
 
 def output_dir(path: Path) -> Path:
@@ -61,8 +65,10 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
         events.extend(block)
         if progress is not None:
             progress(stream.bytes_read, stream.total_bytes, str(trace))
-    cols, warnings = Columns(EXTRA), []
+    cols, warnings = Columns(EXTRA, COLLECTIVE), []
     overlap = _rows(trace, events, cols, warnings)
+    if beside:
+        add_groups(cols, communication_groups(folder / COMMUNICATION))
     if cols.rows == 0:
         raise ParityError(f"{trace}: empty trace (no complete 'X' events)")
     rank, rank_source = _rank(folder)
@@ -98,6 +104,7 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             elif e.get("name") == "thread_name" and isinstance(name, str):
                 thread[(e.get("pid"), e.get("tid"))] = name
     rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
+    hccl: dict[int, dict] = {}  # row -> args of an HCCL operation
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
     skipped = 0
     for i, e in enumerate(events):
@@ -121,6 +128,8 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             corr = int(corr) if isinstance(corr, str) and corr.strip().isdigit() else NO_ID
         if plane_stream is not None:
             plane_streams.append((len(rows), plane_stream))
+        if task_type == "HCCL":
+            hccl[len(rows)] = args
         rows.append((
             int(kind), str(e.get("name", "")), e.get("ts"), e.get("dur"),
             0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
@@ -141,7 +150,50 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             sync_type=np.fromiter(syncs, object), pid=np.asarray(pids, np.int64), tid=np.asarray(tids, np.int64),
             link=np.fromiter(links, object),  # one object a row: a link tuple or None
         )  # fmt: skip
+        if hccl:
+            add_operation_args(cols, hccl)
     return lanes_ns
+
+
+def add_operation_args(cols: Columns, hccl: dict[int, dict]) -> None:
+    """The ``dtype`` and ``hccl_count`` columns of the HCCL operations (rows of the one block
+    added): their ``data_type`` and element ``count``."""
+    dtype = np.full(cols.rows, None, dtype=object)
+    count = np.full(cols.rows, NO_ID, dtype=np.int64)
+    for row, args in hccl.items():
+        dtype[row] = args.get("data_type") if isinstance(args.get("data_type"), str) else None
+        count[row] = int_or(args.get("count"))
+    cols.add_sparse(0, dtype=dtype, hccl_count=count)
+
+
+def communication_groups(path: Path) -> dict[str, str]:
+    """Operation name -> communication group, from ``communication.json``'s keys
+    (``hcom_allReduce__586_0_1@17522688603477080586``: the group follows the ``@``); {} when
+    the file is absent or unreadable (the group then comes from the name)."""
+    try:
+        document = orjson.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    groups = {}
+    for step in document.values() if isinstance(document, dict) else ():
+        for kind in step.values() if isinstance(step, dict) else ():
+            for key in kind if isinstance(kind, dict) else ():
+                name, at, group = key.partition("@")
+                if at and group:
+                    groups[name] = group
+    return groups
+
+
+def add_groups(cols: Columns, groups: dict[str, str]) -> None:
+    """The ``process_group_name`` column of the rows named in ``groups``."""
+    if not groups:
+        return
+    names = np.array(list(cols.names), dtype=object)
+    of_name = np.array([groups.get(n) for n in names], dtype=object)
+    ids = cols.column("name_id", np.int32)
+    column = of_name[ids] if len(names) else np.full(cols.rows, None, dtype=object)
+    if any(v is not None for v in column):
+        cols.add_sparse(0, process_group_name=column)
 
 
 def _classify(e: dict, process: str, thread: dict):

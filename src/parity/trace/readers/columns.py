@@ -25,8 +25,10 @@ class Columns:
     block lacking one of them, or ``device``, ``correlation`` or ``step``, gets it filled (None
     in an object column, else ``NO_ID``; step -1)."""
 
-    def __init__(self, extra: dict[str, object] | None = None) -> None:
+    def __init__(self, extra: dict[str, object] | None = None, sparse: dict[str, object] | None = None) -> None:
         self.extra = extra or {}
+        self.sparse = sparse or {}  # columns few blocks carry: (first row, values) parts, no fill per block
+        self.sparse_parts: dict[str, list[tuple[int, np.ndarray]]] = defaultdict(list)
         self.fill = {**_CORE_FILL, **{k: (None if d is object else NO_ID, d) for k, d in self.extra.items()}}
         self.names: dict[str, int] = {}
         self.blocks: dict[str, list[np.ndarray]] = defaultdict(list)
@@ -58,12 +60,22 @@ class Columns:
             self.blocks[key].append(values)
         self.rows += n
 
+    def add_sparse(self, first_row: int, **columns: np.ndarray) -> None:
+        """Values of sparse columns for the rows ``first_row`` on (rows already added): a column
+        no block carries is left out of the table, one some blocks carry is filled elsewhere
+        (None in an object column, else ``NO_ID``). For what a few rows of a large trace hold
+        (collective arguments): no column of fill values per block."""
+        for key, values in columns.items():
+            self.sparse_parts[key].append((first_row, values))
+
     def append(self, other: Columns) -> None:
         """Append the blocks of ``other`` (the rows that follow, read elsewhere), its name ids
         re-encoded into this dictionary."""
         mapping = self.name_ids(list(other.names))
         for key, parts in other.blocks.items():
             self.blocks[key].extend([mapping[p] for p in parts] if key == "name_id" else parts)
+        for key, parts in other.sparse_parts.items():
+            self.sparse_parts[key].extend((self.rows + first, values) for first, values in parts)
         self.rows += other.rows
 
     def column(self, key: str, dtype) -> np.ndarray:
@@ -74,12 +86,20 @@ class Columns:
         whole = parts[0] if len(parts) == 1 else np.concatenate(parts)  # one block: no copy
         return whole.astype(dtype, copy=False)
 
+    def sparse_column(self, key: str, dtype) -> np.ndarray:
+        """A sparse column over every row: its parts placed, the rest filled."""
+        whole = np.full(self.rows, None if dtype is object else NO_ID, dtype=dtype)
+        for first, values in self.sparse_parts[key]:
+            whole[first : first + len(values)] = values
+        return whole
+
     def table(self, *, meta: dict) -> ActivityTable:
         """The table, every row of the rank ``meta["ranks"][0]``, with the extra columns some
         block added; steps are placed when it is loaded (:func:`parity.trace.steps.place_steps`)."""
         core = {c: self.column(c, d) for c, d in CORE_DTYPES.items()}
         core["rank"] = np.full(self.rows, meta["ranks"][0], dtype=np.int32)
         extra = {k: self.column(k, d) for k, d in self.extra.items() if k in self.blocks}
+        extra.update({k: self.sparse_column(k, d) for k, d in self.sparse.items() if self.sparse_parts.get(k)})
         return ActivityTable(**core, names=tuple(self.names), extra=extra, meta=meta)
 
 

@@ -19,7 +19,7 @@ from parity.model.errors import ParityError
 from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.readers.jsonstream import EventStream
-from parity.trace.readers.kineto_events import CAT_CODE, DEVICE_CODES, EXTRA, GPU_ANNOTATION, ON_STREAM, SKIP
+from parity.trace.readers.kineto_events import CAT_CODE, COLLECTIVE, DEVICE_CODES, EXTRA, GPU_ANNOTATION, ON_STREAM, SKIP
 from parity.trace.readers.kineto_events import UNKNOWN, ScanState, decode_events, scan_block
 from parity.trace.readers.times import times_to_ns
 from parity.trace.steps import step_numbers_by_name
@@ -55,7 +55,7 @@ def read_kineto(path: Path, *, progress: Progress | None = None, workers: int | 
 def _parse(path: Path, source=None, *, progress: Progress | None = None) -> tuple[Columns, ScanState, EventStream]:
     """Columns, scan state and finished stream of the file, or of ``source`` (a share of it)."""
     stream = EventStream(path, decode=decode_events, source=source)
-    cols, state = Columns(EXTRA), ScanState(path=path)
+    cols, state = Columns(EXTRA, COLLECTIVE), ScanState(path=path)
     for first, events in stream:
         scan_block(events, first, cols, state)
         if progress is not None:

@@ -12,7 +12,7 @@ fix-ups only where needed): this is what makes large traces quick.
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import is_
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any, Union
 
@@ -45,6 +45,11 @@ ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
 ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
 EXTRA = dict(pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
              wait_on_event_corr=np.int64)  # fmt: skip
+# NCCL arguments PyTorch writes on collective kernels and ``record_param_comms`` ops: sparse
+# columns (:meth:`.columns.Columns.add_sparse`), present only when the trace records them
+COLLECTIVE = dict(collective_name=object, in_msg_nelems=np.int64, out_msg_nelems=np.int64, dtype=object,
+                  process_group_name=object, process_group_ranks=object, group_size=np.int64,
+                  in_split_size=object, out_split_size=object)  # fmt: skip
 LANE_METADATA = frozenset({"process_name", "process_labels", "thread_name"})
 ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
 # Chrome-trace phases without rows (the current ones and the deprecated async S/T/p/F)
@@ -66,9 +71,19 @@ class Args(msgspec.Struct, gc=False):
     sync_type: str | None = None
     wait_on_stream: int | None = None
     wait_on_cuda_event_record_corr_id: int | None = None
+    collective_name: str | None = msgspec.field(default=None, name="Collective name")
+    in_msg_nelems: int | None = msgspec.field(default=None, name="In msg nelems")
+    out_msg_nelems: int | None = msgspec.field(default=None, name="Out msg nelems")
+    dtype: str | None = None
+    process_group_name: str | int | None = msgspec.field(default=None, name="Process Group Name")
+    process_group_ranks: str | list | None = msgspec.field(default=None, name="Process Group Ranks")
+    group_size: int | None = msgspec.field(default=None, name="Group size")
+    in_split_size: str | list | None = msgspec.field(default=None, name="In split size")
+    out_split_size: str | list | None = msgspec.field(default=None, name="Out split size")
 
 
 NO_ARGS = Args()
+COLLECTIVE_FIELDS = tuple(COLLECTIVE)  # the Args attribute of each collective column
 
 
 class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -114,6 +129,15 @@ class LooseArgs(msgspec.Struct, gc=False):
     sync_type: Any = None
     wait_on_stream: Any = None
     wait_on_cuda_event_record_corr_id: Any = None
+    collective_name: Any = msgspec.field(default=None, name="Collective name")
+    in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_msg_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    process_group_name: Any = msgspec.field(default=None, name="Process Group Name")
+    process_group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    in_split_size: Any = msgspec.field(default=None, name="In split size")
+    out_split_size: Any = msgspec.field(default=None, name="Out split size")
     name: Any = None  # a metadata event's lane name and labels
     labels: Any = None
 
@@ -238,12 +262,39 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
             wait_stream[row] = int_or(a.wait_on_stream)
             wait_corr[row] = int_or(a.wait_on_cuda_event_record_corr_id)
     state.known_cat = state.known_cat or kinds.count(UNKNOWN) != n
+    first_row = cols.rows
     cols.add(
         device=np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID),
         stream=np.where(on_device & (stream != NO_ID), stream, tid), kind=kind, name_id=name_id,
         start_ns=start, end_ns=start + dur, correlation=corr, pid=pid, tid=tid, external_id=ext,
         sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
     )  # fmt: skip
+    collective = list(map(attrgetter("collective_name"), args))  # one C-level pass; None on most rows
+    if collective.count(None) != n:
+        cols.add_sparse(first_row, **_collective_columns(args))
+
+
+def _collective_columns(args: list[Args]) -> dict[str, np.ndarray]:
+    """The :data:`COLLECTIVE` columns of a block's rows: counts as int64 (``NO_ID`` where
+    absent), the rest as text (a list of ranks or split sizes written ``"[0, 1]"``, as PyTorch
+    writes it), None where absent."""
+    out = {}
+    for key, dtype in COLLECTIVE.items():
+        values = [getattr(a, key) for a in args]
+        if dtype is object:
+            out[key] = np.array([_arg_text(v) for v in values], dtype=object)
+        else:
+            out[key] = np.array([int_or(v) for v in values], dtype=np.int64)
+    return out
+
+
+def _arg_text(value) -> str | None:
+    """An argument as text: a string as it is, a number in decimal, a list as ``"[a, b]"``."""
+    if value is None or type(value) is str:
+        return value
+    if type(value) is list:
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value) if type(value) is int else None
 
 
 def _note_lanes_and_marks(events: list, types: list, present: set, first: int, state: ScanState) -> None:
@@ -292,11 +343,20 @@ def _strict(e, index: int, state: ScanState):
             external_id=_int(a.external_id_old if a.external_id is msgspec.UNSET else a.external_id),
             cuda_sync_kind=_text(a.cuda_sync_kind), sync_type=_text(a.sync_type), wait_on_stream=a.wait_on_stream,
             wait_on_cuda_event_record_corr_id=a.wait_on_cuda_event_record_corr_id,
+            **{key: _loose_collective(getattr(a, key), COLLECTIVE[key]) for key in COLLECTIVE_FIELDS},
         )  # fmt: skip
     except (TypeError, AttributeError) as exc:
         raise ParityError(f"{state.path}: event {index} is malformed ({type(exc).__name__}: {one_line(exc)}); "
                           "the trace is corrupt") from None  # fmt: skip
     return Complete(cat=_text(e.cat), name=name, pid=_int(e.pid), tid=_int(e.tid), ts=e.ts, dur=e.dur, args=args)
+
+
+def _loose_collective(value, dtype):
+    """A collective argument of a :class:`Loose` event as the strict struct holds it: an int
+    count, else None; text as :func:`_arg_text` writes it, else None."""
+    if dtype is not object:
+        return value if type(value) is int else None
+    return _arg_text(value)
 
 
 def _text(value) -> str | None:
