@@ -20,7 +20,8 @@ MAX_BARS = 32  # ranks in the straggler chart, most often last first
 SECTION = "fleet"
 # where a finding is shown: the first chart whose words occur in its code (else the summary)
 FINDING_ROUTES = (("stragglers", ("straggl", "last", "slow-rank", "vote")),
-                  ("skew", ("skew", "wait", "collective", "busbw", "p2p", "match", "link", "scope", "imbalance")),
+                  ("skew", ("skew", "wait", "collective", "busbw", "p2p", "match", "link", "scope", "imbalance",
+                            "incomplete", "group")),
                   ("heatmap", ("step",)), ("ranks", ("rank",)))
 TABLE_ROUTES = {"stragglers": "stragglers", "collectives": "skew", "arrivals": "skew", "steps": "heatmap",
                 "ranks": "ranks"}
@@ -89,7 +90,7 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
     per_row, per_col = cells["ranks_per_row"], cells["steps_per_col"]
     rank_title = "rank" + (f" ({per_row} per row)" if per_row > 1 else "")
     step_title = "step" + (f" ({per_col} per column)" if per_col > 1 else "")
-    height = max(120, min(480, 6 * len({r["rank_lo"] for r in rows})))
+    height = max(160, min(480, 14 * len({r["rank_lo"] for r in rows})))
     quantity = {"type": "quantitative", "scale": {"nice": False, "zero": False}, "axis": {"format": "d", "tickMinStep": 1}}
     spec = vega_lite({"cells": rows, "steps": step_rows(folder)}, {
         "data": {"name": "cells"}, "width": 560, "height": height,
@@ -201,11 +202,13 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
              "encoding": {"x": x, "y": {"field": "expected_share", "type": "quantitative"}}}]})
     method = ", ".join(sorted({r["method"] for r in rows if r["method"]})) or "none"
     margin = any("median_margin_s" in r for r in rows)
+    rule = str((folder.summary.get("methods") or {}).get("straggler") or "")
     return Chart(
         id=f"fleet-{index}-stragglers", section=SECTION, title=f"Straggler vote: {Path(folder.out_dir).name}", spec=spec,
         draw=bool(bars),
         note=(f"Bars: the {len(bars)} ranks most often last; tick: the share expected by chance (1/members). "
-              f"Step cost: what the rank's late arrivals cost a step, median over steps (method: {method})."),
+              f"Step cost: what the rank's late arrivals cost a step, median over steps (method: {method})."
+              + (f" Straggler rule: {rule}." if rule else "")),
         findings=tuple(findings),
         tables=(Table(dataset="stragglers", title="straggler table", columns=(
             Column(field="rank", title="rank", unit=NUMBER), Column(field="node", title="node"),

@@ -61,7 +61,36 @@ class FleetFolder:
 
     @property
     def findings(self) -> list[dict[str, Any]]:
-        return [f for f in self.summary.get("findings") or [] if isinstance(f, dict)]
+        """``fleet.json``'s findings as ``Finding.to_dict()`` dicts (code, severity, message,
+        hint): the reduce writes them as ``{code: {count, examples...}}``; a list of finding
+        dicts is taken as it is."""
+        found = self.summary.get("findings") or []
+        if isinstance(found, dict):
+            return [finding_dict(code, details) for code, details in found.items()]
+        return [f for f in found if isinstance(f, dict)]
+
+
+# what each of the reduce's finding codes means (parity.trace.fleet.matching.match_findings)
+FINDING_TEXT = {
+    "mismatched_op": ("warning", "collectives whose members recorded different ops at one (group, seq): the ranks' "
+                                 "numbering drifted apart", "a rank's profile may have started later; profile the same steps"),
+    "incomplete": ("warning", "collectives recorded by fewer ranks than their group has", ""),
+    "ranks_missing": ("warning", "ranks that a process group names have no trace in the fleet",
+                      "add their trace files to the PATHs"),
+    "group_ranks_disagree": ("warning", "process groups whose ranks recorded different member lists", ""),
+    "p2p_not_matched": ("info", "point-to-point ops (send/recv) were counted, not matched as collectives", ""),
+}
+
+
+def finding_dict(code: str, details: Any) -> dict[str, Any]:
+    """One of the reduce's findings (``code: {count, examples or ranks}``) as a finding dict."""
+    severity, text, hint = FINDING_TEXT.get(code, ("warning", code.replace("_", " "), ""))
+    details = details if isinstance(details, dict) else {"count": details}
+    extra = {k: v for k, v in details.items() if k != "count"}
+    example = json.dumps(extra, separators=(", ", ": "), default=str)
+    example = example if len(example) <= 240 else example[:237] + "..."
+    message = f"{details.get('count', '?')} {text}" + (f"; {example}" if extra else "")
+    return {"code": code, "severity": severity, "message": message, "hint": hint}
 
 
 def read_fleet_folder(out_dir: str | Path) -> FleetFolder:
