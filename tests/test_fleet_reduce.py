@@ -96,6 +96,7 @@ def test_ranks_and_stragglers_tables(hand: Path):
     assert s["share_last"] == pytest.approx([2 / 3, 1 / 2, 0])
     assert s["expected_share"] == pytest.approx([(1 / 3 + 1 / 3 + 1 / 2) / 3, 1 / 3, (1 / 3 + 1 / 3 + 1 / 2) / 3])
     assert s["step_cost_ns"] == [45, 4, 0] and s["median_margin_ns"] == [22, 4, 0]
+    assert s["mean_step_cost_ns"] == [45, 4, 0]  # one step
     assert s["step_ns"] == [901, 902, 900] and set(s["method"]) == {"first-order"}
     assert s["straggler"] == [False, False, False] and summary.stragglers == ()  # too few collectives
     steps = _table(hand, "steps")
@@ -115,7 +116,8 @@ def test_fleet_json(hand: Path):
     reduce_fleet(str(hand), ranks_per_node=2)
     doc = json.loads((hand / "fleet.json").read_text())
     assert doc["schema_version"] == 1 and doc["ranks"] == 3 and doc["ranks_per_node"] == 2
-    assert doc["methods"]["step_cost_ns"] == "first-order"
+    assert doc["methods"]["step_cost_ns"].startswith("first-order")
+    assert doc["step_cost"] == {"replay": "not used: fewer than two steps", "ranks": {}}
     assert doc["methods"]["comm_ns"].startswith("min over members")
     assert doc["vote"]["voters"] == 3 and doc["vote"]["threshold"] == pytest.approx(math.log(300))
     assert doc["counts"]["groups"] == 2 and doc["counts"]["arrivals"] == 8
@@ -179,3 +181,23 @@ def test_a_fleet_without_collectives(tmp_path: Path):
     assert summary.counts["collectives"] == 0 and summary.stragglers == ()
     assert _table(tmp_path, "ranks")["rank"] == [0, 1]
     assert _table(tmp_path, "arrivals")["rank"] == []
+
+
+def test_the_reduce_imports_without_torch_or_pyarrow():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['pyarrow'] = None; "
+            "import parity.trace.fleet.reduce, parity.trace.fleet.synthetic, parity.trace.fleet.synthetic_kineto")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ})
+
+
+def test_an_op_that_ends_before_the_last_arrival_is_a_clock_finding(tmp_path: Path):
+    # rank 1's clock runs 5 us behind: its op "ends" before rank 0 arrived
+    write_rows(tmp_path, "collectives", 0, [_coll(0, "0", 0, "allreduce", 10_000, 20_000, ranks="[0, 1]")])
+    write_rows(tmp_path, "collectives", 1, [_coll(1, "0", 0, "allreduce", 2_000, 8_000, ranks="[0, 1]")])
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.findings["clock_offset_suspected"] == {
+        "count": 1, "ranks": 1, "examples": [{"rank": 1, "ops": 1, "max_early_end_ns": 2_000}]}
+    _hand_fleet(tmp_path / "fine")
+    assert "clock_offset_suspected" not in reduce_fleet(str(tmp_path / "fine")).findings

@@ -84,14 +84,14 @@ def _codes(column) -> tuple[np.ndarray, list[str]]:
     if pa.types.is_dictionary(encoded.type) is False:
         encoded = pc.dictionary_encode(encoded)
     values = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
     return _sorted_codes(codes, values)
 
 
 def _sorted_codes(codes: np.ndarray, values: list[str]) -> tuple[np.ndarray, list[str]]:
     """Codes remapped so that the values are sorted and distinct."""
     names = sorted(set(values))
-    remap = np.array([names.index(v) for v in values] or [0], dtype=np.int64)
+    remap = np.array([names.index(v) for v in values] or [0], dtype=np.int32)
     return (remap[codes] if len(codes) else codes), names
 
 
@@ -108,33 +108,46 @@ def order_by(*keys: np.ndarray) -> np.ndarray:
     if min(int(k.min()) for k in keys) >= 0 and float(np.prod([float(x) for x in spans])) < 2.0**62:
         key = np.zeros(len(keys[0]), dtype=np.int64)
         for k, span in zip(keys, spans):
-            key = key * span + k
+            key *= span
+            key += k
         return np.argsort(key, kind="stable")
     return np.lexsort(tuple(reversed(keys)))
 
 
+def renumber(rank: np.ndarray, group: np.ndarray, map_seq: np.ndarray) -> np.ndarray:
+    """``seq``: each op's ordinal within its ``(rank, group)`` in the map's order (its seq);
+    the map's own numbering when that already counts 0, 1, 2, ... without gaps."""
+    if not len(rank):
+        return map_seq.astype(np.int64)
+    by_rank = order_by(rank, group, map_seq)
+    key_r, key_g = rank[by_rank], group[by_rank]
+    new_run = np.empty(len(rank), dtype=bool)
+    new_run[0] = True
+    np.not_equal(key_r[1:], key_r[:-1], out=new_run[1:])
+    new_run[1:] |= key_g[1:] != key_g[:-1]
+    del key_r, key_g
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(rank)), 0))
+    seq = np.empty(len(rank), dtype=np.int64)
+    seq[by_rank] = np.arange(len(rank)) - run_start
+    return seq
+
+
 def match_collectives(table, known_ranks: np.ndarray) -> Matched:
     """Match a fleet's map ``collectives`` rows (a pyarrow table) across ranks (module docstring)."""
-    rank = _column(table, "rank")
+    rank = _column(table, "rank", np.int32)
     group, groups = _codes(table.column("group"))
     op_raw, op_names = _codes(table.column("op"))
     canon = [canonical_op(n) for n in op_names]
     ops = sorted(set(canon))
-    op = np.array([ops.index(c) for c in canon] or [0], dtype=np.int64)[op_raw] if len(op_raw) else op_raw
+    op = np.array([ops.index(c) for c in canon] or [0], dtype=np.int32)[op_raw] if len(op_raw) else op_raw
     p2p = op == (ops.index(P2P) if P2P in ops else -1)
     p2p_ranks, p2p_counts = np.unique(rank[p2p], return_counts=True)
     members, disagree = _members(table, group, rank, groups)
 
     keep = np.flatnonzero(~p2p)
+    del p2p
     rank_k, group_k = rank[keep], group[keep]
-    # seq: ordinal within (rank, group) in the map's order (its seq)
-    by_rank = order_by(rank_k, group_k, _column(table, "seq")[keep])
-    key_r, key_g = rank_k[by_rank], group_k[by_rank]
-    new_run = np.r_[True, (key_r[1:] != key_r[:-1]) | (key_g[1:] != key_g[:-1])] if len(keep) else keep
-    run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(keep)), 0)) if len(keep) else keep
-    seq = np.empty(len(keep), dtype=np.int64)
-    seq[by_rank] = np.arange(len(keep)) - run_start
-
+    seq = renumber(rank_k, group_k, _column(table, "seq")[keep])
     order = order_by(group_k, seq, rank_k)
     rows = keep[order]
     g, s = group_k[order], seq[order]

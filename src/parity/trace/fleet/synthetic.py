@@ -12,7 +12,10 @@ Injected (each optional):
   members span both transfers ``slow_link_factor`` times slower;
 - ``group_size``: segments of even index (but the step's last) run an all_gather in
   sub-groups of ``group_size`` consecutive ranks (process groups "1", "2", ...); the others an
-  all_reduce of the whole job (process group "0").
+  all_reduce of the whole job (process group "0");
+- ``heavy_rank``: the whole job's collectives but the step's last are uneven all_to_alls in
+  which that rank sends ``heavy_factor`` times the others' elements (``size_imbalance =
+  f·n / (n − 1 + f)``).
 
 Compute durations carry a seeded jitter in ``[0, jitter_ns)``. Times are integer ns; the rank
 files (:mod:`.synthetic_kineto`) write them in µs with three decimals, so nothing rounds away.
@@ -21,14 +24,14 @@ The truth is computed from the simulation by the definitions of ``docs/definitio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from parity.model.errors import ParityError
 
-ALL_REDUCE, ALL_GATHER = "allreduce", "allgather"  # Kineto's "Collective name" values
+ALL_REDUCE, ALL_GATHER, ALL_TO_ALL = "allreduce", "allgather", "all_to_allv"  # Kineto's "Collective name"
 ELEMENT_BYTES = 4  # dtype Float
 
 
@@ -62,6 +65,7 @@ class FleetTruth:
     the transfer time; per rank how often it arrived last; the injected stragglers."""
 
     skew_ns: dict[tuple[str, int], int]
+    size_imbalance: dict[tuple[str, int], float]
     last_rank: dict[tuple[str, int], int]
     comm_ns: dict[tuple[str, int], int]
     times_last: dict[int, int]
@@ -84,7 +88,8 @@ def simulate(*, ranks: int, steps: int, segments: int = 3, compute_ns: int = 200
              transfer_ns: int = 40_000, jitter_ns: int = 3_000, slow_rank: int | None = None,
              slow_extra_ns: int = 30_000, late_rank: int | None = None, late_ns: int = 120_000,
              late_every: int = 3, slow_link: int | None = None, slow_link_factor: float = 3.0,
-             group_size: int | None = None, nelems: int = 4 * 1024 * 1024, first_step: int = 1,
+             group_size: int | None = None, nelems: int = 4 * 1024 * 1024, heavy_rank: int | None = None,
+             heavy_factor: int = 3, first_step: int = 1,
              seed: int = 0, start_ns: int = 1_700_000_000_000_000) -> Simulation:
     """Simulate the job of the module docstring (arguments in ns)."""
     if ranks < 2 or steps < 1 or segments < 1:
@@ -112,8 +117,12 @@ def simulate(*, ranks: int, steps: int, segments: int = 3, compute_ns: int = 200
                 transfer = int(round(transfer_ns * (slow_link_factor if span else 1.0)))
                 end = int(arrival[members].max()) + transfer
                 op = ALL_REDUCE if name == "0" else ALL_GATHER
-                out_n = nelems
-                in_n = nelems if op == ALL_REDUCE else nelems // len(members)
+                in_n = np.full(len(members), nelems if op == ALL_REDUCE else nelems // len(members))
+                if heavy_rank is not None and name == "0" and k != segments - 1:
+                    op = ALL_TO_ALL  # uneven: the heavy rank sends heavy_factor times as much
+                    in_n = np.where(members == heavy_rank, nelems * heavy_factor, nelems)
+                # all_to_all: each member receives an even share of everything sent
+                out_n = np.full(len(members), in_n.sum() // len(members) if op == ALL_TO_ALL else nelems)
                 c_rows.append((members, name, seq[name], op, arrival[members], end, in_n, out_n, step))
                 seq[name] += 1
                 t[members] = end
@@ -133,8 +142,7 @@ def _columns(ranks, groups, c_rows, k_rows, first_step) -> Simulation:
         c_op=np.repeat(np.array([r[3] for r in c_rows], dtype=object), sizes),
         c_start=cat([r[4] for r in c_rows], np.int64),
         c_end=np.repeat(np.array([r[5] for r in c_rows], dtype=np.int64), sizes),
-        c_in_nelems=np.repeat(np.array([r[6] for r in c_rows], dtype=np.int64), sizes),
-        c_out_nelems=np.repeat(np.array([r[7] for r in c_rows], dtype=np.int64), sizes),
+        c_in_nelems=cat([r[6] for r in c_rows], np.int64), c_out_nelems=cat([r[7] for r in c_rows], np.int64),
         c_step=np.repeat(np.array([r[8] for r in c_rows], dtype=np.int64), sizes) + first_step,
         k_rank=cat([r[0] for r in k_rows], np.int64), k_start=cat([r[1] for r in k_rows], np.int64),
         k_end=cat([r[2] for r in k_rows], np.int64), k_step=cat([r[3] for r in k_rows], np.int64) + first_step,
@@ -146,6 +154,7 @@ def truth_of(sim: Simulation, *, stragglers: tuple[int, ...], paths: tuple[str, 
     """The expected figures of a simulation, one collective at a time (plain Python: the
     reference the vectorised reduce is checked against)."""
     skew, last, comm, times_last = {}, {}, {}, {r: 0 for r in range(sim.ranks)}
+    imbalance = {}
     keys = list(zip(sim.c_group.tolist(), sim.c_seq.tolist()))
     rows: dict[tuple[str, int], list[int]] = {}
     for i, key in enumerate(keys):
@@ -155,23 +164,40 @@ def truth_of(sim: Simulation, *, stragglers: tuple[int, ...], paths: tuple[str, 
         latest = max(arrivals)
         skew[key] = latest - min(arrivals)
         comm[key] = min(int(sim.c_end[i] - sim.c_start[i]) for i in idx)
+        sizes = [int(sim.c_in_nelems[i]) for i in idx]
+        imbalance[key] = max(sizes) / (sum(sizes) / len(sizes))
         at_latest = [int(sim.c_rank[i]) for i, a in zip(idx, arrivals) if a == latest]
         last[key] = at_latest[0] if len(at_latest) == 1 else -1
         if last[key] >= 0:
             times_last[last[key]] += 1
-    return FleetTruth(skew_ns=skew, last_rank=last, comm_ns=comm, times_last=times_last,
+    return FleetTruth(skew_ns=skew, size_imbalance=imbalance, last_rank=last, comm_ns=comm, times_last=times_last,
                       stragglers=tuple(sorted(stragglers)), paths=paths, simulation=sim)
 
 
+def with_clock_offsets(sim: Simulation, offsets: dict[int, int]) -> Simulation:
+    """The simulation as ranks whose clocks are off by ``offsets[rank]`` ns would record it
+    (every time of that rank moved; the truth stays on the true clock)."""
+    c_shift = np.zeros(len(sim.c_rank), dtype=np.int64)
+    k_shift = np.zeros(len(sim.k_rank), dtype=np.int64)
+    for rank, offset in offsets.items():
+        c_shift[sim.c_rank == rank] = offset
+        k_shift[sim.k_rank == rank] = offset
+    return replace(sim, c_start=sim.c_start + c_shift, c_end=sim.c_end + c_shift,
+                   k_start=sim.k_start + k_shift, k_end=sim.k_end + k_shift)
+
+
 def write_fleet(out_dir: str | Path, *, ranks: int, steps: int, seed: int = 0, gzip: bool = True,
-                **shifts) -> FleetTruth:
+                clock_offsets: dict[int, int] | None = None, **shifts) -> FleetTruth:
     """Simulate a job (:func:`simulate`; ``shifts`` are its keyword arguments), write one
-    Kineto trace per rank (``rank-NNNNNN.json.gz``) into ``out_dir`` and return the truth."""
+    Kineto trace per rank (``rank-NNNNNN.json.gz``) into ``out_dir`` and return the truth.
+    ``clock_offsets``: ns added to every time a rank's file records (a host clock off by that
+    much); the truth is the true clock's."""
     from parity.trace.fleet.synthetic_kineto import write_rank
 
     sim = simulate(ranks=ranks, steps=steps, seed=seed, **shifts)
+    recorded = with_clock_offsets(sim, clock_offsets) if clock_offsets else sim
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = tuple(str(write_rank(out, sim, rank, gzip=gzip)) for rank in range(ranks))
+    paths = tuple(str(write_rank(out, recorded, rank, gzip=gzip)) for rank in range(ranks))
     stragglers = tuple(r for r in (shifts.get("slow_rank"), shifts.get("late_rank")) if r is not None)
     return truth_of(sim, stragglers=stragglers, paths=paths)

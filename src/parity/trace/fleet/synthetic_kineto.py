@@ -20,9 +20,12 @@ LAUNCH_NS = 5_000  # a kernel starts this long after its launch call begins
 LAUNCH_CALL_NS = 2_000  # duration of the cudaLaunchKernel call
 PID, TID = 4242, 4242  # host process and main thread
 COMPUTE_STREAM = 7
-_KERNELS = ("ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>")
+_KERNELS = ("ampere_sgemm_128x64_tn",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>")
 _NCCL = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-         "allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"}  # fmt: skip
+         "allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+         "all_to_allv": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}  # fmt: skip
+_RECORD = {"allreduce": "nccl:all_reduce", "allgather": "nccl:all_gather", "all_to_allv": "nccl:all_to_all"}
 
 
 def us(ns: int) -> str:
@@ -42,7 +45,8 @@ def _event(ph: str, cat: str, name: str, pid, tid, ts: int, dur: int | None, arg
 
 
 def _flow(corr: int, launch_ts: int, kernel_ts: int, device: int, stream: int) -> list[str]:
-    return [f'{{"ph": "s", "id": {corr}, "pid": {PID}, "tid": {TID}, "ts": {us(launch_ts)}, "cat": "ac2g", "name": "ac2g"}}',
+    return [f'{{"ph": "s", "id": {corr}, "pid": {PID}, "tid": {TID}, "ts": {us(launch_ts)}, "cat": "ac2g", '
+            f'"name": "ac2g"}}',
             f'{{"ph": "f", "id": {corr}, "pid": {device}, "tid": {stream}, "ts": {us(kernel_ts)}, "cat": "ac2g", '
             f'"name": "ac2g", "bp": "e"}}']  # fmt: skip
 
@@ -64,7 +68,8 @@ def _launched(ids: _Ids, *, op: str, kernel: str, start: int, end: int, device: 
     corr, ext = ids.next()
     launch = start - LAUNCH_NS
     events = [
-        _event("X", "cpu_op", op, PID, TID, launch - 500, LAUNCH_CALL_NS + 1000, {"External id": ext, **(op_args or {})}),
+        _event("X", "cpu_op", op, PID, TID, launch - 500, LAUNCH_CALL_NS + 1000,
+               {"External id": ext, **(op_args or {})}),
         _event("X", "cuda_runtime", "cudaLaunchKernel", PID, TID, launch, LAUNCH_CALL_NS,
                {"External id": ext, "cbid": 211, "correlation": corr}),
         _event("X", "kernel", kernel, device, stream, start, end - start,
@@ -74,10 +79,22 @@ def _launched(ids: _Ids, *, op: str, kernel: str, start: int, end: int, device: 
     return events + _flow(corr, launch, start, device, stream)
 
 
+def _splits(sim, row: int, group_ranks: tuple[int, ...]) -> tuple[str, str]:
+    """All-to-all's per-peer element counts sent and received (each spread evenly over the
+    peers), "[]" for other ops."""
+    if sim.c_op[row] != "all_to_allv":
+        return "[]", "[]"
+    n = len(group_ranks)
+    send = [int(sim.c_in_nelems[row]) // n] * n
+    receive = [int(sim.c_out_nelems[row]) // n] * n
+    return "[" + ", ".join(map(str, send)) + "]", "[" + ", ".join(map(str, receive)) + "]"
+
+
 def _comm_args(sim, row: int, group_ranks: tuple[int, ...]) -> dict:
+    in_split, out_split = _splits(sim, row, group_ranks)
     return {"Collective name": str(sim.c_op[row]), "In msg nelems": int(sim.c_in_nelems[row]),
             "Out msg nelems": int(sim.c_out_nelems[row]), "Group size": len(group_ranks), "dtype": "Float",
-            "In split size": "[]", "Out split size": "[]", "Process Group Name": str(sim.c_group[row]),
+            "In split size": in_split, "Out split size": out_split, "Process Group Name": str(sim.c_group[row]),
             "Process Group Description": "default_pg" if sim.c_group[row] == "0" else f"group_{sim.c_group[row]}",
             "Process Group Ranks": "[" + ", ".join(map(str, group_ranks)) + "]"}  # fmt: skip
 
@@ -95,7 +112,7 @@ def rank_events(sim, rank: int) -> list[str]:
         if is_comm:
             name = str(sim.c_group[i])
             args = _comm_args(sim, i, sim.groups[name])
-            events += _launched(ids, op=f"nccl:{'all_reduce' if sim.c_op[i] == 'allreduce' else 'all_gather'}",
+            events += _launched(ids, op=_RECORD[str(sim.c_op[i])],
                                 kernel=_NCCL[str(sim.c_op[i])], start=start, end=int(sim.c_end[i]), device=device,
                                 stream=stream_of[name], kernel_args=args, op_args=args)  # fmt: skip
             launches.append((start - LAUNCH_NS, int(sim.c_step[i])))
@@ -144,7 +161,8 @@ def _metadata(sim, rank: int) -> list[str]:
     device = rank % 8
     streams = [COMPUTE_STREAM] + [20 + 4 * i for i in range(len(sim.groups))]
     meta = [(PID, 0, "process_name", {"name": "python3.11"}), (PID, 0, "process_labels", {"labels": "CPU"}),
-            (device, 0, "process_name", {"name": "python3.11"}), (device, 0, "process_labels", {"labels": f"GPU {device}"}),
+            (device, 0, "process_name", {"name": "python3.11"}),
+            (device, 0, "process_labels", {"labels": f"GPU {device}"}),
             (PID, TID, "thread_name", {"name": f"thread {TID} (python3)"})]  # fmt: skip
     meta += [(device, s, "thread_name", {"name": f"stream {s} "}) for s in streams]
     t0 = int(sim.k_start.min()) - 100_000
