@@ -13,11 +13,39 @@ from parity.model.errors import ParityError
 
 
 def _kind(source: str) -> str:
+    from parity.store.fleet_analyses import is_fleet_analysis_id
     from parity.store.trace_analyses import is_trace_analysis_id
 
+    if (Path(source) / "fleet.json").is_file():
+        return "fleet-folder"
     if Path(source).exists():
         return "file"
+    if is_fleet_analysis_id(source):
+        return "fleet"
     return "stored" if is_trace_analysis_id(source) else "run"
+
+
+def _fleet_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | None) -> list[Any]:
+    """Stored fleets (``fleet-...``, ``fleet:latest``) and fleet output folders, read as stored."""
+    from parity.compare import FleetInput
+    from parity.store import Store
+    from parity.store.fleet_analyses import get_fleet_analysis
+
+    inputs = []
+    for source, kind in zip(sources, kinds):
+        if kind == "fleet-folder":
+            from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggler_rows
+
+            folder = read_fleet_folder(source)
+            inputs.append(FleetInput(label=Path(folder.out_dir).name, headline=fleet_headline(folder),
+                                     stragglers=tuple(straggler_rows(folder)), out_dir=folder.out_dir,
+                                     summary=folder.summary))
+            continue
+        with Store.open(db_path) as store:
+            stored = get_fleet_analysis(store, source)
+        inputs.append(FleetInput(label=stored.label, headline=stored.headline, stragglers=stored.stragglers,
+                                 analysis_id=stored.analysis_id, out_dir=stored.out_dir, summary=stored.summary))
+    return inputs
 
 
 def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | None, window_text: str | None,
@@ -59,17 +87,19 @@ def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | 
 @json_option
 def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, window_text: str | None,
             steps_text: str | None, rank: int | None, limit: int, db_path: str | None, json_path: str | None) -> None:
-    """Compare runs, stored trace analyses, or trace files side by side.
+    """Compare runs, stored trace analyses, trace files or fleet analyses side by side.
 
     SOURCES are two or more runs (an id, a unique prefix, latest, latest~1), stored trace
-    analyses (trace-... ids from parity trace analyze --store, or trace:latest), or trace files
-    and folders, all of one kind. Runs: identical cases are joined (same suite and case key: shape,
+    analyses (trace-... ids from parity trace analyze --store, or trace:latest), trace files
+    and folders, or fleet analyses (fleet-... ids from parity trace fleet --store,
+    fleet:latest, or fleet output folders), all of one kind. Runs: identical cases are joined (same suite and case key: shape,
     dtype, size, collective, model config), each with its speed relative to the first run and a
     bootstrap CI from the raw samples, the medians over the joined cases and over the shapes
     compute-bound on every run, and a fairness audit of every condition that differs. Runs whose
     byte conventions, timing methods or offline/online mode differ are refused unless --force.
     Traces: per category and per stream, busy time and share side by side, each trace's window
-    stated.
+    stated. Fleets: median and p99 arrival skew, total wait, and per op the skew, wait, comm
+    time and busbw medians, with each straggler's times last and step cost.
 
     \b
     Example:
@@ -77,16 +107,23 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
       parity compare 20261129-2303 20261130-0915 --markdown cmp.md --json cmp.json
       parity compare trace-20261201-1012-ab12 trace:latest
       parity compare rank0_h100.json.gz ASCEND_PROFILER_OUTPUT/ --window span
+      parity compare fleet-20261203-1012-ab12 fleet:latest
     """
-    from parity.compare import compare_runs, compare_traces
+    from parity.compare import compare_fleets, compare_runs, compare_traces
     from parity.report.comparison import comparison_markdown, render_comparison
     from parity.store import Store
 
     kinds = [_kind(s) for s in sources]
-    if "run" in kinds and set(kinds) != {"run"}:
+    families = {"run" if k == "run" else "fleet" if k.startswith("fleet") else "trace" for k in kinds}
+    if len(families) > 1:
         mixed = ", ".join(f"{s} ({k})" for s, k in zip(sources, kinds))
-        raise ParityError(f"compare takes runs or traces, not both: {mixed}; give sources of one kind")
-    if kinds[0] == "run":
+        what = "runs or traces, not both" if "fleet" not in families else "runs, traces or fleets, not a mix"
+        raise ParityError(f"compare takes {what}: {mixed}; give sources of one kind")
+    if families == {"fleet"}:
+        if window_text or steps_text or rank is not None:
+            raise ParityError("--window, --steps and --rank are for traces; drop them to compare fleets")
+        document = compare_fleets(_fleet_inputs(sources, kinds, db_path=db_path)).to_dict()
+    elif kinds[0] == "run":
         if window_text or steps_text or rank is not None:
             raise ParityError("--window, --steps and --rank are for traces; drop them to compare runs")
         with Store.open(db_path) as store:

@@ -46,13 +46,16 @@ def read_comparison(path: str) -> dict[str, Any]:
 
 
 def build_report(*, runs: list[tuple[Any, list[Any]]], trace_paths: tuple[str, ...] = (), rules: str | None = None,
-                 output: str | Path, svg_dir: str | None = None,
-                 comparison: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path, list[Path]]:
-    """Analyse the traces, build the report's data, write the HTML (and SVGs); returns all three."""
+                 output: str | Path, svg_dir: str | None = None, comparison: dict[str, Any] | None = None,
+                 fleet_dirs: tuple[str, ...] = ()) -> tuple[dict[str, Any], Path, list[Path]]:
+    """Analyse the traces, read the fleet folders, build the report's data, write the HTML (and
+    SVGs); returns all three."""
     from parity.report.html import export_svgs, load_trace_input, render_data, report_data, write_report
+    from parity.trace.fleet.folder import read_fleet_folder
 
+    fleets = [read_fleet_folder(d) for d in fleet_dirs]
     traces = [load_trace_input(p, rules=rules) for p in trace_paths]
-    data = report_data(runs=runs, traces=traces, comparison=comparison)
+    data = report_data(runs=runs, traces=traces, comparison=comparison, fleets=fleets)
     path = write_report(output, render_data(data))
     svgs = export_svgs(data, svg_dir) if svg_dir else []
     return data, path, svgs
@@ -75,6 +78,9 @@ def report_after_run(store: Store, run: Any, cases: list[Any]) -> str:
               help="A profiler trace (any format parity trace analyze reads) to add: timeline and what-if. Repeatable.")
 @click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
               help="Category rules (TOML or YAML) for the traces, tried before the defaults.")
+@click.option("--fleet", "fleet_dirs", multiple=True, type=click.Path(exists=True, file_okay=False), metavar="DIR",
+              help="A fleet output folder (parity trace fleet --out DIR) to draw: rank-by-step heatmap, arrival "
+                   "skew per op, straggler vote, per-rank table, with fleet.json's findings. Repeatable.")
 @click.option("--comparison", "comparison_path", type=click.Path(exists=True, dir_okay=False), metavar="JSON",
               help="A comparison of runs (parity compare --json) to draw: ratios, summary, fairness audit, claims.")
 @click.option("--compare", "compare_runs_given", is_flag=True,
@@ -87,15 +93,16 @@ def report_after_run(store: Store, run: Any, cases: list[Any]) -> str:
               help="Also write each chart as a static SVG file in this folder.")
 @db_option
 @json_option
-def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], rules_path: str | None,
+def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], fleet_dirs: tuple[str, ...], rules_path: str | None,
            comparison_path: str | None, compare_runs_given: bool, force: bool, output: str, svg_dir: str | None, db_path: str | None,
            json_path: str | None) -> None:
     """Write one self-contained HTML report (opens offline, no network request of any kind):
     roofline and efficiency, bandwidth and latency curves, collectives, decode throughput, every
     run's figures and provenance, and for each --trace its window's timeline and what-if
-    sensitivity, and with --comparison the ratios and fairness audit. Without RUN_ID, --trace or
-    --comparison, the latest run. --json writes the data
-    block (every chart's data and tables) as JSON.
+    sensitivity, for each --fleet its rank-by-step heatmap, arrival skew per op, straggler vote
+    and per-rank table, and with --comparison the ratios and fairness audit. Without RUN_ID,
+    --trace, --fleet or --comparison, the latest run. --json writes the data block (every
+    chart's data and tables) as JSON.
 
     \b
     Example:
@@ -103,11 +110,12 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], rules_path: s
       parity report latest 20261201-222257-b477 --trace rank0.json.gz -o report.html --svg-dir charts/
       parity report latest~1 latest --compare -o comparison.html
       parity report --comparison compare.json -o comparison.html
+      parity report --fleet fleet_out/ -o fleet.html
     """
     comparison = read_comparison(comparison_path) if comparison_path else None
     if compare_runs_given and (comparison is not None or len(run_ids) < 2):
         raise ParityError("--compare needs two or more RUN_IDs and no --comparison file; e.g. parity report latest~1 latest --compare")
-    if not run_ids and not trace_paths and comparison is None:
+    if not run_ids and not trace_paths and not fleet_dirs and comparison is None:
         run_ids = ("latest",)
     if run_ids:
         with Store.open(db_path) as store:
@@ -121,7 +129,7 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], rules_path: s
     if len({run.run_id for run, _ in runs}) != len(runs):
         raise ParityError(f"run ids {' '.join(run_ids)} name one run twice; give each run once")
     data, path, svgs = build_report(runs=runs, trace_paths=trace_paths, rules=rules_path, output=output,
-                                    svg_dir=svg_dir, comparison=comparison)
+                                    svg_dir=svg_dir, comparison=comparison, fleet_dirs=fleet_dirs)
     drawn = sum(1 for c in data["charts"] if c["draw"])
     click.echo(f"report: {path} ({drawn} charts, {len(data['charts']) - drawn} tables-only panels)"
                + (f"; {len(svgs)} SVG files in {svg_dir}" if svg_dir else ""), err=json_path == "-")

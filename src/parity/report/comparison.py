@@ -1,4 +1,4 @@
-"""Rendering a comparison's ``to_dict()`` document (runs or traces): a terminal table and a
+"""Rendering a comparison's ``to_dict()`` document (runs, traces or fleets): a terminal table and a
 GitHub-flavoured Markdown document with the same cells. Never computes a figure: the cells are
 the document's numbers in humans' units.
 """
@@ -81,6 +81,8 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
         window = run.get("window")
         extra = (f"window {window.get('length_us', 0) / 1e3:.3g} ms ({window.get('source')}), rank {run.get('rank')}"
                  if window else f"{run.get('mode')}, {'quick' if run.get('quick') else 'full'}")
+        if run.get("mode") == "fleet":
+            extra = f"{run.get('ranks')} ranks, {run.get('ranks_per_node') or '?'} per node, {run.get('out_dir')}"
         parts.append(Text(f"{run['label']}  {run.get('id') or run.get('source')}  {extra}"))
     header, rows, marks = case_cells(doc, limit=limit)
     table = Table(title="cases" + (f" (first {limit} of {len(doc['cases'])})" if len(doc["cases"]) > limit else ""),
@@ -119,7 +121,8 @@ def comparison_markdown(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> str:
     """GitHub Markdown: the runs, the per-case table, the summary, the audit and the claims."""
     lines = [f"## parity compare ({doc['kind']})", ""]
     runs = [[r["label"], str(r.get("id") or r.get("source")), str(r.get("mode")),
-             str((r.get("window") or {}).get("source", "quick" if r.get("quick") else "full"))] for r in doc["runs"]]
+             f"{r.get('ranks')} ranks" if r.get("mode") == "fleet"
+             else str((r.get("window") or {}).get("source", "quick" if r.get("quick") else "full"))] for r in doc["runs"]]
     lines += _md_table(["run", "id", "mode", "window or size"], runs) + [""]
     header, rows, _ = case_cells(doc, limit=limit)
     lines += _md_table(header, rows) + [""]

@@ -61,15 +61,16 @@ def new_run_id() -> str:
 
 
 def unused_run_id(conn: sqlite3.Connection, *, table: str = "runs", prefix: str = "") -> str:
-    """``prefix`` + a :func:`new_run_id` that no row of ``table`` (``runs`` or
-    ``trace_analyses``) holds yet, drawn inside the caller's write transaction."""
-    if table not in ("runs", "trace_analyses"):
+    """``prefix`` + a :func:`new_run_id` that no row of ``table`` (``runs``,
+    ``trace_analyses`` or ``fleet_analyses``) holds yet, drawn inside the caller's write
+    transaction."""
+    if table not in ("runs", "trace_analyses", "fleet_analyses"):
         raise ValueError(f"no id column to draw from in table {table!r}")
     for _ in range(8):
         candidate = prefix + new_run_id()
         if not conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (candidate,)).fetchone():
             return candidate
-    what = "run" if table == "runs" else "trace analysis"
+    what = {"runs": "run", "trace_analyses": "trace analysis"}.get(table, "fleet analysis")
     raise ParityError(f"could not draw an unused {what} id after 8 tries; retry the command")
 
 

@@ -18,6 +18,11 @@ History:
        streams, analysis): a stored ``parity trace analyze`` with the trace's paths, its SHA-256
        digest, the first rank's window, the per-rank categories and streams, and the whole
        analysis document. Version 1 files gain the empty table.
+    3: fleet_analyses (id, created_at, label, out_dir, paths, ranks, ranks_per_node,
+       skew_median_ns, skew_p99_ns, wait_total_ns, straggler_ranks, ops, stragglers, summary,
+       headline): a stored ``parity trace fleet`` output folder: where it is, the rank files,
+       the headline figures as columns (queryable in SQL), the figures per op, the straggler
+       table and fleet.json. Version 2 files gain the empty table.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from parity.model.errors import ParityError
 # "PRTY" as a big-endian 32-bit integer: identifies a parity results file (``file`` shows it).
 APPLICATION_ID = 0x50525459
 
-STORE_VERSION = 2
+STORE_VERSION = 3
 
 _V1 = [
     """
@@ -84,7 +89,30 @@ _V2 = [
     "CREATE INDEX trace_analyses_by_time ON trace_analyses (created_at)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2}
+_V3 = [
+    """
+    CREATE TABLE fleet_analyses (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        label TEXT NOT NULL,
+        out_dir TEXT NOT NULL,
+        paths TEXT NOT NULL,
+        ranks INTEGER NOT NULL,
+        ranks_per_node INTEGER,
+        skew_median_ns REAL,
+        skew_p99_ns REAL,
+        wait_total_ns INTEGER NOT NULL,
+        straggler_ranks TEXT NOT NULL,
+        ops TEXT NOT NULL,
+        stragglers TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        headline TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX fleet_analyses_by_time ON fleet_analyses (created_at)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3}
 
 
 def read_version(conn: sqlite3.Connection) -> tuple[int, int]:

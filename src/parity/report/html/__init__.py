@@ -27,9 +27,9 @@ def render_data(data: dict[str, Any]) -> str:
 
 
 def render(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
-           comparison: dict[str, Any] | None = None, title: str = "parity report") -> str:
-    """The HTML report of stored runs, analysed traces and a comparison dict."""
-    return render_data(report_data(runs=runs, traces=traces, comparison=comparison, title=title))
+           comparison: dict[str, Any] | None = None, fleets: list[Any] = (), title: str = "parity report") -> str:
+    """The HTML report of stored runs, analysed traces, fleet folders and a comparison dict."""
+    return render_data(report_data(runs=runs, traces=traces, comparison=comparison, fleets=fleets, title=title))
 
 
 def write_report(path: str | Path, html_text: str) -> Path:

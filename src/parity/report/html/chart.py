@@ -9,6 +9,7 @@ the human scale (ns, MiB, GB/s, %) at the edge.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +54,8 @@ class Chart:
     """One chart: ``id`` (unique in the report, a DOM id), the ``section`` it belongs to, a
     ``title``, the Vega-Lite ``spec`` (with its data in ``spec["datasets"]``), its tables and a
     ``note`` saying what is drawn and how to read it. ``draw`` is False for a panel of tables
-    only (its spec then holds just the datasets)."""
+    only (its spec then holds just the datasets). ``findings`` are what the analysis said
+    about the figures this chart draws (``Finding.to_dict()`` dicts), shown beside it."""
 
     id: str
     section: str
@@ -62,13 +64,15 @@ class Chart:
     tables: tuple[Table, ...]
     note: str = ""
     draw: bool = True
+    findings: tuple[dict[str, Any], ...] = ()
 
     def dataset(self, name: str) -> list[dict[str, Any]]:
         return self.spec["datasets"][name]
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "section": self.section, "title": self.title, "note": self.note,
-                "spec": self.spec, "tables": [t.to_dict() for t in self.tables], "draw": self.draw}
+                "spec": self.spec, "tables": [t.to_dict() for t in self.tables], "draw": self.draw,
+                "findings": [dict(f) for f in self.findings]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +108,14 @@ def vega_lite(datasets: dict[str, list[dict[str, Any]]], body: dict[str, Any], *
 def tables_only(datasets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The spec of a panel that is tables only: its datasets, nothing drawn."""
     return {"datasets": {name: [_finite(row) for row in rows] for name, rows in datasets.items()}}
+
+
+def flatten(data: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """Nested records as ``key.sub.leaf -> value`` rows (provenance, fleet.json); lists stay one JSON value."""
+    if isinstance(data, dict) and data:
+        return [row for key, value in data.items() for row in flatten(value, f"{prefix}.{key}" if prefix else str(key))]
+    text = data if isinstance(data, str) else json.dumps(data, default=str)
+    return [{"key": prefix, "value": text}]
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:

@@ -13,11 +13,13 @@ from typing import Any
 
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import envelope
-from parity.report.html.chart import Chart, Column, Table, run_label, tables_only
+from parity.report.html.chart import Chart, Column, Table, flatten, run_label, tables_only
 from parity.report.html.compare_charts import comparison_charts
+from parity.report.html.fleet_charts import fleet_charts
 from parity.report.html.kernel_charts import gemm_charts, latency_charts, membw_charts
 from parity.report.html.system_charts import collective_charts, decode_charts
 from parity.report.html.trace_charts import TraceInput, trace_charts
+from parity.trace.fleet.folder import FleetFolder
 
 # Page sections in order: (id, heading). A chart names its section by id.
 SECTIONS = (
@@ -29,6 +31,7 @@ SECTIONS = (
     ("decode", "Decode throughput"),
     ("traces", "Trace timelines"),
     ("whatif", "What-if sensitivity"),
+    ("fleet", "Fleet: ranks, collectives, stragglers"),
     ("compare", "Comparison"),
     ("audit", "Fairness audit"),
     ("provenance", "Provenance"),
@@ -58,14 +61,6 @@ def figure_rows(run: RunRecord) -> list[dict[str, Any]]:
     return rows
 
 
-def flatten(data: Any, prefix: str = "") -> list[dict[str, Any]]:
-    """Nested provenance as ``key.sub.leaf -> value`` rows; lists stay one JSON value."""
-    if isinstance(data, dict) and data:
-        return [row for key, value in data.items() for row in flatten(value, f"{prefix}.{key}" if prefix else str(key))]
-    text = data if isinstance(data, str) else json.dumps(data, default=str)
-    return [{"key": prefix, "value": text}]
-
-
 def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
     figures = Chart(id=f"run-{index}-figures", section="figures", title=f"Figures: {label}", draw=False,
                     spec=tables_only({"figures": figure_rows(run)}),
@@ -81,7 +76,7 @@ def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
 
 
 def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[TraceInput],
-                  comparison: dict[str, Any] | None) -> list[Chart]:
+                  comparison: dict[str, Any] | None, fleets: list[FleetFolder] = ()) -> list[Chart]:
     """Every chart and panel of the report, in no particular order (the page orders by section)."""
     labels = [run_label(run) for run, _ in runs]
 
@@ -97,16 +92,19 @@ def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[T
     charts += decode_charts([(label, cases, [f for d in _suites(run).values() for f in d.get("figures") or []])
                              for label, (run, cases) in zip(labels, runs)])
     charts += trace_charts(traces)
+    charts += fleet_charts(list(fleets))
     if comparison is not None:
         charts += comparison_charts(comparison)
     return charts
 
 
 def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
-                comparison: dict[str, Any] | None = None, title: str = "parity report") -> dict[str, Any]:
-    """The whole report as one dict with ``schema_version`` and ``kind: report``."""
-    runs, traces = list(runs), list(traces)
-    charts = report_charts(runs, traces, comparison)
+                comparison: dict[str, Any] | None = None, fleets: list[FleetFolder] = (),
+                title: str = "parity report") -> dict[str, Any]:
+    """The whole report as one dict with ``schema_version`` and ``kind: report``; ``fleets`` are
+    fleet output folders (``parity.trace.fleet.folder.read_fleet_folder``)."""
+    runs, traces, fleets = list(runs), list(traces), list(fleets)
+    charts = report_charts(runs, traces, comparison, fleets)
     sections = [{"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]}
                 for sid, heading in SECTIONS]
     lines = {"compare": list((comparison or {}).get("claims") or []),
@@ -123,6 +121,7 @@ def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: 
                   "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in runs], runs)],
         "traces": [{"path": t.path, "format": t.analysis.get("format"), "window": t.analysis.get("window")}
                    for t in traces],
+        "fleets": [{"path": f.out_dir, "ranks": f.ranks, "ranks_per_node": f.ranks_per_node} for f in fleets],
         "sections": [s for s in sections if s["charts"] or s["lines"]],
         "charts": [c.to_dict() for c in charts],
     })

@@ -92,14 +92,26 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             + "".join(body) + empty + "</tbody></table></div>")
 
 
+def render_findings(findings: list[dict[str, Any]]) -> str:
+    """What the analysis said about a chart's figures: severity, message and hint, escaped."""
+    items = []
+    for f in findings:
+        severity = str(f.get("severity") or "info")
+        hint = f" ({f['hint']})" if f.get("hint") else ""
+        items.append(f'<li class="finding {html.escape(severity)}" data-code="{html.escape(str(f.get("code", "")))}">'
+                     f"<strong>{html.escape(severity)}</strong>: {html.escape(str(f.get('message', '')) + hint)}</li>")
+    return f'<ul class="findings">{"".join(items)}</ul>' if items else ""
+
+
 def render_chart(chart: dict[str, Any]) -> str:
     datasets = chart["spec"].get("datasets", {})
     tables = "".join(render_table(t, datasets.get(t["dataset"], [])) for t in chart["tables"])
     vis = (f'<div class="vis" id="vis-{html.escape(chart["id"])}" data-rendered="false"></div>'
            if chart["draw"] else "")
+    findings = render_findings(chart.get("findings") or [])
     return (f'<figure class="chart" id="chart-{html.escape(chart["id"])}" data-draw="{str(chart["draw"]).lower()}">'
-            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair\">{vis}<div class=\"tables\">{tables}</div></div>"
-            f"<figcaption>{html.escape(chart['note'])}</figcaption></figure>")
+            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair\">{vis}<div class=\"tables\">{findings}{tables}"
+            f"</div></div><figcaption>{html.escape(chart['note'])}</figcaption></figure>")
 
 
 def json_block(data: dict[str, Any]) -> str:
@@ -123,10 +135,12 @@ def _asset(name: str) -> str:
 def _header(data: dict[str, Any]) -> str:
     runs = ", ".join(f"{r['label']} ({r['status']}, {r['cases']} cases)" for r in data["runs"]) or "none"
     traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"]) or "none"
+    fleets = ", ".join(f"{f['path']} ({f['ranks']} ranks)" for f in data.get("fleets") or [])
     nav = "".join(f'<a href="#sec-{html.escape(s["id"])}">{html.escape(s["title"])}</a>' for s in data["sections"])
     return (f"<header><h1>{html.escape(data['title'])}</h1>"
             f"<p>generated {html.escape(data['generated_at'])} · runs: {html.escape(runs)}</p>"
-            f"<p>traces: {html.escape(traces)}</p><nav>{nav}</nav>"
+            f"<p>traces: {html.escape(traces)}</p>" + (f"<p>fleets: {html.escape(fleets)}</p>" if fleets else "")
+            + f"<nav>{nav}</nav>"
             "<noscript><p>Charts need JavaScript; every number is in the tables.</p></noscript></header>")
 
 

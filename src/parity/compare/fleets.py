@@ -1,0 +1,143 @@
+"""``compare_fleets``: two or more fleet analyses side by side: arrival skew, wait and bus
+bandwidth per op, and the stragglers.
+
+Each fleet's figures are taken as its stored headline states them
+(:func:`parity.trace.fleet.folder.fleet_headline`: median and p99 of the collectives' skew,
+the sum of the ranks' waits, the median busbw per op) and its straggler table, never
+recomputed. ``ratio`` is the value in the last fleet over the first (for skew and wait, lower is
+better; for busbw, higher). The audit lists what differs in how the fleets were made or what
+they hold: the rank count, ranks per node, the ops matched, the straggler step-cost method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from parity.compare.audit import AuditEntry
+from parity.model.errors import ParityError
+from parity.model.figure import Figure
+from parity.model.schema import SCHEMA_VERSION
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetInput:
+    """One fleet to compare: a label, its id or folder, its headline and straggler table."""
+
+    label: str
+    headline: dict[str, Any]
+    stragglers: tuple[dict[str, Any], ...] = ()
+    analysis_id: str | None = None
+    out_dir: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetComparison:
+    """Fleets side by side; :meth:`to_dict` follows the runs comparison's schema (kind ``fleets``)."""
+
+    runs: tuple[dict[str, Any], ...]
+    cases: tuple[dict[str, Any], ...]
+    audit: tuple[AuditEntry, ...]
+    claims: tuple[str, ...]
+    summary: tuple[Figure, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "kind": "fleets", "runs": [dict(r) for r in self.runs],
+                "cases": [dict(c) for c in self.cases], "summary": [f.to_dict() for f in self.summary],
+                "audit": [a.to_dict() for a in self.audit], "claims": list(self.claims), "forced": False,
+                "ratio_method": "value in the last fleet / value in the first, from each fleet's own tables"}
+
+
+def _s(ns: Any) -> float | None:
+    return None if ns is None else float(ns) / 1e9
+
+
+def _row(suite: str, key: str, values: list[Any], unit: str) -> dict[str, Any]:
+    first, last = values[0], values[-1]
+    ratio = last / first if first and last is not None else None
+    return {"suite": suite, "key": key, "params": {}, "values": values, "unit": unit, "ratio": ratio,
+            "ratio_ci95": None, "marked": False}
+
+
+def _ops(item: FleetInput) -> dict[str, dict[str, Any]]:
+    return {o["op"]: o for o in item.headline.get("ops") or []}
+
+
+def fleet_rows(fleets: list[FleetInput]) -> list[dict[str, Any]]:
+    """The compared lines: the fleet's headline, then per op, then per straggler rank."""
+    heads = [f.headline for f in fleets]
+    rows = [_row("fleet", "ranks", [h.get("ranks") for h in heads], "count"),
+            _row("fleet", "matched collectives", [h.get("collectives") for h in heads], "count"),
+            _row("fleet", "arrival skew, median", [_s(h.get("skew_median_ns")) for h in heads], "s"),
+            _row("fleet", "arrival skew, p99", [_s(h.get("skew_p99_ns")) for h in heads], "s"),
+            _row("fleet", "wait, all ranks", [_s(h.get("wait_total_ns")) for h in heads], "s"),
+            _row("fleet", "stragglers", [len(h.get("straggler_ranks") or []) for h in heads], "count")]
+    ops = [_ops(f) for f in fleets]
+    for op in sorted({name for table in ops for name in table}):
+        entries = [table.get(op) or {} for table in ops]
+        for key, field_name, unit, scale in (
+            ("collectives", "collectives", "count", None), ("skew, median", "skew_median_ns", "s", _s),
+            ("skew, p99", "skew_p99_ns", "s", _s), ("wait", "wait_total_ns", "s", _s),
+            ("comm, median", "comm_median_ns", "s", _s), ("busbw, median", "busbw_median_bps", "B/s", None),
+        ):
+            values = [e.get(field_name) for e in entries]
+            rows.append(_row(f"op {op}", key, [scale(v) if scale else v for v in values], unit))
+    tables = [{int(s["rank"]): s for s in f.stragglers} for f in fleets]
+    flagged = sorted({int(r) for h in heads for r in h.get("straggler_ranks") or []})
+    for rank in flagged:
+        entries = [t.get(rank) or {} for t in tables]
+        rows.append(_row("straggler", f"rank {rank}: times last", [e.get("times_last") for e in entries], "count"))
+        rows.append(_row("straggler", f"rank {rank}: step cost", [_s(e.get("step_cost_ns")) for e in entries], "s"))
+    return rows
+
+
+def compare_fleets(fleets: list[FleetInput]) -> FleetComparison:
+    """Skew, wait, busbw per op and the stragglers of each fleet side by side."""
+    if len(fleets) < 2:
+        raise ParityError("compare needs at least two fleet analyses (fleet-... ids, fleet:latest or fleet folders)")
+    runs = tuple({"id": f.analysis_id, "label": f.label, "source": f.out_dir, "out_dir": f.out_dir,
+                  "ranks": f.headline.get("ranks"), "ranks_per_node": f.headline.get("ranks_per_node"),
+                  "mode": "fleet", "straggler_ranks": list(f.headline.get("straggler_ranks") or [])} for f in fleets)
+    return FleetComparison(runs=runs, cases=tuple(fleet_rows(fleets)), audit=tuple(_audit(fleets)),
+                           claims=(_claim(fleets),), summary=tuple(_figures(fleets)))
+
+
+def _methods(item: FleetInput) -> str:
+    return ", ".join(sorted({str(s.get("method")) for s in item.stragglers if s.get("method")})) or "none"
+
+
+def _audit(fleets: list[FleetInput]) -> list[AuditEntry]:
+    entries = []
+    for condition, read, matters in (
+        ("ranks", lambda f: f.headline.get("ranks"), "skew and wait grow with the members of a collective"),
+        ("ranks per node", lambda f: f.headline.get("ranks_per_node"),
+         "which collectives are intra- or inter-node, and so their busbw"),
+        ("ops matched", lambda f: ", ".join(sorted(_ops(f))), "an op in one fleet only has nothing to compare to"),
+        ("step cost method", _methods, "first-order and replay costs are different estimates"),
+    ):
+        values = tuple(read(f) for f in fleets)
+        if len({repr(v) for v in values}) > 1:
+            entries.append(AuditEntry(condition=condition, values=values, matters=matters))
+    return entries
+
+
+def _figures(fleets: list[FleetInput]) -> list[Figure]:
+    out = []
+    for f in fleets:
+        scope = {"fleet": f.label, "ranks": f.headline.get("ranks")}
+        method = f.headline.get("method", "")
+        for name, key in (("fleet.skew.median", "skew_median_ns"), ("fleet.skew.p99", "skew_p99_ns"),
+                          ("fleet.wait.total", "wait_total_ns")):
+            out.append(Figure(name=name, value=_s(f.headline.get(key)), unit="s", method=method, scope=scope))
+    return out
+
+
+def _claim(fleets: list[FleetInput]) -> str:
+    parts = []
+    for f in fleets:
+        skew = _s(f.headline.get("skew_median_ns"))
+        ranks = ", ".join(map(str, f.headline.get("straggler_ranks") or [])) or "none"
+        parts.append(f"{f.label}: {f.headline.get('ranks')} ranks, median skew "
+                     + ("n/a" if skew is None else f"{skew * 1e6:.3g} us") + f", stragglers {ranks}")
+    return "over each fleet's matched collectives; " + "; ".join(parts)

@@ -1,0 +1,136 @@
+"""Fleet analyses kept in the results store (``parity trace fleet ... --store``), so two fleets
+can be compared later (``parity compare fleet-... fleet:latest``) without their folders.
+
+A stored fleet keeps where its output folder is and which rank files made it, its rank count
+and ranks per node, the headline figures as columns (median and p99 arrival skew, the total
+wait, the straggler ranks: ``SELECT`` them in SQL), the figures per op, the straggler table and
+``fleet.json``. The figures are read from the folder's tables by
+:func:`parity.trace.fleet.folder.fleet_headline` (definitions there). Ids are ``fleet-``
+followed by a run-style id; ``fleet:latest`` is the newest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.model.errors import ParityError
+from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
+
+ID_PREFIX = "fleet-"
+LATEST = "fleet:latest"
+_COLUMNS = "id, created_at, label, out_dir, paths, ranks, ranks_per_node, headline, stragglers, summary"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredFleetAnalysis:
+    """One stored fleet: its folder, rank files, headline figures, straggler table and fleet.json."""
+
+    analysis_id: str
+    created_at: str
+    label: str
+    out_dir: str
+    paths: tuple[str, ...]
+    ranks: int
+    ranks_per_node: int | None
+    headline: dict[str, Any] = field(default_factory=dict)
+    stragglers: tuple[dict[str, Any], ...] = ()
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.analysis_id, "created_at": self.created_at, "label": self.label, "out_dir": self.out_dir,
+                "paths": list(self.paths), "ranks": self.ranks, "ranks_per_node": self.ranks_per_node,
+                "headline": dict(self.headline), "stragglers": [dict(s) for s in self.stragglers],
+                "summary": dict(self.summary)}
+
+
+def add_fleet_analysis(store: Store, *, out_dir: str, paths: list[str], headline: dict[str, Any],
+                       stragglers: list[dict[str, Any]], summary: dict[str, Any], label: str = "") -> StoredFleetAnalysis:
+    """Store one fleet's figures (``headline`` as :func:`fleet_headline` returns it) and return
+    it with its new id."""
+    with store.transaction() as conn:
+        analysis_id = unused_run_id(conn, table="fleet_analyses", prefix=ID_PREFIX)
+        conn.execute(
+            "INSERT INTO fleet_analyses (id, created_at, label, out_dir, paths, ranks, ranks_per_node, skew_median_ns,"
+            " skew_p99_ns, wait_total_ns, straggler_ranks, ops, stragglers, summary, headline)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (analysis_id, now_utc(), label or Path(out_dir).name, str(out_dir), dump_json(list(paths)),
+             int(headline["ranks"]), headline.get("ranks_per_node"), headline.get("skew_median_ns"),
+             headline.get("skew_p99_ns"), int(headline["wait_total_ns"]), dump_json(headline["straggler_ranks"]),
+             dump_json(headline.get("ops") or []), dump_json(stragglers), dump_json(summary), dump_json(headline)),
+        )
+    return get_fleet_analysis(store, analysis_id)
+
+
+def rank_paths(out_dir: str | Path, summary: dict[str, Any]) -> list[str]:
+    """The rank files a fleet was made of: ``fleet.json``'s ``paths`` or ``sources`` when it
+    lists them, else the ``source`` column of the map's ``rank_info`` files, else none."""
+    for key in ("paths", "sources"):
+        if isinstance(summary.get(key), list):
+            return [str(p) for p in summary[key]]
+    folder = Path(out_dir) / "map" / "rank_info"
+    if not folder.is_dir():
+        return []
+    import pyarrow.parquet as pq
+
+    sources: list[str] = []
+    for path in sorted(folder.glob("rank-*.parquet")):
+        table = pq.read_table(path, columns=["source"]) if "source" in pq.read_schema(path).names else None
+        sources += [str(s) for s in (table.column("source").to_pylist() if table is not None else []) if s]
+    return sources
+
+
+def store_fleet(db: str | os.PathLike[str] | None, out_dir: str | Path, *, label: str = "",
+                paths: list[str] | None = None) -> StoredFleetAnalysis:
+    """Read the fleet output folder ``out_dir`` and keep its figures in the store at ``db``
+    (None: ``$PARITY_DB`` or the default); ``paths`` are the rank files (default: as
+    :func:`rank_paths` finds them)."""
+    from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggler_rows
+
+    folder = read_fleet_folder(out_dir)
+    files = [str(Path(p).resolve()) for p in paths] if paths else rank_paths(folder.out_dir, folder.summary)
+    with Store.open(db) as store:
+        return add_fleet_analysis(store, out_dir=folder.out_dir, paths=files, headline=fleet_headline(folder),
+                                  stragglers=straggler_rows(folder), summary=folder.summary, label=label)
+
+
+def is_fleet_analysis_id(text: str) -> bool:
+    """True for ids (or prefixes) of stored fleets: ``fleet-...`` or ``fleet:latest``."""
+    return text.startswith(ID_PREFIX) or text == LATEST
+
+
+def get_fleet_analysis(store: Store, analysis_id: str) -> StoredFleetAnalysis:
+    """The stored fleet with this id, a unique prefix of it, or ``fleet:latest``."""
+    hint = "store one with parity trace fleet ... --store"
+    if analysis_id == LATEST:
+        rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses ORDER BY created_at DESC, id DESC LIMIT 1")
+        if not rows:
+            raise ParityError(f"no fleet analyses in {store.path} yet; {hint}")
+        return _from_row(rows[0])
+    rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses WHERE id = ?", (analysis_id,))
+    if not rows:
+        escaped = analysis_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+                           (escaped + "%",))
+    if len(rows) == 1:
+        return _from_row(rows[0])
+    if rows:
+        raise ParityError(f"fleet analysis id {analysis_id!r} is ambiguous ({', '.join(r[0] for r in rows[:5])}...); "
+                          "give more of it")
+    raise ParityError(f"no fleet analysis {analysis_id!r} in {store.path}; {hint}")
+
+
+def list_fleet_analyses(store: Store) -> list[StoredFleetAnalysis]:
+    """Every stored fleet, newest first."""
+    rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses ORDER BY created_at DESC, id DESC")
+    return [_from_row(row) for row in rows]
+
+
+def _from_row(row: tuple[Any, ...]) -> StoredFleetAnalysis:
+    return StoredFleetAnalysis(
+        analysis_id=row[0], created_at=row[1], label=row[2], out_dir=row[3], paths=tuple(load_json(row[4]) or ()),
+        ranks=int(row[5]), ranks_per_node=row[6], headline=load_json(row[7]) or {},
+        stragglers=tuple(load_json(row[8]) or ()), summary=load_json(row[9]) or {},
+    )

@@ -1,0 +1,217 @@
+"""Reading a fleet output folder (``OUT/<table>.parquet`` and ``OUT/fleet.json``) back, and the
+headline figures the report, the store and ``parity compare`` show.
+
+The folder is what the reduce wrote; nothing here recomputes a per-collective or per-rank
+figure, it only summarises the tables' own columns:
+
+- ``skew_median_ns``, ``skew_p99_ns``: the median and 99th percentile of ``collectives.skew_ns``
+  over every matched collective (numpy's linear interpolation between order statistics);
+- ``wait_total_ns``: the sum of ``arrivals.wait_ns`` over every rank and collective;
+- per op: the same for its collectives, with the median ``comm_ns``, ``busbw_bps`` and ``bytes``;
+- ``straggler_ranks``: the ranks whose ``stragglers.straggler`` is true, most often last first.
+
+pyarrow is imported inside the functions that read Parquet (the ``fleet`` extra), so this module
+imports without it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parity.model.errors import ParityError
+from parity.trace.fleet.tables import FLEET_TABLES
+
+# the tables the report, the store and compare read (``arrivals`` only for waits and lateness)
+READ_TABLES = ("collectives", "arrivals", "ranks", "steps", "stragglers")
+HEADLINE_METHOD = ("median and p99 (numpy linear interpolation) of collectives.skew_ns; "
+                   "wait = sum of arrivals.wait_ns; busbw: median of collectives.busbw_bps")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetFolder:
+    """One fleet output folder: ``summary`` is ``fleet.json``; ``tables`` maps each table name
+    to its columns as numpy arrays (strings as object arrays)."""
+
+    out_dir: str
+    summary: dict[str, Any]
+    tables: dict[str, dict[str, np.ndarray]]
+
+    def table(self, name: str) -> dict[str, np.ndarray]:
+        return self.tables[name]
+
+    def rows(self, name: str) -> int:
+        columns = self.tables[name]
+        return len(next(iter(columns.values()))) if columns else 0
+
+    @property
+    def ranks(self) -> int:
+        """Ranks in the job: ``fleet.json``'s count, else the ranks table's rows."""
+        value = self.summary.get("ranks")
+        return int(value) if isinstance(value, int) else self.rows("ranks")
+
+    @property
+    def ranks_per_node(self) -> int | None:
+        value = self.summary.get("ranks_per_node")
+        return int(value) if isinstance(value, int) else None
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        """``fleet.json``'s findings as ``Finding.to_dict()`` dicts (code, severity, message,
+        hint): the reduce writes them as ``{code: {count, examples...}}``; a list of finding
+        dicts is taken as it is."""
+        found = self.summary.get("findings") or []
+        if isinstance(found, dict):
+            return [finding_dict(code, details) for code, details in found.items()]
+        return [f for f in found if isinstance(f, dict)]
+
+
+# what each of the reduce's finding codes means (parity.trace.fleet.matching.match_findings)
+FINDING_TEXT = {
+    "mismatched_op": ("warning", "collectives whose members recorded different ops at one (group, seq): the ranks' "
+                                 "numbering drifted apart", "a rank's profile may have started later; profile the same steps"),
+    "incomplete": ("warning", "collectives recorded by fewer ranks than their group has", ""),
+    "ranks_missing": ("warning", "ranks that a process group names have no trace in the fleet",
+                      "add their trace files to the PATHs"),
+    "group_ranks_disagree": ("warning", "process groups whose ranks recorded different member lists", ""),
+    "p2p_not_matched": ("info", "point-to-point ops (send/recv) were counted, not matched as collectives", ""),
+}
+
+
+def finding_dict(code: str, details: Any) -> dict[str, Any]:
+    """One of the reduce's findings (``code: {count, examples or ranks}``) as a finding dict."""
+    severity, text, hint = FINDING_TEXT.get(code, ("warning", code.replace("_", " "), ""))
+    details = details if isinstance(details, dict) else {"count": details}
+    extra = {k: v for k, v in details.items() if k != "count"}
+    example = json.dumps(extra, separators=(", ", ": "), default=str)
+    example = example if len(example) <= 240 else example[:237] + "..."
+    message = f"{details.get('count', '?')} {text}" + (f"; {example}" if extra else "")
+    return {"code": code, "severity": severity, "message": message, "hint": hint}
+
+
+def read_fleet_folder(out_dir: str | Path) -> FleetFolder:
+    """``OUT/fleet.json`` and the fleet tables, each checked for the columns of
+    :data:`parity.trace.fleet.tables.FLEET_TABLES` (extra columns are kept)."""
+    out = Path(out_dir)
+    hint = "run parity trace fleet PATH... --out DIR first, or give the DIR it wrote"
+    summary_path = out / "fleet.json"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParityError(f"{out} has no fleet.json; {hint}") from None
+    except (OSError, ValueError) as exc:
+        raise ParityError(f"{summary_path}: cannot read it as JSON ({exc}); {hint}") from exc
+    if not isinstance(summary, dict):
+        raise ParityError(f"{summary_path} is not a JSON object; {hint}")
+    tables = {name: read_table(out / f"{name}.parquet", name) for name in READ_TABLES}
+    return FleetFolder(out_dir=str(out.resolve()), summary=summary, tables=tables)
+
+
+def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
+    """One fleet table as numpy columns, refused in one line when missing or short of columns."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise ParityError("reading a fleet folder needs pyarrow: pip install 'parity[fleet]'") from exc
+    if not path.is_file():
+        raise ParityError(f"{path} is missing; run parity trace fleet again to write every table")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise ParityError(f"{path}: cannot read it as Parquet ({exc}); run parity trace fleet again") from exc
+    missing = [c for c, _, _ in FLEET_TABLES[name] if c not in table.column_names]
+    if missing:
+        raise ParityError(f"{path} lacks columns {', '.join(missing)}; it was not written by this parity's reduce")
+    return {c: _numpy(table.column(c)) for c in table.column_names}
+
+
+def _numpy(column: Any) -> np.ndarray:
+    import pyarrow as pa
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return np.array(column.to_pylist(), dtype=object)
+    return column.to_numpy(zero_copy_only=False)
+
+
+def percentile(values: np.ndarray, q: float) -> float | None:
+    """The ``q``-th percentile (numpy's linear interpolation); None for no values."""
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def median(values: np.ndarray) -> float | None:
+    return percentile(values, 50.0)
+
+
+def arrival_index(folder: FleetFolder) -> np.ndarray:
+    """Per row of the arrivals table: the row of its collective (same group and seq) in the
+    collectives table, -1 where none matches. Vectorised: groups become integer codes, each
+    (code, seq) one int64 key, looked up by binary search in the collectives' sorted keys."""
+    coll, arr = folder.table("collectives"), folder.table("arrivals")
+    if not len(coll["seq"]) or not len(arr["seq"]):
+        return np.full(len(arr["seq"]), -1, dtype=np.int64)
+    _, codes = np.unique(np.concatenate([coll["group"], arr["group"]]).astype(str), return_inverse=True)
+    span = int(max(coll["seq"].max(), arr["seq"].max())) + 1
+    keys = codes.astype(np.int64) * span + np.concatenate([coll["seq"], arr["seq"]]).astype(np.int64)
+    coll_keys, arr_keys = keys[: len(coll["seq"])], keys[len(coll["seq"]):]
+    order = np.argsort(coll_keys, kind="stable")
+    pos = np.clip(np.searchsorted(coll_keys[order], arr_keys), 0, len(order) - 1)
+    found = coll_keys[order][pos] == arr_keys
+    return np.where(found, order[pos], -1).astype(np.int64)
+
+
+def collective_waits_ns(folder: FleetFolder) -> np.ndarray:
+    """Per row of the collectives table: the sum of its members' ``wait_ns`` (from arrivals)."""
+    index = arrival_index(folder)
+    known = index >= 0
+    waits = folder.table("arrivals")["wait_ns"].astype(np.int64)
+    out = np.zeros(folder.rows("collectives"), dtype=np.int64)
+    np.add.at(out, index[known], waits[known])
+    return out
+
+
+def op_rows(folder: FleetFolder) -> list[dict[str, Any]]:
+    """Per collective op (sorted by name): how many matched, skew median and p99, total wait,
+    median comm time, bytes and bus bandwidth (positive finite ``busbw_bps`` only)."""
+    coll = folder.table("collectives")
+    waits = collective_waits_ns(folder)
+    rows = []
+    for op in sorted(set(coll["op"].tolist())):
+        mask = coll["op"] == op
+        skew = coll["skew_ns"][mask].astype(np.float64)
+        busbw = coll["busbw_bps"][mask].astype(np.float64)
+        busbw = busbw[np.isfinite(busbw) & (busbw > 0)]
+        rows.append({"op": op, "collectives": int(mask.sum()), "skew_median_ns": median(skew),
+                     "skew_p99_ns": percentile(skew, 99.0), "skew_max_ns": float(skew.max()),
+                     "wait_total_ns": int(waits[mask].sum()),
+                     "comm_median_ns": median(coll["comm_ns"][mask].astype(np.float64)),
+                     "bytes_median": median(coll["bytes"][mask].astype(np.float64)),
+                     "busbw_median_bps": median(busbw)})
+    return rows
+
+
+def straggler_rows(folder: FleetFolder) -> list[dict[str, Any]]:
+    """The stragglers table as it is (the reduce's order: most often last first)."""
+    table = folder.table("stragglers")
+    names = [c for c, _, _ in FLEET_TABLES["stragglers"]]
+    return [{c: _plain(table[c][i]) for c in names} for i in range(folder.rows("stragglers"))]
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def fleet_headline(folder: FleetFolder) -> dict[str, Any]:
+    """The figures a fleet is remembered and compared by (module doc), as one JSON-ready dict."""
+    coll = folder.table("collectives")
+    skew = coll["skew_ns"].astype(np.float64)
+    stragglers = folder.table("stragglers")
+    flagged = stragglers["straggler"].astype(bool)
+    return {"ranks": folder.ranks, "ranks_per_node": folder.ranks_per_node, "collectives": int(len(skew)),
+            "skew_median_ns": median(skew), "skew_p99_ns": percentile(skew, 99.0),
+            "wait_total_ns": int(folder.table("arrivals")["wait_ns"].astype(np.int64).sum()),
+            "straggler_ranks": [int(r) for r in stragglers["rank"][flagged]],
+            "ops": op_rows(folder), "method": HEADLINE_METHOD}
