@@ -143,3 +143,14 @@ def test_sort_within_falls_back_on_wide_spans():
 
 def test_early_end_measures_a_clock_offset():
     assert fig.early_end_ns(np.array([100, 35]), np.array([40, 40])).tolist() == [0, 5]
+
+
+def test_codes_unify_each_files_dictionary():
+    import pyarrow as pa
+
+    from parity.trace.fleet.matching import _codes
+
+    column = pa.chunked_array([pa.array(["b", "a", None]).dictionary_encode(),
+                               pa.array(["c", "b"]).dictionary_encode()])
+    codes, names = _codes(column)
+    assert names == ["", "a", "b", "c"] and codes.tolist() == [2, 1, 0, 3, 2]
