@@ -81,6 +81,8 @@ FLEET_TABLES: dict[str, tuple[Column, ...]] = {
         ("share_last", "float64", "1"), ("expected_share", "float64", "1"),
         ("median_lateness_ns", "int64", "ns"), ("step_cost_ns", "int64", "ns"),
         ("step_ns", "int64", "ns"), ("method", "string", ""), ("straggler", "bool", ""),
+        # added by the reduce: the vote's third test; the step cost's mean over steps
+        ("median_margin_ns", "int64", "ns"), ("mean_step_cost_ns", "int64", "ns"),
     ),
 }
 
@@ -90,5 +92,7 @@ def arrow_schema(columns: tuple[Column, ...]):
     only, so the trace package imports without it)."""
     import pyarrow as pa
 
-    return pa.schema([pa.field(name, getattr(pa, kind)(), metadata={"unit": unit} if unit else None)
+    # "bool" is pyarrow's bool_() (pa.bool does not exist)
+    return pa.schema([pa.field(name, getattr(pa, "bool_" if kind == "bool" else kind)(),
+                               metadata={"unit": unit} if unit else None)
                       for name, kind, unit in columns])

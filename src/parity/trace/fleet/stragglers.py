@@ -1,0 +1,130 @@
+"""Per-rank figures of the arrival order, the straggler vote and its first-order step cost.
+
+The vote (``docs/definitions.md``, Fleet trace analysis) counts, per rank, the collectives it
+arrived at last. Without a straggler every member of a collective is equally likely to be
+last, so a rank's count is a sum of independent Bernoulli trials of mean ``expected_share``;
+a rank is a straggler when its count is far beyond what luck gives one rank in the fleet
+(a Chernoff bound at a fleet-wide error of :data:`VOTE_ALPHA`), at least
+:data:`VOTE_SHARE_RATIO` times its fair share, and when last it typically kept the others
+waiting at least :data:`VOTE_FLOOR_NS` (so a clock offset or launch jitter of a few hundred ns
+names no one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from parity.trace.fleet.figures import grouped_median_ns, grouped_sum_ns
+
+VOTE_ALPHA = 0.01  # chance that the whole fleet names any fair rank a straggler
+VOTE_SHARE_RATIO = 2.0  # a straggler is last at least twice as often as its fair share
+VOTE_FLOOR_NS = 1_000  # ... and when last, by a median margin of at least 1 µs
+FIRST_ORDER = "first-order"
+
+
+@dataclass(frozen=True)
+class RankOrder:
+    """Per-rank figures of the arrival order, arrays indexed like ``ranks`` (ascending)."""
+
+    ranks: np.ndarray
+    collectives: np.ndarray  # matched collectives the rank took part in
+    voted: np.ndarray  # of those, with at least two members
+    times_last: np.ndarray
+    wait_ns: np.ndarray
+    median_lateness_ns: np.ndarray
+    expected_share: np.ndarray
+    median_margin_ns: np.ndarray
+    step_cost_ns: np.ndarray  # median over steps
+    mean_step_cost_ns: np.ndarray
+
+
+def share_last(times_last: np.ndarray, voted: np.ndarray) -> np.ndarray:
+    """``share_last = times_last / n``, ``n`` the rank's collectives with at least two members
+    (0 when ``n = 0``). Example: last in 30 of 120 -> 0.25."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(voted > 0, times_last / np.maximum(voted, 1), 0.0)
+
+
+def expected_share(inverse_members_sum: np.ndarray, voted: np.ndarray) -> np.ndarray:
+    """``expected_share = (1/n) Σ_c 1/members_c`` over the rank's voted collectives: its share
+    of lasts when every member is equally likely to be last. Example: 60 ops of 8 members and
+    60 of 4 -> (60/8 + 60/4) / 120 = 0.1875."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(voted > 0, inverse_members_sum / np.maximum(voted, 1), 0.0)
+
+
+def chernoff_exponent(voted: np.ndarray, share: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """``n · KL(a ‖ p)`` with ``a`` the share last, ``p`` the expected share and ``KL(a ‖ p) =
+    a ln(a/p) + (1-a) ln((1-a)/(1-p))``, for ``a > p`` (else 0). By the Chernoff–Hoeffding bound
+    a fair rank is last in a share ``>= a`` with probability at most ``exp(-n · KL)``; it holds
+    for trials of unequal means too, with ``p`` their mean. Example: n = 100, a = 0.5, p = 0.25
+    -> 100 · (0.5 ln 2 + 0.5 ln(2/3)) = 14.38."""
+    a = np.asarray(share, dtype=np.float64)
+    p = np.clip(np.asarray(expected, dtype=np.float64), 1e-300, 1 - 1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        head = np.where(a > 0, a * np.log(a / p), 0.0)
+        tail = np.where(a < 1, (1 - a) * np.log((1 - a) / (1 - p)), 0.0)
+    return np.where(a > p, voted * (head + tail), 0.0)
+
+
+def vote_threshold(ranks_voted: int, alpha: float = VOTE_ALPHA) -> float:
+    """``ln(R / α)``: an exponent above it leaves each fair rank a chance below ``α / R``, so
+    the fleet of ``R`` voting ranks a chance below ``α`` of naming any fair rank (Bonferroni).
+    Example: R = 8, α = 0.01 -> ln 800 = 6.68."""
+    return float(np.log(max(ranks_voted, 1) / alpha))
+
+
+def straggler_vote(order: RankOrder, *, alpha: float = VOTE_ALPHA, ratio: float = VOTE_SHARE_RATIO,
+                   floor_ns: int = VOTE_FLOOR_NS) -> np.ndarray:
+    """A rank is a straggler when all three hold: ``share_last >= ratio · expected_share``;
+    ``chernoff_exponent >= vote_threshold(R, α)`` with ``R`` the ranks with a voted collective;
+    its median margin when last (its arrival minus the latest other arrival) ``>= floor_ns``."""
+    share = share_last(order.times_last, order.voted)
+    exponent = chernoff_exponent(order.voted, share, order.expected_share)
+    voters = int((order.voted > 0).sum())
+    return ((order.voted > 0) & (order.times_last > 0) & (share >= ratio * order.expected_share)
+            & (exponent >= vote_threshold(voters, alpha)) & (order.median_margin_ns >= floor_ns))
+
+
+def step_costs_ns(rank_idx: np.ndarray, step: np.ndarray, margin_if_last: np.ndarray,
+                  ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """First-order step cost per rank, ``(median, mean)``: per step, ``Σ`` over the collectives
+    it arrived at last of its margin (its arrival minus the latest other arrival: what the group
+    would have saved had it come with the one before it); then the median, and the mean
+    (``floor(Σ / steps)``), over the steps in which it took part in a voted collective (a step it
+    was never last in counts 0; rows without a step, -1, form one step). The median is the
+    typical step's cost; the mean spreads a rank late every few steps over all of them.
+    Example: margins 40 and 10 in step 1, none in steps 2 and 3 -> sums (50, 0, 0) -> median
+    0, mean 16; in steps 1 and 2 only -> median floor(50 / 2) = 25, mean 25."""
+    if not len(rank_idx):
+        return np.zeros(ranks, dtype=np.int64), np.zeros(ranks, dtype=np.int64)
+    order = np.lexsort((step, rank_idx))
+    r, s, m = rank_idx[order], step[order], margin_if_last[order]
+    new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] != s[:-1])]
+    cell = np.cumsum(new) - 1
+    sums = grouped_sum_ns(cell, m, int(cell[-1]) + 1)
+    steps = np.bincount(r[new], minlength=ranks)
+    mean = grouped_sum_ns(r[new], sums, ranks) // np.maximum(steps, 1)
+    return grouped_median_ns(r[new], sums, ranks), mean
+
+
+def rank_order(ranks: np.ndarray, row_rank_idx: np.ndarray, members_per_row: np.ndarray,
+               is_last: np.ndarray, wait: np.ndarray, lateness: np.ndarray, margin_per_row: np.ndarray,
+               step: np.ndarray) -> RankOrder:
+    """The per-rank figures from the matched rows (``row_rank_idx`` indexes ``ranks``)."""
+    n = len(ranks)
+    idx = row_rank_idx
+    voted_row = members_per_row >= 2
+    count = np.bincount(idx, minlength=n)
+    voted = np.bincount(idx[voted_row], minlength=n)
+    last = np.bincount(idx[is_last], minlength=n)
+    inv = np.bincount(idx[voted_row], weights=1.0 / members_per_row[voted_row], minlength=n)
+    waits = grouped_sum_ns(idx, wait, n)
+    late = grouped_median_ns(idx[voted_row], lateness[voted_row], n)
+    margin = grouped_median_ns(idx[is_last], margin_per_row[is_last], n)
+    cost, mean = step_costs_ns(idx[voted_row], step[voted_row], np.where(is_last, margin_per_row, 0)[voted_row], n)
+    return RankOrder(ranks=ranks, collectives=count, voted=voted, times_last=last, wait_ns=waits,
+                     median_lateness_ns=late, expected_share=expected_share(inv, voted),
+                     median_margin_ns=margin, step_cost_ns=cost, mean_step_cost_ns=mean)

@@ -1,0 +1,145 @@
+"""Each fleet figure on a hand-computed case (definitions: docs/definitions.md, Fleet trace analysis)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from parity.trace.fleet import figures as fig
+from parity.trace.fleet import stragglers as st
+from parity.trace.fleet.matching import canonical_op, order_by, parse_ranks
+
+# two collectives: ranks 0, 1, 2 arrive at 10, 40, 25 (ends 100, 70, 100); ranks 0, 1 at 5, 5
+ARRIVAL = np.array([10, 40, 25, 5, 5], dtype=np.int64)
+END = np.array([100, 70, 100, 50, 60], dtype=np.int64)
+RANKS = np.array([0, 1, 2, 0, 1], dtype=np.int64)
+STARTS = np.array([0, 3])
+SEG = fig.segment_ids(STARTS, 5)
+
+
+def test_segments_and_medians():
+    assert SEG.tolist() == [0, 0, 0, 1, 1]
+    assert fig.grouped_median_ns(np.zeros(4, int), np.array([1, 3, 10, 20]), 1).tolist() == [6]
+    assert fig.grouped_median_ns(np.zeros(3, int), np.array([5, 1, 9]), 1).tolist() == [5]
+    assert fig.grouped_median_ns(np.array([1, 1]), np.array([-3, -4]), 3).tolist() == [0, -4, 0]
+    big = np.array([2**62 + 1, 2**62 + 3])
+    assert fig.grouped_median_ns(np.zeros(2, int), big, 1).tolist() == [2**62 + 2]
+    assert fig.grouped_sum_ns(np.array([2, 0, 2]), np.array([5, 7, 11]), 3).tolist() == [7, 0, 16]
+
+
+def test_skew_wait_lateness():
+    first, last = fig.first_arrival_ns(ARRIVAL, STARTS), fig.last_arrival_ns(ARRIVAL, STARTS)
+    assert first.tolist() == [10, 5] and last.tolist() == [40, 5]
+    assert fig.arrival_skew_ns(first, last).tolist() == [30, 0]
+    assert fig.wait_ns(ARRIVAL, last[SEG]).tolist() == [30, 0, 15, 0, 0]
+    median = fig.grouped_median_ns(SEG, ARRIVAL, 2)
+    assert median.tolist() == [25, 5]
+    assert fig.lateness_ns(ARRIVAL, median[SEG]).tolist() == [-15, 15, 0, 0, 0]
+
+
+def test_last_arrivers_ties_name_no_one():
+    last = fig.last_arrival_ns(ARRIVAL, STARTS)
+    last_rank, is_last = fig.last_arrivers(ARRIVAL, last[SEG], SEG, RANKS, 2)
+    assert last_rank.tolist() == [1, -1]
+    assert is_last.tolist() == [False, True, False, False, False]
+    assert fig.last_margin_ns(ARRIVAL, SEG, 2).tolist() == [15, 0]
+    # a collective of one member has no last arriver
+    one, flag = fig.last_arrivers(np.array([7]), np.array([7]), np.array([0]), np.array([3]), 1)
+    assert one.tolist() == [-1] and flag.tolist() == [False]
+
+
+def test_comm_time_is_the_shortest_duration():
+    assert fig.comm_ns(ARRIVAL, END, STARTS).tolist() == [30, 45]
+
+
+def test_bandwidths_use_nccl_tests_factors():
+    size = np.array([1_000_000, 1_000_000, -1])
+    comm = np.array([1_000_000, 0, 5])
+    algbw = fig.algbw_bps(size, comm)
+    assert algbw[0] == pytest.approx(1e9) and np.isnan(algbw[1:]).all()
+    ops = np.array(["all_reduce", "all_gather", "barrier"])
+    members = np.array([4, 4, 4])
+    bus = fig.busbw_bps(np.array([1e9, 1e9, 1e9]), ops, members)
+    assert bus[0] == pytest.approx(1.5e9) and bus[1] == pytest.approx(0.75e9) and np.isnan(bus[2])
+
+
+def test_scope_and_size_imbalance():
+    node = np.array([0, 0, 1, 3, 3, -1, 2], dtype=np.int64)
+    starts = np.array([0, 3, 5])
+    assert fig.collective_scope(node, starts).tolist() == ["inter-node", "intra-node", "unknown"]
+    sizes = np.array([10, 30, 20, 8, 8, -1, 4])
+    seg = fig.segment_ids(starts, 7)
+    imbalance = fig.size_imbalance(sizes, seg, starts)
+    assert imbalance[0] == pytest.approx(1.5) and imbalance[1] == 1.0 and np.isnan(imbalance[2])
+    assert fig.collective_bytes(sizes, starts).tolist() == [30, 8, -1]
+
+
+def test_vote_arithmetic():
+    assert st.share_last(np.array([30, 0]), np.array([120, 0])).tolist() == [0.25, 0.0]
+    assert st.expected_share(np.array([60 / 8 + 60 / 4]), np.array([120]))[0] == pytest.approx(0.1875)
+    exponent = st.chernoff_exponent(np.array([100]), np.array([0.5]), np.array([0.25]))[0]
+    assert exponent == pytest.approx(100 * (0.5 * math.log(2) + 0.5 * math.log(2 / 3)))
+    assert exponent == pytest.approx(14.38, abs=0.01)
+    assert st.chernoff_exponent(np.array([100]), np.array([0.2]), np.array([0.25]))[0] == 0.0
+    assert st.vote_threshold(8) == pytest.approx(math.log(800))
+
+
+def _order(times_last, voted, expected, margin):
+    n = len(times_last)
+    z = np.zeros(n, dtype=np.int64)
+    return st.RankOrder(ranks=np.arange(n), collectives=np.array(voted), voted=np.array(voted),
+                        times_last=np.array(times_last), wait_ns=z, median_lateness_ns=z,
+                        expected_share=np.array(expected, dtype=float), median_margin_ns=np.array(margin),
+                        step_cost_ns=z, mean_step_cost_ns=z)
+
+
+def test_vote_rule_each_condition():
+    # rank 0: 50 of 100 at p = 1/4 (exponent 14.4 > ln(4/0.01) = 6.0), margin 5 us: straggler
+    # rank 1: same but margin 500 ns (below the 1 us floor); rank 2: 45 of 100 at p = 1/4 but
+    # with expected 0.25 and share 0.45 < 2 x 0.25; rank 3: 3 of 4 (exponent 2.1, too few)
+    order = _order([50, 50, 45, 3], [100, 100, 100, 4], [0.25] * 4, [5_000, 500, 5_000, 5_000])
+    assert st.straggler_vote(order).tolist() == [True, False, False, False]
+
+
+def test_step_cost_first_order():
+    # rank 0: margins 40 and 10 in step 1, nothing in steps 2 and 3 -> sums (50, 0, 0):
+    # median 0, mean floor(50 / 3) = 16; rank 1: the same in step 1, nothing in step 2 ->
+    # sums (50, 0): median 25, mean 25
+    rank = np.array([0, 0, 0, 0, 1, 1, 1])
+    step = np.array([1, 1, 2, 3, 1, 1, 2])
+    margin = np.array([40, 10, 0, 0, 40, 10, 0])
+    median, mean = st.step_costs_ns(rank, step, margin, 2)
+    assert median.tolist() == [0, 25] and mean.tolist() == [16, 25]
+
+
+def test_canonical_op_names_and_ranks():
+    assert canonical_op("allreduce") == "all_reduce"
+    assert canonical_op("nccl:all_reduce") == "all_reduce"
+    assert canonical_op("hcom_allReduce_") == "all_reduce"
+    assert canonical_op("_allgather_base") == "all_gather"
+    assert canonical_op("all_to_allv") == "all_to_all"
+    assert canonical_op("reduce_scatter_tensor") == "reduce_scatter"
+    assert canonical_op("send") == canonical_op("recv") == "p2p"
+    assert canonical_op("Barrier") == "barrier"
+    assert parse_ranks("[0, 1, 2]") == (0, 1, 2) and parse_ranks("") == () and parse_ranks("3,1") == (1, 3)
+
+
+def test_order_by_matches_lexsort():
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.integers(0, 5, 200) for _ in range(3))
+    assert (order_by(a, b, c) == np.lexsort((c, b, a))).all()
+    huge = np.array([2**61, 0, 2**61])
+    assert (order_by(huge, np.array([3, 1, 2])) == np.lexsort((np.array([3, 1, 2]), huge))).all()
+
+
+def test_sort_within_falls_back_on_wide_spans():
+    seg = np.array([1, 0, 1, 0])
+    values = np.array([2**62, -(2**62), 0, 5])
+    order = fig.sort_within(seg, values, 2)
+    assert order.tolist() == np.lexsort((values, seg)).tolist()
+
+
+def test_early_end_measures_a_clock_offset():
+    assert fig.early_end_ns(np.array([100, 35]), np.array([40, 40])).tolist() == [0, 5]
