@@ -67,3 +67,23 @@ def test_missing_extras_name_the_extra(traces_dir: Path, tmp_path: Path, monkeyp
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     err = _error(capsys, str(traces_dir / RANKS), "--out", str(tmp_path / "out"))
     assert "pyarrow" in err and "parity[fleet]" in err
+
+
+def test_a_synthetic_job_through_the_command_local_and_dask(tmp_path: Path) -> None:
+    """Eight Kineto rank files with a slow rank (2) and a rank late every third step (5): the
+    command names both, and a LocalCluster run writes the same files, fleet.json included."""
+    from parity.trace.fleet.synthetic import write_fleet
+
+    truth = write_fleet(tmp_path / "traces", ranks=8, steps=60, segments=1, slow_rank=2, late_rank=5,
+                        late_every=3, seed=3)
+    outs = {}
+    for name, extra in (("local", []), ("dask", ["--dask", "local"])):
+        outs[name] = tmp_path / name
+        result = _run(str(tmp_path / "traces"), "--out", str(outs[name]), "--workers", "2", *extra)
+        assert result.exit_code == 0, result.output
+    summary = json.loads((outs["local"] / "fleet.json").read_text())
+    assert tuple(summary["stragglers"]) == truth.stragglers == (2, 5)
+    files = {name: {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+             for name, out in outs.items()}
+    assert "fleet.json" in files["local"] and "stragglers.parquet" in files["local"]
+    assert files["local"] == files["dask"]

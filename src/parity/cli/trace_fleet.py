@@ -26,9 +26,9 @@ def _eta_callback(renderer: ProgressRenderer):
 
 
 def _document(summary: Any) -> Any:
-    """The reduce's summary as JSON-ready data."""
-    if hasattr(summary, "to_dict"):
-        return summary.to_dict()
+    """The reduce's summary as JSON-ready data (what fleet.json holds)."""
+    if hasattr(summary, "to_json"):
+        return summary.to_json()
     return asdict(summary) if is_dataclass(summary) else summary
 
 
