@@ -211,3 +211,37 @@ def test_a_rank_with_a_clock_behind_is_a_finding(tmp_path: Path):
     assert clock["count"] == 10 and clock["ranks"] == 1 and clock["examples"][0]["rank"] == 3
     assert 7_000 <= clock["examples"][0]["max_early_end_ns"] <= 10_000
     assert summary.stragglers == ()
+
+
+def test_a_group_of_more_than_30_ranks_as_kineto_records_it(tmp_path: Path):
+    """Kineto cuts "Process Group Ranks" after 30 entries; the reduce still matches all 40."""
+    from parity.trace.fleet.mapper import summarize_rank
+
+    truth = write_fleet(tmp_path / "traces", ranks=40, steps=2, segments=1, slow_rank=7, seed=1)
+    with gzip.open(truth.paths[0], "rt") as fh:
+        kernel = next(e for e in json.load(fh)["traceEvents"] if e.get("name", "").startswith("nccl"))
+    assert kernel["args"]["Process Group Ranks"].endswith(", 29, ...]")
+    for path in truth.paths:
+        summarize_rank(path, str(tmp_path / "out"))
+    summary = reduce_fleet(str(tmp_path / "out"))
+    assert summary.findings == {} and summary.counts["collectives"] == 2
+    c = _compare(tmp_path / "out", truth)
+    assert c["members"] == [40, 40] and c["last_rank"] == [7, 7]
+
+
+LATE_IN_GROUP = dict(ranks=16, steps=40, segments=3, group_size=4, slow_link=8, slow_rank=9, late_rank=2,
+                     late_every=2, late_ns=200_000, seed=5)
+
+
+def test_a_rank_late_in_its_sub_group_is_named_by_that_group(tmp_path: Path):
+    """Rank 2 is 200 µs late at its sub-group's collective every second step; the world
+    collectives after it are last-arrived by its group's other members (the delay it passed
+    on), so over all its collectives it is last in 24% against a fair 12.5%: too little. In
+    group "1" it is last in most: the vote names it there."""
+    truth = truth_of(simulate(**LATE_IN_GROUP), stragglers=(2, 9))
+    write_maps(tmp_path, truth.simulation)
+    summary = reduce_fleet(str(tmp_path))
+    _compare(tmp_path, truth)
+    assert summary.stragglers == (2, 9)
+    assert summary.vote["named_by"]["2"] == ["1"] and "all" in summary.vote["named_by"]["9"]
+    assert summary.vote["tests"] == 16 + 16 * 2  # every rank is in the world group and one sub-group
