@@ -121,9 +121,16 @@ class TokenPattern:
     regex: re.Pattern | None = None
 
     def matches(self, name: str, tokens: NameTokens) -> bool:
+        """Whether every term is found in ``tokens`` (the tokens of ``name``), or the regex in
+        ``name``. A term whose text is nowhere in the joined tokens cannot be found: that one
+        substring test settles most (name, pattern) pairs before :meth:`NameTokens.has`."""
         if self.regex is not None:
             return self.regex.search(name) is not None
-        return all(tokens.has(term) for term in self.terms)
+        joined = tokens.joined
+        for term in self.terms:
+            if term.text not in joined or not tokens.has(term):
+                return False
+        return True
 
 
 def parse_pattern(raw: str) -> TokenPattern:
