@@ -96,6 +96,7 @@ def test_ranks_and_stragglers_tables(hand: Path):
     assert s["share_last"] == pytest.approx([2 / 3, 1 / 2, 0])
     assert s["expected_share"] == pytest.approx([(1 / 3 + 1 / 3 + 1 / 2) / 3, 1 / 3, (1 / 3 + 1 / 3 + 1 / 2) / 3])
     assert s["step_cost_ns"] == [45, 4, 0] and s["median_margin_ns"] == [22, 4, 0]
+    assert s["mean_step_cost_ns"] == [45, 4, 0]  # one step
     assert s["step_ns"] == [901, 902, 900] and set(s["method"]) == {"first-order"}
     assert s["straggler"] == [False, False, False] and summary.stragglers == ()  # too few collectives
     steps = _table(hand, "steps")
@@ -189,3 +190,27 @@ def test_the_reduce_imports_without_torch_or_pyarrow():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['pyarrow'] = None; "
             "import parity.trace.fleet.reduce, parity.trace.fleet.synthetic, parity.trace.fleet.synthetic_kineto")
     subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ})
+
+
+def test_an_op_that_ends_before_the_last_arrival_is_a_clock_finding(tmp_path: Path):
+    # rank 1's clock runs 5 us behind: its op "ends" before rank 0 arrived
+    write_rows(tmp_path, "collectives", 0, [_coll(0, "0", 0, "allreduce", 10_000, 20_000, ranks="[0, 1]")])
+    write_rows(tmp_path, "collectives", 1, [_coll(1, "0", 0, "allreduce", 2_000, 8_000, ranks="[0, 1]")])
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.findings["clock_offset_suspected"] == {
+        "count": 1, "ranks": 1, "examples": [{"rank": 1, "ops": 1, "max_early_end_ns": 2_000}]}
+    _hand_fleet(tmp_path / "fine")
+    assert "clock_offset_suspected" not in reduce_fleet(str(tmp_path / "fine")).findings
+
+
+def test_a_truncated_rank_list_names_some_members_only(tmp_path: Path):
+    """Kineto writes 30 ranks of a larger group, then "...": the members are those it names and
+    every rank with an op of the group, so 40 ranks that all recorded the op are complete."""
+    text = "[" + ", ".join(map(str, range(30))) + ", ...]"
+    for rank in range(40):
+        write_rows(tmp_path, "collectives", rank, [_coll(rank, "0", 0, "allreduce", 10 + rank, 100, ranks=text)])
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.findings == {} and _table(tmp_path, "collectives")["members"] == [40]
+    # rank 39 missing: with a truncated list nothing says it belonged, so nothing is flagged
+    (tmp_path / "map/collectives/rank-000039.parquet").unlink()
+    assert reduce_fleet(str(tmp_path)).findings == {}

@@ -92,7 +92,7 @@ def _order(times_last, voted, expected, margin):
     return st.RankOrder(ranks=np.arange(n), collectives=np.array(voted), voted=np.array(voted),
                         times_last=np.array(times_last), wait_ns=z, median_lateness_ns=z,
                         expected_share=np.array(expected, dtype=float), median_margin_ns=np.array(margin),
-                        step_cost_ns=z)
+                        step_cost_ns=z, mean_step_cost_ns=z)
 
 
 def test_vote_rule_each_condition():
@@ -104,12 +104,14 @@ def test_vote_rule_each_condition():
 
 
 def test_step_cost_first_order():
-    # rank 0: margins 40 and 10 in step 1, nothing in steps 2 and 3 -> sums (50, 0, 0) -> 0
-    # rank 1: margins 40 and 10 in step 1, nothing in step 2 -> sums (50, 0) -> 25
+    # rank 0: margins 40 and 10 in step 1, nothing in steps 2 and 3 -> sums (50, 0, 0):
+    # median 0, mean floor(50 / 3) = 16; rank 1: the same in step 1, nothing in step 2 ->
+    # sums (50, 0): median 25, mean 25
     rank = np.array([0, 0, 0, 0, 1, 1, 1])
     step = np.array([1, 1, 2, 3, 1, 1, 2])
     margin = np.array([40, 10, 0, 0, 40, 10, 0])
-    assert st.step_cost_ns(rank, step, margin, 2).tolist() == [0, 25]
+    median, mean = st.step_costs_ns(rank, step, margin, 2)
+    assert median.tolist() == [0, 25] and mean.tolist() == [16, 25]
 
 
 def test_canonical_op_names_and_ranks():
@@ -137,3 +139,18 @@ def test_sort_within_falls_back_on_wide_spans():
     values = np.array([2**62, -(2**62), 0, 5])
     order = fig.sort_within(seg, values, 2)
     assert order.tolist() == np.lexsort((values, seg)).tolist()
+
+
+def test_early_end_measures_a_clock_offset():
+    assert fig.early_end_ns(np.array([100, 35]), np.array([40, 40])).tolist() == [0, 5]
+
+
+def test_codes_unify_each_files_dictionary():
+    import pyarrow as pa
+
+    from parity.trace.fleet.matching import _codes
+
+    column = pa.chunked_array([pa.array(["b", "a", None]).dictionary_encode(),
+                               pa.array(["c", "b"]).dictionary_encode()])
+    codes, names = _codes(column)
+    assert names == ["", "a", "b", "c"] and codes.tolist() == [2, 1, 0, 3, 2]

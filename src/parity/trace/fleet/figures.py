@@ -137,6 +137,14 @@ def last_margin_ns(arrival: np.ndarray, seg: np.ndarray, segments: int) -> np.nd
     return out
 
 
+def early_end_ns(end: np.ndarray, last_per_row: np.ndarray) -> np.ndarray:
+    """``max(0, last arrival - end_i)``: how long before the last member arrived rank i's op
+    ended. With one shared clock a collective cannot end on any member before every member has
+    arrived, so a positive value measures a clock offset between ranks (or an op that does not
+    wait for all, such as a broadcast's root). Example: last arrival 40, ends 100, 35 -> 0, 5."""
+    return np.maximum(last_per_row - end, 0)
+
+
 def comm_ns(start: np.ndarray, end: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``comm = min_i (end_i - start_i)``: the shortest member's duration, the last arriver's,
     which did not wait, so the transfer alone. Example: durations 90, 30, 55 -> 30."""

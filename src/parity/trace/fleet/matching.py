@@ -46,6 +46,12 @@ def parse_ranks(text: str) -> tuple[int, ...]:
     return tuple(sorted({int(x) for x in re.findall(r"-?\d+", str(text))}))
 
 
+def is_truncated(text: str) -> bool:
+    """Whether a recorded list was cut short: Kineto writes at most 30 entries of a list and
+    then ``...`` (``"[0, 1, ..., 29, ...]"``), so a group of more ranks names only some."""
+    return "..." in str(text)
+
+
 @dataclass(frozen=True)
 class Matched:
     """Rows of matched collectives sorted by ``(group, seq, rank)``, with their segments."""
@@ -72,27 +78,25 @@ class Matched:
 
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:
-    """Codes into the sorted distinct values of a pyarrow string (or dictionary) column."""
+    """Codes into the sorted distinct values of a pyarrow string (or dictionary) column, one
+    chunk at a time (each rank's file has its own dictionary); a null reads as ""."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if isinstance(encoded, pa.ChunkedArray):  # an empty chunked column
-        return np.zeros(0, dtype=np.int64), []
-    if pa.types.is_dictionary(encoded.type) is False:
-        encoded = pc.dictionary_encode(encoded)
-    values = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    return _sorted_codes(codes, values)
-
-
-def _sorted_codes(codes: np.ndarray, values: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Codes remapped so that the values are sorted and distinct."""
-    names = sorted(set(values))
-    remap = np.array([names.index(v) for v in values] or [0], dtype=np.int32)
-    return (remap[codes] if len(codes) else codes), names
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    index: dict[str, int] = {}
+    parts = []
+    for chunk in chunks:
+        if chunk.null_count or not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(pc.fill_null(chunk.cast(pa.string()), ""))
+        local = np.array([index.setdefault(v, len(index)) for v in chunk.dictionary.to_pylist()] or [0],
+                         dtype=np.int32)
+        parts.append(local[chunk.indices.to_numpy(zero_copy_only=False)] if len(chunk) else np.zeros(0, np.int32))
+    names = sorted(index)
+    remap = np.empty(max(len(index), 1), dtype=np.int32)
+    remap[[index[n] for n in names]] = np.arange(len(names), dtype=np.int32)
+    codes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    return remap[codes] if len(codes) else codes, names
 
 
 def _column(table, name: str, dtype=np.int64) -> np.ndarray:
@@ -176,21 +180,31 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _members(table, group: np.ndarray, rank: np.ndarray, groups: list[str]):
-    """Per group name, its member ranks; and the groups whose ranks recorded different lists."""
+    """Per group name, its member ranks; and the groups whose ranks recorded different lists.
+
+    A group's members are the ranks its recorded lists name; where a list was cut short
+    (:func:`is_truncated`), those it names together with every rank that has an op of the
+    group; where none was recorded, every rank that has an op of the group."""
     ranks_code, ranks_texts = _codes(table.column("group_ranks"))
     parsed = [parse_ranks(t) for t in ranks_texts]
+    cut = [is_truncated(t) for t in ranks_texts]
     recorded: dict[int, set[tuple[int, ...]]] = {}
+    truncated: set[int] = set()
     for g, r in _distinct_pairs(group, ranks_code).tolist():
+        if parsed[r] and cut[r]:
+            truncated.add(g)
         if parsed[r]:
             recorded.setdefault(g, set()).add(parsed[r])
     seen: dict[int, list[int]] = {}
-    if len(recorded) < len(groups):
+    if len(recorded) < len(groups) or truncated:
         for g, r in _distinct_pairs(group, rank).tolist():
             seen.setdefault(g, []).append(r)
     members, disagree = {}, []
     for code, name in enumerate(groups):
         lists = recorded.get(code)
-        if lists:
+        if lists and code in truncated:
+            members[name] = tuple(sorted(set().union(*lists, seen.get(code, []))))
+        elif lists:
             members[name] = tuple(sorted(set().union(*lists)))
             if len(lists) > 1:
                 disagree.append(name)

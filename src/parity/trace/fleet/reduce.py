@@ -13,7 +13,7 @@ Rows are sorted ``(group, seq, rank)`` / by rank, so the output depends on the m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from parity.trace.fleet import figures as fig
 from parity.trace.fleet.matching import Matched, match_collectives
 from parity.trace.fleet.replay import MAX_COLLECTIVES, REPLAY, CollectiveGraph, replay_step_cost_ns, reproduces
 from parity.trace.fleet.stragglers import (FIRST_ORDER, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
-                                           rank_order, share_last, straggler_vote, vote_threshold)
+                                           RankOrder, rank_order, share_last, straggler_vote, vote_threshold)
 from parity.trace.fleet.tables import FLEET_TABLES, MAP_TABLES
 from parity.trace.fleet.writing import read_map_table, write_table
 
@@ -43,6 +43,8 @@ METHODS = {
                  "median margin when last >= 1 us",
     "step_cost_ns": f"{FIRST_ORDER} (sum of margins when last, median over steps); {REPLAY} where the "
                     "collective graph reproduces the trace (each row's method column says which)",
+    "mean_step_cost_ns": "as step_cost_ns, the mean over steps",
+    "clock_offset_suspected": "ops ending more than 1 us before the last member arrived",
 }  # fmt: skip
 
 
@@ -89,7 +91,7 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     order = rank_order(ranks, np.searchsorted(ranks, m.rank), per_coll["members"][m.seg], per_row["last"],
                        per_row["wait_ns"], per_row["lateness_ns"], per_coll["margin"][m.seg], m.step)
     straggler = straggler_vote(order)
-    method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
+    order, method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
     step_rows = _sorted_steps(steps)
     _write_collectives(root, m, per_coll)
     _write_arrivals(root, m, per_row)
@@ -103,7 +105,7 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
                 "arrivals": int(len(m.rank)), "p2p": int(sum(m.p2p_by_rank.values())),
                 "ties": int(((per_coll["last_rank"] < 0) & (per_coll["members"] >= 2)).sum()),
                 "steps": int(len(np.unique(step_rows["step"]))) if len(step_rows["step"]) else 0},
-        findings=m.findings, stragglers=tuple(ranks[straggler].tolist()),
+        findings=m.findings | _clock_finding(m, ranks, per_row), stragglers=tuple(ranks[straggler].tolist()),
         vote={"alpha": VOTE_ALPHA, "share_ratio": VOTE_SHARE_RATIO, "floor_ns": VOTE_FLOOR_NS,
               "voters": voters, "threshold": vote_threshold(voters)},
         step_cost=replay_note,
@@ -135,7 +137,7 @@ def _collective_figures(m: Matched, ranks: np.ndarray, nodes: np.ndarray) -> tup
         keys = ("members", "step", "first", "last", "skew", "last_rank", "comm", "bytes", "margin")
         per_coll = {k: empty for k in keys} | {"algbw": none, "busbw": none, "imbalance": none,
                                                "op": np.zeros(0, dtype=str), "scope": np.zeros(0, dtype=str)}
-        return {"wait_ns": empty, "lateness_ns": empty, "last": np.zeros(0, bool)}, per_coll
+        return {"wait_ns": empty, "lateness_ns": empty, "last": np.zeros(0, bool), "early_end_ns": empty}, per_coll
     arrival = m.start_ns
     first, last = fig.first_arrival_ns(arrival, starts), fig.last_arrival_ns(arrival, starts)
     median = fig.grouped_median_ns(seg, arrival, n)
@@ -145,8 +147,8 @@ def _collective_figures(m: Matched, ranks: np.ndarray, nodes: np.ndarray) -> tup
     size = fig.collective_bytes(m.bytes, starts)
     algbw = fig.algbw_bps(size, comm)
     ops = np.array(m.ops, dtype=object)[m.op[starts]].astype(str)
-    node_names = sorted({x for x in nodes.tolist() if x})
-    node_code = np.array([node_names.index(x) if x else -1 for x in nodes.tolist()], dtype=np.int64)
+    node_index = {name: i for i, name in enumerate(sorted({x for x in nodes.tolist() if x}))}
+    node_code = np.array([node_index.get(x, -1) for x in nodes.tolist()], dtype=np.int64)
     per_coll = {
         "members": members, "op": ops, "step": np.maximum.reduceat(m.step, starts),
         "first": first, "last": last, "skew": fig.arrival_skew_ns(first, last), "last_rank": last_rank,
@@ -155,8 +157,26 @@ def _collective_figures(m: Matched, ranks: np.ndarray, nodes: np.ndarray) -> tup
         "imbalance": fig.size_imbalance(m.bytes, seg, starts), "margin": fig.last_margin_ns(arrival, seg, n),
     }  # fmt: skip
     per_row = {"wait_ns": fig.wait_ns(arrival, last[seg]), "lateness_ns": fig.lateness_ns(arrival, median[seg]),
-               "last": is_last}
+               "last": is_last, "early_end_ns": fig.early_end_ns(m.end_ns, last[seg])}
     return per_row, per_coll
+
+
+def _clock_finding(m: Matched, ranks: np.ndarray, per_row: dict) -> dict:
+    """``clock_offset_suspected``: ops that ended before the last member arrived
+    (:func:`figures.early_end_ns` > 1 µs), with the ranks that have most of them and each one's
+    largest early end: arrival figures of those ranks carry their clock's offset."""
+    early = per_row["early_end_ns"] > 1_000
+    if not early.any():
+        return {}
+    idx = np.searchsorted(ranks, m.rank[early])
+    count = np.bincount(idx, minlength=len(ranks))
+    worst = np.zeros(len(ranks), dtype=np.int64)
+    np.maximum.at(worst, idx, per_row["early_end_ns"][early])
+    top = [i for i in np.lexsort((ranks, -count)).tolist() if count[i]][:8]
+    return {"clock_offset_suspected": {
+        "count": int(early.sum()), "ranks": int((count > 0).sum()),
+        "examples": [{"rank": int(ranks[i]), "ops": int(count[i]), "max_early_end_ns": int(worst[i])} for i in top],
+    }}  # fmt: skip
 
 
 def _group_names(m: Matched, codes: np.ndarray):
@@ -191,7 +211,7 @@ def _info_column(info, ranks: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def _write_ranks(root: Path, ranks, nodes, info, order, steps: dict) -> None:
+def _write_ranks(root: Path, ranks: np.ndarray, nodes: np.ndarray, info, order: RankOrder, steps: dict) -> None:
     write_table(root / "ranks.parquet", FLEET_TABLES["ranks"], {
         "rank": ranks, "node": nodes.tolist(), "collectives": order.collectives, "times_last": order.times_last,
         "wait_ns": order.wait_ns, "compute_ns": _info_column(info, ranks, "compute_ns"),
@@ -214,34 +234,40 @@ REPLAY_BUDGET = 200_000  # collectives x ranks replayed (one Python step each)
 REPLAY_RANKS = 16  # at most this many ranks replayed: the stragglers, then the most often last
 
 
-def _replay_costs(m: Matched, ranks: np.ndarray, order, straggler: np.ndarray, per_row: dict):
+def _replay_costs(m: Matched, ranks: np.ndarray, order: RankOrder, straggler: np.ndarray, per_row: dict):
     """Replace the first-order step cost by the replayed one (:mod:`.replay`) for the stragglers
     and the ranks most often last, where the fleet is small enough and the graph reproduces the
-    trace. Returns each rank's method and the note for ``fleet.json``."""
+    trace. Returns the figures with those costs, each rank's method and the note for
+    ``fleet.json``."""
     method = np.array([FIRST_ORDER] * len(ranks), dtype=object)
+    cost_ns, mean_ns = order.step_cost_ns.copy(), order.mean_step_cost_ns.copy()
     picked = np.lexsort((ranks, -order.times_last, ~straggler))
     picked = [int(i) for i in picked if order.times_last[i] > 0][:REPLAY_RANKS]
     if not picked or not m.segments:
-        return method, {"replay": "no rank was last in a collective"}
+        return order, method, {"replay": "no rank was last in a collective"}
     budget = REPLAY_BUDGET // m.segments
     if m.segments > MAX_COLLECTIVES or budget < 1:
-        return method, {"replay": f"not run: {m.segments} collectives (at most {MAX_COLLECTIVES})"}
+        return order, method, {"replay": f"not run: {m.segments} collectives (at most {MAX_COLLECTIVES})"}
     idx = np.searchsorted(ranks, m.rank)
     graph = CollectiveGraph(idx, m.start_ns, m.end_ns, m.seg, m.starts, len(ranks))
     if not reproduces(graph, m.end_ns):
-        return method, {"replay": "not used: the collective graph does not reproduce the trace's ends"}
+        return order, method, {"replay": "not used: the collective graph does not reproduce the trace's ends"}
     costs = {}
     for i in picked[:budget]:
-        cost = replay_step_cost_ns(graph, m.end_ns, per_row["lateness_ns"], m.step, i)
-        if cost is not None:
-            costs[int(ranks[i])] = {FIRST_ORDER: int(order.step_cost_ns[i]), REPLAY: cost}
-            order.step_cost_ns[i] = cost
+        replayed = replay_step_cost_ns(graph, m.end_ns, per_row["lateness_ns"], m.step, i)
+        if replayed is not None:
+            costs[int(ranks[i])] = {FIRST_ORDER: int(order.step_cost_ns[i]), REPLAY: replayed[0],
+                                    f"{FIRST_ORDER} mean": int(order.mean_step_cost_ns[i]),
+                                    f"{REPLAY} mean": replayed[1]}
+            cost_ns[i], mean_ns[i] = replayed
             method[i] = REPLAY
     note = f"{len(costs)} ranks" if costs else "not used: fewer than two steps"
-    return method, {"replay": note, "ranks": {str(k): v for k, v in costs.items()}}
+    note = {"replay": note, "ranks": {str(k): v for k, v in costs.items()}}
+    return replace(order, step_cost_ns=cost_ns, mean_step_cost_ns=mean_ns), method, note
 
 
-def _write_stragglers(root: Path, ranks, nodes, order, straggler, steps: dict, method) -> None:
+def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: RankOrder, straggler: np.ndarray,
+                      steps: dict, method: np.ndarray) -> None:
     """One row per rank with a voted collective: most often last first (times last, then
     median lateness, descending; rank ascending)."""
     keep = np.flatnonzero(order.voted > 0)
@@ -253,6 +279,7 @@ def _write_stragglers(root: Path, ranks, nodes, order, straggler, steps: dict, m
         "median_lateness_ns": order.median_lateness_ns[sort], "step_cost_ns": order.step_cost_ns[sort],
         "step_ns": median_step_ns(ranks, steps)[sort], "method": method[sort].tolist(),
         "straggler": straggler[sort], "median_margin_ns": order.median_margin_ns[sort],
+        "mean_step_cost_ns": order.mean_step_cost_ns[sort],
     })  # fmt: skip
 
 

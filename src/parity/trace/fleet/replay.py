@@ -75,10 +75,11 @@ def step_ends(end: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def replay_step_cost_ns(graph: CollectiveGraph, observed_end: np.ndarray, lateness: np.ndarray,
-                        step: np.ndarray, rank: int) -> int | None:
-    """Median over steps (but the first) of ``(E_s - E_{s-1}) - (E'_s - E'_{s-1})``, ``E`` the
-    observed and ``E'`` the replayed step ends with rank ``rank`` (an index into the graph's
-    ranks) arriving with the median (module docstring); None with fewer than two steps."""
+                        step: np.ndarray, rank: int) -> tuple[int, int] | None:
+    """Median and mean (floor) over steps (but the first) of ``(E_s - E_{s-1}) - (E'_s -
+    E'_{s-1})``, ``E`` the observed and ``E'`` the replayed step ends with rank ``rank`` (an
+    index into the graph's ranks) arriving with the median (module docstring); None with fewer
+    than two steps."""
     mine = graph.rank == rank
     gap = graph.gap - np.where(mine & (lateness > 0), np.minimum(lateness, graph.gap), 0)
     replayed = graph.run(gap)
@@ -87,7 +88,8 @@ def replay_step_cost_ns(graph: CollectiveGraph, observed_end: np.ndarray, latene
     if len(steps) < 2:
         return None
     saving = np.diff(before) - np.diff(after)
-    return int(grouped_median_ns(np.zeros(len(saving), dtype=np.int64), saving, 1)[0])
+    median = int(grouped_median_ns(np.zeros(len(saving), dtype=np.int64), saving, 1)[0])
+    return median, int(saving.sum()) // len(saving)
 
 
 def reproduces(graph: CollectiveGraph, observed_end: np.ndarray) -> bool:

@@ -36,7 +36,8 @@ class RankOrder:
     median_lateness_ns: np.ndarray
     expected_share: np.ndarray
     median_margin_ns: np.ndarray
-    step_cost_ns: np.ndarray
+    step_cost_ns: np.ndarray  # median over steps
+    mean_step_cost_ns: np.ndarray
 
 
 def share_last(times_last: np.ndarray, voted: np.ndarray) -> np.ndarray:
@@ -87,21 +88,26 @@ def straggler_vote(order: RankOrder, *, alpha: float = VOTE_ALPHA, ratio: float 
             & (exponent >= vote_threshold(voters, alpha)) & (order.median_margin_ns >= floor_ns))
 
 
-def step_cost_ns(rank_idx: np.ndarray, step: np.ndarray, margin_if_last: np.ndarray, ranks: int) -> np.ndarray:
-    """First-order step cost per rank: per step, ``Σ`` over the collectives it arrived at last
-    of its margin (its arrival minus the latest other arrival: what the group would have saved
-    had it come with the one before it), then the median over the steps in which it took part
-    in a voted collective (a step it was never last in counts 0; rows without a step, -1,
-    form one step). Example: margins 40 and 10 in step 1, none in steps 2 and 3 -> sums
-    (50, 0, 0) -> 0; in steps 1 and 2 only -> floor(50 / 2) = 25."""
+def step_costs_ns(rank_idx: np.ndarray, step: np.ndarray, margin_if_last: np.ndarray,
+                  ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """First-order step cost per rank, ``(median, mean)``: per step, ``Σ`` over the collectives
+    it arrived at last of its margin (its arrival minus the latest other arrival: what the group
+    would have saved had it come with the one before it); then the median, and the mean
+    (``floor(Σ / steps)``), over the steps in which it took part in a voted collective (a step it
+    was never last in counts 0; rows without a step, -1, form one step). The median is the
+    typical step's cost; the mean spreads a rank late every few steps over all of them.
+    Example: margins 40 and 10 in step 1, none in steps 2 and 3 -> sums (50, 0, 0) -> median
+    0, mean 16; in steps 1 and 2 only -> median floor(50 / 2) = 25, mean 25."""
     if not len(rank_idx):
-        return np.zeros(ranks, dtype=np.int64)
+        return np.zeros(ranks, dtype=np.int64), np.zeros(ranks, dtype=np.int64)
     order = np.lexsort((step, rank_idx))
     r, s, m = rank_idx[order], step[order], margin_if_last[order]
     new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] != s[:-1])]
     cell = np.cumsum(new) - 1
     sums = grouped_sum_ns(cell, m, int(cell[-1]) + 1)
-    return grouped_median_ns(r[new], sums, ranks)
+    steps = np.bincount(r[new], minlength=ranks)
+    mean = grouped_sum_ns(r[new], sums, ranks) // np.maximum(steps, 1)
+    return grouped_median_ns(r[new], sums, ranks), mean
 
 
 def rank_order(ranks: np.ndarray, row_rank_idx: np.ndarray, members_per_row: np.ndarray,
@@ -118,7 +124,7 @@ def rank_order(ranks: np.ndarray, row_rank_idx: np.ndarray, members_per_row: np.
     waits = grouped_sum_ns(idx, wait, n)
     late = grouped_median_ns(idx[voted_row], lateness[voted_row], n)
     margin = grouped_median_ns(idx[is_last], margin_per_row[is_last], n)
-    cost = step_cost_ns(idx[voted_row], step[voted_row], np.where(is_last, margin_per_row, 0)[voted_row], n)
+    cost, mean = step_costs_ns(idx[voted_row], step[voted_row], np.where(is_last, margin_per_row, 0)[voted_row], n)
     return RankOrder(ranks=ranks, collectives=count, voted=voted, times_last=last, wait_ns=waits,
                      median_lateness_ns=late, expected_share=expected_share(inv, voted),
-                     median_margin_ns=margin, step_cost_ns=cost)
+                     median_margin_ns=margin, step_cost_ns=cost, mean_step_cost_ns=mean)

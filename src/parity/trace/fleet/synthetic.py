@@ -24,7 +24,7 @@ The truth is computed from the simulation by the definitions of ``docs/definitio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -174,15 +174,30 @@ def truth_of(sim: Simulation, *, stragglers: tuple[int, ...], paths: tuple[str, 
                       stragglers=tuple(sorted(stragglers)), paths=paths, simulation=sim)
 
 
+def with_clock_offsets(sim: Simulation, offsets: dict[int, int]) -> Simulation:
+    """The simulation as ranks whose clocks are off by ``offsets[rank]`` ns would record it
+    (every time of that rank moved; the truth stays on the true clock)."""
+    c_shift = np.zeros(len(sim.c_rank), dtype=np.int64)
+    k_shift = np.zeros(len(sim.k_rank), dtype=np.int64)
+    for rank, offset in offsets.items():
+        c_shift[sim.c_rank == rank] = offset
+        k_shift[sim.k_rank == rank] = offset
+    return replace(sim, c_start=sim.c_start + c_shift, c_end=sim.c_end + c_shift,
+                   k_start=sim.k_start + k_shift, k_end=sim.k_end + k_shift)
+
+
 def write_fleet(out_dir: str | Path, *, ranks: int, steps: int, seed: int = 0, gzip: bool = True,
-                **shifts) -> FleetTruth:
+                clock_offsets: dict[int, int] | None = None, **shifts) -> FleetTruth:
     """Simulate a job (:func:`simulate`; ``shifts`` are its keyword arguments), write one
-    Kineto trace per rank (``rank-NNNNNN.json.gz``) into ``out_dir`` and return the truth."""
+    Kineto trace per rank (``rank-NNNNNN.json.gz``) into ``out_dir`` and return the truth.
+    ``clock_offsets``: ns added to every time a rank's file records (a host clock off by that
+    much); the truth is the true clock's."""
     from parity.trace.fleet.synthetic_kineto import write_rank
 
     sim = simulate(ranks=ranks, steps=steps, seed=seed, **shifts)
+    recorded = with_clock_offsets(sim, clock_offsets) if clock_offsets else sim
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = tuple(str(write_rank(out, sim, rank, gzip=gzip)) for rank in range(ranks))
+    paths = tuple(str(write_rank(out, recorded, rank, gzip=gzip)) for rank in range(ranks))
     stragglers = tuple(r for r in (shifts.get("slow_rank"), shifts.get("late_rank")) if r is not None)
     return truth_of(sim, stragglers=stragglers, paths=paths)

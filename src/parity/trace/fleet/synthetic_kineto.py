@@ -20,7 +20,8 @@ LAUNCH_NS = 5_000  # a kernel starts this long after its launch call begins
 LAUNCH_CALL_NS = 2_000  # duration of the cudaLaunchKernel call
 PID, TID = 4242, 4242  # host process and main thread
 COMPUTE_STREAM = 7
-_KERNELS = ("ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>")
+_KERNELS = ("ampere_sgemm_128x64_tn",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>")
 _NCCL = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
          "allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
          "all_to_allv": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"}  # fmt: skip
@@ -44,7 +45,8 @@ def _event(ph: str, cat: str, name: str, pid, tid, ts: int, dur: int | None, arg
 
 
 def _flow(corr: int, launch_ts: int, kernel_ts: int, device: int, stream: int) -> list[str]:
-    return [f'{{"ph": "s", "id": {corr}, "pid": {PID}, "tid": {TID}, "ts": {us(launch_ts)}, "cat": "ac2g", "name": "ac2g"}}',
+    return [f'{{"ph": "s", "id": {corr}, "pid": {PID}, "tid": {TID}, "ts": {us(launch_ts)}, "cat": "ac2g", '
+            f'"name": "ac2g"}}',
             f'{{"ph": "f", "id": {corr}, "pid": {device}, "tid": {stream}, "ts": {us(kernel_ts)}, "cat": "ac2g", '
             f'"name": "ac2g", "bp": "e"}}']  # fmt: skip
 
@@ -66,7 +68,8 @@ def _launched(ids: _Ids, *, op: str, kernel: str, start: int, end: int, device: 
     corr, ext = ids.next()
     launch = start - LAUNCH_NS
     events = [
-        _event("X", "cpu_op", op, PID, TID, launch - 500, LAUNCH_CALL_NS + 1000, {"External id": ext, **(op_args or {})}),
+        _event("X", "cpu_op", op, PID, TID, launch - 500, LAUNCH_CALL_NS + 1000,
+               {"External id": ext, **(op_args or {})}),
         _event("X", "cuda_runtime", "cudaLaunchKernel", PID, TID, launch, LAUNCH_CALL_NS,
                {"External id": ext, "cbid": 211, "correlation": corr}),
         _event("X", "kernel", kernel, device, stream, start, end - start,
@@ -74,6 +77,16 @@ def _launched(ids: _Ids, *, op: str, kernel: str, start: int, end: int, device: 
                 "correlation": corr, "grid": [108, 1, 1], "block": [256, 1, 1], **(kernel_args or {})}),
     ]  # fmt: skip
     return events + _flow(corr, launch, start, device, stream)
+
+
+TRUNCATE = 30  # Kineto writes at most this many entries of a list, then "..."
+
+
+def format_list(values) -> str:
+    """A list as Kineto writes it: ``"[0, 1, 2]"``, cut after 30 entries: ``"[0, ..., 29, ...]"``."""
+    values = list(values)
+    head = ", ".join(map(str, values[:TRUNCATE]))
+    return f"[{head}, ...]" if len(values) > TRUNCATE else f"[{head}]"
 
 
 def _splits(sim, row: int, group_ranks: tuple[int, ...]) -> tuple[str, str]:
@@ -84,7 +97,7 @@ def _splits(sim, row: int, group_ranks: tuple[int, ...]) -> tuple[str, str]:
     n = len(group_ranks)
     send = [int(sim.c_in_nelems[row]) // n] * n
     receive = [int(sim.c_out_nelems[row]) // n] * n
-    return "[" + ", ".join(map(str, send)) + "]", "[" + ", ".join(map(str, receive)) + "]"
+    return format_list(send), format_list(receive)
 
 
 def _comm_args(sim, row: int, group_ranks: tuple[int, ...]) -> dict:
@@ -93,7 +106,7 @@ def _comm_args(sim, row: int, group_ranks: tuple[int, ...]) -> dict:
             "Out msg nelems": int(sim.c_out_nelems[row]), "Group size": len(group_ranks), "dtype": "Float",
             "In split size": in_split, "Out split size": out_split, "Process Group Name": str(sim.c_group[row]),
             "Process Group Description": "default_pg" if sim.c_group[row] == "0" else f"group_{sim.c_group[row]}",
-            "Process Group Ranks": "[" + ", ".join(map(str, group_ranks)) + "]"}  # fmt: skip
+            "Process Group Ranks": format_list(group_ranks)}  # fmt: skip
 
 
 def rank_events(sim, rank: int) -> list[str]:
@@ -158,7 +171,8 @@ def _metadata(sim, rank: int) -> list[str]:
     device = rank % 8
     streams = [COMPUTE_STREAM] + [20 + 4 * i for i in range(len(sim.groups))]
     meta = [(PID, 0, "process_name", {"name": "python3.11"}), (PID, 0, "process_labels", {"labels": "CPU"}),
-            (device, 0, "process_name", {"name": "python3.11"}), (device, 0, "process_labels", {"labels": f"GPU {device}"}),
+            (device, 0, "process_name", {"name": "python3.11"}),
+            (device, 0, "process_labels", {"labels": f"GPU {device}"}),
             (PID, TID, "thread_name", {"name": f"thread {TID} (python3)"})]  # fmt: skip
     meta += [(device, s, "thread_name", {"name": f"stream {s} "}) for s in streams]
     t0 = int(sim.k_start.min()) - 100_000
