@@ -12,16 +12,22 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+
+class ProcessFailed(RuntimeError):
+    """A timed command exited non-zero; the message holds the tail of what it wrote."""
 
 
 def whole_process(command: list[str], *, env: dict | None = None, cwd: str | None = None) -> float:
-    """Wall seconds of one process, start to exit; a failure is an error with its stderr's tail."""
+    """Wall seconds of one process, start to exit; :class:`ProcessFailed` with its output's
+    tail when it fails."""
     begin = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
     seconds = time.perf_counter() - begin
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise SystemExit(f"{' '.join(command[:4])} ... failed ({done.returncode}): {' | '.join(tail)}")
+        raise ProcessFailed(f"{Path(command[0]).name} exited {done.returncode}: {' | '.join(tail)}")
     return seconds
 
 
