@@ -18,6 +18,8 @@ from parity.trace.fleet.folder import FleetFolder, fleet_headline, straggler_row
 MAX_TABLE_RANKS = 1024  # rows of the per-rank and straggler tables (the rest stay in the Parquet files)
 MAX_BARS = 32  # ranks in the straggler chart, most often last first
 SECTION = "fleet"
+# columns the reduce added at the stragglers table's end (shown where the table has them)
+OPTIONAL_STRAGGLER_COLUMNS = {"median_margin": "median margin", "mean_step_cost": "step cost, mean"}
 # where a finding is shown: the first chart whose words occur in its code (else the summary)
 FINDING_ROUTES = (("stragglers", ("straggl", "last", "slow-rank", "vote")),
                   ("skew", ("skew", "wait", "collective", "busbw", "p2p", "match", "link", "scope", "imbalance",
@@ -172,7 +174,8 @@ def skew_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findin
 def _straggler_table_rows(folder: FleetFolder) -> list[dict[str, Any]]:
     rows = []
     for r in straggler_rows(folder)[:MAX_TABLE_RANKS]:
-        row = _ns_to_s(r, *(n for n in ("median_lateness", "step_cost", "step", "median_margin") if f"{n}_ns" in r))
+        row = _ns_to_s(r, *(n for n in ("median_lateness", "step_cost", "step", *OPTIONAL_STRAGGLER_COLUMNS)
+                            if f"{n}_ns" in r))
         row["over_expected"] = r["share_last"] / r["expected_share"] if r["expected_share"] else None
         row["straggler"] = "yes" if r["straggler"] else "no"
         row["label"] = f"rank {r['rank']}"
@@ -201,14 +204,16 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             {"mark": {"type": "tick", "color": "#1d2330", "thickness": 2},
              "encoding": {"x": x, "y": {"field": "expected_share", "type": "quantitative"}}}]})
     method = ", ".join(sorted({r["method"] for r in rows if r["method"]})) or "none"
-    margin = any("median_margin_s" in r for r in rows)
+    present = {n for n in OPTIONAL_STRAGGLER_COLUMNS if any(f"{n}_s" in r for r in rows)}
     rule = str((folder.summary.get("methods") or {}).get("straggler") or "")
+    cost = folder.summary.get("step_cost")
+    cost_note = "; ".join(f"{k}: {v}" for k, v in cost.items()) if isinstance(cost, dict) else ""
     return Chart(
         id=f"fleet-{index}-stragglers", section=SECTION, title=f"Straggler vote: {Path(folder.out_dir).name}", spec=spec,
         draw=bool(bars),
         note=(f"Bars: the {len(bars)} ranks most often last; tick: the share expected by chance (1/members). "
               f"Step cost: what the rank's late arrivals cost a step, median over steps (method: {method})."
-              + (f" Straggler rule: {rule}." if rule else "")),
+              + (f" Straggler rule: {rule}." if rule else "") + (f" Step cost {cost_note}." if cost_note else "")),
         findings=tuple(findings),
         tables=(Table(dataset="stragglers", title="straggler table", columns=(
             Column(field="rank", title="rank", unit=NUMBER), Column(field="node", title="node"),
@@ -217,8 +222,12 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             Column(field="expected_share", title="expected", unit="1"),
             Column(field="over_expected", title="share / expected", unit=RATIO),
             Column(field="median_lateness_s", title="median lateness", unit="s"),
-            *((Column(field="median_margin_s", title="median margin", unit="s"),) if margin else ()),
-            Column(field="step_cost_s", title="step cost", unit="s"), Column(field="step_s", title="step time", unit="s"),
+            *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
+              if n == "median_margin" and n in present),
+            Column(field="step_cost_s", title="step cost", unit="s"),
+            *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
+              if n == "mean_step_cost" and n in present),
+            Column(field="step_s", title="step time", unit="s"),
             Column(field="method", title="method"), Column(field="straggler", title="straggler"))),))
 
 
