@@ -201,3 +201,16 @@ def test_an_op_that_ends_before_the_last_arrival_is_a_clock_finding(tmp_path: Pa
         "count": 1, "ranks": 1, "examples": [{"rank": 1, "ops": 1, "max_early_end_ns": 2_000}]}
     _hand_fleet(tmp_path / "fine")
     assert "clock_offset_suspected" not in reduce_fleet(str(tmp_path / "fine")).findings
+
+
+def test_a_truncated_rank_list_names_some_members_only(tmp_path: Path):
+    """Kineto writes 30 ranks of a larger group, then "...": the members are those it names and
+    every rank with an op of the group, so 40 ranks that all recorded the op are complete."""
+    text = "[" + ", ".join(map(str, range(30))) + ", ...]"
+    for rank in range(40):
+        write_rows(tmp_path, "collectives", rank, [_coll(rank, "0", 0, "allreduce", 10 + rank, 100, ranks=text)])
+    summary = reduce_fleet(str(tmp_path))
+    assert summary.findings == {} and _table(tmp_path, "collectives")["members"] == [40]
+    # rank 39 missing: with a truncated list nothing says it belonged, so nothing is flagged
+    (tmp_path / "map/collectives/rank-000039.parquet").unlink()
+    assert reduce_fleet(str(tmp_path)).findings == {}

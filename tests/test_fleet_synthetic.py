@@ -211,3 +211,19 @@ def test_a_rank_with_a_clock_behind_is_a_finding(tmp_path: Path):
     assert clock["count"] == 10 and clock["ranks"] == 1 and clock["examples"][0]["rank"] == 3
     assert 7_000 <= clock["examples"][0]["max_early_end_ns"] <= 10_000
     assert summary.stragglers == ()
+
+
+def test_a_group_of_more_than_30_ranks_as_kineto_records_it(tmp_path: Path):
+    """Kineto cuts "Process Group Ranks" after 30 entries; the reduce still matches all 40."""
+    from parity.trace.fleet.mapper import summarize_rank
+
+    truth = write_fleet(tmp_path / "traces", ranks=40, steps=2, segments=1, slow_rank=7, seed=1)
+    with gzip.open(truth.paths[0], "rt") as fh:
+        kernel = next(e for e in json.load(fh)["traceEvents"] if e.get("name", "").startswith("nccl"))
+    assert kernel["args"]["Process Group Ranks"].endswith(", 29, ...]")
+    for path in truth.paths:
+        summarize_rank(path, str(tmp_path / "out"))
+    summary = reduce_fleet(str(tmp_path / "out"))
+    assert summary.findings == {} and summary.counts["collectives"] == 2
+    c = _compare(tmp_path / "out", truth)
+    assert c["members"] == [40, 40] and c["last_rank"] == [7, 7]

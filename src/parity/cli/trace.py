@@ -12,6 +12,7 @@ from parity.cli.lazy import LazyGroup
     lazy_commands={
         "analyze": "parity.cli.trace_analyze:analyze",
         "whatif": "parity.cli.trace_whatif:whatif",
+        "fleet": "parity.cli.trace_fleet:fleet",
     },
 )
 def trace() -> None:
@@ -21,4 +22,5 @@ def trace() -> None:
     Example:
       parity trace analyze ASCEND_PROFILER_OUTPUT/ --json out.json
       parity trace whatif rank0.json.gz --scale matrix=2
+      parity trace fleet traces/ --out fleet/ --ranks-per-node 8
     """

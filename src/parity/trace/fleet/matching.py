@@ -46,6 +46,12 @@ def parse_ranks(text: str) -> tuple[int, ...]:
     return tuple(sorted({int(x) for x in re.findall(r"-?\d+", str(text))}))
 
 
+def is_truncated(text: str) -> bool:
+    """Whether a recorded list was cut short: Kineto writes at most 30 entries of a list and
+    then ``...`` (``"[0, 1, ..., 29, ...]"``), so a group of more ranks names only some."""
+    return "..." in str(text)
+
+
 @dataclass(frozen=True)
 class Matched:
     """Rows of matched collectives sorted by ``(group, seq, rank)``, with their segments."""
@@ -176,21 +182,31 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _members(table, group: np.ndarray, rank: np.ndarray, groups: list[str]):
-    """Per group name, its member ranks; and the groups whose ranks recorded different lists."""
+    """Per group name, its member ranks; and the groups whose ranks recorded different lists.
+
+    A group's members are the ranks its recorded lists name; where a list was cut short
+    (:func:`is_truncated`), those it names together with every rank that has an op of the
+    group; where none was recorded, every rank that has an op of the group."""
     ranks_code, ranks_texts = _codes(table.column("group_ranks"))
     parsed = [parse_ranks(t) for t in ranks_texts]
+    cut = [is_truncated(t) for t in ranks_texts]
     recorded: dict[int, set[tuple[int, ...]]] = {}
+    truncated: set[int] = set()
     for g, r in _distinct_pairs(group, ranks_code).tolist():
+        if parsed[r] and cut[r]:
+            truncated.add(g)
         if parsed[r]:
             recorded.setdefault(g, set()).add(parsed[r])
     seen: dict[int, list[int]] = {}
-    if len(recorded) < len(groups):
+    if len(recorded) < len(groups) or truncated:
         for g, r in _distinct_pairs(group, rank).tolist():
             seen.setdefault(g, []).append(r)
     members, disagree = {}, []
     for code, name in enumerate(groups):
         lists = recorded.get(code)
-        if lists:
+        if lists and code in truncated:
+            members[name] = tuple(sorted(set().union(*lists, seen.get(code, []))))
+        elif lists:
             members[name] = tuple(sorted(set().union(*lists)))
             if len(lists) > 1:
                 disagree.append(name)

@@ -43,6 +43,8 @@ METHODS = {
                  "median margin when last >= 1 us",
     "step_cost_ns": f"{FIRST_ORDER} (sum of margins when last, median over steps); {REPLAY} where the "
                     "collective graph reproduces the trace (each row's method column says which)",
+    "mean_step_cost_ns": "as step_cost_ns, the mean over steps",
+    "clock_offset_suspected": "ops ending more than 1 us before the last member arrived",
 }  # fmt: skip
 
 

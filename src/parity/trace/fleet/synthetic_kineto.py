@@ -79,6 +79,16 @@ def _launched(ids: _Ids, *, op: str, kernel: str, start: int, end: int, device: 
     return events + _flow(corr, launch, start, device, stream)
 
 
+TRUNCATE = 30  # Kineto writes at most this many entries of a list, then "..."
+
+
+def format_list(values) -> str:
+    """A list as Kineto writes it: ``"[0, 1, 2]"``, cut after 30 entries: ``"[0, ..., 29, ...]"``."""
+    values = list(values)
+    head = ", ".join(map(str, values[:TRUNCATE]))
+    return f"[{head}, ...]" if len(values) > TRUNCATE else f"[{head}]"
+
+
 def _splits(sim, row: int, group_ranks: tuple[int, ...]) -> tuple[str, str]:
     """All-to-all's per-peer element counts sent and received (each spread evenly over the
     peers), "[]" for other ops."""
@@ -87,7 +97,7 @@ def _splits(sim, row: int, group_ranks: tuple[int, ...]) -> tuple[str, str]:
     n = len(group_ranks)
     send = [int(sim.c_in_nelems[row]) // n] * n
     receive = [int(sim.c_out_nelems[row]) // n] * n
-    return "[" + ", ".join(map(str, send)) + "]", "[" + ", ".join(map(str, receive)) + "]"
+    return format_list(send), format_list(receive)
 
 
 def _comm_args(sim, row: int, group_ranks: tuple[int, ...]) -> dict:
@@ -96,7 +106,7 @@ def _comm_args(sim, row: int, group_ranks: tuple[int, ...]) -> dict:
             "Out msg nelems": int(sim.c_out_nelems[row]), "Group size": len(group_ranks), "dtype": "Float",
             "In split size": in_split, "Out split size": out_split, "Process Group Name": str(sim.c_group[row]),
             "Process Group Description": "default_pg" if sim.c_group[row] == "0" else f"group_{sim.c_group[row]}",
-            "Process Group Ranks": "[" + ", ".join(map(str, group_ranks)) + "]"}  # fmt: skip
+            "Process Group Ranks": format_list(group_ranks)}  # fmt: skip
 
 
 def rank_events(sim, rank: int) -> list[str]:
