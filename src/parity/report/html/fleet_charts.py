@@ -76,6 +76,14 @@ def _s(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e9
 
 
+def _integer_axis(starts: list[int], *, every_up_to: int = 24) -> dict[str, Any]:
+    """An axis of whole ranks or steps: each cell's first one labelled when there are few
+    cells, else integer ticks the library spaces (never a half rank)."""
+    if len(starts) <= every_up_to:
+        return {"values": starts, "format": "d"}
+    return {"format": "d", "tickMinStep": max(1, starts[1] - starts[0]) if len(starts) > 1 else 1}
+
+
 def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]]) -> Chart:
     """Rank by step, colour = the measure chosen on the page (median lateness by default); a
     note alone when the traces had no step markers."""
@@ -93,7 +101,9 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
     rank_title = "rank" + (f" ({per_row} per row)" if per_row > 1 else "")
     step_title = "step" + (f" ({per_col} per column)" if per_col > 1 else "")
     height = max(160, min(480, 14 * len({r["rank_lo"] for r in rows})))
-    quantity = {"type": "quantitative", "scale": {"nice": False, "zero": False}, "axis": {"format": "d", "tickMinStep": 1}}
+    quantity = {"type": "quantitative", "scale": {"nice": False, "zero": False}}
+    x_axis = _integer_axis(sorted({r["step_lo"] for r in rows}))
+    y_axis = _integer_axis(sorted({r["rank_lo"] for r in rows}))
     spec = vega_lite({"cells": rows, "steps": step_rows(folder)}, {
         "data": {"name": "cells"}, "width": 560, "height": height,
         "params": [{"name": "colour", "value": f"{measures[0]}_s",
@@ -108,8 +118,8 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
                       {"calculate": "datum.step_lo - 0.5", "as": "x0"}, {"calculate": "datum.step_hi - 0.5", "as": "x1"}],
         "mark": {"type": "rect"},
         "encoding": {
-            "x": {**quantity, "field": "x0", "title": step_title}, "x2": {"field": "x1"},
-            "y": {**quantity, "field": "y0", "title": rank_title,
+            "x": {**quantity, "field": "x0", "title": step_title, "axis": x_axis}, "x2": {"field": "x1"},
+            "y": {**quantity, "field": "y0", "title": rank_title, "axis": y_axis,
                   "scale": {"nice": False, "zero": False, "reverse": True}},
             "y2": {"field": "y1"},
             "color": {"field": "value_us", "type": "quantitative", "title": "µs (max in cell)",
