@@ -112,11 +112,12 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
         "transform": [{"fold": [f"{m}_s" for m in measures], "as": ["measure", "value_s"]},
                       {"filter": "datum.measure == colour && isValid(datum.value_s)"},
                       {"calculate": "datum.value_s * 1e6", "as": "value_us"},
+                      {"calculate": "datum.value_us", "as": "edge_us"},  # the stroke's own field: no second legend
                       {"calculate": "datum[replace(datum.measure, '_s', '_rank')]", "as": "worst_rank"},
                       # each cell centred on its ranks and steps: rank r spans r - 0.5 .. r + 0.5
                       {"calculate": "datum.rank_lo - 0.5", "as": "y0"}, {"calculate": "datum.rank_hi - 0.5", "as": "y1"},
                       {"calculate": "datum.step_lo - 0.5", "as": "x0"}, {"calculate": "datum.step_hi - 0.5", "as": "x1"}],
-        "mark": {"type": "rect"},
+        "mark": {"type": "rect", "strokeWidth": 0.6},  # a stroke of the fill's colour: no seams between rows
         "encoding": {
             "x": {**quantity, "field": "x0", "title": step_title, "axis": x_axis}, "x2": {"field": "x1"},
             "y": {**quantity, "field": "y0", "title": rank_title, "axis": y_axis,
@@ -124,6 +125,7 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
             "y2": {"field": "y1"},
             "color": {"field": "value_us", "type": "quantitative", "title": "µs (max in cell)",
                       "scale": {"scheme": "viridis"}, "legend": {"format": ",.4~r"}},
+            "stroke": {"field": "edge_us", "type": "quantitative", "scale": {"scheme": "viridis"}, "legend": None},
             "tooltip": [{"field": "ranks", "title": "ranks"}, {"field": "steps", "title": "steps"},
                         {"field": "value_us", "title": "µs", "format": ",.4~r"},
                         {"field": "worst_rank", "title": "rank with the max"}]}})
