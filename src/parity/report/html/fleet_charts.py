@@ -51,7 +51,7 @@ def _ns_to_s(row: dict[str, Any], *names: str) -> dict[str, Any]:
 
 
 def summary_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findings: list[dict[str, Any]]) -> Chart:
-    """Tables only: the headline figures and fleet.json's own keys (no findings: they are beside their charts)."""
+    """Tables only: the headline figures and fleet.json's own keys, with the findings no chart claims."""
     figures = [
         {"figure": "ranks", "value": headline["ranks"], "unit": "count"},
         {"figure": "ranks per node", "value": headline["ranks_per_node"], "unit": "count"},
