@@ -78,27 +78,25 @@ class Matched:
 
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:
-    """Codes into the sorted distinct values of a pyarrow string (or dictionary) column."""
+    """Codes into the sorted distinct values of a pyarrow string (or dictionary) column, one
+    chunk at a time (each rank's file has its own dictionary); a null reads as ""."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if isinstance(encoded, pa.ChunkedArray):  # an empty chunked column
-        return np.zeros(0, dtype=np.int64), []
-    if pa.types.is_dictionary(encoded.type) is False:
-        encoded = pc.dictionary_encode(encoded)
-    values = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    return _sorted_codes(codes, values)
-
-
-def _sorted_codes(codes: np.ndarray, values: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Codes remapped so that the values are sorted and distinct."""
-    names = sorted(set(values))
-    remap = np.array([names.index(v) for v in values] or [0], dtype=np.int32)
-    return (remap[codes] if len(codes) else codes), names
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    index: dict[str, int] = {}
+    parts = []
+    for chunk in chunks:
+        if chunk.null_count or not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(pc.fill_null(chunk.cast(pa.string()), ""))
+        local = np.array([index.setdefault(v, len(index)) for v in chunk.dictionary.to_pylist()] or [0],
+                         dtype=np.int32)
+        parts.append(local[chunk.indices.to_numpy(zero_copy_only=False)] if len(chunk) else np.zeros(0, np.int32))
+    names = sorted(index)
+    remap = np.empty(max(len(index), 1), dtype=np.int32)
+    remap[[index[n] for n in names]] = np.arange(len(names), dtype=np.int32)
+    codes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    return remap[codes] if len(codes) else codes, names
 
 
 def _column(table, name: str, dtype=np.int64) -> np.ndarray:
