@@ -77,17 +77,18 @@ def fleet_tables(*, ranks: int = 4, steps: int = 3, late: int = 3, late_ns: int 
                 share_last=1.0 if r == late else 0.0, expected_share=1 / ranks,
                 median_lateness_ns=int(np.median(lateness_of[r])),
                 step_cost_ns=int(np.median(cost_per_step)) if r == late else 0, step_ns=STEP_NS,
-                method="first-order", straggler=r == late, **_margin(r == late, late_ns, ranks, steps, tables))
+                method="first-order", straggler=r == late, **_added(r == late, late_ns, ranks, steps, tables))
     return tables
 
 
-def _margin(late: bool, late_ns: int, ranks: int, steps: int, tables: dict[str, dict[str, list[Any]]]) -> dict[str, int]:
-    """``median_margin_ns`` where the contract has it: the late rank's median lead over the
-    latest other arrival when it was last (L - 10 (ranks - 1) ns, L's median), else 0."""
-    if "median_margin_ns" not in tables["stragglers"]:
-        return {}
+def _added(late: bool, late_ns: int, ranks: int, steps: int, tables: dict[str, dict[str, list[Any]]]) -> dict[str, int]:
+    """The columns the reduce added at the stragglers table's end, where the contract has them:
+    the late rank's median margin over the latest other arrival when it was last
+    (L - 10 (ranks - 1) ns, L's median), and its mean step cost (2 margins a step)."""
     margins = [late_ns * (s + 1) - 10 * (ranks - 1) for s in range(steps)]
-    return {"median_margin_ns": int(np.median(margins)) if late and margins else 0}
+    values = {"median_margin_ns": int(np.median(margins)) if late and margins else 0,
+              "mean_step_cost_ns": int(np.mean(margins) * 2) if late and margins else 0}
+    return {k: v for k, v in values.items() if k in tables["stragglers"]}
 
 
 def _append(table: dict[str, list[Any]], **row: Any) -> None:

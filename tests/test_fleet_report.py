@@ -171,3 +171,19 @@ def test_a_fleet_without_steps_or_matched_collectives_still_reports(tmp_path: Pa
     assert not charts["fleet-0-skew"]["draw"] and charts["fleet-0-stragglers"]["draw"]
     assert fleet_headline(read_fleet_folder(out))["skew_median_ns"] is None
     assert "No collective was matched" in render_data(data)
+
+
+def test_columns_added_at_a_tables_end_are_optional_the_others_required(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    out = write_fleet_folder(tmp_path / "out")
+    table = pq.read_table(out / "stragglers.parquet")
+    older = table.drop_columns([c for c in ("median_margin_ns", "mean_step_cost_ns") if c in table.column_names])
+    pq.write_table(older, out / "stragglers.parquet")
+    from parity.trace.fleet.folder import straggler_rows
+
+    rows = straggler_rows(read_fleet_folder(out))
+    assert rows[0]["rank"] == 3 and "median_margin_ns" not in rows[0]
+    pq.write_table(older.drop_columns(["step_cost_ns"]), out / "stragglers.parquet")
+    with pytest.raises(ParityError, match="lacks columns step_cost_ns; write it again"):
+        read_fleet_folder(out)

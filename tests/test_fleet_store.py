@@ -163,3 +163,31 @@ assert not bad, bad
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_trace_fleet_store_keeps_the_fleet_for_compare(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       db_path: Path) -> None:
+    """``parity trace fleet ... --store`` on a synthetic job (rank 2 slower in compute), twice:
+    the stored fleets carry their rank files and stragglers, and compare sets them side by side."""
+    from parity.trace.fleet.synthetic import write_fleet
+
+    truth = write_fleet(tmp_path / "ranks", ranks=4, steps=6, slow_rank=2, seed=5)
+    js = tmp_path / "fleet.json"
+    status, out, err = parity(capsys, "trace", "fleet", str(tmp_path / "ranks"), "--out", str(tmp_path / "out"),
+                              "--workers", "1", "--ranks-per-node", "2", "--store", "--label", "job-a",
+                              "--json", str(js))
+    assert status == 0, err
+    stored = orjson.loads(js.read_bytes())["stored"]
+    assert stored["label"] == "job-a" and stored["ranks"] == 4 and f"stored as {stored['id']}" in out + err
+    with Store.open(db_path) as store:
+        kept = get_fleet_analysis(store, stored["id"])
+    assert sorted(kept.paths) == sorted(str(Path(p).resolve()) for p in truth.paths)
+    assert kept.ranks_per_node == 2 and 2 in kept.headline["straggler_ranks"]
+    status, _, err = parity(capsys, "trace", "fleet", str(tmp_path / "ranks"), "--out", str(tmp_path / "out2"),
+                            "--workers", "1", "--store")
+    assert status == 0, err
+    status, out, err = parity(capsys, "compare", stored["id"], "fleet:latest", "--json", str(tmp_path / "c.json"))
+    assert status == 0, err
+    doc = orjson.loads((tmp_path / "c.json").read_bytes())
+    assert [r["label"] for r in doc["runs"]] == ["job-a", "out2"]
+    assert any(a["condition"] == "ranks per node" for a in doc["audit"])  # 2 against not given

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from parity.cli.fleet_store import store_after_fleet, store_options
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer, format_duration
 
@@ -47,9 +48,11 @@ def _document(summary: Any) -> Any:
               help="Ranks on one node (node = rank // N): collectives are then intra- or inter-node.")
 @click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
               help="Category rules (TOML or YAML) tried before the defaults, as for parity trace analyze.")
+@store_options
 @json_option
 def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: int | None,
-          ranks_per_node: int | None, rules_path: str | None, json_path: str | None) -> None:
+          ranks_per_node: int | None, rules_path: str | None, store_it: bool, label: str, db_path: str | None,
+          json_path: str | None) -> None:
     """Analyse every rank of a job: collectives matched across ranks, arrival skew and stragglers.
 
     PATH is a rank's trace (Kineto .json/.json.gz, an Ascend *_ascend_pt folder, an Nsight
@@ -64,6 +67,7 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
       parity trace fleet traces/ --out fleet/ --dask local --workers 4
       parity trace fleet /shared/job42/ --out /shared/job42-fleet --dask tcp://10.0.0.1:8786
       duckdb -c "SELECT rank, times_last FROM 'fleet/stragglers.parquet' LIMIT 10"
+      parity trace fleet traces/ --out fleet/ --store --label ep32-step40
     """
     from parity.trace.fleet.executor import map_ranks
 
@@ -79,6 +83,11 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
     total_s = time.perf_counter() - started
     click.echo(f"mapped {len(results)} ranks in {format_duration(mapped_s)} ({executor} executor); "
                f"reduced in {format_duration(total_s - mapped_s)}: tables in {out_dir}", err=json_path == "-")
+    stored = None
+    if store_it:
+        sources = [str(r["source"]) for r in results if isinstance(r, dict) and r.get("source")]
+        stored, line = store_after_fleet(out_dir, paths=sources, label=label, db_path=db_path)
+        click.echo(line, err=json_path == "-")
     write_json(json_path, "trace-fleet", {
-        "out": out_dir, "ranks": results, "summary": _document(summary),
+        "out": out_dir, "ranks": results, "summary": _document(summary), "stored": stored,
     })  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 
 from parity.compare.audit import AuditEntry
 from parity.model.errors import ParityError
-from parity.model.figure import Figure
+from parity.model.figure import Figure, format_value
 from parity.model.schema import SCHEMA_VERSION
 
 
@@ -138,6 +138,6 @@ def _claim(fleets: list[FleetInput]) -> str:
     for f in fleets:
         skew = _s(f.headline.get("skew_median_ns"))
         ranks = ", ".join(map(str, f.headline.get("straggler_ranks") or [])) or "none"
-        parts.append(f"{f.label}: {f.headline.get('ranks')} ranks, median skew "
-                     + ("n/a" if skew is None else f"{skew * 1e6:.3g} us") + f", stragglers {ranks}")
+        parts.append(f"{f.label}: {f.headline.get('ranks')} ranks, median skew {format_value(skew, 's')}, "
+                     f"stragglers {ranks}")
     return "over each fleet's matched collectives; " + "; ".join(parts)

@@ -18,6 +18,8 @@ from parity.trace.fleet.folder import FleetFolder, fleet_headline, straggler_row
 MAX_TABLE_RANKS = 1024  # rows of the per-rank and straggler tables (the rest stay in the Parquet files)
 MAX_BARS = 32  # ranks in the straggler chart, most often last first
 SECTION = "fleet"
+# columns the reduce added at the stragglers table's end (shown where the table has them)
+OPTIONAL_STRAGGLER_COLUMNS = {"median_margin": "median margin", "mean_step_cost": "step cost, mean"}
 # where a finding is shown: the first chart whose words occur in its code (else the summary)
 FINDING_ROUTES = (("stragglers", ("straggl", "last", "slow-rank", "vote")),
                   ("skew", ("skew", "wait", "collective", "busbw", "p2p", "match", "link", "scope", "imbalance",
@@ -49,7 +51,7 @@ def _ns_to_s(row: dict[str, Any], *names: str) -> dict[str, Any]:
 
 
 def summary_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findings: list[dict[str, Any]]) -> Chart:
-    """Tables only: the headline figures and fleet.json's own keys (no findings: they are beside their charts)."""
+    """Tables only: the headline figures and fleet.json's own keys, with the findings no chart claims."""
     figures = [
         {"figure": "ranks", "value": headline["ranks"], "unit": "count"},
         {"figure": "ranks per node", "value": headline["ranks_per_node"], "unit": "count"},
@@ -74,6 +76,14 @@ def _s(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e9
 
 
+def _integer_axis(starts: list[int], *, every_up_to: int = 24) -> dict[str, Any]:
+    """An axis of whole ranks or steps: each cell's first one labelled when there are few
+    cells, else integer ticks the library spaces (never a half rank)."""
+    if len(starts) <= every_up_to:
+        return {"values": starts, "format": "d"}
+    return {"format": "d", "tickMinStep": max(1, starts[1] - starts[0]) if len(starts) > 1 else 1}
+
+
 def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]]) -> Chart:
     """Rank by step, colour = the measure chosen on the page (median lateness by default); a
     note alone when the traces had no step markers."""
@@ -91,7 +101,9 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
     rank_title = "rank" + (f" ({per_row} per row)" if per_row > 1 else "")
     step_title = "step" + (f" ({per_col} per column)" if per_col > 1 else "")
     height = max(160, min(480, 14 * len({r["rank_lo"] for r in rows})))
-    quantity = {"type": "quantitative", "scale": {"nice": False, "zero": False}, "axis": {"format": "d", "tickMinStep": 1}}
+    quantity = {"type": "quantitative", "scale": {"nice": False, "zero": False}}
+    x_axis = _integer_axis(sorted({r["step_lo"] for r in rows}))
+    y_axis = _integer_axis(sorted({r["rank_lo"] for r in rows}))
     spec = vega_lite({"cells": rows, "steps": step_rows(folder)}, {
         "data": {"name": "cells"}, "width": 560, "height": height,
         "params": [{"name": "colour", "value": f"{measures[0]}_s",
@@ -100,18 +112,20 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
         "transform": [{"fold": [f"{m}_s" for m in measures], "as": ["measure", "value_s"]},
                       {"filter": "datum.measure == colour && isValid(datum.value_s)"},
                       {"calculate": "datum.value_s * 1e6", "as": "value_us"},
+                      {"calculate": "datum.value_us", "as": "edge_us"},  # the stroke's own field: no second legend
                       {"calculate": "datum[replace(datum.measure, '_s', '_rank')]", "as": "worst_rank"},
                       # each cell centred on its ranks and steps: rank r spans r - 0.5 .. r + 0.5
                       {"calculate": "datum.rank_lo - 0.5", "as": "y0"}, {"calculate": "datum.rank_hi - 0.5", "as": "y1"},
                       {"calculate": "datum.step_lo - 0.5", "as": "x0"}, {"calculate": "datum.step_hi - 0.5", "as": "x1"}],
-        "mark": {"type": "rect"},
+        "mark": {"type": "rect", "strokeWidth": 0.6},  # a stroke of the fill's colour: no seams between rows
         "encoding": {
-            "x": {**quantity, "field": "x0", "title": step_title}, "x2": {"field": "x1"},
-            "y": {**quantity, "field": "y0", "title": rank_title,
+            "x": {**quantity, "field": "x0", "title": step_title, "axis": x_axis}, "x2": {"field": "x1"},
+            "y": {**quantity, "field": "y0", "title": rank_title, "axis": y_axis,
                   "scale": {"nice": False, "zero": False, "reverse": True}},
             "y2": {"field": "y1"},
             "color": {"field": "value_us", "type": "quantitative", "title": "µs (max in cell)",
                       "scale": {"scheme": "viridis"}, "legend": {"format": ",.4~r"}},
+            "stroke": {"field": "edge_us", "type": "quantitative", "scale": {"scheme": "viridis"}, "legend": None},
             "tooltip": [{"field": "ranks", "title": "ranks"}, {"field": "steps", "title": "steps"},
                         {"field": "value_us", "title": "µs", "format": ",.4~r"},
                         {"field": "worst_rank", "title": "rank with the max"}]}})
@@ -172,7 +186,8 @@ def skew_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findin
 def _straggler_table_rows(folder: FleetFolder) -> list[dict[str, Any]]:
     rows = []
     for r in straggler_rows(folder)[:MAX_TABLE_RANKS]:
-        row = _ns_to_s(r, *(n for n in ("median_lateness", "step_cost", "step", "median_margin") if f"{n}_ns" in r))
+        row = _ns_to_s(r, *(n for n in ("median_lateness", "step_cost", "step", *OPTIONAL_STRAGGLER_COLUMNS)
+                            if f"{n}_ns" in r))
         row["over_expected"] = r["share_last"] / r["expected_share"] if r["expected_share"] else None
         row["straggler"] = "yes" if r["straggler"] else "no"
         row["label"] = f"rank {r['rank']}"
@@ -201,14 +216,16 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             {"mark": {"type": "tick", "color": "#1d2330", "thickness": 2},
              "encoding": {"x": x, "y": {"field": "expected_share", "type": "quantitative"}}}]})
     method = ", ".join(sorted({r["method"] for r in rows if r["method"]})) or "none"
-    margin = any("median_margin_s" in r for r in rows)
+    present = {n for n in OPTIONAL_STRAGGLER_COLUMNS if any(f"{n}_s" in r for r in rows)}
     rule = str((folder.summary.get("methods") or {}).get("straggler") or "")
+    cost = folder.summary.get("step_cost")
+    cost_note = "; ".join(f"{k}: {v}" for k, v in cost.items()) if isinstance(cost, dict) else ""
     return Chart(
         id=f"fleet-{index}-stragglers", section=SECTION, title=f"Straggler vote: {Path(folder.out_dir).name}", spec=spec,
         draw=bool(bars),
         note=(f"Bars: the {len(bars)} ranks most often last; tick: the share expected by chance (1/members). "
               f"Step cost: what the rank's late arrivals cost a step, median over steps (method: {method})."
-              + (f" Straggler rule: {rule}." if rule else "")),
+              + (f" Straggler rule: {rule}." if rule else "") + (f" Step cost {cost_note}." if cost_note else "")),
         findings=tuple(findings),
         tables=(Table(dataset="stragglers", title="straggler table", columns=(
             Column(field="rank", title="rank", unit=NUMBER), Column(field="node", title="node"),
@@ -217,8 +234,12 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             Column(field="expected_share", title="expected", unit="1"),
             Column(field="over_expected", title="share / expected", unit=RATIO),
             Column(field="median_lateness_s", title="median lateness", unit="s"),
-            *((Column(field="median_margin_s", title="median margin", unit="s"),) if margin else ()),
-            Column(field="step_cost_s", title="step cost", unit="s"), Column(field="step_s", title="step time", unit="s"),
+            *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
+              if n == "median_margin" and n in present),
+            Column(field="step_cost_s", title="step cost", unit="s"),
+            *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
+              if n == "mean_step_cost" and n in present),
+            Column(field="step_s", title="step time", unit="s"),
             Column(field="method", title="method"), Column(field="straggler", title="straggler"))),))
 
 

@@ -28,6 +28,10 @@ from parity.trace.fleet.tables import FLEET_TABLES
 
 # the tables the report, the store and compare read (``arrivals`` only for waits and lateness)
 READ_TABLES = ("collectives", "arrivals", "ranks", "steps", "stragglers")
+# the columns read where not all are needed (arrivals: one row per rank and collective)
+READ_COLUMNS = {"arrivals": ("group", "seq", "rank", "wait_ns", "lateness_ns")}
+# columns added at a table's end after its first version: shown where a folder has them
+OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns"})
 HEADLINE_METHOD = ("median and p99 (numpy linear interpolation) of collectives.skew_ns; "
                    "wait = sum of arrivals.wait_ns; busbw: median of collectives.busbw_bps")
 
@@ -120,21 +124,16 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
     if not path.is_file():
         raise ParityError(f"{path} is missing; run parity trace fleet again to write every table")
     try:
-        table = pq.read_table(path)
+        names = pq.read_schema(path).names
+        missing = [c for c, _, _ in FLEET_TABLES[name] if c not in names and c not in OPTIONAL_COLUMNS]
+        if missing:
+            raise ParityError(f"{path} lacks columns {', '.join(missing)}; write it again with parity trace fleet")
+        table = pq.read_table(path, columns=list(READ_COLUMNS.get(name, names)))
+    except ParityError:
+        raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise ParityError(f"{path}: cannot read it as Parquet ({exc}); run parity trace fleet again") from exc
-    missing = [c for c, _, _ in FLEET_TABLES[name] if c not in table.column_names]
-    if missing:
-        raise ParityError(f"{path} lacks columns {', '.join(missing)}; it was not written by this parity's reduce")
-    return {c: _numpy(table.column(c)) for c in table.column_names}
-
-
-def _numpy(column: Any) -> np.ndarray:
-    import pyarrow as pa
-
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        return np.array(column.to_pylist(), dtype=object)
-    return column.to_numpy(zero_copy_only=False)
+    return {c: table.column(c).to_numpy() for c in table.column_names}
 
 
 def percentile(values: np.ndarray, q: float) -> float | None:
@@ -196,7 +195,7 @@ def op_rows(folder: FleetFolder) -> list[dict[str, Any]]:
 def straggler_rows(folder: FleetFolder) -> list[dict[str, Any]]:
     """The stragglers table as it is (the reduce's order: most often last first)."""
     table = folder.table("stragglers")
-    names = [c for c, _, _ in FLEET_TABLES["stragglers"]]
+    names = [c for c, _, _ in FLEET_TABLES["stragglers"] if c in table]
     return [{c: _plain(table[c][i]) for c in names} for i in range(folder.rows("stragglers"))]
 
 
