@@ -44,7 +44,7 @@ def test_report_store_and_compare_on_the_reduce_output(out: Path, tmp_path: Path
     pytest.importorskip("vl_convert")
     from parity.cli.report import build_report
     from parity.compare import FleetInput, compare_fleets
-    from parity.store.fleet_analyses import store_fleet
+    from parity.cli.fleet_store import store_fleet
 
     data, path, _ = build_report(runs=[], fleet_dirs=(str(out),), output=tmp_path / "fleet.html")
     charts = {c["id"]: c for c in data["charts"]}

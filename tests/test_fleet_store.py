@@ -16,7 +16,9 @@ from parity.cli.main import main
 from parity.compare import FleetInput, compare_fleets
 from parity.model.errors import ParityError
 from parity.store import STORE_VERSION, Store
-from parity.store.fleet_analyses import get_fleet_analysis, list_fleet_analyses, rank_paths, store_fleet
+from parity.cli.fleet_store import store_fleet
+from parity.store.fleet_analyses import get_fleet_analysis, list_fleet_analyses
+from parity.trace.fleet.folder import rank_paths
 from parity.store.schema import MIGRATIONS
 from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggler_rows
 from tests.fleet_report_rows import write_fleet_folder
@@ -154,7 +156,7 @@ from parity.cli import compare, report
 from parity.compare import compare_fleets
 from parity.report.html import report_data
 from parity.report.html.fleet_charts import fleet_charts
-from parity.store.fleet_analyses import store_fleet
+from parity.cli.fleet_store import store_fleet
 from parity.trace.fleet.folder import read_fleet_folder
 report_data(fleets=[read_fleet_folder({str(fleets[0])!r})])
 bad = sorted(m for m in sys.modules if m == "torch" or m.startswith(("torch.", "parity.device", "parity.timing", "parity.bench")))

@@ -11,7 +11,6 @@ followed by a run-style id; ``fleet:latest`` is the newest.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,38 +61,6 @@ def add_fleet_analysis(store: Store, *, out_dir: str, paths: list[str], headline
              dump_json(headline.get("ops") or []), dump_json(stragglers), dump_json(summary), dump_json(headline)),
         )
     return get_fleet_analysis(store, analysis_id)
-
-
-def rank_paths(out_dir: str | Path, summary: dict[str, Any]) -> list[str]:
-    """The rank files a fleet was made of: ``fleet.json``'s ``paths`` or ``sources`` when it
-    lists them, else the ``source`` column of the map's ``rank_info`` files, else none."""
-    for key in ("paths", "sources"):
-        if isinstance(summary.get(key), list):
-            return [str(p) for p in summary[key]]
-    folder = Path(out_dir) / "map" / "rank_info"
-    if not folder.is_dir():
-        return []
-    import pyarrow.parquet as pq
-
-    sources: list[str] = []
-    for path in sorted(folder.glob("rank-*.parquet")):
-        table = pq.read_table(path, columns=["source"]) if "source" in pq.read_schema(path).names else None
-        sources += [str(s) for s in (table.column("source").to_pylist() if table is not None else []) if s]
-    return sources
-
-
-def store_fleet(db: str | os.PathLike[str] | None, out_dir: str | Path, *, label: str = "",
-                paths: list[str] | None = None) -> StoredFleetAnalysis:
-    """Read the fleet output folder ``out_dir`` and keep its figures in the store at ``db``
-    (None: ``$PARITY_DB`` or the default); ``paths`` are the rank files (default: as
-    :func:`rank_paths` finds them)."""
-    from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggler_rows
-
-    folder = read_fleet_folder(out_dir)
-    files = [str(Path(p).resolve()) for p in paths] if paths else rank_paths(folder.out_dir, folder.summary)
-    with Store.open(db) as store:
-        return add_fleet_analysis(store, out_dir=folder.out_dir, paths=files, headline=fleet_headline(folder),
-                                  stragglers=straggler_rows(folder), summary=folder.summary, label=label)
 
 
 def is_fleet_analysis_id(text: str) -> bool:

@@ -214,3 +214,21 @@ def fleet_headline(folder: FleetFolder) -> dict[str, Any]:
             "wait_total_ns": int(folder.table("arrivals")["wait_ns"].astype(np.int64).sum()),
             "straggler_ranks": [int(r) for r in stragglers["rank"][flagged]],
             "ops": op_rows(folder), "method": HEADLINE_METHOD}
+
+
+def rank_paths(out_dir: str | Path, summary: dict[str, Any]) -> list[str]:
+    """The rank files a fleet was made of: ``fleet.json``'s ``paths`` or ``sources`` when it
+    lists them, else the ``source`` column of the map's ``rank_info`` files, else none."""
+    for key in ("paths", "sources"):
+        if isinstance(summary.get(key), list):
+            return [str(p) for p in summary[key]]
+    folder = Path(out_dir) / "map" / "rank_info"
+    if not folder.is_dir():
+        return []
+    import pyarrow.parquet as pq
+
+    sources: list[str] = []
+    for path in sorted(folder.glob("rank-*.parquet")):
+        table = pq.read_table(path, columns=["source"]) if "source" in pq.read_schema(path).names else None
+        sources += [str(s) for s in (table.column("source").to_pylist() if table is not None else []) if s]
+    return sources
