@@ -20,6 +20,9 @@ next), and printed with the machine's load average (other work on the cores slow
   (pool start-up included) and the peak RSS of its largest worker (``RUSAGE_CHILDREN`` of the
   process that ran it: the largest ``ru_maxrss`` among its waited-for children); bar 1.5x
   ``one_rank_rss``;
+- the CPU time of the local map's workers (``RUSAGE_CHILDREN`` user + system) against one
+  rank's CPU time x ranks: how much work the executor adds, whatever else runs on the cores
+  (wall times are slowed by other work there; CPU times much less);
 - the same map on a Dask ``LocalCluster`` (``--workers`` single-threaded worker processes on
   loopback): wall time, and every file it wrote compared byte for byte with the local map's.
 
@@ -80,9 +83,9 @@ t = time.perf_counter()
 summarize_rank({path!r}, {out!r})
 cold = time.perf_counter() - t
 rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 summarize_rank({second!r}, {out!r})
-print(json.dumps({{"cold_s": cold, "s": time.perf_counter() - t, "rss_kb": rss_kb}}))
+print(json.dumps({{"cold_s": cold, "s": time.perf_counter() - t, "cpu_s": time.process_time() - c, "rss_kb": rss_kb}}))
 """
 MAP = """
 import json, resource, time
@@ -90,8 +93,9 @@ from parity.trace.fleet.executor import map_ranks
 if __name__ == "__main__":
     t = time.perf_counter()
     map_ranks([{folder!r}], {out!r}, executor={executor!r}, workers={workers}, scheduler={scheduler!r})
-    print(json.dumps({{"s": time.perf_counter() - t,
-                      "children_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}}))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({{"s": time.perf_counter() - t, "children_rss_kb": children.ru_maxrss,
+                      "children_cpu_s": children.ru_utime + children.ru_stime}}))
 """
 
 
@@ -143,6 +147,9 @@ def main() -> None:
         rss_ratio = worker_rss_mb / one_rss_mb
         print(f"wall: local {local['s']:.1f} s vs per-rank x ranks / workers = {per_rank_s:.3f} x {args.ranks} / "
               f"{args.workers} = {ideal_s:.1f} s: {wall_ratio:.2f}x (bar 1.2x): {'PASS' if wall_ratio <= 1.2 else 'FAIL'}")
+        per_rank_cpu_s = statistics.median(o["cpu_s"] for o in ones)
+        print(f"cpu: local workers {local['children_cpu_s']:.1f} s vs one rank's {per_rank_cpu_s:.3f} s x {args.ranks} = "
+              f"{per_rank_cpu_s * args.ranks:.1f} s: {local['children_cpu_s'] / (per_rank_cpu_s * args.ranks):.2f}x")
         print(f"memory: largest local worker peak RSS {worker_rss_mb:.0f} MB vs one rank alone {one_rss_mb:.0f} MB: "
               f"{rss_ratio:.2f}x (bar 1.5x): {'PASS' if rss_ratio <= 1.5 else 'FAIL'}")
         print(f"dask LocalCluster: {dask['s']:.1f} s wall ({dask['s'] / ideal_s:.2f}x ideal); {count} files "
