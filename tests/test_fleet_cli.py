@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,17 @@ RANKS = "kineto/hta/trace_filter"
 
 @pytest.fixture()
 def reduce_calls(monkeypatch) -> list[tuple]:
-    """The reduce, recorded (the CLI's own part is tested here; the reduce has its tests)."""
+    """The real reduce, its calls recorded."""
+    from parity.trace.fleet import reduce as reduce_module
+
     calls: list[tuple] = []
-    fake = types.ModuleType("parity.trace.fleet.reduce")
-    fake.reduce_fleet = lambda out, *, ranks_per_node=None: calls.append((out, ranks_per_node)) or {"ranks": 2}
-    monkeypatch.setitem(sys.modules, "parity.trace.fleet.reduce", fake)
+    real = reduce_module.reduce_fleet
+
+    def recorded(out, *, ranks_per_node=None):
+        calls.append((out, ranks_per_node))
+        return real(out, ranks_per_node=ranks_per_node)
+
+    monkeypatch.setattr(reduce_module, "reduce_fleet", recorded)
     return calls
 
 
@@ -48,9 +53,11 @@ def test_maps_every_rank_then_reduces(traces_dir: Path, tmp_path: Path, reduce_c
     assert reduce_calls == [(str(out), 8)]
     document = json.loads(doc.read_text())
     assert document["kind"] == "trace-fleet" and "schema_version" in document
-    assert [r["rank"] for r in document["ranks"]] == [0, 1] and document["summary"] == {"ranks": 2}
+    assert [r["rank"] for r in document["ranks"]] == [0, 1] and document["summary"]["ranks"] == 2
+    assert document["summary"] == json.loads((out / "fleet.json").read_text())
     assert len(list((out / "map" / "collectives").glob("rank-*.parquet"))) == 2
     assert "mapped 2 ranks" in result.output
+    assert "2 ranks, 10 matched collectives" in result.output and "stragglers by arrival order" in result.output
 
 
 @pytest.mark.parametrize("setup, message", [

@@ -83,6 +83,11 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
     total_s = time.perf_counter() - started
     click.echo(f"mapped {len(results)} ranks in {format_duration(mapped_s)} ({executor} executor); "
                f"reduced in {format_duration(total_s - mapped_s)}: tables in {out_dir}", err=json_path == "-")
+    from parity.report.fleet import fleet_lines
+    from parity.trace.fleet.folder import fleet_headline, read_fleet_folder
+
+    for line in fleet_lines(fleet_headline(read_fleet_folder(out_dir)), _document(summary)):
+        click.echo(line, err=json_path == "-")
     stored = None
     if store_it:
         sources = [str(r["source"]) for r in results if isinstance(r, dict) and r.get("source")]

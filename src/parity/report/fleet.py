@@ -1,0 +1,38 @@
+"""Terminal lines for a fleet analysis: the headline, the straggler vote and the findings.
+
+Takes the headline of :func:`parity.trace.fleet.folder.fleet_headline` and ``fleet.json``'s
+content; it computes no figure and never prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.report.trace import format_us
+
+MAX_EXAMPLES = 3
+
+
+def _us(ns: Any) -> str:
+    return "-" if ns is None else format_us(float(ns) / 1e3)
+
+
+def fleet_lines(headline: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """What ``parity trace fleet`` says once the tables are written."""
+    lines = [f"{headline['ranks']} ranks, {headline['collectives']:,} matched collectives; arrival skew median "
+             f"{_us(headline['skew_median_ns'])}, p99 {_us(headline['skew_p99_ns'])}; total wait "
+             f"{_us(headline['wait_total_ns'])}"]
+    for op in headline.get("ops") or []:
+        busbw = op.get("busbw_median_bps")
+        lines.append(f"  {op['op']}: {op['collectives']:,} collectives, skew median {_us(op['skew_median_ns'])}, "
+                     f"comm median {_us(op['comm_median_ns'])}"
+                     + (f", busbw median {busbw / 1e9:.3g} GB/s" if busbw else ""))
+    named = headline.get("straggler_ranks") or []
+    lines.append("stragglers by arrival order: " + (", ".join(f"rank {r}" for r in named) if named else "none named"))
+    for code, finding in sorted((summary.get("findings") or {}).items()):
+        count = finding.get("count") if isinstance(finding, dict) else finding
+        examples = finding.get("examples", []) if isinstance(finding, dict) else []
+        shown = "; ".join(", ".join(f"{k} {v}" for k, v in example.items()) if isinstance(example, dict)
+                          else str(example) for example in examples[:MAX_EXAMPLES])
+        lines.append(f"finding {code}: {count}" + (f" ({shown})" if shown else ""))
+    return lines

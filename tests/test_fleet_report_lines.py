@@ -1,0 +1,28 @@
+"""The terminal lines ``parity trace fleet`` prints: every number from the headline, named
+stragglers, and each finding with its count."""
+
+from __future__ import annotations
+
+from parity.report.fleet import fleet_lines
+
+
+def test_lines_carry_the_headline_stragglers_and_findings() -> None:
+    headline = {"ranks": 8, "collectives": 1200, "skew_median_ns": 20_000, "skew_p99_ns": 1_500_000,
+                "wait_total_ns": 3_000_000_000, "straggler_ranks": [5, 1021],
+                "ops": [{"op": "all_reduce", "collectives": 1200, "skew_median_ns": 20_000,
+                         "comm_median_ns": 400_000, "busbw_median_bps": 12.5e9}]}
+    summary = {"findings": {"p2p_not_matched": {"count": 4, "examples": []},
+                            "clock_offset_suspected": {"count": 2, "examples": [{"rank": 3, "ops": 2}]}}}
+    lines = fleet_lines(headline, summary)
+    assert lines[0] == ("8 ranks, 1,200 matched collectives; arrival skew median 20 us, p99 1.5 ms; "
+                        "total wait 3 s")
+    assert lines[1] == "  all_reduce: 1,200 collectives, skew median 20 us, comm median 400 us, busbw median 12.5 GB/s"
+    assert lines[2] == "stragglers by arrival order: rank 5, rank 1021"
+    assert lines[3:] == ["finding clock_offset_suspected: 2 (rank 3, ops 2)", "finding p2p_not_matched: 4"]
+
+
+def test_no_straggler_is_said_plainly() -> None:
+    headline = {"ranks": 2, "collectives": 0, "skew_median_ns": None, "skew_p99_ns": None, "wait_total_ns": 0,
+                "straggler_ranks": [], "ops": []}
+    assert fleet_lines(headline, {}) == ["2 ranks, 0 matched collectives; arrival skew median -, p99 -; total wait 0 us",
+                                         "stragglers by arrival order: none named"]
