@@ -219,7 +219,9 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
     present = {n for n in OPTIONAL_STRAGGLER_COLUMNS if any(f"{n}_s" in r for r in rows)}
     rule = str((folder.summary.get("methods") or {}).get("straggler") or "")
     cost = folder.summary.get("step_cost")
-    cost_note = "; ".join(f"{k}: {v}" for k, v in cost.items()) if isinstance(cost, dict) else ""
+    # the replay's word on where it ran (the per-rank costs are the table's columns, not prose)
+    cost_note = "; ".join(f"{k}: {v}" for k, v in cost.items() if not isinstance(v, (dict, list))) \
+        if isinstance(cost, dict) else ""
     return Chart(
         id=f"fleet-{index}-stragglers", section=SECTION, title=f"Straggler vote: {Path(folder.out_dir).name}", spec=spec,
         draw=bool(bars),
