@@ -100,7 +100,8 @@ def test_vote_rule_each_condition():
     # rank 1: same but margin 500 ns (below the 1 us floor); rank 2: 45 of 100 at p = 1/4 but
     # with expected 0.25 and share 0.45 < 2 x 0.25; rank 3: 3 of 4 (exponent 2.1, too few)
     order = _order([50, 50, 45, 3], [100, 100, 100, 4], [0.25] * 4, [5_000, 500, 5_000, 5_000])
-    assert st.straggler_vote(order).tolist() == [True, False, False, False]
+    straggler, named_by, tests = st.straggler_vote(order)
+    assert straggler.tolist() == [True, False, False, False] and named_by == {0: [-1]} and tests == 4
 
 
 def test_step_cost_first_order():
@@ -154,3 +155,30 @@ def test_codes_unify_each_files_dictionary():
                                pa.array(["c", "b"]).dictionary_encode()])
     codes, names = _codes(column)
     assert names == ["", "a", "b", "c"] and codes.tolist() == [2, 1, 0, 3, 2]
+
+
+def test_vote_cells_per_rank_and_group():
+    # rank 0 in groups 0 and 1, rank 1 in group 0 only (no cells: its pooled count is its group's)
+    rank = np.array([0, 0, 0, 1, 1])
+    group = np.array([0, 0, 1, 0, 0])
+    members = np.array([2, 2, 4, 2, 2])
+    last = np.array([True, False, True, False, True])
+    margin = np.array([7, 0, 3, 0, 9])
+    cells = st.VoteCells.of(rank, group, members, last, margin)
+    assert cells.rank.tolist() == [0, 0] and cells.group.tolist() == [0, 1]
+    assert cells.voted.tolist() == [2, 1] and cells.times_last.tolist() == [1, 1]
+    assert cells.expected_share.tolist() == [0.5, 0.25] and cells.median_margin_ns.tolist() == [7, 3]
+
+
+def test_a_rank_late_in_one_group_is_named_by_that_group():
+    # 19 ranks, 120 ops each at p = 1/8; rank 0 last in 30: share 0.25 = 2 p, but the exponent
+    # 120 KL(0.25 | 0.125) = 6.9 < ln(19 / 0.01) = 7.55. All 30 in its group of 4 members (40 of
+    # its ops): 40 KL(0.75 | 0.25) = 22.0 >= ln(21 / 0.01) = 7.65 (two cells more)
+    order = _order([30] + [0] * 18, [120] * 19, [0.125] * 19, [50_000] + [0] * 18)
+    pooled, _, tests = st.straggler_vote(order)
+    assert not pooled[0] and tests == 19
+    cells = st.VoteCells(rank=np.array([0, 0]), group=np.array([1, 0]), voted=np.array([40, 80]),
+                         times_last=np.array([30, 0]), expected_share=np.array([0.25, 1 / 16]),
+                         median_margin_ns=np.array([50_000, 0]))
+    both, named_by, tests = st.straggler_vote(order, cells)
+    assert both.tolist() == [True] + [False] * 18 and named_by == {0: [1]} and tests == 21

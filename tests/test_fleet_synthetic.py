@@ -227,3 +227,21 @@ def test_a_group_of_more_than_30_ranks_as_kineto_records_it(tmp_path: Path):
     assert summary.findings == {} and summary.counts["collectives"] == 2
     c = _compare(tmp_path / "out", truth)
     assert c["members"] == [40, 40] and c["last_rank"] == [7, 7]
+
+
+LATE_IN_GROUP = dict(ranks=16, steps=40, segments=3, group_size=4, slow_link=8, slow_rank=9, late_rank=2,
+                     late_every=2, late_ns=200_000, seed=5)
+
+
+def test_a_rank_late_in_its_sub_group_is_named_by_that_group(tmp_path: Path):
+    """Rank 2 is 200 µs late at its sub-group's collective every second step; the world
+    collectives after it are last-arrived by its group's other members (the delay it passed
+    on), so over all its collectives it is last in 24% against a fair 12.5%: too little. In
+    group "1" it is last in most: the vote names it there."""
+    truth = truth_of(simulate(**LATE_IN_GROUP), stragglers=(2, 9))
+    write_maps(tmp_path, truth.simulation)
+    summary = reduce_fleet(str(tmp_path))
+    _compare(tmp_path, truth)
+    assert summary.stragglers == (2, 9)
+    assert summary.vote["named_by"]["2"] == ["1"] and "all" in summary.vote["named_by"]["9"]
+    assert summary.vote["tests"] == 16 + 16 * 2  # every rank is in the world group and one sub-group

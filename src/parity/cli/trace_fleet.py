@@ -63,7 +63,7 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
       parity trace fleet traces/ --out fleet/ --ranks-per-node 8 --json fleet.json
       parity trace fleet traces/ --out fleet/ --dask local --workers 4
       parity trace fleet /shared/job42/ --out /shared/job42-fleet --dask tcp://10.0.0.1:8786
-      duckdb -c "SELECT rank, times_last FROM 'fleet/stragglers.parquet' LIMIT 10"
+      duckdb -c "SELECT rank, times_last, step_cost_ns FROM 'fleet/stragglers.parquet' ORDER BY times_last DESC LIMIT 10"
     """
     from parity.trace.fleet.executor import map_ranks
 

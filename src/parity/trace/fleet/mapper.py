@@ -29,9 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+# the analysis's own clipping and compute/communication sets, so a step's figures are those of
+# ``parity trace analyze --steps N-N`` by construction
 from parity.trace.analysis import _ascend_sets, _Clipped, _comm, analyze
 from parity.trace.ascend_steps import is_ascend
-from parity.trace.categories import Categorization, categorize, load_rules
+from parity.trace.categories import Categorization, Rules, categorize, load_rules
 from parity.trace.fleet.collectives import collective_rows
 from parity.trace.fleet.tables import MAP_TABLES, arrow_schema
 from parity.trace.intervals import union_length
@@ -87,8 +89,9 @@ def step_rows(table: ActivityTable, cats: Categorization, rank: int) -> dict[str
 
 
 def rank_tables(table: ActivityTable, *, rules=None) -> dict[str, dict[str, np.ndarray]]:
-    """The five map tables of one rank's loaded ``table``, as columns."""
-    rules = load_rules(rules) if not hasattr(rules, "source") else rules
+    """The five map tables of one rank's loaded ``table``, as columns; ``rules``: a
+    :class:`Rules`, a rules file or None (the defaults), as for :func:`analyze`."""
+    rules = rules if isinstance(rules, Rules) else load_rules(rules)
     result = analyze(table, rules=rules)
     r: RankAnalysis = result.ranks[0]
     cats = categorize(table, rules)

@@ -23,7 +23,8 @@ from parity.trace.fleet import figures as fig
 from parity.trace.fleet.matching import Matched, match_collectives
 from parity.trace.fleet.replay import MAX_COLLECTIVES, REPLAY, CollectiveGraph, replay_step_cost_ns, reproduces
 from parity.trace.fleet.stragglers import (FIRST_ORDER, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
-                                           RankOrder, rank_order, share_last, straggler_vote, vote_threshold)
+                                           RankOrder, VoteCells, rank_order, share_last, straggler_vote,
+                                           vote_threshold)
 from parity.trace.fleet.tables import FLEET_TABLES, MAP_TABLES
 from parity.trace.fleet.writing import read_map_table, write_table
 
@@ -39,8 +40,8 @@ METHODS = {
     "busbw_bps": "algbw x nccl-tests bus factor f(op, members)",
     "scope": "node of every member (rank // ranks_per_node, else the map's node name)",
     "size_imbalance": "max / mean of the members' bytes",
-    "straggler": "arrival-order vote: share last >= 2x expected, Chernoff bound at fleet error 0.01, "
-                 "median margin when last >= 1 us",
+    "straggler": "arrival-order vote over all of a rank's collectives or one group's: share last >= 2x "
+                 "expected, Chernoff bound at fleet error 0.01, median margin when last >= 1 us",
     "step_cost_ns": f"{FIRST_ORDER} (sum of margins when last, median over steps); {REPLAY} where the "
                     "collective graph reproduces the trace (each row's method column says which)",
     "mean_step_cost_ns": "as step_cost_ns, the mean over steps",
@@ -90,7 +91,9 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     per_row, per_coll = _collective_figures(m, ranks, nodes)
     order = rank_order(ranks, np.searchsorted(ranks, m.rank), per_coll["members"][m.seg], per_row["last"],
                        per_row["wait_ns"], per_row["lateness_ns"], per_coll["margin"][m.seg], m.step)
-    straggler = straggler_vote(order)
+    cells = VoteCells.of(np.searchsorted(ranks, m.rank), m.group, per_coll["members"][m.seg], per_row["last"],
+                         per_coll["margin"][m.seg])
+    straggler, named_by, tests = straggler_vote(order, cells)
     order, method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
     step_rows = _sorted_steps(steps)
     _write_collectives(root, m, per_coll)
@@ -107,7 +110,9 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
                 "steps": int(len(np.unique(step_rows["step"]))) if len(step_rows["step"]) else 0},
         findings=m.findings | _clock_finding(m, ranks, per_row), stragglers=tuple(ranks[straggler].tolist()),
         vote={"alpha": VOTE_ALPHA, "share_ratio": VOTE_SHARE_RATIO, "floor_ns": VOTE_FLOOR_NS,
-              "voters": voters, "threshold": vote_threshold(voters)},
+              "voters": voters, "tests": tests, "threshold": vote_threshold(tests),
+              "named_by": {str(int(ranks[i])): ["all" if g < 0 else m.groups[g] for g in gs]
+                           for i, gs in sorted(named_by.items())}},
         step_cost=replay_note,
     )  # fmt: skip
     (root / "fleet.json").write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")

@@ -76,16 +76,70 @@ def vote_threshold(ranks_voted: int, alpha: float = VOTE_ALPHA) -> float:
     return float(np.log(max(ranks_voted, 1) / alpha))
 
 
-def straggler_vote(order: RankOrder, *, alpha: float = VOTE_ALPHA, ratio: float = VOTE_SHARE_RATIO,
-                   floor_ns: int = VOTE_FLOOR_NS) -> np.ndarray:
-    """A rank is a straggler when all three hold: ``share_last >= ratio · expected_share``;
-    ``chernoff_exponent >= vote_threshold(R, α)`` with ``R`` the ranks with a voted collective;
-    its median margin when last (its arrival minus the latest other arrival) ``>= floor_ns``."""
-    share = share_last(order.times_last, order.voted)
-    exponent = chernoff_exponent(order.voted, share, order.expected_share)
-    voters = int((order.voted > 0).sum())
-    return ((order.voted > 0) & (order.times_last > 0) & (share >= ratio * order.expected_share)
-            & (exponent >= vote_threshold(voters, alpha)) & (order.median_margin_ns >= floor_ns))
+@dataclass(frozen=True)
+class VoteCells:
+    """The vote's counts per (rank, process group), for ranks in more than one group: a rank
+    late in one group only is diluted by its other groups' collectives in the pooled count."""
+
+    rank: np.ndarray  # index into the ranks
+    group: np.ndarray  # group code
+    voted: np.ndarray
+    times_last: np.ndarray
+    expected_share: np.ndarray
+    median_margin_ns: np.ndarray
+
+    @staticmethod
+    def of(rank_idx: np.ndarray, group: np.ndarray, members_per_row: np.ndarray, is_last: np.ndarray,
+           margin_per_row: np.ndarray) -> VoteCells:
+        """Cells of the voted rows (at least two members), only for ranks in two groups or more."""
+        voted = members_per_row >= 2
+        r, g = rank_idx[voted].astype(np.int64), group[voted].astype(np.int64)
+        span = int(g.max()) + 1 if len(g) else 1
+        keys, cell = np.unique(r * span + g, return_inverse=True)
+        cell = cell.ravel()
+        n = len(keys)
+        count = np.bincount(cell, minlength=n)
+        last = np.bincount(cell[is_last[voted]], minlength=n)
+        inv = np.bincount(cell, weights=1.0 / members_per_row[voted], minlength=n)
+        margin = grouped_median_ns(cell[is_last[voted]], margin_per_row[voted][is_last[voted]], n)
+        cell_rank = keys // span
+        several = np.bincount(cell_rank)[cell_rank] > 1 if n else np.zeros(0, bool)
+        return VoteCells(rank=cell_rank[several], group=(keys % span)[several], voted=count[several],
+                         times_last=last[several], expected_share=expected_share(inv, count)[several],
+                         median_margin_ns=margin[several])
+
+
+def vote_passes(voted: np.ndarray, times_last: np.ndarray, expected: np.ndarray, margin_ns: np.ndarray,
+                threshold: float, *, ratio: float = VOTE_SHARE_RATIO, floor_ns: int = VOTE_FLOOR_NS) -> np.ndarray:
+    """The vote's three tests on counts (per rank, or per rank and group): ``share_last >=
+    ratio · expected_share``; ``chernoff_exponent >= threshold``; median margin when last (its
+    arrival minus the latest other arrival) ``>= floor_ns``."""
+    share = share_last(times_last, voted)
+    exponent = chernoff_exponent(voted, share, expected)
+    return ((voted > 0) & (times_last > 0) & (share >= ratio * expected) & (exponent >= threshold)
+            & (margin_ns >= floor_ns))
+
+
+def straggler_vote(order: RankOrder, cells: VoteCells | None = None, *, alpha: float = VOTE_ALPHA,
+                   ratio: float = VOTE_SHARE_RATIO, floor_ns: int = VOTE_FLOOR_NS):
+    """The stragglers: ranks whose counts pass :func:`vote_passes` over all their collectives,
+    or over one group's for a rank in several groups (``cells``). Threshold ``ln(T / α)``, ``T``
+    the tests made (ranks with a voted collective, plus the cells), so the fleet's chance of
+    naming any fair rank stays below ``α``. Returns ``(straggler per rank, named_by: rank index
+    -> group codes whose test named it (-1: all its collectives), T)``."""
+    cells = cells or VoteCells(*(np.zeros(0, np.int64),) * 4, np.zeros(0), np.zeros(0, np.int64))
+    tests = int((order.voted > 0).sum()) + int((cells.voted > 0).sum())
+    threshold = vote_threshold(tests, alpha)
+    pooled = vote_passes(order.voted, order.times_last, order.expected_share, order.median_margin_ns,
+                         threshold, ratio=ratio, floor_ns=floor_ns)
+    by_group = vote_passes(cells.voted, cells.times_last, cells.expected_share, cells.median_margin_ns,
+                           threshold, ratio=ratio, floor_ns=floor_ns)
+    straggler = pooled.copy()
+    straggler[cells.rank[by_group]] = True
+    named_by: dict[int, list[int]] = {int(i): [-1] for i in np.flatnonzero(pooled)}
+    for i, g in zip(cells.rank[by_group].tolist(), cells.group[by_group].tolist()):
+        named_by.setdefault(i, []).append(g)
+    return straggler, named_by, tests
 
 
 def step_costs_ns(rank_idx: np.ndarray, step: np.ndarray, margin_if_last: np.ndarray,

@@ -12,7 +12,7 @@ fix-ups only where needed): this is what makes large traces quick.
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import attrgetter, is_
+from operator import is_
 from pathlib import Path
 from typing import Any, Union
 
@@ -22,6 +22,8 @@ import numpy as np
 from parity.model.errors import ParityError, one_line
 from parity.trace.readers.columns import Columns, int_or
 from parity.trace.readers.times import times_to_ns
+from parity.trace.readers.kineto_collectives import (COLLECTIVE, CollectiveMark, collective_columns, marked,  # noqa: F401
+                                                      with_collectives)
 from parity.trace.table import NO_ID, Kind, KindCode
 
 UNKNOWN = 99  # kind code of an event whose cat is not known; resolved by its lane at the end
@@ -45,11 +47,6 @@ ON_STREAM = np.zeros(UNKNOWN + 1, dtype=bool)
 ON_STREAM[list(DEVICE_CODES) + [GPU_ANNOTATION]] = True
 EXTRA = dict(pid=np.int64, tid=np.int64, external_id=np.int64, sync_type=object, wait_on_stream=np.int64,
              wait_on_event_corr=np.int64)  # fmt: skip
-# NCCL arguments PyTorch writes on collective kernels and ``record_param_comms`` ops: sparse
-# columns (:meth:`.columns.Columns.add_sparse`), present only when the trace records them
-COLLECTIVE = dict(collective_name=object, in_msg_nelems=np.int64, out_msg_nelems=np.int64, dtype=object,
-                  process_group_name=object, process_group_ranks=object, group_size=np.int64,
-                  in_split_size=object, out_split_size=object)  # fmt: skip
 LANE_METADATA = frozenset({"process_name", "process_labels", "thread_name"})
 ABSENT = -(2**63)  # decoded value of an absent ``External id``: tells it from an explicit -1
 # Chrome-trace phases without rows (the current ones and the deprecated async S/T/p/F)
@@ -71,19 +68,10 @@ class Args(msgspec.Struct, gc=False):
     sync_type: str | None = None
     wait_on_stream: int | None = None
     wait_on_cuda_event_record_corr_id: int | None = None
-    collective_name: str | None = msgspec.field(default=None, name="Collective name")
-    in_msg_nelems: int | None = msgspec.field(default=None, name="In msg nelems")
-    out_msg_nelems: int | None = msgspec.field(default=None, name="Out msg nelems")
-    dtype: str | None = None
-    process_group_name: str | int | None = msgspec.field(default=None, name="Process Group Name")
-    process_group_ranks: str | list | None = msgspec.field(default=None, name="Process Group Ranks")
-    group_size: int | None = msgspec.field(default=None, name="Group size")
-    in_split_size: str | list | None = msgspec.field(default=None, name="In split size")
-    out_split_size: str | list | None = msgspec.field(default=None, name="Out split size")
+    collective: CollectiveMark | None = msgspec.field(default=None, name="Collective name")
 
 
 NO_ARGS = Args()
-COLLECTIVE_FIELDS = tuple(COLLECTIVE)  # the Args attribute of each collective column
 
 
 class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -130,14 +118,6 @@ class LooseArgs(msgspec.Struct, gc=False):
     wait_on_stream: Any = None
     wait_on_cuda_event_record_corr_id: Any = None
     collective_name: Any = msgspec.field(default=None, name="Collective name")
-    in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_msg_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    dtype: Any = None
-    process_group_name: Any = msgspec.field(default=None, name="Process Group Name")
-    process_group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
-    group_size: Any = msgspec.field(default=None, name="Group size")
-    in_split_size: Any = msgspec.field(default=None, name="In split size")
-    out_split_size: Any = msgspec.field(default=None, name="Out split size")
     name: Any = None  # a metadata event's lane name and labels
     labels: Any = None
 
@@ -158,21 +138,31 @@ class Loose(msgspec.Struct, gc=False):
 _SKIPPED = tuple(msgspec.defstruct(f"Phase{ord(p)}", [], gc=False, tag_field="ph", tag=p) for p in OTHER_PHASES)
 STRUCT_TYPES = frozenset((Complete, Begin, End, Metadata, *_SKIPPED))
 BEGIN_END = {Begin: "B", End: "E"}
-DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]])
+DECODER = msgspec.json.Decoder(list[Union[(Complete, Metadata, Begin, End, *_SKIPPED)]], dec_hook=marked.hook)
 LOOSE_DECODER = msgspec.json.Decoder(list[Union[Loose, None, bool, int, float, str, list]])
 
 
 def decode_events(text) -> list | None:
     """A block's events as structs, else as :class:`Loose` events (and entries that are not
-    objects); None when the text is not JSON."""
+    objects); None when the text is not JSON. A block where some event has a ``Collective
+    name`` comes as a :class:`Block` with each event's NCCL arguments."""
     for decoder in (DECODER, LOOSE_DECODER):
+        marked.clear()
         try:
-            return decoder.decode(text)
+            events = decoder.decode(text)
         except msgspec.ValidationError:
             continue  # valid JSON of other types, or invalid JSON noticed late
         except msgspec.DecodeError:
             return None
+        if marked or (decoder is LOOSE_DECODER and _loose_collectives(events)):
+            return with_collectives(events, text)
+        return events
     return None
+
+
+def _loose_collectives(events: list) -> bool:
+    return any(type(e) is Loose and type(e.args) is LooseArgs and e.args.collective_name is not None
+               for e in events)  # fmt: skip
 
 
 class ScanState:
@@ -210,6 +200,7 @@ class ScanState:
 
 def scan_block(events: list, first: int, cols: Columns, state: ScanState) -> None:
     """Append the rows of one decoded block (events ``first`` on) to ``cols``, the rest to ``state``."""
+    collective = getattr(events, "collective", None)
     if type(events[0]) not in STRUCT_TYPES:
         events = [_strict(e, first + i, state) for i, e in enumerate(events)]
     types = list(map(type, events))
@@ -227,7 +218,10 @@ def scan_block(events: list, first: int, cols: Columns, state: ScanState) -> Non
         keep = [kind != SKIP for kind in kinds]
         where, xs, kinds = list(compress(where, keep)), list(compress(xs, keep)), list(compress(kinds, keep))
     if kinds:
+        first_row = cols.rows
         _add_rows(xs, kinds, where, first, cols, state)
+        if collective is not None:
+            cols.add_sparse(first_row, **collective_columns([collective[i] for i in where]))
 
 
 def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns, state: ScanState) -> None:
@@ -262,39 +256,12 @@ def _add_rows(xs: list[Complete], kinds: list, where, first: int, cols: Columns,
             wait_stream[row] = int_or(a.wait_on_stream)
             wait_corr[row] = int_or(a.wait_on_cuda_event_record_corr_id)
     state.known_cat = state.known_cat or kinds.count(UNKNOWN) != n
-    first_row = cols.rows
     cols.add(
         device=np.where(on_device, np.where(dev != NO_ID, dev, pid), NO_ID),
         stream=np.where(on_device & (stream != NO_ID), stream, tid), kind=kind, name_id=name_id,
         start_ns=start, end_ns=start + dur, correlation=corr, pid=pid, tid=tid, external_id=ext,
         sync_type=sync_type, wait_on_stream=wait_stream, wait_on_event_corr=wait_corr,
     )  # fmt: skip
-    collective = list(map(attrgetter("collective_name"), args))  # one C-level pass; None on most rows
-    if collective.count(None) != n:
-        cols.add_sparse(first_row, **_collective_columns(args))
-
-
-def _collective_columns(args: list[Args]) -> dict[str, np.ndarray]:
-    """The :data:`COLLECTIVE` columns of a block's rows: counts as int64 (``NO_ID`` where
-    absent), the rest as text (a list of ranks or split sizes written ``"[0, 1]"``, as PyTorch
-    writes it), None where absent."""
-    out = {}
-    for key, dtype in COLLECTIVE.items():
-        values = [getattr(a, key) for a in args]
-        if dtype is object:
-            out[key] = np.array([_arg_text(v) for v in values], dtype=object)
-        else:
-            out[key] = np.array([int_or(v) for v in values], dtype=np.int64)
-    return out
-
-
-def _arg_text(value) -> str | None:
-    """An argument as text: a string as it is, a number in decimal, a list as ``"[a, b]"``."""
-    if value is None or type(value) is str:
-        return value
-    if type(value) is list:
-        return "[" + ", ".join(str(v) for v in value) + "]"
-    return str(value) if type(value) is int else None
 
 
 def _note_lanes_and_marks(events: list, types: list, present: set, first: int, state: ScanState) -> None:
@@ -343,20 +310,11 @@ def _strict(e, index: int, state: ScanState):
             external_id=_int(a.external_id_old if a.external_id is msgspec.UNSET else a.external_id),
             cuda_sync_kind=_text(a.cuda_sync_kind), sync_type=_text(a.sync_type), wait_on_stream=a.wait_on_stream,
             wait_on_cuda_event_record_corr_id=a.wait_on_cuda_event_record_corr_id,
-            **{key: _loose_collective(getattr(a, key), COLLECTIVE[key]) for key in COLLECTIVE_FIELDS},
         )  # fmt: skip
     except (TypeError, AttributeError) as exc:
         raise ParityError(f"{state.path}: event {index} is malformed ({type(exc).__name__}: {one_line(exc)}); "
                           "the trace is corrupt") from None  # fmt: skip
     return Complete(cat=_text(e.cat), name=name, pid=_int(e.pid), tid=_int(e.tid), ts=e.ts, dur=e.dur, args=args)
-
-
-def _loose_collective(value, dtype):
-    """A collective argument of a :class:`Loose` event as the strict struct holds it: an int
-    count, else None; text as :func:`_arg_text` writes it, else None."""
-    if dtype is not object:
-        return value if type(value) is int else None
-    return _arg_text(value)
 
 
 def _text(value) -> str | None:
