@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.model.errors import ParityError
+from parity.store.lookup import find_row
 from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "fleet-"
@@ -71,22 +71,8 @@ def is_fleet_analysis_id(text: str) -> bool:
 def get_fleet_analysis(store: Store, analysis_id: str) -> StoredFleetAnalysis:
     """The stored fleet with this id, a unique prefix of it, or ``fleet:latest``."""
     hint = "store one with parity trace fleet ... --store"
-    if analysis_id == LATEST:
-        rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses ORDER BY created_at DESC, id DESC LIMIT 1")
-        if not rows:
-            raise ParityError(f"no fleet analyses in {store.path} yet; {hint}")
-        return _from_row(rows[0])
-    rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses WHERE id = ?", (analysis_id,))
-    if not rows:
-        escaped = analysis_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = store.query(f"SELECT {_COLUMNS} FROM fleet_analyses WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
-                           (escaped + "%",))
-    if len(rows) == 1:
-        return _from_row(rows[0])
-    if rows:
-        raise ParityError(f"fleet analysis id {analysis_id!r} is ambiguous ({', '.join(r[0] for r in rows[:5])}...); "
-                          "give more of it")
-    raise ParityError(f"no fleet analysis {analysis_id!r} in {store.path}; {hint}")
+    return _from_row(find_row(store, table="fleet_analyses", columns=_COLUMNS, wanted=analysis_id, latest=LATEST,
+                              what="fleet analysis", plural="fleet analyses", hint=hint))
 
 
 def list_fleet_analyses(store: Store) -> list[StoredFleetAnalysis]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.model.errors import ParityError
+from parity.store.lookup import find_row
 from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "trace-"
@@ -71,22 +71,9 @@ def is_trace_analysis_id(text: str) -> bool:
 
 def get_trace_analysis(store: Store, analysis_id: str) -> StoredTraceAnalysis:
     """The stored analysis with this id, a unique prefix of it, or ``trace:latest``."""
-    if analysis_id == "trace:latest":
-        rows = store.query(f"SELECT {_COLUMNS} FROM trace_analyses ORDER BY created_at DESC, id DESC LIMIT 1")
-        if not rows:
-            raise ParityError(f"no trace analyses in {store.path} yet; store one with parity trace analyze --store")
-        return _from_row(rows[0])
-    rows = store.query(f"SELECT {_COLUMNS} FROM trace_analyses WHERE id = ?", (analysis_id,))
-    if not rows:
-        escaped = analysis_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = store.query(f"SELECT {_COLUMNS} FROM trace_analyses WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
-                           (escaped + "%",))
-    if len(rows) == 1:
-        return _from_row(rows[0])
-    if rows:
-        raise ParityError(f"trace analysis id {analysis_id!r} is ambiguous ({', '.join(r[0] for r in rows[:5])}...); "
-                          "give more of it")
-    raise ParityError(f"no trace analysis {analysis_id!r} in {store.path}; store one with parity trace analyze --store")
+    row = find_row(store, table="trace_analyses", columns=_COLUMNS, wanted=analysis_id, latest="trace:latest",
+                   what="trace analysis", plural="trace analyses", hint="store one with parity trace analyze --store")
+    return _from_row(row)
 
 
 def list_trace_analyses(store: Store) -> list[StoredTraceAnalysis]:
