@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import parity
-from parity.trace.analysis import _distinct
+from parity.trace.table import distinct_sorted as _distinct
 
 KINETO = "kineto/hta/negative_queue_length_values_check/rank0.json.gz"
 ASCEND = "ascend/msinsight/text/level0/rank0_ascend_pt"

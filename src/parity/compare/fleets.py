@@ -12,12 +12,12 @@ they hold: the rank count, ranks per node, the ops matched, the straggler step-c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from parity.compare.audit import AuditEntry
+from parity.compare.traces import SideBySide
 from parity.model.errors import ParityError
 from parity.model.figure import Figure, format_value
-from parity.model.schema import SCHEMA_VERSION
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,20 +33,11 @@ class FleetInput:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FleetComparison:
-    """Fleets side by side; :meth:`to_dict` follows the runs comparison's schema (kind ``fleets``)."""
+class FleetComparison(SideBySide):
+    """Fleets side by side."""
 
-    runs: tuple[dict[str, Any], ...]
-    cases: tuple[dict[str, Any], ...]
-    audit: tuple[AuditEntry, ...]
-    claims: tuple[str, ...]
-    summary: tuple[Figure, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "kind": "fleets", "runs": [dict(r) for r in self.runs],
-                "cases": [dict(c) for c in self.cases], "summary": [f.to_dict() for f in self.summary],
-                "audit": [a.to_dict() for a in self.audit], "claims": list(self.claims), "forced": False,
-                "ratio_method": "value in the last fleet / value in the first, from each fleet's own tables"}
+    KIND: ClassVar[str] = "fleets"
+    RATIO_METHOD: ClassVar[str] = "value in the last fleet / value in the first, from each fleet's own tables"
 
 
 def _s(ns: Any) -> float | None:

@@ -13,7 +13,7 @@ were made: trace format, category rules, how the window was chosen and its lengt
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from parity.compare.audit import AuditEntry
 from parity.model.errors import ParityError
@@ -34,9 +34,12 @@ class TraceInput:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TraceComparison:
-    """Traces side by side; :meth:`to_dict` follows the runs comparison's schema."""
+class SideBySide:
+    """Analyses side by side (traces, fleets); :meth:`to_dict` follows the runs comparison's
+    schema, with the subclass's ``KIND`` and ``RATIO_METHOD``."""
 
+    KIND: ClassVar[str]
+    RATIO_METHOD: ClassVar[str]
     runs: tuple[dict[str, Any], ...]
     cases: tuple[dict[str, Any], ...]
     audit: tuple[AuditEntry, ...]
@@ -44,11 +47,18 @@ class TraceComparison:
     summary: tuple[Figure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "kind": "traces", "runs": [dict(r) for r in self.runs],
+        return {"schema_version": SCHEMA_VERSION, "kind": self.KIND, "runs": [dict(r) for r in self.runs],
                 "cases": [dict(c) for c in self.cases], "summary": [f.to_dict() for f in self.summary],
                 "audit": [a.to_dict() for a in self.audit],
-                "claims": list(self.claims), "forced": False,
-                "ratio_method": "time in the trace / time in the first trace, inside each trace's own window"}
+                "claims": list(self.claims), "forced": False, "ratio_method": self.RATIO_METHOD}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceComparison(SideBySide):
+    """Traces side by side."""
+
+    KIND: ClassVar[str] = "traces"
+    RATIO_METHOD: ClassVar[str] = "time in the trace / time in the first trace, inside each trace's own window"
 
 
 def _rank_of(item: TraceInput) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from parity.trace.results import (
     StreamStats,
     TraceAnalysis,
 )
-from parity.trace.table import UNKNOWN_CORE, ActivityTable, KindCode
+from parity.trace.table import UNKNOWN_CORE, ActivityTable, KindCode, distinct_sorted
 from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
 
 
 def _split_ranks(table: ActivityTable, cats: Categorization, progress: Callable | None):
-    ranks = _distinct(table.rank)
+    ranks = distinct_sorted(table.rank)
     if len(ranks) == 1:
         yield int(ranks[0]), table, cats
         return
@@ -274,14 +274,6 @@ def _split_ranks(table: ActivityTable, cats: Categorization, progress: Callable 
         if progress:
             progress(i, len(ranks))
         yield int(r), sub, Categorization(codes=cats.codes[mask], labels=cats.labels, source=cats.source)
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of an integer column, as ``np.unique(values)`` gives them:
-    sort, then keep each value that differs from the one before. ``np.unique`` itself checks
-    for a masked array, which imports ``numpy.ma`` (about 10 ms of a whole command) on first use."""
-    ordered = np.sort(values)
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def _findings(ranks: list[RankAnalysis]) -> list[Finding]:

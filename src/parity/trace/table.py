@@ -166,3 +166,11 @@ class ActivityTable:
         meta = dict(tables[0].meta)
         meta["parts"] = [t.meta for t in tables]
         return ActivityTable(**columns, names=tuple(names), extra=extra, meta=meta)
+
+
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer column, as ``np.unique(values)`` gives them:
+    sort, then keep each value that differs from the one before. ``np.unique`` itself checks
+    for a masked array, which imports ``numpy.ma`` (about 10 ms of a whole command) on first use."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
