@@ -40,6 +40,17 @@ def sort_within(seg: np.ndarray, values: np.ndarray, segments: int) -> np.ndarra
     return np.lexsort((values, seg))
 
 
+def sorted_segments(seg: np.ndarray, values: np.ndarray, segments: int) -> tuple[np.ndarray, ...]:
+    """``values`` sorted by ``(seg, value)``, with each segment's first position and row count
+    in that order (empty segments: count 0)."""
+    values = np.asarray(values, dtype=np.int64)
+    order = sort_within(seg, values, segments)
+    ordered, seg_sorted = values[order], seg[order]
+    first = np.searchsorted(seg_sorted, np.arange(segments), side="left")
+    count = np.searchsorted(seg_sorted, np.arange(segments), side="right") - first
+    return ordered, first, count
+
+
 def grouped_median_ns(seg: np.ndarray, values: np.ndarray, segments: int) -> np.ndarray:
     """Per segment, the median of ``values`` (int64 ns): the middle value, or for an even count
     ``floor((a + b) / 2)`` of the two middle ones. A segment without rows gets 0.
@@ -49,10 +60,7 @@ def grouped_median_ns(seg: np.ndarray, values: np.ndarray, segments: int) -> np.
     out = np.zeros(segments, dtype=np.int64)
     if not len(values):
         return out
-    order = sort_within(seg, values, segments)
-    ordered, seg_sorted = values[order], seg[order]
-    first = np.searchsorted(seg_sorted, np.arange(segments), side="left")
-    count = np.searchsorted(seg_sorted, np.arange(segments), side="right") - first
+    ordered, first, count = sorted_segments(seg, values, segments)
     has = count > 0
     lo = first[has] + (count[has] - 1) // 2
     hi = first[has] + count[has] // 2
@@ -128,10 +136,8 @@ def last_margin_ns(arrival: np.ndarray, seg: np.ndarray, segments: int) -> np.nd
     out = np.zeros(segments, dtype=np.int64)
     if not len(arrival):
         return out
-    order = sort_within(seg, arrival, segments)
-    ordered, seg_sorted = arrival[order], seg[order]
-    end = np.searchsorted(seg_sorted, np.arange(segments), side="right")
-    count = np.bincount(seg, minlength=segments)
+    ordered, first, count = sorted_segments(seg, arrival, segments)
+    end = first + count
     two = count >= 2
     out[two] = ordered[end[two] - 1] - ordered[end[two] - 2]
     return out
