@@ -55,3 +55,14 @@ def ratio_line(times: dict[str, list[float]], ours: str, theirs: str, bar: float
 
 def samples_line(times: dict[str, list[float]]) -> str:
     return "; ".join(f"{tool}: " + ", ".join(f"{t:.3f}" for t in samples) for tool, samples in times.items())
+
+
+def print_verdict(times: dict[str, list[float]], theirs: str, bar: float, agrees: bool,
+                  lines: list[str], *, end: str = "") -> float:
+    """Print a job's agreement lines, its speed against ``bar`` and its samples; the ratio."""
+    print("\n".join(lines))
+    ratio, line = ratio_line(times, "parity", theirs, bar)
+    print(f"  speed: {line}")
+    print(f"  samples (s): {samples_line(times)}")
+    print(f"  {'AGREE' if agrees else 'DISAGREE'}{end}")
+    return ratio

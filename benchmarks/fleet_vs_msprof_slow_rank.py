@@ -47,7 +47,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from alternated import alternate, ratio_line, samples_line, whole_process
+from alternated import alternate, print_verdict, whole_process
 from ascend_replica import replicate
 
 ASCEND = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/ascend/msinsight"
@@ -145,12 +145,7 @@ def run_job(name: str, folder: Path, ranks: list[Path], args, parity: list[str],
     }
     times = alternate(runs, args.rounds)
     agrees, lines = compare(tmp / f"{name}-msprof{args.rounds}", tmp / f"{name}-parity{args.rounds}")
-    print("\n".join(lines))
-    ratio, line = ratio_line(times, "parity", "msprof-analyze", BAR)
-    print(f"  speed: {line}")
-    print(f"  samples (s): {samples_line(times)}")
-    print(f"  {'AGREE' if agrees else 'DISAGREE'}")
-    return agrees, ratio
+    return agrees, print_verdict(times, "msprof-analyze", BAR, agrees, lines)
 
 
 def main() -> None:

@@ -61,7 +61,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from alternated import ProcessFailed, alternate, ratio_line, samples_line, whole_process
+from alternated import ProcessFailed, alternate, print_verdict, whole_process
 from kineto_replica import replicate
 
 KINETO = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/kineto/hta"
@@ -187,12 +187,7 @@ def run_job(name: str, paths: list[Path], glob: str, args, parity: list[str], tm
         print(f"  TraceLens fails: {failed}\n  parity: stragglers {named or 'none'}; nothing to compare\n")
         return True, float("nan")
     agrees, lines = compare(tmp / f"{name}-tl{args.rounds}", tmp / f"{name}-parity{args.rounds}")
-    print("\n".join(lines))
-    ratio, line = ratio_line(times, "parity", "TraceLens", BAR)
-    print(f"  speed: {line}")
-    print(f"  samples (s): {samples_line(times)}")
-    print(f"  {'AGREE' if agrees else 'DISAGREE'}\n")
-    return agrees, ratio
+    return agrees, print_verdict(times, "TraceLens", BAR, agrees, lines, end="\n")
 
 
 def main() -> None:
