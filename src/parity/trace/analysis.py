@@ -361,12 +361,14 @@ def analyze(
     steps: tuple[int, int] | None = None,
     rules: Rules | str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cats: Categorization | None = None,
 ) -> TraceAnalysis:
     """Analyse a loaded trace: per rank, the window, streams, device, categories and the rest.
 
     ``window`` is ``(start_ns, end_ns)`` on the trace clock; ``steps`` is ``(first, last)``;
     ``rules`` is a :class:`Rules` or a rules file path. ``progress(done, total)`` is called per
-    rank. Raises ParityError when the table has no device activity at all.
+    rank; ``cats``: the table's categories when the caller has them already (from ``rules``).
+    Raises ParityError when the table has no device activity at all.
     """
     if not isinstance(rules, Rules):
         rules = load_rules(rules)
@@ -374,7 +376,7 @@ def analyze(
         source = table.meta.get("source", "the trace")
         raise ParityError(f"{source} has no device activity (kernels, copies or sets) to analyse; "
                           "profile with the device activities enabled")
-    cats = categorize(table, rules)
+    cats = categorize(table, rules) if cats is None else cats
     results, guessed = [], []
     for r, sub, sub_cats in _split_ranks(table, cats, progress):
         results.append(analyze_rank(sub, sub_cats, r, window=window, steps=steps))

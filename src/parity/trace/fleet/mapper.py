@@ -92,9 +92,9 @@ def rank_tables(table: ActivityTable, *, rules=None) -> dict[str, dict[str, np.n
     """The five map tables of one rank's loaded ``table``, as columns; ``rules``: a
     :class:`Rules`, a rules file or None (the defaults), as for :func:`analyze`."""
     rules = rules if isinstance(rules, Rules) else load_rules(rules)
-    result = analyze(table, rules=rules)
-    r: RankAnalysis = result.ranks[0]
     cats = categorize(table, rules)
+    result = analyze(table, rules=rules, cats=cats)
+    r: RankAnalysis = result.ranks[0]
     steps = step_rows(table, cats, r.rank)
     meta = table.meta
     source = meta.get("source", "")
