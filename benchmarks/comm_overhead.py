@@ -7,7 +7,7 @@ and round, alternated (A B, then B A, so the machine's load at each moment falls
 - bare: nccl-tests' loop with torch.distributed alone: a barrier, ``--iters`` all_reduce calls
   of one fp32 buffer, the elapsed time over ``--iters``, then the maximum over ranks;
 - parity: the ``collectives`` suite's declared work for the same op and size, timed by
-  ``parity.bench.harness.measure_work`` (max over ranks per iteration, each iteration started
+  ``parity.harness.measure.measure_work`` (max over ranks per iteration, each iteration started
   at a barrier), its median.
 
 The ratio parity/bare, median over rounds, is the harness's cost (or saving: the per-iteration
@@ -24,7 +24,7 @@ import statistics
 import time
 from typing import Any
 
-from parity.target import barrier, joined_group, launch_local_ranks
+from parity.ranks import barrier, joined_group, launch_local_ranks
 
 SIZES = (2**20, 4 * 2**20, 16 * 2**20)
 
@@ -46,10 +46,10 @@ def bare_loop(buffer: Any, *, iterations: int, group: Any) -> float:
 
 def parity_time(size: int, *, iterations: int, group: Any) -> float:
     """Median seconds of the collectives suite's all_reduce of ``size`` bytes through the harness."""
-    from parity.bench.comm.collectives import CollectivesOptions, CollectivesSuite
-    from parity.bench.comm.group import CommGroup
-    from parity.bench.harness import measure_work
-    from parity.bench.suite import CaseSpec
+    from parity.families.collectives.suite import CollectivesOptions, CollectivesSuite
+    from parity.ranks.comm_group import CommGroup
+    from parity.harness.measure import measure_work
+    from parity.harness.suite import CaseSpec
 
     options = CollectivesOptions(iterations=iterations, warmup_s=0.0)
     state = CommGroup(rank=group.rank, world_size=group.world_size, backend=group.backend, side=group.control,

@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import psutil  # noqa: E402
 from serving_script import scripted_server  # noqa: E402
 
-from parity.bench.serving.client import request_body  # noqa: E402
-from parity.bench.serving.level import summarize_level  # noqa: E402
-from parity.bench.serving.load import level_items, run_level, split_shares  # noqa: E402
-from parity.bench.serving.prompts import random_prompts  # noqa: E402
+from parity.families.decode.serving.client import request_body  # noqa: E402
+from parity.families.decode.serving.level import summarize_level  # noqa: E402
+from parity.families.decode.serving.load import level_items, run_level, split_shares  # noqa: E402
+from parity.families.decode.serving.prompts import random_prompts  # noqa: E402
 
 BUSY_LIMIT = 0.8
 TPOT_TOLERANCE = 0.02

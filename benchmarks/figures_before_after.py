@@ -45,13 +45,13 @@ for c in cases:
     by_suite.setdefault(c.suite, []).append(c)
 out = {}
 if "gemm" in by_suite:
-    from parity.bench.gemm.analysis import analyse
+    from parity.families.gemm.analysis import analyse
     out["gemm"] = analyse(by_suite["gemm"])
 if "membw" in by_suite:
-    from parity.bench.membw_summary import summarize_membw
+    from parity.families.membw.summary import summarize_membw
     out["membw"] = summarize_membw(by_suite["membw"])
 if "latency" in by_suite:
-    from parity.bench.latency_summary import summarize_latency
+    from parity.families.latency.summary import summarize_latency
     out["latency"] = summarize_latency(by_suite["latency"], estimator="min")
 json.dump(out, sys.stdout, default=str)
 """

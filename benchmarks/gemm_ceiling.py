@@ -46,12 +46,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parity.bench.ceiling import confirm_rounds, search_ceiling
-from parity.bench.ceiling_plan import SearchPlan, scout_sizes
-from parity.bench.gemm.backends import load_backend
-from parity.bench.gemm.dtypes import resolve_dtype
-from parity.bench.gemm.evaluator import gemm_rate_evaluator
-from parity.bench.rate_contest import Bracket, alternate, run_contest
+from parity.ceilings.compute import confirm_rounds, search_ceiling
+from parity.ceilings.plan import SearchPlan, scout_sizes
+from parity.families.gemm.backends import load_backend
+from parity.families.gemm.dtypes import resolve_dtype
+from parity.families.gemm.evaluator import gemm_rate_evaluator
+from parity.ceilings.contest import Bracket, alternate, run_contest
 from parity.stats import median
 
 # The CPU grid's sides: the GRID_SIDES largest of the search's ladder whose cube's call fits its
@@ -158,8 +158,8 @@ def cpu_mode(args: argparse.Namespace) -> int:
 
 
 def gpu_mode(args: argparse.Namespace) -> int:
-    from parity.bench.registry import get_suite
-    from parity.bench.runner import run_suites
+    from parity.harness.registry import get_suite
+    from parity.harness.runner import run_suites
     from parity.device import get_device
     from parity.store import Store
 

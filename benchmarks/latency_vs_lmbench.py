@@ -81,8 +81,8 @@ def run_reference(exe: Path, *, size: int, page: str, loads: int, reps: int) -> 
 
 def run_parity(*, size: int, page: str) -> dict[str, float]:
     """parity's latency suite on one size case: both estimators and its huge-page share."""
-    from parity.bench.latency import LatencySuite
-    from parity.bench.suite import CaseSpec
+    from parity.families.latency.suite import LatencySuite
+    from parity.harness.suite import CaseSpec
     from parity.device import get_device
 
     case = CaseSpec(suite="latency", key=f"size/{page}/{size}", params={
@@ -161,7 +161,7 @@ def lscpu_caches() -> dict[str, int]:
 
 def reference_row(case, c: dict[str, float]):
     """The C figure of one size case as a latency CaseResult, so parity's summary can read it."""
-    from parity.bench.chase.pages import page_label
+    from parity.device.pages import page_label
     from parity.model.result import CaseResult
 
     return CaseResult(suite="latency", key=case.key, params=dict(case.params), check={"passed": True},
@@ -174,7 +174,7 @@ def _kib(n: int | None) -> str:
 
 
 def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: int, estimator: str) -> bool:
-    from parity.bench.latency import LatencySuite
+    from parity.families.latency.suite import LatencySuite
     from parity.device import get_device
 
     cpu = get_device("cpu")

@@ -32,9 +32,9 @@ SIZES = [2**k for k in range(10, 21)]
 
 def parity_fit(*, flush: bool, budget_s: float) -> dict[str, float]:
     """The membw suite's cases at SIZES (warm, or cold with ``flush``) and their fit."""
-    from parity.bench.membw import MembwSuite
-    from parity.bench.membw_options import MembwOptions
-    from parity.bench.suite import CaseSpec
+    from parity.families.membw.suite import MembwSuite
+    from parity.families.membw.options import MembwOptions
+    from parity.harness.suite import CaseSpec
     from parity.device import get_device
     from parity.metrics.bandwidth import fit_fixed_cost
 

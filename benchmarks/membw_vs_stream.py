@@ -42,8 +42,8 @@ def run_reference(exe: Path, *, size: int, reps: int, threads: int) -> dict[str,
 
 
 def run_parity(*, size: int, threads: int, budget_s: float) -> dict[str, float]:
-    from parity.bench.membw import MembwSuite
-    from parity.bench.suite import CaseSpec
+    from parity.families.membw.suite import MembwSuite
+    from parity.harness.suite import CaseSpec
     from parity.device import get_device
 
     cpu = get_device("cpu")

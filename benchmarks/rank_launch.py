@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.model.errors import ParityError
-from parity.target import barrier, joined_group, launch_local_ranks
+from parity.ranks import barrier, joined_group, launch_local_ranks
 
 NPROC = 2
 
@@ -111,7 +111,7 @@ def main() -> None:
     if options.as_rank:  # torchrun's worker: the same join as parity's ranks
         join_and_return()
         return
-    from parity.target import free_port
+    from parity.ranks import free_port
 
     parity_s: list[float] = []
     torchrun_s: list[float] = []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.bench.catalog import (
+from parity.families.gemm.catalog import (
     CATALOG_SIZE,
     CATALOG_VERSION,
     QUICK_MAX_FLOP,
@@ -16,9 +16,9 @@ from parity.bench.catalog import (
     load_user_shapes,
     quick_selection,
 )
-from parity.bench.catalog.quick import QUICK_COMPUTE_COUNT, compute_tier
-from parity.bench.catalog.shapes import Shape
-from parity.bench.gemm.dtypes import DTYPES
+from parity.families.gemm.catalog.quick import QUICK_COMPUTE_COUNT, compute_tier
+from parity.families.gemm.catalog.shapes import Shape
+from parity.families.gemm.dtypes import DTYPES
 from parity.metrics.roofline import MIN_SHAPES_FOR_CI, gemm_intensity, ridge_point
 from parity.metrics.specs import load_specs
 from parity.model.errors import ParityError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.gemm.measure_case import ceiling_findings
+from parity.families.gemm.measure_case import ceiling_findings
 from parity.metrics.ceiling import UNSTABLE_SPREAD, ceiling_rounds
 from parity.metrics.roofline import MIN_SHAPES_FOR_CI, median_efficiency
 

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from parity.bench.chase import ChaseRings, native
-from parity.bench.chase.pages import PagedBuffer, page_label, thp_unavailable_reason
-from parity.bench.chase.permutation import is_single_cycle, links_of, random_order
+from parity.families.latency.chase import ChaseRings, native
+from parity.device.pages import PagedBuffer, page_label, thp_unavailable_reason
+from parity.families.latency.chase.permutation import is_single_cycle, links_of, random_order
 from parity.model.errors import ParityError
 
 
@@ -19,7 +19,7 @@ def _native_unbuildable() -> bool:
     import importlib.util
     import shutil
 
-    missing = importlib.util.find_spec("parity.bench.chase._chase") is None
+    missing = importlib.util.find_spec("parity.families.latency.chase._chase") is None
     return missing and not any(shutil.which(cc) for cc in ("cc", "gcc", "clang"))
 
 
@@ -118,7 +118,7 @@ def test_ring_refuses_bad_geometry() -> None:
 
 
 def test_native_module_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "parity.bench.chase._chase", None)
+    monkeypatch.setitem(sys.modules, "parity.families.latency.chase._chase", None)
     with pytest.raises(ParityError, match="C compiler"):
         native()
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from parity.bench.chase.permutation import is_single_cycle, links_of, random_order
+from parity.families.latency.chase.permutation import is_single_cycle, links_of, random_order
 
 pytest.importorskip("triton", reason="the GPU chase needs triton: pip install triton")
 pytestmark = pytest.mark.torch
@@ -18,14 +18,14 @@ pytestmark = pytest.mark.torch
 def interpreted(monkeypatch: pytest.MonkeyPatch):
     """chase_triton imported with TRITON_INTERPRET=1 (the kernel is decorated at import)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    sys.modules.pop("parity.bench.chase_triton", None)
-    module = importlib.import_module("parity.bench.chase_triton")
+    sys.modules.pop("parity.families.latency.chase_triton", None)
+    module = importlib.import_module("parity.families.latency.chase_triton")
     yield module
-    sys.modules.pop("parity.bench.chase_triton", None)
+    sys.modules.pop("parity.families.latency.chase_triton", None)
 
 
 def test_table_holds_one_ring_per_block_at_the_stride() -> None:
-    from parity.bench.chase_triton import build_table
+    from parity.families.latency.chase_triton import build_table
 
     table, starts = build_table(region_bytes=1024, stride_bytes=128, count=3, seed=7)
     assert starts.tolist() == [0, 128, 256]

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from parity.bench.runner import ProgressEvent
+from parity.harness.runner import ProgressEvent
 from parity.cli.main import main
 from parity.cli.progress import ProgressRenderer, format_duration
 from parity.cli.run import parse_settings

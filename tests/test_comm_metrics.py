@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from parity.bench.comm.collective_ops import elements
-from parity.bench.comm.collectives import sweep_sizes
-from parity.bench.comm.summary import percentile
+from parity.families.collectives.ops import elements
+from parity.families.collectives.suite import sweep_sizes
+from parity.families.collectives.summary import percentile
 from parity.metrics.collectives import algbw, bus_factor, busbw
 from parity.metrics.moe import (
     ExchangeCounts,
@@ -83,7 +83,7 @@ def test_sweep_sizes_elements_and_percentile() -> None:
 
 @pytest.mark.torch
 def test_routing_is_seeded_skewed_and_hashed() -> None:
-    from parity.bench.comm.routing import make_routing
+    from parity.families.moe.routing import make_routing
 
     a = make_routing(world=2, tokens=64, top_k=4, num_experts=16, seed=3)
     b = make_routing(world=2, tokens=64, top_k=4, num_experts=16, seed=3)
@@ -100,7 +100,7 @@ def test_routing_is_seeded_skewed_and_hashed() -> None:
 def test_routing_file_is_read_and_checked(tmp_path) -> None:
     import numpy as np
 
-    from parity.bench.comm.routing import make_routing
+    from parity.families.moe.routing import make_routing
 
     path = tmp_path / "routing.npy"
     np.save(path, np.array([[[0, 1]], [[2, 3]]]))
@@ -115,8 +115,8 @@ def test_routing_file_is_read_and_checked(tmp_path) -> None:
 def test_exchange_plan_and_fp8_round_trip() -> None:
     import torch
 
-    from parity.bench.comm.exchange import decode, encode, plan_exchange
-    from parity.bench.comm.routing import Routing
+    from parity.families.moe.exchange import decode, encode, plan_exchange
+    from parity.families.moe.routing import Routing
 
     experts = torch.tensor([[[0, 1], [1, 2], [2, 3]], [[3, 2], [0, 3], [1, 0]]])
     weights = torch.full((2, 3, 2), 0.5)

@@ -15,8 +15,8 @@ import orjson
 import pytest
 from plugin_runs import plugin_env, stored_keys
 
-from parity.bench.comm.collectives import CollectivesSuite
-from parity.bench.comm.moe import MoeSuite
+from parity.families.collectives.suite import CollectivesSuite
+from parity.families.moe.suite import MoeSuite
 
 
 class SkewedSeedMoe(MoeSuite):

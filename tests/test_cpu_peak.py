@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.gemm.datasheet import reference_peak, with_given_peak
+from parity.families.gemm.datasheet import reference_peak, with_given_peak
 from parity.device.fake import FakeDevice
 from parity.metrics.cpu_peak import cpu_peak_flops, isa_peak, load_isa_table
 from parity.model.errors import ParityError

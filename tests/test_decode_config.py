@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.bench.decode.config import SHIPPED, config_to_dict, load_config
+from parity.families.decode.config import SHIPPED, config_to_dict, load_config
 from parity.model.errors import ParityError
 
 TINY = Path(__file__).resolve().parents[1] / "src" / "parity" / "data" / "decode" / "tiny.toml"

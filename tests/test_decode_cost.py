@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.decode import layers_run
-from parity.bench.decode.config import load_config
-from parity.bench.decode.cost import layer_bytes, layer_flop, layer_weight_elements
-from parity.bench.decode.step import model_step_s
+from parity.families.decode.suite import layers_run
+from parity.families.decode.config import load_config
+from parity.families.decode.cost import layer_bytes, layer_flop, layer_weight_elements
+from parity.families.decode.step import model_step_s
 from parity.metrics.decode_cost import (
     arithmetic_intensity,
     expected_active_experts,
@@ -84,7 +84,7 @@ def _row(batch: int, step_s: float, *, again: bool = False):
 
 
 def test_a_step_slower_than_a_larger_batch_is_rechecked_and_replaced_when_back_on_trend() -> None:
-    from parity.bench.decode.summary import slower_than_a_larger_batch, summarize_decode
+    from parity.families.decode.summary import slower_than_a_larger_batch, summarize_decode
 
     first = [_row(1, 0.300), _row(2, 0.003), _row(4, 0.004)]
     assert [r.key for r in slower_than_a_larger_batch(first)] == ["batch=1"]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parity.bench.serving.imported import import_results
+from parity.families.decode.serving.imported import import_results
 from parity.cli.main import cli
 from parity.model.errors import ParityError
 

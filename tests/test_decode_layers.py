@@ -7,13 +7,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from parity.bench.decode import attention as attn  # noqa: E402
-from parity.bench.decode import step as step_module  # noqa: E402
-from parity.bench.decode.cache import paged_cache, relative_error  # noqa: E402
-from parity.bench.decode.config import load_config  # noqa: E402
-from parity.bench.decode.layers import cache_entry, layer_weights  # noqa: E402
-from parity.bench.decode.moe import grouped_products_supported, moe_mlp, moe_reference, route  # noqa: E402
-from parity.bench.decode.step import build_kind_step, check_kind_step  # noqa: E402
+from parity.families.decode import attention as attn  # noqa: E402
+from parity.families.decode import step as step_module  # noqa: E402
+from parity.families.decode.cache import paged_cache, relative_error  # noqa: E402
+from parity.families.decode.config import load_config  # noqa: E402
+from parity.families.decode.layers import cache_entry, layer_weights  # noqa: E402
+from parity.families.decode.moe import grouped_products_supported, moe_mlp, moe_reference, route  # noqa: E402
+from parity.families.decode.step import build_kind_step, check_kind_step  # noqa: E402
 from parity.device import get_device  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -114,8 +114,8 @@ def test_experts_one_at_a_time_equal_the_grouped_products() -> None:
 
 
 def test_setup_refuses_weights_beyond_free_memory_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
-    from parity.bench.decode import DecodeSuite
-    from parity.bench.decode.options import DecodeOptions
+    from parity.families.decode.suite import DecodeSuite
+    from parity.families.decode.options import DecodeOptions
     from parity.model.errors import ParityError
 
     device = get_device("cpu")

@@ -72,7 +72,7 @@ def test_step_scales_each_kind_to_the_model(capsys, tmp_path: Path, db_path: Pat
     assert m["tpot_s"] == pytest.approx(m["step_s"] / 1.5)
     assert m["tokens_per_s_per_card"] == pytest.approx(2 / m["tpot_s"] / 2)
     assert case["check"]["kinds"]["moe"]["errors"]["moe_vs_pairwise"] < 3e-2
-    from parity.bench.decode.moe import grouped_products_supported
+    from parity.families.decode.moe import grouped_products_supported
     from parity.device import get_device
 
     import torch

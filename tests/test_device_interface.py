@@ -361,7 +361,7 @@ def test_accelerator_events_are_recorded_on_the_current_stream_and_read_in_secon
 def test_gemm_precisions_read_capability_and_architecture_from_the_device() -> None:
     import torch
 
-    from parity.bench.gemm.dtypes import (
+    from parity.families.gemm.dtypes import (
         precision_mode,
         resolve_dtype,
         storage_dtype,
@@ -390,8 +390,8 @@ class _FakeWithMemory(FakeDevice):
 
 @pytest.mark.torch
 def test_bench_free_memory_falls_back_as_before() -> None:
-    from parity.bench.gemm.inputs import free_memory_bytes as gemm_free
-    from parity.bench.membw import free_memory_bytes as membw_free
+    from parity.families.gemm.inputs import free_memory_bytes as gemm_free
+    from parity.families.membw.suite import free_memory_bytes as membw_free
 
     assert gemm_free(FakeDevice(free_bytes=5)) == membw_free(FakeDevice(free_bytes=5)) == 5
     # Unknown free memory: GEMM says so, membw falls back to the total memory.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_gemm_analysis import bandwidth_case, ceiling_case, shape_case
 
-from parity.bench.gemm.analysis import analyse
+from parity.families.gemm.analysis import analyse
 from parity.metrics.roofline import gemm_flops
 from parity.model.result import CaseResult
 from parity.store import Store

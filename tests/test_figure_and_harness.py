@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.harness import measure_work
-from parity.bench.suite import CaseSpec
-from parity.bench.work import Work
+from parity.harness.measure import measure_work
+from parity.harness.suite import CaseSpec
+from parity.harness.work import Work
 from parity.device.fake import FakeDevice
 from parity.metrics.rates import rate_per_s
 from parity.model.figure import Figure, format_value
@@ -84,7 +84,7 @@ def test_work_must_name_its_byte_convention_and_a_known_strategy() -> None:
 
 
 def test_family_summaries_become_typed_figures() -> None:
-    from parity.bench.figures import gemm_figures, latency_figures, membw_figures
+    from parity.families.figures import gemm_figures, latency_figures, membw_figures
 
     gemm = gemm_figures({"dtype": "bf16", "device_name": "cpu", "ceiling_flops": 2e12, "ceiling_shape": {"m": 1},
                          "bandwidth_bps": None, "bandwidth_error": "out of memory",

@@ -26,7 +26,7 @@ NSYS = "nsys/extrap/con_kernel.sqlite"
 # never needed to analyse a Kineto file
 NOT_FOR_KINETO = (
     "torch", "pandas", "pyarrow", "dask", "sqlite3", "csv", "numpy.ma", "rich.progress", "yaml",
-    "parity.store", "parity.bench", "parity.device", "parity.model.result", "parity.model.samples", "parity.trace.export", "parity.trace.whatif",
+    "parity.store", "parity.harness", "parity.families", "parity.ceilings", "parity.device", "parity.model.result", "parity.model.samples", "parity.trace.export", "parity.trace.whatif",
     "parity.trace.readers.ascend_text", "parity.trace.readers.ascend_db", "parity.trace.readers.nsys",
 )  # fmt: skip
 _PROBE = """

@@ -159,7 +159,7 @@ from parity.report.html.fleet_charts import fleet_charts
 from parity.cli.fleet_store import store_fleet
 from parity.trace.fleet.folder import read_fleet_folder
 report_data(fleets=[read_fleet_folder({str(fleets[0])!r})])
-bad = sorted(m for m in sys.modules if m == "torch" or m.startswith(("torch.", "parity.device", "parity.timing", "parity.bench")))
+bad = sorted(m for m in sys.modules if m == "torch" or m.startswith(("torch.", "parity.device", "parity.timing", "parity.harness", "parity.families", "parity.ceilings")))
 assert not bad, bad
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.gemm.analysis import analyse
+from parity.families.gemm.analysis import analyse
 from parity.metrics.roofline import gemm_flops, gemm_intensity
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
@@ -126,8 +126,8 @@ def test_terminal_tables_show_ceilings_backends_and_failures() -> None:
 
 
 def test_a_shape_off_the_trend_of_its_neighbours_is_rechecked_and_flagged_if_it_stays() -> None:
-    from parity.bench.gemm.suite import GemmSuite
-    from parity.bench.gemm.options import GemmOptions
+    from parity.families.gemm.suite import GemmSuite
+    from parity.families.gemm.options import GemmOptions
 
     # K-sweep at M = N = 1024: 40, 4 (a tenth of both neighbours), 60 TFLOP/s.
     rates = {1024: 40e12, 2048: 4e12, 4096: 60e12}
@@ -153,8 +153,8 @@ def test_a_shape_off_the_trend_of_its_neighbours_is_rechecked_and_flagged_if_it_
 
 
 def test_the_ceilings_own_shape_is_timed_again_and_its_fraction_of_p_has_a_ci() -> None:
-    from parity.bench.gemm.suite import GemmSuite
-    from parity.bench.gemm.options import GemmOptions
+    from parity.families.gemm.suite import GemmSuite
+    from parity.families.gemm.options import GemmOptions
 
     rounds = [P * r for r in (0.98, 1.0, 1.02, 0.99, 1.01)]
     ceiling = CaseResult(suite="gemm", key="ceiling/bf16",
@@ -208,8 +208,8 @@ def confirmed_ceiling(rounds: list[float]) -> CaseResult:
 
 
 def test_p_is_read_from_the_sentinels_timed_through_the_sweep() -> None:
-    from parity.bench.gemm.options import GemmOptions
-    from parity.bench.gemm.suite import GemmSuite
+    from parity.families.gemm.options import GemmOptions
+    from parity.families.gemm.suite import GemmSuite
 
     confirmation = [P * r for r in (1.0, 1.01, 0.99)]
     f = gemm_flops(3072, 3072, 3072)

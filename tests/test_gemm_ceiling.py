@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from parity.bench.ceiling import confirm_rounds, search_ceiling
-from parity.bench.ceiling_plan import SearchPlan, align_up, grid_shapes, scout_sizes
+from parity.ceilings.compute import confirm_rounds, search_ceiling
+from parity.ceilings.plan import SearchPlan, align_up, grid_shapes, scout_sizes
 from parity.stats import median
 
 

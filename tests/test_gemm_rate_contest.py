@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench.rate_contest import Bracket, alternate, run_contest, time_relative
+from parity.ceilings.contest import Bracket, alternate, run_contest, time_relative
 
 TRUE = {(1, 1, 1): 1.00e9, (2, 2, 2): 1.05e9, (3, 3, 3): 0.90e9, (4, 4, 4): 1.02e9}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from parity.bench.gemm.dtypes import resolve_dtype
+from parity.families.gemm.dtypes import resolve_dtype
 from parity.device.fake import FakeDevice
 from parity.report.gemm import duration, shape_table
 
@@ -30,7 +30,7 @@ def test_shape_table_explains_its_columns_and_flags_a_wide_iqr() -> None:
 
 
 def test_fp8_on_a_cpu_is_emulated_and_fp32_is_not() -> None:
-    from parity.bench.gemm.dtypes import emulation_note
+    from parity.families.gemm.dtypes import emulation_note
     from parity.device import get_device
 
     cpu = get_device("cpu")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from parity.bench.catalog.shapes import Shape
-from parity.bench.gemm.speedup_summary import speedup_summary
+from parity.families.gemm.catalog.shapes import Shape
+from parity.families.gemm.speedup_summary import speedup_summary
 from parity.metrics.speedup import size_bucket, speedup_distribution
 from parity.model.result import CaseResult
 from parity.stats.speedup import paired_speedup_ci
@@ -61,8 +61,8 @@ def test_speedup_summary_by_bucket() -> None:
 
 
 def test_quick_subset_of_a_tuned_backend_spans_the_work_range() -> None:
-    from parity.bench.gemm.suite import spread_by_work, tuned_subset
-    from parity.bench.gemm.tuned import TorchCompile
+    from parity.families.gemm.suite import spread_by_work, tuned_subset
+    from parity.families.gemm.tuned import TorchCompile
 
     shapes = [Shape(m=d, n=d, k=d, name=f"c{d}", family="square", origin="test") for d in (8, 16, 32, 64, 128, 256, 512)]
     picked = spread_by_work(shapes, 3)
@@ -75,9 +75,9 @@ def test_quick_subset_of_a_tuned_backend_spans_the_work_range() -> None:
 
 @pytest.mark.torch
 def test_backend_names_and_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
-    from parity.bench.gemm import tuned
-    from parity.bench.gemm.backends import TorchMatmul, load_backend
-    from parity.bench.gemm.dtypes import resolve_dtype
+    from parity.families.gemm import tuned
+    from parity.families.gemm.backends import TorchMatmul, load_backend
+    from parity.families.gemm.dtypes import resolve_dtype
     from parity.cli.gemm import _sweep_options
     from parity.device import get_device
 
@@ -99,7 +99,7 @@ class _Twin:
     name = "twin"
 
     def __init__(self, *, wrong: bool = False) -> None:
-        from parity.bench.gemm.backends import TorchMatmul
+        from parity.families.gemm.backends import TorchMatmul
 
         self._inner, self._wrong = TorchMatmul(), wrong
 
@@ -115,7 +115,7 @@ class _Twin:
 
 
 def _shape_case(backend: str, m: int, n: int, k: int, dtype: str = "fp32") -> Any:
-    from parity.bench.suite import CaseSpec
+    from parity.harness.suite import CaseSpec
 
     params = {"kind": "shape", "dtype": dtype, "backend": backend, "baseline": "twin", "m": m, "n": n, "k": k,
               "name": "t", "family": "user", "origin": "test", **FAST}
@@ -124,9 +124,9 @@ def _shape_case(backend: str, m: int, n: int, k: int, dtype: str = "fp32") -> An
 
 @pytest.mark.torch
 def test_alternated_timing_records_speedup_and_rechecks_the_winner() -> None:
-    from parity.bench.gemm.backends import TorchMatmul
-    from parity.bench.gemm.dtypes import resolve_dtype
-    from parity.bench.gemm.measure_case import measure_shape
+    from parity.families.gemm.backends import TorchMatmul
+    from parity.families.gemm.dtypes import resolve_dtype
+    from parity.families.gemm.measure_case import measure_shape
     from parity.device import get_device
 
     cpu = get_device("cpu")
@@ -146,9 +146,9 @@ def test_alternated_timing_records_speedup_and_rechecks_the_winner() -> None:
 @pytest.mark.slow
 @pytest.mark.torch
 def test_compile_backend_tunes_times_and_checks_one_shape() -> None:
-    from parity.bench.gemm.backends import load_backend
-    from parity.bench.gemm.dtypes import resolve_dtype
-    from parity.bench.gemm.measure_case import measure_shape
+    from parity.families.gemm.backends import load_backend
+    from parity.families.gemm.dtypes import resolve_dtype
+    from parity.families.gemm.measure_case import measure_shape
     from parity.device import get_device
 
     cpu = get_device("cpu")
@@ -165,9 +165,9 @@ def test_compile_backend_tunes_times_and_checks_one_shape() -> None:
 @pytest.mark.cuda
 @pytest.mark.torch
 def test_triton_autotuned_matmul_on_a_gpu() -> None:
-    from parity.bench.gemm.backends import load_backend
-    from parity.bench.gemm.dtypes import resolve_dtype
-    from parity.bench.gemm.measure_case import measure_shape
+    from parity.families.gemm.backends import load_backend
+    from parity.families.gemm.dtypes import resolve_dtype
+    from parity.families.gemm.measure_case import measure_shape
     from parity.device import get_device
 
     gpu = get_device("cuda:0")
@@ -179,7 +179,7 @@ def test_triton_autotuned_matmul_on_a_gpu() -> None:
 
 
 def test_speedup_figures_per_bucket() -> None:
-    from parity.bench.figures import speedup_figures
+    from parity.families.figures import speedup_figures
 
     speedups = speedup_summary([_result("compile", 64, 1.4), _result("compile", 128, 1.0)])
     figures = {f.scope["bucket"]: f for f in speedup_figures(speedups, {"dtype": "bf16", "device": "cpu"})}

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from parity.bench.gemm.options import GemmOptions
-from parity.bench.gemm import GemmSuite
-from parity.bench.gemm.backends import TorchMatmul, load_backend
-from parity.bench.gemm.dtypes import resolve_dtype
-from parity.bench.gemm.measure_case import measure_shape
-from parity.bench.suite import CaseSpec
+from parity.families.gemm.options import GemmOptions
+from parity.families.gemm.suite import GemmSuite
+from parity.families.gemm.backends import TorchMatmul, load_backend
+from parity.families.gemm.dtypes import resolve_dtype
+from parity.families.gemm.measure_case import measure_shape
+from parity.harness.suite import CaseSpec
 from parity.model.errors import ParityError
 
 pytestmark = pytest.mark.torch
@@ -180,7 +180,7 @@ QUICK_TIMING = {"warmup_s": 0.005, "budget_s": 0.02, "flush": True, "telemetry":
 
 
 def test_the_ceilings_own_shape_is_timed_in_pairs_as_the_sweep_times_shapes(cpu: Any, monkeypatch: Any) -> None:
-    from parity.bench.gemm.measure_case import measure_ceiling_shape
+    from parity.families.gemm.measure_case import measure_ceiling_shape
 
     flushes = []
     real_flush = cpu.flush_cache
@@ -207,7 +207,7 @@ def test_the_ceilings_own_shape_is_timed_in_pairs_as_the_sweep_times_shapes(cpu:
 
 
 def test_sentinels_are_spread_evenly_between_cases() -> None:
-    from parity.bench.gemm.suite import spread_between
+    from parity.families.gemm.suite import spread_between
 
     cases = [CaseSpec(suite="gemm", key=f"s{i}") for i in range(8)]
     marks = [CaseSpec(suite="gemm", key=f"x{j}") for j in range(2)]

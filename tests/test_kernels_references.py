@@ -11,8 +11,8 @@ from parity.metrics import kernels as formulas
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-from parity.bench.kernels import fp8_gemm, grouped, mla  # noqa: E402
-from parity.bench.kernels.check import compare, similarity_diff  # noqa: E402
+from parity.families.kernels import fp8_gemm, grouped, mla  # noqa: E402
+from parity.families.kernels.check import compare, similarity_diff  # noqa: E402
 
 
 # --- formulas -------------------------------------------------------------------------------

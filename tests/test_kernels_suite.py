@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from parity.bench.kernels import libraries
-from parity.bench.kernels.libraries import LibraryKernel, library_reason
-from parity.bench.kernels.suite import KernelsOptions, KernelsSuite
+from parity.families.kernels import libraries
+from parity.families.kernels.libraries import LibraryKernel, library_reason
+from parity.families.kernels.suite import KernelsOptions, KernelsSuite
 from parity.cli.main import cli
 from parity.model.errors import ParityError
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.torch
 
 FAKE_DEEP_GEMM = '''
 import torch
-from parity.bench.kernels.fp8_gemm import block_scaled_gemm
+from parity.families.kernels.fp8_gemm import block_scaled_gemm
 
 __version__ = "0.0-test"
 
@@ -79,7 +79,7 @@ def test_library_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_a_library_kernel_is_measured_beside_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           cpu: Any) -> None:
-    from parity.bench.harness import measure_work
+    from parity.harness.measure import measure_work
 
     (tmp_path / "deep_gemm.py").write_text(FAKE_DEEP_GEMM)
     monkeypatch.syspath_prepend(str(tmp_path))

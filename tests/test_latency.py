@@ -8,10 +8,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from parity.bench.latency_options import LatencyOptions
-from parity.bench.latency import LatencySuite, block_counts, working_sets
-from parity.bench.latency_summary import summarize_latency
-from parity.bench.suite import CaseSpec
+from parity.families.latency.options import LatencyOptions
+from parity.families.latency.suite import LatencySuite, block_counts, working_sets
+from parity.families.latency.summary import summarize_latency
+from parity.harness.suite import CaseSpec
 from parity.cli.main import cli
 from parity.model.result import CaseResult
 
@@ -21,7 +21,7 @@ def _native_unbuildable() -> bool:
     import importlib.util
     import shutil
 
-    missing = importlib.util.find_spec("parity.bench.chase._chase") is None
+    missing = importlib.util.find_spec("parity.families.latency.chase._chase") is None
     return missing and not any(shutil.which(cc) for cc in ("cc", "gcc", "clang"))
 
 
@@ -191,7 +191,7 @@ def test_gpu_chase_runs_in_triton() -> None:
 def test_working_sets_reach_past_the_last_level_cache() -> None:
     """4x the last-level cache in quick mode, 8x in full, whatever its size (a 32 MiB L3 or a
     300 MiB one); free memory caps it at a power of two, and says so."""
-    from parity.bench.latency import largest_working_set
+    from parity.families.latency.suite import largest_working_set
 
     assert largest_working_set(32 * MIB, quick=True, free_bytes=None) == (128 * MIB, None)
     assert largest_working_set(300 * MIB, quick=True, free_bytes=64 * 2**30) == (1200 * MIB, None)
@@ -205,7 +205,7 @@ def test_working_sets_reach_past_the_last_level_cache() -> None:
 def test_planned_sweep_leaves_this_hosts_last_cache() -> None:
     """Adapts to the host: whatever LLC this machine reports (32 MiB, 300 MiB, or none), quick
     mode plans sizes to 4x it unless free memory caps them, and every case records the cap."""
-    from parity.bench.latency import QUICK_LLC_FACTOR
+    from parity.families.latency.suite import QUICK_LLC_FACTOR
     from parity.device import get_device
 
     cpu = get_device("cpu")
@@ -232,7 +232,7 @@ def test_a_sweep_inside_the_last_cache_says_so_and_names_no_memory() -> None:
 
 
 def test_available_memory_is_read_from_meminfo(tmp_path: Path) -> None:
-    from parity.bench.chase.pages import available_memory_bytes
+    from parity.device.pages import available_memory_bytes
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n")
@@ -259,7 +259,7 @@ def test_probe_keeps_the_shortest_synchronized_call(monkeypatch: pytest.MonkeyPa
 
 
 def test_chains_past_the_last_cache_take_more_samples() -> None:
-    from parity.bench.latency import MIN_SAMPLES, PAST_CACHE_MIN_SAMPLES, _min_samples
+    from parity.families.latency.suite import MIN_SAMPLES, PAST_CACHE_MIN_SAMPLES, _min_samples
 
     caches = [["L1", 32 * KIB], ["L3", 32 * MIB]]
     assert _min_samples({"curve": "size", "working_set_bytes": 32 * MIB, "caches": caches}) == MIN_SAMPLES
@@ -271,7 +271,7 @@ def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> No
     """Interference can make the short chain slower than the long one; after SLOPE_ATTEMPTS
     tries the case is an error row (errors are data) rather than a negative latency."""
     import parity.timing
-    from parity.bench import latency as latency_module
+    from parity.families.latency import suite as latency_module
     from parity.model import Samples
     from parity.stats import summarize
 

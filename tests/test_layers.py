@@ -17,22 +17,26 @@ ALLOWED: dict[str, set[str]] = {
     "stats": {"model"},
     "metrics": {"stats", "model"},
     "device": {"model", "stats"},
-    "target": {"device", "stats", "model"},
-    "timing": {"target", "device", "stats", "model"},
+    "ranks": {"device", "stats", "model"},
+    "timing": {"ranks", "device", "stats", "model"},
     "store": {"model"},
     "trace": {"metrics", "stats", "model"},
-    # bench also holds the runner, which commits each case to the store as it is measured.
-    "bench": {"timing", "target", "device", "metrics", "stats", "model", "store"},
+    # the harness also holds the runner, which commits each case to the store as it is measured.
+    "harness": {"timing", "ranks", "device", "metrics", "stats", "model", "store"},
+    "ceilings": {"harness", "timing", "ranks", "device", "metrics", "stats", "model", "store"},
+    "families": {"harness", "ceilings", "timing", "ranks", "device", "metrics", "stats", "model", "store"},
     "report": {"store", "trace", "metrics", "stats", "model"},
     "compare": {"store", "trace", "metrics", "stats", "model"},
     "cli": {
         "report",
         "compare",
-        "bench",
+        "harness",
+        "ceilings",
+        "families",
         "store",
         "trace",
         "timing",
-        "target",
+        "ranks",
         "device",
         "metrics",
         "stats",
@@ -94,7 +98,7 @@ def test_trace_and_cli_import_without_torch() -> None:
         "            raise ImportError('torch is blocked in this test')\n"
         "sys.meta_path.insert(0, Block())\n"
         "import parity.trace, parity.model, parity.stats, parity.metrics, parity.store\n"
-        "import parity.target, parity.timing.stream  # a decode client needs no torch\n"
+        "import parity.ranks, parity.timing.stream  # a decode client needs no torch\n"
         "from parity.cli.main import cli\n"
         "from click.testing import CliRunner\n"
         "r = CliRunner().invoke(cli, ['trace', '--help'])\n"

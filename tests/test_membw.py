@@ -8,10 +8,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from parity.bench.membw import WARM_MAX_BYTES, MembwSuite, transfer_sizes
-from parity.bench.membw_options import MembwOptions
-from parity.bench.membw_summary import summarize_membw
-from parity.bench.suite import CaseSpec
+from parity.families.membw.suite import WARM_MAX_BYTES, MembwSuite, transfer_sizes
+from parity.families.membw.options import MembwOptions
+from parity.families.membw.summary import summarize_membw
+from parity.harness.suite import CaseSpec
 from parity.cli.main import cli
 from parity.model.errors import ParityError
 from parity.model.result import CaseResult

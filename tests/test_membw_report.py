@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from parity.bench.membw_summary import summarize_membw
+from parity.families.membw.summary import summarize_membw
 from parity.model.result import CaseResult
 from parity.report.memory import format_bytes, format_seconds, render_latency, render_membw
 

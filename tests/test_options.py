@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-from parity.bench.gemm.options import GemmOptions, GemmPlan
-from parity.bench.latency_options import LatencyOptions
-from parity.bench.membw_options import MembwOptions
-from parity.bench.options import describe_options, option, options_to_dict, parse_options
+from parity.families.gemm.options import GemmOptions, GemmPlan
+from parity.families.latency.options import LatencyOptions
+from parity.families.membw.options import MembwOptions
+from parity.harness.options import describe_options, option, options_to_dict, parse_options
 from parity.cli.main import cli
 from parity.model.errors import ParityError
 

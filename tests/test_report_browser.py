@@ -70,7 +70,7 @@ def cpu_report(tmp_path_factory: pytest.TempPathFactory, traces_dir: Path) -> di
     own report ``parity run`` writes, then ``parity report`` of it with the renamed trace."""
     tmp = tmp_path_factory.mktemp("cpu-report")
     (tmp / "shapes.csv").write_text("128,128,128\n256,256,256\n")
-    suites = "gemm,membw,latency" if importlib.util.find_spec("parity.bench.chase._chase") else "gemm,membw"
+    suites = "gemm,membw,latency" if importlib.util.find_spec("parity.families.latency.chase._chase") else "gemm,membw"
     db = str(tmp / "store.sqlite")
     run = _parity("run", "--quick", "--device", "cpu", "--suite", suites, "--db", db,
                   "--set", f"gemm.shapes={tmp / 'shapes.csv'}", "--set", "gemm.ceiling_budget_s=0.3",

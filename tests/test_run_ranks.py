@@ -23,9 +23,9 @@ import orjson
 import pytest
 from plugin_runs import kill_after_stored, plugin_env, stored_keys
 
-from parity.bench.options import option
-from parity.bench.suite import CaseSpec, SuiteBase
-from parity.bench.work import Work
+from parity.harness.options import option
+from parity.harness.suite import CaseSpec, SuiteBase
+from parity.harness.work import Work
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
@@ -168,8 +168,8 @@ def test_a_rank_that_hangs_ends_the_run_within_the_rank_timeout(tmp_path: Path) 
 
 
 def test_rank_zeros_progress_travels_as_json_lines_read_whole(tmp_path: Path) -> None:
-    from parity.bench.progress import ProgressEvent
-    from parity.bench.ranked import _progress_writer, read_progress
+    from parity.harness.progress import ProgressEvent
+    from parity.harness.ranked import _progress_writer, read_progress
 
     path = tmp_path / "events.jsonl"
     write = _progress_writer(str(path))

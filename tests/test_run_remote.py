@@ -21,8 +21,8 @@ import orjson
 import pytest
 from plugin_runs import plugin_env
 
-from parity.bench.options import option
-from parity.bench.suite import CaseSpec, SuiteBase
+from parity.harness.options import option
+from parity.harness.suite import CaseSpec, SuiteBase
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from parity.bench import registry
-from parity.bench.runner import ProgressEvent, estimate_eta_s, estimate_run_eta_s, run_suites
-from parity.bench.options import option
-from parity.bench.suite import CaseSpec, Suite, SuiteBase
-from parity.bench.work import Work
+from parity.harness import registry
+from parity.harness.runner import ProgressEvent, estimate_eta_s, estimate_run_eta_s, run_suites
+from parity.harness.options import option
+from parity.harness.suite import CaseSpec, Suite, SuiteBase
+from parity.harness.work import Work
 from parity.device.fake import FakeDevice
 from parity.model import CaseResult, ParityError
 from parity.model.figure import Figure
@@ -310,10 +310,10 @@ def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     ):
         registry.resolve(["tiny,nope"])
 
-    monkeypatch.setitem(registry.BUILTIN, "ghost", "parity.bench.ghost_suite:GhostSuite")
+    monkeypatch.setitem(registry.BUILTIN, "ghost", "parity.families.ghost_suite:GhostSuite")
     with pytest.raises(
         ParityError,
-        match="suite 'ghost' cannot be imported: no module named 'parity.bench.ghost_suite'",
+        match="suite 'ghost' cannot be imported: no module named 'parity.families.ghost_suite'",
     ):
         registry.get_suite("ghost")
 

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from parity.bench.serving.arrivals import arrival_offsets_s
-from parity.bench.serving.at_target import throughput_at_tpot
-from parity.bench.serving.client import TOKENS_FROM_CHUNKS, RequestRecord, request_body
-from parity.bench.serving.level import summarize_level
-from parity.bench.serving.load import ClientLoad, LevelRun, split_shares
-from parity.bench.serving.prompts import Prompt, dataset_prompts, parse_length, random_prompts
+from parity.families.decode.serving.arrivals import arrival_offsets_s
+from parity.families.decode.serving.at_target import throughput_at_tpot
+from parity.families.decode.serving.client import TOKENS_FROM_CHUNKS, RequestRecord, request_body
+from parity.families.decode.serving.level import summarize_level
+from parity.families.decode.serving.load import ClientLoad, LevelRun, split_shares
+from parity.families.decode.serving.prompts import Prompt, dataset_prompts, parse_length, random_prompts
 from parity.metrics.serving import distribution_ms, meets_slo, per_card, rate_per_s, request_goodput
 from parity.model.errors import ParityError
 

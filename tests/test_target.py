@@ -9,11 +9,11 @@ import pytest
 
 from parity.device.fake import FakeDevice
 from parity.model.errors import ParityError
-from parity.target import LocalTarget, Target, check_same_target, read_rank_env
-from parity.target.gather import barrier_failure
-from parity.target.group import distributed_backend, rank_device
-from parity.target.launch import failure_message, free_port, hang_message, start_message
-from parity.target.supervisor import RankFailure, rank_failure
+from parity.ranks import LocalTarget, Target, check_same_target, read_rank_env
+from parity.ranks.gather import barrier_failure
+from parity.ranks.group import distributed_backend, rank_device
+from parity.ranks.launch import failure_message, free_port, hang_message, start_message
+from parity.ranks.supervisor import RankFailure, rank_failure
 
 TORCHRUN = {
     "RANK": "3",
@@ -177,7 +177,7 @@ def test_timeout_messages_read_the_rank_marks(tmp_path: Path) -> None:
 
 
 def test_an_entry_that_cannot_be_pickled_is_refused_before_any_process_starts() -> None:
-    from parity.target import launch_local_ranks
+    from parity.ranks import launch_local_ranks
 
     with pytest.raises(ParityError, match="pass a module-level function"):
         launch_local_ranks(2, lambda: None, timeout_s=5)
@@ -195,7 +195,7 @@ def test_free_port_is_bindable_on_loopback() -> None:
 def test_one_rank_group_joins_gathers_and_reduces_in_process() -> None:
     pytest.importorskip("torch")
     from parity.device import get_device
-    from parity.target import joined_group
+    from parity.ranks import joined_group
     from parity.timing.ranks import max_over_ranks, time_iterations_over_ranks
 
     environ = {**TORCHRUN, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
@@ -217,7 +217,7 @@ def test_one_rank_group_joins_gathers_and_reduces_in_process() -> None:
         assert timed.meta["rank_method"] == "host-clock" and timed.warmup_calls == 1
         assert timed.meta["min_over_ranks_s"] == list(timed.values_s)  # one rank: min is max
         with pytest.raises(ParityError, match="already belongs to a process group"):
-            from parity.target import join_group
+            from parity.ranks import join_group
 
             join_group(device=FakeDevice(), environ=environ)
     import torch.distributed as dist
@@ -230,7 +230,7 @@ def test_a_peer_that_never_comes_fails_the_join_in_bounded_time() -> None:
     pytest.importorskip("torch")
     import torch.distributed as dist
 
-    from parity.target import join_group
+    from parity.ranks import join_group
 
     environ = {**TORCHRUN, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}
     environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))

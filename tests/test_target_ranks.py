@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 from parity.device.fake import FakeDevice  # noqa: E402
 from parity.model.errors import ParityError  # noqa: E402
-from parity.target import (  # noqa: E402
+from parity.ranks import (  # noqa: E402
     all_gather,
     barrier,
     joined_group,

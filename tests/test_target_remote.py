@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from parity.model.errors import ParityError
-from parity.target import check_same_target, free_port, probe_endpoint, probe_endpoint_blocking
-from parity.target.remote import endpoint_base, listed_models, select_model
+from parity.ranks import check_same_target, free_port, probe_endpoint, probe_endpoint_blocking
+from parity.ranks.remote import endpoint_base, listed_models, select_model
 
 aiohttp = pytest.importorskip("aiohttp")
 from aiohttp import web  # noqa: E402

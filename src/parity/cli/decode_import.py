@@ -29,8 +29,8 @@ def import_results(path: str, fmt: str, cards: int, db_path: str | None, json_pa
       parity decode import vllm-inf-qps-concurrency32-m.json --format vllm --cards 8
       parity decode import agg_dsr1_fp8_tp8_conc64.json --format inferencex --json imported.json
     """
-    from parity.bench.serving.imported import import_results as read_results
-    from parity.bench.serving.record import store_serving_run
+    from parity.families.decode.serving.imported import import_results as read_results
+    from parity.families.decode.serving.record import store_serving_run
     from parity.store import Store
 
     imported = read_results(path, fmt=fmt, cards=cards)

@@ -81,7 +81,7 @@ def offline(config: str, batches: str | None, tpot_ms: str | None, context: int 
                        ("budget_s", budget_s)):
         if value is not None:
             options[key] = value
-    from parity.bench.decode.config import load_config
+    from parity.families.decode.config import load_config
 
     load_config(config)  # a bad config is a one-line error before the run starts
     return run_suite_command("decode", render=render_decode, device_name=device_name, quick=quick,

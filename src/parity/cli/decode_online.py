@@ -104,10 +104,10 @@ def online(url: str, model: str | None, api_key_env: str | None, endpoint_type: 
       parity decode online --url http://127.0.0.1:8000 --request-rate 2,8 --burstiness 0.5 \\
           --endpoint-type chat --slo ttft_ms=500,tpot_ms=50 --tpot-ms 20,50 --cards 8
     """
-    from parity.bench.serving.at_target import throughput_at_tpot
-    from parity.bench.serving.prompts import parse_length
-    from parity.bench.serving.sweep import OnlineOptions, measure_online
-    from parity.target.remote import probe_endpoint_blocking
+    from parity.families.decode.serving.at_target import throughput_at_tpot
+    from parity.families.decode.serving.prompts import parse_length
+    from parity.families.decode.serving.sweep import OnlineOptions, measure_online
+    from parity.ranks.remote import probe_endpoint_blocking
 
     rates = parse_numbers(request_rate, option="--request-rate", kind=float, allow_inf=True) or (math.inf,)
     limits: tuple[int | None, ...] = parse_numbers(concurrency, option="--concurrency") or (
@@ -146,8 +146,8 @@ def online(url: str, model: str | None, api_key_env: str | None, endpoint_type: 
 
 def _store(db_path: str | None, *, endpoint: Any, options: Any, levels: list[Any], search: Any) -> Any:
     """The sweep as one run of suite serving, identified by the endpoint as it reported itself."""
-    from parity.bench.serving.client import TOKENS_FROM_USAGE
-    from parity.bench.serving.record import SUITE, level_case, method_labels, store_serving_run
+    from parity.families.decode.serving.client import TOKENS_FROM_USAGE
+    from parity.families.decode.serving.record import SUITE, level_case, method_labels, store_serving_run
     from parity.device.provenance import collect_provenance
     from parity.store import Store
 

@@ -90,13 +90,13 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
     """
     if ctx.invoked_subcommand is not None:
         return None
-    from parity.bench.registry import get_suite
-    from parity.bench.runner import run_suites
+    from parity.harness.registry import get_suite
+    from parity.harness.runner import run_suites
     from parity.device import get_device
     from parity.report.gemm import render_gemm
     from parity.store import Store
 
-    from parity.bench.gemm.stored_ceiling import attach_stored_ceiling
+    from parity.families.gemm.stored_ceiling import attach_stored_ceiling
 
     options = _sweep_options(dtype, backends, shapes, ceiling_budget_s, ceiling_from, peak_tflops)
     with Store.open(db_path) as store:
@@ -165,7 +165,7 @@ def shapes(count: bool, as_csv: bool, quick: bool, family: str | None, json_path
       parity gemm shapes --csv > catalog.csv
       parity gemm shapes --quick --family llm
     """
-    from parity.bench.catalog import CATALOG_VERSION, FAMILIES, catalog, catalog_digest, quick_selection
+    from parity.families.gemm.catalog import CATALOG_VERSION, FAMILIES, catalog, catalog_digest, quick_selection
 
     selected = quick_selection(catalog()) if quick else catalog()
     if family is not None:

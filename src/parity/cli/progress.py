@@ -1,7 +1,7 @@
 """Progress of long work on standard error: a rich bar with ETA on a terminal, plain lines
 (one per finished step, with its ETA) otherwise, so logs of unattended runs stay readable.
 
-The library reports progress through a callback (``parity.bench.runner.ProgressEvent`` or any
+The library reports progress through a callback (``parity.harness.runner.ProgressEvent`` or any
 object with ``phase``, ``done``, ``total`` and optionally ``suite``, ``key``, ``ok``,
 ``elapsed_s``, ``eta_s``, ``skipped``); this module only renders it::
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 import orjson
 
-from parity.bench.coordination import DEFAULT_STEP_TIMEOUT_S
+from parity.harness.coordination import DEFAULT_STEP_TIMEOUT_S
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 from parity.cli.runs import db_option, stdout_console
@@ -38,8 +38,8 @@ def _check_settings(
     """Refuse options for unknown suites and unknown keys (typos); drop, with a note, those for
     known suites that are not selected. Keys and values are checked against each suite's typed
     options, so a mistake is a one-line error before anything is measured."""
-    from parity.bench.options import parse_options
-    from parity.bench.registry import get_suite, names
+    from parity.harness.options import parse_options
+    from parity.harness.registry import get_suite, names
 
     known = names()
     kept: dict[str, dict[str, Any]] = {}
@@ -63,8 +63,8 @@ class _RunCommand(click.Command):
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
-        from parity.bench.options import describe_options
-        from parity.bench.registry import get_suite, names
+        from parity.harness.options import describe_options
+        from parity.harness.registry import get_suite, names
 
         with formatter.section("Suite options (--set SUITE.KEY=VALUE)"):
             for name in names():
@@ -178,7 +178,7 @@ def run(
       torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite mysuite
       parity run --endpoint http://127.0.0.1:8000 --model my-model --suite mysuite
     """
-    from parity.bench.registry import resolve
+    from parity.harness.registry import resolve
     from parity.cli.run_ranks import measure_on_ranks, stored_world_size
 
     if join and ranks is not None:
@@ -205,7 +205,7 @@ def run(
         suites = resolve(list(suite_names))
         options = _check_settings(options, selected=[s.name for s in suites])
         if "gemm" in options:
-            from parity.bench.gemm.stored_ceiling import attach_stored_ceiling
+            from parity.families.gemm.stored_ceiling import attach_stored_ceiling
 
             options["gemm"] = attach_stored_ceiling(store, options["gemm"])
         db = str(store.path)
@@ -230,7 +230,7 @@ def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
     """The endpoint at ``url`` as its server reports it (``GET /v1/models``)."""
     import os
 
-    from parity.target import probe_endpoint_blocking
+    from parity.ranks import probe_endpoint_blocking
 
     key = None
     if api_key_env:
@@ -243,7 +243,7 @@ def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
 def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
               resume_id: str | None, json_path: str | None, endpoint: Any = None, html: bool = True) -> int:
     """The run in this process, on one device or against one endpoint, with live progress."""
-    from parity.bench.runner import run_suites
+    from parity.harness.runner import run_suites
     from parity.device import get_device
 
     with Store.open(db) as store:

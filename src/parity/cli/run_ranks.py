@@ -25,7 +25,7 @@ def measure_on_ranks(
 ) -> str | None:
     """Measure on ``ranks`` local ranks (or, with ``join``, as one rank of the user's launcher);
     the run id on the process that holds rank 0's answer, None on the other joined ranks."""
-    from parity.bench.ranked import RankRequest, rank_main
+    from parity.harness.ranked import RankRequest, rank_main
 
     request = RankRequest(suites=tuple(suites), quick=quick, options=options, device=device_name, db=db,
                           resume_run_id=resume_id, argv=tuple(sys.argv), step_timeout_s=step_timeout_s,
@@ -49,7 +49,7 @@ def _launch_showing_progress(nproc: int, request: Any) -> dict[str, Any]:
     import tempfile
     import threading
 
-    from parity.bench.ranked import launch_run, read_progress
+    from parity.harness.ranked import launch_run, read_progress
     from parity.cli.progress import ProgressRenderer
 
     with tempfile.TemporaryDirectory(prefix="parity-progress-") as folder:

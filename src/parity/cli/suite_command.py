@@ -34,8 +34,8 @@ def parse_bytes(value: str | None, *, option: str) -> int | None:
 def run_one_suite(name: str, *, device_name: str | None, quick: bool, options: dict[str, Any],
                   db_path: str | None, label: str) -> tuple[Any, Any]:
     """Measure one registered suite into the store with progress; ``(outcome, device)``."""
-    from parity.bench.registry import get_suite
-    from parity.bench.runner import run_suites
+    from parity.harness.registry import get_suite
+    from parity.harness.runner import run_suites
     from parity.cli.progress import ProgressRenderer
     from parity.device import get_device
     from parity.store import Store

@@ -1,6 +1,6 @@
 """Terminal tables for offline decode: the batch sweep, its Pareto front, throughput at targets.
 
-Takes the ``decode`` suite's summary (``parity.bench.decode.summary``), returns rich
+Takes the ``decode`` suite's summary (``parity.families.decode.summary``), returns rich
 renderables; it never measures and never prints. Every table says it is offline, the TPOT
 statistic, the card count, the layer scaling and what the numbers exclude.
 """

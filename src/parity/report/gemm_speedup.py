@@ -1,6 +1,6 @@
 """Terminal tables for tuned GEMM backends against the baseline: per shape, then per size bucket.
 
-Takes ``summary["speedups"]`` of the GEMM suite (``parity.bench.gemm.speedup_summary``);
+Takes ``summary["speedups"]`` of the GEMM suite (``parity.families.gemm.speedup_summary``);
 never measures, never prints.
 """
 

@@ -1,7 +1,7 @@
 """Terminal tables for ``parity kernels``: one row per operation case with its roofline
 figures and check, the ceilings it is rated against, and why each library kernel did not run.
 
-Takes the suite's summary (``parity.bench.kernels.summary``); never measures, never prints.
+Takes the suite's summary (``parity.families.kernels.summary``); never measures, never prints.
 """
 
 from __future__ import annotations

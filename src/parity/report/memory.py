@@ -1,7 +1,7 @@
 """Terminal tables for the memory suites: bandwidth curves with their fits, latency curves with
 their plateaus and knees.
 
-Takes the suites' summary dicts (``parity.bench.membw_summary`` / ``latency_summary``), returns
+Takes the suites' summary dicts (``parity.families.membw.summary`` / ``latency_summary``), returns
 rich renderables; it never measures and never prints. Units are formatted here and only here.
 """
 

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from parity.model.errors import ParityError
 from parity.model.samples import Samples
-from parity.target.gather import barrier
+from parity.ranks.gather import barrier
 
 if TYPE_CHECKING:  # pragma: no cover
-    from parity.target.group import RankGroup
+    from parity.ranks.group import RankGroup
 
 METHOD = "max-over-ranks"
 
@@ -161,7 +161,7 @@ def measure_over_ranks(
     from parity.model.findings import Finding, Severity
     from parity.stats.checks import check_samples
     from parity.stats.summary import summarize
-    from parity.target.gather import all_gather
+    from parity.ranks.gather import all_gather
     from parity.timing import samples_for_budget
     from parity.timing.measurement import Measurement
 

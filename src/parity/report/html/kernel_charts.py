@@ -2,7 +2,7 @@
 against size with its fit, latency against working set and against concurrent blocks.
 
 Each function takes ``[(run label, suite summary dict), ...]`` (the summaries the suites store,
-``parity.bench.gemm.analysis`` / ``membw_summary`` / ``latency_summary``) and returns charts;
+``parity.families.gemm.analysis`` / ``membw_summary`` / ``latency_summary``) and returns charts;
 runs are told apart by colour, so two devices share one chart.
 """
 

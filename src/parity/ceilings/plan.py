@@ -1,0 +1,81 @@
+"""The ceiling search's plan (``parity.ceilings.compute``): its bounds and budgets per device, and
+the shapes its first two phases time, a ladder of squares and a grid of sides around the best.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from parity.ceilings.contest import Dims
+from parity.metrics.roofline import gemm_flops
+
+# The grid phase: sides s·2^j for j in -2..2 around the best square.
+GRID_EXPONENTS = (-2, -1, 0, 1, 2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchPlan:
+    """Bounds of the ceiling search. Sizes in elements, times in seconds. ``relative``: score
+    ladder and grid shapes against a shape timed next to them (for machines whose speed drifts
+    between probes; see the module's Scores)."""
+
+    budget_s: float
+    min_dim: int
+    max_dim: int
+    align: int
+    max_call_s: float
+    probe_budget_s: float
+    confirm_budget_s: float
+    confirm_repeats: int = 3
+    confirm_top: int = 3
+    patience: int = 3
+    relative: bool = False
+
+    @classmethod
+    def for_device(cls, device_type: str, *, budget_s: float) -> SearchPlan:
+        """Defaults: accelerators search 256..20480 in steps of 64 (mamf-finder's range);
+        CPUs 16..8192 in steps of 16, with relative scoring and a contest of five shapes over
+        seven short rounds (a shared CPU's speed swings by tens of percent within seconds).
+        Calls longer than 1% of the budget are not timed: each probe costs about four calls."""
+        if device_type == "cpu":
+            return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
+                       max_call_s=max(0.02, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
+                       confirm_budget_s=max(0.05, budget_s / 200), confirm_repeats=7, confirm_top=5,
+                       relative=True)
+        return cls(budget_s=budget_s, min_dim=256, max_dim=20480, align=64,
+                   max_call_s=max(0.01, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
+                   confirm_budget_s=max(0.2, budget_s / 40))
+
+    def too_slow(self, dims: Dims, flops: float) -> bool:
+        """True when one call of ``dims`` at ``flops`` FLOP/s (0: not known yet, never too slow)
+        would exceed ``max_call_s``: ``2MNK / flops > max_call_s``."""
+        return flops > 0 and gemm_flops(*dims) / flops > self.max_call_s
+
+
+def align_up(value: float, align: int) -> int:
+    """``value`` rounded to the nearest positive multiple of ``align``."""
+    return max(align, round(value / align) * align)
+
+
+def scout_sizes(plan: SearchPlan) -> list[int]:
+    """The square sizes of phase 1: ``min_dim·2^(i/2)`` aligned, up to ``max_dim``, distinct."""
+    sizes: list[int] = []
+    i = 0
+    while True:
+        size = align_up(plan.min_dim * 2 ** (i / 2), plan.align)
+        if size > plan.max_dim:
+            return sizes
+        if size not in sizes:
+            sizes.append(size)
+        i += 1
+
+
+def grid_shapes(size: int, plan: SearchPlan) -> list[Dims]:
+    """Phase 2's shapes: sides ``size·2^j`` (j in ``GRID_EXPONENTS``, aligned, within the plan's
+    range) in every combination, nearest to the square ``size`` first (sum of |j| over M, N, K),
+    so a budget cut drops the farthest ones."""
+    sides = {j: align_up(size * 2.0**j, plan.align) for j in GRID_EXPONENTS}
+    sides = {j: v for j, v in sides.items() if plan.min_dim <= v <= plan.max_dim}
+    combos = sorted(itertools.product(sides, sides, sides), key=lambda js: (sum(map(abs, js)), js))
+    return list(dict.fromkeys((sides[a], sides[b], sides[c]) for a, b, c in combos))

@@ -1,0 +1,108 @@
+"""The ``collectives`` suite: nccl-tests' sweep over torch.distributed, on any backend.
+
+One case per (collective, dtype, placement, size); sizes from ``min_bytes`` to ``max_bytes``
+multiplied by ``factor`` (nccl-tests' ``-b/-e/-f``). Each case is declared work: the harness
+times it as the maximum over ranks per iteration (``parity.timing.ranks``), its median and
+p99, with the fastest rank's beside it; the check reruns the operation on fresh inputs and
+counts wrong elements on every rank. ``algbw`` and ``busbw`` follow
+``parity.metrics.collectives``. Every rank checks that all ranks were given the same options
+before the first collective.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from parity.families.collectives.ops import DTYPES, PLACEMENTS, prepare
+from parity.ranks.comm_group import CommGroup, agree, close_comm_group, open_comm_group
+from parity.families.collectives.summary import summarize_collectives
+from parity.harness.options import option
+from parity.harness.suite import CaseSpec, SuiteBase
+from parity.harness.work import Work
+from parity.model.figure import Figure
+from parity.model.result import CaseResult
+
+CONVENTION = "nccl-tests: S bytes per rank as nccl-tests counts them"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectivesOptions:
+    """The options of the ``collectives`` suite (sizes in bytes, times in seconds)."""
+
+    ops: tuple[str, ...] = option(tuple(PLACEMENTS), help="collectives to sweep", choices=tuple(PLACEMENTS))
+    dtypes: tuple[str, ...] = option(("fp32",), help="element types", choices=tuple(DTYPES))
+    placement: str = option("both", help="in place, out of place, or both where torch has both",
+                            choices=("both", "in-place", "out-of-place"))
+    min_bytes: int = option(1024, help="smallest S, B (nccl-tests -b)", minimum=1)
+    max_bytes: int | None = option(None, help="largest S, B (nccl-tests -e; 64 MiB, 1 MiB quick)", minimum=1)
+    factor: float = option(4.0, help="size multiplier between cases (nccl-tests -f)", minimum=1.0,
+                           exclusive_minimum=True)
+    iterations: int = option(20, help="timed iterations per case (nccl-tests -n)", minimum=1)
+    warmup_s: float = option(0.02, help="untimed warm-up per case, s (nccl-tests -w, by time)", minimum=0.0)
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: float) -> list[int]:
+    """``min, min·f, min·f², ...`` up to ``max`` inclusive, in whole bytes (nccl-tests' sweep).
+    Example: 1024 to 16384 by 4 is [1024, 4096, 16384]."""
+    sizes, size = [], float(min_bytes)
+    while size <= max_bytes * (1 + 1e-9):
+        sizes.append(int(size))
+        size *= factor
+    return sorted(set(sizes))
+
+
+class CollectivesSuite(SuiteBase):
+    """nccl-tests' collectives over the run's ranks (module docstring)."""
+
+    name = "collectives"
+    description = "collectives (all_reduce ... send/recv): algbw and busbw by the nccl-tests factors"
+    options_type = CollectivesOptions
+
+    def setup(self, *, device: Any, options: CollectivesOptions) -> CommGroup:
+        group = open_comm_group(device)
+        try:
+            agree(group, asdict(options), what="collectives configuration")
+        except BaseException:
+            close_comm_group(group)
+            raise
+        return group
+
+    def teardown(self, state: CommGroup | None) -> None:
+        close_comm_group(state)
+
+    def cases(self, *, device: Any, quick: bool, options: CollectivesOptions) -> list[CaseSpec]:
+        top = options.max_bytes or (2**20 if quick else 64 * 2**20)
+        specs = []
+        for op in options.ops:
+            places = [p for p in PLACEMENTS[op] if options.placement in ("both", p)] or [PLACEMENTS[op][0]]
+            for dtype in options.dtypes:
+                for placement in places:
+                    for size in sweep_sizes(options.min_bytes, top, options.factor):
+                        specs.append(CaseSpec(suite=self.name, key=f"{op}/{dtype}/{placement}/{size}",
+                                              params={"op": op, "dtype": dtype, "placement": placement,
+                                                      "size_bytes": size}, cost=1.0 + size / 2**20))
+        return specs
+
+    def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: CommGroup) -> Work:
+        p = case.params
+        prepared = prepare(p["op"], size_bytes=int(p["size_bytes"]), dtype=p["dtype"], placement=p["placement"],
+                           rank=state.rank, world_size=state.world_size, torch_device=device.torch_device)
+        return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
+                    bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=0.0,
+                    min_samples=options.iterations, max_samples=options.iterations, flush_cache=False,
+                    metrics={"world_size": state.world_size, "backend": state.backend,
+                             "size_bytes": prepared.size_bytes, "count": prepared.count})
+
+    def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> dict[str, Any]:
+        return summarize_collectives(results)
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        figures = []
+        for op, mean in summary.get("avg_busbw_gbps", {}).items():
+            figures.append(Figure(name=f"collectives.{op}.busbw.avg", value=mean * 1e9, unit="B/s",
+                                  method="nccl-tests busbw = S/t · f(op, n), t the max over ranks per "
+                                         "iteration (median); mean over the sizes measured",
+                                  scope={"op": op, "world_size": summary.get("world_size"),
+                                         "backend": summary.get("backend")}))
+        return figures

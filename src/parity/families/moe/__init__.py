@@ -1,0 +1,5 @@
+"""MoE dispatch and combine over all_to_all with uneven splits (DeepEP's presets)."""
+
+from parity.model.family import Family
+
+FAMILY = Family(name="moe", suite="parity.families.moe.suite:MoeSuite", description="MoE dispatch and combine", order=4)

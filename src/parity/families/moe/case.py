@@ -1,0 +1,128 @@
+"""The declared work of one MoE case: buffers, the timed exchange and its check, and its bytes."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from parity.families.moe.exchange import decode, encode, plan_exchange, token_rows, token_table
+from parity.harness.work import Work
+from parity.metrics.moe import (
+    algorithm_bytes,
+    bf16_row_bytes,
+    cross_rank_bytes,
+    exchange_counts,
+    fp8_row_bytes,
+    logical_bytes,
+)
+
+LOGICAL = "logical: rank-deduplicated rows (own rank included), mean over ranks"
+BF16_ROUNDING = 2.0**-8  # unit roundoff of bf16 (8 significant bits)
+
+
+def row_bytes(dtype: str, hidden: int) -> int:
+    """Bytes of one row of ``dtype`` (``bf16`` or ``fp8`` with scales)."""
+    return fp8_row_bytes(hidden) if dtype == "fp8" else bf16_row_bytes(hidden)
+
+
+def exchange_bytes(routing: Any, *, world: int, hidden: int) -> dict[str, Any]:
+    """Per-rank row counts of the routing (``parity.metrics.moe.exchange_counts``)."""
+    per_rank = routing.num_experts // world
+    counts = [exchange_counts(routing.experts[s].tolist(), source_rank=s, experts_per_rank=per_rank)
+              for s in range(world)]
+    return {"counts": counts, "hidden": hidden}
+
+
+def case_bytes(state: dict[str, Any], *, dtype: str) -> dict[str, float]:
+    """Mean over ranks of each rank's bytes in the three byte conventions, for rows of ``dtype``."""
+    counts, row = state["bytes"]["counts"], row_bytes(dtype, state["bytes"]["hidden"])
+    return {"algorithm_bytes": statistics.fmean(algorithm_bytes(c, row_bytes=row) for c in counts),
+            "logical_bytes": statistics.fmean(logical_bytes(c, row_bytes=row) for c in counts),
+            "cross_rank_bytes": statistics.fmean(cross_rank_bytes(c, row_bytes=row) for c in counts),
+            "row_bytes": row}
+
+
+def _setting(state: dict[str, Any], *, dtype: str, seed: int) -> tuple[Any, Any, Any]:
+    """This rank's plan (cached), the token table, and its own rows encoded for dispatch."""
+    import torch
+
+    group, shape, device = state["group"], state["shape"], state["device"].torch_device
+    plan = state.setdefault("plan", plan_exchange(state["routing"], rank=group.rank, world=group.world_size))
+    table = state.setdefault("table", token_table(hidden=shape["hidden"], seed=seed))
+    own = token_rows(table, source=torch.full_like(plan.send_order, group.rank), token=plan.send_order,
+                     tokens_per_rank=shape["tokens"])
+    return plan, table, encode(own, dtype=dtype).to(device)
+
+
+def _metrics(state: dict[str, Any], *, dtype: str, direction: str) -> dict[str, Any]:
+    group, routing = state["group"], state["routing"]
+    moved = case_bytes(state, dtype=dtype if direction == "dispatch" else "bf16")
+    return {**state["shape"], **moved, "world_size": group.world_size, "backend": group.backend,
+            "dispatch_dtype": dtype, "direction": direction, "routing": routing.source,
+            "routing_digest": routing.digest, "imbalance_ratio": routing.imbalance,
+            "library_backends": state.get("library_backends", {})}
+
+
+def dispatch_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: int, warmup_s: float) -> Work:
+    """Dispatch: ``all_to_all_single`` of the encoded rows; checked bit for bit on every rank."""
+    import torch
+    import torch.distributed as dist
+
+    plan, table, send = _setting(state, dtype=dtype, seed=seed)
+    recv = torch.empty(sum(plan.recv_counts), send.shape[1], dtype=torch.uint8, device=send.device)
+
+    def call() -> None:
+        dist.all_to_all_single(recv, send, plan.recv_counts, plan.send_counts)
+
+    def check() -> dict[str, Any]:
+        rows = token_rows(table, source=plan.recv_source, token=plan.recv_token,
+                          tokens_per_rank=state["shape"]["tokens"])
+        expected = encode(rows, dtype=dtype).to(recv.device)
+        wrong = int((recv != expected).any(dim=1).sum()) if recv.numel() else 0
+        return {"passed": wrong == 0, "wrong": wrong,
+                "method": "every received row equals the sender's encoded row, byte for byte"}
+
+    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="dispatch"),
+                          iterations=iterations, warmup_s=warmup_s)
+
+
+def combine_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: int, warmup_s: float) -> Work:
+    """Combine: one untimed dispatch and expert step, then the timed return of bf16 rows and the
+    per-token sum; checked against ``x̂·Σ w·g`` within bf16 rounding on every rank."""
+    import torch
+    import torch.distributed as dist
+
+    plan, _, send = _setting(state, dtype=dtype, seed=seed)
+    hidden, tokens = state["shape"]["hidden"], state["shape"]["tokens"]
+    recv = torch.empty(sum(plan.recv_counts), send.shape[1], dtype=torch.uint8, device=send.device)
+    dist.all_to_all_single(recv, send, plan.recv_counts, plan.send_counts)
+    factor = plan.recv_factor.to(recv.device)
+    partial = (decode(recv, dtype=dtype, hidden=hidden) * factor[:, None]).to(torch.bfloat16)
+    outgoing = partial.contiguous().view(torch.uint8)
+    back = torch.empty(send.shape[0], 2 * hidden, dtype=torch.uint8, device=send.device)
+    out = torch.empty(tokens, hidden, dtype=torch.float32, device=send.device)
+    order = plan.send_order.to(send.device)
+
+    def call() -> None:
+        dist.all_to_all_single(back, outgoing, plan.send_counts, plan.recv_counts)
+        out.zero_()
+        out.index_add_(0, order, back.view(torch.bfloat16).float())
+
+    def check() -> dict[str, Any]:
+        mine = torch.zeros(tokens, hidden, dtype=torch.float32, device=send.device)
+        mine[order] = decode(send, dtype=dtype, hidden=hidden)  # x̂: this rank's tokens as dispatched
+        expected = mine * plan.total_factor.to(send.device)[:, None]
+        bound = BF16_ROUNDING * expected.abs() * 1.001 + 1e-30
+        wrong = int(((out - expected).abs() > bound).sum())
+        return {"passed": wrong == 0, "wrong": wrong,
+                "method": "combine(dispatch(x)) = x_hat * sum(w * g_e) over the top-k, within bf16 rounding"}
+
+    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="combine"),
+                          iterations=iterations, warmup_s=warmup_s)
+
+
+def _exchange_work(call: Any, check: Any, metrics: dict[str, Any], *, iterations: int, warmup_s: float) -> Work:
+    """An exchange's declared work: its logical bytes, a fixed number of iterations, no flush."""
+    return Work(call=call, check=check, bytes=metrics["logical_bytes"], bytes_convention=LOGICAL,
+                warmup_s=warmup_s, budget_s=0.0, min_samples=iterations, max_samples=iterations,
+                flush_cache=False, metrics=metrics)

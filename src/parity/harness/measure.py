@@ -1,0 +1,84 @@
+"""The harness: times declared work with a named strategy, checks it, derives its rates.
+
+``measure_work`` is the one place a :class:`parity.harness.work.Work` becomes a stored row:
+
+1. time ``work.call`` with ``time_work`` (``auto``: the device's events, or the host clock plus
+   a synchronize where the device has none; ``graph-replay``: CUDA graph replays, eager with a
+   finding elsewhere; ``max-over-ranks``, always when the run has several ranks: each rank
+   times every iteration and the per-iteration maximum over ranks is the sample, the minimum
+   kept beside it);
+2. run ``work.check`` after timing, on the state the timed calls left;
+3. derive ``flop_per_s`` and ``bytes_per_s`` from the median (``parity.metrics.rates``) and keep
+   the raw samples, the median, IQR and 95% CI in the one shape every family uses
+   (``timing_metrics``).
+
+A row whose check raises or returns no ``passed`` is not ok: every performance row carries its
+correctness check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.harness.suite import CaseSpec
+from parity.harness.work import Work
+from parity.metrics.rates import rate_per_s
+from parity.model.findings import Finding, Severity
+from parity.model.result import CaseResult
+
+
+def timing_metrics(summary: Any) -> dict[str, Any]:
+    """The timing figures every family stores per case, in seconds: median, IQR, 95% CI, min."""
+    return {"median_s": summary.median, "iqr_s": summary.iqr,
+            "ci95_s": [summary.ci_low, summary.ci_high], "min_s": summary.min}
+
+
+def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
+    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy``."""
+    from parity.timing import measure
+
+    timing = {"device": device, "inputs": work.inputs, "warmup_s": work.warmup_s,
+              "budget_s": work.budget_s, "min_samples": work.min_samples,
+              "max_samples": work.max_samples, "flush_cache": work.flush_cache}
+    if group is not None or work.strategy == "max-over-ranks":
+        from parity.timing.ranks import measure_over_ranks
+
+        if group is None:
+            raise ValueError("max-over-ranks timing needs a group of ranks; run with --ranks N")
+        return measure_over_ranks(work.call, group=group, **timing)
+    return measure(work.call, graph=work.strategy == "graph-replay", **timing)
+
+
+def _run_check(work: Work) -> dict[str, Any]:
+    try:
+        check = dict(work.check())
+    except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a crash
+        return {"passed": False, "method": "check raised", "error": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(check.get("passed"), bool):
+        return {**check, "passed": False, "error": "the check returned no boolean 'passed'"}
+    return check
+
+
+def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) -> CaseResult:
+    """Time, check and rate ``work`` for ``case`` (see the module docstring)."""
+    try:
+        m = time_work(work, device=device, group=group)
+        check = _run_check(work)
+    finally:
+        if work.release is not None:
+            work.release()
+    metrics: dict[str, Any] = {**timing_metrics(m.summary), **work.metrics}
+    if work.flop:
+        metrics.update({"flop": work.flop, "flop_per_s": rate_per_s(work.flop, m.summary.median)})
+    if work.bytes:
+        metrics.update({"bytes": work.bytes, "bytes_per_s": rate_per_s(work.bytes, m.summary.median),
+                        "bytes_convention": work.bytes_convention})
+    metrics["strategy"] = m.samples.method
+    findings = list(m.findings)
+    if not check["passed"]:
+        findings.append(Finding(code="wrong-result", severity=Severity.ERROR,
+                                message=f"check failed: {check.get('error') or check.get('method', '')}",
+                                hint="the timed figures of this case are not to be quoted"))
+    return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
+                      samples={"main": m.samples}, metrics=metrics, check=check,
+                      findings=tuple(findings), telemetry=dict(m.telemetry))

@@ -1,0 +1,54 @@
+"""Declared work: what one case runs, what it does, and how to tell it did it right.
+
+A suite returns a :class:`Work` from ``measure`` and the harness does the rest: it times
+``call`` with the named ``strategy`` from ``parity.timing``, runs ``check`` on the result,
+derives the rates from ``flop`` and ``bytes`` (per call), and records ``bytes_convention`` with
+them, so the same code path times, checks and rates every family's declared cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Strategies the harness knows, by name (see parity.harness.measure.time_work): ``auto`` is the
+# device's events, or the host clock plus a synchronize where the device has none (the samples
+# say which); ``graph-replay`` times CUDA graph replays (eager, with a finding, elsewhere);
+# ``max-over-ranks`` is what every declared work gets on several ranks.
+STRATEGIES = ("auto", "graph-replay", "max-over-ranks")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Work:
+    """One case's work.
+
+    ``call`` is one call of the work (``call(inputs)`` when ``inputs`` is an input rotation);
+    ``check`` returns the correctness verdict, a dict with at least ``passed`` (bool) and
+    ``method`` (what was compared); ``flop`` and ``bytes`` are per call, ``bytes`` counted as
+    ``bytes_convention`` says (``bytes read + written (STREAM)``). ``metrics`` are extra
+    per-case values in SI units; ``release`` frees the case's buffers after timing.
+    """
+
+    call: Callable[..., Any]
+    check: Callable[[], dict[str, Any]]
+    flop: float = 0.0
+    bytes: float = 0.0
+    bytes_convention: str = ""
+    strategy: str = "auto"
+    inputs: Any = None
+    flush_cache: bool = True
+    warmup_s: float = 0.02
+    budget_s: float = 0.1
+    min_samples: int = 5
+    max_samples: int = 1000
+    metrics: dict[str, Any] = field(default_factory=dict)
+    release: Callable[[], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown timing strategy {self.strategy!r}; use one of {', '.join(STRATEGIES)}")
+        if self.flop < 0 or self.bytes < 0:
+            raise ValueError("work must declare non-negative flop and bytes")
+        if self.bytes and not self.bytes_convention:
+            raise ValueError("work that declares bytes must name the convention that counts them")

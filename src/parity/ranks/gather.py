@@ -1,0 +1,102 @@
+"""Rank-to-rank helpers over a group's control channel: a barrier that names a missing rank,
+and gathers of Python objects (provenance, case results) to rank 0 or to every rank.
+
+They all run on ``RankGroup.control``, a gloo group over the CPU whatever the device's backend:
+gloo has ``monitored_barrier``, which reports *which* ranks did not arrive, and objects never
+need to be copied to an accelerator to be sent. Every helper is collective: every rank must call
+it, in the same order.
+
+Bounded time: ``barrier`` waits at most ``timeout_s``; a gather first passes a barrier with
+that timeout, so a dead or hung rank is named there, then moves the objects under the group's
+own timeout (``join_group(timeout_s=...)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import timedelta
+from typing import Any, Protocol
+
+from parity.model.errors import ParityError, one_line
+
+
+class RankGroup(Protocol):
+    """What these helpers need of ``parity.ranks.group.RankGroup`` (named here, not imported,
+    since the group module itself gathers through these helpers)."""
+
+    world_size: int
+    rank: int
+    control: Any
+
+log = logging.getLogger(__name__)
+
+_MISSING = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier")
+_PEER = re.compile(r"from rank (\d+)")
+
+
+def barrier(group: RankGroup, *, timeout_s: float) -> None:
+    """Wait until every rank of ``group`` arrives; a ParityError naming the ranks that did not
+    arrive within ``timeout_s`` seconds (raised on every rank that notices)."""
+    import torch.distributed as dist
+
+    try:
+        dist.monitored_barrier(
+            group=group.control, timeout=timedelta(seconds=timeout_s), wait_all_ranks=True
+        )
+    except RuntimeError as exc:
+        raise ParityError(barrier_failure(str(exc), rank=group.rank, timeout_s=timeout_s)) from None
+
+
+def barrier_failure(message: str, *, rank: int, timeout_s: float) -> str:
+    """One line from gloo's monitored-barrier error: which ranks failed, seen from which rank.
+
+    Rank 0 reports ``Ranks 1, 3 failed to pass monitoredBarrier``; the others report an error
+    ``from rank 0`` when rank 0 itself is gone. Anything else is kept, on one line.
+    """
+    missing = _MISSING.search(message)
+    if missing:
+        ranks = ", ".join(part.strip() for part in missing.group(1).split(",") if part.strip())
+        noun = "rank" if "," not in ranks else "ranks"
+        return (
+            f"{noun} {ranks} did not reach the barrier within {timeout_s:g} s (seen from rank "
+            f"{rank}): it died or hangs; see its log"
+        )
+    peer = _PEER.search(message)
+    if peer:
+        return (
+            f"rank {peer.group(1)} stopped answering at a barrier (seen from rank {rank}, "
+            f"timeout {timeout_s:g} s): it died or hangs; see its log"
+        )
+    return f"barrier failed on rank {rank}: {' '.join(message.split())[:300]}"
+
+
+def gather_to_rank0(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any] | None:
+    """Every rank's ``obj`` (picklable), in rank order, on rank 0; None on the other ranks."""
+    import torch.distributed as dist
+
+    barrier(group, timeout_s=timeout_s)
+    out: list[Any] | None = [None] * group.world_size if group.rank == 0 else None
+    try:
+        dist.gather_object(obj, out, dst=0, group=group.control)
+    except RuntimeError as exc:
+        raise ParityError(_transfer_failure("gather to rank 0", exc, rank=group.rank)) from None
+    return out
+
+
+def all_gather(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any]:
+    """Every rank's ``obj`` (picklable), in rank order, on every rank."""
+    import torch.distributed as dist
+
+    barrier(group, timeout_s=timeout_s)
+    out: list[Any] = [None] * group.world_size
+    try:
+        dist.all_gather_object(out, obj, group=group.control)
+    except RuntimeError as exc:
+        raise ParityError(_transfer_failure("all-gather", exc, rank=group.rank)) from None
+    return out
+
+
+def _transfer_failure(what: str, exc: Exception, *, rank: int) -> str:
+    text = one_line(exc, 300)
+    return f"{what} failed on rank {rank} after every rank passed the barrier: {text}"
