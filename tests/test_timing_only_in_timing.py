@@ -28,17 +28,10 @@ TIMING_DATA = {"parity.timing.rotation"}
 # Modules still being moved onto declared work; each entry goes when its module does.
 PENDING: set[str] = {
     "families/overlap/suite.py",
-    "families/gemm/tuned.py",
-    "families/gemm/evaluator.py",
-    "families/gemm/tilelang_matmul.py",
-    "families/gemm/measure_case.py",
-    "families/gemm/speedup.py",
     "families/membw/suite.py",
     "families/latency/suite.py",
     "families/decode/serving/client.py",
     "families/decode/serving/load.py",
-    "ceilings/compute.py",
-    "ceilings/bandwidth.py",
     "harness/progress.py",
     "harness/runner.py",
 }

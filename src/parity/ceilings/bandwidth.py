@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.harness.measure import time_work
 from parity.harness.suite import CaseSpec
+from parity.harness.work import Work
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 
 # Never let the copy's two buffers take more than this share of the free memory.
 MEMORY_SHARE = 0.8
 CONVENTION = "bytes read plus bytes written (STREAM)"
+# The timing protocol's own default: the copy is bounded by its budget, not by a sample count.
+MAX_SAMPLES = 10_000
 
 
 def bandwidth_copy_bytes(device: Any) -> int:
@@ -44,21 +48,23 @@ def ceiling_copy_bytes(device: Any) -> int:
 
 
 def measure_bandwidth_ceiling(*, device: Any, size_bytes: int, budget_s: float = 0.3) -> dict[str, Any]:
-    """``B``: copy a ``size_bytes`` buffer into another; ``2·size/median`` B/s (read + write)."""
+    """``B``: copy a ``size_bytes`` buffer into another; ``2·size/median`` B/s (read + write).
+    The copy is declared Work the harness times (``parity.harness.measure.time_work``)."""
     import torch
-
-    from parity.timing import measure
 
     elements = max(1, size_bytes // 4)
     src = device.random_tensor((elements,), torch.float32)
     dst = torch.empty_like(src)
-    result = measure(lambda: dst.copy_(src), device=device, warmup_s=0.05, budget_s=budget_s,
-                     min_samples=5, flush_cache=False)
     moved = 2 * elements * 4
-    copied = bool(torch.equal(dst, src))
+    work = Work(call=lambda: dst.copy_(src),
+                check=lambda: {"passed": bool(torch.equal(dst, src)),
+                               "method": "the destination equals the source after the timed copies"},
+                bytes=moved, bytes_convention=CONVENTION, warmup_s=0.05, budget_s=budget_s, min_samples=5,
+                max_samples=MAX_SAMPLES, flush_cache=False)
+    result = time_work(work, device=device)
     summary = result.summary
     return {
-        "check": {"passed": copied, "method": "the destination equals the source after the timed copies"},
+        "check": work.check(),
         "bps": moved / summary.median,
         "bytes_copied": elements * 4,
         "operand_bytes": elements * 4,

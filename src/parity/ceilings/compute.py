@@ -37,14 +37,14 @@ it, times that shape's score: on the ladder the previous square, timed just befo
 
 The bandwidth ceiling ``B`` is ``parity.ceilings.bandwidth``'s, shared with membw.
 
-The search takes its measurement as a callback, so the algorithm is tested without a device;
-the GEMM callback on a device is ``parity.families.gemm.evaluator.gemm_rate_evaluator``.
+The search takes its measurement as a callback and its budget clock as an argument, so the
+algorithm is tested without a device; the GEMM callback on a device is
+``parity.families.gemm.evaluator.gemm_rate_evaluator`` (declared Work the harness times).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -326,12 +326,12 @@ def confirm_rounds(evaluate: Evaluate, dims: Dims, plan: SearchPlan, *, clock: C
                        clock=clock, deadline=deadline).rates[dims]
 
 
-def search_ceiling(
-    evaluate: Evaluate, plan: SearchPlan, *, clock: Callable[[], float] = time.perf_counter
-) -> SearchResult:
+def search_ceiling(evaluate: Evaluate, plan: SearchPlan, *, clock: Callable[[], float]) -> SearchResult:
     """Find the best sustained rate ``evaluate`` reports, within ``plan.budget_s`` (see module).
 
-    ``evaluate(m, n, k, budget_s)`` times one shape for about ``budget_s`` and returns FLOP/s.
+    ``evaluate(m, n, k, budget_s)`` times one shape for about ``budget_s`` and returns FLOP/s;
+    ``clock()`` is the search's budget clock in seconds (``parity.harness.measure.stopwatch()``
+    on a device, a fake in tests): it decides when phases stop, and never times a probe.
     One probe of the smallest square runs before the clock starts: it pays for imports and
     library initialisation (seconds on a loaded CPU), which must not eat the search's budget.
     """

@@ -25,6 +25,12 @@ from parity.harness.work import Work
 from parity.metrics.rates import rate_per_s
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
+# Strategy objects a Work may name (``Work.strategy``), re-exported so that a family declares
+# its protocol through the harness and never imports a timing strategy itself.
+from parity.timing.fallback import ReplayFallback
+from parity.timing.paired import PairedRounds
+
+__all__ = ["PairedRounds", "ReplayFallback", "measure_work", "stopwatch", "time_work", "timing_metrics"]
 
 
 def timing_metrics(summary: Any) -> dict[str, Any]:
@@ -34,8 +40,12 @@ def timing_metrics(summary: Any) -> dict[str, Any]:
 
 
 def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
-    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy``."""
+    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy`` (a
+    ``parity.timing.timed.Timed`` when the strategy is an object of ``parity.timing``)."""
     from parity.timing import measure
+
+    if not isinstance(work.strategy, str):
+        return work.strategy.time(work, device=device, group=group)
 
     timing = {"device": device, "inputs": work.inputs, "warmup_s": work.warmup_s,
               "budget_s": work.budget_s, "min_samples": work.min_samples,
@@ -47,6 +57,14 @@ def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
             raise ValueError("max-over-ranks timing needs a group of ranks; run with --ranks N")
         return measure_over_ranks(work.call, group=group, **timing)
     return measure(work.call, graph=work.strategy == "graph-replay", **timing)
+
+
+def stopwatch() -> Any:
+    """A clock for a protocol's own budget or a cost reported beside a rate (seconds since this
+    call; ``parity.timing.stopwatch.Stopwatch``): never a sample."""
+    from parity.timing.stopwatch import Stopwatch
+
+    return Stopwatch()
 
 
 def _run_check(work: Work) -> dict[str, Any]:
@@ -67,18 +85,19 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
     finally:
         if work.release is not None:
             work.release()
-    metrics: dict[str, Any] = {**timing_metrics(m.summary), **work.metrics}
+    samples = m.samples if isinstance(m.samples, dict) else {"main": m.samples}
+    metrics: dict[str, Any] = {**timing_metrics(m.summary), **getattr(m, "metrics", {}), **work.metrics}
     if work.flop:
         metrics.update({"flop": work.flop, "flop_per_s": rate_per_s(work.flop, m.summary.median)})
     if work.bytes:
         metrics.update({"bytes": work.bytes, "bytes_per_s": rate_per_s(work.bytes, m.summary.median),
                         "bytes_convention": work.bytes_convention})
-    metrics["strategy"] = m.samples.method
+    metrics["strategy"] = samples["main"].method
     findings = list(m.findings)
     if not check["passed"]:
         findings.append(Finding(code="wrong-result", severity=Severity.ERROR,
                                 message=f"check failed: {check.get('error') or check.get('method', '')}",
                                 hint="the timed figures of this case are not to be quoted"))
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
-                      samples={"main": m.samples}, metrics=metrics, check=check,
+                      samples=samples, metrics=metrics, check=check,
                       findings=tuple(findings), telemetry=dict(m.telemetry))

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.ceilings.contest import Dims, Evaluate
 from parity.families.gemm.dtypes import precision_mode
 from parity.families.gemm.inputs import rotation_for
-from parity.ceilings.contest import Dims, Evaluate
+from parity.harness.measure import time_work
+from parity.harness.work import Work
 from parity.metrics.roofline import gemm_flops
-from parity.timing import measure
 
 # Enough samples for a stable median; more only slows the bootstrap in the summary.
 MAX_PROBE_SAMPLES = 100
+# Probes are not checked one by one: the ceiling case checks the winner's shape once.
+NOT_CHECKED = {"passed": True, "method": "not checked: a probe of the ceiling search"}
 # Input sets per probe with the cache flushed before each call: a few (the flush makes every call
 # cold, and building sets costs time on every probe); without the flush, ``rotation_for``'s default.
 FLUSHED_SETS = 4
@@ -23,7 +26,8 @@ FLUSHED_SETS = 4
 
 def gemm_rate_evaluator(*, device: Any, backend: Any, dtype: Any, flush: bool, warmup_s: float = 0.01,
                         keep: dict[Dims, Any] | None = None) -> Evaluate:
-    """An ``evaluate`` callback timing ``backend`` on ``device`` with the timing core.
+    """An ``evaluate`` callback timing ``backend`` on ``device``: each probe is declared Work
+    the harness times (``parity.harness.measure.time_work``).
 
     ``keep``, when given, receives the raw samples of the latest measurement of each shape.
 
@@ -39,10 +43,10 @@ def gemm_rate_evaluator(*, device: Any, backend: Any, dtype: Any, flush: bool, w
     def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
         inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k, **sets)
         with precision_mode(dtype, device):
-            result = measure(backend.run, device=device, inputs=inputs, warmup_s=warmup_s,
-                             budget_s=budget_s, min_samples=3, max_samples=MAX_PROBE_SAMPLES,
-                             flush_cache=flush)
-        del inputs
+            work = Work(call=backend.run, check=lambda: NOT_CHECKED, inputs=inputs, warmup_s=warmup_s,
+                        budget_s=budget_s, min_samples=3, max_samples=MAX_PROBE_SAMPLES, flush_cache=flush)
+            result = time_work(work, device=device)
+        del inputs, work
         if keep is not None:
             keep[(m, n, k)] = result.samples
         return gemm_flops(m, n, k) / result.median_s

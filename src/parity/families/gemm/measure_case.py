@@ -8,6 +8,7 @@ error-severity finding whose code says what happened (``unsupported-dtype``,
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from parity.ceilings.bandwidth import bandwidth_ceiling_case
@@ -19,7 +20,9 @@ from parity.families.gemm.datasheet import reference_peak
 from parity.families.gemm.dtypes import GemmDtype, emulation_note, precision_mode
 from parity.families.gemm.evaluator import gemm_rate_evaluator
 from parity.families.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
+from parity.harness.measure import ReplayFallback, stopwatch, time_work
 from parity.harness.suite import CaseSpec
+from parity.harness.work import Work
 from parity.metrics.ceiling import CeilingRounds
 from parity.metrics.roofline import arithmetic_intensity, gemm_flops, gemm_min_bytes
 from parity.model.findings import Finding, Severity
@@ -32,6 +35,10 @@ log = logging.getLogger(__name__)
 # Graph replay (where the device has it) for shapes of at most this much work under --graph auto:
 # their calls are short enough that launch overhead would show in per-call events.
 GRAPH_MAX_FLOP = 2e9
+# The case checks the product itself, on fresh inputs, after timing (``check_backend``).
+NOT_CHECKED = {"passed": True, "method": "checked after timing, by the case"}
+# The finding of a graph capture that failed (the shape was timed eagerly).
+FALLBACK_CODE = "graph-failed"
 # Never let one case's tensors take more than this share of the free memory.
 MEMORY_SHARE = 0.8
 
@@ -70,7 +77,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     kept: dict[tuple[int, int, int], Samples] = {}
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
                                    flush=bool(case.params.get("flush", True)))
-    result = search_ceiling(evaluate, plan)
+    result = search_ceiling(evaluate, plan, clock=stopwatch())
     device_name = device.properties().name
     sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
     m, n, k = result.dims
@@ -130,7 +137,7 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
         with precision_mode(dtype, device):
             timed, _ = _time_alone(p, device=device, dtype=dtype, backend=backend, base={"work_flop": work}, extra=extra)
         own.append(work / timed.median_s)
-        samples[f"own{pair}"] = timed.samples
+        samples[f"own{pair}"] = timed.samples["main"]
 
     for index in range(int(p["rounds"])):
         round_first = (int(p.get("index", 0)) + index) % 2 == 0
@@ -257,31 +264,26 @@ def _time_and_check(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: A
         "tuning_s": tuning,
         **speedup,
     }
-    return CaseResult(suite=case.suite, key=case.key, params=dict(p), samples={"main": result.samples},
+    return CaseResult(suite=case.suite, key=case.key, params=dict(p), samples={"main": result.samples["main"]},
                       metrics=metrics, check=check, findings=tuple(findings), telemetry=telemetry)
 
 
 def _time_alone(p: dict[str, Any], *, device: Any, dtype: GemmDtype, backend: Any, base: dict[str, Any],
                 extra: list[Finding]) -> tuple[Any, bool]:
-    """One backend timed on its own (graph replay for tiny shapes where the device has it)."""
-    from parity.timing import measure
-
+    """One backend timed on its own as declared Work (graph replay for tiny shapes where the
+    device has it, eagerly when the capture fails: ``ReplayFallback``); its fallback finding
+    goes to ``extra``. ``(the Timed, whether graph replay was tried)``."""
     m, n, k = int(p["m"]), int(p["n"]), int(p["k"])
     inputs = rotation_for(device=device, backend=backend, dtype=dtype, m=m, n=n, k=k)
     graph = p["graph"] == "on" or (p["graph"] == "auto" and base["work_flop"] <= GRAPH_MAX_FLOP)
     graph = graph and bool(getattr(device, "supports_graphs", False))
-    kwargs = {"device": device, "inputs": inputs, "warmup_s": float(p["warmup_s"]),
-              "budget_s": float(p["budget_s"]), "min_samples": 5, "max_samples": int(p["max_samples"]),
-              "flush_cache": bool(p["flush"]), "telemetry": bool(p["telemetry"])}
-    try:
-        return measure(backend.run, graph=graph, **kwargs), graph
-    except Exception as exc:  # graph capture can fail where eager works
-        if not graph:
-            raise
-        extra.append(Finding(code="graph-failed", severity=Severity.INFO,
-                             message=f"graph capture failed ({_describe(exc)}); timed eagerly",
-                             hint="per-call events include launch overhead for short calls"))
-        return measure(backend.run, graph=False, **kwargs), graph
+    work = Work(call=backend.run, check=lambda: NOT_CHECKED, inputs=inputs, warmup_s=float(p["warmup_s"]),
+                budget_s=float(p["budget_s"]), min_samples=5, max_samples=int(p["max_samples"]),
+                flush_cache=bool(p["flush"]), strategy=ReplayFallback(graph=graph, telemetry=bool(p["telemetry"])))
+    timed = time_work(work, device=device)
+    fell_back = [f for f in timed.findings if f.code == FALLBACK_CODE]
+    extra.extend(fell_back)
+    return replace(timed, findings=tuple(f for f in timed.findings if f.code != FALLBACK_CODE)), graph
 
 
 def _median_reading(telemetry: dict[str, Any], metric: str) -> float | None:

@@ -15,10 +15,10 @@ sends a shape back to eager silently; a compile that fails raises, and the shape
 from __future__ import annotations
 
 import shutil
-import time
 from typing import Any
 
 from parity.families.gemm.dtypes import GemmDtype
+from parity.harness.measure import stopwatch
 
 COMPILE_QUICK_SHAPES = 8
 
@@ -37,9 +37,9 @@ class TunedBackend:
         """``build()`` once per ``key``; the first build of ``dims`` is its tuning time (later
         ones, such as a rebuild for the check's fresh inputs, find the tuning done)."""
         if key not in self._built:
-            started = time.perf_counter()
+            elapsed = stopwatch()
             self._built[key] = build()
-            self.tuning_s.setdefault(dims, time.perf_counter() - started)
+            self.tuning_s.setdefault(dims, elapsed())
         return self._built[key]
 
 
