@@ -84,13 +84,15 @@ def test_work_must_name_its_byte_convention_and_a_known_strategy() -> None:
 
 
 def test_family_summaries_become_typed_figures() -> None:
-    from parity.families.figures import gemm_figures, latency_figures, membw_figures
+    from parity.families.figures import latency_figures, membw_figures
+    from parity.families.gemm.figures import gemm_figures
+    from parity.families.gemm.summary import GemmSummary
 
-    gemm = gemm_figures({"dtype": "bf16", "device_name": "cpu", "ceiling_flops": 2e12, "ceiling_shape": {"m": 1},
+    gemm = gemm_figures(GemmSummary.from_dict({"dtype": "bf16", "device_name": "cpu", "ceiling_flops": 2e12, "ceiling_shape": {"m": 1},
                          "bandwidth_bps": None, "bandwidth_error": "out of memory",
                          "best_fraction_of_ceiling": 0.9, "measured": 3,
                          "efficiency_compute_bound": {"median": 0.4, "ci95_low": 0.3, "ci95_high": 0.5, "n": 3},
-                         "efficiency_all": None})
+                         "efficiency_all": None}))
     by_name = {f.name: f for f in gemm}
     assert by_name["gemm.ceiling"].value == 2e12 and by_name["gemm.ceiling"].scope["dtype"] == "bf16"
     assert by_name["gemm.bandwidth_ceiling"].value is None and by_name["gemm.bandwidth_ceiling"].note == "out of memory"

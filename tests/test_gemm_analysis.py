@@ -54,11 +54,13 @@ def test_summary_figures_by_hand() -> None:
                shape_case(6144, 6144, 6144, seconds=f2 / 80e12, power=True),
                shape_case(96, 96, 96, seconds=f3 / 16e12)]
     summary = analyse(results)
-    assert summary["ceiling_tflops"] == pytest.approx(100.0)
+    assert summary["ceiling_flops"] == pytest.approx(100e12)
+    assert "ceiling_tflops" not in summary and "bandwidth_gbps" not in summary  # SI only
     assert summary["ridge_flop_per_byte"] == pytest.approx(100.0)
     assert summary["best_fraction_of_ceiling"] == pytest.approx(0.8)
     assert summary["best_shape"]["m"] == 6144
-    assert summary["median_efficiency_compute_bound"] == pytest.approx(0.65)  # median of 0.5, 0.8
+    assert summary["efficiency_compute_bound"]["median"] == pytest.approx(0.65)  # median of 0.5, 0.8
+    assert "median_efficiency_compute_bound" not in summary  # one place: the distribution
     assert summary["efficiency_compute_bound"]["n"] == 2
     assert summary["classes"] == {"compute-bound": 2, "memory-bound": 1, "near-ridge": 0, "unclassified": 0}
     small = next(r for r in summary["rows"] if r["m"] == 96)
@@ -82,7 +84,7 @@ def test_best_backend_per_shape_and_failures() -> None:
     summary = analyse(results)
     row = next(r for r in summary["rows"] if r["m"] == 4096)
     assert row["best_backend"] == "linear"
-    assert row["backends"]["matmul"]["tflops"] == pytest.approx(60.0)
+    assert row["backends"]["matmul"]["achieved_flops"] == pytest.approx(60e12)
     failed_row = next(r for r in summary["rows"] if r["m"] == 8192)
     assert failed_row["best_backend"] is None  # the only run was wrong, the other failed
     codes = sorted(item["code"] for item in summary["failed"])
@@ -97,18 +99,18 @@ def test_without_ceilings_the_rows_still_report_rates() -> None:
     ceiling = CaseResult(suite="gemm", key="ceiling/tf32", params={"kind": "ceiling", "dtype": "tf32"},
                          error="tf32 mode is not available on cpu")
     summary = analyse([ceiling, bandwidth_case(), shape_case(512, 512, 512, seconds=f / 1e12)])
-    assert summary["ceiling_tflops"] is None
+    assert summary["ceiling_flops"] is None
     assert summary["ceiling_error"] == "tf32 mode is not available on cpu"
     assert summary["best_fraction_of_ceiling"] is None
-    assert summary["median_efficiency_compute_bound"] is None
-    assert summary["rows"][0]["backends"]["matmul"]["tflops"] == pytest.approx(1.0)
+    assert summary["efficiency_compute_bound"] is None
+    assert summary["rows"][0]["backends"]["matmul"]["achieved_flops"] == pytest.approx(1e12)
     assert summary["classes"]["unclassified"] == 1
 
 
 def test_terminal_tables_show_ceilings_backends_and_failures() -> None:
     from rich.console import Console
 
-    from parity.report.gemm import render_gemm
+    from parity.families.gemm.views import VIEW
 
     f = gemm_flops(4096, 4096, 4096)
     summary = analyse([ceiling_case(), bandwidth_case(),
@@ -116,7 +118,7 @@ def test_terminal_tables_show_ceilings_backends_and_failures() -> None:
                        shape_case(4096, 4096, 4096, seconds=f / 70e12, backend="linear", power=True),
                        shape_case(8192, 8192, 8192, seconds=1.0, backend="matmul", error="out of memory")])
     console = Console(width=200, record=True)
-    console.print(render_gemm(summary))
+    console.print(VIEW.terminal(summary))
     text = console.export_text()
     assert "100 TFLOP/s at 8192x8192x8192" in text
     assert "NVIDIA H200 datasheet" in text

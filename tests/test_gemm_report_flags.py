@@ -6,7 +6,8 @@ from rich.console import Console
 
 from parity.families.gemm.dtypes import resolve_dtype
 from parity.device.fake import FakeDevice
-from parity.report.gemm import duration, shape_table
+from parity.families.gemm.views import shape_table
+from parity.report.cases import duration
 
 
 def test_durations_never_print_an_exponent() -> None:
@@ -41,7 +42,7 @@ def test_fp8_on_a_cpu_is_emulated_and_fp32_is_not() -> None:
 
 def test_headline_prints_bracketed_text_as_text() -> None:
     """"[too few for a CI]" and the own shape's "[95% CI ...]" are shown, not taken for markup."""
-    from parity.report.gemm import headline_table
+    from parity.families.gemm.views import headline_table
 
     summary = {"dtype": "fp32", "device_name": "cpu", "ceiling_flops": 1e11,
                "efficiency_compute_bound": {"median": 0.475, "n": 2, "p10": 0.34, "p90": 0.61, "ci95_low": None},

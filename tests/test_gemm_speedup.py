@@ -179,7 +179,7 @@ def test_triton_autotuned_matmul_on_a_gpu() -> None:
 
 
 def test_speedup_figures_per_bucket() -> None:
-    from parity.families.figures import speedup_figures
+    from parity.families.gemm.figures import speedup_figures
 
     speedups = speedup_summary([_result("compile", 64, 1.4), _result("compile", 128, 1.0)])
     figures = {f.scope["bucket"]: f for f in speedup_figures(speedups, {"dtype": "bf16", "device": "cpu"})}

@@ -93,7 +93,7 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
     from parity.harness.registry import get_suite
     from parity.harness.runner import run_suites
     from parity.device import get_device
-    from parity.report.gemm import render_gemm
+    from parity.families.gemm.views import VIEW
     from parity.store import Store
 
     from parity.families.gemm.stored_ceiling import attach_stored_ceiling
@@ -134,7 +134,7 @@ def gemm(ctx: click.Context, dtype: str, backends: tuple[str, ...], shapes: str,
     if result.summary_error:
         console.print(f"summary failed: {result.summary_error}", style="red")
     if rows or summary:
-        console.print(render_gemm({**summary, "rows": rows}, limit=limit))
+        console.print(VIEW.terminal({**summary, "rows": rows}, limit=limit))
     console.print(f"run {outcome.run.run_id}: {result.cases} cases, {result.failed} failed"
                   + (" - OK" if result.ok else " - FAILED"), style="green" if result.ok else "red")
     write_json(json_path, "gemm", {

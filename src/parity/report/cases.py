@@ -17,9 +17,18 @@ from rich import box
 from rich.table import Table
 
 from parity.model.result import CaseResult
-from parity.report.gemm import duration
 
 MAX_CASE_ROWS = 200
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds in the most readable of s, ms, us."""
+    if seconds is None:
+        return "-"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds >= scale * (1 - 5e-4):  # 999.6 us rounds to 1 ms, never "1e+03 us"
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
 
 
 # Rates that are not a timed shape's, and the mark saying which they are.

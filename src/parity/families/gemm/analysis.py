@@ -14,8 +14,8 @@ the summary says so (``statistic``).
 
 Summary figures (DESIGN.md, GEMM):
 - ``best_fraction_of_ceiling``: the best achieved rate over ``P`` (the "99.7%" figure);
-- ``median_efficiency_compute_bound``: median of achieved/attainable over compute-bound shapes,
-  with a 95% bootstrap CI and percentiles in ``efficiency_compute_bound`` (the "41.5%" figure);
+- ``efficiency_compute_bound``: median of achieved/attainable over compute-bound shapes, with a
+  95% bootstrap CI and percentiles (its median is the "41.5%" figure);
 - counts per class, throttled and power-limited shapes, failed shapes, shapes over the ceiling.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.families.gemm.speedup_summary import speedup_summary
+from parity.families.gemm.summary import GemmSummary
 from parity.harness.recheck import settle_rechecks
 from parity.families.gemm.measure_case import ceiling_findings
 from parity.metrics.ceiling import (
@@ -47,7 +48,6 @@ from parity.stats import ratio_ci
 from parity.stats.trend import off_trend
 
 TERA = 1e12
-GIGA = 1e9
 STATISTIC = "median: each shape's median call over P's median round (best of each kept beside it)"
 
 
@@ -74,7 +74,7 @@ def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | No
     achieved = float(m["achieved_flops"])
     row.update({
         "median_s": m["median_s"], "iqr_s": m["iqr_s"], "ci95_s": m.get("ci95_s"),
-        "achieved_flops": achieved, "tflops": achieved / TERA,
+        "achieved_flops": achieved,
         "best_flops": float(m["work_flop"]) / float(m["min_s"]) if m.get("min_s") and m.get("work_flop") else None,
         "relative_error": result.check.get("relative_error"), "check_passed": result.check.get("passed"),
         "power_limited": bool(m.get("power_limited")), "throttle_reasons": m.get("throttle_reasons", []),
@@ -124,7 +124,7 @@ def _figures(rows: list[dict[str, Any]], peak: float | None) -> dict[str, Any]:
     best = [(r, r["best"]) for r in rows if r["best"] is not None]
     out: dict[str, Any] = {"measured": len(best)}
     if not best or not peak:
-        out.update({"best_fraction_of_ceiling": None, "median_efficiency_compute_bound": None})
+        out["best_fraction_of_ceiling"] = None
         return out
     out["best_fraction_of_ceiling"] = best_fraction_of_ceiling([b["achieved_flops"] for _, b in best], peak)
     winner = max(best, key=lambda rb: rb[1]["achieved_flops"])[0]
@@ -132,7 +132,6 @@ def _figures(rows: list[dict[str, Any]], peak: float | None) -> dict[str, Any]:
     compute = [b["efficiency"] for r, b in best if r.get("class") == COMPUTE_BOUND and "efficiency" in b]
     every = [b["efficiency"] for _, b in best if "efficiency" in b]
     out["efficiency_compute_bound"] = median_efficiency(compute) if compute else None
-    out["median_efficiency_compute_bound"] = out["efficiency_compute_bound"]["median"] if compute else None
     out["efficiency_all"] = median_efficiency(every) if every else None
     return out
 
@@ -157,6 +156,11 @@ def off_trend_shapes(results: list[CaseResult]) -> list[CaseResult]:
 
 
 def analyse(results: list[CaseResult]) -> dict[str, Any]:
+    """The GEMM sweep summary as stored (``gemm_summary(results).to_dict()``)."""
+    return gemm_summary(results).to_dict()
+
+
+def gemm_summary(results: list[CaseResult]) -> GemmSummary:
     """The GEMM sweep summary (see module docstring), with the per-shape ``rows``."""
     results, trend_findings = settle_rechecks(
         results, find=off_trend_shapes, describe=lambda r: f"{float(r.metrics['achieved_flops']) / TERA:.4g} TFLOP/s")
@@ -167,48 +171,42 @@ def analyse(results: list[CaseResult]) -> dict[str, Any]:
     sheet = cm.get("datasheet_flops")
     rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
-    figures = _figures(rows, peak)
     own = own_shape_figure(results, cm)
     ceiling_codes = [f.code for f in cm.pop("findings", ())]
     sweep_findings = [f.to_dict() for f in cm.pop("sweep_findings", ())]
-    # Headline figures first: the run summary shows the first few scalars.
-    summary: dict[str, Any] = {
-        "ceiling_flops": peak,
-        "statistic": STATISTIC,
-        "best_fraction_of_ceiling": figures.pop("best_fraction_of_ceiling"),
-        "median_efficiency_compute_bound": figures.pop("median_efficiency_compute_bound"),
-        "bandwidth_bps": bandwidth,
-        "dtype": next((r.params.get("dtype") for r in results if r.params.get("dtype")), None),
-        "device_name": cm.get("device_name"),
-        "ceiling_tflops": peak / TERA if peak else None,
-        "ceiling_shape": cm.get("ceiling_shape"),
-        "ceiling_best_flops": cm.get("ceiling_best_flops"),
-        "ceiling_rounds": cm.get("ceiling_rounds"),
-        "ceiling_statistic": cm.get("ceiling_statistic"),
-        "ceiling_findings": ceiling_codes,
-        "ceiling_from": cm.get("ceiling_from"),
-        "emulation_note": cm.get("emulation_note"),
-        "ceiling_error": ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
-        "bandwidth_gbps": bandwidth / GIGA if bandwidth else None,
-        "bandwidth_error": bandwidth_case.error if bandwidth_case is not None else "no bandwidth case in this run",
-        "ridge_flop_per_byte": ridge_point(peak, bandwidth) if peak and bandwidth else None,
-        "datasheet": _datasheet(cm, peak),
-        **figures,
-        "shapes": len(rows),
-        "classes": _classes(rows),
-        "throttled": sorted({r.key for r in shape_results if any(f.code == "throttled" for f in r.findings)}),
-        "power_limited": sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
-        "failed": [_failure(r) for r in shape_results if not r.ok],
-        "over_ceiling": [r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
-        "ceiling_own_shape": own,
-        "findings": (trend_findings + sweep_findings
-                     + ([own_shape_finding(own)] if own and not own["reproduced"] else [])),
-        "backends": _per_backend(rows, peak),
-        "rows": [{key: value for key, value in row.items() if key != "best"} for row in rows],
-    }
-    summary["speedups"] = speedup_summary(shape_results)
-    summary["case_figures"] = case_figures(rows, dtype=summary["dtype"], device=summary["device_name"])
-    return summary
+    dtype = next((r.params.get("dtype") for r in results if r.params.get("dtype")), None)
+    return GemmSummary(
+        ceiling_flops=peak,
+        statistic=STATISTIC,
+        bandwidth_bps=bandwidth,
+        dtype=dtype,
+        device_name=cm.get("device_name"),
+        ceiling_shape=cm.get("ceiling_shape"),
+        ceiling_best_flops=cm.get("ceiling_best_flops"),
+        ceiling_rounds=cm.get("ceiling_rounds"),
+        ceiling_statistic=cm.get("ceiling_statistic"),
+        ceiling_findings=ceiling_codes,
+        ceiling_from=cm.get("ceiling_from"),
+        emulation_note=cm.get("emulation_note"),
+        ceiling_error=ceiling_case.error if ceiling_case is not None else "no ceiling case in this run",
+        bandwidth_error=bandwidth_case.error if bandwidth_case is not None else "no bandwidth case in this run",
+        ridge_flop_per_byte=ridge_point(peak, bandwidth) if peak and bandwidth else None,
+        datasheet=_datasheet(cm, peak),
+        **_figures(rows, peak),
+        shapes=len(rows),
+        classes=_classes(rows),
+        throttled=sorted({r.key for r in shape_results if any(f.code == "throttled" for f in r.findings)}),
+        power_limited=sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
+        failed=[_failure(r) for r in shape_results if not r.ok],
+        over_ceiling=[r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
+        ceiling_own_shape=own,
+        findings=(trend_findings + sweep_findings
+                  + ([own_shape_finding(own)] if own and not own["reproduced"] else [])),
+        backends=_per_backend(rows, peak),
+        rows=[{key: value for key, value in row.items() if key != "best"} for row in rows],
+        speedups=speedup_summary(shape_results),
+        case_figures=case_figures(rows, dtype=dtype, device=cm.get("device_name")),
+    )
 
 
 def sentinel_rates(results: list[CaseResult]) -> list[float]:
@@ -318,7 +316,7 @@ def case_figures(rows: list[dict[str, Any]], *, dtype: str | None, device: str |
             if backend.get("error") is not None:
                 continue
             by_key[backend["key"]] = {
-                "tflops": backend.get("tflops"), "best_flops": backend.get("best_flops"),
+                "tflops": backend["achieved_flops"] / TERA, "best_flops": backend.get("best_flops"),
                 "fraction_of_ceiling": backend.get("fraction_of_ceiling"),
                 "attainable_flops": backend.get("attainable_flops"), "efficiency": backend.get("efficiency"),
                 "class": row.get("class"), "near_ridge": row.get("near_ridge"),
@@ -331,7 +329,7 @@ def _datasheet(ceiling_metrics: dict[str, Any], peak: float | None) -> dict[str,
     if not flops:
         name = ceiling_metrics.get("device_name")
         return {"flops": None, "note": f"no datasheet entry for {name!r}" if name else "no datasheet entry"}
-    return {"flops": flops, "tflops": flops / TERA, "source": ceiling_metrics.get("datasheet_source"),
+    return {"flops": flops, "source": ceiling_metrics.get("datasheet_source"),
             "derived": ceiling_metrics.get("datasheet_derived"),
             "ceiling_fraction_of_datasheet": fraction_of(peak, flops) if peak else None}
 

@@ -27,8 +27,7 @@ from typing import Any
 from parity.families.gemm.catalog import catalog, load_user_shapes, quick_selection
 from parity.families.gemm.catalog.shapes import Shape
 from parity.ceilings.plan import SearchPlan
-from parity.families.figures import gemm_figures
-from parity.families.gemm.analysis import analyse, off_trend_shapes, sentinel_rates
+from parity.families.gemm.analysis import gemm_summary, off_trend_shapes, sentinel_rates
 from parity.families.gemm.backends import load_backend
 from parity.families.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.families.gemm.measure_case import (
@@ -39,7 +38,9 @@ from parity.families.gemm.measure_case import (
     skipped_row,
 )
 from parity.families.gemm.options import GemmOptions, GemmPlan
+from parity.families.gemm.figures import gemm_figures
 from parity.families.gemm.stored_ceiling import stored_ceiling_row
+from parity.families.gemm.summary import GemmSummary
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.metrics.ceiling import MIN_ROUNDS_FOR_CI
 from parity.model.errors import ParityError
@@ -205,11 +206,12 @@ class GemmSuite(SuiteBase):
         own = own_shape_case(results)
         return again + ([own] if own is not None else [])
 
-    def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> dict[str, Any]:
-        return analyse(results)
+    def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> GemmSummary:
+        return gemm_summary(results)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
-        return gemm_figures(summary)
+    def figures(self, summary: GemmSummary | dict[str, Any]) -> list[Figure]:
+        """The sweep's figures (``parity.families.gemm.figures``); a stored dict is read first."""
+        return gemm_figures(summary if isinstance(summary, GemmSummary) else GemmSummary.from_dict(summary))
 
 
 def spread_between(cases: list[CaseSpec], inserts: list[CaseSpec]) -> list[CaseSpec]:

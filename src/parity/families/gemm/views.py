@@ -1,11 +1,16 @@
-"""Terminal tables for a GEMM sweep, from the suite summary dict (never measures, never prints).
+"""How a GEMM sweep is drawn: its terminal tables and its HTML charts (``VIEW``).
 
-``render_gemm(summary)`` returns a rich renderable: the ceilings and headline figures, one line
-per backend, the shape table (best backend beside each backend's TFLOP/s), and the failures.
+``VIEW.terminal(summary)`` takes the stored summary dict (``GemmSummary.to_dict()``, or a run
+stored by an earlier version) and returns a rich renderable: the ceilings and headline figures,
+one line per backend, the shape table (best backend beside each backend's rate), the tuned
+backends' speedups over the baseline, and the failures. ``VIEW.charts(runs)`` draws the
+roofline and the efficiency distribution (``parity.families.gemm.charts``). Values are SI in the
+summary and formatted here only; never measures, never prints.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -13,7 +18,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from parity.report.gemm_speedup import render_speedups
+from parity.report.cases import duration
+from parity.report.memory import format_seconds as seconds
+from parity.report.views import RunData
 
 MAX_SHAPE_ROWS = 40
 MAX_FAILURES_SHOWN = 10
@@ -40,16 +47,6 @@ def rate_unit(summary: dict[str, Any]) -> tuple[str, float]:
 def percent(value: float | None) -> str:
     """A fraction as a percentage with one decimal; '-' when absent."""
     return "-" if value is None else f"{100.0 * value:.1f}%"
-
-
-def duration(seconds: float | None) -> str:
-    """Seconds in the most readable of s, ms, us."""
-    if seconds is None:
-        return "-"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if seconds >= scale * (1 - 5e-4):  # 999.6 us rounds to 1 ms, never "1e+03 us"
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
 
 
 def ceiling_detail(summary: dict[str, Any], scale: float) -> str:
@@ -147,7 +144,7 @@ def backend_table(summary: dict[str, Any]) -> Table:
         table.add_column(name, justify=justify)
     for name, fig in (summary.get("backends") or {}).items():
         table.add_row(name, str(fig.get("measured", 0)), percent(fig.get("best_fraction_of_ceiling")),
-                      percent(fig.get("median_efficiency_compute_bound")), str(fig.get("wins", 0)),
+                      percent((fig.get("efficiency_compute_bound") or {}).get("median")), str(fig.get("wins", 0)),
                       str(fig.get("failed", 0)))
     return table
 
@@ -231,7 +228,7 @@ def failure_lines(summary: dict[str, Any], *, limit: int = MAX_FAILURES_SHOWN) -
 
 
 def render_gemm(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> RenderableType:
-    """Everything above, stacked."""
+    """Everything above, stacked: the terminal view of a stored GEMM summary."""
     parts: list[RenderableType] = [headline_table(summary)]
     if len(summary.get("backends") or {}) > 1:
         parts.append(backend_table(summary))
@@ -242,3 +239,70 @@ def render_gemm(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Rend
     if failures.plain:
         parts.append(failures)
     return Group(*parts)
+
+# Tuned backends against the baseline (``summary["speedups"]``, ``parity.families.gemm.speedup_summary``):
+# per shape, then per size bucket.
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}x"
+
+
+def shape_speedup_table(candidate: str, entry: dict[str, Any]) -> Table:
+    table = Table(title=f"{candidate} against {entry['baseline']} per shape ({entry['subset']})", title_justify="left",
+                  caption=entry["method"])
+    for name, justify in (("shape", "left"), ("MxNxK", "left"), ("bucket", "left"), ("speedup", "right"),
+                          ("95% CI", "right"), ("tuning", "right"), ("winner", "left"), ("re-check", "left")):
+        table.add_column(name, justify=justify)
+    for row in entry["rows"]:
+        dims = f"{row['m']}x{row['n']}x{row['k']}"
+        if row.get("error"):
+            table.add_row(row["name"], dims, row["bucket"], "-", "-", "-", "-", f"[red]{row['error']}[/red]")
+            continue
+        ci = row.get("speedup_ci95") or [None, None]
+        recheck = row.get("winner_check") or {}
+        table.add_row(row["name"], dims, row["bucket"], _ratio(row.get("speedup")),
+                      f"{_ratio(ci[0])}-{_ratio(ci[1])}", seconds(row.get("tuning_s")), str(row.get("winner")),
+                      "[green]ok[/green]" if recheck.get("passed") else "[red]WRONG[/red]")
+    return table
+
+
+def bucket_table(candidate: str, entry: dict[str, Any]) -> Table:
+    table = Table(title=f"{candidate} over {entry['baseline']}: speedup distribution by size bucket "
+                        f"(tuning {seconds(entry['tuning_s_total'])} in all)", title_justify="left")
+    for name in ("bucket", "shapes", "median", "p25", "p75", "min", "max"):
+        table.add_column(name, justify="left" if name == "bucket" else "right")
+    for name, dist in [*entry["buckets"].items(), ("all", entry["overall"])]:
+        if not dist["n"]:
+            table.add_row(name, "0", "-", "-", "-", "-", "-")
+            continue
+        table.add_row(name, str(dist["n"]), *(_ratio(dist[k]) for k in ("median", "p25", "p75", "min", "max")))
+    return table
+
+
+def render_speedups(speedups: dict[str, Any]) -> RenderableType:
+    """Per candidate backend: its per-shape table, then its bucket summary."""
+    parts: list[RenderableType] = []
+    for candidate, entry in speedups.items():
+        parts += [shape_speedup_table(candidate, entry), bucket_table(candidate, entry)]
+    return Group(*parts)
+
+
+@dataclass(frozen=True)
+class GemmView:
+    """The GEMM family's view (``parity.report.views.View``)."""
+
+    section: tuple[str, str] = ("gemm", "GEMM: roofline and efficiency")
+
+    def terminal(self, summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> RenderableType:
+        """``render_gemm``: every table of the sweep, at most ``limit`` shape rows."""
+        return render_gemm(summary, limit=limit)
+
+    def charts(self, runs: list[RunData]) -> list[Any]:
+        """The roofline and the efficiency histogram over every run (one series per run)."""
+        from parity.families.gemm.charts import gemm_charts
+
+        return gemm_charts([(run.label, run.summary) for run in runs])
+
+
+VIEW = GemmView()
