@@ -1,2 +1,3 @@
-"""The measured ceilings several families divide by: the compute ceiling P (a search for the
-fastest GEMM), the bandwidth ceiling (a large device copy), and and the search that finds P."""
+"""The measured ceilings several families divide by: the compute ceiling P (``compute``: the
+search for the fastest GEMM, its ``plan`` and its ``contest``) and the bandwidth ceiling B
+(``bandwidth``: a large device copy), each timed as declared Work through the harness."""

@@ -205,7 +205,6 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
         backends=_per_backend(rows, peak),
         rows=[{key: value for key, value in row.items() if key != "best"} for row in rows],
         speedups=speedup_summary(shape_results),
-        case_figures=case_figures(rows, dtype=dtype, device=cm.get("device_name")),
     )
 
 
@@ -299,29 +298,6 @@ def own_shape_finding(own: dict[str, Any]) -> dict[str, Any]:
                         f"reads {100 * own['fraction']:.1f}% of P (95% CI {100 * low:.1f}%-{100 * high:.1f}%)"),
             "hint": ("P was measured at a faster (or slower) moment than the sweep: fractions of P move by as much; "
                      "run on an idle machine, or share one P between sweeps with --ceiling-from RUN")}
-
-
-CASE_FIGURE_UNITS = {"tflops": "TFLOP/s", "best_flops": "FLOP/s", "fraction_of_ceiling": "1",
-                     "attainable_flops": "FLOP/s", "efficiency": "1", "arithmetic_intensity": "FLOP/B",
-                     "class": "", "near_ridge": "", "dtype": "", "device": ""}
-
-
-def case_figures(rows: list[dict[str, Any]], *, dtype: str | None, device: str | None) -> dict[str, Any]:
-    """Every derived figure of each shape case, by case key, with their units: what an export
-    joins onto the case's row (``parity.store.export``), so a query needs no summary JSON.
-    ``fraction_of_ceiling`` and ``efficiency`` are median over median (``STATISTIC``)."""
-    by_key: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        for backend in row["backends"].values():
-            if backend.get("error") is not None:
-                continue
-            by_key[backend["key"]] = {
-                "tflops": backend["achieved_flops"] / TERA, "best_flops": backend.get("best_flops"),
-                "fraction_of_ceiling": backend.get("fraction_of_ceiling"),
-                "attainable_flops": backend.get("attainable_flops"), "efficiency": backend.get("efficiency"),
-                "class": row.get("class"), "near_ridge": row.get("near_ridge"),
-                "arithmetic_intensity": row.get("arithmetic_intensity"), "dtype": dtype, "device": device}
-    return {"units": CASE_FIGURE_UNITS, "statistic": STATISTIC, "rows": by_key}
 
 
 def _datasheet(ceiling_metrics: dict[str, Any], peak: float | None) -> dict[str, Any]:

@@ -6,7 +6,8 @@ value in another unit: the TFLOP/s and GB/s copies of earlier versions are gone)
 shape's efficiency is in one place, ``rows[i]["backends"][name]["efficiency"]``; its
 distribution over shapes is ``efficiency_compute_bound`` / ``efficiency_all``
 (``parity.metrics.roofline.median_efficiency``: median, CI, percentiles), per backend in
-``backends[name]``. ``case_figures`` is the per-case table an export joins onto its rows.
+``backends[name]``. ``case_figures``, the per-case table an export joins onto its rows, is
+derived from ``rows`` when stored (``to_dict``), not kept beside them.
 
 ``from_dict`` reads a summary stored by any version: keys it does not know are dropped, keys it
 misses take their empty value.
@@ -16,6 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
+
+TERA = 1e12
+# The units of ``case_figures`` (an export's columns; ``tflops`` is the export's own scale).
+CASE_FIGURE_UNITS = {"tflops": "TFLOP/s", "best_flops": "FLOP/s", "fraction_of_ceiling": "1",
+                     "attainable_flops": "FLOP/s", "efficiency": "1", "arithmetic_intensity": "FLOP/B",
+                     "class": "", "near_ridge": "", "dtype": "", "device": ""}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,16 +68,36 @@ class GemmSummary:
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     speedups: dict[str, Any] = field(default_factory=dict)
-    case_figures: dict[str, Any] = field(default_factory=dict)
 
     @property
     def median_efficiency_compute_bound(self) -> float | None:
         """The median of ``efficiency_compute_bound`` (the "41.5%" figure), None without one."""
         return self.efficiency_compute_bound["median"] if self.efficiency_compute_bound else None
 
+    @property
+    def case_figures(self) -> dict[str, Any]:
+        """Every derived figure of each shape case, by case key, with their units: what an export
+        joins onto the case's row (``parity.store.export``), so a query needs no summary JSON.
+        ``fraction_of_ceiling`` and ``efficiency`` are median over median (``statistic``)."""
+        by_key: dict[str, dict[str, Any]] = {}
+        for row in self.rows:
+            for backend in row["backends"].values():
+                if backend.get("error") is not None:
+                    continue
+                by_key[backend["key"]] = {
+                    "tflops": backend["achieved_flops"] / TERA, "best_flops": backend.get("best_flops"),
+                    "fraction_of_ceiling": backend.get("fraction_of_ceiling"),
+                    "attainable_flops": backend.get("attainable_flops"), "efficiency": backend.get("efficiency"),
+                    "class": row.get("class"), "near_ridge": row.get("near_ridge"),
+                    "arithmetic_intensity": row.get("arithmetic_intensity"), "dtype": self.dtype,
+                    "device": self.device_name}
+        return {"units": CASE_FIGURE_UNITS, "statistic": self.statistic, "rows": by_key}
+
     def to_dict(self) -> dict[str, Any]:
-        """The stored form: every field by name (headline figures first), and ``version``."""
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "version": self.VERSION}
+        """The stored form: every field by name (headline figures first), the ``case_figures``
+        derived from the rows, and ``version``."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "case_figures": self.case_figures,
+                "version": self.VERSION}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GemmSummary:
