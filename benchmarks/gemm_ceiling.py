@@ -178,9 +178,9 @@ def gpu_mode(args: argparse.Namespace) -> int:
     shapes = sum(1 for c in outcome.cases if c.params.get("kind") == "shape")
     print(f"catalog: {shapes} shapes in {catalog_s:.0f} s (bar < {GPU_CATALOG_LIMIT_S:.0f} s: "
           f"{'PASS' if catalog_s < GPU_CATALOG_LIMIT_S else 'FAIL'}); ceiling "
-          f"{(summary.get('ceiling_tflops') or 0):.1f} TFLOP/s at {summary.get('ceiling_shape')}; "
+          f"{(summary.get('ceiling_flops') or 0) / 1e12:.1f} TFLOP/s at {summary.get('ceiling_shape')}; "
           f"best fraction {summary.get('best_fraction_of_ceiling')}; median efficiency (compute-bound) "
-          f"{summary.get('median_efficiency_compute_bound')}", flush=True)
+          f"{(summary.get('efficiency_compute_bound') or {}).get('median')}", flush=True)
     evaluate = gemm_rate_evaluator(device=device, backend=load_backend("matmul"), dtype=dtype, flush=True)
     start, stop, step = (int(v) for v in args.gpu_grid.split(":"))
     sides = list(range(start, stop + 1, step))

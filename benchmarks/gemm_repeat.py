@@ -54,7 +54,7 @@ def one_run(index: int, *, device: str, dtype: str, folder: Path) -> dict[str, A
             "sentinels_over_confirm": (own.get("confirm_fraction") or {}).get("fraction"),
             "findings": [f["code"] for f in summary.get("findings") or []],
             "best_fraction_of_ceiling": summary.get("best_fraction_of_ceiling"),
-            "median_efficiency_compute_bound": summary.get("median_efficiency_compute_bound")}
+            "median_efficiency_compute_bound": (summary.get("efficiency_compute_bound") or {}).get("median")}
 
 
 def judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
