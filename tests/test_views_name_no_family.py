@@ -29,7 +29,6 @@ PENDING: set[str] = {
     "report/decode.py",
     "report/gemm.py",
     "report/gemm_speedup.py",
-    "report/html/document.py",
     "report/html/kernel_charts.py",
     "report/html/system_charts.py",
     "report/kernels.py",

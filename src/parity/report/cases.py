@@ -17,9 +17,18 @@ from rich import box
 from rich.table import Table
 
 from parity.model.result import CaseResult
-from parity.report.gemm import duration
 
 MAX_CASE_ROWS = 200
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds in the most readable of s, ms, us, ns ('-' for none)."""
+    if seconds is None:
+        return "-"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds >= scale * (1 - 5e-4):  # 999.6 us rounds to 1 ms, never "1e+03 us"
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
 
 
 # Rates that are not a timed shape's, and the mark saying which they are.
@@ -44,9 +53,10 @@ def rate_text(metrics: dict[str, Any]) -> str:
 
 
 def status_text(case: CaseResult) -> str:
-    if case.error is not None:
-        return "error"
-    return "ok" if case.ok else "FAILED"
+    """``ok``, ``FAILED`` or ``error`` (the case did not run)."""
+    from parity.report.views import case_status
+
+    return case_status(case)
 
 
 def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
