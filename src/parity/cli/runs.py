@@ -179,7 +179,8 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
       parity runs show 20261129-2303 --json run.json
     """
     from parity.report.cases import case_table
-    from parity.report.run_summary import render_run_summary, render_suite_details
+    from parity.report.run_summary import render_run_summary
+    from parity.report.views import render_suite_details
 
     with Store.open(db_path) as store:
         run = store.get_run(run_id)

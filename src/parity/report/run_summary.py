@@ -241,21 +241,6 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
     return Group(*parts)
 
 
-def render_suite_details(run: RunRecord) -> Group:
-    """Each stored suite summary drawn by its view (``parity.report.views.suite_view``: the
-    family's terminal view, else the generic one); a suite whose summary failed or is empty is
-    left out (its row above says why)."""
-    from parity.report.views import suite_view
-
-    stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
-    parts: list[RenderableType] = []
-    for name, entry in stored.items():
-        summary = (entry or {}).get("summary")
-        if summary and not entry.get("summary_error"):
-            parts.append(suite_view(name).terminal(dict(summary)))
-    return Group(*parts)
-
-
 def verdict_text(run: RunRecord, cases: list[CaseResult]) -> Text:
     """``OK``, ``FAILED`` or ``INCOMPLETE`` (a run still marked running) with counts."""
     bad = sum(not c.ok for c in cases)

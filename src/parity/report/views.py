@@ -22,7 +22,7 @@ from parity.model.errors import ParityError
 from parity.model.result import CaseResult, RunRecord
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Group, RenderableType
 
     from parity.report.html.chart import Chart
 
@@ -61,15 +61,16 @@ class View(Protocol):
 
 
 def view_for(name: str) -> View | None:
-    """The registered view of family ``name``, or None when the family registers none."""
-    from parity.model.family import families, load_object
+    """The registered view of family ``name`` (or of the family that stores cases as suite
+    ``name``), or None when the family registers none or no family draws ``name``."""
+    from parity.model.family import family_of, load_object
 
-    family = families().get(name)
+    family = family_of(name)
     if family is None or not family.view:
         return None
-    view = load_object(family.view, label=f"view of family {name!r}")
+    view = load_object(family.view, label=f"view of family {family.name!r}")
     if not isinstance(view, View):
-        raise ParityError(f"view of family {name!r} ({family.view}) has no section, terminal and charts")
+        raise ParityError(f"view of family {family.name!r} ({family.view}) has no section, terminal and charts")
     return view
 
 
@@ -83,6 +84,18 @@ def suite_view(name: str) -> View:
         log.warning("drawing suite %r with the generic view: %s", name, exc)
         view = None
     return view if view is not None else GenericView(name)
+
+
+def render_suite_details(run: RunRecord) -> Group:
+    """Each stored suite summary of ``run`` drawn by its view (:func:`suite_view`), for
+    ``parity runs show``; a suite whose summary failed or is empty is left out (the run
+    summary's row says why)."""
+    from rich.console import Group
+
+    stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
+    parts = [suite_view(name).terminal(dict(entry["summary"])) for name, entry in stored.items()
+             if isinstance(entry, dict) and entry.get("summary") and not entry.get("summary_error")]
+    return Group(*parts)
 
 
 def _slug(name: str) -> str:
@@ -115,9 +128,9 @@ class GenericView:
     every suite stores."""
 
     def __init__(self, name: str) -> None:
-        from parity.model.family import families
+        from parity.model.family import family_of
 
-        family = families().get(name)
+        family = family_of(name)
         self.name = name
         heading = f"{name}: {family.description}" if family is not None and family.description else name
         self.section = (f"suite-{_slug(name)}", heading)
