@@ -114,7 +114,8 @@ def test_a_family_draws_the_suites_it_is_stored_as(demo: Family) -> None:
 
 
 def test_case_headline_prefers_declared_rates_then_time_then_any_number() -> None:
-    assert case_headline(_case("s", "a-1", median_s=2e-6, bytes_per_s=5e9, flop_per_s=1e9)) == ("flop_per_s", 1e9, "FLOP/s")
+    rates = {"median_s": 2e-6, "bytes_per_s": 5e9, "flop_per_s": 1e9}
+    assert case_headline(_case("s", "a-1", **rates)) == ("flop_per_s", 1e9, "FLOP/s")
     assert case_headline(_case("s", "a-1", median_s=2e-6, bytes_per_s=5e9)) == ("bytes_per_s", 5e9, "B/s")
     assert case_headline(_case("s", "a-1", widgets=7, median_s=2e-6)) == ("median_s", 2e-6, "s")
     assert case_headline(_case("s", "a-1", ok=True, widgets=7)) == ("widgets", 7.0, "number")
@@ -123,8 +124,8 @@ def test_case_headline_prefers_declared_rates_then_time_then_any_number() -> Non
 
 def test_generic_terminal_lists_the_summary_two_levels_deep() -> None:
     console = Console(width=100, record=True)
-    console.print(GenericView("ghost").terminal({"widgets": 3, "time_s": 2e-3, "nested": {"size_bytes": 2048, "deep": {"x": 1}},
-                                                 "curve": [1, 2]}))
+    summary = {"widgets": 3, "time_s": 2e-3, "nested": {"size_bytes": 2048, "deep": {"x": 1}}, "curve": [1, 2]}
+    console.print(GenericView("ghost").terminal(summary))
     text = console.export_text()
     assert "widgets" in text and "2 ms" in text and "nested.size_bytes" in text and "2.048 kB" in text
     assert "deep" not in text and "curve" not in text

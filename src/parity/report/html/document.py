@@ -11,6 +11,7 @@ code, so a family from another package appears without new report code.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -113,7 +114,7 @@ def sections_for(views: list[tuple[str, View]]) -> list[tuple[str, str]]:
 
 
 def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[TraceInput],
-                  comparison: dict[str, Any] | None, fleets: list[FleetFolder] = (),
+                  comparison: dict[str, Any] | None, fleets: Sequence[FleetFolder] = (),
                   views: list[tuple[str, View]] | None = None) -> list[Chart]:
     """Every chart and panel of the report, in no particular order (the page orders by section)."""
     labels = [run_label(run) for run, _ in runs]
@@ -129,22 +130,22 @@ def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[T
     return charts
 
 
-def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
-                comparison: dict[str, Any] | None = None, fleets: list[FleetFolder] = (),
+def report_data(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), traces: Sequence[TraceInput] = (),
+                comparison: dict[str, Any] | None = None, fleets: Sequence[FleetFolder] = (),
                 title: str = "parity report") -> dict[str, Any]:
     """The whole report as one dict with ``schema_version`` and ``kind: report``; ``fleets`` are
     fleet output folders (``parity.trace.fleet.folder.read_fleet_folder``)."""
-    runs, traces, fleets = list(runs), list(traces), list(fleets)
-    views = suite_views(runs)
-    charts = report_charts(runs, traces, comparison, fleets, views)
+    run_list, trace_list, fleet_list = list(runs), list(traces), list(fleets)
+    views = suite_views(run_list)
+    charts = report_charts(run_list, trace_list, comparison, fleet_list, views)
     order = sections_for(views)
     named = {sid for sid, _ in order}
     strays = [(sid, sid) for sid in dict.fromkeys(c.section for c in charts) if sid not in named]
     order[len(order) - len(LAST_SECTIONS):len(order) - len(LAST_SECTIONS)] = strays  # a chart never goes missing
-    sections = [{"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]}
-                for sid, heading in order]
+    sections: list[dict[str, Any]] = [
+        {"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]} for sid, heading in order]
     lines = {"compare": list((comparison or {}).get("claims") or []),
-             "whatif": [t.whatif_note for t in traces if t.whatif_note]}
+             "whatif": [t.whatif_note for t in trace_list if t.whatif_note]}
     if comparison and comparison.get("forced"):
         lines["compare"].insert(0, "This comparison was forced across different conventions: every marked line "
                                    "mixes them.")
@@ -154,10 +155,10 @@ def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: 
         "title": title,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "runs": [{"run_id": run.run_id, "label": label, "status": run.status, "created_at": run.created_at,
-                  "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in runs], runs)],
+                  "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in run_list], run_list)],
         "traces": [{"path": t.path, "format": t.analysis.get("format"), "window": t.analysis.get("window")}
-                   for t in traces],
-        "fleets": [{"path": f.out_dir, "ranks": f.ranks, "ranks_per_node": f.ranks_per_node} for f in fleets],
+                   for t in trace_list],
+        "fleets": [{"path": f.out_dir, "ranks": f.ranks, "ranks_per_node": f.ranks_per_node} for f in fleet_list],
         "sections": [s for s in sections if s["charts"] or s["lines"]],
         "charts": [c.to_dict() for c in charts],
     })
