@@ -310,12 +310,17 @@ def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     ):
         registry.resolve(["tiny,nope"])
 
-    monkeypatch.setitem(registry.BUILTIN, "ghost", "parity.families.ghost_suite:GhostSuite")
-    with pytest.raises(
-        ParityError,
-        match="suite 'ghost' cannot be imported: no module named 'parity.families.ghost_suite'",
-    ):
-        registry.get_suite("ghost")
+    from parity.model.family import Family, register_family, unregister_family
+
+    register_family(Family(name="ghost", suite="parity.families.ghost_suite:GhostSuite"))
+    try:
+        with pytest.raises(
+            ParityError,
+            match="suite 'ghost' cannot be imported: no module named 'parity.families.ghost_suite'",
+        ):
+            registry.get_suite("ghost")
+    finally:
+        unregister_family("ghost")
 
     registry.register(OtherSuite)
     try:

@@ -27,7 +27,6 @@ _STRING = re.compile(r"^(?:(%s)$|(%s)[./:])" % ("|".join(sorted(set(FAMILIES) - 
 PENDING: set[str] = {
     "report/comm.py",
     "report/decode.py",
-    "report/html/document.py",
     "report/html/kernel_charts.py",
     "report/html/system_charts.py",
     "report/kernels.py",

@@ -97,8 +97,9 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], fleet_dirs: t
            comparison_path: str | None, compare_runs_given: bool, force: bool, output: str, svg_dir: str | None, db_path: str | None,
            json_path: str | None) -> None:
     """Write one self-contained HTML report (opens offline, no network request of any kind):
-    roofline and efficiency, bandwidth and latency curves, collectives, decode throughput, every
-    run's figures and provenance, and for each --trace its window's timeline and what-if
+    each family's charts as its registered view draws them (roofline and efficiency, bandwidth
+    and latency curves, collectives, decode throughput; a family without a view, or not
+    installed here, shows its figures and cases as tables), every run's figures and provenance, and for each --trace its window's timeline and what-if
     sensitivity, for each --fleet its rank-by-step heatmap, arrival skew per op, straggler vote
     and per-rank table, and with --comparison the ratios and fairness audit. Without RUN_ID,
     --trace, --fleet or --comparison, the latest run. --json writes the data block (every

@@ -167,7 +167,8 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
 @db_option
 @json_option
 def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None) -> None:
-    """Show one run's summary table, a table of its cases, and provenance highlights.
+    """Show one run's summary table, each suite's summary as its family draws it, a table of
+    its cases, and provenance highlights.
 
     RUN_ID is a run id, a unique prefix of one, or 'latest'. The JSON holds the run with its
     full provenance and every case with its raw samples.
@@ -179,6 +180,7 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
     """
     from parity.report.cases import case_table
     from parity.report.run_summary import render_run_summary
+    from parity.report.views import render_suite_details
 
     with Store.open(db_path) as store:
         run = store.get_run(run_id)
@@ -190,6 +192,9 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
                       f"parity run --resume {run.run_id}" if state == "interrupted" else f"run {run.run_id}: {state}",
                       style="yellow")
     console.print(render_run_summary(run, cases))
+    details = render_suite_details(run)
+    if details.renderables:
+        console.print(details)
     if cases:
         console.print(case_table(cases, limit=limit))
     console.print(_provenance_line(run.provenance), style="dim")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from parity.harness.suite import CaseSpec
+from parity.timing.clock import Stopwatch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,10 +90,10 @@ class Tracker:
             self.remaining[suite.name] = self.remaining.get(suite.name, 0.0) + case.cost
         self.spent: dict[str, tuple[float, float]] = {}
         self.report = report
-        self.started = time.perf_counter()
+        self.clock = Stopwatch()
 
     def emit(self, phase: str, *, suite: str = "", key: str = "", ok: bool | None = None) -> None:
-        elapsed = time.perf_counter() - self.started
+        elapsed = self.clock.elapsed_s()
         eta = estimate_run_eta_s(spent=self.spent, remaining=self.remaining)
         if phase in ("summary", "done"):
             eta = 0.0

@@ -2,10 +2,11 @@
 
 Three sources, later ones overriding earlier ones:
 
-1. the built-in suites in :data:`BUILTIN` (``"module:attribute"``, imported lazily so listing
-   names never imports torch);
-2. installed plugins: entry points in the ``parity.suites`` group, each naming a suite class or
-   instance;
+1. the families (:func:`parity.model.family.families`: entry points in the ``parity.families``
+   group, parity's own and any other package's), each naming its suite as ``"module:attribute"``,
+   imported lazily so listing names never imports torch;
+2. bare suites, with no view of their own: entry points in the ``parity.suites`` group, each
+   naming a suite class or instance;
 3. ``$PARITY_PLUGINS``: a comma-separated list of ``module:attribute`` (handy for a suite in a
    local file on ``PYTHONPATH``), and suites passed to :func:`register` in this process.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
@@ -25,16 +27,6 @@ from parity.model.errors import ParityError
 
 log = logging.getLogger(__name__)
 
-BUILTIN: dict[str, str] = {
-    "gemm": "parity.families.gemm.suite:GemmSuite",
-    "membw": "parity.families.membw.suite:MembwSuite",
-    "latency": "parity.families.latency.suite:LatencySuite",
-    "collectives": "parity.families.collectives.suite:CollectivesSuite",
-    "moe": "parity.families.moe.suite:MoeSuite",
-    "overlap": "parity.families.overlap.suite:OverlapSuite",
-    "decode": "parity.families.decode.suite:DecodeSuite",
-    "kernels": "parity.families.kernels.suite:KernelsSuite",
-}
 ENTRY_POINT_GROUP = "parity.suites"
 PLUGINS_ENV = "PARITY_PLUGINS"
 
@@ -57,9 +49,9 @@ def unregister(name: str) -> None:
 
 def _sources() -> dict[str, Any]:
     """Every known suite name mapped to what provides it, in override order."""
-    found: dict[str, Any] = dict(BUILTIN)
+    found: dict[str, Any] = _family_suites()
     try:
-        entry_points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+        entry_points: Iterable[metadata.EntryPoint] = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception:  # noqa: BLE001 - a broken distribution must not hide the built-ins
         log.warning("could not read %s entry points", ENTRY_POINT_GROUP, exc_info=True)
         entry_points = ()
@@ -69,6 +61,13 @@ def _sources() -> dict[str, Any]:
         found[_plugin_name(spec)] = spec
     found.update(_registered)
     return found
+
+
+def _family_suites() -> dict[str, str]:
+    """Each family's suite path by family name, in the families' order."""
+    from parity.model.family import families
+
+    return {name: family.suite for name, family in families().items()}
 
 
 def _plugin_name(spec: str) -> str:
@@ -82,9 +81,10 @@ def _plugin_name(spec: str) -> str:
 
 
 def names() -> list[str]:
-    """All selectable suite names, built-ins first in their fixed order, then the rest sorted."""
+    """All selectable suite names: the families first in their order, then the rest sorted."""
     known = _sources()
-    return [n for n in BUILTIN if n in known] + sorted(n for n in known if n not in BUILTIN)
+    ordered = [n for n in _family_suites() if n in known]
+    return ordered + sorted(n for n in known if n not in ordered)
 
 
 def _load(spec: str, *, label: str) -> Suite:

@@ -13,7 +13,6 @@ __all__ = ["ProgressEvent", "RunOutcome", "SuiteOutcome", "estimate_eta_s", "est
 
 import contextlib
 import logging
-import time
 import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store
+from parity.timing.clock import Stopwatch
 
 log = logging.getLogger(__name__)
 
@@ -233,10 +233,10 @@ def _sweep(
         with _suite_state(suite, device=device, options=options[suite.name]) as state:
             for case in pending:
                 tracker.emit("case", suite=suite.name, key=case.key)
-                started = time.perf_counter()
+                case_clock = Stopwatch()
                 ok = _measure_and_store(store, run_id, suite, case, device=device,
                                         options=options[suite.name], state=state, coord=coord)
-                tracker.count(suite.name, case, seconds=time.perf_counter() - started)
+                tracker.count(suite.name, case, seconds=case_clock.elapsed_s())
                 tracker.emit("measured", suite=suite.name, key=case.key, ok=ok)
     _recheck(store, run_id, plan, device=device, options=options, coord=coord)
     return tracker

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -25,13 +26,16 @@ ENTRY_POINT_GROUP = "parity.families"
 class Family:
     """One family: ``suite`` and ``view`` are ``"module:attribute"`` paths, imported on first
     use (a class is instantiated with no arguments); an empty ``view`` means the generic view
-    (figures and cases as tables). ``order`` sorts families in listings, then the name."""
+    (figures and cases as tables). ``order`` sorts families in listings, then the name.
+    ``stored_as`` names suites the family's cases are also stored under that ``parity run``
+    does not run (an online client's ``serving`` cases): its view draws them too."""
 
     name: str
     suite: str
     view: str = ""
     description: str = ""
     order: int = 100
+    stored_as: tuple[str, ...] = ()
 
 
 _registered: dict[str, Family] = {}
@@ -66,12 +70,21 @@ def load_object(spec: str, *, label: str) -> Any:
     return target() if isinstance(target, type) else target
 
 
+def family_of(suite: str) -> Family | None:
+    """The family that draws stored suite ``suite``: the one of that name, else one that lists it
+    in ``stored_as``; None when no installed family does."""
+    known = families()
+    if suite in known:
+        return known[suite]
+    return next((f for f in known.values() if suite in f.stored_as), None)
+
+
 def families() -> dict[str, Family]:
     """Every known family by name, sorted by ``order`` then name: entry points, then those
     registered in this process (which override an entry point of the same name)."""
     found: dict[str, Family] = {}
     try:
-        points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+        points: Iterable[metadata.EntryPoint] = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception:  # noqa: BLE001 - a broken distribution must not hide the others
         log.warning("could not read %s entry points", ENTRY_POINT_GROUP, exc_info=True)
         points = ()

@@ -22,7 +22,7 @@ MAX_CASE_ROWS = 200
 
 
 def duration(seconds: float | None) -> str:
-    """Seconds in the most readable of s, ms, us."""
+    """Seconds in the most readable of s, ms, us, ns ('-' for none)."""
     if seconds is None:
         return "-"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
@@ -53,9 +53,10 @@ def rate_text(metrics: dict[str, Any]) -> str:
 
 
 def status_text(case: CaseResult) -> str:
-    if case.error is not None:
-        return "error"
-    return "ok" if case.ok else "FAILED"
+    """``ok``, ``FAILED`` or ``error`` (the case did not run)."""
+    from parity.report.views import case_status
+
+    return case_status(case)
 
 
 def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
@@ -66,7 +67,7 @@ def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
                   caption=RATE_NOTE if marked else None, caption_justify="left")
     for name, justify in (("suite", "left"), ("case", "left"), ("status", "left"), ("median", "right"),
                           ("IQR/median", "right"), ("rate", "right"), ("findings", "left")):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for case in cases[:limit]:
         m = case.metrics
         median_s, iqr_s = m.get("median_s"), m.get("iqr_s")

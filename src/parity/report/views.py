@@ -12,15 +12,24 @@ generic view (its figures and cases as tables).
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from parity.model.errors import ParityError
 from parity.model.result import CaseResult, RunRecord
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Group, RenderableType
 
     from parity.report.html.chart import Chart
+
+log = logging.getLogger(__name__)
+
+# A case's headline when no view chooses one: the harness's declared rates, then its time.
+GENERIC_HEADLINES = (("flop_per_s", "FLOP/s"), ("bytes_per_s", "B/s"), ("median_s", "s"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,15 +61,146 @@ class View(Protocol):
 
 
 def view_for(name: str) -> View | None:
-    """The registered view of family ``name``, or None when the family registers none."""
-    from parity.model.family import families, load_object
+    """The registered view of family ``name`` (or of the family that stores cases as suite
+    ``name``), or None when the family registers none or no family draws ``name``."""
+    from parity.model.family import family_of, load_object
 
-    family = families().get(name)
+    family = family_of(name)
     if family is None or not family.view:
         return None
-    view = load_object(family.view, label=f"view of family {name!r}")
+    view = load_object(family.view, label=f"view of family {family.name!r}")
     if not isinstance(view, View):
-        from parity.model.errors import ParityError
-
-        raise ParityError(f"view of family {name!r} ({family.view}) has no section, terminal and charts")
+        raise ParityError(f"view of family {family.name!r} ({family.view}) has no section, terminal and charts")
     return view
+
+
+def suite_view(name: str) -> View:
+    """The view that draws suite ``name``: its family's, else the generic one (a family that
+    registers none, a suite of no family, a stored run of a family not installed now, a view
+    that cannot be loaded: said in the log, and the run is still drawn)."""
+    try:
+        view = view_for(name)
+    except ParityError as exc:
+        log.warning("drawing suite %r with the generic view: %s", name, exc)
+        view = None
+    return view if view is not None else GenericView(name)
+
+
+def render_suite_details(run: RunRecord) -> Group:
+    """Each stored suite summary of ``run`` drawn by its view (:func:`suite_view`), for
+    ``parity runs show``; a suite whose summary failed or is empty is left out (the run
+    summary's row says why)."""
+    from rich.console import Group
+
+    stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
+    parts = [suite_view(name).terminal(dict(entry["summary"])) for name, entry in stored.items()
+             if isinstance(entry, dict) and entry.get("summary") and not entry.get("summary_error")]
+    return Group(*parts)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "suite"
+
+
+def case_headline(case: CaseResult) -> tuple[str, float | None, str]:
+    """``(metric, value, unit)`` of a case for the generic view: the first of
+    :data:`GENERIC_HEADLINES` it holds as a number, else its first numeric metric (no unit
+    known), else ``("", None, "")``."""
+    numbers = {k: v for k, v in case.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for metric, unit in GENERIC_HEADLINES:
+        if metric in numbers:
+            return metric, float(numbers[metric]), unit
+    for metric, value in numbers.items():
+        return metric, float(value), "number"
+    return "", None, ""
+
+
+def case_status(case: CaseResult) -> str:
+    """``ok``, ``FAILED`` (ran, check or an error finding failed) or ``error`` (did not run)."""
+    if case.error is not None:
+        return "error"
+    return "ok" if case.ok else "FAILED"
+
+
+class GenericView:
+    """How a suite with no view of its own is drawn: its figures and its cases as tables, and
+    its summary's scalar values in the terminal. Names no family: it reads only the records
+    every suite stores."""
+
+    def __init__(self, name: str) -> None:
+        from parity.model.family import family_of
+
+        family = family_of(name)
+        self.name = name
+        heading = f"{name}: {family.description}" if family is not None and family.description else name
+        self.section = (f"suite-{_slug(name)}", heading)
+
+    def terminal(self, summary: dict[str, Any]) -> RenderableType:
+        """The summary's numbers and words, two levels deep, one row each (lists are left to
+        ``--json``)."""
+        from rich import box
+        from rich.table import Table as RichTable
+
+        from parity.report.run_summary import format_value
+
+        table = RichTable(title=self.name, title_justify="left", box=box.SIMPLE_HEAD)
+        table.add_column("summary")
+        table.add_column("value", justify="right")
+        for key, value in _scalar_leaves(summary):
+            table.add_row(key, format_value(key, value))
+        return table
+
+    def charts(self, runs: list[RunData]) -> list[Chart]:
+        """A panel of every run's figures of this suite and one of its cases (tables only)."""
+        from parity.report.html.chart import Chart, Column, Table, tables_only
+
+        many = len(runs) > 1
+        figures, cases = [], []
+        for data in runs:
+            for f in data.figures:
+                ci = f.get("ci95") or (None, None)
+                figures.append({"run": data.label, "name": f.get("name", ""), "value": f.get("value"),
+                                "unit": f.get("unit", ""), "ci_low": ci[0], "ci_high": ci[1],
+                                "method": f.get("method", ""), "note": f.get("note", "")})
+            for case in data.cases:
+                metric, value, unit = case_headline(case)
+                cases.append({"run": data.label, "key": case.key,
+                              "params": json.dumps(case.params, sort_keys=True, default=str),
+                              "metric": metric, "value": value, "unit": unit or "number",
+                              "status": case_status(case)})
+        slug, (section, _) = _slug(self.name), self.section
+        run_column = (Column(field="run", title="run"),) if many else ()
+        out = []
+        if figures:
+            out.append(Chart(
+                id=f"{slug}-figures", section=section, title=f"{self.name}: figures", draw=False,
+                spec=tables_only({"figures": figures}),
+                note="The suite's figures with their method and 95% CI (no chart of its own is registered).",
+                tables=(Table(dataset="figures", columns=run_column + (
+                    Column(field="name", title="figure"), Column(field="value", title="value", unit_field="unit"),
+                    Column(field="ci_low", title="CI low", unit_field="unit"),
+                    Column(field="ci_high", title="CI high", unit_field="unit"),
+                    Column(field="method", title="method"), Column(field="note", title="note"))),)))
+        if cases:
+            out.append(Chart(
+                id=f"{slug}-cases", section=section, title=f"{self.name}: cases", draw=False,
+                spec=tables_only({"cases": cases}),
+                note="Each case with its parameters, its headline metric (a declared rate, else the median "
+                     "time) and its status.",
+                tables=(Table(dataset="cases", columns=run_column + (
+                    Column(field="key", title="case"), Column(field="params", title="parameters"),
+                    Column(field="metric", title="metric"), Column(field="value", title="value", unit_field="unit"),
+                    Column(field="status", title="status"))),)))
+        return out
+
+
+def _scalar_leaves(data: dict[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            if depth < 1:
+                found += _scalar_leaves(value, f"{name}.", depth + 1)
+        elif isinstance(value, (str, int, float, bool)) or value is None:
+            found.append((name, value))
+    return found

@@ -1,13 +1,17 @@
 """The report's data: every chart and table, built from stored runs, trace inputs and a
 comparison, as one JSON-ready dict (the page's data block and ``parity report --json``).
 
-Per-family charts come from the suites' summaries; every run's typed figures and provenance are
-tables built without per-family code, so a new family's figures appear without new report code.
+Each suite of the runs is drawn by its family's registered view
+(``parity.report.views.suite_view``: the family's ``charts`` over every run that holds the suite,
+or the generic view's tables of figures and cases), in a section the view names, ordered by the
+families' ``order``. Every run's typed figures and provenance are tables built without per-family
+code, so a family from another package appears without new report code.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -16,19 +20,14 @@ from parity.model.schema import envelope
 from parity.report.html.chart import Chart, Column, Table, flatten, run_label, tables_only
 from parity.report.html.compare_charts import comparison_charts
 from parity.report.html.fleet_charts import fleet_charts
-from parity.report.html.kernel_charts import gemm_charts, latency_charts, membw_charts
-from parity.report.html.system_charts import collective_charts, decode_charts
 from parity.report.html.trace_charts import TraceInput, trace_charts
+from parity.report.views import RunData, View, suite_view
 from parity.trace.fleet.folder import FleetFolder
 
-# Page sections in order: (id, heading). A chart names its section by id.
-SECTIONS = (
-    ("figures", "Figures of every run"),
-    ("gemm", "GEMM: roofline and efficiency"),
-    ("memory", "Memory bandwidth"),
-    ("latency", "Latency"),
-    ("communication", "Communication"),
-    ("decode", "Decode throughput"),
+# Page sections in order: (id, heading), the suites' own sections between the first and the
+# rest. A chart names its section by id.
+FIRST_SECTIONS = (("figures", "Figures of every run"),)
+LAST_SECTIONS = (
     ("traces", "Trace timelines"),
     ("whatif", "What-if sensitivity"),
     ("fleet", "Fleet: ranks, collectives, stragglers"),
@@ -75,22 +74,55 @@ def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
     return [figures, provenance]
 
 
+def suites_present(runs: list[tuple[RunRecord, list[CaseResult]]]) -> list[str]:
+    """Every suite the runs hold (a stored summary or a case), by the families' ``order``, then
+    suites of no installed family in the order met."""
+    from parity.model.family import families
+
+    met = list(dict.fromkeys([name for run, cases in runs for name in [*_suites(run), *(c.suite for c in cases)]]))
+    ranked = [name for family in families().values() for name in (family.name, *family.stored_as) if name in met]
+    ranked = list(dict.fromkeys(ranked))
+    return ranked + [name for name in met if name not in ranked]
+
+
+def suite_data(suite: str, runs: list[tuple[RunRecord, list[CaseResult]]], labels: list[str]) -> list[RunData]:
+    """One ``RunData`` per run that holds ``suite``: its stored summary, figures and cases."""
+    out = []
+    for label, (run, cases) in zip(labels, runs):
+        entry = _suites(run).get(suite) or {}
+        mine = [c for c in cases if c.suite == suite]
+        if entry or mine:
+            out.append(RunData(label=label, run=run, summary=dict(entry.get("summary") or {}),
+                               figures=list(entry.get("figures") or []), cases=mine))
+    return out
+
+
+def suite_views(runs: list[tuple[RunRecord, list[CaseResult]]]) -> list[tuple[str, View]]:
+    """``(suite, view)`` for every suite of the runs, in section order."""
+    return [(suite, suite_view(suite)) for suite in suites_present(runs)]
+
+
+def sections_for(views: list[tuple[str, View]]) -> list[tuple[str, str]]:
+    """The page's sections: figures, then each view's section once (its first heading), then the
+    fixed ones (traces, what-if, fleet, comparison, audit, provenance)."""
+    fixed = {sid for sid, _ in FIRST_SECTIONS + LAST_SECTIONS}
+    middle = dict.fromkeys(tuple(view.section) for _, view in views if view.section[0] not in fixed)
+    seen: dict[str, str] = {}
+    for sid, heading in middle:
+        seen.setdefault(sid, heading)
+    return [*FIRST_SECTIONS, *seen.items(), *LAST_SECTIONS]
+
+
 def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[TraceInput],
-                  comparison: dict[str, Any] | None, fleets: list[FleetFolder] = ()) -> list[Chart]:
+                  comparison: dict[str, Any] | None, fleets: Sequence[FleetFolder] = (),
+                  views: list[tuple[str, View]] | None = None) -> list[Chart]:
     """Every chart and panel of the report, in no particular order (the page orders by section)."""
     labels = [run_label(run) for run, _ in runs]
-
-    def summaries(suite: str) -> list[tuple[str, dict[str, Any]]]:
-        return [(label, _suites(run)[suite]["summary"]) for label, (run, _) in zip(labels, runs)
-                if (_suites(run).get(suite) or {}).get("summary")]
-
     charts: list[Chart] = []
     for i, (label, (run, _)) in enumerate(zip(labels, runs)):
         charts += _run_panels(i, run, label)
-    charts += gemm_charts(summaries("gemm")) + membw_charts(summaries("membw")) + latency_charts(summaries("latency"))
-    charts += collective_charts(summaries("collectives"))
-    charts += decode_charts([(label, cases, [f for d in _suites(run).values() for f in d.get("figures") or []])
-                             for label, (run, cases) in zip(labels, runs)])
+    for suite, view in suite_views(runs) if views is None else views:
+        charts += view.charts(suite_data(suite, runs, labels))
     charts += trace_charts(traces)
     charts += fleet_charts(list(fleets))
     if comparison is not None:
@@ -98,17 +130,22 @@ def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[T
     return charts
 
 
-def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
-                comparison: dict[str, Any] | None = None, fleets: list[FleetFolder] = (),
+def report_data(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), traces: Sequence[TraceInput] = (),
+                comparison: dict[str, Any] | None = None, fleets: Sequence[FleetFolder] = (),
                 title: str = "parity report") -> dict[str, Any]:
     """The whole report as one dict with ``schema_version`` and ``kind: report``; ``fleets`` are
     fleet output folders (``parity.trace.fleet.folder.read_fleet_folder``)."""
-    runs, traces, fleets = list(runs), list(traces), list(fleets)
-    charts = report_charts(runs, traces, comparison, fleets)
-    sections = [{"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]}
-                for sid, heading in SECTIONS]
+    run_list, trace_list, fleet_list = list(runs), list(traces), list(fleets)
+    views = suite_views(run_list)
+    charts = report_charts(run_list, trace_list, comparison, fleet_list, views)
+    order = sections_for(views)
+    named = {sid for sid, _ in order}
+    strays = [(sid, sid) for sid in dict.fromkeys(c.section for c in charts) if sid not in named]
+    order[len(order) - len(LAST_SECTIONS):len(order) - len(LAST_SECTIONS)] = strays  # a chart never goes missing
+    sections: list[dict[str, Any]] = [
+        {"id": sid, "title": heading, "charts": [c.id for c in charts if c.section == sid]} for sid, heading in order]
     lines = {"compare": list((comparison or {}).get("claims") or []),
-             "whatif": [t.whatif_note for t in traces if t.whatif_note]}
+             "whatif": [t.whatif_note for t in trace_list if t.whatif_note]}
     if comparison and comparison.get("forced"):
         lines["compare"].insert(0, "This comparison was forced across different conventions: every marked line "
                                    "mixes them.")
@@ -118,10 +155,10 @@ def report_data(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: 
         "title": title,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "runs": [{"run_id": run.run_id, "label": label, "status": run.status, "created_at": run.created_at,
-                  "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in runs], runs)],
+                  "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in run_list], run_list)],
         "traces": [{"path": t.path, "format": t.analysis.get("format"), "window": t.analysis.get("window")}
-                   for t in traces],
-        "fleets": [{"path": f.out_dir, "ranks": f.ranks, "ranks_per_node": f.ranks_per_node} for f in fleets],
+                   for t in trace_list],
+        "fleets": [{"path": f.out_dir, "ranks": f.ranks, "ranks_per_node": f.ranks_per_node} for f in fleet_list],
         "sections": [s for s in sections if s["charts"] or s["lines"]],
         "charts": [c.to_dict() for c in charts],
     })
