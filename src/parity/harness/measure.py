@@ -61,8 +61,8 @@ def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
 
 def stopwatch() -> Any:
     """A clock for a protocol's own budget or a cost reported beside a rate (seconds since this
-    call; ``parity.timing.stopwatch.Stopwatch``): never a sample."""
-    from parity.timing.stopwatch import Stopwatch
+    call; ``parity.timing.clock.Stopwatch``): never a sample."""
+    from parity.timing.clock import Stopwatch
 
     return Stopwatch()
 

@@ -1,8 +1,10 @@
-"""The wall clock of a sweep: how long cases took, for progress and the time left.
+"""Wall time that is bookkeeping, never a sample: how long cases took (progress, the time
+left), a search's budget (the compute ceiling's, ``parity.ceilings.compute``), a build whose
+cost is reported beside a rate (a tuned backend's tuning time).
 
-This is bookkeeping, never a sample: a case's timed figures come from the strategies of
-``parity.timing`` through the harness. The harness's runner and progress tracker read elapsed
-wall time here so that only ``parity.timing`` reads a clock.
+A case's timed figures come from the strategies of ``parity.timing`` through the harness; the
+runner, the progress tracker and the families read elapsed wall time here so that only
+``parity.timing`` reads a clock.
 """
 
 from __future__ import annotations
@@ -23,3 +25,7 @@ class Stopwatch:
     def elapsed_s(self) -> float:
         """Seconds since the start, never negative (the clock is monotonic)."""
         return time.perf_counter() - self._started
+
+    def __call__(self) -> float:
+        """The same as :meth:`elapsed_s`: a stopwatch is a budget clock ``() -> seconds``."""
+        return self.elapsed_s()
