@@ -35,8 +35,6 @@ PENDING: set[str] = {
     "families/gemm/speedup.py",
     "families/membw/suite.py",
     "families/latency/suite.py",
-    "families/decode/serving/client.py",
-    "families/decode/serving/load.py",
     "ceilings/compute.py",
     "ceilings/bandwidth.py",
     "harness/progress.py",
