@@ -24,10 +24,11 @@ from parity.families.decode.layers import layer_weights, tensor_bytes
 from parity.families.decode.moe import grouped_products_supported
 from parity.families.decode.options import DecodeOptions
 from parity.families.decode.step import build_kind_step, kind_work, model_step_s
+from parity.families.decode.figures import decode_figures
 from parity.families.decode.summary import (
     MODE,
     SCALING,
-    decode_figures,
+    DecodeSummary,
     slower_than_a_larger_batch,
     summarize_decode,
 )
@@ -162,11 +163,10 @@ class DecodeSuite(SuiteBase):
         return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                 for r in slower_than_a_larger_batch(results)]
 
-    def summarize(self, results: list[CaseResult], *, options: DecodeOptions) -> dict[str, Any]:
-        summary = summarize_decode(results, targets_ms=options.tpot_ms)
-        summary["config_detail"] = config_to_dict(load_config(options.config))
-        return summary
+    def summarize(self, results: list[CaseResult], *, options: DecodeOptions) -> DecodeSummary:
+        return summarize_decode(results, targets_ms=options.tpot_ms,
+                                config_detail=config_to_dict(load_config(options.config)))
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: DecodeSummary | dict[str, Any]) -> list[Figure]:
         return decode_figures(summary)
 
