@@ -31,7 +31,6 @@ PENDING: set[str] = {
     "report/html/document.py",
     "report/html/kernel_charts.py",
     "report/html/system_charts.py",
-    "report/kernels.py",
     "report/memory.py",
 }
 

@@ -3,5 +3,5 @@ the online client that measures a served endpoint (``serving``)."""
 
 from parity.model.family import Family
 
-FAMILY = Family(name="decode", suite="parity.families.decode.suite:DecodeSuite", view="parity.families.decode.views:VIEW",
-                description="the offline decode step per batch size", order=6)
+FAMILY = Family(name="decode", suite="parity.families.decode.suite:DecodeSuite",
+                view="parity.families.decode.views:VIEW", description="the offline decode step per batch size", order=6)

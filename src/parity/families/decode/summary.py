@@ -62,7 +62,9 @@ class BatchPoint:
     @property
     def arithmetic_intensity(self) -> float | None:
         """FLOP per byte of one step, None without bytes."""
-        return self.flop_per_step / self.bytes_per_step if self.bytes_per_step and self.flop_per_step is not None else None
+        if not self.bytes_per_step or self.flop_per_step is None:
+            return None
+        return self.flop_per_step / self.bytes_per_step
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,12 +128,23 @@ class DecodeSummary:
     def from_dict(cls, data: dict[str, Any]) -> DecodeSummary:
         """The record from ``to_dict()`` (unknown keys, such as a command's run id, are ignored)."""
         nested = {"points": BatchPoint, "pareto": FrontPoint, "at_target": TargetThroughput}
+        data = data if "version" in data else _from_unversioned(data)
         values = _known(cls, data)
         for key, kind in nested.items():
             values[key] = tuple(kind(**_known(kind, item)) for item in data.get(key) or ())
         for key in ("failed", "findings"):
             values[key] = tuple(data.get(key) or ())
         return cls(**values)
+
+
+def _from_unversioned(data: dict[str, Any]) -> dict[str, Any]:
+    """A summary stored before ``VERSION`` 1, in SI: its front and targets were in ms, and a
+    target not reached had the value ``"not reached"``."""
+    pareto = [{**f, "tpot_s": f["tpot_ms"] / 1e3} if "tpot_ms" in f else f for f in data.get("pareto") or ()]
+    targets = [{**t, "tpot_target_s": t["tpot_ms"] / 1e3,
+                "value": t.get("value") if isinstance(t.get("value"), (int, float)) else None}
+               if "tpot_ms" in t else t for t in data.get("at_target") or ()]
+    return {**data, "pareto": pareto, "at_target": targets}
 
 
 def point(result: CaseResult) -> BatchPoint:
