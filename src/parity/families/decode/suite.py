@@ -4,8 +4,10 @@ A model config (``parity.families.decode.config``) gives the decoder's shape; ``
 ``layers`` layers of each kind it has (dense, MoE) and the output head with seeded random
 weights. Each case is one batch: every sequence's paged cache is filled to ``context`` tokens
 and each layer kind is timed by the harness as declared work (``parity.families.decode.step``,
-checked after timing); the step of the whole model is scaled from the layers run to the
-config's layer count and stored with the scaling stated. TPOT and tokens/s per card follow
+checked after timing): the composite step is a sequence of declared ``Work``, one per layer
+kind, each handed to ``parity.harness.measure.measure_work``, and no clock is read here. The
+step of the whole model is then scaled from the layers run to the config's layer count
+(``model_step_s``) and stored with the scaling stated. TPOT and tokens/s per card follow
 ``parity.metrics.decode`` (offline: ``TPOT = step / accepted tokens per step``).
 
 Memory: ``memory_bytes`` is the bytes of the tensors the layers run hold (weights and their

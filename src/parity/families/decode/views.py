@@ -117,7 +117,7 @@ def serving_table(rows: Sequence[dict[str, Any]], *, title: str) -> RichTable:
             elif header == "findings":
                 cells.append(",".join(row.get("findings", [])) or "-")
             else:
-                cells.append(_cell(row.get(key)))
+                cells.append(_cell(row.get(key)) if key else "-")
         table.add_row(*cells, style="red" if row.get("failed") else None)
     return table
 

@@ -6,7 +6,7 @@ reference. Never measures, never prints; values arrive in SI units and are forma
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
@@ -34,9 +34,11 @@ def _check(row: KernelRow) -> str:
 def operations_table(rows: tuple[KernelRow, ...]) -> RichTable:
     table = RichTable(title="operations (FLOP and bytes as declared: valid rows only, causal mask counted)",
                       title_justify="left")
-    for name, justify in (("op", "left"), ("impl", "left"), ("shape", "left"), ("median", "right"),
-                          ("GFLOP/s", "right"), ("GB/s", "right"), ("AI FLOP/B", "right"), ("P", "left"),
-                          ("efficiency", "right"), ("class", "left"), ("vs torch", "right"), ("check (error)", "left")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("op", "left"), ("impl", "left"), ("shape", "left"), ("median", "right"), ("GFLOP/s", "right"),
+        ("GB/s", "right"), ("AI FLOP/B", "right"), ("P", "left"), ("efficiency", "right"), ("class", "left"),
+        ("vs torch", "right"), ("check (error)", "left"))
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for row in rows:
         speed = row.speedup_vs_torch
