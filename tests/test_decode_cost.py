@@ -90,6 +90,25 @@ def test_a_step_slower_than_a_larger_batch_is_rechecked_and_replaced_when_back_o
     assert [r.key for r in slower_than_a_larger_batch(first)] == ["batch=1"]
     assert slower_than_a_larger_batch([_row(1, 0.0032), _row(2, 0.003)]) == []  # within 10%
     summary = summarize_decode([*first, _row(1, 0.002, again=True)], targets_ms=(3.0,))
-    assert [p["step_ms"] for p in summary["points"]] == pytest.approx([2.0, 3.0, 4.0]) and not summary["findings"]
+    assert [p.step_s for p in summary.points] == pytest.approx([2e-3, 3e-3, 4e-3]) and not summary.findings
     stays = summarize_decode([*first, _row(1, 0.250, again=True)], targets_ms=(3.0,))
-    assert stays["points"][0]["step_ms"] == pytest.approx(300.0) and stays["findings"][0]["code"] == "off-trend"
+    assert stays.points[0].step_s == pytest.approx(0.3) and stays.findings[0]["code"] == "off-trend"
+
+
+def test_the_summary_is_si_and_round_trips_through_its_dict() -> None:
+    from parity.families.decode.figures import decode_figures
+    from parity.families.decode.summary import DecodeSummary, summarize_decode
+
+    # front (2 ms, 500 tok/s) and (4 ms, 1000 tok/s): at 3 ms, 500 + 500 * (3 - 2) / (4 - 2) = 750
+    summary = summarize_decode([_row(1, 0.002), _row(4, 0.004)], targets_ms=(3.0, 1.0))
+    assert summary.at_target[0].tpot_target_s == pytest.approx(3e-3)
+    assert summary.at_target[0].value == pytest.approx(750.0) and summary.at_target[0].status == "interpolated"
+    assert summary.at_target[1].value is None and summary.at_target[1].status == "not reached"
+    data = summary.to_dict()
+    assert data["version"] == DecodeSummary.VERSION == 1
+    assert not any(key.endswith("_ms") for p in data["points"] for key in p)
+    assert DecodeSummary.from_dict({**data, "run_id": "x"}) == summary
+    names = [f.name for f in decode_figures(summary)]
+    assert names == ["decode.offline.tokens_per_s_per_card.at_3ms", "decode.offline.tokens_per_s_per_card.at_1ms",
+                     "decode.offline.pareto.batch_1", "decode.offline.pareto.batch_4"]
+    assert decode_figures(data) == decode_figures(summary)

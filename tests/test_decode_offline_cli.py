@@ -40,12 +40,12 @@ def test_offline_writes_points_pareto_and_targets_labelled_offline(capsys, tmp_p
     assert doc["mode"] == "offline" and doc["cards"] == 1 and doc["tpot_statistic"] == "median step"
     assert [p["batch"] for p in doc["points"]] == [1, 2, 4]
     for p in doc["points"]:
-        assert {"batch", "tpot_ms", "tokens_per_s_per_card", "step_ms", "memory_bytes"} <= set(p)
-        assert p["tokens_per_s_per_card"] == pytest.approx(p["batch"] / (p["tpot_ms"] / 1e3))
-    assert doc["pareto"] and all(set(f) == {"batch", "tpot_ms", "tokens_per_s_per_card"} for f in doc["pareto"])
+        assert {"batch", "tpot_s", "tokens_per_s_per_card", "step_s", "memory_bytes"} <= set(p)
+        assert p["tokens_per_s_per_card"] == pytest.approx(p["batch"] / p["tpot_s"])
+    assert doc["pareto"] and all(set(f) == {"batch", "tpot_s", "tokens_per_s_per_card"} for f in doc["pareto"])
     low, mid, high = doc["at_target"]
-    assert low["value"] == "not reached" and "below the fastest" in low["reason"]
-    assert high["value"] == "not reached" and "above the slowest" in high["reason"]
+    assert low["value"] is None and low["status"] == "not reached" and "below the fastest" in low["reason"]
+    assert high["value"] is None and high["status"] == "not reached" and "above the slowest" in high["reason"]
     assert low["mode"] == "offline" and low["cards"] == 1
     assert "scaled" in doc["scaling"] or "x the config's layers" in doc["scaling"]
     case = doc["cases"][0]

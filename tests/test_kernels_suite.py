@@ -95,12 +95,13 @@ def test_a_library_kernel_is_measured_beside_the_reference(tmp_path: Path, monke
     assert results[1].check["method"].startswith("similarity_diff")
     assert results[1].check["tolerance"] == 1e-3 and results[1].check["similarity_diff"] < 1e-3
     summary = suite.summarize(results, options=options)
-    library_row = next(r for r in summary["rows"] if r["impl"] == "deep_gemm")
-    speed = library_row["speedup_vs_torch"]
-    assert speed["ci95"][0] <= speed["ratio"] <= speed["ci95"][1]
-    status = {e["library"]: e["status"] for e in summary["libraries"]}
+    library_row = next(r for r in summary.rows if r.impl == "deep_gemm")
+    speed = library_row.speedup_vs_torch
+    assert speed.ci95[0] <= speed.ratio <= speed.ci95[1]
+    status = {e.library: e.status for e in summary.libraries}
     assert status == {"deep_gemm": "measured", "tile_kernels": "not-run"}
-    assert library_row.get("efficiency") is None  # no ceilings among these results
+    assert library_row.efficiency is None  # no ceilings among these results
+    assert type(summary).from_dict(summary.to_dict()) == summary
     monkeypatch.delitem(sys.modules, "deep_gemm", raising=False)
 
 

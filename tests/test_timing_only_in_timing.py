@@ -32,8 +32,6 @@ PENDING: set[str] = {
     "families/overlap/suite.py",
     "families/membw/suite.py",
     "families/latency/suite.py",
-    "families/decode/serving/client.py",
-    "families/decode/serving/load.py",
 }
 
 

@@ -94,3 +94,54 @@ def test_a_real_chunked_http_stream_is_stamped_chunk_by_chunk_in_order() -> None
     first = first_chunk_s(timing)
     assert first is not None and first > 0
     assert stream_end_s(timing) >= first + sum(gaps) - 1e-9
+
+
+def test_the_stream_clock_stamps_data_lines_before_parsing_and_sums_the_handling() -> None:
+    from parity.timing.stream import StreamClock
+
+    async def lines() -> AsyncIterator[bytes]:
+        for line in (b": keep-alive\n", b"data: {\"a\": 1}\n", b"data: {\"b\": 2}\n", b"data: [DONE]\n", b"data: x\n"):
+            yield line
+
+    # a stamp per line read (keep-alive 10, first event 20, second 50, done 90); after each
+    # event's handler the clock reads 23 and 54: handling 3 + 4 ns
+    ticks = iter([10, 20, 23, 50, 54, 90]).__next__
+    clock, seen = StreamClock(ticks), []
+    asyncio.run(clock.drain_events(lines(), lambda payload, stamp: seen.append((payload, stamp))))
+    assert seen == [(b'{"a": 1}', 20), (b'{"b": 2}', 50)]
+    assert (clock.events, clock.handling_ns) == (2, 7)
+
+
+def test_the_loop_meter_gives_cpu_wall_and_the_schedule_on_its_clocks() -> None:
+    from parity.timing.loop_load import LoopMeter
+
+    ns = iter([1_000_000_000, 1_250_000_000, 3_000_000_000]).__next__
+    cpu = iter([2.0, 2.5]).__next__
+
+    async def drive() -> tuple[LoopMeter, float]:
+        meter = LoopMeter(clock_ns=lambda: ns(), cpu_s=cpu, interval_s=1e-3)
+        meter._watch_lag = _no_lag  # type: ignore[method-assign]
+        async with meter:
+            due = meter.due_in_s(0.5)  # started at 1.0 s, now 1.25 s: due in 0.25 s
+        return meter, due
+
+    meter, due = asyncio.run(drive())
+    assert due == pytest.approx(0.25)
+    assert (meter.wall_s, meter.cpu_s) == (pytest.approx(2.0), pytest.approx(0.5))
+
+
+async def _no_lag() -> None:
+    return None
+
+
+def test_the_loop_meter_samples_timer_lag() -> None:
+    from parity.timing.loop_load import LoopMeter
+
+    async def drive() -> LoopMeter:
+        async with LoopMeter(interval_s=1e-3) as meter:
+            await asyncio.sleep(0.02)
+        return meter
+
+    meter = asyncio.run(drive())
+    assert meter.lags_s and all(lag >= 0 for lag in meter.lags_s)
+    assert meter.wall_s >= 0.02 and meter.cpu_s >= 0

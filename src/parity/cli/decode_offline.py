@@ -71,7 +71,7 @@ def offline(config: str, batches: str | None, tpot_ms: str | None, context: int 
       parity decode offline --config llama-3-8b --device cuda:0 --batch 1,8,32,128 --context 4096
       parity run --suite decode --set decode.config=tiny
     """
-    from parity.report.decode import render_decode
+    from parity.families.decode.views import render_decode
 
     options: dict[str, Any] = {"config": config}
     for key, value in (("batches", parse_list(batches, option="--batch", kind=int)),

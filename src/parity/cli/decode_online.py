@@ -129,7 +129,7 @@ def online(url: str, model: str | None, api_key_env: str | None, endpoint_type: 
     fields = [level.fields for level in levels]
     search = throughput_at_tpot(fields, targets_ms=targets, stat=tpot_stat, cards=cards) if targets else None
     run = _store(db_path, endpoint=endpoint, options=options, levels=levels, search=search)
-    from parity.report.serving import serving_table
+    from parity.families.decode.views import serving_table
 
     rows = [{**level.fields, "findings": [f.code for f in level.findings]} for level in levels]
     stdout_console(json_path).print(serving_table(rows, title=f"{endpoint.record().name} (run {run.run_id})"))

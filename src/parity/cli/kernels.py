@@ -40,7 +40,7 @@ def kernels(device_name: str | None, quick: bool, ops: str | None, no_libraries:
       parity kernels --quick --device cpu --json k.json
       parity kernels --device cuda:0 --ops fp8_gemm,mla_decode
     """
-    from parity.report.kernels import render_kernels
+    from parity.families.kernels.views import render_kernels
 
     options: dict[str, Any] = {"libraries": not no_libraries}
     if ops is not None:

@@ -101,3 +101,19 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
                       samples=samples, metrics=metrics, check=check,
                       findings=tuple(findings), telemetry=dict(m.telemetry))
+
+
+def stream_clock() -> Any:
+    """A fresh ``parity.timing.stream.StreamClock``: the host-clock stream strategy by which an
+    online client stamps one streamed request (the stamping clock and the event loop)."""
+    from parity.timing.stream import StreamClock
+
+    return StreamClock()
+
+
+def loop_meter() -> Any:
+    """A fresh ``parity.timing.loop_load.LoopMeter``: the clock of a client process's load
+    schedule and the measure of its own load (CPU share, event-loop lag)."""
+    from parity.timing.loop_load import LoopMeter
+
+    return LoopMeter()

@@ -96,3 +96,38 @@ def gap_samples(timing: StreamTiming) -> Samples:
         resolution_s=time.get_clock_info("perf_counter").resolution,
         meta={"chunks": len(timing.arrivals_ns)},
     )
+
+
+class StreamClock:
+    """The host-clock stream strategy for a live client: one request's stamps and the client's
+    own cost of reading its events.
+
+    ``now_ns()`` stamps on ``time.perf_counter_ns`` (monotonic; on Linux and macOS the system's
+    monotonic clock, shared by the processes of one machine, so the stamps of several client
+    processes merge on one time axis). ``drain_events(lines, on_event)`` reads a server-sent
+    event stream line by line and stamps each line the moment it is read, before it is parsed
+    (the module's rule: stamp events, not raw reads); a ``data:`` line is an event, handed with
+    its stamp to ``on_event``, and ``data: [DONE]`` ends the stream. The time ``on_event`` takes
+    (parsing and bookkeeping) is summed in ``handling_ns``: the client's own work, which delays
+    the stamps of the events behind it. ``events`` and ``handling_ns`` hold what was read so far
+    when the stream breaks off with an error.
+    """
+
+    def __init__(self, clock_ns: Callable[[], int] = time.perf_counter_ns) -> None:
+        self.now_ns = clock_ns
+        self.events = 0
+        self.handling_ns = 0
+
+    async def drain_events(self, lines: AsyncIterable[bytes], on_event: Callable[[bytes, int], None]) -> None:
+        """Stamp and hand over every ``data:`` payload of ``lines`` until ``[DONE]`` or the end."""
+        clock = self.now_ns
+        async for line in lines:
+            stamp = clock()
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                break
+            self.events += 1
+            on_event(payload, stamp)
+            self.handling_ns += clock() - stamp

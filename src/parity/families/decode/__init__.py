@@ -3,4 +3,6 @@ the online client that measures a served endpoint (``serving``)."""
 
 from parity.model.family import Family
 
-FAMILY = Family(name="decode", suite="parity.families.decode.suite:DecodeSuite", description="the offline decode step per batch size", order=6)
+FAMILY = Family(name="decode", suite="parity.families.decode.suite:DecodeSuite",
+                view="parity.families.decode.views:VIEW", description="the offline decode step per batch size",
+                order=6, stored_as=("serving",))

@@ -4,8 +4,10 @@ A model config (``parity.families.decode.config``) gives the decoder's shape; ``
 ``layers`` layers of each kind it has (dense, MoE) and the output head with seeded random
 weights. Each case is one batch: every sequence's paged cache is filled to ``context`` tokens
 and each layer kind is timed by the harness as declared work (``parity.families.decode.step``,
-checked after timing); the step of the whole model is scaled from the layers run to the
-config's layer count and stored with the scaling stated. TPOT and tokens/s per card follow
+checked after timing): the composite step is a sequence of declared ``Work``, one per layer
+kind, each handed to ``parity.harness.measure.measure_work``, and no clock is read here. The
+step of the whole model is then scaled from the layers run to the config's layer count
+(``model_step_s``) and stored with the scaling stated. TPOT and tokens/s per card follow
 ``parity.metrics.decode`` (offline: ``TPOT = step / accepted tokens per step``).
 
 Memory: ``memory_bytes`` is the bytes of the tensors the layers run hold (weights and their
@@ -24,10 +26,11 @@ from parity.families.decode.layers import layer_weights, tensor_bytes
 from parity.families.decode.moe import grouped_products_supported
 from parity.families.decode.options import DecodeOptions
 from parity.families.decode.step import build_kind_step, kind_work, model_step_s
+from parity.families.decode.figures import decode_figures
 from parity.families.decode.summary import (
     MODE,
     SCALING,
-    decode_figures,
+    DecodeSummary,
     slower_than_a_larger_batch,
     summarize_decode,
 )
@@ -162,11 +165,10 @@ class DecodeSuite(SuiteBase):
         return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                 for r in slower_than_a_larger_batch(results)]
 
-    def summarize(self, results: list[CaseResult], *, options: DecodeOptions) -> dict[str, Any]:
-        summary = summarize_decode(results, targets_ms=options.tpot_ms)
-        summary["config_detail"] = config_to_dict(load_config(options.config))
-        return summary
+    def summarize(self, results: list[CaseResult], *, options: DecodeOptions) -> DecodeSummary:
+        return summarize_decode(results, targets_ms=options.tpot_ms,
+                                config_detail=config_to_dict(load_config(options.config)))
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: DecodeSummary | dict[str, Any]) -> list[Figure]:
         return decode_figures(summary)
 

@@ -2,4 +2,5 @@
 
 from parity.model.family import Family
 
-FAMILY = Family(name="kernels", suite="parity.families.kernels.suite:KernelsSuite", description="DeepSeek's kernel libraries against references", order=7)
+FAMILY = Family(name="kernels", suite="parity.families.kernels.suite:KernelsSuite",
+                view="parity.families.kernels.views:VIEW", description="DeepSeek's kernel libraries against references", order=7)

@@ -19,7 +19,8 @@ from parity.families.gemm.measure_case import measure_bandwidth, measure_ceiling
 from parity.families.kernels.libraries import LIBRARY_KERNELS, library_kernel, library_reason
 from parity.families.kernels.ops import OPS, op_case, op_work
 from parity.families.kernels.shapes import FULL, QUICK, shape_tag
-from parity.families.kernels.summary import kernels_figures, summarize_kernels
+from parity.families.kernels.figures import kernels_figures
+from parity.families.kernels.summary import KernelsSummary, summarize_kernels
 from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.model.errors import ParityError
@@ -113,8 +114,8 @@ class KernelsSuite(SuiteBase):
         prepared = kernel.prepare(importlib.import_module(kernel.module), built.inputs, p)
         return op_work(built, call=lambda: kernel.call(prepared), library=kernel.library, timing=p)
 
-    def summarize(self, results: list[CaseResult], *, options: KernelsOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: KernelsOptions) -> KernelsSummary:
         return summarize_kernels(results)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: KernelsSummary | dict[str, Any]) -> list[Figure]:
         return kernels_figures(summary)

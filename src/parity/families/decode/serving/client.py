@@ -2,7 +2,8 @@
 
 The request asks for a stream (``stream: true``) and for the token counts at its end
 (``stream_options: {include_usage: true}``). Each server-sent event (``data: {...}``) is
-stamped on ``time.perf_counter_ns`` the moment its line is read, before it is parsed; an event
+stamped the moment its line is read, before it is parsed (the host-clock stream strategy,
+``parity.timing.stream.StreamClock``, through ``parity.harness.measure.stream_clock``); an event
 whose choice carries text (``choices[0].text`` for completions, ``choices[0].delta.content``
 for chat) is a content chunk. As in ``vllm bench serve``: TTFT is the first content chunk's
 stamp minus the send stamp, ITL every gap between consecutive content chunks, and E2E the last
@@ -11,7 +12,7 @@ content chunk's stamp minus the send stamp; the stream's own end (``[DONE]``) is
 Output tokens come from the server's ``usage.completion_tokens``; a server that sends no usage
 gets the stated fallback, the number of content chunks (exact when the server streams one token
 per chunk, an undercount when it batches tokens). The per-event handling cost (parse and
-bookkeeping, on the same clock) is summed per request: the client's own work.
+bookkeeping, on the same clock) is summed per request by the strategy: the client's own work.
 
 The send stamp is taken when the request's body has been written to the socket (aiohttp's
 ``on_request_chunk_sent`` trace, ``sent_tracing()``), not when the coroutine began: a burst of
@@ -26,13 +27,13 @@ breaks long answers.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from parity.families.decode.serving.prompts import Prompt
+from parity.harness.measure import stream_clock
 from parity.model.errors import one_line
 
 READ_BUFFER_BYTES = 16 * 1024 * 1024
@@ -43,7 +44,8 @@ TOKENS_FROM_CHUNKS = "content chunks (server sent no usage)"
 
 @dataclass(frozen=True, kw_only=True)
 class RequestRecord:
-    """The raw stamps and counts of one request (integer ns of ``perf_counter_ns``)."""
+    """The raw stamps and counts of one request (integer ns of the stream clock,
+    ``parity.timing.stream.StreamClock``)."""
 
     index: int
     start_ns: int
@@ -139,10 +141,12 @@ def sent_tracing() -> Any:
     time a body chunk is written (the last write wins: the request is then fully sent)."""
     import aiohttp
 
+    now_ns = stream_clock().now_ns
+
     async def on_sent(session: Any, context: Any, params: Any) -> None:
         holder = context.trace_request_ctx
         if isinstance(holder, dict):
-            holder["sent_ns"] = time.perf_counter_ns()
+            holder["sent_ns"] = now_ns()
 
     config = aiohttp.TraceConfig()
     config.on_request_chunk_sent.append(on_sent)
@@ -155,11 +159,20 @@ async def stream_request(
     """POST ``body`` to ``url`` and stamp the streamed answer; errors are kept in the record."""
     import aiohttp
 
-    clock = time.perf_counter_ns
+    stamps = stream_clock()
+    clock = stamps.now_ns
     content: list[int] = []
     usage: dict[str, Any] = {}
-    handling = events = 0
     sent: dict[str, int] = {}
+
+    def on_event(payload: bytes, stamp: int) -> None:
+        nonlocal usage
+        event = orjson.loads(payload)
+        if _content(event) is not None:
+            content.append(stamp)
+        if isinstance(event, dict) and isinstance(event.get("usage"), dict):
+            usage = event["usage"]
+
     start = clock()
     try:
         async with session.post(url, json=body, headers=headers, trace_request_ctx=sent) as response:
@@ -172,28 +185,15 @@ async def stream_request(
                 return RequestRecord(index=index, start_ns=start, end_ns=clock(), asked_tokens=body["max_tokens"],
                                      error=f"answered {kind or 'no content type'}, not a text/event-stream: "
                                            "the endpoint does not stream")
-            async for line in response.content:
-                stamp = clock()
-                if not line.startswith(b"data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
-                    break
-                events += 1
-                event = orjson.loads(payload)
-                if _content(event) is not None:
-                    content.append(stamp)
-                if isinstance(event, dict) and isinstance(event.get("usage"), dict):
-                    usage = event["usage"]
-                handling += clock() - stamp
+            await stamps.drain_events(response.content, on_event)
     except (aiohttp.ClientError, orjson.JSONDecodeError, ValueError, OSError) as exc:
         return RequestRecord(index=index, start_ns=start, content_ns=tuple(content), end_ns=clock(),
-                             asked_tokens=body["max_tokens"], handling_ns=handling, events=events,
+                             asked_tokens=body["max_tokens"], handling_ns=stamps.handling_ns, events=stamps.events,
                              error=f"{type(exc).__name__}: {one_line(exc, 200)}")
     return RequestRecord(
         index=index, start_ns=start, sent_ns=sent.get("sent_ns", 0), content_ns=tuple(content), end_ns=clock(),
         usage_output_tokens=_int(usage.get("completion_tokens")), usage_prompt_tokens=_int(usage.get("prompt_tokens")),
-        asked_tokens=body["max_tokens"], handling_ns=handling, events=events,
+        asked_tokens=body["max_tokens"], handling_ns=stamps.handling_ns, events=stamps.events,
         error=None if content else "the stream ended without a content chunk",
     )
 

@@ -4,28 +4,28 @@ client processes, each one bounded asyncio loop, with the client's own load meas
 The level's send times are drawn once (``arrivals``) and request ``i`` goes to process
 ``i mod P``, so several processes replay exactly the schedule one would; the concurrency limit
 is split between them (``C // P``, the remainder to the first ones). Processes start together
-at a barrier and stamp on ``time.perf_counter_ns`` (the system's monotonic clock on Linux and
-macOS, shared by processes), so their records merge on one time axis.
+at a barrier and stamp on the stream clock (``parity.timing.stream``: the system's monotonic
+clock on Linux and macOS, shared by processes), so their records merge on one time axis.
 
-While a process drives its requests it measures itself: its CPU time over its wall time (the
-busy fraction: near 1 means the loop had no idle moment, so stamps waited on the client), and
-the event-loop lag, how late a 10 ms timer fires (the time an arriving chunk can wait before it
-is stamped). ``level`` turns these into a ``client-bound`` finding.
+While a process drives its requests it measures itself (``parity.timing.loop_load``, through
+``parity.harness.measure.loop_meter``, also the clock of its send schedule): its CPU time over
+its wall time (the busy fraction: near 1 means the loop had no idle moment, so stamps waited on
+the client), and the event-loop lag, how late a 10 ms timer fires (the time an arriving chunk can
+wait before it is stamped). ``level`` turns these into a ``client-bound`` finding.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from parity.families.decode.serving.client import READ_BUFFER_BYTES, RequestRecord, sent_tracing, stream_request
+from parity.harness.measure import loop_meter
 from parity.model.errors import ParityError
 
-LAG_INTERVAL_S = 0.01
 DEFAULT_REQUEST_TIMEOUT_S = 600.0
 
 
@@ -81,43 +81,28 @@ def split_shares(
     return shares
 
 
-async def _watch_lag(lags: list[float], stop: asyncio.Event) -> None:
-    clock = time.perf_counter
-    while not stop.is_set():
-        due = clock() + LAG_INTERVAL_S
-        await asyncio.sleep(LAG_INTERVAL_S)
-        lags.append(max(0.0, clock() - due))
-
-
 async def drive_share(share: Share) -> tuple[list[RequestRecord], ClientLoad]:
     """Send one share's requests on their schedule within its concurrency limit."""
     import aiohttp
 
-    lags: list[float] = []
-    stop = asyncio.Event()
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=share.timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=READ_BUFFER_BYTES,
                                      trace_configs=[sent_tracing()], trust_env=False) as session:
         limit = asyncio.Semaphore(share.concurrency) if share.concurrency else None
-        monitor = asyncio.create_task(_watch_lag(lags, stop))
-        cpu0, t0 = time.process_time(), time.perf_counter_ns()
+        async with loop_meter() as meter:
 
-        async def one(index: int, body: dict[str, Any], offset_s: float) -> RequestRecord:
-            delay = (t0 + offset_s * 1e9 - time.perf_counter_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if limit is None:
-                return await stream_request(session, url=share.url, body=body, index=index, headers=share.headers)
-            async with limit:
-                return await stream_request(session, url=share.url, body=body, index=index, headers=share.headers)
+            async def one(index: int, body: dict[str, Any], offset_s: float) -> RequestRecord:
+                delay = meter.due_in_s(offset_s)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if limit is None:
+                    return await stream_request(session, url=share.url, body=body, index=index, headers=share.headers)
+                async with limit:
+                    return await stream_request(session, url=share.url, body=body, index=index, headers=share.headers)
 
-        records = list(await asyncio.gather(*(one(*item) for item in share.items)))
-        wall = (time.perf_counter_ns() - t0) / 1e9
-        cpu = time.process_time() - cpu0
-        stop.set()
-        await monitor
-    load = ClientLoad(cpu_s=cpu, wall_s=wall, lags_s=tuple(lags),
+            records = list(await asyncio.gather(*(one(*item) for item in share.items)))
+    load = ClientLoad(cpu_s=meter.cpu_s, wall_s=meter.wall_s, lags_s=meter.lags_s,
                       handling_s=sum(r.handling_ns for r in records) / 1e9, events=sum(r.events for r in records))
     return records, load
 

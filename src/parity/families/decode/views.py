@@ -1,0 +1,220 @@
+"""How the decode family is drawn: the offline sweep's terminal tables, an online sweep's table
+(``parity decode online``) and the HTML charts of tokens/s per card against TPOT.
+
+Never measures, never prints. Every offline table says it is offline, the TPOT statistic, the
+card count, the layer scaling and what the numbers exclude; offline and online numbers are each
+their own chart, never one series. Values arrive in SI units and are formatted here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from parity.families.decode.summary import DecodeSummary
+from parity.model.result import CaseResult
+from parity.report.html.chart import NUMBER, Chart, Column, Table, series_color, vega_lite
+from parity.report.memory import format_bytes
+from parity.report.views import RunData
+
+# ----------------------------------------------------------------------------- offline, terminal
+
+
+def _layers(summary: DecodeSummary) -> str:
+    run, total = summary.layers_run or {}, summary.layers_total or {}
+    return ", ".join(f"{kind} {run[kind]} of {total.get(kind)}" for kind in run)
+
+
+def _number(value: float | None, digits: str = ".3g") -> str:
+    return "-" if value is None else format(value, digits)
+
+
+def _throughput(value: float | None) -> str:
+    return "-" if value is None else (f"{value:,.0f}" if value >= 100 else f"{value:.3g}")
+
+
+def render_decode(summary: dict[str, Any]) -> RenderableType:
+    """The header with the method, one row per batch, the front, and one row per TPOT target."""
+    s = DecodeSummary.from_dict(summary)
+    on_front = {p.batch for p in s.pareto}
+    head = Text(
+        f"offline engine step, {s.config} ({s.dtype}), context {s.context}, "
+        f"{s.cards} card(s), accepted tokens per step {s.accepted_tokens_per_step}\n"
+        f"TPOT = {s.tpot_statistic} / accepted tokens; excludes {s.excludes}; "
+        f"never compared with online numbers\n"
+        f"layers run: {_layers(s)}; {s.scaling}")
+    table = RichTable(title="batch sweep", title_justify="left")
+    for column in ("batch", "step (ms)", "TPOT (ms)", "tok/s per card", "tok/s per user", "memory", "FLOP/B",
+                   "front", "check"):
+        table.add_column(column, justify="right")
+    for p in s.points:
+        table.add_row(str(p.batch), _number(p.step_s * 1e3), _number(p.tpot_s * 1e3),
+                      _throughput(p.tokens_per_s_per_card), _throughput(1.0 / p.tpot_s),
+                      format_bytes(p.memory_bytes), _number(p.arithmetic_intensity), "*" if p.batch in on_front else "",
+                      "ok" if p.ok else "FAILED")
+    targets = RichTable(title="throughput at TPOT targets (tok/s per card)", title_justify="left")
+    for column in ("TPOT target (ms)", "tok/s per card", "status", "reason"):
+        targets.add_column(column, justify="right" if column != "reason" else "left")
+    for entry in s.at_target:
+        targets.add_row(f"{entry.tpot_target_s * 1e3:g}",
+                        "not reached" if entry.value is None else _throughput(entry.value), entry.status, entry.reason)
+    parts: list[RenderableType] = [head, table, targets]
+    for finding in s.findings:
+        parts.append(Text(f"{finding['severity']}: {finding['message']}; {finding['hint']}"))
+    parts.append(Text(f"FAILED: {', '.join(s.failed)} (not on the front)" if s.failed else "OK: every case checked"))
+    parts.append(Text("tok/s per user = 1000 / TPOT_ms (InferenceX's interactivity); * = on the Pareto front"))
+    return Group(*parts)
+
+
+# ------------------------------------------------------------------------------ online, terminal
+
+SERVING_COLUMNS = (
+    ("level", None), ("done", "completed"), ("TTFT p50", "median_ttft_ms"), ("TPOT p50", "median_tpot_ms"),
+    ("TPOT p99", "p99_tpot_ms"), ("ITL p50", "median_itl_ms"), ("E2E p50", "median_e2el_ms"),
+    ("tok/s", "output_throughput"), ("/card", "output_throughput_per_card"), ("req/s", "request_throughput"),
+    ("goodput", "request_goodput"), ("client", None), ("findings", None),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)
+
+
+def _level_name(row: dict[str, Any]) -> str:
+    limit = row.get("max_concurrency")
+    rate = row.get("request_rate")
+    parts = [f"c={limit}" if limit is not None else "c=unbounded"]
+    if rate not in (None, "inf"):
+        parts.append(f"{rate:g} req/s")
+    return " ".join(parts)
+
+
+def serving_table(rows: Sequence[dict[str, Any]], *, title: str) -> RichTable:
+    """One row per level of an online sweep (its vLLM-named fields, in vLLM's units: ms and
+    tokens/s), the client's own load and the level's finding codes."""
+    table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                      caption="times in ms; tok/s: output tokens per second (/card: per card); goodput in req/s; "
+                              "client: busiest client process's busy share x processes", caption_justify="left")
+    for header, _ in SERVING_COLUMNS:
+        table.add_column(header, justify="left" if header in ("level", "findings") else "right")
+    for row in rows:
+        client = row.get("client") or {}
+        cells = []
+        for header, key in SERVING_COLUMNS:
+            if header == "level":
+                cells.append(_level_name(row))
+            elif header == "client":
+                cells.append(f"{client.get('busy_fraction_max', 0):.0%} x{client.get('procs', 1)}")
+            elif header == "findings":
+                cells.append(",".join(row.get("findings", [])) or "-")
+            else:
+                cells.append(_cell(row.get(key)) if key else "-")
+        table.add_row(*cells, style="red" if row.get("failed") else None)
+    return table
+
+
+# ------------------------------------------------------------------------------------ HTML charts
+
+# The decode suites' case metrics: (suite, TPOT metric, throughput metric, what they are).
+SUITES = (
+    ("decode", "tpot_s", "tokens_per_s_per_card", "offline (engine step): TPOT = step time / accepted tokens"),
+    ("serving", "median_tpot_s", "output_throughput_per_card", "online (server): median TPOT over requests"),
+)
+
+
+def _points(label: str, cases: list[CaseResult], suite: str, tpot: str, rate: str, many: bool) -> list[dict[str, Any]]:
+    rows = []
+    for case in cases:
+        if case.suite != suite or case.error or case.metrics.get(tpot) is None:
+            continue
+        config = case.params.get("config", "")
+        config = config if isinstance(config, str) else ",".join(f"{k}={v}" for k, v in sorted(dict(config).items()))
+        rows.append({"series": f"{label} · {config}" if many else str(config or suite), "key": case.key,
+                     "batch": case.params.get("batch", case.params.get("concurrency")),
+                     "tpot_s": case.metrics[tpot], "tokens_per_s_per_card": case.metrics.get(rate)})
+    return sorted(rows, key=lambda r: (r["series"], r["tpot_s"]))
+
+
+def _targets(label: str, figures: list[dict[str, Any]], suite: str, many: bool) -> list[dict[str, Any]]:
+    """Figures of ``suite`` whose scope names a TPOT target (``tpot_target_s``): the throughput
+    reached at that target, or null where it was not reached."""
+    out = []
+    for f in figures:
+        scope = f.get("scope") or {}
+        target = scope.get("tpot_target_s")
+        if not f.get("name", "").startswith(f"{suite}.") or target is None:
+            continue
+        out.append({"series": label if many else f["name"], "figure": f["name"], "tpot_target_s": target,
+                    "tokens_per_s_per_card": f.get("value"),
+                    "note": f.get("note") or ("" if f.get("value") is not None else "not reached in the measured range")})
+    return out
+
+
+def _chart(suite: str, what: str, points: list[dict[str, Any]], targets: list[dict[str, Any]]) -> Chart:
+    x = {"field": "tpot_s", "type": "quantitative", "title": "TPOT (ms per output token)",
+         "axis": {"labelExpr": "format(datum.value * 1000, '~g')"}}
+    y = {"field": "tokens_per_s_per_card", "type": "quantitative", "title": "tokens/s per card"}
+    layers = [{"data": {"name": "points"}, "mark": {"type": "line", "point": True},
+               "encoding": {"x": x, "y": y, "color": series_color(),
+                            "tooltip": [{"field": "key"}, {"field": "batch"}]}}]
+    reached = [t for t in targets if t["tokens_per_s_per_card"] is not None]
+    if targets:
+        layers.append({"data": {"name": "targets"}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "#888"},
+                       "encoding": {"x": {**x, "field": "tpot_target_s"}}})
+    if reached:
+        layers.append({"data": {"name": "reached"}, "mark": {"type": "point", "shape": "cross", "size": 140,
+                                                             "color": "#d62728", "filled": True},
+                       "encoding": {"x": {**x, "field": "tpot_target_s"}, "y": y}})
+    spec = vega_lite({"points": points, "targets": targets, "reached": reached}, {"layer": layers})
+    return Chart(
+        id=f"{suite}-throughput", section="decode", title=f"{suite}: tokens/s per card against TPOT",
+        spec=spec, note=f"{what}; dashed rules: TPOT targets, crosses: the throughput reached there "
+                        "(interpolated on the Pareto front, never extrapolated).",
+        tables=(Table(dataset="targets", title="at the TPOT targets", columns=(
+                    Column(field="series", title="figure"), Column(field="tpot_target_s", title="TPOT target",
+                                                                   unit="s"),
+                    Column(field="tokens_per_s_per_card", title="tokens/s per card", unit=NUMBER),
+                    Column(field="note", title="note"))),
+                Table(dataset="points", title="points", columns=(
+                    Column(field="series", title="configuration"), Column(field="batch", title="batch",
+                                                                          unit=NUMBER),
+                    Column(field="tpot_s", title="TPOT", unit="s"),
+                    Column(field="tokens_per_s_per_card", title="tokens/s per card", unit=NUMBER)))))
+
+
+def decode_charts(runs: list[RunData]) -> list[Chart]:
+    """Tokens/s per card against TPOT, per configuration, with the TPOT targets as rules: one
+    chart for the offline engine step (suite decode), one for online serving (suite serving)."""
+    charts = []
+    many = len(runs) > 1
+    for suite, tpot, rate, what in SUITES:
+        points = [r for run in runs for r in _points(run.label, run.cases, suite, tpot, rate, many)]
+        if not points:
+            continue
+        targets = [t for run in runs for t in _targets(run.label, run.figures, suite, many)]
+        charts.append(_chart(suite, what, points, targets))
+    return charts
+
+
+class DecodeView:
+    """The decode family's view (``parity.report.views.View``)."""
+
+    section = ("decode", "Decode throughput")
+
+    def terminal(self, summary: dict[str, Any]) -> RenderableType:
+        return render_decode(summary)
+
+    def charts(self, runs: list[RunData]) -> list[Chart]:
+        return decode_charts(runs)
+
+
+VIEW = DecodeView()

@@ -1,0 +1,23 @@
+"""The kernels suite's figures (``parity.model.figure.Figure``): what compare and the report quote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.families.kernels.summary import KernelsSummary
+from parity.model.figure import Figure
+
+
+def kernels_figures(summary: KernelsSummary | dict[str, Any]) -> list[Figure]:
+    """Per operation case: its achieved rate and its roofline efficiency, with what they are over."""
+    if isinstance(summary, dict):
+        summary = KernelsSummary.from_dict(summary)
+    figures = []
+    for row in summary.rows:
+        scope = {"op": row.op, "impl": row.impl, "shape": row.shape, "device": summary.device_name}
+        figures.append(Figure(name=f"kernels.{row.op}.flop_per_s", value=row.flop_per_s, unit="FLOP/s",
+                              method="declared FLOP over the median call", scope=scope, note=row.error or ""))
+        figures.append(Figure(name=f"kernels.{row.op}.efficiency", value=row.efficiency, unit="1",
+                              method=f"achieved/min(P, AI*B), P of {row.ceiling_dtype}",
+                              scope=scope, note="" if row.efficiency is not None else "no ceiling to divide by"))
+    return figures
