@@ -27,7 +27,6 @@ _STRING = re.compile(r"^(?:(%s)$|(%s)[./:])" % ("|".join(sorted(set(FAMILIES) - 
 PENDING: set[str] = {
     "report/comm.py",
     "report/html/kernel_charts.py",
-    "report/html/system_charts.py",
     "report/memory.py",
 }
 
