@@ -270,7 +270,7 @@ def test_chains_past_the_last_cache_take_more_samples() -> None:
 def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> None:
     """Interference can make the short chain slower than the long one; after SLOPE_ATTEMPTS
     tries the case is an error row (errors are data) rather than a negative latency."""
-    import parity.timing
+    import parity.timing.slope
     from parity.families.latency import suite as latency_module
     from parity.model import Samples
     from parity.stats import summarize
@@ -296,7 +296,7 @@ def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> No
         def verify(self) -> bool:
             return True
 
-    monkeypatch.setattr(parity.timing, "measure", fake_measure)
+    monkeypatch.setattr(parity.timing.slope, "measure", fake_measure)
     monkeypatch.setattr(latency_module, "_loads_for", lambda run, **_: 4096)
     case = CaseSpec(suite="latency", key="size/base/16384",
                     params={"curve": "size", "page": "base", "working_set_bytes": 16 * KIB,

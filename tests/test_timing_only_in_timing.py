@@ -33,8 +33,6 @@ PENDING: set[str] = {
     "families/gemm/tilelang_matmul.py",
     "families/gemm/measure_case.py",
     "families/gemm/speedup.py",
-    "families/membw/suite.py",
-    "families/latency/suite.py",
     "families/decode/serving/client.py",
     "families/decode/serving/load.py",
     "ceilings/compute.py",

@@ -25,6 +25,14 @@ from parity.harness.work import Work
 from parity.metrics.rates import rate_per_s
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
+# Strategy objects of the memory families, re-exported so that a family declares its protocol
+# through the harness and never imports a timing strategy itself: back-to-back calls per sample
+# (membw's warm points), the slope between two chain lengths and the best-of probe (latency).
+from parity.timing.calls_per_sample import CallsPerSample
+from parity.timing.probe import BestOf
+from parity.timing.slope import TwoLengthSlope
+
+__all__ = ["BestOf", "CallsPerSample", "TwoLengthSlope", "measure_work", "time_work", "timing_metrics"]
 
 
 def timing_metrics(summary: Any) -> dict[str, Any]:
@@ -34,8 +42,12 @@ def timing_metrics(summary: Any) -> dict[str, Any]:
 
 
 def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
-    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy``."""
+    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy`` (a
+    ``parity.timing.timed.Timed`` when the strategy is an object of ``parity.timing``)."""
     from parity.timing import measure
+
+    if not isinstance(work.strategy, str):
+        return work.strategy.time(work, device=device, group=group)
 
     timing = {"device": device, "inputs": work.inputs, "warmup_s": work.warmup_s,
               "budget_s": work.budget_s, "min_samples": work.min_samples,
@@ -82,3 +94,4 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
                       samples={"main": m.samples}, metrics=metrics, check=check,
                       findings=tuple(findings), telemetry=dict(m.telemetry))
+
