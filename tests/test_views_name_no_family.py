@@ -33,7 +33,6 @@ PENDING: set[str] = {
     "report/html/kernel_charts.py",
     "report/html/system_charts.py",
     "report/kernels.py",
-    "report/memory.py",
     "report/serving.py",
 }
 

@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from parity.report.memory import format_bytes
+from parity.report.units import format_bytes
 
 
 def _layers(summary: dict[str, Any]) -> str:

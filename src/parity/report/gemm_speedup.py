@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from parity.report.memory import format_seconds as duration
+from parity.report.units import format_seconds as duration
 
 
 def _ratio(value: float | None) -> str:

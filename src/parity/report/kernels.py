@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from parity.report.memory import format_fraction, format_seconds
+from parity.report.units import format_fraction, format_seconds
 
 
 def _rate(value: float | None, scale: float) -> str:

@@ -29,8 +29,8 @@ import math
 from typing import Any
 
 from parity.families.latency.options import LatencyOptions
-from parity.families.latency.summary import off_trend_latency_points, summarize_latency
-from parity.families.figures import latency_figures
+from parity.families.latency.figures import latency_figures
+from parity.families.latency.summary import LatencySummary, off_trend_latency_points, summarize_latency
 from parity.harness.measure import BestOf, TwoLengthSlope, time_work
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
@@ -223,10 +223,10 @@ class LatencySuite(SuiteBase):
         return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                 for r in off_trend_latency_points(results, estimator=options.estimator)]
 
-    def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> LatencySummary:
         return summarize_latency(results, estimator=options.estimator)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: LatencySummary) -> list[Figure]:
         return latency_figures(summary)
 
 

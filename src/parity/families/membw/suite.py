@@ -24,7 +24,6 @@ from dataclasses import replace
 from typing import Any
 
 from parity.ceilings.bandwidth import bandwidth_ceiling_case, bandwidth_copy_bytes
-from parity.families.figures import membw_figures
 from parity.families.membw.ops import (
     DEVICE_OPS,
     HOST_OPS,
@@ -32,8 +31,9 @@ from parity.families.membw.ops import (
     base_op,
     operand_count,
 )
+from parity.families.membw.figures import membw_figures
 from parity.families.membw.options import MembwOptions
-from parity.families.membw.summary import off_trend_points, summarize_membw
+from parity.families.membw.summary import MembwSummary, off_trend_points, summarize_membw
 from parity.harness.measure import CallsPerSample, time_work
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
@@ -193,10 +193,10 @@ class MembwSuite(SuiteBase):
         return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                 for r in off_trend_points(results)]
 
-    def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> MembwSummary:
         return summarize_membw(results)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: MembwSummary) -> list[Figure]:
         return membw_figures(summary)
 
 
