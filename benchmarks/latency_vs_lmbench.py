@@ -81,6 +81,7 @@ def run_reference(exe: Path, *, size: int, page: str, loads: int, reps: int) -> 
 
 def run_parity(*, size: int, page: str) -> dict[str, float]:
     """parity's latency suite on one size case: both estimators and its huge-page share."""
+    from parity.families.latency.options import LatencyOptions
     from parity.families.latency.suite import LatencySuite
     from parity.harness.suite import CaseSpec
     from parity.device import get_device
@@ -88,7 +89,7 @@ def run_parity(*, size: int, page: str) -> dict[str, float]:
     case = CaseSpec(suite="latency", key=f"size/{page}/{size}", params={
         "curve": "size", "page": page, "working_set_bytes": size, "blocks": 1, "stride_bytes": 64,
         "quick": False, "device": "cpu"})
-    result = LatencySuite().measure(case, device=get_device("cpu"), options={})
+    result = LatencySuite().measure(case, device=get_device("cpu"), options=LatencyOptions())
     if not result.ok:
         raise SystemExit(f"parity {case.key} failed: {result.error or result.check}")
     m = result.metrics
@@ -174,19 +175,20 @@ def _kib(n: int | None) -> str:
 
 
 def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: int, estimator: str) -> bool:
+    from parity.families.latency.options import LatencyOptions
     from parity.families.latency.suite import LatencySuite
     from parity.device import get_device
 
     cpu = get_device("cpu")
     suite = LatencySuite()
-    options = {"pages": pages, "max_bytes": max_bytes, "per_octave": per_octave}
+    options = LatencyOptions(pages=tuple(pages), max_bytes=max_bytes, per_octave=per_octave)
     cases = [c for c in suite.cases(device=cpu, quick=False, options=options) if c.params["curve"] == "size"]
     ours, theirs = [], []
     for k, case in enumerate(cases):  # size by size, alternating which side goes first
         size, page = case.params["working_set_bytes"], case.params["page"]
         for side in (("parity", "c") if k % 2 == 0 else ("c", "parity")):
             if side == "parity":
-                ours.append(suite.measure(case, device=cpu, options={}))
+                ours.append(suite.measure(case, device=cpu, options=LatencyOptions()))
             else:
                 loads = max(1 << 14, int(4e6 / max(1.0, ours[-1].metrics["ns_per_load_min"]))) if ours else 1 << 20
                 theirs.append(reference_row(case, run_reference(exe, size=size, page=page, loads=loads, reps=11)))
@@ -195,17 +197,17 @@ def check_plateaus(exe: Path, *, pages: list[str], max_bytes: int, per_octave: i
     print(f"\nlscpu: {reported}")
     ok = True
     for name, rows in (("parity", ours), ("C reference", theirs)):
-        summary = suite.summarize(rows, options={"estimator": estimator})
+        summary = suite.summarize(rows, options=LatencyOptions(estimator=estimator)).to_dict()
         print(f"\n{name} ({estimator} estimator); plateaus named from the {summary.get('plateaus_page')} curve")
         for curve in summary["size_curves"]:
             print(f"{curve['page']} pages: " + ", ".join(
-                f"{p['working_set_bytes'] / MIB:.3g}M {p['latency_ns']:.1f}" for p in curve["points"]))
+                f"{p['working_set_bytes'] / MIB:.3g}M {p['latency_s'] * 1e9:.1f}" for p in curve["points"]))
             judged = curve["page"] == summary.get("plateaus_page")
             for p in curve["plateaus"]:
                 ratio = p.get("size_ratio")
                 good = ratio is None or 0.5 <= ratio <= 2.0
                 ok &= good or not judged
-                print(f"  {p['level']:18} {p['latency_ns']:8.1f} ns  {p['start_bytes'] // KIB:>8} .. "
+                print(f"  {p['level']:18} {p['latency_s'] * 1e9:8.1f} ns  {p['start_bytes'] // KIB:>8} .. "
                       f"{p['size_bytes'] // KIB:>8} KiB, capacity {_kib(p.get('capacity_bytes')):>8} KiB, "
                       f"reported {p.get('reported_bytes') and p['reported_bytes'] // KIB} KiB"
                       f"  ratio {'-' if ratio is None else f'{ratio:.2f}'}  {'ok' if good else 'OUTSIDE 2x'}")
@@ -229,7 +231,7 @@ def run_quick_command(out: Path) -> dict[str, float | None]:
         # The last memory level: on 4 KiB pages it pays page walks (DRAM+page-walks), as the C
         # chase on 4 KiB pages does.
         level = next((p for p in reversed(curve["plateaus"]) if p["memory"]), None)
-        memory["thp" if "THP" in curve["page"] else "base"] = level and level["latency_ns"]
+        memory["thp" if "THP" in curve["page"] else "base"] = level and level["latency_s"] * 1e9  # ns
     return memory
 
 

@@ -42,6 +42,7 @@ def run_reference(exe: Path, *, size: int, reps: int, threads: int) -> dict[str,
 
 
 def run_parity(*, size: int, threads: int, budget_s: float) -> dict[str, float]:
+    from parity.families.membw.options import MembwOptions
     from parity.families.membw.suite import MembwSuite
     from parity.harness.suite import CaseSpec
     from parity.device import get_device
@@ -52,7 +53,7 @@ def run_parity(*, size: int, threads: int, budget_s: float) -> dict[str, float]:
     for op in ("copy", "triad"):
         case = CaseSpec(suite="membw", key=f"{op}/{size}", params={
             "op": op, "bytes": size, "dtype": "float32", "flush": True, "quick": False, "device_name": "cpu"})
-        result = suite.measure(case, device=cpu, options={"threads": threads, "budget_s": budget_s})
+        result = suite.measure(case, device=cpu, options=MembwOptions(threads=threads, budget_s=budget_s))
         if not result.ok:
             raise SystemExit(f"parity {op} failed: {result.error or result.check}")
         rates[op] = result.metrics["gbps"]

@@ -84,9 +84,12 @@ def test_work_must_name_its_byte_convention_and_a_known_strategy() -> None:
 
 
 def test_family_summaries_become_typed_figures() -> None:
-    from parity.families.figures import latency_figures, membw_figures
     from parity.families.gemm.figures import gemm_figures
     from parity.families.gemm.summary import GemmSummary
+    from parity.families.latency.figures import latency_figures
+    from parity.families.latency.summary import LatencySummary
+    from parity.families.membw.figures import membw_figures
+    from parity.families.membw.summary import MembwSummary
 
     gemm = gemm_figures(GemmSummary.from_dict({"dtype": "bf16", "device_name": "cpu", "ceiling_flops": 2e12, "ceiling_shape": {"m": 1},
                          "bandwidth_bps": None, "bandwidth_error": "out of memory",
@@ -99,21 +102,23 @@ def test_family_summaries_become_typed_figures() -> None:
     assert by_name["gemm.median_efficiency.compute-bound"].ci95 == (0.3, 0.5)
     assert by_name["gemm.median_efficiency.all"].note == "no all shapes measured"
 
-    membw = membw_figures({"device": "cpu", "flush": True,
+    # Stored summaries of the untyped layout (GB/s, ns), read back as typed records.
+    membw = membw_figures(MembwSummary.from_dict({"device": "cpu", "flush": True,
                            "ceiling": {"gbps": 20.0, "method": "copy", "operand_bytes": 1 << 30},
                            "curves": [{"op": "copy", "convention": "stream", "asymptotic_gbps": 25.0,
                                        "fixed_cost_s": 1e-4, "n_half_bytes": 25e5, "points": [1, 2],
                                        "regime": "cold"},
                                       {"op": "copy", "convention": "stream", "asymptotic_gbps": 50.0,
                                        "fixed_cost_s": 1e-6, "n_half_bytes": 5e4, "points": [1, 2],
-                                       "regime": "warm", "label": "warm: repeated, no cache flush"}]})
+                                       "regime": "warm", "label": "warm: repeated, no cache flush"}]}))
     assert [(f.name, f.value) for f in membw] == [
         ("membw.ceiling", 2e10), ("membw.copy.asymptotic", 2.5e10), ("membw.copy.fixed_cost.cold", 1e-4),
         ("membw.copy.n_half.cold", 25e5), ("membw.copy.asymptotic.warm", 5e10), ("membw.copy.fixed_cost", 1e-6),
         ("membw.copy.n_half", 5e4)]
     assert "warm" in {f.name: f for f in membw}["membw.copy.fixed_cost"].method
-    latency = latency_figures({"device": "cpu", "method": "chase", "estimator": "minima",
-                               "plateaus": [{"level": "L1", "latency_ns": 1.5, "page": "4KiB", "size_bytes": 49152}],
-                               "blocks_curve": {"knees": [{"blocks": 4}], "page": "4KiB"}})
+    latency = latency_figures(LatencySummary.from_dict({
+        "device": "cpu", "method": "chase", "estimator": "minima",
+        "plateaus": [{"level": "L1", "latency_ns": 1.5, "page": "4KiB", "size_bytes": 49152}],
+        "blocks_curve": {"knees": [{"blocks": 4}], "page": "4KiB"}}))
     assert [(f.name, f.value, f.unit) for f in latency] == [("latency.L1", pytest.approx(1.5e-9), "s"),
                                                             ("latency.first_knee", 4.0, "count")]

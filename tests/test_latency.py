@@ -16,6 +16,11 @@ from parity.cli.main import cli
 from parity.model.result import CaseResult
 
 
+def _summary(rows: list[CaseResult], **kwargs) -> dict:
+    """The stored form of the suite summary (seconds)."""
+    return summarize_latency(rows, **kwargs).to_dict()
+
+
 def _native_unbuildable() -> bool:
     """True when the native chase is missing and no C compiler could have built it."""
     import importlib.util
@@ -28,6 +33,7 @@ def _native_unbuildable() -> bool:
 needs_native = pytest.mark.skipif(_native_unbuildable(), reason="no C compiler: the native chase is not built")
 
 pytestmark = pytest.mark.torch
+NS = 1e-9
 KIB, MIB = 1024, 1024 * 1024
 
 
@@ -81,13 +87,13 @@ def test_summary_names_plateaus_and_finds_the_core_count_knee() -> None:
     sizes = [2**k for k in range(12, 28)]
     lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
     rows = [_row("size", s, lat[s]) for s in sizes] + [_row("blocks", n, v) for n, v in [(1, 1.0), (2, 1.0), (3, 1.5), (4, 2.0)]]
-    summary = summarize_latency(rows)
-    assert [(p["level"], p["size_bytes"], p["latency_ns"]) for p in summary["plateaus"]] == [
-        ("L1", 32 * KIB, 1.0), ("L2", 512 * KIB, 4.0), ("L3", 32 * MIB, 15.0), ("DRAM", 2**27, 120.0)]
-    assert [k["blocks"] for k in summary["blocks_curve"]["knees"]] == [2]
+    summary = _summary(rows)
+    assert [(p["level"], p["size_bytes"], p["latency_s"]) for p in summary["plateaus"]] == [
+        ("L1", 32 * KIB, 1.0 * NS), ("L2", 512 * KIB, 4.0 * NS), ("L3", 32 * MIB, 15.0 * NS), ("DRAM", 2**27, 120.0 * NS)]
+    assert [k["blocks"] for k in summary["blocks_curves"][0]["knees"]] == [2]
     assert summary["estimator"] == "slope between the chains' minima"
-    medians = summarize_latency(rows, estimator="median")
-    assert medians["plateaus"][0]["latency_ns"] == 1.5
+    medians = _summary(rows, estimator="median")
+    assert medians["plateaus"][0]["latency_s"] == 1.5 * NS
     assert summary["findings"] == [] and summary["plateaus_page"] == "4KiB"
 
 
@@ -98,7 +104,7 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
     huge = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 4 * MIB else 120.0 for s in sizes}
     base = {s: huge[s] * (1.0 if s <= 32 * MIB else 1.6) for s in sizes}
     rows = [_row("size", s, base[s]) for s in sizes] + [_row("size", s, huge[s], page="thp") for s in sizes]
-    summary = summarize_latency(rows)
+    summary = _summary(rows)
     assert summary["plateaus_page"] == "2MiB-THP"
     assert [(p["level"], p["size_bytes"]) for p in summary["plateaus"]] == [
         ("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 4 * MIB), ("DRAM", 2**27)]
@@ -107,11 +113,11 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
     assert "hypervisor" not in summary["findings"][0]["hint"]
     for row in rows:
         row.params["hypervisor"] = True
-    assert "under a hypervisor" in summarize_latency(rows)["findings"][0]["hint"]
+    assert "under a hypervisor" in _summary(rows)["findings"][0]["hint"]
     base_curve = summary["size_curves"][0]
     assert [p["level"] for p in base_curve["plateaus"]] == ["L1", "L2", "L3", "DRAM", "DRAM+page-walks"]
     assert base_curve["page_walk_from_bytes"] == 64 * MIB
-    assert summary["headline"]["L3_ns"] == 15.0
+    assert summary["headline"]["L3_s"] == 15.0 * NS
 
 
 def test_level_names_do_not_depend_on_row_order() -> None:
@@ -124,7 +130,7 @@ def test_level_names_do_not_depend_on_row_order() -> None:
     rows = [_row("size", s, lat[s]) for s in sizes]
     shuffled = list(rows)
     random.Random(4).shuffle(shuffled)
-    assert summarize_latency(shuffled)["plateaus"] == summarize_latency(rows)["plateaus"]
+    assert _summary(shuffled)["plateaus"] == _summary(rows)["plateaus"]
 
 
 def test_headline_keeps_the_reported_levels_and_memory_only() -> None:
@@ -133,27 +139,27 @@ def test_headline_keeps_the_reported_levels_and_memory_only() -> None:
     sizes = [2**k for k in range(12, 28)]
     lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 9.0 if s <= 4 * MIB else 15.0 if s <= 32 * MIB
            else 120.0 for s in sizes}
-    summary = summarize_latency([_row("size", s, lat[s]) for s in sizes])
+    summary = _summary([_row("size", s, lat[s]) for s in sizes])
     assert [p["level"] for p in summary["plateaus"]] == ["L1", "L2", "L3-part1", "L3", "DRAM"]
-    assert list(summary["headline"]) == ["L1_ns", "L2_ns", "L3_ns", "DRAM_ns"]
+    assert list(summary["headline"]) == ["L1_s", "L2_s", "L3_s", "DRAM_s"]
 
 
 def test_report_says_where_memory_is_read() -> None:
     from rich.console import Console
 
-    from parity.report.memory import render_latency
+    from parity.families.latency.views import render_latency
 
     sizes = [2**k for k in range(12, 28)]  # to 128 MiB: memory read at 64 and 128 MiB
     lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 15.0 if s <= 32 * MIB else 120.0 for s in sizes}
     console = Console(width=200, record=True)
-    console.print(render_latency(summarize_latency([_row("size", s, lat[s]) for s in sizes])))
+    console.print(render_latency(_summary([_row("size", s, lat[s]) for s in sizes])))
     assert "DRAM is the median of the 2 working sets where the sweep has left the last cache" in console.export_text()
 
 
 def test_summary_says_when_a_reported_level_has_no_plateau() -> None:
     sizes = [2**k for k in range(12, 28)]  # to 128 MiB, 4x the reported L3
     lat = {s: 1.0 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 120.0 for s in sizes}
-    summary = summarize_latency([_row("size", s, lat[s]) for s in sizes])
+    summary = _summary([_row("size", s, lat[s]) for s in sizes])
     assert [f["code"] for f in summary["findings"]] == ["cache-level-not-found"]
     assert "L3" in summary["findings"][0]["message"] and "--pages thp" in summary["findings"][0]["hint"]
 
@@ -166,8 +172,8 @@ def test_latency_command_writes_plateaus_and_knees(tmp_path: Path, db_path: Path
     data = orjson.loads(out.read_bytes())
     assert data["kind"] == "latency"
     for plateau in data["plateaus"]:
-        assert {"level", "size_bytes", "latency_ns", "page"} <= set(plateau)
-    assert "knees" in data["blocks_curve"] and len(data["blocks_curve"]["points"]) >= 2
+        assert {"level", "size_bytes", "latency_s", "page"} <= set(plateau)
+    assert "knees" in data["blocks_curves"][0] and len(data["blocks_curves"][0]["points"]) >= 2
     assert [p["working_set_bytes"] for p in data["size_curves"][0]["points"]][0] == 4 * KIB
     assert "4KiB pages" in result.output
 
@@ -224,7 +230,7 @@ def test_a_sweep_inside_the_last_cache_says_so_and_names_no_memory() -> None:
     rows = [_row("size", s, lat[s]) for s in sizes]
     for row in rows:
         row.params["sweep_limit"] = "free memory"
-    summary = summarize_latency(rows)
+    summary = _summary(rows)
     assert [p["level"] for p in summary["plateaus"]] == ["L1", "L2", "L3"]
     assert not any(p["memory"] for p in summary["plateaus"])
     finding = next(f for f in summary["findings"] if f["code"] == "sweep-inside-cache")
@@ -270,7 +276,7 @@ def test_chains_past_the_last_cache_take_more_samples() -> None:
 def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> None:
     """Interference can make the short chain slower than the long one; after SLOPE_ATTEMPTS
     tries the case is an error row (errors are data) rather than a negative latency."""
-    import parity.timing
+    import parity.timing.slope
     from parity.families.latency import suite as latency_module
     from parity.model import Samples
     from parity.stats import summarize
@@ -296,7 +302,7 @@ def test_a_slope_that_stays_non_positive_becomes_an_error_row(monkeypatch) -> No
         def verify(self) -> bool:
             return True
 
-    monkeypatch.setattr(parity.timing, "measure", fake_measure)
+    monkeypatch.setattr(parity.timing.slope, "measure", fake_measure)
     monkeypatch.setattr(latency_module, "_loads_for", lambda run, **_: 4096)
     case = CaseSpec(suite="latency", key="size/base/16384",
                     params={"curve": "size", "page": "base", "working_set_bytes": 16 * KIB,
@@ -325,13 +331,13 @@ def test_latency_point_off_trend_is_measured_again_and_flagged_only_if_it_stays(
         first = _row("size", 128 * KIB, ns)
         return replace(first, key=again.key, params={**first.params, "again_of": first.key})
 
-    fixed = summarize_latency(rows + [measured_again(4.1)])
-    points = {p["working_set_bytes"]: p["latency_ns"] for p in fixed["size_curves"][0]["points"]}
-    assert points[128 * KIB] == 4.1 and len(points) == len(sizes)
-    assert fixed["findings"] == [] and fixed["headline"]["L2_ns"] == 4.0
-    stays = summarize_latency(rows + [measured_again(38.0)])
-    points = {p["working_set_bytes"]: p["latency_ns"] for p in stays["size_curves"][0]["points"]}
-    assert points[128 * KIB] == 40.0
+    fixed = _summary(rows + [measured_again(4.1)])
+    points = {p["working_set_bytes"]: p["latency_s"] for p in fixed["size_curves"][0]["points"]}
+    assert points[128 * KIB] == 4.1 * NS and len(points) == len(sizes)
+    assert fixed["findings"] == [] and fixed["headline"]["L2_s"] == 4.0 * NS
+    stays = _summary(rows + [measured_again(38.0)])
+    points = {p["working_set_bytes"]: p["latency_s"] for p in stays["size_curves"][0]["points"]}
+    assert points[128 * KIB] == 40.0 * NS
     (finding,) = [f for f in stays["findings"] if f["code"] == "off-trend"]
     assert f"size/base/{128 * KIB} 40 ns then 38 ns" in finding["message"]
 

@@ -19,6 +19,11 @@ from parity.model.result import CaseResult
 pytestmark = pytest.mark.torch
 
 
+def _summary(rows: list[CaseResult]) -> dict:
+    """The stored form of the suite summary (SI units)."""
+    return summarize_membw(rows).to_dict()
+
+
 def test_sizes_are_log_spaced_and_bounded() -> None:
     assert transfer_sizes(min_bytes=1024, max_bytes=8192, per_octave=1) == [1024, 2048, 4096, 8192]
     two = transfer_sizes(min_bytes=1024, max_bytes=4096, per_octave=2)
@@ -78,16 +83,16 @@ def test_summary_fits_each_curve_and_rates_against_the_largest_copy() -> None:
     # copy: a = 10 us, b = 20 GB/s; triad: a = 10 us, b = 30 GB/s.
     sizes = [2**k for k in range(10, 27, 2)]
     rows = [_row("copy", s, 10e-6 + 2 * s / 20e9) for s in sizes] + [_row("triad", s, 10e-6 + 3 * s / 30e9) for s in sizes]
-    summary = summarize_membw(rows)
+    summary = _summary(rows)
     copy, triad = summary["curves"]
     assert copy["op"] == "copy" and triad["op"] == "triad"
-    assert copy["fixed_cost_s"] == pytest.approx(10e-6) and copy["asymptotic_gbps"] == pytest.approx(20.0)
+    assert copy["fixed_cost_s"] == pytest.approx(10e-6) and copy["asymptotic_bps"] == pytest.approx(20e9)
     assert triad["n_half_bytes"] == pytest.approx(10e-6 * 30e9)
     largest = copy["points"][-1]
-    assert summary["ceiling"]["gbps"] == pytest.approx(largest["gbps"])
+    assert summary["ceiling"]["bps"] == pytest.approx(largest["bandwidth_bps"])
     assert largest["utilization_ceiling"] == pytest.approx(1.0)
-    assert triad["points"][-1]["utilization_ceiling"] == pytest.approx(triad["points"][-1]["gbps"] / largest["gbps"])
-    assert summary["datasheet"]["gbps"] is None and "no datasheet entry" in summary["datasheet"]["note"]
+    assert triad["points"][-1]["utilization_ceiling"] == pytest.approx(triad["points"][-1]["bandwidth_bps"] / largest["bandwidth_bps"])
+    assert summary["datasheet"]["bps"] is None and "no datasheet entry" in summary["datasheet"]["note"]
 
 
 def _ceiling_row(seconds: float, size: int = 2**28) -> CaseResult:
@@ -100,8 +105,8 @@ def _ceiling_row(seconds: float, size: int = 2**28) -> CaseResult:
 def test_ceiling_is_the_dedicated_copy_whatever_the_range() -> None:
     # --max-size 0: one 1 KiB point (0.036 GB/s) and the dedicated 256 MiB copy at 20 GB/s.
     rows = [_ceiling_row(2 * 2**28 / 20e9), _row("copy", 1024, 2 * 1024 / 0.036e9)]
-    summary = summarize_membw(rows)
-    assert summary["ceiling"]["gbps"] == pytest.approx(20.0)
+    summary = _summary(rows)
+    assert summary["ceiling"]["bps"] == pytest.approx(20e9)
     assert summary["ceiling"]["method"] == "dedicated device-to-device copy"
     assert [p["operand_bytes"] for p in summary["curves"][0]["points"]] == [1024]  # not in the curve
     assert summary["findings"] == []
@@ -111,13 +116,13 @@ def test_points_over_the_ceiling_are_a_finding() -> None:
     # triad at 16 MiB: 3 * 16 MiB / 1.446 ms = 34.8 GB/s, 174% of a 20 GB/s ceiling.
     size = 16 * 2**20
     rows = [_ceiling_row(2 * 2**28 / 20e9), _row("triad", size, 3 * size / 34.8e9), _row("triad", 2**28, 3 * 2**28 / 15e9)]
-    summary = summarize_membw(rows)
+    summary = _summary(rows)
     (finding,) = summary["findings"]
     assert finding["code"] == "over-ceiling" and "triad 16777216 B at 174%" in finding["message"]
     assert "last-level cache" not in finding["message"]  # 16 MiB is larger than this LLC (1 MiB)
     from rich.console import Console
 
-    from parity.report.memory import render_membw
+    from parity.families.membw.views import render_membw
 
     console = Console(width=200, record=True)
     console.print(render_membw(summary))
@@ -134,7 +139,7 @@ def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> 
     assert data["schema_version"] >= 1 and data["kind"] == "membw"
     assert [c["op"] for c in data["curves"]] == ["copy", "copy", "triad", "triad"]
     for curve in data["curves"]:
-        assert {"fixed_cost_s", "asymptotic_gbps", "n_half_bytes"} <= set(curve)
+        assert {"fixed_cost_s", "asymptotic_bps", "n_half_bytes"} <= set(curve)
         assert [p["operand_bytes"] for p in curve["points"]] == [1024, 2048, 4096, 8192, 16384]
     assert [(c["op"], c["regime"]) for c in data["curves"]] == [("copy", "cold"), ("copy", "warm"),
                                                                 ("triad", "cold"), ("triad", "warm")]
@@ -147,11 +152,11 @@ def test_membw_command_writes_points_and_fits(tmp_path: Path, db_path: Path) -> 
 def test_datasheet_peak_comes_from_the_spec_table() -> None:
     rows = [_row("copy", s, 1e-6 + 2 * s / 4e12) for s in (2**20, 2**24, 2**28)]
     rows = [CaseResult(**{**r.__dict__, "params": {**r.params, "device_name": "NVIDIA H200"}}) for r in rows]
-    summary = summarize_membw(rows)
+    summary = _summary(rows)
     sheet = summary["datasheet"]
-    assert sheet["gbps"] == pytest.approx(4800.0) and sheet["source"]
+    assert sheet["bps"] == pytest.approx(4800e9) and sheet["source"]
     point = summary["curves"][0]["points"][-1]
-    assert point["utilization_datasheet"] == pytest.approx(point["gbps"] / 4800.0)
+    assert point["utilization_datasheet"] == pytest.approx(point["bandwidth_bps"] / 4800e9)
 
 
 @pytest.mark.cuda
@@ -173,7 +178,7 @@ def test_warm_and_cold_points_get_their_own_fits_and_the_headline_is_warm() -> N
     cold = [_row("copy", s, 60e-6 + 2 * s / 10e9) for s in sizes]
     warm = [CaseResult(**{**r.__dict__, "key": r.key + "/warm", "params": {**r.params, "regime": "warm"}})
             for r in (_row("copy", s, 1e-6 + 2 * s / 40e9) for s in sizes)]
-    summary = summarize_membw([_ceiling_row(2 * 2**28 / 20e9)] + cold + warm)
+    summary = _summary([_ceiling_row(2 * 2**28 / 20e9)] + cold + warm)
     first, second = summary["curves"]
     assert (first["regime"], second["regime"]) == ("cold", "warm") and "no cache flush" in second["label"]
     assert first["fixed_cost_s"] == pytest.approx(60e-6) and second["fixed_cost_s"] == pytest.approx(1e-6)
@@ -181,8 +186,8 @@ def test_warm_and_cold_points_get_their_own_fits_and_the_headline_is_warm() -> N
     assert head["copy_warm_fixed_cost_s"] == pytest.approx(1e-6)
     assert head["copy_warm_n_half_bytes"] == pytest.approx(1e-6 * 40e9)
     assert head["copy_cold_fixed_cost_s"] == pytest.approx(60e-6)
-    assert head["copy_asymptotic_gbps"] == pytest.approx(10.0)  # the full-range (cold) curve
-    assert list(head)[:2] == ["ceiling_gbps", "copy_warm_fixed_cost_s"]
+    assert head["copy_asymptotic_bps"] == pytest.approx(10e9)  # the full-range (cold) curve
+    assert list(head)[:2] == ["ceiling_bps", "copy_warm_fixed_cost_s"]
 
 
 def _again(row: CaseResult) -> CaseResult:
@@ -198,12 +203,12 @@ def test_off_trend_point_is_measured_again_and_flagged_only_if_it_stays() -> Non
     (again,) = suite.recheck(rows, options=MembwOptions())
     assert again.key == "triad/524288/again" and again.params["again_of"] == "triad/524288"
     # Measured again on trend (12 GB/s): the second measurement replaces the first, no finding.
-    fixed = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 12e9))])
-    assert [p["gbps"] for p in fixed["curves"][0]["points"]] == pytest.approx([6.8, 12.0, 20.8])
+    fixed = _summary(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 12e9))])
+    assert [p["bandwidth_bps"] for p in fixed["curves"][0]["points"]] == pytest.approx([6.8e9, 12.0e9, 20.8e9])
     assert fixed["findings"] == []
     # Still off trend (0.25 GB/s): the first stays, and the finding gives both figures.
-    stays = summarize_membw(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 0.25e9))])
-    assert [p["gbps"] for p in stays["curves"][0]["points"]] == pytest.approx([6.8, 0.2, 20.8])
+    stays = _summary(rows + [_again(_row("triad", sizes[1], 3 * sizes[1] / 0.25e9))])
+    assert [p["bandwidth_bps"] for p in stays["curves"][0]["points"]] == pytest.approx([6.8e9, 0.2e9, 20.8e9])
     (finding,) = stays["findings"]
     assert finding["code"] == "off-trend" and "triad/524288 0.2 GB/s then 0.25 GB/s" in finding["message"]
     assert suite.recheck(rows + [_again(rows[1])], options=MembwOptions())[0].key == "triad/524288/again"

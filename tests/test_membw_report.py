@@ -8,7 +8,9 @@ from rich.console import Console
 
 from parity.families.membw.summary import summarize_membw
 from parity.model.result import CaseResult
-from parity.report.memory import format_bytes, format_seconds, render_latency, render_membw
+from parity.families.latency.views import render_latency
+from parity.families.membw.views import render_membw
+from parity.report.units import format_bytes, format_seconds
 
 
 def _text(renderable) -> str:
@@ -29,8 +31,8 @@ def test_a_single_size_curve_says_why_it_has_no_fit() -> None:
     row = CaseResult(suite="membw", key="copy/1024", params={"op": "copy", "bytes": 1024, "flush": True},
                      metrics={"operand_bytes": 1024, "bytes_moved": 2048, "median_s": 1e-6, "iqr_s": 1e-8,
                               "gbps": 2.048, "operand_gbps": 1.024, "threads": 2}, check={"passed": True})
-    summary = summarize_membw([row])
-    assert summary["curves"][0]["asymptotic_gbps"] is None
+    summary = summarize_membw([row]).to_dict()
+    assert summary["curves"][0]["asymptotic_bps"] is None
     text = _text(render_membw(summary))
     assert "no fit: need at least 2 distinct sizes" in text
     assert "torch intra-op threads: 2" in text and "cache flushed before every call" in text

@@ -213,7 +213,7 @@ def test_cli_draws_a_comparison_file_and_refuses_a_wrong_one(tmp_path: Path) -> 
 
 
 def test_roofline_draws_each_shape_under_the_roof_min_p_ai_b() -> None:
-    from parity.report.html.kernel_charts import gemm_charts
+    from parity.families.gemm.charts import gemm_charts
 
     # P = 100 FLOP/s, B = 10 B/s: ridge 10 FLOP/B; shapes at AI 4 and 40 span the roof from 2 to 80.
     summary = {"ceiling_flops": 100.0, "bandwidth_bps": 10.0, "ridge_flop_per_byte": 10.0, "dtype": "bf16",
@@ -233,7 +233,7 @@ def test_roofline_draws_each_shape_under_the_roof_min_p_ai_b() -> None:
 
 def test_a_latency_curve_without_knees_or_plateaus_draws_no_empty_layer() -> None:
     """An empty layer has no extent and Vega warns in the console: leave it out."""
-    from parity.report.html.kernel_charts import latency_charts
+    from parity.families.latency.views import latency_charts
 
     summary = {"size_curves": [{"page": "4k", "points": [{"working_set_bytes": 4096, "latency_ns": 1.0}],
                                 "plateaus": []}],

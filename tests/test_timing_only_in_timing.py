@@ -30,8 +30,6 @@ HARNESS_CLOCK = "parity.timing.clock"
 # Modules still being moved onto declared work; each entry goes when its module does.
 PENDING: set[str] = {
     "families/overlap/suite.py",
-    "families/membw/suite.py",
-    "families/latency/suite.py",
 }
 
 

@@ -26,8 +26,6 @@ _STRING = re.compile(r"^(?:(%s)$|(%s)[./:])" % ("|".join(sorted(set(FAMILIES) - 
 # Modules still being moved onto figures and registered views; each entry goes when it does.
 PENDING: set[str] = {
     "report/comm.py",
-    "report/html/kernel_charts.py",
-    "report/memory.py",
 }
 
 

@@ -41,7 +41,9 @@ def latency(device_name: str | None, quick: bool, pages: str, max_size: str | No
       parity latency --quick --json latency.json
       parity latency --pages thp --max-size 256MiB
     """
-    from parity.report.memory import render_latency
+    from parity.families.latency.views import VIEW
+
+    render_latency = VIEW.terminal
 
     options: dict[str, Any] = {"estimator": estimator,
                                "pages": ["base", "thp"] if pages == "both" else [pages]}

@@ -48,7 +48,9 @@ def membw(device_name: str | None, quick: bool, ops: str | None, min_size: str |
       parity membw --quick --json membw.json
       parity membw --device cuda:0 --ops copy,h2d-pinned --max-size 1GiB
     """
-    from parity.report.memory import render_membw
+    from parity.families.membw.views import VIEW
+
+    render_membw = VIEW.terminal
 
     options: dict[str, Any] = {"flush": not no_flush}
     for key, value in (("ops", ops), ("per_octave", per_octave), ("threads", threads), ("budget_s", budget_s),

@@ -26,11 +26,17 @@ from parity.metrics.rates import rate_per_s
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 # Strategy objects a Work may name (``Work.strategy``), re-exported so that a family declares
-# its protocol through the harness and never imports a timing strategy itself.
+# its protocol through the harness and never imports a timing strategy itself: graph replay with
+# its eager fallback, paired A/B rounds (GEMM), back-to-back calls per sample (membw's warm
+# points), the slope between two chain lengths and the best-of probe (latency).
+from parity.timing.calls_per_sample import CallsPerSample
 from parity.timing.fallback import ReplayFallback
 from parity.timing.paired import PairedRounds
+from parity.timing.probe import BestOf
+from parity.timing.slope import TwoLengthSlope
 
-__all__ = ["PairedRounds", "ReplayFallback", "measure_work", "stopwatch", "time_work", "timing_metrics"]
+__all__ = ["BestOf", "CallsPerSample", "PairedRounds", "ReplayFallback", "TwoLengthSlope", "loop_meter",
+           "measure_work", "stopwatch", "stream_clock", "time_work", "timing_metrics"]
 
 
 def timing_metrics(summary: Any) -> dict[str, Any]:

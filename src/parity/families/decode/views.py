@@ -19,7 +19,7 @@ from rich.text import Text
 from parity.families.decode.summary import DecodeSummary
 from parity.model.result import CaseResult
 from parity.report.html.chart import NUMBER, Chart, Column, Table, series_color, vega_lite
-from parity.report.memory import format_bytes
+from parity.report.units import format_bytes
 from parity.report.views import RunData
 
 # ----------------------------------------------------------------------------- offline, terminal

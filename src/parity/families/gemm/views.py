@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.report.cases import duration
-from parity.report.memory import format_seconds as seconds
+from parity.report.units import format_seconds as seconds
 from parity.report.views import RunData
 
 MAX_SHAPE_ROWS = 40

@@ -13,7 +13,7 @@ from rich.table import Table as RichTable
 
 from parity.families.kernels.summary import KernelRow, KernelsSummary, LibraryStatus
 from parity.report.html.chart import RATIO, Chart, Column, Table, log_axis, series_color, vega_lite
-from parity.report.memory import format_fraction, format_seconds
+from parity.report.units import format_fraction, format_seconds
 from parity.report.views import RunData
 
 # ------------------------------------------------------------------------------------- terminal

@@ -2,4 +2,5 @@
 
 from parity.model.family import Family
 
-FAMILY = Family(name="latency", suite="parity.families.latency.suite:LatencySuite", description="pointer-chase latency against working set and concurrent chains", order=2)
+FAMILY = Family(name="latency", suite="parity.families.latency.suite:LatencySuite", view="parity.families.latency.views:VIEW",
+                description="pointer-chase latency against working set and concurrent chains", order=2)

@@ -9,8 +9,9 @@ Two kinds of case:
   Ascend test), ``n`` from 1 to twice the compute units. On the CPU a block is a thread; on a
   GPU it is a Triton program. The knees of this curve are where a shared resource saturates.
 
-Each case times two chain lengths with the harness (no cache flush: the working set must stay
-warm) and reports ns per load from the slope, which cancels launch and thread-start costs:
+Each case times two chain lengths with the harness (declared ``Work`` with the
+``TwoLengthSlope`` strategy; no cache flush: the working set must stay warm) and reports ns per
+load from the slope, which cancels launch and thread-start costs:
 ``ns_per_load`` from the two medians, ``ns_per_load_min`` from the two minima. Interference
 (preemption by other processes, other tenants) only ever adds time to a dependent chain, so on
 a shared machine the minima are the better estimate of the undisturbed latency, a property of
@@ -28,9 +29,11 @@ import math
 from typing import Any
 
 from parity.families.latency.options import LatencyOptions
-from parity.families.latency.summary import off_trend_latency_points, summarize_latency
-from parity.families.figures import latency_figures
+from parity.families.latency.figures import latency_figures
+from parity.families.latency.summary import LatencySummary, off_trend_latency_points, summarize_latency
+from parity.harness.measure import BestOf, TwoLengthSlope, time_work
 from parity.harness.suite import CaseSpec, SuiteBase
+from parity.harness.work import Work
 from parity.metrics.latency import ns_per_load
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
@@ -65,6 +68,7 @@ MIN_SAMPLES, BLOCKS_MIN_SAMPLES = 15, 7
 PAST_CACHE_MIN_SAMPLES = 51
 SLOPE_ATTEMPTS = 3  # measurements of a case before a non-positive slope becomes an error row
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
+PROBE_REPEATS = 3
 HUGE_SHARE_EXPECTED = 0.9
 
 
@@ -169,10 +173,9 @@ class LatencySuite(SuiteBase):
             rings.close()
 
     def _measure_rings(self, case: CaseSpec, rings: Any, *, device: Any, options: LatencyOptions) -> CaseResult:
-        from parity.timing import measure
-
         p = case.params
         many = p["curve"] == "blocks"
+
         def run(loads: int) -> None:
             rings.step(loads, many=many)
 
@@ -180,43 +183,39 @@ class LatencySuite(SuiteBase):
         long_loads = _loads_for(run, device=device, target_s=target) // 4 * 4
         short_loads = long_loads // 4
         samples = _min_samples(p)
-        timing = {"device": device, "flush_cache": False, "warmup_s": options.warmup_s,
-                  "budget_s": options.budget_s or 1.5 * samples * target,
-                  "min_samples": options.min_samples or samples,
-                  "max_samples": options.max_samples}
-        for attempt in range(1, SLOPE_ATTEMPTS + 1):
-            short = measure(lambda: run(short_loads), **timing)
-            long = measure(lambda: run(long_loads), **timing)
-            ns = ns_per_load(short_s=short.summary.median, long_s=long.summary.median,
+        work = Work(call=run, check=lambda: {"passed": rings.verify(), "method": rings.check_method},
+                    strategy=TwoLengthSlope(short=short_loads, long=long_loads, attempts=SLOPE_ATTEMPTS),
+                    flush_cache=False, warmup_s=options.warmup_s,
+                    budget_s=options.budget_s or 1.5 * samples * target,
+                    min_samples=options.min_samples or samples, max_samples=options.max_samples)
+        timed = time_work(work, device=device)
+        chains = {"short": timed.samples["short"], "long": timed.samples["long"]}
+        m = timed.metrics
+        ns = ns_per_load(short_s=m["short_median_s"], long_s=m["long_median_s"],
+                         short_loads=short_loads, long_loads=long_loads)
+        ns_min = ns_per_load(short_s=m["short_min_s"], long_s=m["long_min_s"],
                              short_loads=short_loads, long_loads=long_loads)
-            ns_min = ns_per_load(short_s=short.summary.min, long_s=long.summary.min,
-                                 short_loads=short_loads, long_loads=long_loads)
-            if ns > 0 and ns_min > 0:
-                break
+        if not (ns > 0 and ns_min > 0):
             # Interference only adds time, so a slope <= 0 means the short chain was disturbed
-            # more than the long one: the pair says nothing about latency. Measure it again.
-        else:
+            # more than the long one in every attempt: the pairs say nothing about latency.
             return CaseResult(
-                suite=self.name, key=case.key, params=dict(p),
-                samples={"short": short.samples, "long": long.samples},
+                suite=self.name, key=case.key, params=dict(p), samples=chains,
                 error=(f"the chase slope was not positive in {SLOPE_ATTEMPTS} attempts "
                        f"({ns:.3g} ns median, {ns_min:.3g} ns min): other work disturbed the "
                        "timing; rerun on a quieter machine or raise target_s"),
             )
-        passed = rings.verify()  # after timing: the timed chases are checked too
+        check = work.check()  # after timing: the timed chases are checked too
         huge = rings.memory.huge_fraction() if hasattr(rings, "memory") else None
-        findings = list(short.findings) + list(long.findings) + _page_findings(p["page"], huge)
+        findings = list(timed.findings) + _page_findings(p["page"], huge)
         metrics = {
             "ns_per_load": ns, "ns_per_load_min": ns_min, "short_loads": short_loads, "long_loads": long_loads,
-            "short_median_s": short.summary.median, "long_median_s": long.summary.median,
+            "short_median_s": m["short_median_s"], "long_median_s": m["long_median_s"],
             "page_label": rings.page_label, "huge_page_share": huge, "stride_bytes": rings.stride_bytes,
             "slots_per_block": rings.slots, "method": "slope between two chain lengths",
-            "attempts": attempt,
+            "attempts": m["attempts"],
         }
-        return CaseResult(suite=self.name, key=case.key, params=dict(p), metrics=metrics,
-                          samples={"short": short.samples, "long": long.samples},
-                          check={"passed": passed, "method": rings.check_method},
-                          findings=tuple(findings))
+        return CaseResult(suite=self.name, key=case.key, params=dict(p), metrics=metrics, samples=chains,
+                          check=check, findings=tuple(findings))
 
     def recheck(self, results: list[CaseResult], *, options: LatencyOptions) -> list[CaseSpec]:
         """Points whose latency is off the trend of their neighbours on their curve
@@ -224,10 +223,10 @@ class LatencySuite(SuiteBase):
         return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                 for r in off_trend_latency_points(results, estimator=options.estimator)]
 
-    def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: LatencyOptions) -> LatencySummary:
         return summarize_latency(results, estimator=options.estimator)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: LatencySummary) -> list[Figure]:
         return latency_figures(summary)
 
 
@@ -268,18 +267,22 @@ def _loads_for(run: Any, *, device: Any, target_s: float) -> int:
     """Loads per long chain so that it takes about ``target_s``.
 
     The per-load time is itself a slope, between probes of 4096 and 32768 loads (best of
-    three each, :func:`parity.timing.probe.time_best_of`), so thread start and launch costs do
-    not inflate it.
+    three each: the ``BestOf`` strategy), so thread start and launch costs do not inflate it.
     """
-    from parity.timing.probe import time_best_of
-
     small, large = PROBE_LOADS, 8 * PROBE_LOADS
-    t_small = time_best_of(lambda: run(small), device=device)
-    t_large = time_best_of(lambda: run(large), device=device)
+    t_small = _probe(lambda: run(small), device=device)
+    t_large = _probe(lambda: run(large), device=device)
     per_load = (t_large - t_small) / (large - small)
     if per_load <= 0:
         per_load = t_large / large
     return max(MIN_LOADS, min(MAX_LOADS, int(target_s / max(per_load, 1e-11))))
+
+
+def _probe(call: Any, *, device: Any) -> float:
+    """The best of three synchronized host-clock timings of ``call()``, in seconds."""
+    work = Work(call=call, check=lambda: {"passed": True, "method": "not checked: a probe"},
+                strategy=BestOf(repeats=PROBE_REPEATS), flush_cache=False)
+    return time_work(work, device=device).summary.min
 
 
 def _page_findings(page: str, huge: float | None) -> list[Finding]:

@@ -9,10 +9,16 @@ curve's plateaus are then named after the huge-page ones and its page-walk steps
 
 ``findings`` judge the top-level plateaus against what the device reports: a cache plateau more
 than a factor of two from the reported size, or a reported cache level with no plateau at all.
+
+Curves, plateaus and knees are found in ns per load (``parity.metrics``); the summary is a
+typed record, :class:`LatencySummary`, in seconds (``latency_s``, ``L1_s``,
+``slope_before_s_per_block``); the views format ns. A stored summary of the earlier layout (ns
+keys, no ``version``) is read back by ``LatencySummary.from_dict``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from parity.metrics.cache_levels import (
@@ -176,7 +182,7 @@ def off_trend_latency_points(results: list[CaseResult], *, estimator: str = "min
     return out
 
 
-def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> dict[str, Any]:
+def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> LatencySummary:
     """Curves per page size, with plateaus (size curves) and knees (blocks curves).
 
     ``estimator`` picks each point's latency: the slope between the chains' medians
@@ -211,16 +217,91 @@ def summarize_latency(results: list[CaseResult], *, estimator: str = "min") -> d
                                 if p["reported_bytes"] is not None or p["memory"]}
     if blocks_curves and blocks_curves[0]["knees"]:
         headline["first_knee_blocks"] = blocks_curves[0]["knees"][0]["blocks"]
-    return {
-        "headline": headline,
-        "device": next((r.params.get("device_name") for r in results), None),
-        "method": "pointer chase through a random single-cycle ring; ns per load from the slope between two chain lengths",
-        "estimator": f"slope between the chains' {ESTIMATOR_WORDS[estimator]}",
-        "size_curves": size_curves,
-        "plateaus": top,
-        "plateaus_page": curves[preferred]["page"] if preferred is not None else None,
-        "findings": [f.to_dict() for f in findings] + trend_findings,
-        "blocks_curves": blocks_curves,
-        "blocks_curve": blocks_curves[0] if blocks_curves else {"points": [], "knees": []},
-        "failed_cases": [r.key for r in results if not r.ok],
-    }
+    return LatencySummary(
+        headline=in_seconds(headline),
+        device=next((r.params.get("device_name") for r in results), None),
+        method="pointer chase through a random single-cycle ring; ns per load from the slope between two chain lengths",
+        estimator=f"slope between the chains' {ESTIMATOR_WORDS[estimator]}",
+        size_curves=tuple(in_seconds(size_curves)),
+        plateaus=tuple(in_seconds(top)),
+        plateaus_page=curves[preferred]["page"] if preferred is not None else None,
+        findings=tuple([f.to_dict() for f in findings] + trend_findings),
+        blocks_curves=tuple(in_seconds(blocks_curves)),
+        failed_cases=tuple(r.key for r in results if not r.ok),
+    )
+
+
+NS = 1e-9
+VERSION = 2  # 1: the untyped layout, latencies in ns (``*_ns``), no ``version`` key
+
+
+def _key_in_seconds(key: str) -> str:
+    """``latency_ns`` -> ``latency_s``, ``slope_before_ns_per_block`` -> ``slope_before_s_per_block``."""
+    if key.endswith("_ns"):
+        return key[: -len("_ns")] + "_s"
+    return key.replace("_ns_per_", "_s_per_") if "_ns_per_" in key else key
+
+
+def in_seconds(value: Any, key: str = "") -> Any:
+    """``value`` with every ns quantity (a key ending ``_ns`` or holding ``_ns_per_``) in seconds
+    under its SI name, through nested dicts and lists."""
+    if isinstance(value, dict):
+        return {_key_in_seconds(k): in_seconds(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [in_seconds(v) for v in value]
+    if (key.endswith("_ns") or "_ns_per_" in key) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value * NS
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatencySummary:
+    """The latency suite's summary, seconds throughout.
+
+    ``headline``: ``<level>_s`` for the reported levels and memory, ``first_knee_blocks``.
+    ``size_curves``: per page size, ``page``, ``stride_bytes``, ``points`` (``working_set_bytes``,
+    ``latency_s``, ``huge_page_share``), ``plateaus`` (``Plateau`` dicts with ``latency_s`` and
+    ``page_walk_s``), ``reported_caches``, ``hypervisor``, ``sweep_limit``. ``plateaus``: the
+    preferred curve's (``plateaus_page``). ``blocks_curves``: per page size, ``points``
+    (``blocks``, ``latency_s``) and ``knees`` (``blocks``, ``latency_s``,
+    ``slope_before_s_per_block``, ``slope_after_s_per_block``, ``rise``).
+    """
+
+    headline: dict[str, Any]
+    device: str | None = None
+    method: str = ""
+    estimator: str = ""
+    size_curves: tuple[dict[str, Any], ...] = ()
+    plateaus: tuple[dict[str, Any], ...] = ()
+    plateaus_page: str | None = None
+    findings: tuple[dict[str, Any], ...] = ()
+    blocks_curves: tuple[dict[str, Any], ...] = ()
+    failed_cases: tuple[str, ...] = ()
+
+    @property
+    def blocks_curve(self) -> dict[str, Any]:
+        """The first page size's blocks curve (its knees give ``latency.first_knee``)."""
+        return self.blocks_curves[0] if self.blocks_curves else {"points": [], "knees": []}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": VERSION, "headline": dict(self.headline), "device": self.device, "method": self.method,
+                "estimator": self.estimator, "size_curves": list(self.size_curves), "plateaus": list(self.plateaus),
+                "plateaus_page": self.plateaus_page, "findings": list(self.findings),
+                "blocks_curves": list(self.blocks_curves), "failed_cases": list(self.failed_cases)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LatencySummary:
+        """The record of a stored summary; one of the untyped layout (ns) is converted."""
+        if data.get("version") is None:
+            first = data.get("blocks_curve")
+            if not data.get("blocks_curves") and first and (first.get("points") or first.get("knees")):
+                data = {**data, "blocks_curves": [first]}
+            data = in_seconds({k: v for k, v in data.items() if k != "blocks_curve"})
+        elif data["version"] != VERSION:
+            raise ParityError(f"latency summary version {data['version']} is not {VERSION}; upgrade parity")
+        return cls(headline=dict(data.get("headline") or {}), device=data.get("device"),
+                   method=data.get("method", ""), estimator=data.get("estimator", ""),
+                   size_curves=tuple(data.get("size_curves") or ()), plateaus=tuple(data.get("plateaus") or ()),
+                   plateaus_page=data.get("plateaus_page"), findings=tuple(data.get("findings") or ()),
+                   blocks_curves=tuple(data.get("blocks_curves") or ()),
+                   failed_cases=tuple(data.get("failed_cases") or ()))

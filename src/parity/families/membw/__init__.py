@@ -2,4 +2,5 @@
 
 from parity.model.family import Family
 
-FAMILY = Family(name="membw", suite="parity.families.membw.suite:MembwSuite", description="memory bandwidth across transfer sizes", order=1)
+FAMILY = Family(name="membw", suite="parity.families.membw.suite:MembwSuite", view="parity.families.membw.views:VIEW",
+                description="memory bandwidth across transfer sizes", order=1)

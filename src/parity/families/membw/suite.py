@@ -1,13 +1,13 @@
 """Memory bandwidth across transfer sizes: copy, read, write, triad and host<->device copies.
 
-Each case is one operation at one size (the size of one operand array); the harness times it
-(``parity.timing.measure``: warm-up, cache flushed before each call unless ``flush`` is false,
-raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
+Each case is one operation at one size (the size of one operand array), declared as ``Work``
+that the harness times (``parity.harness.measure.time_work``: warm-up, cache flushed before each
+call unless ``flush`` is false, raw samples kept). The suite summary fits ``t = a + V/b`` to each operation's curve and rates
 every point against the measured ceiling and the datasheet peak where the device has an entry.
 Small sizes (up to ``WARM_MAX_BYTES``) are measured cold (the cache flushed before every call:
 what a transfer costs when its data comes from memory) and warm (repeated without a flush: the
 launch and fixed cost alone; a warm sample spans ``warm_calls_per_sample`` back-to-back
-calls, divided by their count), keyed ``<op>/<bytes>`` and ``<op>/<bytes>/warm``; each regime
+calls, divided by their count: the ``CallsPerSample`` strategy), keyed ``<op>/<bytes>`` and ``<op>/<bytes>/warm``; each regime
 gets its own curve and fit, and the quoted fixed cost and ``n½`` are the warm ones.
 The ceiling is its own case (``ceiling/copy``), measured whatever the sweep's range by the
 copy and protocol GEMM's roofline uses (``parity.ceilings.bandwidth``).
@@ -24,7 +24,6 @@ from dataclasses import replace
 from typing import Any
 
 from parity.ceilings.bandwidth import bandwidth_ceiling_case, bandwidth_copy_bytes
-from parity.families.figures import membw_figures
 from parity.families.membw.ops import (
     DEVICE_OPS,
     HOST_OPS,
@@ -32,9 +31,12 @@ from parity.families.membw.ops import (
     base_op,
     operand_count,
 )
+from parity.families.membw.figures import membw_figures
 from parity.families.membw.options import MembwOptions
-from parity.families.membw.summary import off_trend_points, summarize_membw
+from parity.families.membw.summary import MembwSummary, off_trend_points, summarize_membw
+from parity.harness.measure import CallsPerSample, time_work
 from parity.harness.suite import CaseSpec, SuiteBase
+from parity.harness.work import Work
 from parity.metrics.bandwidth import (
     NVBANDWIDTH_CONVENTION,
     STREAM_CONVENTION,
@@ -159,48 +161,31 @@ class MembwSuite(SuiteBase):
         return cases
 
     def measure(self, case: CaseSpec, *, device: Any, options: MembwOptions, state: Any = None) -> CaseResult:
-        from parity.timing import measure
-
         threads = _set_threads(device, options.threads)
         if case.params.get("kind") == "ceiling":
             result = bandwidth_ceiling_case(case, device=device)
             return replace(result, params={**result.params, "threads": threads},
                            metrics={**result.metrics, "threads": threads})
         params = {**case.params, "threads": threads}
-        work = MemoryOp(op=params["op"], nbytes=int(params["bytes"]), device=device, dtype=params["dtype"])
+        op = MemoryOp(op=params["op"], nbytes=int(params["bytes"]), device=device, dtype=params["dtype"])
         try:
-            work.prepare()
+            op.prepare()
         except RuntimeError as exc:  # out of memory is a row with an error, the sweep goes on
             return CaseResult(suite=self.name, key=case.key, params=params, error=f"allocation failed: {exc}".splitlines()[0])
         calls = warm_calls_per_sample(int(params["bytes"])) if params.get("regime") == "warm" else 1
         params["calls_per_sample"] = calls
+        work = Work(call=op, check=op.check, strategy=CallsPerSample(calls=calls), flush_cache=params["flush"],
+                    warmup_s=options.warmup_s,
+                    budget_s=options.budget_s or (QUICK_BUDGET_S if params.get("quick") else BUDGET_S),
+                    min_samples=options.min_samples, max_samples=options.max_samples)
         try:
-            m = measure(
-                work if calls == 1 else _repeated(work, calls), device=device, warmup_s=options.warmup_s,
-                budget_s=options.budget_s or (QUICK_BUDGET_S if params.get("quick") else BUDGET_S),
-                min_samples=options.min_samples, max_samples=options.max_samples, flush_cache=params["flush"],
-            )
+            timed = time_work(work, device=device)
             check = work.check()
         finally:
-            work.release()
-        m = _per_call(m, calls)
-        moved = bytes_moved(base_op(params["op"]), work.numel * _itemsize(params["dtype"]))
-        median_s = m.summary.median
-        metrics = {
-            "operand_bytes": work.numel * _itemsize(params["dtype"]),
-            "bytes_moved": moved,
-            "median_s": median_s,
-            "iqr_s": m.summary.iqr,
-            "ci95_s": [m.summary.ci_low, m.summary.ci_high],
-            "min_s": m.summary.min,
-            "gbps": bandwidth_gbps(moved, median_s),
-            "convention": STREAM_CONVENTION,
-            "operand_gbps": bandwidth_gbps(moved / bytes_moved(base_op(params["op"]), 1), median_s),
-            "operand_convention": NVBANDWIDTH_CONVENTION,
-            "threads": threads,
-        }
-        return CaseResult(suite=self.name, key=case.key, params=params, samples={"main": m.samples},
-                          metrics=metrics, check=check, findings=m.findings, telemetry=m.telemetry)
+            op.release()
+        return CaseResult(suite=self.name, key=case.key, params=params, samples={"main": timed.samples["main"]},
+                          metrics=_case_metrics(op, timed.summary, dtype=params["dtype"], threads=threads),
+                          check=check, findings=timed.findings, telemetry=timed.telemetry)
 
     def recheck(self, results: list[CaseResult], *, options: MembwOptions) -> list[CaseSpec]:
         """Points whose GB/s is off the trend of their neighbours in size, per operation and
@@ -208,10 +193,10 @@ class MembwSuite(SuiteBase):
         return [CaseSpec(suite=self.name, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                 for r in off_trend_points(results)]
 
-    def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: MembwOptions) -> MembwSummary:
         return summarize_membw(results)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: MembwSummary) -> list[Figure]:
         return membw_figures(summary)
 
 
@@ -222,23 +207,25 @@ def warm_calls_per_sample(nbytes: int) -> int:
     return max(1, min(WARM_MAX_CALLS, WARM_BATCH_BYTES // max(1, nbytes)))
 
 
-def _repeated(work: Any, calls: int) -> Any:
-    def run() -> None:
-        for _ in range(calls):
-            work()
-    return run
-
-
-def _per_call(m: Any, calls: int) -> Any:
-    """A measurement of ``calls``-call samples as per-call durations (``Samples.calls_per_sample``)."""
-    if calls == 1:
-        return m
-    from parity.stats import summarize
-
-    values = tuple(v / calls for v in m.samples.values_s)
-    samples = replace(m.samples, values_s=values, calls_per_sample=calls,
-                      resolution_s=m.samples.resolution_s / calls)
-    return replace(m, samples=samples, summary=summarize(values))
+def _case_metrics(op: MemoryOp, summary: Any, *, dtype: str, threads: int | None) -> dict[str, Any]:
+    """A case's stored figures: its timing statistics and its GB/s under both byte conventions
+    (STREAM: bytes read + written; nvbandwidth: one operand)."""
+    operand = op.numel * _itemsize(dtype)
+    moved = bytes_moved(base_op(op.op), operand)
+    median_s = summary.median
+    return {
+        "operand_bytes": operand,
+        "bytes_moved": moved,
+        "median_s": median_s,
+        "iqr_s": summary.iqr,
+        "ci95_s": [summary.ci_low, summary.ci_high],
+        "min_s": summary.min,
+        "gbps": bandwidth_gbps(moved, median_s),
+        "convention": STREAM_CONVENTION,
+        "operand_gbps": bandwidth_gbps(moved / bytes_moved(base_op(op.op), 1), median_s),
+        "operand_convention": NVBANDWIDTH_CONVENTION,
+        "threads": threads,
+    }
 
 
 def _itemsize(dtype: str) -> int:

@@ -1,13 +1,20 @@
 """Suite-level bandwidth figures: one curve per operation, its fit, and two utilizations.
 
-The measured ceiling follows DESIGN.md: one dedicated large device-to-device copy, bytes read
-plus written, whatever the sweep's range; a point over it is an ``over-ceiling`` finding. The datasheet peak comes from the device spec tables when the device
-has an entry; otherwise the summary says so instead of inventing one.
+The measured ceiling is the dedicated large device-to-device copy of
+``parity.ceilings.bandwidth`` (its case's ``bandwidth_bps``), bytes read plus written, whatever
+the sweep's range; a point over it is an ``over-ceiling`` finding. The datasheet peak comes from
+the device spec tables when the device has an entry; otherwise the summary says so instead of
+inventing one.
+
+The summary is a typed record, :class:`MembwSummary`, in SI units (B/s, s, B, fractions); the
+views format GB/s. A stored summary of an earlier layout (GB/s keys, no ``version``) is read
+back by ``MembwSummary.from_dict``.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from parity.harness.recheck import settle_rechecks
@@ -18,6 +25,7 @@ from parity.stats.trend import off_trend
 
 log = logging.getLogger(__name__)
 
+GIGA = 1e9
 NO_DATASHEET = "no datasheet entry"
 REGIME_LABELS = {"warm": "warm: repeated, no cache flush (launch and fixed cost)",
                  "cold": "cold: cache flushed before every call"}
@@ -25,11 +33,21 @@ REGIME_LABELS = {"warm": "warm: repeated, no cache flush (launch and fixed cost)
 POOR_FIT_RESIDUAL = 0.25
 
 
+def _ceiling_bps(result: CaseResult) -> float | None:
+    """The ceiling case's ``B`` in B/s (``bandwidth_bps``, as ``parity.ceilings.bandwidth``
+    stores it; ``gbps`` for a copy case, or a ceiling case stored without it)."""
+    bps = result.metrics.get("bandwidth_bps")
+    if bps:
+        return float(bps)
+    gbps = result.metrics.get("gbps")
+    return gbps * GIGA if gbps else None
+
+
 def measured_ceiling(results: list[CaseResult]) -> dict[str, Any] | None:
-    """The bandwidth ceiling ``B`` in STREAM GB/s: the dedicated ceiling copy (``kind`` ceiling,
+    """The bandwidth ceiling ``B`` in STREAM B/s: the dedicated ceiling copy (``kind`` ceiling,
     ``parity.ceilings.bandwidth``), whatever the sweep's range. A run stored before that
     case existed falls back to its largest copy, and the method says so."""
-    dedicated = [r for r in results if r.ok and r.params.get("kind") == "ceiling" and r.metrics.get("gbps")]
+    dedicated = [r for r in results if r.ok and r.params.get("kind") == "ceiling" and _ceiling_bps(r)]
     if dedicated:
         chosen, method = dedicated[0], "dedicated device-to-device copy"
     else:
@@ -39,7 +57,7 @@ def measured_ceiling(results: list[CaseResult]) -> dict[str, Any] | None:
         chosen = max(copies, key=lambda r: r.metrics["operand_bytes"])
         method = "largest device-to-device copy measured (this run has no dedicated ceiling copy)"
     return {
-        "gbps": chosen.metrics["gbps"],
+        "bps": _ceiling_bps(chosen),
         "op": "copy",
         "operand_bytes": chosen.metrics["operand_bytes"],
         "median_s": chosen.metrics.get("median_s"),
@@ -64,23 +82,24 @@ def over_ceiling_finding(curves: list[dict[str, Any]], llc_bytes: int | None) ->
 
 
 def datasheet_peak(device_name: str | None) -> dict[str, Any]:
-    """The datasheet memory bandwidth of ``device_name`` with its source, or a note saying none."""
+    """The datasheet memory bandwidth of ``device_name`` (``bps``) with its source, or a note
+    saying none."""
     if not device_name:
-        return {"gbps": None, "note": NO_DATASHEET}
+        return {"bps": None, "note": NO_DATASHEET}
     try:
         from parity.metrics import specs  # written with the GEMM suite's spec tables
     except ImportError:
-        return {"gbps": None, "note": NO_DATASHEET}
+        return {"bps": None, "note": NO_DATASHEET}
     lookup = getattr(specs, "memory_bandwidth", None)
     if lookup is None:
-        return {"gbps": None, "note": NO_DATASHEET}
+        return {"bps": None, "note": NO_DATASHEET}
     try:
         found = lookup(device_name)
     except ParityError:
         found = None
     if not found:
-        return {"gbps": None, "note": f"{NO_DATASHEET} for {device_name!r}"}
-    return dict(found)
+        return {"bps": None, "note": f"{NO_DATASHEET} for {device_name!r}"}
+    return {k: v for k, v in found.items() if k != "gbps"}
 
 
 def regime_of(result: CaseResult) -> str:
@@ -102,10 +121,10 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
             "bytes_moved": m["bytes_moved"],
             "median_s": m["median_s"],
             "iqr_s": m["iqr_s"],
-            "gbps": m["gbps"],
-            "operand_gbps": m["operand_gbps"],
-            "utilization_ceiling": utilization(m["gbps"], ceiling),
-            "utilization_datasheet": utilization(m["gbps"], peak),
+            "bandwidth_bps": m["gbps"] * GIGA,
+            "operand_bps": m["operand_gbps"] * GIGA,
+            "utilization_ceiling": utilization(m["gbps"] * GIGA, ceiling),
+            "utilization_datasheet": utilization(m["gbps"] * GIGA, peak),
         })
     curve: dict[str, Any] = {"op": op, "regime": regime, "label": REGIME_LABELS[regime],
                              "convention": STREAM_CONVENTION, "points": points}
@@ -114,10 +133,10 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
     try:
         fit = fit_fixed_cost(volumes, [p["median_s"] for p in points])
     except ParityError as exc:
-        curve.update({"fixed_cost_s": None, "asymptotic_gbps": None, "n_half_bytes": None,
+        curve.update({"fixed_cost_s": None, "asymptotic_bps": None, "n_half_bytes": None,
                       "note": f"no fit: {exc}"})
     if fit is not None:
-        curve.update(fit.to_dict())
+        curve.update(_fit_si(fit.to_dict()))
         if fit.relative_rms_residual > POOR_FIT_RESIDUAL:
             curve["note"] = (
                 f"t = a + V/b misses the points by {fit.relative_rms_residual:.0%} RMS: the curve "
@@ -126,22 +145,28 @@ def _curve(op: str, rows: list[CaseResult], ceiling: float | None, peak: float |
     return curve
 
 
+def _fit_si(fit: dict[str, Any]) -> dict[str, Any]:
+    """A ``BandwidthFit`` dict with ``b`` in B/s (``asymptotic_bps``) in place of GB/s."""
+    return {("asymptotic_bps" if k == "asymptotic_gbps" else k): (v * GIGA if k == "asymptotic_gbps" else v)
+            for k, v in fit.items()}
+
+
 def _copy_headline(curves: list[dict[str, Any]]) -> dict[str, Any]:
     """The copy's asymptotic rate from its cold (full-range) curve; its fixed cost and n½ from
     the warm curve (the fixed cost of a transfer, not of refilling the cache), named so, with the
     cold ones beside them."""
     out: dict[str, Any] = {}
     for curve in curves:
-        if curve["op"] != "copy" or curve.get("asymptotic_gbps") is None:
+        if curve["op"] != "copy" or curve.get("asymptotic_bps") is None:
             continue
         if curve["regime"] == "cold":
-            out.update({"copy_asymptotic_gbps": curve["asymptotic_gbps"],
+            out.update({"copy_asymptotic_bps": curve["asymptotic_bps"],
                         "copy_cold_fixed_cost_s": curve["fixed_cost_s"],
                         "copy_cold_n_half_bytes": curve["n_half_bytes"]})
         else:
             out.update({"copy_warm_fixed_cost_s": curve["fixed_cost_s"],
                         "copy_warm_n_half_bytes": curve["n_half_bytes"]})
-    first = ("copy_warm_fixed_cost_s", "copy_warm_n_half_bytes", "copy_asymptotic_gbps")
+    first = ("copy_warm_fixed_cost_s", "copy_warm_n_half_bytes", "copy_asymptotic_bps")
     return {**{k: out[k] for k in first if k in out}, **{k: v for k, v in out.items() if k not in first}}
 
 
@@ -163,7 +188,7 @@ def off_trend_points(results: list[CaseResult]) -> list[CaseResult]:
     return out
 
 
-def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
+def summarize_membw(results: list[CaseResult]) -> MembwSummary:
     """Curves per operation (points, fit, utilizations), the ceiling and the datasheet peak."""
     ceiling = measured_ceiling(results)
     settled, trend_findings = settle_rechecks(results, find=off_trend_points,
@@ -171,27 +196,105 @@ def summarize_membw(results: list[CaseResult]) -> dict[str, Any]:
     ok = [r for r in settled if r.ok and "gbps" in r.metrics and r.params.get("kind") != "ceiling"]
     device_name = next((r.params.get("device_name") for r in results), None)
     sheet = datasheet_peak(device_name)
-    ceiling_gbps = ceiling["gbps"] if ceiling else None
+    ceiling_bps = ceiling["bps"] if ceiling else None
     by_op: dict[tuple[str, str], list[CaseResult]] = {}
     for r in ok:
         by_op.setdefault((r.params["op"], regime_of(r)), []).append(r)
     order = ["copy", "read", "write", "triad", "h2d-pinned", "h2d-pageable", "d2h-pinned", "d2h-pageable"]
     keys = sorted(by_op, key=lambda k: (order.index(k[0]), k[1] != "cold"))
-    curves = [_curve(op, by_op[(op, regime)], ceiling_gbps, sheet.get("gbps"), regime) for op, regime in keys]
+    curves = [_curve(op, by_op[(op, regime)], ceiling_bps, sheet.get("bps"), regime) for op, regime in keys]
     threads = sorted({r.metrics.get("threads") for r in ok if r.metrics.get("threads")})
-    headline: dict[str, Any] = {"ceiling_gbps": ceiling_gbps} if ceiling_gbps else {}
+    headline: dict[str, Any] = {"ceiling_bps": ceiling_bps} if ceiling_bps else {}
     headline.update(_copy_headline(curves))
     llc = next((r.params.get("llc_bytes") for r in results if r.params.get("llc_bytes")), None)
     findings = [f for f in (over_ceiling_finding(curves, llc),) if f] + trend_findings
-    return {
-        "headline": headline,
-        "findings": findings,
-        "device": device_name,
-        "ceiling": ceiling,
-        "datasheet": sheet,
-        "curves": curves,
-        "threads": threads[0] if len(threads) == 1 else threads or None,
-        "flush": next((r.params.get("flush") for r in results), None),
-        "pages": next((r.params.get("pages") for r in results), None),
-        "failed_cases": [r.key for r in results if not r.ok],
-    }
+    return MembwSummary(
+        headline=headline,
+        findings=tuple(findings),
+        device=device_name,
+        ceiling=ceiling,
+        datasheet=sheet,
+        curves=tuple(curves),
+        threads=threads[0] if len(threads) == 1 else threads or None,
+        flush=next((r.params.get("flush") for r in results), None),
+        pages=next((r.params.get("pages") for r in results), None),
+        failed_cases=tuple(r.key for r in results if not r.ok),
+    )
+
+
+VERSION = 2  # 1: the untyped layout, rates in GB/s (``*_gbps``), no ``version`` key
+
+
+@dataclass(frozen=True, kw_only=True)
+class MembwSummary:
+    """The membw suite's summary, SI units throughout.
+
+    ``headline``: ``ceiling_bps`` and the copy's ``copy_asymptotic_bps``, warm and cold fixed
+    cost (s) and n½ (B). ``ceiling``: ``bps``, ``op``, ``operand_bytes``, ``median_s``,
+    ``convention``, ``method`` (None when no copy was measured). ``datasheet``: ``bps`` (None
+    with a ``note`` when the device has no entry), ``device``, ``source``. ``curves``: one per
+    operation and regime, each with ``op``, ``regime``, ``label``, ``convention``, ``points``
+    (``operand_bytes``, ``bytes_moved``, ``median_s``, ``iqr_s``, ``bandwidth_bps``,
+    ``operand_bps``, ``utilization_ceiling``, ``utilization_datasheet``) and the fit
+    (``fixed_cost_s``, ``asymptotic_bps``, ``n_half_bytes``, ``relative_rms_residual``, ...).
+    ``findings`` are ``Finding`` dicts.
+    """
+
+    headline: dict[str, Any]
+    findings: tuple[dict[str, Any], ...] = ()
+    device: str | None = None
+    ceiling: dict[str, Any] | None = None
+    datasheet: dict[str, Any]
+    curves: tuple[dict[str, Any], ...] = ()
+    threads: int | list[int] | None = None
+    flush: bool | None = None
+    pages: str | None = None
+    failed_cases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": VERSION, "headline": dict(self.headline), "findings": list(self.findings),
+                "device": self.device, "ceiling": self.ceiling, "datasheet": dict(self.datasheet),
+                "curves": list(self.curves), "threads": self.threads, "flush": self.flush, "pages": self.pages,
+                "failed_cases": list(self.failed_cases)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MembwSummary:
+        """The record of a stored summary; one of the untyped layout (GB/s) is converted."""
+        if data.get("version") is None:
+            data = _from_gbps(data)
+        elif data["version"] != VERSION:
+            raise ParityError(f"membw summary version {data['version']} is not {VERSION}; upgrade parity")
+        return cls(headline=dict(data.get("headline") or {}), findings=tuple(data.get("findings") or ()),
+                   device=data.get("device"), ceiling=data.get("ceiling"),
+                   datasheet=dict(data.get("datasheet") or {"bps": None, "note": NO_DATASHEET}),
+                   curves=tuple(data.get("curves") or ()), threads=data.get("threads"), flush=data.get("flush"),
+                   pages=data.get("pages"), failed_cases=tuple(data.get("failed_cases") or ()))
+
+
+def _si_key(key: str) -> str:
+    """``ceiling_gbps`` -> ``ceiling_bps``, ``gbps`` -> ``bandwidth_bps``, others unchanged."""
+    if key == "gbps":
+        return "bandwidth_bps"
+    return key[: -len("gbps")] + "bps" if key.endswith("_gbps") else key
+
+
+def _si(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {_si_key(k): _si(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_si(v) for v in value]
+    if key.endswith("gbps") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value * GIGA
+    return value
+
+
+def _from_gbps(data: dict[str, Any]) -> dict[str, Any]:
+    """A summary of the untyped layout with every GB/s value in B/s under its SI name (the
+    ceiling's and the datasheet's ``gbps`` become ``bps``)."""
+    out = {k: _si(v, k) for k, v in data.items() if k not in ("ceiling", "datasheet")}
+    for name in ("ceiling", "datasheet"):
+        part = data.get(name)
+        if part is not None:
+            out[name] = {("bps" if k == "gbps" else k): (v * GIGA if k == "gbps" and v is not None else v)
+                         for k, v in part.items() if not (k == "gbps" and "bps" in part)}
+    return out

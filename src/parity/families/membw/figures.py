@@ -1,33 +1,32 @@
-"""Each built-in family's summary as typed figures (``parity.model.figure.Figure``).
+"""The membw summary as typed figures (``parity.model.figure.Figure``): the measured ceiling,
+and per operation and regime the fit's asymptote, fixed cost and n½.
 
 Compare and the report read these and nothing else, so every figure names its method and its
 scope here, once. A figure whose value the summary could not derive is still listed, with
-``value=None`` and a note saying why, so a missing number is never silent.
+``value=None`` and a note saying why.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from parity.families.membw.summary import MembwSummary
 from parity.metrics.bandwidth import STREAM_CONVENTION
 from parity.model.figure import Figure
 
-GIGA = 1e9
-NS = 1e-9
 
-
-def membw_figures(summary: dict[str, Any]) -> list[Figure]:
+def membw_figures(summary: MembwSummary) -> list[Figure]:
     """Bandwidth: the measured ceiling, and per operation the fit's asymptote, fixed cost, n½."""
-    device = summary.get("device")
-    ceiling = summary.get("ceiling")
+    device = summary.device
+    ceiling = summary.ceiling
     figures = [Figure(
-        name="membw.ceiling", value=ceiling["gbps"] * GIGA if ceiling else None, unit="B/s",
+        name="membw.ceiling", value=ceiling["bps"] if ceiling else None, unit="B/s",
         method=f"{ceiling['method']}, {STREAM_CONVENTION}" if ceiling else STREAM_CONVENTION,
         scope={"device": device, "op": "copy",
                "operand_bytes": ceiling["operand_bytes"] if ceiling else None},
         note="" if ceiling else "no copy measured")]
-    for curve in summary.get("curves", []):
-        figures += _curve_figures(curve, device=device, flush=summary.get("flush"))
+    for curve in summary.curves:
+        figures += _curve_figures(curve, device=device, flush=summary.flush)
     return figures
 
 
@@ -41,33 +40,12 @@ def _curve_figures(curve: dict[str, Any], *, device: Any, flush: Any) -> list[Fi
              "regime": regime}
     note = curve.get("note", "")
     label = curve.get("label", regime)
-    asym = curve.get("asymptotic_gbps")
     suffix = {"warm": ("", "", ".warm"), "cold": (".cold", ".cold", "")}[regime]
     return [
-        Figure(name=f"membw.{curve['op']}.asymptotic{suffix[2]}", value=asym * GIGA if asym is not None else None,
+        Figure(name=f"membw.{curve['op']}.asymptotic{suffix[2]}", value=curve.get("asymptotic_bps"),
                unit="B/s", method=f"b of the fit t = a + V/b, {curve['convention']}; {label}", scope=scope, note=note),
         Figure(name=f"membw.{curve['op']}.fixed_cost{suffix[0]}", value=curve.get("fixed_cost_s"), unit="s",
                method=f"a of the fit t = a + V/b; {label}", scope=scope, note=note),
         Figure(name=f"membw.{curve['op']}.n_half{suffix[1]}", value=curve.get("n_half_bytes"), unit="B",
                method=f"half-bandwidth size n½ = a·b; {label}", scope=scope, note=note),
     ]
-
-
-def latency_figures(summary: dict[str, Any]) -> list[Figure]:
-    """Latency: each plateau of the preferred page size, and the first knee of concurrent blocks."""
-    device = summary.get("device")
-    method = f"{summary.get('method')}; {summary.get('estimator')}"
-    figures = []
-    for plateau in summary.get("plateaus", []):
-        figures.append(Figure(
-            name=f"latency.{plateau['level']}", value=plateau["latency_ns"] * NS, unit="s", method=method,
-            scope={"device": device, "page": plateau.get("page"), "level": plateau["level"],
-                   "from_bytes": plateau.get("start_bytes"), "to_bytes": plateau.get("size_bytes"),
-                   "memory": plateau.get("memory")}))
-    knees = summary.get("blocks_curve", {}).get("knees", [])
-    if knees:
-        figures.append(Figure(
-            name="latency.first_knee", value=float(knees[0]["blocks"]), unit="count",
-            method="first knee of latency against concurrent blocks (16 KiB region each)",
-            scope={"device": device, "page": summary.get("blocks_curve", {}).get("page")}))
-    return figures

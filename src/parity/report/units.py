@@ -1,0 +1,33 @@
+"""Human units for terminal tables: binary byte sizes, seconds at a readable scale, percentages.
+
+Every family's terminal view formats its SI values with these, so one size or duration reads
+the same in every table.
+"""
+
+from __future__ import annotations
+
+
+def format_bytes(n: float | None) -> str:
+    """``1 KiB``, ``1.5 MiB``, ``4 GiB`` (binary prefixes, as cache and buffer sizes are)."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:.3g} TiB"
+
+
+def format_seconds(s: float | None) -> str:
+    """Seconds at a readable scale: ``3.2 us``, ``15.1 ms``."""
+    if s is None:
+        return "-"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if abs(s) >= scale or unit == "ns":
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+def format_fraction(f: float | None) -> str:
+    return "-" if f is None else f"{f:.1%}"
