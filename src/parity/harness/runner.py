@@ -34,6 +34,7 @@ from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store
+from parity.store.figures import suite_figures
 
 log = logging.getLogger(__name__)
 
@@ -352,6 +353,8 @@ def run_suites(
         _summarize(suite, store.cases(run_id, suite.name), options=options[suite.name])
         for suite in suites
     ]
+    for o in outcomes:  # the figures table is what export and compare read
+        store.add_figures(run_id, o.name, suite_figures(o.name, o.figures, o.summary))
     ok = all(o.ok for o in outcomes)
     summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}}
     store.finish_run(run_id, status="complete" if ok else "failed", summary=summary)

@@ -16,7 +16,7 @@ import logging
 import os
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,10 +26,12 @@ from typing import Any, TypeVar
 import orjson
 
 from parity.model.errors import ParityError
+from parity.model.figure import Figure
 from parity.model.findings import Finding
 from parity.model.result import CaseResult, RunRecord
 from parity.model.samples import Samples
 from parity.model.schema import json_default
+from parity.store.figures import INSERT_FIGURE, SELECT_FIGURES, StoredFigure, figure_from_row, figure_row
 from parity.store.opening import BUSY_TIMEOUT_MS, prepare_with_retries
 
 log = logging.getLogger(__name__)
@@ -298,6 +300,28 @@ class Store:
                 raise self._unknown(run_id) from None
             conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (row[-1], run_id))
 
+    @_sqlite_errors_as_parity_errors
+    def add_figures(self, run_id: str, suite: str, figures: Sequence[Figure | StoredFigure]) -> None:
+        """Store the figures of ``suite`` in the run, replacing those it had (a resumed run is
+        summarised again); a ``Figure`` whose scope names a ``case`` is that case's."""
+        rows = [f if isinstance(f, StoredFigure) else StoredFigure.of(suite, f) for f in figures]
+        if any(r.suite != suite for r in rows):
+            raise ValueError(f"figures of another suite given for suite {suite!r}")
+        created = now_utc()
+        with self._write() as conn:
+            if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+                raise self._unknown(run_id)
+            conn.execute("DELETE FROM figures WHERE run_id = ? AND suite = ?", (run_id, suite))
+            conn.executemany(INSERT_FIGURE, [figure_row(run_id, r, created, dump_json) for r in rows])
+
+    @_sqlite_errors_as_parity_errors
+    def figures(self, run_id: str, suite: str | None = None) -> list[StoredFigure]:
+        """The run's stored figures in the order they were stored, optionally of one suite."""
+        sql, params = SELECT_FIGURES, (run_id,)
+        if suite is not None:
+            sql, params = sql + " AND suite = ?", (run_id, suite)
+        return [figure_from_row(row, load_json) for row in self._conn.execute(sql + " ORDER BY id", params)]
+
     def transaction(self) -> Any:
         """One committed write transaction (``with store.transaction() as conn``), for the
         store's import and trace-analysis modules; waits for other writers."""
@@ -330,12 +354,14 @@ class Store:
         return [_case_from_row(row) for row in self._conn.execute(sql + " ORDER BY id", params)]
 
     @_sqlite_errors_as_parity_errors
-    def export(self, run_id: str, fmt: str, path: str | os.PathLike[str]) -> Path:
-        """Write run ``run_id`` as ``json``, ``csv`` or ``parquet`` to ``path``."""
+    def export(self, run_id: str, fmt: str, path: str | os.PathLike[str], *, table: str = "cases") -> Path:
+        """Write run ``run_id`` as ``json``, ``csv`` or ``parquet`` to ``path`` (csv and parquet:
+        one row per case, or with ``table="figures"`` one row per stored figure)."""
         from parity.store.export import write_export
 
         run = self.get_run(run_id)
-        return write_export(run, self.cases(run.run_id), fmt=fmt, path=Path(path))
+        return write_export(run, self.cases(run.run_id), fmt=fmt, path=Path(path), figures=self.figures(run.run_id),
+                            table=table)
 
     @_sqlite_errors_as_parity_errors
     def integrity_check(self) -> str:

@@ -1,0 +1,43 @@
+"""Data steps of schema migrations: what a new table or column needs from the rows an older
+parity wrote. Each runs inside the migration's transaction, after the step's statements."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from parity.model.schema import json_default
+from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures
+from parity.store.headlines import declared_before
+
+
+def _dump(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
+                        default=json_default).decode()
+
+
+def _load(text: str | None) -> Any:
+    try:
+        return orjson.loads(text) if text else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def figures_from_summaries(conn: sqlite3.Connection) -> None:
+    """Schema 4: every run's figures, read from its stored summary into the figures table, and
+    each case's headline as compare chose it then (``parity.store.headlines``)."""
+    for run_id, updated, summary in conn.execute("SELECT id, updated_at, summary FROM runs").fetchall():
+        for figure in summary_figures(_load(summary)):
+            conn.execute(INSERT_FIGURE, figure_row(run_id, figure, updated, _dump))
+    for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
+        metrics = _load(metrics_text)
+        added = declared_before(metrics) if isinstance(metrics, dict) else {}
+        if added:
+            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (_dump({**metrics, **added}), case_id))
+
+
+# After the statements of MIGRATIONS[n] (version n to n + 1): the data step, if any.
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {3: figures_from_summaries}
