@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
@@ -59,7 +60,7 @@ def _sources() -> dict[str, Any]:
     """Every known suite name mapped to what provides it, in override order."""
     found: dict[str, Any] = dict(BUILTIN)
     try:
-        entry_points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+        entry_points: Iterable[metadata.EntryPoint] = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception:  # noqa: BLE001 - a broken distribution must not hide the built-ins
         log.warning("could not read %s entry points", ENTRY_POINT_GROUP, exc_info=True)
         entry_points = ()

@@ -340,6 +340,7 @@ def run_suites(
     ]
     run_id = None
     if coord.writer:
+        assert store is not None  # checked above: the writer has a store
         run_id = start_or_resume(store, device=device, suites=suites, quick=quick, options=options,
                                   resume_run_id=resume_run_id, argv=argv, group=group,
                                   endpoint=endpoint).run_id
@@ -348,6 +349,7 @@ def run_suites(
                      report=report, coord=coord)
     if not coord.writer:
         return None
+    assert store is not None
     tracker.emit("summary")
     outcomes = [
         _summarize(suite, store.cases(run_id, suite.name), options=options[suite.name])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -71,7 +72,7 @@ def families() -> dict[str, Family]:
     registered in this process (which override an entry point of the same name)."""
     found: dict[str, Family] = {}
     try:
-        points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+        points: Iterable[metadata.EntryPoint] = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception:  # noqa: BLE001 - a broken distribution must not hide the others
         log.warning("could not read %s entry points", ENTRY_POINT_GROUP, exc_info=True)
         points = ()

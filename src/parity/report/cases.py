@@ -57,7 +57,7 @@ def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
                   caption=RATE_NOTE if marked else None, caption_justify="left")
     for name, justify in (("suite", "left"), ("case", "left"), ("status", "left"), ("median", "right"),
                           ("IQR/median", "right"), ("rate", "right"), ("findings", "left")):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for case in cases[:limit]:
         m = case.metrics
         median_s, iqr_s = m.get("median_s"), m.get("iqr_s")

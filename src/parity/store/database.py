@@ -317,9 +317,9 @@ class Store:
     @_sqlite_errors_as_parity_errors
     def figures(self, run_id: str, suite: str | None = None) -> list[StoredFigure]:
         """The run's stored figures in the order they were stored, optionally of one suite."""
-        sql, params = SELECT_FIGURES, (run_id,)
+        sql, params = SELECT_FIGURES, (run_id,) if suite is None else (run_id, suite)
         if suite is not None:
-            sql, params = sql + " AND suite = ?", (run_id, suite)
+            sql += " AND suite = ?"
         return [figure_from_row(row, load_json) for row in self._conn.execute(sql + " ORDER BY id", params)]
 
     def transaction(self) -> Any:

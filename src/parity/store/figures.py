@@ -91,9 +91,9 @@ def suite_figures(suite: str, figures: Iterable[Figure], summary: Mapping[str, A
 
 def case_table_figures(suite: str, table: Mapping[str, Any]) -> list[StoredFigure]:
     """The figures of a ``case_figures`` table, one per case and named value with a unit."""
-    units = table.get("units") if isinstance(table.get("units"), Mapping) else {}
+    units: Mapping[str, Any] = table["units"] if isinstance(table.get("units"), Mapping) else {}
     method = str(table.get("statistic") or "")
-    rows = table.get("rows") if isinstance(table.get("rows"), Mapping) else {}
+    rows: Mapping[str, Any] = table["rows"] if isinstance(table.get("rows"), Mapping) else {}
     out: list[StoredFigure] = []
     for key, values in rows.items():
         if not isinstance(values, Mapping):

@@ -15,7 +15,7 @@ the import of an old export declare that choice where the canonical rule would n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 HEADLINE_METRIC = "headline_metric"
 FROM_SAMPLES = "headline_from_samples"
@@ -26,7 +26,7 @@ BEFORE_DECLARED = (("achieved_flops", True), ("flop_per_s", True), ("ceiling_flo
                    ("bytes_per_s", True), ("tokens_per_s", False), ("ns_per_load", False), ("median_s", True))
 
 
-def positive(value: Any) -> bool:
+def positive(value: Any) -> TypeGuard[float]:
     """A number (not a bool) above zero."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
