@@ -18,7 +18,7 @@ from typing import Any
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 from parity.model.samples import Samples
-from parity.store.database import INSERT_CASE, case_row, dump_json
+from parity.store.rows import INSERT_CASE, case_row, dump_json
 from parity.store.schema import APPLICATION_ID, MIGRATIONS
 
 RUN_A, RUN_B = "20260101-000000-aaaa", "20260102-000000-bbbb"

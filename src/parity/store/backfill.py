@@ -9,17 +9,13 @@ from typing import Any
 
 import orjson
 
-from parity.model.schema import json_default
 from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures
 from parity.store.headlines import declared_before
-
-
-def _dump(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
-                        default=json_default).decode()
+from parity.store.rows import dump_json
 
 
 def _load(text: str | None) -> Any:
+    """A column's JSON, or None where it does not parse (that row is left as it is)."""
     try:
         return orjson.loads(text) if text else None
     except orjson.JSONDecodeError:
@@ -31,12 +27,12 @@ def figures_from_summaries(conn: sqlite3.Connection) -> None:
     each case's headline as compare chose it then (``parity.store.headlines``)."""
     for run_id, updated, summary in conn.execute("SELECT id, updated_at, summary FROM runs").fetchall():
         for figure in summary_figures(_load(summary)):
-            conn.execute(INSERT_FIGURE, figure_row(run_id, figure, updated, _dump))
+            conn.execute(INSERT_FIGURE, figure_row(run_id, figure, updated, dump_json))
     for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
         metrics = _load(metrics_text)
         added = declared_before(metrics) if isinstance(metrics, dict) else {}
         if added:
-            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (_dump({**metrics, **added}), case_id))
+            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
 
 
 # After the statements of MIGRATIONS[n] (version n to n + 1): the data step, if any.

@@ -25,17 +25,10 @@ import orjson
 from parity.model.errors import ParityError, one_line
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
-from parity.store.database import (
-    INSERT_CASE,
-    RUN_STATUSES,
-    Store,
-    case_row,
-    dump_json,
-    now_utc,
-    unused_run_id,
-)
+from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
 from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures
 from parity.store.headlines import declared_before
+from parity.store.rows import INSERT_CASE, case_row, dump_json
 
 EXPORT_KIND = "run-export"
 HOW_TO_EXPORT = "export it again with parity runs export RUN --format json"
