@@ -18,6 +18,7 @@ from parity.harness.runner import run_suites
 from parity.model import ParityError
 from parity.model.figure import Figure
 from parity.model.findings import Finding, Severity
+from parity.model.result import CaseResult
 from parity.store import STORE_VERSION, Store
 from parity.store.figures import StoredFigure, case_table_figures, summary_figures
 from parity.store.headlines import declared_before
@@ -45,6 +46,10 @@ def test_figures_round_trip_replace_per_suite_and_name_their_case(tmp_path: Path
         assert got[1].case == "k1" and got[1].scope == {"case": "k1", "dtype": "bf16"}
         assert got[2].findings[0].code == "high-variance"
         assert StoredFigure.from_dict(orjson.loads(orjson.dumps(got[2].to_dict()))) == got[2]
+        throttled = Finding(code="throttled", severity=Severity.WARNING, message="power cap")
+        store.add_case(run_id, CaseResult(suite="x", key="k1", findings=(throttled,), check={"passed": True}))
+        store.add_figures(run_id, "x", [CEILING, of_case])  # a figure of a case carries its findings
+        assert [f.findings for f in store.figures(run_id, "x")] == [(), (throttled,)]
         store.add_figures(run_id, "x", [CEILING])  # summarised again (a resume): replaced, y kept
         assert [f.name for f in store.figures(run_id)] == ["y.time", "x.ceiling"]
         with pytest.raises(ParityError, match="no run 'nope'"):
@@ -93,8 +98,17 @@ def test_headlines_declared_for_old_cases_hand_cases() -> None:
 def test_a_version_3_store_gets_its_figures_and_headlines(tmp_path: Path) -> None:
     path = tmp_path / "v3.sqlite"
     write_v3_store(path)
+    throttled = Finding(code="throttled", severity=Severity.WARNING, message="power cap")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE cases SET findings = ? WHERE run_id = ? AND key = 'bf16/matmul/512x512x512'",
+                 (orjson.dumps([throttled.to_dict()]).decode(), RUN_A))
+    conn.commit()
+    conn.close()
     with Store.open(path) as store:
         figures = store.figures(RUN_A)
+        flagged = {(f.case, f.name) for f in figures if f.findings == (throttled,)}
+        assert flagged == {("bf16/matmul/512x512x512", n) for n in ("tflops", "best_flops", "efficiency",
+                                                                     "arithmetic_intensity")}
         suite_level = [(f.suite, f.name) for f in figures if f.case is None]
         assert suite_level == [("gemm", "gemm.ceiling"), ("gemm", "gemm.median_efficiency.compute-bound"),
                                ("gemm", "gemm.speedup.tuned"), ("gemm", "gemm.speedup.tuned"),

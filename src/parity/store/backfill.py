@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures
+from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures, with_case_findings
 from parity.store.headlines import declared_before
-from parity.store.rows import dump_json
+from parity.store.rows import case_findings, dump_json
 
 
 def _load(text: str | None) -> Any:
@@ -23,11 +23,14 @@ def _load(text: str | None) -> Any:
 
 
 def figures_from_summaries(conn: sqlite3.Connection) -> None:
-    """Schema 4: every run's figures, read from its stored summary into the figures table, and
-    each case's headline as compare chose it then (``parity.store.headlines``)."""
+    """Schema 4: every run's figures, read from its stored summary into the figures table (a
+    figure of a case with the case's findings), and each case's headline as compare chose it
+    then (``parity.store.headlines``)."""
     for run_id, updated, summary in conn.execute("SELECT id, updated_at, summary FROM runs").fetchall():
-        for figure in summary_figures(_load(summary)):
-            conn.execute(INSERT_FIGURE, figure_row(run_id, figure, updated, dump_json))
+        figures = summary_figures(_load(summary))
+        for suite in dict.fromkeys(f.suite for f in figures):
+            of_suite = with_case_findings([f for f in figures if f.suite == suite], case_findings(conn, run_id, suite))
+            conn.executemany(INSERT_FIGURE, [figure_row(run_id, f, updated, dump_json) for f in of_suite])
     for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
         metrics = _load(metrics_text)
         added = declared_before(metrics) if isinstance(metrics, dict) else {}

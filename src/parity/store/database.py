@@ -26,9 +26,24 @@ from typing import Any, TypeVar
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
-from parity.store.figures import INSERT_FIGURE, SELECT_FIGURES, StoredFigure, figure_from_row, figure_row
+from parity.store.figures import (
+    INSERT_FIGURE,
+    SELECT_FIGURES,
+    StoredFigure,
+    figure_from_row,
+    figure_row,
+    with_case_findings,
+)
 from parity.store.opening import BUSY_TIMEOUT_MS, prepare_with_retries
-from parity.store.rows import INSERT_CASE, case_from_row, case_row, dump_json, load_json, run_from_row
+from parity.store.rows import (
+    INSERT_CASE,
+    case_findings,
+    case_from_row,
+    case_row,
+    dump_json,
+    load_json,
+    run_from_row,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -289,7 +304,8 @@ class Store:
     @_sqlite_errors_as_parity_errors
     def add_figures(self, run_id: str, suite: str, figures: Sequence[Figure | StoredFigure]) -> None:
         """Store the figures of ``suite`` in the run, replacing those it had (a resumed run is
-        summarised again); a ``Figure`` whose scope names a ``case`` is that case's."""
+        summarised again); a ``Figure`` whose scope names a ``case`` is that case's, and carries
+        the case's findings."""
         rows = [f if isinstance(f, StoredFigure) else StoredFigure.of(suite, f) for f in figures]
         if any(r.suite != suite for r in rows):
             raise ValueError(f"figures of another suite given for suite {suite!r}")
@@ -297,6 +313,7 @@ class Store:
         with self._write() as conn:
             if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
                 raise self._unknown(run_id)
+            rows = with_case_findings(rows, case_findings(conn, run_id, suite))
             conn.execute("DELETE FROM figures WHERE run_id = ? AND suite = ?", (run_id, suite))
             conn.executemany(INSERT_FIGURE, [figure_row(run_id, r, created, dump_json) for r in rows])
 

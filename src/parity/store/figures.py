@@ -13,15 +13,17 @@ of figure reach the table when a suite is summarised:
   flag) is a property of the case and goes into the scope of the case's figures, where a query
   filters on it (``scope["class"] == "compute-bound"``). Values keep the unit the suite declared.
 
-``findings`` holds :class:`Finding` records about a figure; figures made by suites carry none
-yet (a ``Figure`` has no findings field), so the column is empty for them.
+``findings`` holds the :class:`Finding` records that judge a figure: a figure of a case carries
+its case's findings (high variance, throttling, a wrong result: whatever makes the case's
+numbers doubtful makes the figures derived from them so); a ``Figure`` has no findings field,
+so a figure over a suite's cases has none of its own yet.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from parity.model.figure import Figure
@@ -70,6 +72,13 @@ class StoredFigure:
                    ci95=(float(ci[0]), float(ci[1])) if ci else None, best=_number(data.get("best")),
                    note=str(data.get("note") or ""),
                    findings=tuple(Finding.from_dict(f) for f in data.get("findings") or []))
+
+
+def with_case_findings(figures: Iterable[StoredFigure],
+                       findings: Mapping[str, tuple[Finding, ...]]) -> list[StoredFigure]:
+    """Each figure of a case with its case's findings (by case key), unless it has its own."""
+    return [replace(f, findings=findings.get(f.case, ())) if f.case is not None and not f.findings else f
+            for f in figures]
 
 
 def _number(value: Any) -> float | None:

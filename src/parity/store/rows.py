@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import orjson
@@ -78,3 +79,16 @@ def case_from_row(row: tuple[Any, ...]) -> CaseResult:
         telemetry=load_json(row[7]) or {},
         error=row[8],
     )
+
+
+def case_findings(conn: sqlite3.Connection, run_id: str, suite: str) -> dict[str, tuple[Finding, ...]]:
+    """The findings of the run's cases of ``suite``, by case key (a findings column that does
+    not parse counts as none)."""
+    out: dict[str, tuple[Finding, ...]] = {}
+    rows = conn.execute("SELECT key, findings FROM cases WHERE run_id = ? AND suite = ?", (run_id, suite))
+    for key, text in rows.fetchall():
+        try:
+            out[key] = tuple(Finding.from_dict(f) for f in load_json(text) or [])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            out[key] = ()
+    return out

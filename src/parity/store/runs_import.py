@@ -26,7 +26,7 @@ from parity.model.errors import ParityError, one_line
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
 from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
-from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures
+from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures, with_case_findings
 from parity.store.headlines import declared_before
 from parity.store.rows import INSERT_CASE, case_row, dump_json
 
@@ -84,7 +84,7 @@ def parse_export(raw: bytes, *, source: str) -> RunExport:
         run = RunRecord.from_dict(run_data)
         cases = [CaseResult.from_dict(_object(c, "case")) for c in cases_data]
         if figures_data is None:  # written before the figures table
-            figures = summary_figures(run.summary)
+            figures = _legacy_figures(run, cases)
             cases = [_declare_headline(c) for c in cases]
         else:
             figures = [StoredFigure.from_dict(_object(f, "figure")) for f in figures_data]
@@ -96,6 +96,16 @@ def parse_export(raw: bytes, *, source: str) -> RunExport:
     except TypeError as exc:
         raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
     return RunExport(run=run, cases=cases, figures=figures)
+
+
+def _legacy_figures(run: RunRecord, cases: list[CaseResult]) -> list[StoredFigure]:
+    """The figures inside an old export's summary, a figure of a case with the case's findings."""
+    figures = summary_figures(run.summary)
+    out: list[StoredFigure] = []
+    for suite in dict.fromkeys(f.suite for f in figures):
+        findings = {c.key: c.findings for c in cases if c.suite == suite}
+        out += with_case_findings([f for f in figures if f.suite == suite], findings)
+    return out
 
 
 def _declare_headline(case: CaseResult) -> CaseResult:
