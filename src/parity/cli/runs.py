@@ -220,8 +220,10 @@ def _provenance_line(provenance: dict[str, Any]) -> str:
     type=click.Choice(EXPORT_FORMATS),
     default="json",
     show_default=True,
-    help="json: the full run; csv, parquet: one row per case.",
+    help="json: the full run; csv, parquet: one row per case (or per figure, with --table figures).",
 )
+@click.option("--table", type=click.Choice(("cases", "figures")), default="cases", show_default=True,
+              help="csv, parquet: one row per case with its figures, or one row per stored figure.")
 @click.option(
     "--output",
     "-o",
@@ -234,7 +236,7 @@ def _provenance_line(provenance: dict[str, Any]) -> str:
 @db_option
 @json_option
 def export_run(
-    run_id: str, fmt: str, output: str | None, db_path: str | None, json_path: str | None
+    run_id: str, fmt: str, table: str, output: str | None, db_path: str | None, json_path: str | None
 ) -> None:
     """Export a run for DuckDB, Spark or pandas: JSON, CSV or Parquet (parity[parquet]).
 
@@ -243,19 +245,21 @@ def export_run(
       parity runs export latest --format csv --output run.csv
       duckdb -c "select suite, key, ok from 'run.csv'"
       parity runs export 20261129-2303 --format parquet --json export.json
+      parity runs export latest --format csv --table figures --output figures.csv
     """
     from parity.store.export import export_bytes, write_export
 
     with Store.open(db_path) as store:
         run = store.get_run(run_id)
         cases = store.cases(run.run_id)
+        figures = store.figures(run.run_id)
     target = output or f"parity-{run.run_id}.{fmt}"
     if target == "-":
-        sys.stdout.buffer.write(export_bytes(run, cases, fmt=fmt))
+        sys.stdout.buffer.write(export_bytes(run, cases, fmt=fmt, figures=figures, table=table))
         sys.stdout.flush()
         written: Path | None = None
     else:
-        written = write_export(run, cases, fmt=fmt, path=target)
+        written = write_export(run, cases, fmt=fmt, path=target, figures=figures, table=table)
         click.echo(
             f"wrote {len(cases)} cases of run {run.run_id} to {written}", err=json_path == "-"
         )

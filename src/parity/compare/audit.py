@@ -47,7 +47,7 @@ def run_mode(run: RunRecord) -> str:
     """``online`` for a run against a served endpoint or one labelled online (a serving sweep,
     an imported vLLM or InferenceX result), else ``offline`` (engine steps, kernels)."""
     config = run.config or {}
-    modes = config.get("modes") if isinstance(config.get("modes"), dict) else {}
+    modes: dict[str, Any] = config["modes"] if isinstance(config.get("modes"), dict) else {}
     if (_get(run.provenance, "target", "kind") == "endpoint" or config.get("mode") == "online"
             or "online" in modes.values()):
         return "online"

@@ -2,6 +2,13 @@
 holds what makes the work: shape and dtype for GEMM, operation and size for bandwidth,
 collective, size and dtype for communication, the model config for decode), and each case's
 headline figure, the one number its ratio is taken of.
+
+The headline is the metric a case declares in its metrics (``headline_metric``, with
+``headline_from_samples`` true when it is derived from the median of the ``main`` samples),
+else the first of the harness's canonical metrics the case holds as a positive number:
+``flop_per_s``, then ``bytes_per_s``, then ``median_s``. A metric's unit comes from its name
+(:func:`metric_unit`). Runs stored before cases declared a headline had it declared for them
+when the store was migrated (``parity.store.headlines``).
 """
 
 from __future__ import annotations
@@ -9,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from parity.model.errors import ParityError
 from parity.model.result import CaseResult
+from parity.store.headlines import CANONICAL, FROM_SAMPLES, HEADLINE_METRIC
+from parity.store.headlines import positive as _positive
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,35 +36,54 @@ class Headline:
     from_main_samples: bool = True
 
 
-# First match wins: a family's own rate, the harness's declared rates, then times.
-HEADLINES = (
-    Headline(metric="achieved_flops", unit="FLOP/s", scale=1.0, higher_is_better=True),
-    Headline(metric="flop_per_s", unit="FLOP/s", scale=1.0, higher_is_better=True),
-    Headline(metric="ceiling_flops", unit="FLOP/s", scale=1.0, higher_is_better=True, from_main_samples=False),
-    Headline(metric="gbps", unit="B/s", scale=1e9, higher_is_better=True),
-    Headline(metric="bytes_per_s", unit="B/s", scale=1.0, higher_is_better=True),
-    Headline(metric="tokens_per_s", unit="tok/s", scale=1.0, higher_is_better=True, from_main_samples=False),
-    Headline(metric="ns_per_load", unit="s", scale=1e-9, higher_is_better=False, from_main_samples=False),
-    Headline(metric="median_s", unit="s", scale=1.0, higher_is_better=False),
-)
+# How a metric's name gives its unit (DESIGN: a name carries its unit when it is not SI), in the
+# order tried: (suffix or prefix, SI unit, scale from the stored value to SI).
+NAME_UNITS = (("gbps", "B/s", 1e9), ("bps", "B/s", 1.0), ("bytes_per_s", "B/s", 1.0), ("flops", "FLOP/s", 1.0),
+              ("flop_per_s", "FLOP/s", 1.0), ("tokens_per_s", "tok/s", 1.0), ("ns_", "s", 1e-9), ("_ns", "s", 1e-9),
+              ("us_", "s", 1e-6), ("_us", "s", 1e-6), ("ms_", "s", 1e-3), ("_ms", "s", 1e-3), ("_s", "s", 1.0))
+
+
+def metric_unit(name: str) -> tuple[str, float] | None:
+    """``(SI unit, scale to SI)`` of a metric from its name: ``gbps`` is B/s times 1e9,
+    ``achieved_flops`` FLOP/s, ``ns_per_load`` s times 1e-9, ``median_s`` s; None when the name
+    does not say (a pattern ending in ``_`` is a prefix, any other a suffix; a rate of
+    something else per second, ``requests_per_s``, says no unit parity knows)."""
+    for pattern, unit, scale in NAME_UNITS:
+        if pattern == "_s" and name.endswith("_per_s"):
+            return None
+        if name.startswith(pattern) if pattern.endswith("_") else name.endswith(pattern):
+            return unit, scale
+    return None
+
+
+def _headline_of(metric: str, *, from_main_samples: bool, where: str) -> Headline:
+    unit = metric_unit(metric)
+    if unit is None:
+        raise ParityError(f"{where} declares headline metric {metric!r}, whose name gives no unit; "
+                          "name it with a unit suffix (_s, _ns, _flops, _bps, _gbps, _per_s)")
+    return Headline(metric=metric, unit=unit[0], scale=unit[1], higher_is_better=unit[0] != "s",
+                    from_main_samples=from_main_samples)
+
 
 # Parameters that say where a case came from rather than what it runs.
 IGNORED_PARAMS = frozenset({"origin", "name", "family", "again_of"})
 
 
 def headline(case: CaseResult) -> Headline | None:
-    """The first of :data:`HEADLINES` the case has as a positive number, or None."""
-    for candidate in HEADLINES:
-        value = case.metrics.get(candidate.metric)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return candidate
-    return None
+    """The case's declared headline when it holds it as a positive number, else the first of
+    :data:`CANONICAL` it holds as one, else None (see the module docstring)."""
+    declared = case.metrics.get(HEADLINE_METRIC)
+    if isinstance(declared, str) and _positive(case.metrics.get(declared)):
+        return _headline_of(declared, from_main_samples=declared in CANONICAL or case.metrics.get(FROM_SAMPLES) is True,
+                            where=f"case {case.suite}/{case.key}")
+    metric = next((name for name in CANONICAL if _positive(case.metrics.get(name))), None)
+    return _headline_of(metric, from_main_samples=True, where="the harness") if metric else None
 
 
 def headline_value(case: CaseResult, chosen: Headline) -> float | None:
     """The case's headline in SI units (None when it did not run, failed or lacks it)."""
     value = case.metrics.get(chosen.metric)
-    if not case.ok or not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+    if not case.ok or not _positive(value):
         return None
     return float(value) * chosen.scale
 

@@ -5,9 +5,10 @@ first its speed relative to the first (``parity.compare.ratio``), with a bootstr
 ratio of medians from the raw samples where both cases stored one sample set. Summary figures
 (``parity.model.figure.Figure``): per suite the median of the per-case ratios over the joined
 cases that ran and passed their checks in every run; where a suite classifies its cases
-(``class`` in its stored case figures) the same over the intersection of the runs'
-compute-bound subsets, beside each run's median efficiency over that intersection; and the
-ratio of each suite figure both runs report. Claims say what they are over.
+(``class`` in the scope of its stored per-case figures) the same over the intersection of the
+runs' compute-bound subsets, beside each run's median ``efficiency`` figure over that
+intersection; and the ratio of each suite figure both runs report. Everything is read from the
+cases' canonical metrics and the store's figures table, never from a suite's summary.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import SCHEMA_VERSION
 from parity.stats.summary import median
 from parity.store.database import Store
-from parity.store.export import suite_case_figures
+from parity.store.figures import StoredFigure
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RATIO_METHOD = ("speed of the run relative to the first: rate / first run's rate (time: first run's time / "
@@ -72,6 +73,7 @@ def compare_runs(db: Store, run_ids: list[str], *, force: bool = False) -> Compa
     ids = resolve_run_ids(db, run_ids)
     runs = [db.get_run(i) for i in ids]
     per_run = [db.cases(i) for i in ids]
+    stored = [db.figures(i) for i in ids]
     joined, only = join_cases(per_run)
     audit, marked = audit_runs(runs, per_run, joined, only)
     refused = [a for a in audit if a.refused]
@@ -80,7 +82,7 @@ def compare_runs(db: Store, run_ids: list[str], *, force: bool = False) -> Compa
         raise ParityError(f"runs {' and '.join(ids)} differ in {what}; pass --force to compare anyway, "
                           "every affected line marked")
     rows = [_case_row(j, marked) for j in joined]
-    summary, claims = _summaries(runs, rows, marked)
+    summary, claims = _summaries(runs, stored, rows, marked)
     descs = tuple(describe_run(r, i, len(c)) for i, (r, c) in enumerate(zip(runs, per_run)))
     return Comparison(runs=descs, cases=tuple(rows), summary=tuple(summary), audit=tuple(audit),
                       claims=tuple(claims), forced=bool(force and refused))
@@ -114,12 +116,27 @@ def _pair_ratio(a: CaseResult, b: CaseResult, va: float | None, vb: float | None
     return ratio, None
 
 
-def _summaries(runs: list[RunRecord], rows: list[dict[str, Any]],
+def case_figures(figures: list[StoredFigure]) -> dict[str, dict[str, Any]]:
+    """Per suite, ``{"rows": {case key: {name: value}}}``: each case's stored figures by name,
+    with the properties in their scope (``class``, ``dtype``) beside them."""
+    out: dict[str, dict[str, Any]] = {}
+    for figure in figures:
+        if figure.case is None:
+            continue
+        row = out.setdefault(figure.suite, {"rows": {}})["rows"].setdefault(figure.case, {})
+        row[figure.name] = figure.value
+        for name, value in figure.scope.items():
+            if name != "case":
+                row.setdefault(name, value)
+    return out
+
+
+def _summaries(runs: list[RunRecord], stored: list[list[StoredFigure]], rows: list[dict[str, Any]],
                marked: set[tuple[str, str]]) -> tuple[list[Figure], list[str]]:
     figures: list[Figure] = []
     claims: list[str] = []
     labels = [describe_run(r, i, 0)["label"] for i, r in enumerate(runs)]
-    classes = [suite_case_figures(r) for r in runs]
+    classes = [case_figures(s) for s in stored]
     for group in dict.fromkeys(_group(r) for r in rows):
         suite_rows = [r for r in rows if _group(r) == group]
         suite = suite_rows[0]["suite"]
@@ -136,7 +153,7 @@ def _summaries(runs: list[RunRecord], rows: list[dict[str, Any]],
                 figures += extra[0]
                 claims += extra[1]
             if group == _first_group(rows, suite):
-                figures += _figure_ratios(suite, runs[0], runs[index], pair)
+                figures += _figure_ratios(suite, stored[0], stored[index], pair)
     return figures, claims
 
 
@@ -209,20 +226,20 @@ def _compute_bound_figures(suite: str, rows: list[dict[str, Any]], index: int, p
     return figures, claims
 
 
-def _figure_ratios(suite: str, a: RunRecord, b: RunRecord, pair: tuple[str, str]) -> list[Figure]:
-    """``value in B / value in A`` for every figure of the suite both runs report with one unit."""
-    def figures_of(run: RunRecord) -> dict[str, dict[str, Any]]:
-        outcome = ((run.summary or {}).get("suites") or {}).get(suite) or {}
-        return {f["name"]: f for f in outcome.get("figures") or [] if isinstance(f, dict) and "name" in f}
+def _figure_ratios(suite: str, a: list[StoredFigure], b: list[StoredFigure], pair: tuple[str, str]) -> list[Figure]:
+    """``value in B / value in A`` for every figure over the suite's cases both runs report with
+    one unit (of a name given twice, the last stored)."""
+    def figures_of(figures: list[StoredFigure]) -> dict[str, StoredFigure]:
+        return {f.name: f for f in figures if f.suite == suite and f.case is None}
 
     fa, fb = figures_of(a), figures_of(b)
     out = []
     for name, first in fa.items():
         other = fb.get(name)
-        if not other or other.get("unit") != first.get("unit") or not first.get("value") or other.get("value") is None:
+        if not other or other.unit != first.unit or not first.value or other.value is None:
             continue
-        out.append(Figure(name=f"{name}.ratio", value=float(other["value"]) / float(first["value"]), unit="x",
-                          method=f"{pair[1]}'s {name} / {pair[0]}'s ({first.get('unit')}; larger means "
+        out.append(Figure(name=f"{name}.ratio", value=other.value / first.value, unit="x",
+                          method=f"{pair[1]}'s {name} / {pair[0]}'s ({first.unit}; larger means "
                                  f"{pair[1]}'s figure is larger)",
                           scope={"suite": suite, "figure": name, "runs": list(pair)}))
     return out

@@ -12,6 +12,7 @@ were made: trace format, category rules, how the window was chosen and its lengt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -85,10 +86,10 @@ def _ratio(values: list[float | None]) -> float | None:
     return last / first if first and last is not None else None
 
 
-def _row(suite: str, key: str, entries: list[dict[str, Any] | None], busy: str, share: str,
+def _row(suite: str, key: str, entries: Sequence[dict[str, Any] | None], busy: str, share: str,
          extra: tuple[str, ...] = ()) -> dict[str, Any]:
     values = [e.get(busy) if e else None for e in entries]
-    row = {"suite": suite, "key": key, "params": {}, "values": values, "unit": "us",
+    row: dict[str, Any] = {"suite": suite, "key": key, "params": {}, "values": values, "unit": "us",
            "shares": [e.get(share) if e else None for e in entries], "share_name": share,
            "ratio": _ratio(values), "ratio_ci95": None, "marked": False}
     for name in extra:

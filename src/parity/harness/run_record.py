@@ -31,7 +31,7 @@ def run_config(
         "quick": bool(quick),
         "options": {s.name: options_to_dict(options[s.name]) for s in suites},
     }
-    modes = {s.name: s.mode for s in suites if isinstance(getattr(s, "mode", None), str)}
+    modes = {s.name: mode for s in suites if isinstance(mode := getattr(s, "mode", None), str)}
     if modes:
         config["modes"] = modes
     if endpoint is not None:

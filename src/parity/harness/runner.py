@@ -34,6 +34,7 @@ from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store
 from parity.timing.clock import Stopwatch
+from parity.store.figures import suite_figures
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +342,7 @@ def run_suites(
     ]
     run_id = None
     if coord.writer:
+        assert store is not None  # checked above: the writer has a store
         run_id = start_or_resume(store, device=device, suites=suites, quick=quick, options=options,
                                   resume_run_id=resume_run_id, argv=argv, group=group,
                                   endpoint=endpoint).run_id
@@ -349,11 +351,14 @@ def run_suites(
                      report=report, coord=coord)
     if not coord.writer:
         return None
+    assert store is not None
     tracker.emit("summary")
     outcomes = [
         _summarize(suite, store.cases(run_id, suite.name), options=options[suite.name])
         for suite in suites
     ]
+    for o in outcomes:  # the figures table is what export and compare read
+        store.add_figures(run_id, o.name, suite_figures(o.name, o.figures, o.summary))
     ok = all(o.ok for o in outcomes)
     summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}}
     store.finish_run(run_id, status="complete" if ok else "failed", summary=summary)

@@ -89,8 +89,8 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
                   title_justify="left", box=box.SIMPLE_HEAD)
     for name in header:
         table.add_column(name, justify="left" if name in ("suite", "kind", "case", "marked") else "right")
-    for cells, marked in zip(rows, marks):
-        table.add_row(*cells, style="yellow" if marked else None)
+    for row_cells, marked in zip(rows, marks):
+        table.add_row(*row_cells, style="yellow" if marked else None)
     parts.append(table)
     for title, columns, cells in (("summary", ("figure", "value", "scope", "note"), _summary_cells(doc)),
                                   ("fairness audit", ("condition", "values", "why it matters", ""), _audit_cells(doc))):

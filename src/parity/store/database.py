@@ -16,21 +16,34 @@ import logging
 import os
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-import orjson
-
 from parity.model.errors import ParityError
-from parity.model.findings import Finding
+from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
-from parity.model.samples import Samples
-from parity.model.schema import json_default
+from parity.store.figures import (
+    INSERT_FIGURE,
+    SELECT_FIGURES,
+    StoredFigure,
+    figure_from_row,
+    figure_row,
+    with_case_findings,
+)
 from parity.store.opening import BUSY_TIMEOUT_MS, prepare_with_retries
+from parity.store.rows import (
+    INSERT_CASE,
+    case_findings,
+    case_from_row,
+    case_row,
+    dump_json,
+    load_json,
+    run_from_row,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -72,16 +85,6 @@ def unused_run_id(conn: sqlite3.Connection, *, table: str = "runs", prefix: str 
             return candidate
     what = {"runs": "run", "trace_analyses": "trace analysis"}.get(table, "fleet analysis")
     raise ParityError(f"could not draw an unused {what} id after 8 tries; retry the command")
-
-
-def dump_json(value: Any) -> str:
-    return orjson.dumps(
-        value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=json_default
-    ).decode()
-
-
-def load_json(text: str | None) -> Any:
-    return orjson.loads(text) if text else None
 
 
 def _sqlite_errors_as_parity_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -220,7 +223,7 @@ class Store:
     @_sqlite_errors_as_parity_errors
     def get_run(self, run_id: str) -> RunRecord:
         """The run with this id, a unique prefix of it, or ``latest``."""
-        return _run_from_row(self._run_row(run_id))
+        return run_from_row(self._run_row(run_id))
 
     @_sqlite_errors_as_parity_errors
     def resolve_run_id(self, run_id: str) -> str:
@@ -270,7 +273,7 @@ class Store:
         if limit is not None:
             sql += " LIMIT ?"
             params = (int(limit),)
-        return [_run_from_row(row) for row in self._conn.execute(sql, params)]
+        return [run_from_row(row) for row in self._conn.execute(sql, params)]
 
     @_sqlite_errors_as_parity_errors
     def case_counts(self) -> dict[str, CaseCounts]:
@@ -297,6 +300,30 @@ class Store:
             except sqlite3.IntegrityError:
                 raise self._unknown(run_id) from None
             conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (row[-1], run_id))
+
+    @_sqlite_errors_as_parity_errors
+    def add_figures(self, run_id: str, suite: str, figures: Sequence[Figure | StoredFigure]) -> None:
+        """Store the figures of ``suite`` in the run, replacing those it had (a resumed run is
+        summarised again); a ``Figure`` whose scope names a ``case`` is that case's, and carries
+        the case's findings."""
+        rows = [f if isinstance(f, StoredFigure) else StoredFigure.of(suite, f) for f in figures]
+        if any(r.suite != suite for r in rows):
+            raise ValueError(f"figures of another suite given for suite {suite!r}")
+        created = now_utc()
+        with self._write() as conn:
+            if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
+                raise self._unknown(run_id)
+            rows = with_case_findings(rows, case_findings(conn, run_id, suite))
+            conn.execute("DELETE FROM figures WHERE run_id = ? AND suite = ?", (run_id, suite))
+            conn.executemany(INSERT_FIGURE, [figure_row(run_id, r, created, dump_json) for r in rows])
+
+    @_sqlite_errors_as_parity_errors
+    def figures(self, run_id: str, suite: str | None = None) -> list[StoredFigure]:
+        """The run's stored figures in the order they were stored, optionally of one suite."""
+        sql, params = SELECT_FIGURES, (run_id,) if suite is None else (run_id, suite)
+        if suite is not None:
+            sql += " AND suite = ?"
+        return [figure_from_row(row, load_json) for row in self._conn.execute(sql + " ORDER BY id", params)]
 
     def transaction(self) -> Any:
         """One committed write transaction (``with store.transaction() as conn``), for the
@@ -327,73 +354,19 @@ class Store:
         if suite is not None:
             sql += " AND suite = ?"
             params += (suite,)
-        return [_case_from_row(row) for row in self._conn.execute(sql + " ORDER BY id", params)]
+        return [case_from_row(row) for row in self._conn.execute(sql + " ORDER BY id", params)]
 
     @_sqlite_errors_as_parity_errors
-    def export(self, run_id: str, fmt: str, path: str | os.PathLike[str]) -> Path:
-        """Write run ``run_id`` as ``json``, ``csv`` or ``parquet`` to ``path``."""
+    def export(self, run_id: str, fmt: str, path: str | os.PathLike[str], *, table: str = "cases") -> Path:
+        """Write run ``run_id`` as ``json``, ``csv`` or ``parquet`` to ``path`` (csv and parquet:
+        one row per case, or with ``table="figures"`` one row per stored figure)."""
         from parity.store.export import write_export
 
         run = self.get_run(run_id)
-        return write_export(run, self.cases(run.run_id), fmt=fmt, path=Path(path))
+        return write_export(run, self.cases(run.run_id), fmt=fmt, path=Path(path), figures=self.figures(run.run_id),
+                            table=table)
 
     @_sqlite_errors_as_parity_errors
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` verdict (``ok`` when the file is sound)."""
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
-
-
-INSERT_CASE = (
-    "INSERT INTO cases (run_id, suite, key, params, samples, metrics, check_result,"
-    " findings, telemetry, error, ok, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (run_id, suite, key) DO UPDATE SET params = excluded.params,"
-    " samples = excluded.samples, metrics = excluded.metrics,"
-    " check_result = excluded.check_result, findings = excluded.findings,"
-    " telemetry = excluded.telemetry, error = excluded.error, ok = excluded.ok,"
-    " created_at = excluded.created_at"
-)
-
-
-def case_row(run_id: str, case: CaseResult, created: str) -> tuple[Any, ...]:
-    """The values of :data:`INSERT_CASE` for one case (JSON columns as text)."""
-    return (
-        run_id,
-        case.suite,
-        case.key,
-        dump_json(case.params),
-        dump_json({name: s.to_dict() for name, s in case.samples.items()}),
-        dump_json(case.metrics),
-        dump_json(case.check),
-        dump_json([f.to_dict() for f in case.findings]),
-        dump_json(case.telemetry),
-        case.error,
-        int(case.ok),
-        created,
-    )
-
-
-def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
-    return RunRecord(
-        run_id=row[0],
-        created_at=row[1],
-        status=row[2],
-        config=load_json(row[3]) or {},
-        provenance=load_json(row[4]) or {},
-        summary=load_json(row[5]) or {},
-    )
-
-
-def _case_from_row(row: tuple[Any, ...]) -> CaseResult:
-    samples = load_json(row[3]) or {}
-    return CaseResult(
-        suite=row[0],
-        key=row[1],
-        params=load_json(row[2]) or {},
-        samples={name: Samples.from_dict(s) for name, s in samples.items()},
-        metrics=load_json(row[4]) or {},
-        check=load_json(row[5]) or {},
-        findings=tuple(Finding.from_dict(f) for f in load_json(row[6]) or []),
-        telemetry=load_json(row[7]) or {},
-        error=row[8],
-    )

@@ -5,14 +5,18 @@ The document is checked whole before anything is written: a JSON object of kind
 ``run-export`` with an integer ``schema_version`` no newer than this parity's, a run record and
 a list of cases that parse as :class:`RunRecord` and :class:`CaseResult`. Then the run and every
 case go in one transaction, so a file that fails any check, or a process killed mid-way, leaves
-the store as it was. The run keeps its id, config, provenance, status and summary (and with it
-the suites' figures); an id already in the store is refused unless ``as_new`` draws a new one.
+the store as it was. The run keeps its id, config, provenance, status, summary and figures; an
+id already in the store is refused unless ``as_new`` draws a new one.
+
+An export written before the store had a figures table has no ``figures`` list: its figures
+are read from the copies inside its summary, and its cases get the headline compare chose for
+them then (``parity.store.headlines``), as the migration does for a stored run.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +25,10 @@ import orjson
 from parity.model.errors import ParityError, one_line
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
-from parity.store.database import (
-    INSERT_CASE,
-    RUN_STATUSES,
-    Store,
-    case_row,
-    dump_json,
-    now_utc,
-    unused_run_id,
-)
+from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
+from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures, with_case_findings
+from parity.store.headlines import declared_before
+from parity.store.rows import INSERT_CASE, case_row, dump_json
 
 EXPORT_KIND = "run-export"
 HOW_TO_EXPORT = "export it again with parity runs export RUN --format json"
@@ -44,7 +43,16 @@ class ImportedRun:
     cases: int
 
 
-def read_export(path: str | os.PathLike[str]) -> tuple[RunRecord, list[CaseResult]]:
+@dataclass(frozen=True, kw_only=True)
+class RunExport:
+    """A checked run export: the run, its cases and its figures."""
+
+    run: RunRecord
+    cases: list[CaseResult]
+    figures: list[StoredFigure]
+
+
+def read_export(path: str | os.PathLike[str]) -> RunExport:
     """Parse and check a run export file; raises :class:`ParityError` naming the file."""
     source = Path(path)
     try:
@@ -54,7 +62,7 @@ def read_export(path: str | os.PathLike[str]) -> tuple[RunRecord, list[CaseResul
     return parse_export(raw, source=str(source))
 
 
-def parse_export(raw: bytes, *, source: str) -> tuple[RunRecord, list[CaseResult]]:
+def parse_export(raw: bytes, *, source: str) -> RunExport:
     """:func:`read_export` on bytes already read (``source`` names them in errors)."""
     try:
         document = orjson.loads(raw)
@@ -69,13 +77,40 @@ def parse_export(raw: bytes, *, source: str) -> tuple[RunRecord, list[CaseResult
     run_data, cases_data = document.get("run"), document.get("cases")
     if not isinstance(run_data, dict) or not isinstance(cases_data, list):
         raise ParityError(f"{source}: a run export needs a 'run' object and a 'cases' list; {HOW_TO_EXPORT}")
+    figures_data = document.get("figures")
+    if figures_data is not None and not isinstance(figures_data, list):
+        raise ParityError(f"{source}: a run export's 'figures' must be a list; {HOW_TO_EXPORT}")
     try:
         run = RunRecord.from_dict(run_data)
         cases = [CaseResult.from_dict(_object(c, "case")) for c in cases_data]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if figures_data is None:  # written before the figures table
+            figures = _legacy_figures(run, cases)
+            cases = [_declare_headline(c) for c in cases]
+        else:
+            figures = [StoredFigure.from_dict(_object(f, "figure")) for f in figures_data]
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
     _check_run(run, cases, source=source)
-    return run, cases
+    try:
+        dump_json([f.to_dict() for f in figures])
+    except TypeError as exc:
+        raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
+    return RunExport(run=run, cases=cases, figures=figures)
+
+
+def _legacy_figures(run: RunRecord, cases: list[CaseResult]) -> list[StoredFigure]:
+    """The figures inside an old export's summary, a figure of a case with the case's findings."""
+    figures = summary_figures(run.summary)
+    out: list[StoredFigure] = []
+    for suite in dict.fromkeys(f.suite for f in figures):
+        findings = {c.key: c.findings for c in cases if c.suite == suite}
+        out += with_case_findings([f for f in figures if f.suite == suite], findings)
+    return out
+
+
+def _declare_headline(case: CaseResult) -> CaseResult:
+    added = declared_before(case.metrics)
+    return replace(case, metrics={**case.metrics, **added}) if added else case
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:
@@ -97,20 +132,19 @@ def _check_run(run: RunRecord, cases: list[CaseResult], *, source: str) -> None:
             raise ParityError(f"{source}: case {case.suite}/{case.key} appears twice; {HOW_TO_EXPORT}")
         seen.add((case.suite, case.key))
     try:  # every column must serialise before the transaction starts
-        dump_json([run.config, run.provenance, run.summary])
+        dump_json([run.config, run.provenance, run.summary, [c.to_dict() for c in cases]])
     except TypeError as exc:
         raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
 
 
 def import_run(store: Store, path: str | os.PathLike[str], *, as_new: bool = False) -> ImportedRun:
     """Read the export at ``path`` into ``store`` (see the module docstring)."""
-    run, cases = read_export(path)
-    return write_run(store, run, cases, source=str(path), as_new=as_new)
+    return write_run(store, read_export(path), source=str(path), as_new=as_new)
 
 
-def write_run(store: Store, run: RunRecord, cases: list[CaseResult], *, source: str,
-              as_new: bool = False) -> ImportedRun:
-    """Insert a checked run and its cases in one transaction."""
+def write_run(store: Store, export: RunExport, *, source: str, as_new: bool = False) -> ImportedRun:
+    """Insert a checked run, its cases and its figures in one transaction."""
+    run, cases = export.run, export.cases
     run_id = run.run_id
     with store.transaction() as conn:
         if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
@@ -129,4 +163,6 @@ def write_run(store: Store, run: RunRecord, cases: list[CaseResult], *, source: 
         )
         for case in cases:
             conn.execute(INSERT_CASE, case_row(run_id, case, now))
+        for figure in export.figures:
+            conn.execute(INSERT_FIGURE, figure_row(run_id, figure, now, dump_json))
     return ImportedRun(run_id=run_id, original_id=run.run_id, cases=len(cases))

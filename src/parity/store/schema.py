@@ -7,8 +7,10 @@ Migration path: ``MIGRATIONS[n]`` is the list of statements that turns version `
 ``n + 1`` (``MIGRATIONS[0]`` creates the first schema on an empty file). :func:`migrate` applies
 the missing steps in order inside one ``BEGIN IMMEDIATE`` transaction, so two processes opening
 an old file at once migrate it exactly once, and a crash mid-way leaves the old version intact.
-To change the schema: append a step, bump :data:`STORE_VERSION`, add a history line below and a
-test that opens a file of the previous version.
+A step that must also rewrite rows has a data step (``parity.store.backfill.BACKFILLS[n]``)
+that runs in the same transaction after its statements. To change the schema: append a step,
+bump :data:`STORE_VERSION`, add a history line below and a test that opens a file of the
+previous version.
 
 History:
     1: runs (id, created_at, updated_at, status, config, provenance, summary) and cases
@@ -23,6 +25,11 @@ History:
        headline): a stored ``parity trace fleet`` output folder: where it is, the rank files,
        the headline figures as columns (queryable in SQL), the figures per op, the straggler
        table and fleet.json. Version 2 files gain the empty table.
+    4: figures (id, run_id, suite, case_key, name, scope, value, unit, method, ci_low, ci_high,
+       best, note, findings, created_at): every figure of a run's suites as a row
+       (``parity.store.figures``); ``case_key`` is NULL for a figure over a suite's cases.
+       Version 3 files get their runs' figures from the copies inside the run summaries, and
+       their cases the headline compare chose for them then (``parity.store.headlines``).
 """
 
 from __future__ import annotations
@@ -30,11 +37,12 @@ from __future__ import annotations
 import sqlite3
 
 from parity.model.errors import ParityError
+from parity.store.backfill import BACKFILLS
 
 # "PRTY" as a big-endian 32-bit integer: identifies a parity results file (``file`` shows it).
 APPLICATION_ID = 0x50525459
 
-STORE_VERSION = 3
+STORE_VERSION = 4
 
 _V1 = [
     """
@@ -112,7 +120,30 @@ _V3 = [
     "CREATE INDEX fleet_analyses_by_time ON fleet_analyses (created_at)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3}
+_V4 = [
+    """
+    CREATE TABLE figures (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        suite TEXT NOT NULL,
+        case_key TEXT,
+        name TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL,
+        method TEXT NOT NULL,
+        ci_low REAL,
+        ci_high REAL,
+        best REAL,
+        note TEXT NOT NULL,
+        findings TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX figures_by_run ON figures (run_id, suite, name)",
+]
+
+MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
 
 
 def read_version(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -158,6 +189,8 @@ def migrate(conn: sqlite3.Connection, *, source: str) -> int:
         for version in range(found, STORE_VERSION):
             for statement in MIGRATIONS[version]:
                 conn.execute(statement)
+            if version in BACKFILLS:
+                BACKFILLS[version](conn)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
         conn.execute("COMMIT")

@@ -8,6 +8,7 @@ trace timelines and what-if sensitivity, and a comparison with its fairness audi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,11 @@ def render_data(data: dict[str, Any]) -> str:
     return render_page(data, library_js=chart_library_js())
 
 
-def render(*, runs: list[tuple[RunRecord, list[CaseResult]]] = (), traces: list[TraceInput] = (),
-           comparison: dict[str, Any] | None = None, fleets: list[Any] = (), title: str = "parity report") -> str:
+def render(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), traces: Sequence[TraceInput] = (),
+           comparison: dict[str, Any] | None = None, fleets: Sequence[Any] = (), title: str = "parity report") -> str:
     """The HTML report of stored runs, analysed traces, fleet folders and a comparison dict."""
-    return render_data(report_data(runs=runs, traces=traces, comparison=comparison, fleets=fleets, title=title))
+    return render_data(report_data(runs=list(runs), traces=list(traces), comparison=comparison, fleets=list(fleets),
+                                   title=title))
 
 
 def write_report(path: str | Path, html_text: str) -> Path:

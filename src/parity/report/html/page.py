@@ -61,7 +61,8 @@ def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
 
 def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """One table of a chart's dataset: a heading per column with its unit, a cell per value."""
-    head, scales = [], []
+    head: list[str] = []
+    scales: list[tuple[str, float | None] | None] = []  # None: each row has its own unit
     for col in table["columns"]:
         if col["unit_field"]:
             head.append(html.escape(col["title"]))
@@ -129,7 +130,7 @@ def _inline_script(code: str) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("parity.report.html").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("parity.report.html").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _header(data: dict[str, Any]) -> str:

@@ -1,0 +1,42 @@
+"""Data steps of schema migrations: what a new table or column needs from the rows an older
+parity wrote. Each runs inside the migration's transaction, after the step's statements."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures, with_case_findings
+from parity.store.headlines import declared_before
+from parity.store.rows import case_findings, dump_json
+
+
+def _load(text: str | None) -> Any:
+    """A column's JSON, or None where it does not parse (that row is left as it is)."""
+    try:
+        return orjson.loads(text) if text else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def figures_from_summaries(conn: sqlite3.Connection) -> None:
+    """Schema 4: every run's figures, read from its stored summary into the figures table (a
+    figure of a case with the case's findings), and each case's headline as compare chose it
+    then (``parity.store.headlines``)."""
+    for run_id, updated, summary in conn.execute("SELECT id, updated_at, summary FROM runs").fetchall():
+        figures = summary_figures(_load(summary))
+        for suite in dict.fromkeys(f.suite for f in figures):
+            of_suite = with_case_findings([f for f in figures if f.suite == suite], case_findings(conn, run_id, suite))
+            conn.executemany(INSERT_FIGURE, [figure_row(run_id, f, updated, dump_json) for f in of_suite])
+    for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
+        metrics = _load(metrics_text)
+        added = declared_before(metrics) if isinstance(metrics, dict) else {}
+        if added:
+            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
+
+
+# After the statements of MIGRATIONS[n] (version n to n + 1): the data step, if any.
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {3: figures_from_summaries}
