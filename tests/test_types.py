@@ -22,13 +22,7 @@ pytestmark = pytest.mark.slow
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ERROR = re.compile(r"^(?P<path>[^:\n]+\.py):\d+: error: ", re.MULTILINE)
 
-PENDING: set[str] = {
-    "src/parity/report/gemm.py",
-    "src/parity/report/gemm_speedup.py",
-    "src/parity/report/html/document.py",
-    "src/parity/report/kernels.py",
-    "src/parity/report/serving.py",
-}
+PENDING: set[str] = set()
 
 
 def _mypy() -> tuple[int, str]:

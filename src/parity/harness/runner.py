@@ -33,8 +33,8 @@ from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store
-from parity.timing.clock import Stopwatch
 from parity.store.figures import suite_figures
+from parity.timing.clock import Stopwatch
 
 log = logging.getLogger(__name__)
 

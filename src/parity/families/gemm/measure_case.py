@@ -92,6 +92,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
         samples={"winner": kept[result.dims]} if result.dims in kept else {},
         metrics={
             "ceiling_flops": rounds.median_flops,
+            "headline_metric": "ceiling_flops",  # compare's ratio is of P (its rounds, not "main")
             "ceiling_best_flops": rounds.best_flops,
             "ceiling_statistic": "median of the winner's confirmation rounds",
             "ceiling_rounds": rounds.to_dict(),
