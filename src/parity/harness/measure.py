@@ -34,8 +34,12 @@ def timing_metrics(summary: Any) -> dict[str, Any]:
 
 
 def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
-    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy``."""
+    """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy`` (a
+    ``parity.timing.timed.Timed`` when the strategy is an object of ``parity.timing``)."""
     from parity.timing import measure
+
+    if not isinstance(work.strategy, str):
+        return work.strategy.time(work, device=device, group=group)
 
     timing = {"device": device, "inputs": work.inputs, "warmup_s": work.warmup_s,
               "budget_s": work.budget_s, "min_samples": work.min_samples,
@@ -59,6 +63,14 @@ def _run_check(work: Work) -> dict[str, Any]:
     return check
 
 
+def together_and_alone(**kwargs: Any) -> Any:
+    """The together-and-alone strategy (``parity.timing.together.TogetherAndAlone``) for a
+    ``Work.strategy``: the work alone, ``companion`` alone, and both at once."""
+    from parity.timing.together import TogetherAndAlone
+
+    return TogetherAndAlone(**kwargs)
+
+
 def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) -> CaseResult:
     """Time, check and rate ``work`` for ``case`` (see the module docstring)."""
     try:
@@ -67,18 +79,19 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
     finally:
         if work.release is not None:
             work.release()
-    metrics: dict[str, Any] = {**timing_metrics(m.summary), **work.metrics}
+    samples = m.samples if isinstance(m.samples, dict) else {"main": m.samples}
+    metrics: dict[str, Any] = {**timing_metrics(m.summary), **getattr(m, "metrics", {}), **work.metrics}
     if work.flop:
         metrics.update({"flop": work.flop, "flop_per_s": rate_per_s(work.flop, m.summary.median)})
     if work.bytes:
         metrics.update({"bytes": work.bytes, "bytes_per_s": rate_per_s(work.bytes, m.summary.median),
                         "bytes_convention": work.bytes_convention})
-    metrics["strategy"] = m.samples.method
+    metrics["strategy"] = samples["main"].method
     findings = list(m.findings)
     if not check["passed"]:
         findings.append(Finding(code="wrong-result", severity=Severity.ERROR,
                                 message=f"check failed: {check.get('error') or check.get('method', '')}",
                                 hint="the timed figures of this case are not to be quoted"))
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
-                      samples={"main": m.samples}, metrics=metrics, check=check,
+                      samples=samples, metrics=metrics, check=check,
                       findings=tuple(findings), telemetry=dict(m.telemetry))

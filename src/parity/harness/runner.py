@@ -182,8 +182,10 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: Any) -> Suit
     error: str | None = None
     measured = [r for r in results if r.error is None]
     try:
-        summary = dict(suite.summarize(results, options=options)) if measured else {}
-        figures = tuple(suite.figures(summary)) if measured else ()
+        record = suite.summarize(results, options=options) if measured else {}
+        # A typed summary (with ``to_dict``) is stored as its dict; figures take the record.
+        summary = record.to_dict() if hasattr(record, "to_dict") else dict(record)
+        figures = tuple(suite.figures(record)) if measured else ()
         wrong = [f for f in figures if not isinstance(f, Figure)]
         if wrong:
             raise TypeError(f"figures() returned {type(wrong[0]).__name__}, not Figure")

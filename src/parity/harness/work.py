@@ -16,6 +16,8 @@ from typing import Any
 # device's events, or the host clock plus a synchronize where the device has none (the samples
 # say which); ``graph-replay`` times CUDA graph replays (eager, with a finding, elsewhere);
 # ``max-over-ranks`` is what every declared work gets on several ranks.
+# A strategy may also be an object of ``parity.timing`` with ``time(work, *, device, group) ->
+# parity.timing.timed.Timed`` (a protocol of more than one timed call, such as paired rounds).
 STRATEGIES = ("auto", "graph-replay", "max-over-ranks")
 
 
@@ -35,7 +37,7 @@ class Work:
     flop: float = 0.0
     bytes: float = 0.0
     bytes_convention: str = ""
-    strategy: str = "auto"
+    strategy: Any = "auto"
     inputs: Any = None
     flush_cache: bool = True
     warmup_s: float = 0.02
@@ -46,7 +48,7 @@ class Work:
     release: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
+        if isinstance(self.strategy, str) and self.strategy not in STRATEGIES:
             raise ValueError(f"unknown timing strategy {self.strategy!r}; use one of {', '.join(STRATEGIES)}")
         if self.flop < 0 or self.bytes < 0:
             raise ValueError("work must declare non-negative flop and bytes")
