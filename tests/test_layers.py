@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     # the harness also holds the runner, which commits each case to the store as it is measured.
     "harness": {"timing", "ranks", "device", "metrics", "stats", "model", "store"},
     "ceilings": {"harness", "timing", "ranks", "device", "metrics", "stats", "model", "store"},
-    "families": {"harness", "ceilings", "timing", "ranks", "device", "metrics", "stats", "model", "store"},
+    "families": {"harness", "ceilings", "timing", "ranks", "device", "metrics", "stats", "model", "store", "report"},
     "report": {"store", "trace", "metrics", "stats", "model"},
     "compare": {"store", "trace", "metrics", "stats", "model"},
     "cli": {

@@ -25,7 +25,6 @@ _STRING = re.compile(r"^(?:(%s)$|(%s)[./:])" % ("|".join(sorted(set(FAMILIES) - 
 
 # Modules still being moved onto figures and registered views; each entry goes when it does.
 PENDING: set[str] = {
-    "report/comm.py",
     "report/decode.py",
     "report/gemm.py",
     "report/gemm_speedup.py",
