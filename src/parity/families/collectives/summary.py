@@ -85,7 +85,7 @@ class CollectiveRow:
     convention: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "rank_median_s": list(self.rank_median_s)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CollectiveRow:
