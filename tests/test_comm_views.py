@@ -150,3 +150,18 @@ def test_the_terminal_views_print_todays_text() -> None:
                           "2000.0 us, together 3000.0 us (x1.50); both 5000.0 us, overlap achieved 50%")
     assert overlap[2:] == ["dispatch+copy: error: boom", "FAILED"]
     assert view_for("collectives").terminal(_collectives()).splitlines()[-1] == "FAILED"
+
+
+def test_interference_from_the_medians_by_hand() -> None:
+    from parity.families.overlap.suite import interference
+
+    medians = {"exchange_alone_s": 4e-3, "kernel_alone_s": 2e-3, "exchange_together_s": 5e-3,
+               "kernel_together_s": 3e-3, "both_s": 5e-3}
+    figures, findings = interference(medians)
+    # slowdowns 5/4 and 3/2; overlap (4 + 2 - 5) / min(4, 2) = 0.5
+    assert figures == pytest.approx({"exchange_slowdown": 1.25, "kernel_slowdown": 1.5, "overlap_fraction": 0.5})
+    assert findings == ()
+    faster, _ = interference({**medians, "kernel_together_s": 1e-3})
+    _, said = interference({**medians, "kernel_together_s": 1e-3, "both_s": 7e-3})
+    assert faster["kernel_slowdown"] == pytest.approx(0.5)
+    assert [f.code for f in said] == ["faster-together", "negative-overlap"]  # (6 - 7) / 2 = -0.5
