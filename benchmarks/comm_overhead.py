@@ -47,13 +47,11 @@ def bare_loop(buffer: Any, *, iterations: int, group: Any) -> float:
 def parity_time(size: int, *, iterations: int, group: Any) -> float:
     """Median seconds of the collectives suite's all_reduce of ``size`` bytes through the harness."""
     from parity.families.collectives.suite import CollectivesOptions, CollectivesSuite
-    from parity.ranks.comm_group import CommGroup
     from parity.harness.measure import measure_work
     from parity.harness.suite import CaseSpec
 
     options = CollectivesOptions(iterations=iterations, warmup_s=0.0)
-    state = CommGroup(rank=group.rank, world_size=group.world_size, backend=group.backend, side=group.control,
-                      owned=False, device=group.device)
+    state = group  # the suite measures on the joined group itself
     case = CaseSpec(suite="collectives", key=f"all_reduce/fp32/in-place/{size}",
                     params={"op": "all_reduce", "dtype": "fp32", "placement": "in-place", "size_bytes": size})
     work = CollectivesSuite().measure(case, device=group.device, options=options, state=state)

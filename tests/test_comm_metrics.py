@@ -150,7 +150,7 @@ def test_slowdown_and_overlap_by_hand() -> None:
 
 
 def test_the_collectives_table_has_nccl_tests_layout_units_and_footer() -> None:
-    from parity.report.comm import render_collectives
+    from parity.families.collectives.views import render_collectives
 
     row = {"op": "all_reduce", "dtype": "fp32", "placement": "in-place", "size_bytes": 1024, "count": 256,
            "time_s": 2e-4, "time_p99_s": 3e-4, "fastest_rank_s": 1e-4, "algbw_gbps": 0.00512,

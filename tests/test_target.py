@@ -237,3 +237,38 @@ def test_a_peer_that_never_comes_fails_the_join_in_bounded_time() -> None:
     with pytest.raises(ParityError, match=r"^rank 0 of 2 could not join the gloo group at 127"):
         join_group(device=FakeDevice(), timeout_s=1, environ=environ)
     assert not dist.is_initialized()
+
+
+@pytest.mark.torch
+def test_a_suite_in_one_process_gets_a_group_of_one_rank_and_closes_it() -> None:
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    from parity.ranks import agree, close_group, open_group
+
+    group = open_group(FakeDevice(), timeout_s=10)
+    try:
+        assert group.owned and group.world_size == 1 and group.rank == 0 and group.backend == "gloo"
+        assert group.control is dist.group.WORLD  # gloo already: no second group
+        agree(group, {"a": 1}, what="configuration")  # one rank agrees with itself
+    finally:
+        close_group(group)
+    assert not dist.is_initialized()
+    close_group(None)
+
+
+@pytest.mark.torch
+def test_a_joined_group_is_the_suite_group_and_outlives_its_close() -> None:
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    from parity.ranks import close_group, joined_group, open_group
+
+    environ = {**TORCHRUN, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    with joined_group(device=FakeDevice(), timeout_s=10, environ=environ) as group:
+        suite = open_group(FakeDevice())
+        assert suite is group and not suite.owned
+        close_group(suite)
+        assert dist.is_initialized()
+    assert not dist.is_initialized()

@@ -18,11 +18,16 @@ pytest.importorskip("torch")
 
 from parity.device.fake import FakeDevice  # noqa: E402
 from parity.model.errors import ParityError  # noqa: E402
+from parity.harness.measure import together_and_alone  # noqa: E402
+from parity.harness.work import Work  # noqa: E402
 from parity.ranks import (  # noqa: E402
+    agree,
     all_gather,
     barrier,
+    close_group,
     joined_group,
     launch_local_ranks,
+    open_group,
 )
 from parity.timing.ranks import max_over_ranks, time_iterations_over_ranks  # noqa: E402
 
@@ -42,7 +47,22 @@ def healthy_rank(tag: str) -> dict:
         reduced = max_over_ranks(INJECTED[rank], group=group, rank_method="injected")
         timed = time_iterations_over_ranks(lambda: None, group=group, iterations=2, warmup=0)
         everyone = all_gather((group.rank, tag), group=group, timeout_s=10)
+        ops = list(device.ops)
+        suite = open_group(device)  # a suite measures on the joined group, not a second one
+        agree(suite, {"tag": tag}, what="configuration")
+        try:
+            agree(suite, {"rank": rank}, what="configuration")
+            refused = ""
+        except ParityError as exc:
+            refused = str(exc)
+        close_group(suite)
+        together = together_and_alone(companion=lambda: None, iterations=2, names=("a", "b"))
+        work = Work(call=lambda: None, check=lambda: {"passed": True, "method": "none"}, strategy=together)
+        both = together.time(work, device=device, group=group)
         return {
+            "suite_is_joined": suite is group and suite.control is group.control,
+            "refused": refused,
+            "together": {name: s.to_dict() for name, s in both.samples.items()},
             "rank": group.rank,
             "is_writer": group.is_writer,
             "launcher": group.launcher,
@@ -50,7 +70,7 @@ def healthy_rank(tag: str) -> dict:
             "reduced": reduced.to_dict(),
             "timed": timed.to_dict(),
             "everyone": everyone,
-            "ops": list(device.ops),
+            "ops": ops,
         }
 
 
@@ -119,6 +139,19 @@ def test_rank0_gathers_every_rank_provenance(healthy: list[dict]) -> None:
     assert all(p["environment"].get("TORCHELASTIC_RUN_ID") for p in provenance)
     # a rank other than 0 keeps only its own
     assert [p["rank"] for p in healthy[1]["record"]["provenance"]] == [1]
+
+
+def test_a_suite_measures_on_the_joined_group_and_ranks_must_agree(healthy: list[dict]) -> None:
+    assert all(r["suite_is_joined"] for r in healthy)
+    assert all(r["refused"].startswith("rank 1 has a different configuration than rank 0") for r in healthy)
+
+
+def test_together_and_alone_reduces_every_series_over_the_ranks(healthy: list[dict]) -> None:
+    assert healthy[0]["together"].keys() == {"a_alone", "b_alone", "main", "a_together", "b_together"}
+    for series in healthy[0]["together"].values():
+        assert series["meta"]["world_size"] == 2 and series["meta"]["rank_method"] == "host-clock"
+        assert len(series["values_s"]) == 2
+    assert healthy[0]["together"] == healthy[1]["together"]  # the max over ranks is the same on each
 
 
 def test_max_over_ranks_keeps_max_as_timing_and_min_beside(healthy: list[dict]) -> None:

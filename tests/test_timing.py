@@ -328,3 +328,75 @@ def test_measure_real_matmul_on_cpu() -> None:
     assert all(v > 0 for v in m.samples.values_s)
     assert m.summary.min <= m.summary.median <= m.summary.max
     assert m.samples.meta["flush_s"] > 0
+
+
+def test_max_over_ranks_of_one_process_keeps_its_own_values() -> None:
+    from parity.timing.ranks import max_over_ranks
+
+    samples = max_over_ranks((0.5, 0.25, 0.75), group=None, rank_method="injected", resolution_s=1e-6)
+    assert samples.values_s == (0.5, 0.25, 0.75) and samples.method == "max-over-ranks"
+    assert samples.meta == {"min_over_ranks_s": [0.5, 0.25, 0.75], "rank_median_s": [0.5], "world_size": 1,
+                            "rank_method": "injected"}
+    with pytest.raises(ParityError, match="no iteration was timed"):
+        max_over_ranks((), group=None, rank_method="injected")
+
+
+def _together(iterations: int = 3, **kwargs):
+    from parity.harness.work import Work
+    from parity.timing.together import TogetherAndAlone
+
+    calls = {"work": 0, "companion": 0}
+
+    def bump(name: str):
+        return lambda: calls.__setitem__(name, calls[name] + 1)
+
+    strategy = TogetherAndAlone(companion=kwargs.pop("companion", bump("companion")), iterations=iterations,
+                                names=("exchange", "kernel"), **kwargs)
+    return Work(call=bump("work"), check=lambda: {"passed": True, "method": "none"}, strategy=strategy), calls
+
+
+def test_together_and_alone_times_five_series_and_derives_from_their_medians() -> None:
+    seen = {}
+
+    def derive(medians):
+        seen.update(medians)
+        return {"ratio": medians["both_s"] / medians["exchange_alone_s"]}, ()
+
+    work, calls = _together(3, derive=derive)
+    device = FakeDevice()
+    timed = work.strategy.time(work, device=device, group=None)
+    # one untimed call of each, then per iteration: alone, alone, together
+    assert calls == {"work": 1 + 2 * 3, "companion": 1 + 2 * 3}
+    assert set(timed.samples) == {"main", "exchange_alone", "kernel_alone", "exchange_together", "kernel_together"}
+    assert all(len(s) == 3 and s.meta["rank_method"] == "host-clock" and s.meta["world_size"] == 1
+               for s in timed.samples.values())
+    assert set(seen) == {"exchange_alone_s", "kernel_alone_s", "both_s", "exchange_together_s", "kernel_together_s"}
+    assert timed.metrics["both_s"] == timed.summary.median
+    assert timed.metrics["ratio"] == pytest.approx(seen["both_s"] / seen["exchange_alone_s"])
+    # every run starts with the device queue drained
+    assert device.ops.count("sync") >= 3 * 3
+
+
+def test_together_and_alone_raises_what_the_companion_raised() -> None:
+    def broken() -> None:
+        raise RuntimeError("kernel failed")
+
+    work, _ = _together(2, companion=broken)
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        work.strategy.time(work, device=FakeDevice(), group=None)
+    with pytest.raises(ParityError, match="cannot time 0 iterations"):
+        _together(0)
+
+
+def test_a_timed_strategy_becomes_a_row_with_its_series_metrics_and_findings() -> None:
+    from parity.harness.measure import measure_work
+    from parity.harness.suite import CaseSpec
+    from parity.model.findings import Finding
+
+    note = Finding(code="noted", severity=Severity.WARNING, message="m", hint="h")
+    work, _ = _together(2, derive=lambda medians: ({"x": 1.0}, (note,)))
+    row = measure_work(CaseSpec(suite="s", key="k", params={}), work, device=FakeDevice())
+    assert set(row.samples) == {"main", "exchange_alone", "kernel_alone", "exchange_together", "kernel_together"}
+    assert row.metrics["x"] == 1.0 and row.metrics["strategy"] == "max-over-ranks"
+    assert row.metrics["median_s"] == row.metrics["both_s"]
+    assert [f.code for f in row.findings] == ["noted"] and row.ok

@@ -24,9 +24,7 @@ TRACE_WORDS = {"kernels", "overlap", "collectives", "latency"}
 _STRING = re.compile(r"^(?:(%s)$|(%s)[./:])" % ("|".join(sorted(set(FAMILIES) - TRACE_WORDS)), "|".join(FAMILIES)))
 
 # Modules still being moved onto figures and registered views; each entry goes when it does.
-PENDING: set[str] = {
-    "report/comm.py",
-}
+PENDING: set[str] = set()
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -116,7 +116,7 @@ def collectives(ops: str | None, min_bytes: str | None, max_bytes: str | None, f
       parity comm collectives --nproc 4 --backend gloo --json out.json
       parity comm collectives --nproc 8 --device cuda --ops all_reduce --min-bytes 8 --max-bytes 8GiB --factor 2
     """
-    from parity.report.comm import render_collectives
+    from parity.families.collectives.views import render_collectives
 
     options: dict[str, Any] = {}
     for key, value in (("ops", _split(ops)), ("dtypes", _split(dtypes)), ("placement", placement),
@@ -162,7 +162,7 @@ def moe(preset: str | None, tokens: int | None, hidden: int | None, top_k: int |
       parity comm moe --nproc 4 --backend gloo --preset low-latency --json out.json
       parity comm moe --nproc 8 --device cuda --preset normal --skew 1.2
     """
-    from parity.report.comm import render_moe
+    from parity.families.moe.views import render_moe
 
     options: dict[str, Any] = {}
     for key, value in (("preset", preset), ("tokens", tokens), ("hidden", hidden), ("top_k", top_k),
@@ -192,7 +192,7 @@ def overlap(kernels: str | None, tokens: int | None, hidden: int | None, gemm_n:
       parity comm overlap --nproc 2 --backend gloo --json o.json
       parity comm overlap --nproc 8 --device cuda --gemm-n 8192 --copy-bytes 1GiB
     """
-    from parity.report.comm import render_overlap
+    from parity.families.overlap.views import render_overlap
 
     options: dict[str, Any] = {}
     for key, value in (("kernels", _split(kernels)), ("tokens", tokens), ("hidden", hidden), ("gemm_n", gemm_n),

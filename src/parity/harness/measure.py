@@ -83,6 +83,14 @@ def _run_check(work: Work) -> dict[str, Any]:
     return check
 
 
+def together_and_alone(**kwargs: Any) -> Any:
+    """The together-and-alone strategy (``parity.timing.together.TogetherAndAlone``) for a
+    ``Work.strategy``: the work alone, ``companion`` alone, and both at once."""
+    from parity.timing.together import TogetherAndAlone
+
+    return TogetherAndAlone(**kwargs)
+
+
 def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) -> CaseResult:
     """Time, check and rate ``work`` for ``case`` (see the module docstring)."""
     try:

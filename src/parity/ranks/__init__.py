@@ -16,7 +16,9 @@ The API the runner uses:
   ``RankGroup``, then ``barrier``, ``gather_to_rank0`` and ``all_gather`` to move provenance and
   results to rank 0, which alone writes; ``leave_group()`` at the end (``joined_group()`` is
   the context manager). ``parity.timing.ranks.max_over_ranks`` reduces per-iteration times over
-  the group.
+  the group. A suite takes ``open_group(device)`` (the joined group, or a group of one rank in a
+  run of one process; ``close_group`` at teardown) and refuses to start unless every rank was
+  given the same configuration (``agree``).
 - an endpoint: ``await probe_endpoint(url, model)`` (or ``probe_endpoint_blocking``) asks an
   OpenAI-compatible server's ``GET /v1/models`` and returns a ``RemoteEndpoint`` identified by
   what the server reports; ``parity.timing.stream.time_stream`` timestamps a streamed answer.
@@ -36,13 +38,15 @@ the user's ``torchrun``)::
 """
 
 from parity.ranks.environment import RankEnv, read_rank_env
-from parity.ranks.gather import all_gather, barrier, gather_to_rank0
+from parity.ranks.gather import agree, all_gather, barrier, gather_to_rank0
 from parity.ranks.group import (
     RankGroup,
+    close_group,
     distributed_backend,
     join_group,
     joined_group,
     leave_group,
+    open_group,
 )
 from parity.ranks.launch import free_port, launch_local_ranks
 from parity.ranks.record import LocalTarget, Target, check_same_target
@@ -54,9 +58,11 @@ __all__ = [
     "RankGroup",
     "RemoteEndpoint",
     "Target",
+    "agree",
     "all_gather",
     "barrier",
     "check_same_target",
+    "close_group",
     "distributed_backend",
     "free_port",
     "gather_to_rank0",
@@ -64,6 +70,7 @@ __all__ = [
     "joined_group",
     "launch_local_ranks",
     "leave_group",
+    "open_group",
     "probe_endpoint",
     "probe_endpoint_blocking",
     "read_rank_env",

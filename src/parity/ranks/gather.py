@@ -1,5 +1,6 @@
 """Rank-to-rank helpers over a group's control channel: a barrier that names a missing rank,
-and gathers of Python objects (provenance, case results) to rank 0 or to every rank.
+gathers of Python objects (provenance, case results) to rank 0 or to every rank, and the check
+that every rank was given the same configuration (``agree``).
 
 They all run on ``RankGroup.control``, a gloo group over the CPU whatever the device's backend:
 gloo has ``monitored_barrier``, which reports *which* ranks did not arrive, and objects never
@@ -25,9 +26,14 @@ class RankGroup(Protocol):
     """What these helpers need of ``parity.ranks.group.RankGroup`` (named here, not imported,
     since the group module itself gathers through these helpers)."""
 
-    world_size: int
-    rank: int
-    control: Any
+    @property
+    def world_size(self) -> int: ...
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def control(self) -> Any: ...
 
 log = logging.getLogger(__name__)
 
@@ -100,3 +106,17 @@ def all_gather(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any]:
 def _transfer_failure(what: str, exc: Exception, *, rank: int) -> str:
     text = one_line(exc, 300)
     return f"{what} failed on rank {rank} after every rank passed the barrier: {text}"
+
+
+def agree(group: RankGroup, value: Any, *, what: str, timeout_s: float = 300.0) -> None:
+    """Refuse to go on unless every rank holds the same ``value`` (a configuration, a routing
+    hash): a ParityError on every rank naming the ranks that differ from rank 0."""
+    if group.world_size == 1:
+        return
+    values = all_gather(value, group=group, timeout_s=timeout_s)
+    differ = [r for r, v in enumerate(values) if v != values[0]]
+    if differ:
+        ranks = ", ".join(str(r) for r in differ)
+        noun, verb = ("rank", "has") if len(differ) == 1 else ("ranks", "have")
+        raise ParityError(f"{noun} {ranks} {verb} a different {what} than rank 0 "
+                          f"({values[differ[0]]!r} vs {values[0]!r}); give every rank the same options")

@@ -8,6 +8,12 @@ backends, the CPU as it is), initialises torch.distributed with the device's bac
 every rank's provenance to rank 0. ``leave_group()`` tears it all down; ``joined_group()`` is
 both around a block.
 
+A suite measures on the group this process joined, whoever joined it: ``open_group(device)``
+returns that one, or, in a run of one process (``parity run --suite collectives``), a group of
+one rank made on an in-memory store, so the same cases run (and check) on one device too;
+``close_group`` destroys only a group ``open_group`` made. Every group has one gloo control
+group, made once at join (``RankGroup.control``); nothing opens a second one.
+
 Bounded time: ``timeout_s`` is the process group's timeout (rendezvous and every collective) and
 the barrier timeout of the provenance gather, so a rank that never starts, dies or hangs ends
 ``join_group`` on every rank with a ParityError naming it where gloo can tell.
@@ -36,6 +42,9 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 300.0
+SOLO = "this process"  # the launcher of a group of one rank that open_group made
+
+_joined: RankGroup | None = None  # the group join_group made in this process, until leave_group
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +53,8 @@ class RankGroup:
     ``srun``; ``master`` the rendezvous ``host:port``; ``timeout_s`` the process group's
     timeout. ``rank_provenance`` holds every rank's provenance (rank order) on rank 0, only this
     rank's elsewhere; ``control`` is the gloo process group the helpers of
-    ``parity.ranks.gather`` and ``parity.timing.ranks`` use (not stored)."""
+    ``parity.ranks.gather`` and ``parity.timing.ranks`` use (not stored); ``owned`` marks a
+    group of one rank that ``open_group`` made for a suite (``close_group`` destroys it)."""
 
     world_size: int
     rank: int
@@ -56,6 +66,7 @@ class RankGroup:
     device: Device | None = field(default=None, compare=False)
     rank_provenance: tuple[Mapping[str, Any], ...] = ()
     control: Any = field(default=None, repr=False, compare=False)
+    owned: bool = field(default=False, compare=False)
 
     kind: ClassVar[str] = "ranks"
 
@@ -141,14 +152,45 @@ def join_group(
         dist.destroy_process_group()
         raise
     log.debug("rank %d of %d joined (%s, %s)", env.rank, env.world_size, backend, chosen.name)
-    return replace(group, rank_provenance=tuple(gathered) if gathered is not None else (mine,))
+    global _joined
+    _joined = replace(group, rank_provenance=tuple(gathered) if gathered is not None else (mine,))
+    return _joined
 
 
 def leave_group() -> None:
     """Destroy the process group (and its control group); a no-op when none is initialised."""
     import torch.distributed as dist
 
+    global _joined
+    _joined = None
     if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def open_group(device: Device, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> RankGroup:
+    """The group a suite measures on (module docstring): the one this process joined; else the
+    default group someone else initialised, with a control group for it; else a group of one
+    rank on ``device``'s backend, made here (``owned``)."""
+    import torch.distributed as dist
+
+    if _joined is not None and dist.is_initialized():
+        return _joined
+    owned = not dist.is_initialized()
+    if owned:
+        dist.init_process_group(backend=device.distributed_backend().name, store=dist.HashStore(), rank=0,
+                                world_size=1, timeout=timedelta(seconds=timeout_s))
+    backend = str(dist.get_backend())
+    rank = dist.get_rank()
+    return RankGroup(world_size=dist.get_world_size(), rank=rank, local_rank=rank, backend=backend,
+                     launcher=SOLO if owned else "torch.distributed", master="", timeout_s=timeout_s,
+                     device=device, control=_control_group(backend, timeout_s=timeout_s), owned=owned)
+
+
+def close_group(group: RankGroup | None) -> None:
+    """Destroy ``group`` when ``open_group`` made it; a joined group belongs to its launcher."""
+    import torch.distributed as dist
+
+    if group is not None and group.owned and dist.is_initialized():
         dist.destroy_process_group()
 
 

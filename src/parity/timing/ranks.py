@@ -38,7 +38,7 @@ METHOD = "max-over-ranks"
 def max_over_ranks(
     times_s: Sequence[float],
     *,
-    group: RankGroup,
+    group: RankGroup | None,
     rank_method: str,
     resolution_s: float = 0.0,
     calls_per_sample: int = 1,
@@ -49,8 +49,17 @@ def max_over_ranks(
     ``times_s`` are this rank's per-iteration durations in seconds, taken by ``rank_method``
     (``device-events``, ``host-clock``); the result's ``resolution_s`` is the coarsest rank's.
     Example: rank 0 timed (1, 5, 3) s and rank 1 (4, 2, 3) s -> values (4, 5, 3), min (1, 2, 3).
+    With ``group`` None the process is a group of one: the values are its own, unreduced.
     """
     import statistics
+
+    if group is None:
+        if not times_s:
+            raise ParityError("no iteration was timed; time at least one")
+        return Samples(values_s=tuple(times_s), method=METHOD, resolution_s=resolution_s,
+                       calls_per_sample=calls_per_sample, warmup_calls=warmup_calls,
+                       meta={"min_over_ranks_s": list(times_s), "rank_median_s": [statistics.median(times_s)],
+                             "world_size": 1, "rank_method": rank_method})
 
     import torch
     import torch.distributed as dist
@@ -168,6 +177,9 @@ def measure_over_ranks(
     calls = itertools.count()
     call = (lambda: fn(inputs[next(calls)])) if inputs is not None else fn
     dev = device if device is not None else group.device
+    if dev is None:
+        raise ParityError("the rank group has no device; join it with join_group(device=...)")
+
     def timed_call() -> float:
         dev.synchronize()
         begin = time.perf_counter()

@@ -2,4 +2,6 @@
 
 from parity.model.family import Family
 
-FAMILY = Family(name="collectives", suite="parity.families.collectives.suite:CollectivesSuite", description="collectives over N ranks", order=3)
+FAMILY = Family(name="collectives", suite="parity.families.collectives.suite:CollectivesSuite",
+                description="collectives over N ranks",
+                view="parity.families.collectives.views:VIEW", order=3)

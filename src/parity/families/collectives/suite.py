@@ -14,14 +14,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from parity.families.collectives.figures import collectives_figures
 from parity.families.collectives.ops import DTYPES, PLACEMENTS, prepare
-from parity.ranks.comm_group import CommGroup, agree, close_comm_group, open_comm_group
-from parity.families.collectives.summary import summarize_collectives
+from parity.families.collectives.summary import CollectivesSummary, summarize_collectives
 from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
+from parity.ranks.gather import agree
+from parity.ranks.group import RankGroup, close_group, open_group
 
 CONVENTION = "nccl-tests: S bytes per rank as nccl-tests counts them"
 
@@ -59,17 +61,17 @@ class CollectivesSuite(SuiteBase):
     description = "collectives (all_reduce ... send/recv): algbw and busbw by the nccl-tests factors"
     options_type = CollectivesOptions
 
-    def setup(self, *, device: Any, options: CollectivesOptions) -> CommGroup:
-        group = open_comm_group(device)
+    def setup(self, *, device: Any, options: CollectivesOptions) -> RankGroup:
+        group = open_group(device)
         try:
             agree(group, asdict(options), what="collectives configuration")
         except BaseException:
-            close_comm_group(group)
+            close_group(group)
             raise
         return group
 
-    def teardown(self, state: CommGroup | None) -> None:
-        close_comm_group(state)
+    def teardown(self, state: RankGroup | None) -> None:
+        close_group(state)
 
     def cases(self, *, device: Any, quick: bool, options: CollectivesOptions) -> list[CaseSpec]:
         top = options.max_bytes or (2**20 if quick else 64 * 2**20)
@@ -84,7 +86,7 @@ class CollectivesSuite(SuiteBase):
                                                       "size_bytes": size}, cost=1.0 + size / 2**20))
         return specs
 
-    def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: CommGroup) -> Work:
+    def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: RankGroup) -> Work:
         p = case.params
         prepared = prepare(p["op"], size_bytes=int(p["size_bytes"]), dtype=p["dtype"], placement=p["placement"],
                            rank=state.rank, world_size=state.world_size, torch_device=device.torch_device)
@@ -94,15 +96,8 @@ class CollectivesSuite(SuiteBase):
                     metrics={"world_size": state.world_size, "backend": state.backend,
                              "size_bytes": prepared.size_bytes, "count": prepared.count})
 
-    def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> CollectivesSummary:
         return summarize_collectives(results)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
-        figures = []
-        for op, mean in summary.get("avg_busbw_gbps", {}).items():
-            figures.append(Figure(name=f"collectives.{op}.busbw.avg", value=mean * 1e9, unit="B/s",
-                                  method="nccl-tests busbw = S/t · f(op, n), t the max over ranks per "
-                                         "iteration (median); mean over the sizes measured",
-                                  scope={"op": op, "world_size": summary.get("world_size"),
-                                         "backend": summary.get("backend")}))
-        return figures
+    def figures(self, summary: CollectivesSummary) -> list[Figure]:
+        return collectives_figures(summary)

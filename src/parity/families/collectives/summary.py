@@ -1,16 +1,21 @@
-"""The stored cases of the communication suites as table rows: times over ranks and rates.
+"""The collectives sweep's summary as a typed, versioned record (SI units; the views format them).
 
 Every timed case holds the per-iteration maximum over ranks (its samples), the minimum beside
 it and each rank's own median (``meta``); a row gives the max-over-ranks median (``time_s``,
 the time nccl-tests prints) and p99, the fastest rank's median, every rank's median, and the
-rates the suite names, computed here from the stored median so one formula serves the table,
-the JSON and the figures.
+rates the suite names (``algbw_bps``, ``busbw_bps``, B/s), computed here from the stored median
+so one formula serves the table, the JSON and the figures. ``rank_times`` and
+``wrong_elements`` serve the MoE summary too.
+
+``from_dict`` reads a summary stored by any version: version 1 held the rates in GB/s
+(``*_gbps``), converted here; keys it does not know are dropped.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 from parity.metrics.collectives import algbw, busbw
 from parity.model.result import CaseResult
@@ -48,36 +53,121 @@ def wrong_elements(result: CaseResult) -> int | None:
     return None if any(c is None for c in counts) else int(sum(counts))
 
 
-def collective_row(result: CaseResult) -> dict[str, Any]:
-    """One collectives case as a row (``algbw_gbps``, ``busbw_gbps`` in GB/s, 1e9 B/s)."""
+CONVENTION = "nccl-tests: algbw = S/t, busbw = algbw*f(op, n), t = max over ranks"
+GIGA = 1e9  # B/s per GB/s, for summaries stored in GB/s (version 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveRow:
+    """One case: what ran (``op``, ``dtype``, ``placement``, ``size_bytes`` = S, ``count``
+    elements), on how many ranks, its check (``ok``, ``wrong`` elements over every rank,
+    ``error``), and when timed its times over ranks, s, and rates, B/s."""
+
+    key: str = ""
+    op: str
+    dtype: str
+    placement: str
+    size_bytes: int
+    count: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    ok: bool = False
+    error: str | None = None
+    wrong: int | None = None
+    time_s: float | None = None
+    time_p99_s: float | None = None
+    fastest_rank_s: float | None = None
+    rank_median_s: tuple[float, ...] = ()
+    iterations: int | None = None
+    timing: str | None = None
+    algbw_bps: float | None = None
+    busbw_bps: float | None = None
+    convention: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "rank_median_s": list(self.rank_median_s)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CollectiveRow:
+        data = _si_rates(data, ("algbw", "busbw"))
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["rank_median_s"] = tuple(values.get("rank_median_s") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectivesSummary:
+    """Rows in case order; the mean busbw per collective (``avg_busbw_bps``) and over all
+    (``avg_busbw_all_bps``): nccl-tests' "Avg bus bandwidth", over every size and placement
+    measured, B/s; wrong elements in all; ``ok``; the ranks and backend."""
+
+    VERSION: ClassVar[int] = 2
+
+    rows: tuple[CollectiveRow, ...] = ()
+    avg_busbw_bps: dict[str, float] = field(default_factory=dict)
+    avg_busbw_all_bps: float | None = None
+    wrong: int = 0
+    ok: bool = True
+    world_size: int | None = None
+    backend: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": [r.to_dict() for r in self.rows], "avg_busbw_bps": dict(self.avg_busbw_bps),
+                "avg_busbw_all_bps": self.avg_busbw_all_bps, "wrong": self.wrong, "ok": self.ok,
+                "world_size": self.world_size, "backend": self.backend, "version": self.VERSION}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CollectivesSummary:
+        data = _si_rates(data, ("avg_busbw_all",))
+        averages = data.get("avg_busbw_bps")
+        if averages is None:
+            averages = {op: v * GIGA for op, v in (data.get("avg_busbw_gbps") or {}).items()}
+        return cls(rows=tuple(CollectiveRow.from_dict(r) for r in data.get("rows", [])),
+                   avg_busbw_bps=dict(averages), avg_busbw_all_bps=data.get("avg_busbw_all_bps"),
+                   wrong=int(data.get("wrong") or 0), ok=bool(data.get("ok", True)),
+                   world_size=data.get("world_size"), backend=data.get("backend"))
+
+
+def _si_rates(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` with each ``<name>_gbps`` of version 1 as ``<name>_bps`` (B/s)."""
+    out = dict(data)
+    for name in names:
+        old = out.pop(f"{name}_gbps", None)
+        if f"{name}_bps" not in out and old is not None:
+            out[f"{name}_bps"] = old * GIGA
+    return out
+
+
+def collective_row(result: CaseResult) -> CollectiveRow:
+    """One collectives case as a row (rates in B/s)."""
     p, m = result.params, result.metrics
-    row: dict[str, Any] = {"key": result.key, "op": p["op"], "dtype": p["dtype"], "placement": p["placement"],
-                           "size_bytes": m.get("size_bytes", p["size_bytes"]), "count": m.get("count"),
-                           "world_size": m.get("world_size"), "backend": m.get("backend"),
-                           "ok": result.ok, "error": result.error, "wrong": wrong_elements(result)}
+    base = CollectiveRow(key=result.key, op=p["op"], dtype=p["dtype"], placement=p["placement"],
+                         size_bytes=m.get("size_bytes", p["size_bytes"]), count=m.get("count"),
+                         world_size=m.get("world_size"), backend=m.get("backend"), ok=result.ok,
+                         error=result.error, wrong=wrong_elements(result))
     if result.error is not None or "main" not in result.samples:
-        return row
+        return base
     times = rank_times(result)
-    size, world = float(row["size_bytes"]), int(row["world_size"] or 1)
-    rate = algbw(size, times["time_s"])
-    bus = busbw(size, times["time_s"], op=p["op"], world_size=world)
-    row.update(times)
-    row.update({"algbw_gbps": rate / 1e9 if rate else None, "busbw_gbps": bus / 1e9 if bus else None,
-                "convention": "nccl-tests: algbw = S/t, busbw = algbw*f(op, n), t = max over ranks"})
-    return row
+    size, world = float(base.size_bytes), int(base.world_size or 1)
+    return CollectiveRow.from_dict({**base.to_dict(), **times,
+                                    "algbw_bps": algbw(size, times["time_s"]) or None,
+                                    "busbw_bps": busbw(size, times["time_s"], op=p["op"], world_size=world) or None,
+                                    "convention": CONVENTION})
 
 
-def summarize_collectives(results: list[CaseResult]) -> dict[str, Any]:
+def summarize_collectives(results: list[CaseResult]) -> CollectivesSummary:
     """Rows in case order, the mean busbw per collective and over all (nccl-tests' "Avg bus
     bandwidth", over every size and placement measured), wrong elements in all, and ok."""
     rows = [collective_row(r) for r in results]
     by_op: dict[str, list[float]] = {}
     for row in rows:
-        if row.get("busbw_gbps") is not None:
-            by_op.setdefault(row["op"], []).append(row["busbw_gbps"])
+        if row.busbw_bps is not None:
+            by_op.setdefault(row.op, []).append(row.busbw_bps)
     every = [v for values in by_op.values() for v in values]
-    first = next((r for r in rows if r.get("world_size")), {})
-    return {"rows": rows, "avg_busbw_gbps": {op: statistics.fmean(v) for op, v in by_op.items()},
-            "avg_busbw_all_gbps": statistics.fmean(every) if every else None,
-            "wrong": sum(r["wrong"] or 0 for r in rows), "ok": all(r["ok"] for r in rows),
-            "world_size": first.get("world_size"), "backend": first.get("backend")}
+    first = next((r for r in rows if r.world_size), None)
+    return CollectivesSummary(rows=tuple(rows), avg_busbw_bps={op: statistics.fmean(v) for op, v in by_op.items()},
+                              avg_busbw_all_bps=statistics.fmean(every) if every else None,
+                              wrong=sum(r.wrong or 0 for r in rows), ok=all(r.ok for r in rows),
+                              world_size=first.world_size if first else None,
+                              backend=first.backend if first else None)

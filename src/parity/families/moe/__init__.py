@@ -2,4 +2,6 @@
 
 from parity.model.family import Family
 
-FAMILY = Family(name="moe", suite="parity.families.moe.suite:MoeSuite", description="MoE dispatch and combine", order=4)
+FAMILY = Family(name="moe", suite="parity.families.moe.suite:MoeSuite",
+                description="MoE dispatch and combine",
+                view="parity.families.moe.views:VIEW", order=4)

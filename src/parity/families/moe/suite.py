@@ -16,16 +16,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from parity.ranks.comm_group import agree, close_comm_group, open_comm_group
 from parity.families.moe.case import combine_work, dispatch_work, exchange_bytes
-from parity.families.moe.summary import moe_figures, summarize_moe
+from parity.families.moe.figures import moe_figures
 from parity.families.moe.routing import make_routing
+from parity.families.moe.summary import MoeSummary, summarize_moe
 from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
+from parity.ranks.gather import agree
+from parity.ranks.group import close_group, open_group
 
 # (tokens per rank, hidden, top_k, experts): DeepEP's low-latency and normal tests, and the
 # configuration DeepEP's Ascend port publishes (its token count is not part of it: 4,096 here).
@@ -83,7 +85,7 @@ class MoeSuite(SuiteBase):
         return options.seed
 
     def setup(self, *, device: Any, options: MoeOptions) -> dict[str, Any]:
-        group = open_comm_group(device)
+        group = open_group(device)
         try:
             shape = resolve_shape(options)
             if shape["experts"] % group.world_size:
@@ -95,14 +97,14 @@ class MoeSuite(SuiteBase):
                                    skew=options.skew, path=options.routing_file or None)
             agree(group, routing.digest, what="routing (digest)")
         except BaseException:
-            close_comm_group(group)
+            close_group(group)
             raise
         return {"group": group, "shape": shape, "routing": routing, "device": device,
                 "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"]),
                 "library_backends": library_backends()}
 
     def teardown(self, state: dict[str, Any] | None) -> None:
-        close_comm_group(state["group"] if state else None)
+        close_group(state["group"] if state else None)
 
     def cases(self, *, device: Any, quick: bool, options: MoeOptions) -> list[CaseSpec]:
         return [CaseSpec(suite=self.name, key=f"{options.preset}/{dtype}/{direction}",
@@ -114,8 +116,8 @@ class MoeSuite(SuiteBase):
         return build(state, dtype=case.params["dtype"], seed=options.seed, iterations=options.iterations,
                      warmup_s=options.warmup_s)
 
-    def summarize(self, results: list[CaseResult], *, options: MoeOptions) -> dict[str, Any]:
+    def summarize(self, results: list[CaseResult], *, options: MoeOptions) -> MoeSummary:
         return summarize_moe(results)
 
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+    def figures(self, summary: MoeSummary) -> list[Figure]:
         return moe_figures(summary)

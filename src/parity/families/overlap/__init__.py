@@ -2,4 +2,6 @@
 
 from parity.model.family import Family
 
-FAMILY = Family(name="overlap", suite="parity.families.overlap.suite:OverlapSuite", description="communication overlapped with compute", order=5)
+FAMILY = Family(name="overlap", suite="parity.families.overlap.suite:OverlapSuite",
+                description="communication overlapped with compute",
+                view="parity.families.overlap.views:VIEW", order=5)

@@ -15,7 +15,7 @@ class Kernel:
     before any overlap; ``metrics`` its FLOP or bytes per call."""
 
     name: str
-    call: Callable[[], None]
+    call: Callable[[], Any]
     check: Callable[[], dict[str, Any]]
     metrics: dict[str, Any]
 
