@@ -235,10 +235,10 @@ def test_a_latency_curve_without_knees_or_plateaus_draws_no_empty_layer() -> Non
     """An empty layer has no extent and Vega warns in the console: leave it out."""
     from parity.families.latency.views import latency_charts
 
-    summary = {"size_curves": [{"page": "4k", "points": [{"working_set_bytes": 4096, "latency_ns": 1.0}],
+    summary = {"size_curves": [{"page": "4k", "points": [{"working_set_bytes": 4096, "latency_s": 1e-9}],
                                 "plateaus": []}],
-               "blocks_curves": [{"page": "4k", "points": [{"blocks": 1, "latency_ns": 80.0},
-                                                           {"blocks": 2, "latency_ns": 81.0}], "knees": []}]}
+               "blocks_curves": [{"page": "4k", "points": [{"blocks": 1, "latency_s": 80e-9},
+                                                           {"blocks": 2, "latency_s": 81e-9}], "knees": []}]}
     for chart in latency_charts([("run", summary)]):
         layers = chart.spec["layer"]
         assert all(layer["data"]["name"] not in ("knees", "plateaus") for layer in layers), chart.id

@@ -80,6 +80,8 @@ def suites_present(runs: list[tuple[RunRecord, list[CaseResult]]]) -> list[str]:
     from parity.model.family import families
 
     met = list(dict.fromkeys([name for run, cases in runs for name in [*_suites(run), *(c.suite for c in cases)]]))
+    if not met:  # a report of traces or fleets alone loads no family
+        return []
     ranked = [name for family in families().values() for name in (family.name, *family.stored_as) if name in met]
     ranked = list(dict.fromkeys(ranked))
     return ranked + [name for name in met if name not in ranked]
