@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.ceilings.compute import confirm_rounds, search_ceiling
-from parity.harness.measure import stopwatch
+from parity.harness.strategies import Stopwatch
 from parity.ceilings.plan import SearchPlan, scout_sizes
 from parity.families.gemm.backends import load_backend
 from parity.families.gemm.dtypes import resolve_dtype
@@ -123,7 +123,7 @@ def cpu_mode(args: argparse.Namespace) -> int:
           flush=True)
     rows = []
     for repeat in range(args.repeats):
-        found = search_ceiling(evaluate, plan, clock=stopwatch())
+        found = search_ceiling(evaluate, plan, clock=Stopwatch())
         duel = alternate(evaluate, found.dims, grid["dims"], budget_s=plan.confirm_budget_s, rounds=args.rounds)
         row = {"repeat": repeat + 1, "ceiling_flops": found.flops, "ceiling_dims": found.dims,
                "search_s": found.spent_s, "search_probes": len(found.probes), "search_phases": found.phases,
@@ -185,7 +185,7 @@ def gpu_mode(args: argparse.Namespace) -> int:
     start, stop, step = (int(v) for v in args.gpu_grid.split(":"))
     sides = list(range(start, stop + 1, step))
     plan = SearchPlan.for_device(device.type, budget_s=args.ceiling_budget)
-    found = search_ceiling(evaluate, plan, clock=stopwatch())
+    found = search_ceiling(evaluate, plan, clock=Stopwatch())
     # 3,375 shapes by default: a short probe each (every shape runs 1-30 ms), then the same
     # confirmation of the top three as the search's.
     grid = grid_best(evaluate, sides, plan=plan, probe_s=GPU_GRID_PROBE_S)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parity.harness.measure import BestOf, TwoLengthSlope, time_work
+from parity.harness.measure import time_work
+from parity.harness.strategies import BestOf, TwoLengthSlope
 from parity.harness.work import Work
 from parity.model.samples import Samples
 from parity.stats import summarize

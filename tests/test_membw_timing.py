@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from parity.device.fake import FakeDevice
-from parity.harness.measure import CallsPerSample, time_work
+from parity.harness.measure import time_work
+from parity.harness.strategies import CallsPerSample
 from parity.harness.work import Work
 
 

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 from parity.device.fake import FakeDevice  # noqa: E402
 from parity.model.errors import ParityError  # noqa: E402
-from parity.harness.measure import together_and_alone  # noqa: E402
+from parity.harness.strategies import TogetherAndAlone # noqa: E402
 from parity.harness.work import Work  # noqa: E402
 from parity.ranks import (  # noqa: E402
     agree,
@@ -56,7 +56,7 @@ def healthy_rank(tag: str) -> dict:
         except ParityError as exc:
             refused = str(exc)
         close_group(suite)
-        together = together_and_alone(companion=lambda: None, iterations=2, names=("a", "b"))
+        together = TogetherAndAlone(companion=lambda: None, iterations=2, names=("a", "b"))
         work = Work(call=lambda: None, check=lambda: {"passed": True, "method": "none"}, strategy=together)
         both = together.time(work, device=device, group=group)
         return {

@@ -2,8 +2,9 @@
 event itself, and no family or ceiling reaches past the harness into a timing strategy.
 
 A family declares its cases as ``Work`` (``parity.harness.work``) with a named strategy and the
-harness (``parity.harness.measure``) times it; ``parity.device`` wraps the events it uses. A clock
-read anywhere else is a second, unreviewed idea of what a sample is.
+harness (``parity.harness.measure``) times it; the strategy objects and the bookkeeping clocks
+reach families through ``parity.harness.strategies``; ``parity.device`` wraps the events it uses.
+A clock read anywhere else is a second, unreviewed idea of what a sample is.
 """
 
 from __future__ import annotations
@@ -20,15 +21,11 @@ CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time"
           "process_time", "process_time_ns", "thread_time", "thread_time_ns"}
 # Device timing: events and their elapsed time, the device's timers.
 DEVICE_TIMING = {"Event", "elapsed_time", "timer"}
-# The one harness module that hands declared work to a timing strategy.
-STRATEGY_CALLER = "harness/measure.py"
+# The harness modules that are the door to parity.timing: the one that times declared work, and
+# the one that hands strategy objects and bookkeeping clocks to families.
+DOORS = {"harness/measure.py", "harness/strategies.py"}
 # Modules of parity.timing that are data, not timing (input sets a Work rotates through).
 TIMING_DATA = {"parity.timing.rotation"}
-# The sweep's wall clock (progress and time left, never a sample), for the harness only.
-HARNESS_CLOCK = "parity.timing.clock"
-
-# Modules still being moved onto declared work; each entry goes when its module does.
-PENDING: set[str] = set()
 
 
 def _modules() -> list[Path]:
@@ -44,11 +41,9 @@ def offences(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "time":
             from_time.update(a.asname or a.name for a in node.names if a.name in CLOCKS)
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and rel != STRATEGY_CALLER:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and rel not in DOORS:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for name in names:
-                if name == HARNESS_CLOCK and rel.startswith("harness/"):
-                    continue
                 if name.startswith("parity.timing") and name not in TIMING_DATA and not (
                         isinstance(node, ast.ImportFrom) and name == "parity.timing"
                         and all(f"parity.timing.{a.name}" in TIMING_DATA or a.name == "InputRotation"
@@ -71,17 +66,8 @@ def offences(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(SRC).as_posix())
 def test_no_clock_outside_timing(path: Path) -> None:
-    rel = path.relative_to(SRC).as_posix()
     found = offences(path)
-    if rel in PENDING:
-        pytest.xfail(f"{rel} still times itself: {found[:2]}") if found else None
-        return
     assert not found, "only parity.timing times; declare Work with a strategy instead: " + "; ".join(found)
-
-
-def test_pending_list_only_names_offenders() -> None:
-    stale = sorted(rel for rel in PENDING if not (SRC / rel).exists() or not offences(SRC / rel))
-    assert not stale, f"remove from PENDING (no longer times itself, or gone): {stale}"
 
 
 def test_the_rule_sees_a_clock(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from parity.device.fake import FakeDevice
-from parity.harness.measure import PairedRounds, ReplayFallback, measure_work, stopwatch, time_work
+from parity.harness.measure import measure_work, time_work
+from parity.harness.strategies import PairedRounds, ReplayFallback, Stopwatch
 from parity.harness.suite import CaseSpec
 from parity.harness.work import Work
 from parity.timing.timed import Timed
@@ -74,7 +75,7 @@ def test_measure_work_takes_a_timed_as_it_takes_a_measurement() -> None:
 
 
 def test_stopwatch_counts_up_from_zero() -> None:
-    clock = stopwatch()
+    clock = Stopwatch()
     first = clock()
     assert 0.0 <= first <= clock()
 

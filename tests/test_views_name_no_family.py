@@ -23,8 +23,6 @@ FAMILIES = ("gemm", "membw", "latency", "collectives", "moe", "overlap", "decode
 TRACE_WORDS = {"kernels", "overlap", "collectives", "latency"}
 _STRING = re.compile(r"^(?:(%s)$|(%s)[./:])" % ("|".join(sorted(set(FAMILIES) - TRACE_WORDS)), "|".join(FAMILIES)))
 
-# Modules still being moved onto figures and registered views; each entry goes when it does.
-PENDING: set[str] = set()
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -72,18 +70,8 @@ def _modules() -> list[Path]:
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(SRC).as_posix())
 def test_compare_and_report_name_no_family(path: Path) -> None:
-    rel = path.relative_to(SRC).as_posix()
     found = offences(path)
-    if rel in PENDING:
-        if found:
-            pytest.xfail(f"{rel} still names a family: {found[:2]}")
-        return
     assert not found, "read figures and registered views instead: " + "; ".join(found[:5])
-
-
-def test_pending_list_only_names_offenders() -> None:
-    stale = sorted(rel for rel in PENDING if not (SRC / rel).exists() or not offences(SRC / rel))
-    assert not stale, f"remove from PENDING (names no family now, or gone): {stale}"
 
 
 def test_the_rule_sees_a_family(tmp_path: Path) -> None:

@@ -330,7 +330,7 @@ def search_ceiling(evaluate: Evaluate, plan: SearchPlan, *, clock: Callable[[], 
     """Find the best sustained rate ``evaluate`` reports, within ``plan.budget_s`` (see module).
 
     ``evaluate(m, n, k, budget_s)`` times one shape for about ``budget_s`` and returns FLOP/s;
-    ``clock()`` is the search's budget clock in seconds (``parity.harness.measure.stopwatch()``
+    ``clock()`` is the search's budget clock in seconds (``parity.harness.strategies.Stopwatch()``
     on a device, a fake in tests): it decides when phases stop, and never times a probe.
     One probe of the smallest square runs before the clock starts: it pays for imports and
     library initialisation (seconds on a loaded CPU), which must not eat the search's budget.

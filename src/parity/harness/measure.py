@@ -25,18 +25,7 @@ from parity.harness.work import Work
 from parity.metrics.rates import rate_per_s
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
-# Strategy objects a Work may name (``Work.strategy``), re-exported so that a family declares
-# its protocol through the harness and never imports a timing strategy itself: graph replay with
-# its eager fallback, paired A/B rounds (GEMM), back-to-back calls per sample (membw's warm
-# points), the slope between two chain lengths and the best-of probe (latency).
-from parity.timing.calls_per_sample import CallsPerSample
-from parity.timing.fallback import ReplayFallback
-from parity.timing.paired import PairedRounds
-from parity.timing.probe import BestOf
-from parity.timing.slope import TwoLengthSlope
-
-__all__ = ["BestOf", "CallsPerSample", "PairedRounds", "ReplayFallback", "TwoLengthSlope", "loop_meter",
-           "measure_work", "stopwatch", "stream_clock", "time_work", "timing_metrics"]
+__all__ = ["measure_work", "time_work", "timing_metrics"]
 
 
 def timing_metrics(summary: Any) -> dict[str, Any]:
@@ -65,13 +54,6 @@ def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
     return measure(work.call, graph=work.strategy == "graph-replay", **timing)
 
 
-def stopwatch() -> Any:
-    """A clock for a protocol's own budget or a cost reported beside a rate (seconds since this
-    call; ``parity.timing.clock.Stopwatch``): never a sample."""
-    from parity.timing.clock import Stopwatch
-
-    return Stopwatch()
-
 
 def _run_check(work: Work) -> dict[str, Any]:
     try:
@@ -82,13 +64,6 @@ def _run_check(work: Work) -> dict[str, Any]:
         return {**check, "passed": False, "error": "the check returned no boolean 'passed'"}
     return check
 
-
-def together_and_alone(**kwargs: Any) -> Any:
-    """The together-and-alone strategy (``parity.timing.together.TogetherAndAlone``) for a
-    ``Work.strategy``: the work alone, ``companion`` alone, and both at once."""
-    from parity.timing.together import TogetherAndAlone
-
-    return TogetherAndAlone(**kwargs)
 
 
 def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) -> CaseResult:
@@ -115,19 +90,3 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
                       samples=samples, metrics=metrics, check=check,
                       findings=tuple(findings), telemetry=dict(m.telemetry))
-
-
-def stream_clock() -> Any:
-    """A fresh ``parity.timing.stream.StreamClock``: the host-clock stream strategy by which an
-    online client stamps one streamed request (the stamping clock and the event loop)."""
-    from parity.timing.stream import StreamClock
-
-    return StreamClock()
-
-
-def loop_meter() -> Any:
-    """A fresh ``parity.timing.loop_load.LoopMeter``: the clock of a client process's load
-    schedule and the measure of its own load (CPU share, event-loop lag)."""
-    from parity.timing.loop_load import LoopMeter
-
-    return LoopMeter()

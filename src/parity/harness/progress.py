@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parity.harness.suite import CaseSpec
-from parity.timing.clock import Stopwatch
+from parity.harness.strategies import Stopwatch
 
 
 @dataclass(frozen=True, kw_only=True)

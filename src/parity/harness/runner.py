@@ -34,7 +34,7 @@ from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store
 from parity.store.figures import suite_figures
-from parity.timing.clock import Stopwatch
+from parity.harness.strategies import Stopwatch
 
 log = logging.getLogger(__name__)
 

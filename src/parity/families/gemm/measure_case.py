@@ -20,7 +20,8 @@ from parity.families.gemm.datasheet import reference_peak
 from parity.families.gemm.dtypes import GemmDtype, emulation_note, precision_mode
 from parity.families.gemm.evaluator import gemm_rate_evaluator
 from parity.families.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
-from parity.harness.measure import ReplayFallback, stopwatch, time_work
+from parity.harness.measure import time_work
+from parity.harness.strategies import ReplayFallback, Stopwatch
 from parity.harness.suite import CaseSpec
 from parity.harness.work import Work
 from parity.metrics.ceiling import CeilingRounds
@@ -77,7 +78,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     kept: dict[tuple[int, int, int], Samples] = {}
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
                                    flush=bool(case.params.get("flush", True)))
-    result = search_ceiling(evaluate, plan, clock=stopwatch())
+    result = search_ceiling(evaluate, plan, clock=Stopwatch())
     device_name = device.properties().name
     sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
     m, n, k = result.dims

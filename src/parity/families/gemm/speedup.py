@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from parity.families.gemm.inputs import rotation_for
-from parity.harness.measure import PairedRounds, time_work
+from parity.harness.measure import time_work
+from parity.harness.strategies import PairedRounds
 from parity.harness.work import Work
 from parity.stats.speedup import paired_speedup_ci
 from parity.stats.summary import summarize

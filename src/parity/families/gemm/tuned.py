@@ -18,7 +18,7 @@ import shutil
 from typing import Any
 
 from parity.families.gemm.dtypes import GemmDtype
-from parity.harness.measure import stopwatch
+from parity.harness.strategies import Stopwatch
 
 COMPILE_QUICK_SHAPES = 8
 
@@ -37,7 +37,7 @@ class TunedBackend:
         """``build()`` once per ``key``; the first build of ``dims`` is its tuning time (later
         ones, such as a rebuild for the check's fresh inputs, find the tuning done)."""
         if key not in self._built:
-            elapsed = stopwatch()
+            elapsed = Stopwatch()
             self._built[key] = build()
             self.tuning_s.setdefault(dims, elapsed())
         return self._built[key]

@@ -31,7 +31,8 @@ from typing import Any
 from parity.families.latency.options import LatencyOptions
 from parity.families.latency.figures import latency_figures
 from parity.families.latency.summary import LatencySummary, off_trend_latency_points, summarize_latency
-from parity.harness.measure import BestOf, TwoLengthSlope, time_work
+from parity.harness.measure import time_work
+from parity.harness.strategies import BestOf, TwoLengthSlope
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.metrics.latency import ns_per_load

@@ -34,7 +34,8 @@ from parity.families.membw.ops import (
 from parity.families.membw.figures import membw_figures
 from parity.families.membw.options import MembwOptions
 from parity.families.membw.summary import MembwSummary, off_trend_points, summarize_membw
-from parity.harness.measure import CallsPerSample, time_work
+from parity.harness.measure import time_work
+from parity.harness.strategies import CallsPerSample
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.metrics.bandwidth import (

@@ -25,7 +25,7 @@ from parity.families.moe.routing import make_routing
 from parity.families.overlap.figures import overlap_figures
 from parity.families.overlap.kernels import make_kernel
 from parity.families.overlap.summary import OverlapSummary, summarize_overlap
-from parity.harness.measure import together_and_alone
+from parity.harness.strategies import TogetherAndAlone
 from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
@@ -95,7 +95,7 @@ class OverlapSuite(SuiteBase):
         def check() -> dict[str, Any]:
             return both_checks(exchange.check(), kernel.check())
 
-        strategy = together_and_alone(companion=kernel.call, iterations=options.iterations,
+        strategy = TogetherAndAlone(companion=kernel.call, iterations=options.iterations,
                                       names=("exchange", "kernel"), derive=interference)
         return Work(call=exchange.call, check=check, strategy=strategy, flush_cache=False,
                     metrics={**exchange.metrics, "kernel": kernel.name, **kernel.metrics})

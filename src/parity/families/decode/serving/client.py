@@ -3,7 +3,7 @@
 The request asks for a stream (``stream: true``) and for the token counts at its end
 (``stream_options: {include_usage: true}``). Each server-sent event (``data: {...}``) is
 stamped the moment its line is read, before it is parsed (the host-clock stream strategy,
-``parity.timing.stream.StreamClock``, through ``parity.harness.measure.stream_clock``); an event
+``parity.timing.stream.StreamClock``, through ``parity.harness.strategies.StreamClock``); an event
 whose choice carries text (``choices[0].text`` for completions, ``choices[0].delta.content``
 for chat) is a content chunk. As in ``vllm bench serve``: TTFT is the first content chunk's
 stamp minus the send stamp, ITL every gap between consecutive content chunks, and E2E the last
@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from parity.families.decode.serving.prompts import Prompt
-from parity.harness.measure import stream_clock
+from parity.harness.strategies import StreamClock
 from parity.model.errors import one_line
 
 READ_BUFFER_BYTES = 16 * 1024 * 1024
@@ -141,7 +141,7 @@ def sent_tracing() -> Any:
     time a body chunk is written (the last write wins: the request is then fully sent)."""
     import aiohttp
 
-    now_ns = stream_clock().now_ns
+    now_ns = StreamClock().now_ns
 
     async def on_sent(session: Any, context: Any, params: Any) -> None:
         holder = context.trace_request_ctx
@@ -159,7 +159,7 @@ async def stream_request(
     """POST ``body`` to ``url`` and stamp the streamed answer; errors are kept in the record."""
     import aiohttp
 
-    stamps = stream_clock()
+    stamps = StreamClock()
     clock = stamps.now_ns
     content: list[int] = []
     usage: dict[str, Any] = {}

@@ -8,7 +8,7 @@ at a barrier and stamp on the stream clock (``parity.timing.stream``: the system
 clock on Linux and macOS, shared by processes), so their records merge on one time axis.
 
 While a process drives its requests it measures itself (``parity.timing.loop_load``, through
-``parity.harness.measure.loop_meter``, also the clock of its send schedule): its CPU time over
+``parity.harness.strategies.LoopMeter``, also the clock of its send schedule): its CPU time over
 its wall time (the busy fraction: near 1 means the loop had no idle moment, so stamps waited on
 the client), and the event-loop lag, how late a 10 ms timer fires (the time an arriving chunk can
 wait before it is stamped). ``level`` turns these into a ``client-bound`` finding.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parity.families.decode.serving.client import READ_BUFFER_BYTES, RequestRecord, sent_tracing, stream_request
-from parity.harness.measure import loop_meter
+from parity.harness.strategies import LoopMeter
 from parity.model.errors import ParityError
 
 DEFAULT_REQUEST_TIMEOUT_S = 600.0
@@ -90,7 +90,7 @@ async def drive_share(share: Share) -> tuple[list[RequestRecord], ClientLoad]:
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=READ_BUFFER_BYTES,
                                      trace_configs=[sent_tracing()], trust_env=False) as session:
         limit = asyncio.Semaphore(share.concurrency) if share.concurrency else None
-        async with loop_meter() as meter:
+        async with LoopMeter() as meter:
 
             async def one(index: int, body: dict[str, Any], offset_s: float) -> RequestRecord:
                 delay = meter.due_in_s(offset_s)
