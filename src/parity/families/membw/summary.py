@@ -1,6 +1,6 @@
 """Suite-level bandwidth figures: one curve per operation, its fit, and two utilizations.
 
-The measured ceiling follows DESIGN.md: one dedicated large device-to-device copy, bytes read
+The measured ceiling follows docs/definitions.md: one dedicated large device-to-device copy, bytes read
 plus written, whatever the sweep's range; a point over it is an ``over-ceiling`` finding. The datasheet peak comes from the device spec tables when the device
 has an entry; otherwise the summary says so instead of inventing one.
 """
