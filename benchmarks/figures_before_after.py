@@ -34,25 +34,37 @@ ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT.parent / "shared" / "data" / "traces"
 RUN_SETTINGS = ["--set", "gemm.ceiling_budget_s=5", "--set", "membw.max_bytes=16777216",
                 "--set", "latency.pages=base"]
-# The old summarisers, called in the base revision's process on the new run's cases.
-OLD_SUMMARY = r"""
-import json, sys
+# Run in a revision's own process on a run JSON (``sys.argv[1]``): each suite's summary of the
+# stored cases through that revision's suite registry and options (``parity.harness`` from
+# d985901 on, ``parity.bench`` before), so ``--base`` may name either layout.
+SUMMARISE = r"""
+import importlib, json, sys
 from parity.model.result import CaseResult
+
+def first(*names):
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+    raise SystemExit(f"none of {names} in this revision")
+
+registry = first("parity.harness.registry", "parity.bench.registry")
+options = first("parity.harness.options", "parity.bench.options")
 doc = json.load(open(sys.argv[1]))
-cases = [CaseResult.from_dict(c) for c in doc["cases"]]
+given = doc["run"]["config"].get("options", {})
 by_suite = {}
-for c in cases:
-    by_suite.setdefault(c.suite, []).append(c)
-out = {}
-if "gemm" in by_suite:
-    from parity.families.gemm.analysis import analyse
-    out["gemm"] = analyse(by_suite["gemm"])
-if "membw" in by_suite:
-    from parity.families.membw.summary import summarize_membw
-    out["membw"] = summarize_membw(by_suite["membw"])
-if "latency" in by_suite:
-    from parity.families.latency.summary import summarize_latency
-    out["latency"] = summarize_latency(by_suite["latency"], estimator="min")
+for c in doc["cases"]:
+    by_suite.setdefault(c["suite"], []).append(CaseResult.from_dict(c))
+summaries = {}
+for name, cases in by_suite.items():
+    suite = registry.get_suite(name)
+    typed = options.parse_options(suite.options_type, given.get(name, {}), suite=name)
+    summaries[name] = (suite, suite.summarize(cases, options=typed))
+"""
+# The base's summaries, a typed summary as its ``to_dict()``.
+OLD_SUMMARY = SUMMARISE + r"""
+out = {name: s.to_dict() if hasattr(s, "to_dict") else dict(s) for name, (_, s) in summaries.items()}
 json.dump(out, sys.stdout, default=str)
 """
 

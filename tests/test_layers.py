@@ -1,4 +1,4 @@
-"""The import rules of DESIGN.md: imports point one way, and trace analysis needs no torch."""
+"""The import rules of docs/architecture.md: imports point one way, and trace analysis needs no torch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provenance: every key DESIGN.md lists, true for this machine, and collectable without torch."""
+"""Provenance: every key parity.device.provenance lists, true for this machine, and collectable without torch."""
 
 from __future__ import annotations
 

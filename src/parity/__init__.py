@@ -1,6 +1,6 @@
 """parity: fair, controlled, reproducible measurements of AI accelerators.
 
-The package is layered (see DESIGN.md): ``model`` and ``stats`` are pure Python and numpy,
+The package is layered (see docs/architecture.md): ``model`` and ``stats`` are pure Python and numpy,
 ``trace`` never imports torch, and only ``device`` touches device APIs.
 """
 

@@ -1,6 +1,6 @@
 """The measured bandwidth ceiling ``B``: one dedicated device-to-device copy, shared by suites.
 
-DESIGN.md: ``B`` is a large copy, bytes read plus bytes written (STREAM convention), whatever
+docs/definitions.md: ``B`` is a large copy, bytes read plus bytes written (STREAM convention), whatever
 range a sweep covers. GEMM's roofline and the membw suite both measure it here, with the same
 size (``ceiling_copy_bytes``: several times the last-level cache, or the largest that fits) and
 the same protocol (``measure_bandwidth_ceiling``: warm-up, then timed copies without a cache

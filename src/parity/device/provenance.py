@@ -1,6 +1,6 @@
 """Provenance: where, on what and how a measurement was taken, collected automatically.
 
-Everything DESIGN.md lists: host (CPU model, architecture, cores, NUMA, affinity and pinning,
+Everything a run records: host (CPU model, architecture, cores, NUMA, affinity and pinning,
 the CPU flags that change results), OS, Python, torch and backend versions (CUDA, ROCm, CANN),
 drivers where readable, the device with its properties, clocks and power limit, parity's version
 and git revision, the command line, relevant environment variables, and the UTC time.

@@ -1,6 +1,6 @@
 """Memory bandwidth: byte conventions per operation, the fixed-cost fit, n½, utilization.
 
-Conventions (DESIGN.md, "Bandwidth"). For an operation on arrays of ``n`` bytes each:
+Conventions (docs/definitions.md, "Bandwidth"). For an operation on arrays of ``n`` bytes each:
 
 =========  ===========================  =======================  =====================
 op         what it does                 bytes counted (STREAM)   nvbandwidth-style

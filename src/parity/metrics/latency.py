@@ -1,6 +1,6 @@
 """Pointer-chase latency: ns per dependent load, cache plateaus, knees on the blocks curve.
 
-Method (DESIGN.md, "Latency"): a chase through a random single-cycle permutation of
+Method (docs/definitions.md, "Latency"): a chase through a random single-cycle permutation of
 cache-line-strided slots makes every load depend on the previous one, so a chain of ``N`` loads
 takes ``t(N) = t0 + N·L``; timing two chain lengths and taking the slope cancels the fixed cost
 ``t0`` (launch, thread start, timer overhead) and leaves ``L``, the latency of one load.

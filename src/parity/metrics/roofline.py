@@ -1,4 +1,4 @@
-"""The GEMM roofline of DESIGN.md: work, minimum traffic, intensity, ridge, attainable, class.
+"""The GEMM roofline of docs/definitions.md: work, minimum traffic, intensity, ridge, attainable, class.
 
 For ``C[M,N] = A[M,K] @ B[K,N]`` (Williams, Waterman and Patterson, "Roofline: an insightful
 visual performance model for multicore architectures", CACM 52(4), 2009):

@@ -1,6 +1,6 @@
 """Named what-if formulas: how a step changes when one kind of work runs k times faster.
 
-Definitions from DESIGN.md ("What-if"). Times are in any one unit (the trace code passes ns);
+Definitions from docs/definitions.md ("What-if"). Times are in any one unit (the trace code passes ns);
 ``k`` is a speed factor: ``k = 2`` halves the scaled work, ``k = inf`` removes it, ``k < 1``
 slows it down. Every function is pure arithmetic on its arguments.
 """
@@ -43,7 +43,7 @@ def first_order_step(step: float, category_time: float, k: float) -> float:
 
     ``T`` is the measured step, ``T_c`` the scaled category's time on the critical (busiest)
     stream; overlap and idle are held fixed, so the step shrinks exactly by the time the critical
-    stream saves (DESIGN.md, What-if). Example: ``T = 10``, ``T_c = 4``, ``k = 2`` gives ``8``.
+    stream saves (docs/definitions.md, What-if). Example: ``T = 10``, ``T_c = 4``, ``k = 2`` gives ``8``.
     """
     return first_order_step_multi(step, [(category_time, k)])
 

@@ -1,6 +1,6 @@
 """The target record: what a run measures, and what identifies it.
 
-A run has one target (DESIGN.md, Records): a local device, a group of ranks, or a remote
+A run has one target (docs/definitions.md, Targets): a local device, a group of ranks, or a remote
 endpoint. Each live target (``LocalTarget``, ``parity.ranks.group.RankGroup``,
 ``parity.ranks.remote.RemoteEndpoint``) turns itself into one ``Target`` record with
 ``record()``; the record is plain data (standard library only), so the store keeps it with the

@@ -1,4 +1,4 @@
-"""The timing protocol of DESIGN.md: warm up, estimate, turn a budget into a count, time.
+"""The timing protocol of docs/definitions.md: warm up, estimate, turn a budget into a count, time.
 
 ``measure`` runs, in this order:
 

@@ -1,4 +1,4 @@
-"""Kernel categories by ordered, user-overridable rules (DESIGN.md, Traces).
+"""Kernel categories by ordered, user-overridable rules (docs/definitions.md, Traces).
 
 A category is one of :data:`STANDARD_CATEGORIES` (a user's rules may add more). Each default
 rule names an *operation* (GEMM, convolution, attention, normalization, reduction, copy,

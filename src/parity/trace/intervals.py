@@ -142,7 +142,7 @@ def subtract_intervals(
 def intersection_length(
     a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
 ) -> int:
-    """``|A ∩ B| = |A| + |B| - |A ∪ B|``, ns: the overlap of two interval sets (DESIGN.md,
+    """``|A ∩ B| = |A| + |B| - |A ∪ B|``, ns: the overlap of two interval sets (docs/definitions.md,
     Traces). Three merges instead of a sweep over both sets' boundaries."""
     both = union_length(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
     length_a, length_b = union_length(*a), union_length(*b)

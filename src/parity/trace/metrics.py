@@ -1,4 +1,4 @@
-"""Named trace metrics: each is one function whose docstring gives its formula (DESIGN.md, Traces).
+"""Named trace metrics: each is one function whose docstring gives its formula (docs/definitions.md, Traces).
 
 Inputs are interval arrays in ns (see :mod:`parity.trace.intervals`) already clipped to the
 window ``W``; outputs are ns or dimensionless ratios. Invariants (busy <= |W|, overlap <= each

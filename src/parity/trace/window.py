@@ -1,4 +1,4 @@
-"""The steady-state window ``W`` an analysis looks at, and how it was chosen (DESIGN.md, Traces).
+"""The steady-state window ``W`` an analysis looks at, and how it was chosen (docs/definitions.md, Traces).
 
 Rule, in order:
 

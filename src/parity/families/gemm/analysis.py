@@ -12,7 +12,7 @@ ceiling, when fewer than three sentinels were timed), its best round beside it a
 ``ceiling_best_flops``: every fraction of ``P`` and every efficiency is median over median, and
 the summary says so (``statistic``).
 
-Summary figures (DESIGN.md, GEMM):
+Summary figures (docs/definitions.md, GEMM and roofline):
 - ``best_fraction_of_ceiling``: the best achieved rate over ``P`` (the "99.7%" figure);
 - ``efficiency_compute_bound``: median of achieved/attainable over compute-bound shapes, with a
   95% bootstrap CI and percentiles (its median is the "41.5%" figure);

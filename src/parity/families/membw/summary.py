@@ -1,6 +1,6 @@
 """Suite-level bandwidth figures: one curve per operation, its fit, and two utilizations.
 
-The measured ceiling is the dedicated large device-to-device copy of
+The measured ceiling (docs/definitions.md, Bandwidth) is the dedicated large device-to-device copy of
 ``parity.ceilings.bandwidth`` (its case's ``bandwidth_bps``), bytes read plus written, whatever
 the sweep's range; a point over it is an ``over-ceiling`` finding. The datasheet peak comes from
 the device spec tables when the device has an entry; otherwise the summary says so instead of

@@ -1,6 +1,6 @@
 """What-if predictions from traces: "if this kind of work ran k times faster, how fast a step?"
 
-Three methods (DESIGN.md, What-if): the first order, bounds consistent with the trace, and a
+Three methods (docs/definitions.md, What-if): the first order, bounds consistent with the trace, and a
 replay of a dependency graph built from the trace. Start with :func:`predict`.
 """
 

@@ -1,6 +1,6 @@
 """First-order what-if: the critical stream saves ``(1 - 1/k)·T_c``, nothing else moves.
 
-DESIGN.md (What-if): "the step shrinks by ``(1 - 1/k)·T_c``, where ``T_c`` is category c's time on
+docs/definitions.md (What-if): "the step shrinks by ``(1 - 1/k)·T_c``, where ``T_c`` is category c's time on
 the critical (busiest) stream", overlap and idle held fixed. The critical lane is the compute
 lane with the largest busy time (union of its intervals) inside the window.
 """
