@@ -161,14 +161,14 @@ def _resume(store: Any, name: str, resume_id: str, *, given: list[str]) -> tuple
     from parity.cli.run import nothing_to_resume
     from parity.cli.run_ranks import stored_world_size
 
+    if given:
+        raise ParityError(f"--resume continues a run with its stored settings; drop {', '.join(given)}")
     run = store.get_run(resume_id)
     suites = list(run.config.get("suites", []))
     if suites != [name]:
         measured = ", ".join(suites) or "nothing"
         raise ParityError(f"run {run.run_id} measured {measured}, not {name} alone; "
                           f"resume it with 'parity run --resume {run.run_id}'")
-    if given:
-        raise ParityError(f"--resume continues a run with its stored settings; drop {', '.join(given)}")
     if run.status == "complete":
         click.echo(nothing_to_resume(run.run_id))
         return None
