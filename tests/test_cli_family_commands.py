@@ -18,6 +18,7 @@ from parity.cli.option_flags import given_options, option_params
 from parity.cli.suite_command import FamilyCommand, family_command
 from parity.harness import registry
 from parity.harness.options import describe_options, option
+from parity.model.errors import ParityError
 from parity.store import Store
 from test_runner import TinySuite
 
@@ -185,3 +186,29 @@ def test_membw_quick_json_holds_the_figures(db_path: Path, tmp_path: Path) -> No
     assert "membw.ceiling" in names and all(f["unit"] for f in doc["figures"])
     assert doc["options"]["max_bytes"] == 16 * 1024 and doc["summary"]
     assert f"run {doc['run_id']}" in result.stdout and result.stdout.rstrip().endswith("- OK")
+
+
+def test_ceiling_from_latest_counts_only_gemm_sweeps(db_path: Path) -> None:
+    from parity.cli.gemm import _latest_gemm_run
+
+    with Store.open(db_path) as store:
+        sweep = store.create_run(config={"suites": ["gemm"]}, provenance={}).run_id
+        store.create_run(config={"suites": ["membw"]}, provenance={})
+        assert _latest_gemm_run(store, "latest") == sweep  # the latest run measured membw
+        assert _latest_gemm_run(store, sweep) == sweep
+        with pytest.raises(ParityError, match="1 runs with a gemm sweep"):
+            _latest_gemm_run(store, "latest~1")
+
+
+def test_latency_pages_both_is_the_old_word_for_base_and_thp() -> None:
+    from parity.cli.latency import _pages_both
+
+    assert _pages_both({"pages": ("both",)}) == {"pages": ("base", "thp")}
+    assert _pages_both({"pages": ("thp", "both")}) == {"pages": ("thp", "base")}
+    assert _pages_both({"estimator": "min"}) == {"estimator": "min"}
+
+
+def test_a_family_without_figures_says_so() -> None:
+    from parity.cli.family_view import figures_table
+
+    assert "no figures" in str(figures_table("x", []))

@@ -47,6 +47,10 @@ def _accepted(function: Any, extra: dict[str, Any]) -> dict[str, Any]:
 def figures_table(name: str, figures: list[dict[str, Any]]) -> Any:
     """Every figure as one row: name, value with its unit, CI, scope and method."""
     from rich.table import Table
+    from rich.text import Text
+
+    if not figures:
+        return Text(f"{name}: no figures (the cases are in --json and parity runs show)")
 
     table = Table(title=f"{name}: {len(figures)} figures", title_justify="left")
     for column, justify in (("figure", "left"), ("value", "right"), ("unit", "left"), ("95% CI", "right"),
