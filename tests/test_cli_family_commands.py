@@ -212,3 +212,34 @@ def test_a_family_without_figures_says_so() -> None:
     from parity.cli.family_view import figures_table
 
     assert "no figures" in str(figures_table("x", []))
+
+
+class TinyView:
+    """A family view as ``parity.report.views.View`` asks: section, terminal and charts."""
+
+    section = ("tiny", "Tiny")
+
+    def terminal(self, summary: dict[str, Any], limit: int = 40) -> str:
+        return f"tiny view: {summary['measured']} measured, limit {limit}"
+
+    def charts(self, runs: list[Any]) -> list[Any]:
+        return []
+
+
+def test_the_family_view_draws_the_summary(db_path: Path) -> None:
+    from parity.model.family import Family, register_family, unregister_family
+
+    registry.register(TinySuite)
+    register_family(Family(name="tiny", suite="test_runner:TinySuite", view="test_cli_family_commands:TinyView"))
+    try:
+        spec = FamilyCommand(suite="tiny", extra=(click.Option(["--limit"], type=int, default=40),))
+        command = family_command(spec, help="The tiny suite.")
+        result = CliRunner().invoke(command, ["--device", "fake", "--cases", "2", "--limit", "3"])
+        assert result.exit_code == 0, result.output
+        assert "tiny view: 2 measured, limit 3" in result.stdout and "tiny.median_rate" not in result.stdout
+        run_id = re.search(r"run (\S+):", result.stdout).group(1)
+        again = CliRunner().invoke(command, ["--resume", run_id, "--limit", "5"])  # a display flag is kept
+        assert again.exit_code == 0 and "nothing to resume" in again.output
+    finally:
+        unregister_family("tiny")
+        registry.unregister("tiny")

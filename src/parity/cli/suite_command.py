@@ -25,11 +25,6 @@ from parity.model.errors import ParityError
 DEVICE_HELP = "Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the best one here."
 
 
-def device_option(function: Any) -> Any:
-    """``--device DEV``: the device to measure, the best one here when not given."""
-    return click.option("--device", "device_name", default=None, metavar="DEV", help=DEVICE_HELP)(function)
-
-
 @dataclass(frozen=True, kw_only=True)
 class FamilyCommand:
     """How one family's command differs from the others: its suite, its ``--quick`` help, whether
@@ -97,9 +92,8 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
         extra = {str(p.name): values.get(str(p.name)) for p in spec.extra}
         if spec.ranks:
             ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s")}
-            return run_family(spec, options, given=_given_flags(ctx, options_type), ranks=ranks, extra=extra,
-                              **common)
-        return run_family(spec, options, given=_given_flags(ctx, options_type), extra=extra, **common)
+            return run_family(spec, options, given=_given_flags(ctx, keep=extra), ranks=ranks, extra=extra, **common)
+        return run_family(spec, options, given=_given_flags(ctx, keep=extra), extra=extra, **common)
 
     cls = click.Group if group else click.Command
     kwargs: dict[str, Any] = {"invoke_without_command": True} if group else {}
@@ -109,12 +103,16 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
     return command
 
 
-def _given_flags(ctx: click.Context, options_type: type) -> list[str]:
-    """The flags the user gave that would change what a run measures (for ``--resume``)."""
+# Flags that say where and how to run or show a run, not what it measures: kept on --resume.
+KEPT_ON_RESUME = ("resume_id", "db_path", "json_path", "device_name", "step_timeout_s", "nproc", "join", "backend")
+
+
+def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
+    """The flags the user gave that would change what a run measures (refused by ``--resume``);
+    ``keep`` are the command's own display flags."""
     flags = []
     for param in ctx.command.params:
-        if not isinstance(param, click.Option) or param.name in ("resume_id", "db_path", "json_path",
-                                                                  "device_name", "step_timeout_s"):
+        if not isinstance(param, click.Option) or param.name in KEPT_ON_RESUME or param.name in keep:
             continue
         if ctx.get_parameter_source(str(param.name)) not in (None, click.core.ParameterSource.DEFAULT):
             flags.append(param.opts[0])
