@@ -68,9 +68,9 @@ def _scalar_type(info: OptionInfo, base: Any, *, is_list: bool = False) -> click
     if base is int:
         if info.key.endswith("_bytes"):
             return SizeType()
-        return click.IntRange(min=None if low is None else int(low), min_open=open_low)
+        return click.INT if low is None else click.IntRange(min=int(low), min_open=open_low)
     if base is float:
-        return click.FloatRange(min=low, min_open=open_low)
+        return click.FLOAT if low is None else click.FloatRange(min=low, min_open=open_low)
     return click.STRING
 
 
@@ -81,7 +81,7 @@ def _help(info: OptionInfo, *, is_list: bool) -> str:
         text += f"; comma-separated, of {', '.join(info.choices)}"
     elif is_list:
         text += "; comma-separated"
-    if info.default is None:
+    if info.default is None or info.default == "":
         return text + "."
     if isinstance(info.default, bool):
         shown = "on" if info.default else "off"

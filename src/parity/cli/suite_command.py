@@ -28,16 +28,18 @@ DEVICE_HELP = "Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the be
 @dataclass(frozen=True, kw_only=True)
 class FamilyCommand:
     """How one family's command differs from the others: its suite, its ``--quick`` help, whether
-    it runs on a group of ranks, old flag spellings its options type does not list, and hooks.
+    it runs on a group of ranks (and how long a rank waits by default), old flag spellings its
+    options type does not list, and hooks.
 
     ``translate`` rewrites the given options before they are parsed (an old value spelling);
     ``prepare(store, options)`` resolves what needs the store (a stored run to reuse) and
-    returns the options the run stores; ``extra`` are the command's own flags, passed to
-    ``view_options(extra)`` whose result goes to the view's ``terminal`` where it takes them."""
+    returns the options the run stores; ``extra`` are the command's own display flags, given to
+    the view's ``terminal`` where it takes them by name (``--limit``)."""
 
     suite: str
     quick_help: str = "Fewer, smaller cases: a smoke run, not a measurement to quote."
     ranks: bool = False
+    rank_timeout_s: float = 300.0
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     prepare: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
@@ -46,8 +48,6 @@ class FamilyCommand:
 
 def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
     """``--device``, ``--quick``, ``--resume`` (and the rank flags), then ``--db`` and ``--json``."""
-    from parity.harness.coordination import DEFAULT_STEP_TIMEOUT_S
-
     params: list[click.Parameter] = []
     if spec.ranks:
         params += [
@@ -59,7 +59,7 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
             click.Option(["--device", "device_name"], default=None, metavar="DEV",
                          help="Device type per rank (cuda, npu, cpu; rank r takes index r). Default: the best one."),
             click.Option(["--rank-timeout", "step_timeout_s"], type=click.FloatRange(1.0),
-                         default=DEFAULT_STEP_TIMEOUT_S, show_default=True, metavar="SECONDS",
+                         default=spec.rank_timeout_s, show_default=True, metavar="SECONDS",
                          help="How long a rank waits for the others before naming the one that died or hangs."),
         ]
     else:
