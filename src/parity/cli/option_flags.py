@@ -13,6 +13,7 @@ default (or the mode's, for a ``None`` default) when the suite parses it.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -119,8 +120,6 @@ def option_params(cls: type, *, aliases: Mapping[str, tuple[str, ...]] | None = 
 
 def _params_for(info: OptionInfo, base: Any, old: tuple[str, ...]) -> list[click.Parameter]:
     """The flag (or argument) of one option, then one hidden parameter per old spelling."""
-    import typing
-
     is_list = typing.get_origin(base) is tuple
     item = typing.get_args(base)[0] if is_list else base
     help_text = _help(info, is_list=is_list)
