@@ -225,7 +225,7 @@ def run_quick_command(out: Path) -> dict[str, float | None]:
     """``parity latency --quick --json out`` in its own process: each page size's memory latency."""
     subprocess.run([sys.executable, "-m", "parity", "latency", "--quick", "--json", str(out),
                     "--db", str(OUT / "quick-bar.sqlite")], check=True, stdout=subprocess.DEVNULL)
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["summary"]  # the family command's JSON nests the summary
     memory = {}
     for curve in data["size_curves"]:
         # The last memory level: on 4 KiB pages it pays page walks (DRAM+page-walks), as the C

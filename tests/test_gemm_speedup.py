@@ -78,12 +78,13 @@ def test_backend_names_and_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
     from parity.families.gemm import tuned
     from parity.families.gemm.backends import TorchMatmul, load_backend
     from parity.families.gemm.dtypes import resolve_dtype
-    from parity.cli.gemm import _sweep_options
+    from parity.families.gemm.options import GemmOptions
+    from parity.harness.options import parse_options
     from parity.device import get_device
 
     cpu = get_device("cpu")
     assert isinstance(load_backend("torch"), TorchMatmul)
-    assert _sweep_options("bf16", ("torch,compile",), "catalog", None, None)["backends"] == ["torch", "compile"]
+    assert parse_options(GemmOptions, {"backends": "torch,compile"}, suite="gemm").backends == ("torch", "compile")
     compile_ = load_backend("compile")
     assert compile_.unavailable_reason(device=cpu, dtype=resolve_dtype("fp8")).startswith("torch.compile's GEMM")
     monkeypatch.setattr(tuned.shutil, "which", lambda name: None)

@@ -104,3 +104,20 @@ def test_run_help_lists_every_suite_option_key() -> None:
     for key in ("gemm.dtype", "gemm.backends", "membw.ops", "membw.max_bytes", "latency.pages", "latency.estimator"):
         assert key in result.output
     assert "--set gemm.dtype=fp32" in result.output
+
+
+def test_command_line_metadata_is_described() -> None:
+    from parity.harness.options import flag_name
+
+    @dataclass(frozen=True, kw_only=True)
+    class Flags:
+        min_bytes: int = option(1, help="smallest", aliases=("--min-size",))
+        source: str = option("", help="input", positional=True)
+        filled: str | None = option(None, help="set by the command", command_line=False)
+
+    infos = {i.key: i for i in describe_options(Flags)}
+    assert infos["min_bytes"].flag == "--min-bytes" == flag_name("min_bytes")
+    assert infos["min_bytes"].aliases == ("--min-size",) and infos["source"].positional
+    assert not infos["filled"].command_line and infos["min_bytes"].command_line
+    with pytest.raises(TypeError, match="starting with --"):
+        option(1, help="x", aliases=("min-size",))

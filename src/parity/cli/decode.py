@@ -25,7 +25,7 @@ def decode() -> None:
 
     \b
     Examples:
-      parity decode offline --config tiny --batch 1,2,4,8 --tpot-ms 5,10 --json out.json
+      parity decode offline --config tiny --batches 1,2,4,8 --tpot-ms 5,10 --json out.json
       parity decode online --url http://127.0.0.1:8000 --model m --concurrency 1,32 --json on.json
       parity decode import vllm-result.json --format vllm
     """

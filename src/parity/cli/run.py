@@ -174,8 +174,8 @@ def run(
       parity run --device cuda:0 --suite gemm,membw --json run.json
       parity run --suite gemm --set gemm.dtype=fp32 --set gemm.backends=matmul,linear
       parity run --resume 20261129-230512-a3f9
-      parity run --ranks 2 --device cpu --suite mysuite
-      torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite mysuite
+      parity run --ranks 2 --device cpu --suite collectives --quick
+      torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite collectives
       parity run --endpoint http://127.0.0.1:8000 --model my-model --suite mysuite
     """
     from parity.harness.registry import resolve

@@ -3,8 +3,13 @@
 A suite declares ``options_type``, a frozen, keyword-only dataclass whose fields are made with
 :func:`option` (a default and a help line, optionally the allowed choices and a lower bound).
 The same type serves the command line (``parity run --set SUITE.KEY=VALUE``), the Python API
-(``run_suites(options={"gemm": GemmOptions(dtype="fp32")})``) and the stored run config
-(:func:`options_to_dict` writes it, :func:`parse_options` reads it back on ``--resume``).
+(``run_suites(options={"gemm": GemmOptions(dtype="fp32")})``), the stored run config
+(:func:`options_to_dict` writes it, :func:`parse_options` reads it back on ``--resume``) and the
+family's own command (``parity membw --min-bytes 4KiB``): each field is one flag named after it
+(``min_bytes`` is ``--min-bytes``), with its help and default. A field may also name the old
+spellings its flag still accepts (``aliases``, hidden and deprecated), ask to be the command's
+positional argument (``positional``), or stay off the command line (``command_line=False``, for
+a value filled in by the command itself).
 
 A field whose default is ``None`` means "the mode's default" (quick or full, CPU or
 accelerator): the suite resolves it and records the value it used in each case's params.
@@ -31,10 +36,22 @@ def option(
     choices: Sequence[str] | None = None,
     minimum: float | None = None,
     exclusive_minimum: bool = False,
+    aliases: Sequence[str] = (),
+    positional: bool = False,
+    command_line: bool = True,
 ) -> Any:
-    """A dataclass field with its help text and checks; ``default`` may be ``None``."""
+    """A dataclass field with its help text and checks; ``default`` may be ``None``.
+
+    ``aliases`` are old flag spellings (``"--iters"``) the family's command still accepts,
+    hidden from ``--help``; ``positional`` makes the field the command's argument instead of a
+    flag; ``command_line=False`` keeps it off the command (it is filled in by the command).
+    """
+    bad = [a for a in aliases if not a.startswith("--")]
+    if bad:
+        raise TypeError(f"option aliases are flags starting with --, got {bad[0]!r}")
     metadata = {"help": help, "choices": tuple(choices) if choices else None,
-                "minimum": minimum, "exclusive_minimum": exclusive_minimum}
+                "minimum": minimum, "exclusive_minimum": exclusive_minimum,
+                "aliases": tuple(aliases), "positional": positional, "command_line": command_line}
     if isinstance(default, (list, dict, set)):
         raise TypeError("option defaults must be immutable (use a tuple)")
     return dataclasses.field(default=default, metadata=metadata)
@@ -49,11 +66,26 @@ class OptionInfo:
     default: Any
     help: str
     choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+    exclusive_minimum: bool = False
+    aliases: tuple[str, ...] = ()
+    positional: bool = False
+    command_line: bool = True
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag of this option: ``min_bytes`` is ``--min-bytes``."""
+        return flag_name(self.key)
 
     def line(self) -> str:
         default = "mode default" if self.default is None else _show(self.default)
         allowed = f" ({'|'.join(self.choices)})" if self.choices else ""
         return f"{self.key}={self.type_name}{allowed}: {self.help} [default: {default}]"
+
+
+def flag_name(key: str) -> str:
+    """The one spelling of option ``key`` on every command line: ``--`` and dashes for underscores."""
+    return "--" + key.replace("_", "-")
 
 
 def _show(value: Any) -> str:
@@ -76,6 +108,11 @@ def _base_type(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
+def option_types(cls: type) -> dict[str, tuple[Any, bool]]:
+    """Each option's ``(base type, optional)``; a tuple option's base is ``tuple[T, ...]``."""
+    return {key: _base_type(hint) for key, hint in _hints(cls).items()}
+
+
 def _type_name(hint: Any) -> str:
     base, _ = _base_type(hint)
     if typing.get_origin(base) is tuple:
@@ -88,7 +125,10 @@ def describe_options(cls: type) -> list[OptionInfo]:
     hints = _hints(cls)
     return [
         OptionInfo(key=f.name, type_name=_type_name(hints[f.name]), default=f.default,
-                   help=str(f.metadata.get("help", "")), choices=f.metadata.get("choices"))
+                   help=str(f.metadata.get("help", "")), choices=f.metadata.get("choices"),
+                   minimum=f.metadata.get("minimum"), exclusive_minimum=bool(f.metadata.get("exclusive_minimum")),
+                   aliases=tuple(f.metadata.get("aliases", ())), positional=bool(f.metadata.get("positional")),
+                   command_line=bool(f.metadata.get("command_line", True)))
         for f in dataclasses.fields(cls)
     ]
 

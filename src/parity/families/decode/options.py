@@ -14,7 +14,8 @@ class DecodeOptions:
     """The options of the ``decode`` suite."""
 
     config: str = option("tiny", help="model config: tiny, tiny-moe, llama-3-8b, deepseek-v3 or a TOML path")
-    batches: tuple[int, ...] = option((1, 2, 4, 8, 16), help="batch sizes (sequences per step)", minimum=1)
+    batches: tuple[int, ...] = option((1, 2, 4, 8, 16), help="batch sizes (sequences per step)", minimum=1,
+                                     aliases=("--batch",))
     context: int = option(1024, help="tokens each sequence attends to (cache filled to it)", minimum=1)
     layers: int = option(2, help="layers run per layer kind (dense, moe); the step is scaled to the config's count",
                          minimum=1)

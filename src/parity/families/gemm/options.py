@@ -28,14 +28,15 @@ class GemmOptions:
     """The options of the ``gemm`` suite."""
 
     dtype: str = option("bf16", help="precision: " + ", ".join(DTYPES))
-    backends: tuple[str, ...] = option(("matmul",), help="GEMM backends: matmul, linear or module:Class")
+    backends: tuple[str, ...] = option(("matmul",), help="GEMM backends: matmul, linear or module:Class",
+                                     aliases=("--backend",))
     shapes: str = option("catalog", help="the built-in catalog, or a CSV of m,n,k[,name] lines")
     warmup_s: float | None = option(None, help="warm-up per shape, s (0.02 quick, 0.025 full)",
                                     minimum=0.0, exclusive_minimum=True)
     budget_s: float | None = option(None, help="timed calls per shape, s (0.08 quick, 0.15 full)",
                                     minimum=0.0, exclusive_minimum=True)
     ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s (20 quick, 60 full)",
-                                            minimum=0.0, exclusive_minimum=True)
+                                            minimum=0.0, exclusive_minimum=True, aliases=("--ceiling-budget",))
     flush: bool = option(True, help="flush the last-level cache before every timed call")
     telemetry: bool = option(True, help="sample clocks, power and throttle reasons while timing")
     check: bool = option(True, help="check every product against a reference")
@@ -45,8 +46,9 @@ class GemmOptions:
     max_samples: int = option(500, help="most timed calls per shape", minimum=1)
     ceiling_from: str | None = option(None, help="reuse this stored run's compute ceiling P instead of searching")
     peak_tflops: float | None = option(None, help="a peak to show beside P instead of the datasheet's, TFLOP/s",
-                                       minimum=0.0, exclusive_minimum=True)
-    stored_ceiling: str | None = option(None, help="filled from ceiling_from: the reused ceiling as JSON")
+                                       minimum=0.0, exclusive_minimum=True, aliases=("--peak",))
+    stored_ceiling: str | None = option(None, help="filled from ceiling_from: the reused ceiling as JSON",
+                                          command_line=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", resolve_dtype(self.dtype).name)  # aliases, and loud on unknown

@@ -11,8 +11,10 @@ from parity.harness.options import option
 class LatencyOptions:
     """The options of the ``latency`` suite."""
 
-    max_bytes: int | None = option(None, help="largest working set, B (past the last-level cache)", minimum=4096)
-    stride_bytes: int | None = option(None, help="slot stride, B (64 on a CPU, 128 on a GPU)", minimum=8)
+    max_bytes: int | None = option(None, help="largest working set, B (past the last-level cache)", minimum=4096,
+                                    aliases=("--max-size",))
+    stride_bytes: int | None = option(None, help="slot stride, B (64 on a CPU, 128 on a GPU)", minimum=8,
+                                       aliases=("--stride",))
     pages: tuple[str, ...] = option(("base", "thp"), help="CPU page sizes: base (4 KiB) and thp (huge pages)",
                                     choices=("base", "thp"))
     per_octave: int = option(2, help="working-set sizes per doubling", minimum=1)

@@ -14,9 +14,10 @@ class MembwOptions:
 
     ops: tuple[str, ...] = option((), help="operations (default: all that apply to the device)",
                                   choices=DEVICE_OPS + HOST_OPS)
-    min_bytes: int | None = option(None, help="smallest operand, B (1 KiB)", minimum=4)
+    min_bytes: int | None = option(None, help="smallest operand, B (1 KiB)", minimum=4,
+                                  aliases=("--min-size",))
     max_bytes: int | None = option(None, help="largest operand, B (4 GiB; 64 MiB quick; capped by free memory)",
-                                   minimum=0)
+                                   minimum=0, aliases=("--max-size",))
     per_octave: int | None = option(None, help="sizes per doubling (2; 1 quick)", minimum=1)
     dtype: str = option("float32", help="element type of the operands", choices=("float32", "float16", "bfloat16"))
     flush: bool = option(True, help="flush the cache before every timed call")
