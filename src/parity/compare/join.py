@@ -36,7 +36,7 @@ class Headline:
     from_main_samples: bool = True
 
 
-# How a metric's name gives its unit (DESIGN: a name carries its unit when it is not SI), in the
+# How a metric's name gives its unit (a name carries its unit when it is not SI), in the
 # order tried: (suffix or prefix, SI unit, scale from the stored value to SI).
 NAME_UNITS = (("gbps", "B/s", 1e9), ("bps", "B/s", 1.0), ("bytes_per_s", "B/s", 1.0), ("flops", "FLOP/s", 1.0),
               ("flop_per_s", "FLOP/s", 1.0), ("tokens_per_s", "tok/s", 1.0), ("ns_", "s", 1e-9), ("_ns", "s", 1e-9),
