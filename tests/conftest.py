@@ -1,4 +1,12 @@
-"""Shared fixtures and the hardware layering of the suite.
+"""Shared fixtures and the layering of the suite.
+
+Tests live in one folder per tier, by what they need: ``unit`` (pure functions and the
+project's rules), ``trace`` (trace readers, analysis, fleets; no torch), ``harness`` (runner,
+timing, store, compare, report data), ``families`` (each family's suite, summary and view),
+``cli`` (whole commands, golden text), ``ranks`` (several processes, gloo groups), ``browser``
+(headless Chromium) and ``device`` (the device layer; accelerator tests skip elsewhere). Each
+test is marked with its tier's name, so ``-m unit`` or ``-m "not ranks and not browser"``
+select by tier as well as by folder.
 
 Tests marked ``accelerator`` need a non-CPU PyTorch device and are skipped, with the reason,
 where there is none; tests marked ``torch`` are skipped where PyTorch is not installed.
@@ -12,6 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+TIERS = ("unit", "trace", "harness", "families", "cli", "ranks", "browser", "device")
 SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "traces"
 
 
@@ -44,6 +53,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     accelerator = _accelerator_available() if has_torch else None
     has_cuda = accelerator == "cuda"
     for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
         if "torch" in item.keywords and not has_torch:
             item.add_marker(pytest.mark.skip(reason="needs PyTorch: pip install -e '.[bench]'"))
         if "accelerator" in item.keywords and accelerator is None:

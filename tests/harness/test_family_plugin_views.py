@@ -21,7 +21,7 @@ from parity.report.html.chart import Chart, tables_only
 from parity.report.html.document import report_data, suites_present
 from parity.report.views import GenericView, RunData, case_headline, render_suite_details, suite_view, view_for
 
-PLUGIN = Path(__file__).resolve().parent / "plugin_family"
+PLUGIN = Path(__file__).resolve().parents[1] / "plugin_family"
 
 
 @pytest.fixture()

@@ -20,7 +20,7 @@ from parity.harness import registry
 from parity.harness.options import describe_options, option
 from parity.model.errors import ParityError
 from parity.store import Store
-from test_runner import TinySuite
+from tiny_suites import TinySuite
 
 PAYLOAD_KEYS = {"schema_version", "kind", "run_id", "suite", "ok", "quick", "device", "options", "summary",
                 "summary_error", "figures", "counts", "cases", "provenance"}
@@ -167,7 +167,7 @@ def test_resume_measures_only_what_is_missing(tiny: click.Command, db_path: Path
 def test_resume_refuses_a_run_of_other_suites(tiny: click.Command, db_path: Path) -> None:
     result = CliRunner().invoke(cli, ["run", "--device", "fake", "--suite", "tiny", "--no-report",
                                       "--set", "tiny.cases=1"],
-                                env={"PARITY_PLUGINS": "test_runner:TinySuite"})
+                                env={"PARITY_PLUGINS": "tiny_suites:TinySuite"})
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(cli, ["membw", "--resume", "latest"])
     assert result.exit_code != 0 and "not membw alone" in str(result.exception)
@@ -230,7 +230,7 @@ def test_the_family_view_draws_the_summary(db_path: Path) -> None:
     from parity.model.family import Family, register_family, unregister_family
 
     registry.register(TinySuite)
-    register_family(Family(name="tiny", suite="test_runner:TinySuite", view="test_cli_family_commands:TinyView"))
+    register_family(Family(name="tiny", suite="tiny_suites:TinySuite", view="test_cli_family_commands:TinyView"))
     try:
         spec = FamilyCommand(suite="tiny", extra=(click.Option(["--limit"], type=int, default=40),))
         command = family_command(spec, help="The tiny suite.")

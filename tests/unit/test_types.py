@@ -19,7 +19,7 @@ pytest.importorskip("mypy", reason="the type check needs mypy: pip install -e '.
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ERROR = re.compile(r"^(?P<path>[^:\n]+\.py):\d+: error: ", re.MULTILINE)
 
 PENDING: set[str] = set()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "parity"
+SRC = Path(__file__).resolve().parents[2] / "src" / "parity"
 PACKAGES = ("families", "ceilings", "harness")
 # Clock reads: time.<name>() or a bare <name>() imported from time.
 CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fleet_report_rows import write_fleet_folder
-from tests.test_report_browser import CHROMIUM, _check_page, _open, artifacts, browser  # noqa: F401 (fixtures)
+from tests.browser.test_report_browser import CHROMIUM, _check_page, _open, artifacts, browser  # noqa: F401 (fixtures)
 
 pytestmark = [
     pytest.mark.browser,

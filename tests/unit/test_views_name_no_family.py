@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "parity"
+SRC = Path(__file__).resolve().parents[2] / "src" / "parity"
 PACKAGES = ("compare", "report")
 FAMILIES = ("gemm", "membw", "latency", "collectives", "moe", "overlap", "decode", "kernels", "serving")
 # Words that trace analysis uses for its own categories (a kernel, the overlap of compute and

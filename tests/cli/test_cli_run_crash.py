@@ -20,7 +20,7 @@ CASES = 20
 
 
 def _env(db: Path) -> dict[str, str]:
-    return plugin_env(db, "test_runner:TinySuite")
+    return plugin_env(db, "tiny_suites:TinySuite")
 
 
 def _stored(db: Path) -> list[tuple[str, str, int]]:

@@ -207,7 +207,7 @@ def test_a_user_regex_pattern_searches_the_whole_name(tmp_path: Path) -> None:
 
 
 def test_the_rule_list_in_the_docs_is_the_default_rules() -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "trace-rules.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "trace-rules.md").read_text(encoding="utf-8")
     headings = [line for line in doc.splitlines() if line.startswith("## ") and "no rule" not in line]
     assert headings == [
         f"## {i + 1}. {rule.operation} -> {rule.category}"

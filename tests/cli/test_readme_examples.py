@@ -23,7 +23,7 @@ import pytest
 
 from parity.cli.main import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 # Why an example is checked but not run: a pattern of its text and the reason.

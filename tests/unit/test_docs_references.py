@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("src", "tests", "benchmarks", "docs", "scripts")
 # Spelled in parts so that this file does not match itself.
 OUTSIDE = re.compile(r"\b(?:" + "DESIGN" + "|" + "STYLE" + r")\.md\b")

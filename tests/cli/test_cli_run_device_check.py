@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "device_check.sh"
 TESTS = REPO / "tests"
 
@@ -43,7 +43,7 @@ def test_cpu_dry_run_writes_results_and_logs(tmp_path: Path) -> None:
             "RUN_BUDGET_S": "120",
             "DOCTOR": "0",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")])),
-            "PARITY_PLUGINS": "test_runner:TinySuite",
+            "PARITY_PLUGINS": "tiny_suites:TinySuite",
             # the interpreter running the tests, whatever `python` on PATH is (a venv's
             # interpreter need not be activated)
             "PYTHON": sys.executable,

@@ -17,13 +17,13 @@ from parity.cli.progress import ProgressRenderer, format_duration
 from parity.cli.run import parse_settings
 from parity.model import ParityError
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
 def tiny_plugin(monkeypatch: pytest.MonkeyPatch, db_path: Path) -> None:
     monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PARITY_PLUGINS", "test_runner:TinySuite")
+    monkeypatch.setenv("PARITY_PLUGINS", "tiny_suites:TinySuite")
 
 
 def parity(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -15,7 +15,7 @@ from legacy_store import write_v3_store
 
 from parity.cli.main import main
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def _check(name: str, text: str) -> None:

@@ -1,14 +1,11 @@
 """The runner on the fake device and a real SQLite store: order, errors as data, resume, ETA.
 
-``TinySuite`` is also the test-only plugin the CLI and crash tests load through
-``PARITY_PLUGINS=test_runner:TinySuite`` (with this folder on ``PYTHONPATH``).
+The suites are ``tests/tiny_suites.py``, which the CLI and crash tests also load in real
+processes through ``PARITY_PLUGINS``.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,91 +13,12 @@ import pytest
 
 from parity.harness import registry
 from parity.harness.runner import ProgressEvent, estimate_eta_s, estimate_run_eta_s, run_suites
-from parity.harness.options import option
-from parity.harness.suite import CaseSpec, Suite, SuiteBase
-from parity.harness.work import Work
-from parity.device.fake import FakeDevice
+from parity.harness.suite import CaseSpec, Suite
 from parity.model import CaseResult, ParityError
-from parity.model.figure import Figure
 from parity.store import Store
 
 
-@dataclass(frozen=True, kw_only=True)
-class TinyOptions:
-    """The typed options of the test-only suite."""
-
-    cases: int | None = option(None, help="case count (4 quick, 8 full)", minimum=0)
-    sleep_s: float = option(0.0, help="pause per case, s, so a test can kill a run mid-way", minimum=0.0)
-    raise_on: tuple[str, ...] = option((), help="keys whose measure raises")
-    wrong: tuple[str, ...] = option((), help="keys whose check fails")
-    interrupt_at: str = option("", help="key at which measure raises KeyboardInterrupt, as Ctrl-C would")
-
-
-class TinySuite(SuiteBase):
-    """Many small cases of declared work, timed, checked and rated by the harness.
-
-    Each case declares one call (a sum of ``range(100)``: 99 additions), its check (the sum is
-    4950, unless the key is in ``wrong``), and nothing else; the runner and harness do the rest.
-    ``setup`` counts how often it ran, so tests see that state is built once per run.
-    """
-
-    name = "tiny"
-    description = "test-only suite of small cases"
-    options_type = TinyOptions
-
-    def __init__(self) -> None:
-        self.measured: list[str] = []
-        self.setups = 0
-        self.teardowns = 0
-
-    def setup(self, *, device: Any, options: TinyOptions) -> dict[str, int]:
-        self.setups += 1
-        return {"cases_in_this_process": 0}
-
-    def teardown(self, state: dict[str, int]) -> None:
-        self.teardowns += 1
-
-    def cases(self, *, device: Any, quick: bool, options: TinyOptions) -> list[CaseSpec]:
-        count = options.cases if options.cases is not None else (4 if quick else 8)
-        return [
-            CaseSpec(suite=self.name, key=f"case-{i:03d}", params={"i": i}, cost=1.0 + i % 3)
-            for i in range(count)
-        ]
-
-    def measure(self, case: CaseSpec, *, device: Any, options: TinyOptions, state: dict[str, int]) -> Work:
-        if case.key == options.interrupt_at:
-            raise KeyboardInterrupt
-        if case.key in options.raise_on:
-            raise RuntimeError(f"boom at {case.key}\nsecond line")
-        time.sleep(options.sleep_s)
-        state["cases_in_this_process"] += 1
-        self.measured.append(case.key)
-        out: list[int] = []
-
-        def check() -> dict[str, Any]:
-            return {"passed": out[-1] == 4950 and case.key not in options.wrong, "method": "sum(range(100)) == 4950"}
-
-        return Work(call=lambda: out.append(sum(range(100))), check=check, flop=99.0,
-                    warmup_s=0.0, budget_s=0.001, min_samples=5, max_samples=10, flush_cache=False,
-                    metrics={"i": case.params["i"], "cases_in_this_process": state["cases_in_this_process"]})
-
-    def summarize(self, results: list[CaseResult], *, options: TinyOptions) -> dict[str, Any]:
-        measured = [r for r in results if r.error is None]
-        return {"measured": len(measured), "sum_i": sum(r.metrics["i"] for r in measured),
-                "median_rate": statistics.median(r.metrics["flop_per_s"] for r in measured)}
-
-    def figures(self, summary: dict[str, Any]) -> list[Figure]:
-        return [Figure(name="tiny.median_rate", value=summary["median_rate"], unit="FLOP/s",
-                       method="median over cases of 99 additions / median time",
-                       scope={"cases": summary["measured"]})]
-
-
-class OtherSuite(TinySuite):
-    name = "other"
-
-
-def _device() -> FakeDevice:
-    return FakeDevice(durations_s=[1e-3, 1.1e-3, 0.9e-3])
+from tiny_suites import OtherSuite, TinyOptions, TinySuite, _device  # noqa: F401
 
 
 @pytest.fixture()
@@ -300,8 +218,8 @@ def test_summary_errors_fail_the_run(store: Store) -> None:
 
 
 def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PARITY_PLUGINS", "test_runner:TinySuite")
-    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.setenv("PARITY_PLUGINS", "tiny_suites:TinySuite")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     assert "tiny" in registry.names() and registry.names()[:3] == ["gemm", "membw", "latency"]
     assert registry.get_suite("tiny").name == "tiny"
     assert [s.name for s in registry.resolve(["tiny", "tiny,tiny"])] == ["tiny"]
@@ -330,10 +248,10 @@ def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ParityError, match="unknown suite 'other'"):
         registry.get_suite("other")
 
-    monkeypatch.setenv("PARITY_PLUGINS", "test_runner:NotThere")
+    monkeypatch.setenv("PARITY_PLUGINS", "tiny_suites:NotThere")
     with pytest.raises(
         ParityError,
-        match="PARITY_PLUGINS entry 'test_runner:NotThere': module test_runner has no 'NotThere'",
+        match="PARITY_PLUGINS entry 'tiny_suites:NotThere': module tiny_suites has no 'NotThere'",
     ):
         registry.names()
 
@@ -341,8 +259,8 @@ def test_registry_lookup_plugins_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
 def test_registry_reads_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib import metadata
 
-    monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    point = metadata.EntryPoint(name="tiny", value="test_runner:TinySuite", group="parity.suites")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    point = metadata.EntryPoint(name="tiny", value="tiny_suites:TinySuite", group="parity.suites")
     monkeypatch.setattr(
         registry.metadata, "entry_points", lambda group: [point] if group == "parity.suites" else []
     )

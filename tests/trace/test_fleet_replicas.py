@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pyarrow")
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import ascend_replica  # noqa: E402  (the benchmark folder is not a package: put on the path above)

@@ -102,7 +102,7 @@ def test_parity_version_and_git_revision() -> None:
 
     info = collect_provenance(None, argv=[])["parity"]
     assert info["version"] == __version__
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     if (repo / ".git").exists():
         head = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True

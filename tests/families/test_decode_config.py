@@ -9,7 +9,7 @@ import pytest
 from parity.families.decode.config import SHIPPED, config_to_dict, load_config
 from parity.model.errors import ParityError
 
-TINY = Path(__file__).resolve().parents[1] / "src" / "parity" / "data" / "decode" / "tiny.toml"
+TINY = Path(__file__).resolve().parents[2] / "src" / "parity" / "data" / "decode" / "tiny.toml"
 
 
 def test_llama_3_8b_has_the_published_shape() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "parity"
+SRC = Path(__file__).resolve().parents[2] / "src" / "parity"
 
 # Cycles that exist and are being cut; shrinking only: the test fails when a new one appears,
 # and when a listed one is gone but still listed.

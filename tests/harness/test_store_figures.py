@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 from legacy_store import RUN_A, RUN_B, write_v3_store
-from test_runner import TinySuite, _device
+from tiny_suites import TinySuite, _device
 
 from parity.harness.runner import run_suites
 from parity.model import ParityError

@@ -24,7 +24,7 @@ from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggl
 from tests.fleet_report_rows import write_fleet_folder
 
 pytest.importorskip("pyarrow")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from plugin_runs import kill_after_stored, stored_keys
 
-PLUGIN = Path(__file__).resolve().parent / "plugin_family"
-SRC = Path(__file__).resolve().parents[1] / "src"
+PLUGIN = Path(__file__).resolve().parents[1] / "plugin_family"
+SRC = Path(__file__).resolve().parents[2] / "src"
 CASES = 6
 KEYS = [f"sum-{n}" for n in (256, 512, 1024, 2048, 4096, 8192)]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "parity"
+SRC = Path(__file__).resolve().parents[2] / "src" / "parity"
 
 # Which parity subpackages each layer may import (besides itself and the top-level package).
 ALLOWED: dict[str, set[str]] = {
