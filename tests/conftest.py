@@ -15,12 +15,16 @@ where there is none; tests marked ``torch`` are skipped where PyTorch is not ins
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "trace", "harness", "families", "cli", "ranks", "browser", "device")
+# Test modules import helpers and fixtures from each other across tiers (``from test_gemm_analysis
+# import ...``); every tier folder is importable, whichever tier is collected first or alone.
+sys.path[1:1] = [str(REPO_ROOT / "tests" / tier) for tier in TIERS if str(REPO_ROOT / "tests" / tier) not in sys.path]
 SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "traces"
 
 

@@ -15,10 +15,12 @@ TESTS = Path(__file__).resolve().parent
 
 
 def plugin_env(db: Path, plugin: str | None = None) -> dict[str, str]:
-    """This process's environment, with this folder importable, ``plugin`` (``module:Class``
-    in it) registered when given, and ``db`` as the results store."""
+    """This process's environment, with this folder and its tier folders importable (a test
+    module's own suites are plugins too), ``plugin`` (``module:Class`` in them) registered when
+    given, and ``db`` as the results store."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
+    tiers = sorted(str(d) for d in TESTS.iterdir() if d.is_dir() and any(d.glob("test_*.py")))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), *tiers, env.get("PYTHONPATH")]))
     if plugin:
         env["PARITY_PLUGINS"] = plugin
     env["PARITY_DB"] = str(db)
