@@ -27,7 +27,7 @@ def doubtful_figures(figures: Iterable[StoredFigure], cases: Iterable[CaseResult
     A flagged case that no figure names counts as one figure of its own, so a suite without
     figures cannot hide it. A figure with two reasons counts once in the total and once under
     each reason. Example: figures ``a`` (case x, contended), ``b`` (case y, own ``invalid``) and
-    ``c`` (over the cases) give 3, {contended: 3, invalid: 1}.
+    ``c`` (over the cases) give 3, {contended: 2, invalid: 1}.
     """
     flagged = {c.key: untrusted_codes(c.findings) for c in cases}
     flagged = {key: codes for key, codes in flagged.items() if codes}

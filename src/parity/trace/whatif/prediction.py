@@ -104,7 +104,7 @@ def predict(
         rp, graph, error = _run_replay(table, timeline, win, scales, progress)
         if graph is not None:
             notes += graph.assumptions()
-    findings = _findings(fo, bd, rp)
+    findings = _findings(fo, bd, rp, scales)
     sens = None
     if with_sensitivity:
         sens = sensitivity(timeline, win, graph if rp else None, progress=progress)
@@ -177,7 +177,8 @@ def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
 AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to disagree
 
 
-def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[Finding]:
+def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
+              rp_scales: list[Scale]) -> list[Finding]:
     """What the methods say about each other: a disagreement and a first order outside the
     bounds are warnings (each has a known cause in the trace); a replay outside the bounds is
     ``invalid`` (``parity.metrics.validity.outside_bounds``): not to be quoted."""
@@ -190,7 +191,10 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> li
                                    f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
                                    "lane, so the first order misses it",
                            hint="quote the bounds or the replay"))
-    found = outside_bounds(rp.speedup, bd.low, bd.high, what="replay speedup") if rp and bd else None
+    found = None
+    if rp and bd:
+        found = outside_bounds(rp.speedup, bd.low, bd.high,
+                               what=f"replay speedup for {', '.join(s.label for s in rp_scales)}")
     if found is not None:
         out.append(Finding(code=found.code, severity=found.severity, message=found.message,
                            hint="in the replay idle gaps are not fixed (the device waits on the host, or threads "
