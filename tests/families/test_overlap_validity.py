@@ -79,3 +79,20 @@ def test_the_summary_keeps_the_cis_through_its_dict() -> None:
     summary = summarize_overlap([result])
     assert summary.rows[0].interval("overlap_fraction") == pytest.approx((0.5, 0.5))
     assert OverlapSummary.from_dict(summary.to_dict()) == summary
+
+
+def test_the_overlap_chart_shows_the_invalid_findings_beside_it() -> None:
+    from parity.families.overlap.views import overlap_charts
+    from parity.model import RunRecord
+    from parity.report.views import RunData
+
+    row = _row(overlap_fraction=13.82)
+    summary = OverlapSummary(rows=(row,), world_size=2, backend="gloo")
+    figures = [f.to_dict() for f in overlap_figures(summary)]
+    run = RunRecord(run_id="r1", created_at="t", status="complete")
+    charts = {c.id: c for c in overlap_charts([RunData(label="r1", run=run, summary=summary.to_dict(),
+                                                           figures=figures)])}
+    (finding,) = charts["overlap-fraction"].findings
+    assert finding["code"] == "invalid"
+    assert finding["message"].startswith("overlap.overlap_fraction [dispatch+gemm]: overlap achieved (dispatch+gemm) "
+                                         "1382.0% is above 1")
