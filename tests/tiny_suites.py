@@ -96,3 +96,28 @@ class OtherSuite(TinySuite):
 
 def _device() -> FakeDevice:
     return FakeDevice(durations_s=[1e-3, 1.1e-3, 0.9e-3])
+
+
+class DoubtfulSuite(TinySuite):
+    """The tiny suite, but its figure cannot be true (an ``invalid`` finding: a fraction of 2.5)
+    and the cases in ``contended`` carry a ``contended`` finding, as if others used the machine."""
+
+    name = "doubtful"
+
+    def measure(self, case: CaseSpec, *, device: Any, options: TinyOptions, state: dict[str, int]) -> Any:
+        from parity.model.findings import Finding, Severity
+
+        if case.key != "case-000":
+            return super().measure(case, device=device, options=options, state=state)
+        return CaseResult(suite=self.name, key=case.key, params=dict(case.params), check={"passed": True},
+                          metrics={"i": 0, "flop_per_s": 1.0},
+                          findings=(Finding(code="contended", severity=Severity.WARNING,
+                                            message="others held 180% of a core while this case ran"),))
+
+    def figures(self, summary: dict[str, Any]) -> list[Figure]:
+        from parity.metrics.validity import fraction_above_one
+
+        found = fraction_above_one(2.5, (2.4, 2.6), what="the tiny rate")
+        return [*super().figures(summary),
+                Figure(name="doubtful.fraction", value=2.5, unit="1", method="m", ci95=(2.4, 2.6),
+                       findings=(found,) if found else ())]

@@ -23,7 +23,7 @@ from parity.store import Store
 from tiny_suites import TinySuite
 
 PAYLOAD_KEYS = {"schema_version", "kind", "run_id", "suite", "ok", "quick", "device", "options", "summary",
-                "summary_error", "figures", "counts", "cases", "provenance"}
+                "summary_error", "figures", "counts", "doubtful", "cases", "provenance"}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -69,7 +69,7 @@ def test_exposed_work_off_the_busiest_stream_is_flagged() -> None:
     p = predict(table, [parse_scale("matrix=2")], method="first-order", with_sensitivity=False)
     assert p.first_order.speedup == 1.0
     assert p.bounds.low == pytest.approx(60 / 55)
-    assert any("outside the bounds" in f for f in p.findings)
+    assert any("outside the bounds" in f.message for f in p.findings)
 
 
 def _device_step():

@@ -1,6 +1,7 @@
 """What a family command prints: a header naming the run, the family's view of its summary
 (``view_for(family).terminal(summary)``) or, for a family without a view, its figures as a
-table, then one line with the case counts and OK or FAILED."""
+table, then each figure's ``invalid`` finding, then one line with the case counts and OK,
+DOUBTFUL (figures that cannot be trusted) or FAILED."""
 
 from __future__ import annotations
 
@@ -17,10 +18,28 @@ def print_family(console: Any, payload: dict[str, Any], *, db: str, extra: dict[
         console.print(f"summary failed: {payload['summary_error']}", style="red")
     elif payload["summary"] or payload["figures"]:
         console.print(family_renderable(name, payload["summary"], payload["figures"], extra=extra))
+    for line in invalid_lines(payload["figures"]):
+        console.print(line, style="magenta", markup=False)
     counts = payload["counts"]
-    verdict = "OK" if payload["ok"] else "FAILED"
-    console.print(f"run {run_id}: {counts['cases']} cases, {counts['failed']} failed - {verdict}",
-                  style="green" if payload["ok"] else "red")
+    doubtful = payload.get("doubtful") or {"figures": 0, "by_reason": {}}
+    verdict, style = ("OK", "green") if payload["ok"] else ("FAILED", "red")
+    if payload["ok"] and doubtful["figures"]:
+        from parity.report.run_summary import doubtful_line
+
+        verdict, style = doubtful_line(doubtful["figures"], doubtful["by_reason"]), "magenta"
+    console.print(f"run {run_id}: {counts['cases']} cases, {counts['failed']} failed - {verdict}", style=style,
+                  markup=False)
+
+
+def invalid_lines(figures: list[dict[str, Any]]) -> list[str]:
+    """``invalid: overlap.overlap_fraction [dispatch+gemm]: why`` for each figure's ``invalid`` finding."""
+    lines = []
+    for figure in figures:
+        case = (figure.get("scope") or {}).get("case")
+        where = str(figure.get("name")) + (f" [{case}]" if case is not None else "")
+        lines += [f"invalid: {where}: {f.get('message')}" for f in figure.get("findings") or []
+                  if f.get("code") == "invalid"]
+    return lines
 
 
 def family_renderable(name: str, summary: dict[str, Any], figures: list[dict[str, Any]], *,

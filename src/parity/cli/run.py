@@ -142,6 +142,9 @@ def _resume_settings(
               help="With --endpoint: the served model (default: the only one the server lists).")
 @click.option("--api-key-env", default=None, metavar="VAR",
               help="With --endpoint: the environment variable holding the API key (never stored).")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when the run is DOUBTFUL too: a figure that cannot be true (invalid) or was "
+                   "measured while others used the machine (contended).")
 @click.option("--no-report", is_flag=True,
               help="Skip the HTML report written at the end (reports/RUN_ID.html next to the store).")
 @db_option
@@ -158,12 +161,14 @@ def run(
     endpoint_url: str | None,
     model: str | None,
     api_key_env: str | None,
+    strict: bool,
     no_report: bool,
     db_path: str | None,
     json_path: str | None,
 ) -> int:
     """Measure the registered benchmarks on one device, store every case as it is measured,
-    and print a summary with an overall OK or FAILED (exit status 1). It ends by writing the
+    and print a summary with an overall OK, DOUBTFUL (figures that cannot be trusted: exit
+    status 1 with --strict) or FAILED (exit status 1). It ends by writing the
     run's HTML report next to the store (reports/RUN_ID.html) and says where; --no-report skips it.
 
     A run killed at any moment keeps every finished case; continue it with --resume.
@@ -221,9 +226,9 @@ def run(
         with Store.open(db) as store:
             run_record = store.get_run(run_id)
             return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={},
-                           html=not no_report)
+                           html=not no_report, strict=strict)
     return _run_here(db, suites=suites, quick=quick, options=options, device_name=device_name,
-                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=not no_report)
+                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=not no_report, strict=strict)
 
 
 def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
@@ -241,7 +246,8 @@ def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
 
 
 def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
-              resume_id: str | None, json_path: str | None, endpoint: Any = None, html: bool = True) -> int:
+              resume_id: str | None, json_path: str | None, endpoint: Any = None, html: bool = True,
+              strict: bool = False) -> int:
     """The run in this process, on one device or against one endpoint, with live progress."""
     from parity.harness.runner import run_suites
     from parity.device import get_device
@@ -277,14 +283,14 @@ def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any
                 )
             raise
         return _report(store, outcome.run, outcome.cases, json_path=json_path,
-                       extra={"measured": outcome.measured, "skipped": outcome.skipped}, html=html)
+                       extra={"measured": outcome.measured, "skipped": outcome.skipped}, html=html, strict=strict)
 
 
 def _report(store: Store, run_record: Any, cases: list[Any], *, json_path: str | None,
-            extra: dict[str, Any], html: bool = True) -> int:
+            extra: dict[str, Any], html: bool = True, strict: bool = False) -> int:
     """Print the run's summary, write the HTML report (unless not ``html``) and ``--json``; the
-    exit status (1 when the run FAILED)."""
-    from parity.report.run_summary import render_run_summary, run_ok
+    exit status (1 when the run FAILED, or with ``strict`` when it is DOUBTFUL)."""
+    from parity.report.run_summary import doubtful_counts, render_run_summary, run_ok
 
     stdout_console(json_path).print(render_run_summary(run_record, cases))
     if html:
@@ -292,6 +298,7 @@ def _report(store: Store, run_record: Any, cases: list[Any], *, json_path: str |
 
         click.echo(report_after_run(store, run_record, cases), err=json_path == "-")
     ok = run_ok(run_record, cases)
+    doubtful, by_reason = doubtful_counts(run_record)
     suites = [{"suite": name, **data} for name, data in run_record.summary.get("suites", {}).items()]
     write_json(
         json_path,
@@ -301,8 +308,9 @@ def _report(store: Store, run_record: Any, cases: list[Any], *, json_path: str |
             "cases": [c.to_dict() for c in cases],
             "suites": suites,
             "ok": ok,
+            "doubtful": {"figures": doubtful, "by_reason": by_reason},
             **extra,
             "db": str(store.path),
         },
     )
-    return 0 if ok else 1
+    return 0 if ok and not (strict and doubtful) else 1

@@ -68,6 +68,9 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
         click.Option(["--quick"], is_flag=True, help=spec.quick_help),
         click.Option(["--resume", "resume_id"], default=None, metavar="RUN_ID",
                      help="Continue an interrupted run of this command: measure only the cases it lacks."),
+        click.Option(["--strict"], is_flag=True,
+                     help="Exit 1 when the run is DOUBTFUL too: a figure that cannot be true (invalid) or "
+                          "was measured while others used the machine (contended)."),
     ]
     return params
 
@@ -88,7 +91,8 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
         options = given_options(ctx, options_type, values)
         if spec.translate is not None:
             options = spec.translate(options)
-        common = {key: values.get(key) for key in ("device_name", "quick", "resume_id", "db_path", "json_path")}
+        common = {key: values.get(key) for key in ("device_name", "quick", "resume_id", "db_path", "json_path",
+                                                   "strict")}
         extra = {str(p.name): values.get(str(p.name)) for p in spec.extra}
         if spec.ranks:
             ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s")}
@@ -104,7 +108,8 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
 
 
 # Flags that say where and how to run or show a run, not what it measures: kept on --resume.
-KEPT_ON_RESUME = ("resume_id", "db_path", "json_path", "device_name", "step_timeout_s", "nproc", "join", "backend")
+KEPT_ON_RESUME = ("resume_id", "db_path", "json_path", "device_name", "step_timeout_s", "nproc", "join", "backend",
+                  "strict")
 
 
 def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
@@ -121,8 +126,9 @@ def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
 
 def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str], device_name: str | None,
                quick: bool, resume_id: str | None, db_path: str | None, json_path: str | None,
-               ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> int:
-    """Measure (or continue) the family's run, print its view, write ``--json``; the exit status."""
+               ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None, strict: bool = False) -> int:
+    """Measure (or continue) the family's run, print its view, write ``--json``; the exit status
+    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL)."""
     from parity.store import Store
 
     name = spec.suite
@@ -151,7 +157,7 @@ def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str]
 
     print_family(stdout_console(json_path), payload, db=db, extra=extra or {})
     write_json(json_path, name, payload)
-    return 0 if payload["ok"] else 1
+    return 0 if payload["ok"] and not (strict and payload["doubtful"]["figures"]) else 1
 
 
 def _resume(store: Any, name: str, resume_id: str, *, given: list[str]) -> tuple[Any, ...] | None:
@@ -228,8 +234,10 @@ def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:
     """The JSON document of every family command, read back from the store (docs/cli.md):
     ``run_id``, ``suite``, ``ok``, ``quick``, ``device``, ``options`` (as stored: only those that
     differ from the defaults), ``summary`` (the suite's stored summary), ``summary_error``,
-    ``figures`` (each ``Figure.to_dict()``), ``counts`` (cases, failed, errors), ``cases``
-    (each ``CaseResult.to_dict()``) and ``provenance``."""
+    ``figures`` (each ``Figure.to_dict()``, its ``findings`` included), ``counts`` (cases,
+    failed, errors), ``doubtful`` (``figures``: how many cannot be trusted, ``by_reason``: how
+    many are ``invalid``, ``contended``), ``cases`` (each ``CaseResult.to_dict()``) and
+    ``provenance``."""
     run = store.get_run(run_id)
     outcome = run.summary.get("suites", {}).get(name, {})
     summary = dict(outcome.get("summary") or {})
@@ -246,6 +254,14 @@ def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:
         "summary_error": error,
         "figures": list(outcome.get("figures") or []),
         "counts": {key: int(outcome.get(key) or 0) for key in ("cases", "failed", "errors")},
+        "doubtful": _doubtful(outcome.get("doubtful")),
         "cases": [c.to_dict() for c in store.cases(run.run_id, name)],
         "provenance": run.provenance,
     }
+
+
+def _doubtful(stored: Any) -> dict[str, Any]:
+    """A suite's stored ``doubtful`` counts (none for a run stored before they were kept)."""
+    stored = stored if isinstance(stored, dict) else {}
+    by_reason = stored.get("by_reason") if isinstance(stored.get("by_reason"), dict) else {}
+    return {"figures": int(stored.get("figures") or 0), "by_reason": {str(k): int(v) for k, v in by_reason.items()}}

@@ -9,13 +9,14 @@ through a callback; the runner never prints.
 
 from __future__ import annotations
 
-__all__ = ["ProgressEvent", "RunOutcome", "SuiteOutcome", "estimate_eta_s", "estimate_run_eta_s", "run_suites"]
+__all__ = ["ProgressEvent", "RunOutcome", "SuiteOutcome", "estimate_eta_s", "estimate_run_eta_s",
+           "run_suites"]
 
 import contextlib
 import logging
 import traceback
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from parity.harness.options import parse_options
@@ -33,6 +34,7 @@ from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult, RunRecord
 from parity.store.database import Store
+from parity.harness.verdict import doubtful_figures, run_doubtful
 from parity.store.figures import suite_figures
 from parity.harness.strategies import Stopwatch
 
@@ -50,6 +52,8 @@ class SuiteOutcome:
     errors: int
     figures: tuple[Figure, ...] = ()
     summary_error: str | None = None
+    doubtful: int = 0
+    doubtful_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -65,6 +69,7 @@ class SuiteOutcome:
             "summary": self.summary,
             "figures": [f.to_dict() for f in self.figures],
             "summary_error": self.summary_error,
+            "doubtful": {"figures": self.doubtful, "by_reason": dict(self.doubtful_by)},
         }
 
 
@@ -81,6 +86,11 @@ class RunOutcome:
     @property
     def ok(self) -> bool:
         return all(s.ok for s in self.suites)
+
+    @property
+    def doubtful(self) -> int:
+        """Figures of the run that cannot be trusted (``invalid`` or ``contended``)."""
+        return sum(s.doubtful for s in self.suites)
 
 
 def typed_options(suites: Sequence[Suite], given: dict[str, Any]) -> dict[str, Any]:
@@ -357,10 +367,14 @@ def run_suites(
         _summarize(suite, store.cases(run_id, suite.name), options=options[suite.name])
         for suite in suites
     ]
+    judged = []
     for o in outcomes:  # the figures table is what export and compare read
         store.add_figures(run_id, o.name, suite_figures(o.name, o.figures, o.summary))
+        total, by_reason = doubtful_figures(store.figures(run_id, o.name), store.cases(run_id, o.name))
+        judged.append(replace(o, doubtful=total, doubtful_by=by_reason))
+    outcomes = judged
     ok = all(o.ok for o in outcomes)
-    summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}}
+    summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}, "doubtful": run_doubtful(outcomes)}
     store.finish_run(run_id, status="complete" if ok else "failed", summary=summary)
     tracker.emit("done")
     return RunOutcome(

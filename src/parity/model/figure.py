@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from parity.model.findings import Finding
+
 # SI units a figure may carry, and how a human reads each one.
 UNITS: dict[str, tuple[str, float]] = {
     "FLOP/s": ("TFLOP/s", 1e12),
@@ -34,7 +36,9 @@ class Figure:
     ``scope`` maps what the figure is over to JSON values (``{"dtype": "bf16", "cases": 12,
     "subset": "compute-bound"}``); ``ci95`` is ``(low, high)`` in the figure's unit, or None
     when there is no interval ("too few for a CI" goes in ``note``). ``best`` is the best
-    observation beside a median value, where the figure has one.
+    observation beside a median value, where the figure has one. ``findings`` judge the
+    figure itself (an ``invalid`` finding when it cannot be true: an overlap above 1, a
+    fraction of a measured ceiling above 1 beyond its CI; see ``parity.metrics.validity``).
     """
 
     name: str
@@ -45,6 +49,7 @@ class Figure:
     ci95: tuple[float, float] | None = None
     best: float | None = None
     note: str = ""
+    findings: tuple[Finding, ...] = ()
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -58,6 +63,7 @@ class Figure:
             if low > high:
                 raise ValueError(f"figure {self.name!r}: CI ({low}, {high}) is reversed")
             object.__setattr__(self, "ci95", (low, high))
+        object.__setattr__(self, "findings", tuple(self.findings))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +75,7 @@ class Figure:
             "ci95": list(self.ci95) if self.ci95 is not None else None,
             "best": self.best,
             "note": self.note,
+            "findings": [f.to_dict() for f in self.findings],
         }
 
     @classmethod
@@ -83,6 +90,7 @@ class Figure:
             ci95=(float(ci[0]), float(ci[1])) if ci else None,
             best=data.get("best"),
             note=str(data.get("note", "")),
+            findings=tuple(Finding.from_dict(f) for f in data.get("findings") or []),
         )
 
 

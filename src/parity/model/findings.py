@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 
 class Severity(str, Enum):
-    """How much a finding matters; ``ERROR`` makes a case (and the run) FAILED."""
+    """How much a finding matters, least first. ``INVALID`` marks a figure that cannot be true
+    (an overlap above 1, a replay outside its own bounds): the run goes on and stays complete,
+    but it does not end ``OK``. ``ERROR`` makes a case (and the run) FAILED."""
 
     INFO = "info"
     WARNING = "warning"
+    INVALID = "invalid"
     ERROR = "error"
+
+
+INVALID = "invalid"  # the code of a finding that says a figure cannot be true
+CONTENDED = "contended"  # the code of a finding that says others used the machine while it was timed
+UNTRUSTED = (INVALID, CONTENDED)  # codes that make a figure one the run's verdict cannot vouch for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,3 +54,8 @@ class Finding:
             message=str(data["message"]),
             hint=str(data.get("hint", "")),
         )
+
+
+def untrusted_codes(findings: Iterable[Finding]) -> set[str]:
+    """The codes among ``findings`` that make a figure untrustworthy (:data:`UNTRUSTED`)."""
+    return {f.code for f in findings if f.code in UNTRUSTED}

@@ -1,4 +1,5 @@
-"""A run's summary for the terminal: one row per suite, the cases that failed, OK or FAILED.
+"""A run's summary for the terminal: one row per suite, the cases that failed, the figures that
+cannot be true, and the verdict: OK, DOUBTFUL (figures that cannot be trusted) or FAILED.
 
 Takes plain records (``RunRecord`` and ``CaseResult``) and returns rich renderables; it never
 measures and never prints, the caller chooses the console.
@@ -14,7 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from parity.model.findings import Severity
+from parity.model.findings import INVALID, Severity
 from parity.model.result import CaseResult, RunRecord
 
 MAX_FAILED_SHOWN = 10
@@ -131,7 +132,8 @@ def figure_headline(figures: list[dict[str, Any]], *, suite: str, limit: int = M
         if figure.value is None:
             continue
         name = figure.name.removeprefix(f"{suite}.")
-        shown.append(f"{name} {format_figure(figure.value, figure.unit)}")
+        mark = " (invalid)" if any(f.code == INVALID for f in figure.findings) else ""
+        shown.append(f"{name} {format_figure(figure.value, figure.unit)}{mark}")
     return "; ".join(shown[:limit])
 
 
@@ -237,12 +239,50 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
                 style="yellow",
             )
         )
+    invalid = invalid_lines(run)
+    if invalid:
+        parts.append(Text("\n".join(invalid[:MAX_FAILED_SHOWN]), style="magenta"))
     parts.append(verdict_text(run, cases))
     return Group(*parts)
 
 
+def invalid_lines(run: RunRecord) -> list[str]:
+    """One line per ``invalid`` finding of a stored figure: ``invalid: suite figure [case]: why``."""
+    stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
+    lines = []
+    for suite, entry in stored.items():
+        for data in entry.get("figures") or []:
+            case = (data.get("scope") or {}).get("case")
+            where = f"{data.get('name')}" + (f" [{case}]" if case is not None else "")
+            for finding in data.get("findings") or []:
+                if finding.get("code") == INVALID:
+                    lines.append(f"invalid: {suite} {where}: {finding.get('message')}")
+    return lines
+
+
+def doubtful_counts(run: RunRecord) -> tuple[int, dict[str, int]]:
+    """The run's figures that cannot be trusted and their reasons, as the runner stored them
+    (``summary["doubtful"]``; summed over the suites for a run stored without the total)."""
+    summary = run.summary if isinstance(run.summary, dict) else {}
+    entries = [summary["doubtful"]] if isinstance(summary.get("doubtful"), dict) else \
+        [e.get("doubtful") for e in (summary.get("suites") or {}).values() if isinstance(e.get("doubtful"), dict)]
+    total, by_reason = 0, Counter[str]()
+    for entry in entries:
+        total += int(entry.get("figures") or 0)
+        by_reason.update({str(k): int(v) for k, v in (entry.get("by_reason") or {}).items()})
+    return total, dict(by_reason)
+
+
+def doubtful_line(total: int, by_reason: dict[str, int]) -> str:
+    """``DOUBTFUL: 3 figures cannot be trusted: contended 2, invalid 1``."""
+    reasons = ", ".join(f"{code} {n}" for code, n in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])))
+    noun = "figure" if total == 1 else "figures"
+    return f"DOUBTFUL: {total} {noun} cannot be trusted: {reasons}"
+
+
 def verdict_text(run: RunRecord, cases: list[CaseResult]) -> Text:
-    """``OK``, ``FAILED`` or ``INCOMPLETE`` (a run still marked running) with counts."""
+    """``OK``, ``DOUBTFUL: ...`` (no case failed, but some figures are ``invalid`` or
+    ``contended``), ``FAILED`` or ``INCOMPLETE`` (a run still marked running) with counts."""
     bad = sum(not c.ok for c in cases)
     counts = f"{len(cases)} cases, {bad} not ok"
     stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
@@ -254,6 +294,11 @@ def verdict_text(run: RunRecord, cases: list[CaseResult]) -> Text:
             f"INCOMPLETE ({counts}); continue with parity run --resume {run.run_id}",
             style="bold yellow",
         )
-    if run_ok(run, cases):
-        return Text(f"OK ({counts})", style="bold green")
-    return Text(f"FAILED ({counts})", style="bold red")
+    total, by_reason = doubtful_counts(run)
+    if not run_ok(run, cases):
+        if total:
+            counts += f"; {doubtful_line(total, by_reason).removeprefix('DOUBTFUL: ')}"
+        return Text(f"FAILED ({counts})", style="bold red")
+    if total:
+        return Text(f"{doubtful_line(total, by_reason)} ({counts})", style="bold magenta")
+    return Text(f"OK ({counts})", style="bold green")

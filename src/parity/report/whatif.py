@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from parity.model.findings import Finding, Severity
 from parity.trace.whatif.prediction import Prediction
 from parity.trace.whatif.sensitivity import Sensitivity
 
@@ -33,11 +34,25 @@ def summary_line(prediction: Prediction) -> Text:
     if prediction.bounds:
         parts.append(f"bounds [{prediction.bounds.low:.3f}x, {prediction.bounds.high:.3f}x]")
     if prediction.replay:
-        parts.append(f"replay {prediction.replay.speedup:.3f}x")
+        mark = " (invalid: outside its bounds)" if _replay_invalid(prediction) else ""
+        parts.append(f"replay {prediction.replay.speedup:.3f}x{mark}")
     elif prediction.replay_error:
         parts.append("replay not available")
     scales = ", ".join(s.label for s in prediction.scales)
     return Text(f"{scales}: " + ", ".join(parts), style="bold")
+
+
+def _replay_invalid(prediction: Prediction) -> bool:
+    return any(f.severity is Severity.INVALID and "replay" in f.message for f in prediction.findings)
+
+
+def finding_line(finding: Finding, *, hint: bool = True) -> Text:
+    """``invalid: message (hint)`` in the finding's colour (the hint of an ``invalid`` one only,
+    and only with ``hint``); plain text, never markup."""
+    style = {Severity.INVALID: "bold magenta", Severity.ERROR: "red", Severity.WARNING: "yellow"}.get(
+        finding.severity, "dim")
+    hint_text = f" ({finding.hint})" if hint and finding.hint and finding.severity is Severity.INVALID else ""
+    return Text(f"{finding.severity.value}: {finding.message}{hint_text}", style=style)
 
 
 def methods_table(prediction: Prediction) -> Table:
@@ -59,15 +74,19 @@ def methods_table(prediction: Prediction) -> Table:
         table.add_row("bound (high)", format_ms(step / bd.high), f"{bd.high:.3f}x",
                       "all scaled time saves")
     if rp:
-        table.add_row("replay", format_ms(rp.new_step_ns), f"{rp.speedup:.3f}x",
-                      f"dependency graph; k=1 off by {rp.reproduction_error:.2%}")
+        how = f"dependency graph; k=1 off by {rp.reproduction_error:.2%}"
+        if _replay_invalid(prediction):
+            how += "; INVALID: outside the bounds"
+        table.add_row("replay", format_ms(rp.new_step_ns), f"{rp.speedup:.3f}x", how,
+                      style="magenta" if _replay_invalid(prediction) else None)
     elif prediction.replay_error:
         table.add_row("replay", "-", "-", prediction.replay_error)
     return table
 
 
 def sensitivity_table(sens: Sensitivity) -> Table:
-    """Speedup against k: one row per (category, method), one column per k."""
+    """Speedup against k: one row per (category, method), one column per k; a replayed speedup
+    outside its bounds ends in ``!`` (its ``invalid`` finding is printed below the table)."""
     table = Table(title="sensitivity: speedup when one category runs k times faster",
                   title_justify="left")
     table.add_column("category")
@@ -81,7 +100,9 @@ def sensitivity_table(sens: Sensitivity) -> Table:
             values = sens.series(c, key)
             if all(v is None for v in values):
                 continue
-            cells = ["-" if v is None else f"{v:.3f}x" for v in values]
+            flags = [bool(r.get("invalid")) for r in sens.rows if r["category"] == c]
+            cells = ["-" if v is None else f"{v:.3f}x" + ("!" if key == "replay" and bad else "")
+                     for v, bad in zip(values, flags)]
             table.add_row(c if key == "first_order" else "", label, *cells,
                           end_section=key == "replay")
     return table
@@ -92,8 +113,8 @@ def render_prediction(prediction: Prediction) -> RenderableType:
     parts: list[RenderableType] = [summary_line(prediction), methods_table(prediction)]
     parts.append(Text("assumptions:", style="bold"))
     parts.extend(Text(f"  - {line}") for line in prediction.assumptions)  # Text: no markup
-    for finding in prediction.findings:
-        parts.append(Text(f"warning: {finding}", style="yellow"))
+    parts.extend(finding_line(f) for f in prediction.findings)
     if prediction.sensitivity and prediction.sensitivity.categories:
         parts.append(sensitivity_table(prediction.sensitivity))
+        parts.extend(finding_line(f, hint=False) for f in prediction.sensitivity.findings)
     return Group(*parts)

@@ -15,8 +15,8 @@ of figure reach the table when a suite is summarised:
 
 ``findings`` holds the :class:`Finding` records that judge a figure: a figure of a case carries
 its case's findings (high variance, throttling, a wrong result: whatever makes the case's
-numbers doubtful makes the figures derived from them so); a ``Figure`` has no findings field,
-so a figure over a suite's cases has none of its own yet.
+numbers doubtful makes the figures derived from them so), followed by the figure's own (a
+``Figure``'s ``findings``: ``invalid`` when it cannot be true).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class StoredFigure:
         case = figure.scope.get("case")
         return cls(suite=suite, name=figure.name, value=figure.value, unit=figure.unit, method=figure.method,
                    scope=dict(figure.scope), case=str(case) if case is not None else None, ci95=figure.ci95,
-                   best=figure.best, note=figure.note)
+                   best=figure.best, note=figure.note, findings=tuple(figure.findings))
 
     def to_dict(self) -> dict[str, Any]:
         return {"suite": self.suite, "case": self.case, "name": self.name, "value": self.value, "unit": self.unit,
@@ -76,9 +76,17 @@ class StoredFigure:
 
 def with_case_findings(figures: Iterable[StoredFigure],
                        findings: Mapping[str, tuple[Finding, ...]]) -> list[StoredFigure]:
-    """Each figure of a case with its case's findings (by case key), unless it has its own."""
-    return [replace(f, findings=findings.get(f.case, ())) if f.case is not None and not f.findings else f
-            for f in figures]
+    """Each figure of a case with its case's findings (by case key) before its own; a finding
+    the figure already holds (same code and message) is not repeated."""
+    out = []
+    for f in figures:
+        if f.case is None:
+            out.append(f)
+            continue
+        own = {(g.code, g.message) for g in f.findings}
+        inherited = tuple(g for g in findings.get(f.case, ()) if (g.code, g.message) not in own)
+        out.append(replace(f, findings=inherited + tuple(f.findings)))
+    return out
 
 
 def _number(value: Any) -> float | None:

@@ -101,8 +101,22 @@ def overlap_charts(runs: list[RunData]) -> list[Chart]:
                   Column(field="case", title="case"), Column(field="kernel", title="kernel"),
                   Column(field="overlap_fraction", title="overlap achieved", unit="1"),
                   Column(field="exchange_slowdown", title="exchange slowdown", unit=RATIO),
-                  Column(field="kernel_slowdown", title="kernel slowdown", unit=RATIO))),)),
+                  Column(field="kernel_slowdown", title="kernel slowdown", unit=RATIO))),),
+              findings=tuple(figure_findings(runs))),
     ]
+
+
+def figure_findings(runs: list[RunData]) -> list[dict[str, Any]]:
+    """The ``invalid`` findings of the runs' overlap figures, each naming its figure and case."""
+    many = len(runs) > 1
+    out = []
+    for data in runs:
+        for figure in data.figures:
+            case = (figure.get("scope") or {}).get("case")
+            where = f"{data.label} · {case}" if many else str(case)
+            out += [{**f, "message": f"{figure.get('name')} [{where}]: {f.get('message')}"}
+                    for f in figure.get("findings") or [] if f.get("code") == "invalid"]
+    return out
 
 
 class OverlapView:

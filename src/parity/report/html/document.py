@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from parity.model.findings import INVALID
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import envelope
 from parity.report.html.chart import Chart, Column, Table, flatten, run_label, tables_only
@@ -40,7 +41,8 @@ FIGURE_COLUMNS = (
     Column(field="value", title="value", unit_field="unit"),
     Column(field="ci_low", title="CI low", unit_field="unit"), Column(field="ci_high", title="CI high", unit_field="unit"),
     Column(field="best", title="best", unit_field="unit"), Column(field="method", title="method"),
-    Column(field="scope", title="scope"), Column(field="note", title="note"))
+    Column(field="scope", title="scope"), Column(field="note", title="note"),
+    Column(field="findings", title="findings"))
 
 
 def _suites(run: RunRecord) -> dict[str, dict[str, Any]]:
@@ -48,7 +50,8 @@ def _suites(run: RunRecord) -> dict[str, dict[str, Any]]:
 
 
 def figure_rows(run: RunRecord) -> list[dict[str, Any]]:
-    """Every typed figure of every suite of ``run``, one row each (any family, no per-family code)."""
+    """Every typed figure of every suite of ``run``, one row each (any family, no per-family code);
+    ``findings`` lists the figure's own findings as ``code: message``."""
     rows = []
     for suite, data in _suites(run).items():
         for f in data.get("figures") or []:
@@ -56,8 +59,22 @@ def figure_rows(run: RunRecord) -> list[dict[str, Any]]:
             rows.append({"suite": suite, "name": f["name"], "value": f.get("value"), "unit": f["unit"],
                          "ci_low": ci[0], "ci_high": ci[1], "best": f.get("best"), "method": f.get("method", ""),
                          "scope": json.dumps(f.get("scope") or {}, sort_keys=True, default=str),
-                         "note": f.get("note", "")})
+                         "note": f.get("note", ""),
+                         "findings": "; ".join(f"{g.get('code')}: {g.get('message')}" for g in f.get("findings") or [])})
     return rows
+
+
+def invalid_findings(run: RunRecord) -> list[dict[str, Any]]:
+    """The ``invalid`` findings of every figure of ``run``, each message naming its figure
+    (``suite figure [case]: ...``), to show beside the figures table."""
+    out = []
+    for suite, data in _suites(run).items():
+        for f in data.get("figures") or []:
+            case = (f.get("scope") or {}).get("case")
+            where = f"{suite} {f.get('name')}" + (f" [{case}]" if case is not None else "")
+            out += [{**g, "message": f"{where}: {g.get('message')}"} for g in f.get("findings") or []
+                    if g.get("code") == INVALID]
+    return out
 
 
 def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
@@ -65,7 +82,8 @@ def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
                     spec=tables_only({"figures": figure_rows(run)}),
                     note=f"Run {run.run_id} ({run.status}), created {run.created_at}: every derived figure with "
                          "its method, scope and 95% CI, whatever family made it.",
-                    tables=(Table(dataset="figures", columns=FIGURE_COLUMNS),))
+                    tables=(Table(dataset="figures", columns=FIGURE_COLUMNS),),
+                    findings=tuple(invalid_findings(run)))
     provenance = Chart(id=f"run-{index}-provenance", section="provenance", title=f"Provenance: {label}", draw=False,
                        spec=tables_only({"provenance": flatten({"config": run.config, **run.provenance})}),
                        note="What was asked and where it ran, as recorded with the run.",

@@ -179,7 +179,9 @@ def sensitivity_chart(index: int, trace: TraceInput) -> Chart | None:
             Column(field="category", title="category"), Column(field="k_label", title="k"),
             Column(field="first_order", title="first order", unit=NUMBER),
             Column(field="low", title="bound low", unit=NUMBER), Column(field="high", title="bound high", unit=NUMBER),
-            Column(field="replay", title="replay", unit=NUMBER))),))
+            Column(field="replay", title="replay", unit=NUMBER),
+            Column(field="invalid", title="replay outside bounds"))),),
+        findings=tuple([*(trace.whatif or {}).get("findings", []), *table.get("findings", [])]))
 
 
 def trace_charts(traces: list[TraceInput]) -> list[Chart]:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from parity.metrics.validity import outside_bounds
 from parity.model.errors import ParityError
+from parity.model.findings import Finding, Severity
 from parity.trace.categories import Rules, load_rules
 from parity.trace.intervals import clip_intervals, union_length
 from parity.trace.table import ActivityTable, KindCode
@@ -47,7 +49,7 @@ class Prediction:
     graph: dict | None
     assumptions: tuple[str, ...]
     sensitivity: Sensitivity | None
-    findings: tuple[str, ...] = field(default=())
+    findings: tuple[Finding, ...] = field(default=())
 
     def to_dict(self) -> dict:
         return {
@@ -60,7 +62,7 @@ class Prediction:
             "graph": self.graph,
             "assumptions": list(self.assumptions),
             "sensitivity": self.sensitivity.to_dict() if self.sensitivity else None,
-            "findings": list(self.findings),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -102,7 +104,7 @@ def predict(
         rp, graph, error = _run_replay(table, timeline, win, scales, progress)
         if graph is not None:
             notes += graph.assumptions()
-    findings = _findings(fo, bd, rp)
+    findings = _findings(fo, bd, rp, scales)
     sens = None
     if with_sensitivity:
         sens = sensitivity(timeline, win, graph if rp else None, progress=progress)
@@ -175,16 +177,28 @@ def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
 AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to disagree
 
 
-def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None) -> list[str]:
-    out = disagreement(fo, bd, rp)
+def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
+              rp_scales: list[Scale]) -> list[Finding]:
+    """What the methods say about each other: a disagreement and a first order outside the
+    bounds are warnings (each has a known cause in the trace); a replay outside the bounds is
+    ``invalid`` (``parity.metrics.validity.outside_bounds``): not to be quoted."""
+    out = [Finding(code="methods-disagree", severity=Severity.WARNING, message=text,
+                   hint="quote the bounds, or the method whose assumptions hold for this trace")
+           for text in disagreement(fo, bd, rp)]
     if fo and bd and not (bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9):
-        out.append(f"first-order speedup {fo.speedup:.3f} lies outside the bounds "
-                   f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
-                   "lane, so the first order misses it")
-    if rp and bd and not (bd.low - 1e-9 <= rp.speedup <= bd.high + 1e-9):
-        out.append(f"replay speedup {rp.speedup:.3f} lies outside the bounds "
-                   f"[{bd.low:.3f}, {bd.high:.3f}]: idle gaps are not fixed (the device waits on "
-                   "the host, or threads wait on each other), which the bounds assume")
+        out.append(Finding(code="first-order-outside-bounds", severity=Severity.WARNING,
+                           message=f"first-order speedup {fo.speedup:.3f} lies outside the bounds "
+                                   f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
+                                   "lane, so the first order misses it",
+                           hint="quote the bounds or the replay"))
+    found = None
+    if rp and bd:
+        found = outside_bounds(rp.speedup, bd.low, bd.high,
+                               what=f"replay speedup for {', '.join(s.label for s in rp_scales)}")
+    if found is not None:
+        out.append(Finding(code=found.code, severity=found.severity, message=found.message,
+                           hint="in the replay idle gaps are not fixed (the device waits on the host, or threads "
+                                "wait on each other), which the bounds assume; quote the bounds, not the replay"))
     return out
 
 

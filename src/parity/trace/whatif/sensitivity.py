@@ -2,7 +2,9 @@
 
 For each category with compute time in the window and each ``k`` in :data:`FACTORS`
 (``1.25, 1.5, 2, 4, inf``): the first-order speedup, the bounds, and the replayed speedup when
-a dependency graph is given. One replay per (category, k) point.
+a dependency graph is given. One replay per (category, k) point. A replayed point outside its
+own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding
+(``parity.metrics.validity.outside_bounds``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parity.metrics.validity import invalid, outside_bounds
+from parity.model.findings import Finding
 from parity.trace.whatif.bounds import bounds
 from parity.trace.whatif.first_order import first_order
 from parity.trace.whatif.graph import DependencyGraph
@@ -25,11 +29,14 @@ FACTORS = (1.25, 1.5, 2.0, 4.0, math.inf)
 
 @dataclass(frozen=True, kw_only=True)
 class Sensitivity:
-    """``rows``: one dict per (category, k) with ``first_order``, ``low``, ``high``, ``replay``."""
+    """``rows``: one dict per (category, k) with ``first_order``, ``low``, ``high``, ``replay``
+    and ``invalid`` (the replay lies outside the bounds); ``findings``: one ``invalid`` finding
+    per category with such rows."""
 
     factors: tuple[float, ...]
     categories: tuple[str, ...]
     rows: tuple[dict, ...]
+    findings: tuple[Finding, ...] = ()
 
     def series(self, category: str, method: str) -> list[float | None]:
         """Speedups of one category by one method, in the order of ``factors``."""
@@ -42,6 +49,7 @@ class Sensitivity:
             "rows": [dict(r, k="inf" if math.isinf(r["k"]) else r["k"]) for r in self.rows],
             "series": {c: {m: self.series(c, m) for m in ("first_order", "low", "high", "replay")}
                        for c in self.categories},
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -69,7 +77,7 @@ def sensitivity(
     """The speedup table over ``categories x factors``."""
     cats = categories_present(timeline, window)
     base = baseline_steps(graph, window) if graph is not None else None
-    rows = []
+    rows: list[dict] = []
     total = len(cats) * len(factors)
     for c in cats:
         for k in factors:
@@ -78,8 +86,29 @@ def sensitivity(
             bd = bounds(timeline, window, scale)
             rp = (replay(graph, window, scale_factors(timeline, scale), baseline=base).speedup
                   if graph is not None else None)
+            found = outside_bounds(rp, bd.low, bd.high, what="replay speedup")
             rows.append({"category": c, "k": k, "first_order": fo.speedup, "low": bd.low,
-                         "high": bd.high, "replay": rp})
+                         "high": bd.high, "replay": rp, "invalid": found is not None})
             if progress:
                 progress("sensitivity", len(rows), total)
-    return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows))
+    findings = [f for f in (replay_outside_bounds(rows, c) for c in cats) if f is not None]
+    return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows), findings=tuple(findings))
+
+
+def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
+    """One ``invalid`` finding naming every ``k`` at which ``category``'s replay lies outside
+    its bounds, with the farthest point as the example; None when there is none."""
+    bad = [r for r in rows if r["category"] == category and r.get("invalid")]
+    if not bad:
+        return None
+
+    def miss(r: dict) -> float:
+        return max(r["low"] - r["replay"], r["replay"] - r["high"]) / r["low"]
+
+    worst = max(bad, key=miss)
+    ks = ", ".join("inf" if math.isinf(r["k"]) else f"{r['k']:g}" for r in bad)
+    k = "inf" if math.isinf(worst["k"]) else f"{worst['k']:g}"
+    return invalid(f"replay of {category} lies outside its own bounds at k = {ks} (k = {k}: "
+                   f"{worst['replay']:.3f}x, bounds [{worst['low']:.3f}x, {worst['high']:.3f}x])",
+                   "the replay breaks an assumption the bounds rest on (idle gaps fixed, the device "
+                   "waiting on the host); do not quote those points: quote the bounds")

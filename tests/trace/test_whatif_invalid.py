@@ -1,0 +1,74 @@
+"""A what-if replay outside its own bounds is an ``invalid`` finding: in the prediction, its
+JSON, the sensitivity table and the terminal view (a hand-built trace whose device waits on
+the host, so scaling the GEMM saves nothing in the replay while the bounds promise 1.323x)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from parity.model.findings import Severity
+from parity.report.whatif import render_prediction
+from parity.trace.builder import build_table
+from parity.trace.table import Kind
+from parity.trace.whatif import parse_scale, predict
+
+MATRIX = "sgemm_128x64_nn"
+VECTOR = "vectorized_elementwise_kernel"
+
+
+def _device_waits_on_host():
+    """host: L1 [0,2) K1; L2 [60,62) K2. stream 7: K1 matrix [5,45), K2 vector [67,87).
+
+    Window: device time [5,87) = 82 ns. matrix=2: C = E = 40 ns (nothing overlaps it), so both
+    bounds save 20 ns: 82/62 = 1.323x. The replay keeps K2 behind its launch at 60 (the device
+    waited on the host there), so the step still ends at 87: 1.000x.
+    """
+    host = {"kind": Kind.RUNTIME, "stream": 100}
+    return build_table([
+        {"kind": Kind.STEP, "stream": 100, "name": "ProfilerStep#1", "start_ns": 0, "end_ns": 90},
+        dict(host, name="cudaLaunchKernel", start_ns=0, end_ns=2, correlation=1),
+        dict(host, name="cudaLaunchKernel", start_ns=60, end_ns=62, correlation=2),
+        {"stream": 7, "name": MATRIX, "start_ns": 5, "end_ns": 45, "correlation": 1},
+        {"stream": 7, "name": VECTOR, "start_ns": 67, "end_ns": 87, "correlation": 2},
+    ])
+
+
+def test_a_replay_outside_its_bounds_is_invalid() -> None:
+    p = predict(_device_waits_on_host(), [parse_scale("matrix=2")], with_sensitivity=False)
+    assert p.bounds.low == pytest.approx(82 / 62) and p.bounds.high == pytest.approx(82 / 62)
+    assert p.replay.speedup == pytest.approx(1.0)
+    (invalid,) = [f for f in p.findings if f.code == "invalid"]
+    assert invalid.severity is Severity.INVALID
+    assert invalid.message == "replay speedup for matrix=2 1.000x lies outside its own bounds [1.323x, 1.323x]"
+    assert {"code": "invalid", "severity": "invalid", "message": invalid.message, "hint": invalid.hint} in \
+        p.to_dict()["findings"]
+
+
+def test_a_replay_inside_its_bounds_is_not() -> None:
+    # vector=2: K2 [67,77), nothing waits behind it: 82/72 by every method
+    p = predict(_device_waits_on_host(), [parse_scale("vector=2")], with_sensitivity=False)
+    assert p.replay.speedup == pytest.approx(82 / 72)
+    assert not [f for f in p.findings if f.code == "invalid"]
+
+
+def test_sensitivity_marks_each_point_outside_and_says_so_once_per_category() -> None:
+    p = predict(_device_waits_on_host(), [parse_scale("vector=2")])
+    rows = p.sensitivity.to_dict()["rows"]
+    assert [r["invalid"] for r in rows if r["category"] == "matrix"] == [True] * 5
+    assert [r["invalid"] for r in rows if r["category"] == "vector"] == [False] * 5
+    (finding,) = p.sensitivity.findings
+    assert finding.code == "invalid" and finding.message.startswith(
+        "replay of matrix lies outside its own bounds at k = 1.25, 1.5, 2, 4, inf (k = inf: 1.000x")
+    assert p.sensitivity.to_dict()["findings"] == [finding.to_dict()]
+
+
+def test_the_terminal_shows_the_invalid_replay() -> None:
+    p = predict(_device_waits_on_host(), [parse_scale("matrix=2")])
+    console = Console(width=250, record=True)
+    console.print(render_prediction(p))
+    text = console.export_text()
+    assert "replay 1.000x (invalid: outside its bounds)" in text.splitlines()[0]
+    assert "INVALID: outside the bounds" in text
+    assert "invalid: replay speedup for matrix=2 1.000x lies outside its own bounds [1.323x, 1.323x]" in text
+    assert "1.000x!" in text and "invalid: replay of matrix lies outside its own bounds" in text
