@@ -166,7 +166,8 @@ def test_energy_figures_per_flop_byte_and_decode_token() -> None:
     assert t.name == "decode.energy_per_token" and t.unit == "J/tok"
 
 
-def test_energy_figure_without_a_sensor_says_so() -> None:
-    (f,) = energy_figures("gemm", [_case("a", {"flop": 1e9}, {"energy": {"unavailable": "no power sensor readable: x"}})])
-    assert f.value is None and f.note == "no power sensor readable: x"
-    assert energy_figures("latency", [_case("a", {"ns": 1.0}, {"energy": {"unavailable": "x"}})]) == ()
+def test_no_energy_figure_without_a_sensor_or_declared_work() -> None:
+    # no sensor: no record, no figure (the run's provenance says so once)
+    assert energy_figures("gemm", [_case("a", {"flop": 1e9}, {})]) == ()
+    assert energy_figures("gemm", [_case("a", {"flop": 1e9}, {"energy": {"unavailable": "x"}})]) == ()
+    assert energy_figures("latency", [_case("a", {"ns": 1.0}, _given(1.0))]) == ()

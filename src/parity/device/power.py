@@ -19,6 +19,7 @@ a power limit.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -184,11 +185,14 @@ def _pci_bus(device: Any) -> str | None:
     return f"{int(bus):02x}:{int(dev):02x}.0" if bus is not None and dev is not None else None
 
 
-def parse_npu_smi_power(text: str) -> float | None:
-    """Watts from ``npu-smi info -t power -i ID`` output (``Power Dissipation(W) : 72.3``)."""
-    from parity.device.npu import parse_npu_smi
+NPU_SMI_POWER = re.compile(r"^(npu\s*real-time\s*)?power(\s*dissipation)?\s*\(w\)\s*:\s*([0-9.]+)", re.I | re.M)
 
-    return parse_npu_smi(text).get("power_w")
+
+def parse_npu_smi_power(text: str) -> float | None:
+    """Watts from ``npu-smi info -t power -i ID`` output (``Power Dissipation(W) : 72.3``, or
+    ``NPU Real-time Power(W) : 72.3``); None when no such line."""
+    match = NPU_SMI_POWER.search(text)
+    return float(match.group(3)) if match else None
 
 
 class NpuSmiPower:

@@ -14,8 +14,10 @@ declared:
   produces per step.
 
 A suite's figure is the median over its cases with energy, the lowest beside it (``best``).
-Where no sensor was read, or every case's coverage was short, the figure is there with no value
-and a note that says why: energy is measured or not claimed, never derived from a TDP.
+Where every case's coverage was short, the figure is there with no value and a note that says
+why. Where no sensor is readable, cases carry no record and there is no figure: the run's
+provenance says so once (``device.power``). Energy is measured or not claimed, never derived
+from a TDP.
 """
 
 from __future__ import annotations
@@ -55,14 +57,16 @@ def _decode_step(result: CaseResult) -> tuple[float | None, float | None, list[d
     if not isinstance(kinds, dict) or not m.get("tokens_per_s_per_card") or not m.get("step_s"):
         return None, None, []
     records = [_record(result.telemetry.get(k)) for k in kinds]
-    if any(r is None for r in records):
+    if any(r is None or "unavailable" in r for r in records):
         return None, None, []
-    joules = [r.get("joules_per_call") for r in records if r is not None]
+    read = [r for r in records if r is not None]
+    joules = [r.get("joules_per_call") for r in read]
     tokens = float(m["tokens_per_s_per_card"]) * float(m["step_s"])
     if any(j is None for j in joules):
-        return None, tokens, [r for r in records if r is not None]
-    step_j = sum(float(k["layers_total"]) * j / float(k["layers_run"]) for k, j in zip(kinds.values(), joules))
-    return step_j, tokens, [r for r in records if r is not None]
+        return None, tokens, read
+    step_j = sum(float(k["layers_total"]) * float(j) / float(k["layers_run"])
+                 for k, j in zip(kinds.values(), joules) if j is not None)
+    return step_j, tokens, read
 
 
 def case_energy(result: CaseResult) -> dict[str, Any] | None:
@@ -73,7 +77,7 @@ def case_energy(result: CaseResult) -> dict[str, Any] | None:
         value = joules_per_unit(step_j, tokens) if step_j is not None and tokens else None
         return {"unit": "token", "value": value, "records": records}
     record = _record(result.telemetry)
-    if record is None:
+    if record is None or "unavailable" in record:
         return None
     for unit, _, keys in WORK_UNITS:
         work = next((float(result.metrics[k]) for k in keys if result.metrics.get(k)), None)
@@ -100,18 +104,14 @@ def energy_figures(suite: str, results: Sequence[CaseResult]) -> tuple[Figure, .
 
 def _figure(suite: str, unit: str, figure_unit: str, cases: list[dict[str, Any]]) -> Figure:
     given = [c["value"] for c in cases if c["value"] is not None]
-    records = [r for c in cases for r in c["records"]]
-    read = [r for r in records if "unavailable" not in r]
-    scope: dict[str, Any] = {"cases": len(given), "withheld": len(cases) - len(given)}
-    if read:
-        scope.update(coverage_min=min(float(r.get("coverage", 0.0)) for r in read),
-                     max_gap_s=max(float(r.get("max_gap_s", 0.0)) for r in read),
-                     devices=max(int(r.get("devices", 0)) for r in read),
-                     sources=sorted({s for r in read for s in r.get("sources", {})}))
+    read = [r for c in cases for r in c["records"]]
+    scope: dict[str, Any] = {"cases": len(given), "withheld": len(cases) - len(given),
+                             "coverage_min": min(float(r.get("coverage", 0.0)) for r in read),
+                             "max_gap_s": max(float(r.get("max_gap_s", 0.0)) for r in read),
+                             "devices": max(int(r.get("devices", 0)) for r in read),
+                             "sources": sorted({s for r in read for s in r.get("sources", {})})}
     note = ""
-    if not read:
-        note = next((r["unavailable"] for r in records if r.get("unavailable")), "no power sensor readable")
-    elif len(given) < len(cases):
+    if len(given) < len(cases):
         reasons = [r["withheld"] for r in read if r.get("withheld")]
         note = f"{len(cases) - len(given)} of {len(cases)} cases without energy" + (f": {reasons[0]}" if reasons else "")
     return Figure(name=f"{suite}.energy_per_{unit}", value=statistics.median(given) if given else None,

@@ -38,9 +38,9 @@ def timing_metrics(summary: Any) -> dict[str, Any]:
 def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
     """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy`` (a
     ``parity.timing.timed.Timed`` when the strategy is an object of ``parity.timing``), with the
-    device's power read over the same window: ``telemetry["energy"]``
-    (``parity.timing.energy``; ``{"unavailable": "no power sensor readable: ..."}`` without a
-    sensor)."""
+    device's power read over the same window: ``telemetry["energy"]`` (``parity.timing.energy``).
+    A device with no readable sensor gets no record: the run's provenance says so once
+    (``device.power``: ``no power sensor readable: ...``)."""
     from parity.timing.energy import PowerSampler
 
     with PowerSampler(_power_sensors(device)) as sampler:
@@ -59,10 +59,10 @@ def _power_sensors(device: Any) -> Any:
 
 def _with_energy(m: Any, energy: Any) -> Any:
     """``m`` with the window's energy record (joules per call from its median) in its telemetry."""
-    if not dataclasses.is_dataclass(m) or not hasattr(m, "telemetry"):
+    if energy.unavailable or isinstance(m, type) or not dataclasses.is_dataclass(m) or not hasattr(m, "telemetry"):
         return m
-    record = energy.to_dict(per_call_s=m.summary.median)
-    return dataclasses.replace(m, telemetry={**m.telemetry, "energy": record})
+    record = energy.to_dict(per_call_s=getattr(m, "summary").median)
+    return dataclasses.replace(m, telemetry={**getattr(m, "telemetry"), "energy": record})
 
 
 def _time_work(work: Work, *, device: Any, group: Any = None) -> Any:
