@@ -59,10 +59,10 @@ def _power_sensors(device: Any) -> Any:
 
 def _with_energy(m: Any, energy: Any) -> Any:
     """``m`` with the window's energy record (joules per call from its median) in its telemetry."""
-    if energy.unavailable or isinstance(m, type) or not dataclasses.is_dataclass(m) or not hasattr(m, "telemetry"):
+    if energy.unavailable or isinstance(m, type) or "telemetry" not in getattr(m, "__dataclass_fields__", {}):
         return m
-    record = energy.to_dict(per_call_s=getattr(m, "summary").median)
-    return dataclasses.replace(m, telemetry={**getattr(m, "telemetry"), "energy": record})
+    record = energy.to_dict(per_call_s=m.summary.median)
+    return dataclasses.replace(m, telemetry={**m.telemetry, "energy": record})
 
 
 def _time_work(work: Work, *, device: Any, group: Any = None) -> Any:
