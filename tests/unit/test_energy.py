@@ -171,3 +171,62 @@ def test_no_energy_figure_without_a_sensor_or_declared_work() -> None:
     assert energy_figures("gemm", [_case("a", {"flop": 1e9}, {})]) == ()
     assert energy_figures("gemm", [_case("a", {"flop": 1e9}, {"energy": {"unavailable": "x"}})]) == ()
     assert energy_figures("latency", [_case("a", {"ns": 1.0}, _given(1.0))]) == ()
+
+
+def test_rapl_power_telemetry_unrolls_a_wrap() -> None:
+    from parity.device.telemetry import rapl_delta_uj
+
+    assert rapl_delta_uj(10, 90, 99) == 20  # 90 -> 99, 0 -> 10: 9 + 1 + 10
+    assert rapl_delta_uj(30, 10, 99) == 20
+    assert rapl_delta_uj(10, 90, None) is None
+
+
+def test_a_failing_read_leaves_a_gap_and_is_named() -> None:
+    source = ScriptedPower([100.0, RuntimeError("sensor gone")], name="flaky")
+    sampler = PowerSampler(PowerSensors(sources=(source,)), interval_s=0.002)
+    with sampler:
+        threading.Event().wait(0.05)
+    energy = sampler.energy()
+    assert energy.errors == {"flaky": "RuntimeError: sensor gone"}
+    assert energy.withheld is not None and "covered 0%" in energy.withheld
+    assert energy.to_dict()["mean_power_w"] is None
+
+
+class _Nvml:
+    """pynvml's two power calls: a total-energy counter (mJ) or not, the power (mW)."""
+
+    def __init__(self, *, counter: bool) -> None:
+        self.counter = counter
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: object) -> int:
+        if not self.counter:
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+        return 123_456
+
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+        return 250_000
+
+
+def test_nvml_prefers_the_energy_counter() -> None:
+    from parity.device.power import NvmlPower
+
+    counter = NvmlPower(nvml=_Nvml(counter=True), handle=None, label="cuda:0")
+    assert counter.kind == "energy" and counter.read() == pytest.approx(123.456)  # mJ -> J
+    power = NvmlPower(nvml=_Nvml(counter=False), handle=None, label="cuda:0")
+    assert power.kind == "power" and power.read() == pytest.approx(250.0)  # mW -> W
+
+
+def test_amdgpu_hwmon_power_of_the_only_card(tmp_path: Path) -> None:
+    from parity.device.power import amdgpu_sensors
+
+    hwmon = tmp_path / "class/drm/card0/device/hwmon/hwmon3"
+    hwmon.mkdir(parents=True)
+    (hwmon / "name").write_text("amdgpu\n")
+    (hwmon / "power1_average").write_text("312000000\n")
+
+    class _Rocm:
+        name, index = "cuda:0", 0
+
+    (source,) = amdgpu_sensors(_Rocm(), sys_root=tmp_path).sources
+    assert source.kind == "power" and source.read() == pytest.approx(312.0)  # µW -> W
+    assert "no amdgpu" in amdgpu_sensors(_Rocm(), sys_root=tmp_path / "none").unavailable
