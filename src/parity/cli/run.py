@@ -262,6 +262,8 @@ def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any
                 started["run_id"] = event.run_id
                 where = endpoint.record().name if endpoint is not None else device.name
                 renderer.note(f"run {event.run_id} on {where} (store {store.path})")
+                if endpoint is None and not (sensors := device.power_sensors()).sources:
+                    renderer.note(sensors.describe())  # energy: measured or not claimed
             renderer(event)
 
         try:

@@ -198,6 +198,8 @@ def _measure_here(name: str, options: dict[str, Any], *, db: str, quick: bool, d
             if event.phase == "start":
                 started["run_id"] = event.run_id
                 renderer.note(f"run {event.run_id} on {device.name} (store {store.path})")
+                if not (sensors := device.power_sensors()).sources:  # energy: measured or not claimed
+                    renderer.note(sensors.describe())
             renderer(event)
 
         try:

@@ -243,6 +243,12 @@ class Device(abc.ABC):
         """The readers behind ``telemetry_sampler``; backends add vendor tools."""
         return []
 
+    def power_sensors(self) -> Any:
+        """The device's power readers (``parity.device.power.PowerSensors``), or why none."""
+        from parity.device.power import PowerSensors
+
+        return PowerSensors(unavailable=f"no power reader for device type {self.type!r}")
+
     def graph_replay(self, fn: Any, *, calls: int) -> Any:
         """Capture ``calls`` calls of ``fn`` into a replayable graph (CUDA only)."""
         raise ParityError(f"device '{self.name}' has no graph capture; run without --graph")

@@ -75,6 +75,12 @@ class CpuDevice(Device):
 
         return [CpuTelemetry()]
 
+    def power_sensors(self) -> Any:
+        """RAPL package energy counters (``parity.device.power.rapl_sensors``)."""
+        from parity.device.power import rapl_sensors
+
+        return rapl_sensors()
+
 
 def _vendor() -> str:
     vendor_id = host.cpuinfo_fields().get("vendor_id", "")

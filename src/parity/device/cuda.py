@@ -116,6 +116,12 @@ class CudaDevice(TorchAcceleratorDevice):
 
         return [NvmlTelemetry(device=self)]
 
+    def power_sensors(self) -> Any:
+        """NVML's energy counter or power (NVIDIA), the amdgpu hwmon power file (ROCm)."""
+        from parity.device.power import amdgpu_sensors, nvml_sensors
+
+        return amdgpu_sensors(self) if self.is_rocm else nvml_sensors(self)
+
     def graph_replay(self, fn: Any, *, calls: int) -> Any:
         """Capture ``calls`` invocations of ``fn()`` into one CUDA graph; return its ``replay``.
 

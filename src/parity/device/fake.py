@@ -5,7 +5,8 @@ operation the harness performs on it is appended to ``ops``: ``mark:<phase>``, `
 ``start``, ``stop``, ``record`` (an event), ``sync``, ``capture``, ``replay``, ``empty-cache``,
 ``fp32-matmul:<mode>``. Free memory, architecture and compute capability are scripted too; its
 collectives backend is gloo, as on the CPU whose tensors it uses. Scripted telemetry readings
-let tests exercise the throttling checks. Work functions can add ``call`` with
+let tests exercise the throttling checks, and a scripted power sensor (``power=``) the energy
+figures. Work functions can add ``call`` with
 ``device.record("call")``, so a test can assert the whole protocol order.
 """
 
@@ -76,6 +77,9 @@ class FakeDevice(Device):
         llc_bytes: int = 1 << 20,
         graphs: bool = False,
         telemetry: Sequence[dict[str, Any]] = (),
+        power: Sequence[Any] = (),
+        power_kind: str = "power",
+        power_wrap_j: float | None = None,
         free_bytes: int | None = 1 << 30,
         arch: str = "fake",
         capability: tuple[int, int] | None = None,
@@ -88,6 +92,9 @@ class FakeDevice(Device):
         self.llc_bytes = llc_bytes
         self.supports_graphs = graphs  # type: ignore[misc]
         self.telemetry_script = [dict(r) for r in telemetry]
+        self.power_script = list(power)
+        self.power_kind = power_kind
+        self.power_wrap_j = power_wrap_j
         self.free_bytes = free_bytes
         self.arch = arch
         self.capability = capability
@@ -171,6 +178,16 @@ class FakeDevice(Device):
     def telemetry_sources(self) -> list[Any]:
         """A source that returns the scripted readings in order (the last one repeats)."""
         return [ScriptedTelemetry(self.telemetry_script)] if self.telemetry_script else []
+
+    def power_sensors(self) -> Any:
+        """A scripted power sensor (``power``: W, or J of a counter with ``power_kind="energy"``,
+        wrapping at ``power_wrap_j``), read in order, the last value repeating; none unscripted."""
+        from parity.device.power import PowerSensors, ScriptedPower
+
+        if not self.power_script:
+            return PowerSensors(unavailable="the fake device has no scripted power sensor")
+        return PowerSensors(sources=(ScriptedPower(self.power_script, kind=self.power_kind,
+                                                   wrap_j=self.power_wrap_j, name="fake-power"),))
 
     def graph_replay(self, fn: Any, *, calls: int) -> Any:
         """Run ``fn`` ``calls`` times as the "capture"; each replay logs ``replay``."""

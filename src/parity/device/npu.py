@@ -106,6 +106,12 @@ class NpuDevice(TorchAcceleratorDevice):
     def telemetry_sources(self) -> list[Any]:
         return [NpuSmiTelemetry(npu_id=self.index or 0)]
 
+    def power_sensors(self) -> Any:
+        """``npu-smi info -t power`` for this NPU."""
+        from parity.device.power import npu_smi_sensors
+
+        return npu_smi_sensors(self.index or 0)
+
 
 def _hf32_switch() -> Any:
     """``torch.npu.matmul`` when it has ``allow_hf32``, else None."""

@@ -215,6 +215,7 @@ def device_info(device: Device | None) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         info["properties"] = {"unavailable": f"{type(exc).__name__}: {exc}"}
     info["count"] = _device_count(device)
+    info["power"] = _safe(lambda: device.power_sensors().describe())
     if device.type == "cuda" and not getattr(device, "is_rocm", False):
         from parity.device.nvml import static_info
 

@@ -183,7 +183,7 @@ class CpuTelemetry:
         self._temp_files = self._find_temperature_files()
         self._rapl = sorted(self.sys.glob("class/powercap/intel-rapl:[0-9]*"))
         self._rapl = [p for p in self._rapl if ":" not in p.name.split("intel-rapl:", 1)[1]]
-        self._last_energy: tuple[float, float] | None = None
+        self._last_energy: tuple[float, list[int]] | None = None
         self._throttle_files = sorted(
             self.sys.glob("devices/system/cpu/cpu*/thermal_throttle/*_throttle_count")
         )
@@ -233,14 +233,21 @@ class CpuTelemetry:
         energies = [_read_text(d / "energy_uj") for d in self._rapl]
         if not self._rapl:
             return None
-        if any(e is None for e in energies):
+        if any(e is None or not e.isdigit() for e in energies):
             self._power_reason = "RAPL energy_uj is not readable (root only on this kernel)"
             return None
-        now = (time.perf_counter(), sum(int(e) for e in energies))  # type: ignore[arg-type]
+        now = (time.perf_counter(), [int(e) for e in energies if e is not None])
         last, self._last_energy = self._last_energy, now
-        if last is None or now[0] <= last[0] or now[1] < last[1]:
-            return None  # first reading, or the counter wrapped
-        return (now[1] - last[1]) * 1e-6 / (now[0] - last[0])
+        if last is None or now[0] <= last[0]:
+            return None  # first reading
+        delta = [rapl_delta_uj(b, a, self._rapl_range_uj(d)) for a, b, d in zip(last[1], now[1], self._rapl)]
+        if any(d is None for d in delta):
+            return None  # wrapped with no known range
+        return sum(d for d in delta if d is not None) * 1e-6 / (now[0] - last[0])
+
+    def _rapl_range_uj(self, domain: Path) -> int | None:
+        text = _read_text(domain / "max_energy_range_uj")
+        return int(text) if text and text.isdigit() else None
 
     def _throttle_total(self) -> int:
         return sum(int(t) for f in self._throttle_files if (t := _read_text(f)) is not None)
@@ -255,6 +262,15 @@ class CpuTelemetry:
         if not self._throttle_files:
             reasons["throttle_reasons"] = "no thermal_throttle counters in sysfs"
         return reasons
+
+
+def rapl_delta_uj(now_uj: int, last_uj: int, range_uj: int | None) -> int | None:
+    """µJ between two reads of a RAPL counter: ``now - last``, or ``now + range + 1 - last`` when
+    it wrapped (the counter runs 0..``max_energy_range_uj``); None when it wrapped and the range
+    is unknown. Example: 10 after 90 with range 99 is 20."""
+    if now_uj >= last_uj:
+        return now_uj - last_uj
+    return None if range_uj is None else now_uj + range_uj + 1 - last_uj
 
 
 def _read_text(path: Path) -> str | None:

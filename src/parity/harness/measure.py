@@ -18,6 +18,7 @@ correctness check.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from parity.harness.suite import CaseSpec
@@ -36,7 +37,35 @@ def timing_metrics(summary: Any) -> dict[str, Any]:
 
 def time_work(work: Work, *, device: Any, group: Any = None) -> Any:
     """A ``parity.timing.Measurement`` of ``work.call`` by ``work.strategy`` (a
-    ``parity.timing.timed.Timed`` when the strategy is an object of ``parity.timing``)."""
+    ``parity.timing.timed.Timed`` when the strategy is an object of ``parity.timing``), with the
+    device's power read over the same window: ``telemetry["energy"]`` (``parity.timing.energy``).
+    A device with no readable sensor gets no record: the run's provenance says so once
+    (``device.power``: ``no power sensor readable: ...``)."""
+    from parity.timing.energy import PowerSampler
+
+    with PowerSampler(_power_sensors(device)) as sampler:
+        m = _time_work(work, device=device, group=group)
+    return _with_energy(m, sampler.energy())
+
+
+def _power_sensors(device: Any) -> Any:
+    """The device's power sensors; none, with the reason, for a target that has no reader."""
+    from parity.device.power import PowerSensors
+
+    reader = getattr(device, "power_sensors", None)
+    return reader() if reader is not None else PowerSensors(
+        unavailable=f"{type(device).__name__} has no power reader")
+
+
+def _with_energy(m: Any, energy: Any) -> Any:
+    """``m`` with the window's energy record (joules per call from its median) in its telemetry."""
+    if energy.unavailable or isinstance(m, type) or "telemetry" not in getattr(m, "__dataclass_fields__", {}):
+        return m
+    record = energy.to_dict(per_call_s=m.summary.median)
+    return dataclasses.replace(m, telemetry={**m.telemetry, "energy": record})
+
+
+def _time_work(work: Work, *, device: Any, group: Any = None) -> Any:
     from parity.timing import measure
 
     if not isinstance(work.strategy, str):

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from parity.harness.energy import energy_figures
 from parity.harness.options import parse_options
 from parity.harness.progress import (
     ProgressCallback,
@@ -196,7 +197,7 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: Any) -> Suit
         record = suite.summarize(results, options=options) if measured else {}
         # A typed summary (with ``to_dict``) is stored as its dict; figures take the record.
         summary = record.to_dict() if hasattr(record, "to_dict") else dict(record)
-        figures = tuple(suite.figures(record)) if measured else ()
+        figures = tuple(suite.figures(record)) + energy_figures(suite.name, results) if measured else ()
         wrong = [f for f in figures if not isinstance(f, Figure)]
         if wrong:
             raise TypeError(f"figures() returned {type(wrong[0]).__name__}, not Figure")

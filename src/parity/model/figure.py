@@ -26,6 +26,9 @@ UNITS: dict[str, tuple[str, float]] = {
     "count": ("", 1.0),
     "tok/s": ("tok/s", 1.0),
     "x": ("x", 1.0),  # a ratio of two runs' figures (compare)
+    "J/FLOP": ("J/TFLOP", 1e-12),  # energy per unit of work (parity.harness.energy)
+    "J/B": ("J/GB", 1e-9),
+    "J/tok": ("J/tok", 1.0),
 }
 
 
