@@ -34,7 +34,8 @@ def dumps(data: Any) -> bytes:
 
 
 def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:
-    """Write ``payload`` wrapped with ``schema_version`` and ``kind`` to ``path`` if given."""
+    """Write ``payload`` wrapped with ``schema_version`` and ``kind`` to ``path`` if given; a
+    folder that does not exist is a ParityError (no command creates one for its JSON)."""
     if path is None:
         return
     data = dumps(envelope(kind, payload)) + b"\n"
@@ -43,8 +44,10 @@ def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:
         sys.stdout.flush()
         return
     target = Path(path)
+    if not target.parent.is_dir():  # a command's JSON never creates folders
+        raise ParityError(f"cannot write JSON to {path}: folder {target.parent} does not exist; "
+                          "create it first or choose another path")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_bytes(data)
         tmp.replace(target)

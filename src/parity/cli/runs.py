@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from parity.cli.output import json_option, write_json
+from parity.model.errors import ParityError
 from parity.store import EXPORT_FORMATS, Store
+from parity.store.database import NoStore, default_path
 from parity.store.liveness import run_state
 
 PIPE_WIDTH = 120
@@ -109,10 +111,13 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
       parity runs list --limit 5
       parity runs list --db results.sqlite --json runs.json
     """
-    with Store.open(db_path) as store:
-        records = store.list_runs(limit=limit)
-        counts = store.case_counts()
-        path = store.path
+    try:
+        with Store.open(db_path, read_only=True) as store:
+            records = store.list_runs(limit=limit)
+            counts = store.case_counts()
+            path = store.path
+    except NoStore:  # nothing to list, and a command that reads creates no store
+        records, counts, path = [], {}, Path(db_path).expanduser() if db_path else default_path()
     entries: list[dict[str, Any]] = []
     table = Table(title=f"runs in {path}", title_justify="left")
     for column in ("run", "created", "status", "device", "suites", "mode", "options", "cases", "not ok"):
@@ -182,7 +187,7 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
     from parity.report.run_summary import render_run_summary
     from parity.report.views import render_suite_details
 
-    with Store.open(db_path) as store:
+    with Store.open(db_path, read_only=True) as store:
         run = store.get_run(run_id)
         cases = store.cases(run.run_id)
     console = stdout_console(json_path)
@@ -249,11 +254,11 @@ def export_run(
     """
     from parity.store.export import export_bytes, write_export
 
-    with Store.open(db_path) as store:
+    with Store.open(db_path, read_only=True) as store:
         run = store.get_run(run_id)
         cases = store.cases(run.run_id)
         figures = store.figures(run.run_id)
-    target = output or f"parity-{run.run_id}.{fmt}"
+    target = output or str(_default_export_path(run.run_id, fmt))
     if target == "-":
         sys.stdout.buffer.write(export_bytes(run, cases, fmt=fmt, figures=figures, table=table))
         sys.stdout.flush()
@@ -273,6 +278,16 @@ def export_run(
             "cases": len(cases),
         },
     )
+
+
+def _default_export_path(run_id: str, fmt: str) -> Path:
+    """``parity-RUN_ID.FORMAT`` in the current folder; a stored id that is not an id cannot name it."""
+    from parity.model.ids import file_in
+
+    try:
+        return file_in(".", f"parity-{run_id}", f".{fmt}")
+    except ValueError as exc:
+        raise ParityError(f"{exc}; give the file with --output") from None
 
 
 @runs.command("import")

@@ -102,6 +102,10 @@ def _sqlite_errors_as_parity_errors(method: Callable[..., T]) -> Callable[..., T
     return wrapper
 
 
+class NoStore(ParityError):
+    """A command that only reads was pointed at a store that does not exist (nothing is created)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class CaseCounts:
     """How many cases a run holds: all, those that are not ok, and those with an error."""
@@ -121,15 +125,25 @@ class Store:
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
+    def open(cls, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Store:
         """Open (creating if needed) the store at ``path``, ``$PARITY_DB`` or the default path.
 
         A file that is not SQLite, not a parity store, or from a newer parity raises
-        :class:`ParityError` naming the file.
+        :class:`ParityError` naming the file. ``read_only`` (the commands that only read:
+        ``runs list``, ``runs show``, ``compare``, ``report``) opens an existing store without
+        writing to it or creating anything (:func:`parity.store.read_only.open_read_only`):
+        a missing store raises :class:`NoStore`.
         """
         target = Path(path).expanduser() if path is not None else default_path()
         if target.is_dir():
             raise ParityError(f"results store {target} is a directory; pass a file path to --db")
+        if read_only:
+            from parity.store.read_only import open_read_only
+
+            conn = open_read_only(target)
+            if conn is not None:
+                return cls(conn=conn, path=target)
+            # an older schema in a writable file: migrated by the writable open below
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -1,0 +1,76 @@
+"""Opening a results store for reading only: nothing is created, nothing is written.
+
+``parity runs list``, ``runs show``, ``compare`` and ``report`` read a store; they must work on
+a store another user owns, on a read-only mount or a snapshot, and must not leave a folder or
+an empty store behind when pointed at a path that does not exist. So the file is opened with
+SQLite's ``mode=ro`` and ``query_only``; the schema is checked, never migrated. A store in WAL
+mode needs its ``-shm`` index, which SQLite cannot create on a read-only file system: there the
+file is opened ``immutable`` (nothing can change it while it is read, since nothing can write
+it), unless a ``-wal`` file holds commits that ``immutable`` would not see, which is refused
+with what to do.
+
+A store of an older schema is migrated when its file is writable (the writable open does it:
+the store exists, so nothing new is created) and refused on a read-only one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+from parity.store.opening import BUSY_TIMEOUT_MS
+from parity.store.schema import STORE_VERSION, check_compatible
+
+
+def open_read_only(target: Path) -> sqlite3.Connection | None:
+    """A read-only connection to the store at ``target``; None when its schema is older and the
+    file is writable (the caller migrates it); :class:`NoStore` when it does not exist."""
+    from parity.model.errors import ParityError
+    from parity.store.database import NoStore
+
+    if not target.is_file():
+        raise NoStore(f"no results store at {target}; start one with parity run --quick, or pass --db "
+                      "with an existing store")
+    try:
+        conn = _connect(target, immutable=False)
+        try:
+            version = check_compatible(conn, source=str(target))
+        except sqlite3.OperationalError:
+            conn.close()
+            if _writable(target) or _wal_has_commits(target):
+                raise
+            conn = _connect(target, immutable=True)  # a read-only file system: no -shm can be made
+            version = check_compatible(conn, source=str(target))
+    except sqlite3.DatabaseError as exc:
+        raise ParityError(f"{target} is not a usable results store ({exc}); check the path or pass --db") from None
+    if version < STORE_VERSION:
+        conn.close()
+        if _writable(target):
+            return None
+        raise ParityError(f"{target} has store schema {version}, older than this parity ({STORE_VERSION}), and "
+                          "cannot be upgraded here (read-only); open a writable copy with parity runs list --db COPY")
+    return conn
+
+
+def _connect(target: Path, *, immutable: bool) -> sqlite3.Connection:
+    flags = "immutable=1" if immutable else "mode=ro"
+    conn = sqlite3.connect(f"file:{quote(str(target.resolve()))}?{flags}", uri=True,
+                           timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def _writable(target: Path) -> bool:
+    """Whether the store and its folder (where SQLite keeps ``-wal`` and ``-shm``) can be written."""
+    return os.access(target, os.W_OK) and os.access(target.parent, os.W_OK)
+
+
+def _wal_has_commits(target: Path) -> bool:
+    wal = target.with_name(target.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except OSError:
+        return False
