@@ -3,11 +3,14 @@
 ``parity runs list``, ``runs show``, ``compare`` and ``report`` read a store; they must work on
 a store another user owns, on a read-only mount or a snapshot, and must not leave a folder or
 an empty store behind when pointed at a path that does not exist. So the file is opened with
-SQLite's ``mode=ro`` and ``query_only``; the schema is checked, never migrated. A store in WAL
-mode needs its ``-shm`` index, which SQLite cannot create on a read-only file system: there the
-file is opened ``immutable`` (nothing can change it while it is read, since nothing can write
-it), unless a ``-wal`` file holds commits that ``immutable`` would not see, which is refused
-with what to do.
+``query_only``; the schema is checked, never migrated. A store is in WAL mode, and SQLite
+reading a WAL file with ``mode=ro`` creates its ``-wal`` and ``-shm`` files beside the store
+when they are absent (and cannot, on a read-only file system). They are absent exactly when no
+process has the store open (the last connection to close removes them): then every commit is
+in the file itself and it is opened ``immutable``, which creates nothing. When they exist a
+writer may be running, and ``mode=ro`` reads its commits from them. (A writer that starts and
+checkpoints during an ``immutable`` read, a matter of milliseconds, can make that read fail;
+the command is then run again.)
 
 A store of an older schema is migrated when its file is writable (the writable open does it:
 the store exists, so nothing new is created) and refused on a read-only one.
@@ -34,15 +37,8 @@ def open_read_only(target: Path) -> sqlite3.Connection | None:
         raise NoStore(f"no results store at {target}; start one with parity run --quick, or pass --db "
                       "with an existing store")
     try:
-        conn = _connect(target, immutable=False)
-        try:
-            version = check_compatible(conn, source=str(target))
-        except sqlite3.OperationalError:
-            conn.close()
-            if _writable(target) or _wal_has_commits(target):
-                raise
-            conn = _connect(target, immutable=True)  # a read-only file system: no -shm can be made
-            version = check_compatible(conn, source=str(target))
+        conn = _connect(target, immutable=not _sidecar(target, "-wal").exists())
+        version = check_compatible(conn, source=str(target))
     except sqlite3.DatabaseError as exc:
         raise ParityError(f"{target} is not a usable results store ({exc}); check the path or pass --db") from None
     if version < STORE_VERSION:
@@ -55,7 +51,7 @@ def open_read_only(target: Path) -> sqlite3.Connection | None:
 
 
 def _connect(target: Path, *, immutable: bool) -> sqlite3.Connection:
-    flags = "immutable=1" if immutable else "mode=ro"
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     conn = sqlite3.connect(f"file:{quote(str(target.resolve()))}?{flags}", uri=True,
                            timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -68,9 +64,5 @@ def _writable(target: Path) -> bool:
     return os.access(target, os.W_OK) and os.access(target.parent, os.W_OK)
 
 
-def _wal_has_commits(target: Path) -> bool:
-    wal = target.with_name(target.name + "-wal")
-    try:
-        return wal.stat().st_size > 0
-    except OSError:
-        return False
+def _sidecar(target: Path, suffix: str) -> Path:
+    return target.with_name(target.name + suffix)
