@@ -318,7 +318,7 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
     step = table.step.copy()
     if path is not None and path.is_file():
         _, records = csv_rows(path)
-        if records and ends_mid_row(path):  # the last row may look whole and hold a cut value
+        if records and None not in records[-1].values() and ends_mid_row(path):  # looks whole, holds a cut value
             records = records[:-1]
             warnings.append(f"{path.name} ends mid-row (no final line break): the file is cut short; its last "
                             "row is skipped, so that task's core and step are unknown")
