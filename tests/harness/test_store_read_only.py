@@ -16,7 +16,7 @@ import pytest
 from parity.cli.main import main
 from parity.model.errors import ParityError
 from parity.store import Store
-from parity.store.database import NoStore
+from parity.store.read_only import NoStore
 
 
 def parity(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -14,7 +14,8 @@ from rich.table import Table
 from parity.cli.output import json_option, write_json
 from parity.model.errors import ParityError
 from parity.store import EXPORT_FORMATS, Store
-from parity.store.database import NoStore, default_path
+from parity.store.database import default_path
+from parity.store.read_only import NoStore
 from parity.store.liveness import run_state
 
 PIPE_WIDTH = 120

@@ -35,6 +35,7 @@ from parity.store.figures import (
     with_case_findings,
 )
 from parity.store.opening import BUSY_TIMEOUT_MS, prepare_with_retries
+from parity.store.read_only import open_read_only
 from parity.store.rows import (
     INSERT_CASE,
     case_findings,
@@ -102,10 +103,6 @@ def _sqlite_errors_as_parity_errors(method: Callable[..., T]) -> Callable[..., T
     return wrapper
 
 
-class NoStore(ParityError):
-    """A command that only reads was pointed at a store that does not exist (nothing is created)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class CaseCounts:
     """How many cases a run holds: all, those that are not ok, and those with an error."""
@@ -132,14 +129,12 @@ class Store:
         :class:`ParityError` naming the file. ``read_only`` (the commands that only read:
         ``runs list``, ``runs show``, ``compare``, ``report``) opens an existing store without
         writing to it or creating anything (:func:`parity.store.read_only.open_read_only`):
-        a missing store raises :class:`NoStore`.
+        a missing store raises :class:`parity.store.read_only.NoStore`.
         """
         target = Path(path).expanduser() if path is not None else default_path()
         if target.is_dir():
             raise ParityError(f"results store {target} is a directory; pass a file path to --db")
         if read_only:
-            from parity.store.read_only import open_read_only
-
             conn = open_read_only(target)
             if conn is not None:
                 return cls(conn=conn, path=target)

@@ -23,16 +23,18 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from parity.model.errors import ParityError
 from parity.store.opening import BUSY_TIMEOUT_MS
 from parity.store.schema import STORE_VERSION, check_compatible
+
+
+class NoStore(ParityError):
+    """A command that only reads was pointed at a store that does not exist (nothing is created)."""
 
 
 def open_read_only(target: Path) -> sqlite3.Connection | None:
     """A read-only connection to the store at ``target``; None when its schema is older and the
     file is writable (the caller migrates it); :class:`NoStore` when it does not exist."""
-    from parity.model.errors import ParityError
-    from parity.store.database import NoStore
-
     if not target.is_file():
         raise NoStore(f"no results store at {target}; start one with parity run --quick, or pass --db "
                       "with an existing store")
