@@ -1,4 +1,4 @@
-"""``parity runs import``: every bad input of issue 31 refused by the schema before anything is
+"""``parity runs import``: every bad input refused by the schema before anything is
 written (a run id that would leave the reports folder, ``suite: null``, string metrics, negative
 and zero times, unknown fields), and no file name made from stored text leaving its folder."""
 

@@ -16,7 +16,6 @@ import pytest
 from parity.cli.main import main
 from parity.model.errors import ParityError
 from parity.store import Store
-from parity.store.read_only import NoStore
 
 
 def parity(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -38,10 +37,13 @@ def test_read_only_commands_on_a_missing_store_create_nothing(tmp_path: Path, ca
     assert status == 0 and f"no runs in {missing} yet" in out, err
     status, out, _ = parity(capsys, "runs", "list", "--json", "-")
     assert status == 0 and orjson.loads(out)["runs"] == []
-    for command in (["runs", "show", "latest"], ["compare", "latest~1", "latest"], ["report", "-o", str(tmp_path / "r.html")],
-                    ["runs", "export", "latest", "-o", str(tmp_path / "e.json")]):
+    for command, expected in ((["runs", "show", "latest"], f"no runs in {missing} yet"),
+                              (["compare", "latest~1", "latest"], f"{missing} holds 0 run(s); there is no latest~1"),
+                              (["compare", "latest"], "at least two runs"),
+                              (["report", "-o", str(tmp_path / "r.html")], f"no runs in {missing} yet"),
+                              (["runs", "export", "latest", "-o", str(tmp_path / "e.json")], f"no runs in {missing} yet")):
         status, _, err = parity(capsys, *command)
-        assert status == 2 and err.count("\n") == 1 and f"no results store at {missing}" in err, (command, err)
+        assert status == 2 and err.count("\n") == 1 and expected in err, (command, err)
     assert _tree(tmp_path) == []
 
 
@@ -63,8 +65,8 @@ def test_the_read_only_open_writes_nothing_and_refuses_writes(tmp_path: Path) ->
         with pytest.raises(ParityError, match="busy or read-only"):
             store.create_run(config={}, provenance={})
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
-    with pytest.raises(NoStore, match="no results store at"):
-        Store.open(tmp_path / "absent.sqlite", read_only=True)
+    with Store.open(tmp_path / "absent.sqlite", read_only=True) as absent:
+        assert absent.list_runs() == [] and absent.path == tmp_path / "absent.sqlite"
     assert not (tmp_path / "absent.sqlite").exists()
     (tmp_path / "junk.sqlite").write_bytes(b"not a database, not at all" * 100)
     with pytest.raises(ParityError, match="not a usable results store"):

@@ -14,8 +14,6 @@ from rich.table import Table
 from parity.cli.output import json_option, write_json
 from parity.model.errors import ParityError
 from parity.store import EXPORT_FORMATS, Store
-from parity.store.database import default_path
-from parity.store.read_only import NoStore
 from parity.store.liveness import run_state
 
 PIPE_WIDTH = 120
@@ -112,13 +110,10 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
       parity runs list --limit 5
       parity runs list --db results.sqlite --json runs.json
     """
-    try:
-        with Store.open(db_path, read_only=True) as store:
-            records = store.list_runs(limit=limit)
-            counts = store.case_counts()
-            path = store.path
-    except NoStore:  # nothing to list, and a command that reads creates no store
-        records, counts, path = [], {}, Path(db_path).expanduser() if db_path else default_path()
+    with Store.open(db_path, read_only=True) as store:
+        records = store.list_runs(limit=limit)
+        counts = store.case_counts()
+        path = store.path
     entries: list[dict[str, Any]] = []
     table = Table(title=f"runs in {path}", title_justify="left")
     for column in ("run", "created", "status", "device", "suites", "mode", "options", "cases", "not ok"):

@@ -129,7 +129,7 @@ class Store:
         :class:`ParityError` naming the file. ``read_only`` (the commands that only read:
         ``runs list``, ``runs show``, ``compare``, ``report``) opens an existing store without
         writing to it or creating anything (:func:`parity.store.read_only.open_read_only`):
-        a missing store raises :class:`parity.store.read_only.NoStore`.
+        a missing store reads as an empty one.
         """
         target = Path(path).expanduser() if path is not None else default_path()
         if target.is_dir():

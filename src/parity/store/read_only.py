@@ -25,19 +25,19 @@ from urllib.parse import quote
 
 from parity.model.errors import ParityError
 from parity.store.opening import BUSY_TIMEOUT_MS
-from parity.store.schema import STORE_VERSION, check_compatible
-
-
-class NoStore(ParityError):
-    """A command that only reads was pointed at a store that does not exist (nothing is created)."""
+from parity.store.schema import STORE_VERSION, check_compatible, migrate
 
 
 def open_read_only(target: Path) -> sqlite3.Connection | None:
     """A read-only connection to the store at ``target``; None when its schema is older and the
-    file is writable (the caller migrates it); :class:`NoStore` when it does not exist."""
-    if not target.is_file():
-        raise NoStore(f"no results store at {target}; start one with parity run --quick, or pass --db "
-                      "with an existing store")
+    file is writable (the caller migrates it). A store that does not exist reads as an empty
+    one held in memory, so each command says what it says of a store without runs ("no runs in
+    PATH yet") and nothing is created."""
+    if not target.exists():
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        migrate(conn, source=str(target))
+        conn.execute("PRAGMA query_only = ON")
+        return conn
     try:
         conn = _connect(target, immutable=not _sidecar(target, "-wal").exists())
         version = check_compatible(conn, source=str(target))
