@@ -50,9 +50,12 @@ def test_read_only_commands_on_a_missing_store_create_nothing(tmp_path: Path, ca
 def test_json_into_a_missing_folder_is_refused_and_creates_it_not(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                   db_path: Path) -> None:
     target = tmp_path / "new" / "folder" / "runs.json"
-    status, _, err = parity(capsys, "runs", "list", "--json", str(target))
-    assert status == 2 and err.count("\n") == 1 and "folder" in err and "does not exist" in err
-    assert not (tmp_path / "new").exists() and not db_path.exists()
+    for command in (["runs", "list"], ["runs", "show", "latest"], ["compare", "latest~1", "latest"],
+                    ["report", "-o", str(tmp_path / "r.html")]):
+        status, out, err = parity(capsys, *command, "--json", str(target))
+        assert status == 2 and out == "" and err.count("\n") == 1, err  # refused before the command runs
+        assert f"invalid value for '--json': folder {target.parent} does not exist" in err
+    assert _tree(tmp_path) == []
 
 
 def test_the_read_only_open_writes_nothing_and_refuses_writes(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], fleet_dirs: t
     if not run_ids and not trace_paths and not fleet_dirs and comparison is None:
         run_ids = ("latest",)
     if run_ids:
-        with Store.open(db_path, read_only=not compare_runs_given) as store:
+        with Store.open(db_path, read_only=True) as store:
             runs = stored_runs(store, run_ids)
             if compare_runs_given:
                 from parity.compare import compare_runs
