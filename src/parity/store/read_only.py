@@ -1,8 +1,9 @@
 """Opening a results store for reading only: nothing is created, nothing is written.
 
-``parity runs list``, ``runs show``, ``compare`` and ``report`` read a store; they must work on
+``parity runs list``, ``runs show``, ``runs export``, ``compare`` and ``report`` read a store; they must work on
 a store another user owns, on a read-only mount or a snapshot, and must not leave a folder or
-an empty store behind when pointed at a path that does not exist. So the file is opened with
+an empty store behind when pointed at a path that does not exist (they read it as an empty
+store held in memory, and say it has no runs). An existing store is opened read-only with
 ``query_only``; the schema is checked, never migrated. A store is in WAL mode, and SQLite
 reading a WAL file with ``mode=ro`` creates its ``-wal`` and ``-shm`` files beside the store
 when they are absent (and cannot, on a read-only file system). They are absent exactly when no
@@ -42,6 +43,10 @@ def open_read_only(target: Path) -> sqlite3.Connection | None:
         conn = _connect(target, immutable=not _sidecar(target, "-wal").exists())
         version = check_compatible(conn, source=str(target))
     except sqlite3.DatabaseError as exc:
+        if _sidecar(target, "-wal").exists() and not _writable(target):
+            raise ParityError(f"cannot read {target} ({exc}): its -wal file holds commits and this file system is "
+                              "read-only; open it once where it is writable, or copy the store with its -wal "
+                              "file") from None
         raise ParityError(f"{target} is not a usable results store ({exc}); check the path or pass --db") from None
     if version < STORE_VERSION:
         conn.close()
