@@ -305,10 +305,11 @@ def import_run(path: str, as_new: bool, db_path: str | None, json_path: str | No
       parity runs import h200.json --db laptop.sqlite                # on the laptop
       parity compare 20261129-2303-a1b2 latest --db laptop.sqlite
     """
-    from parity.store.runs_import import import_run as run_import
+    from parity.store.runs_import import read_export, write_run
 
+    export = read_export(path)  # checked whole before the store is even opened
     with Store.open(db_path) as store:
-        imported = run_import(store, path, as_new=as_new)
+        imported = write_run(store, export, source=path, as_new=as_new)
         where = store.path
     renamed = "" if imported.run_id == imported.original_id else f" (was {imported.original_id})"
     click.echo(f"imported run {imported.run_id}{renamed} with {imported.cases} cases into {where}",
