@@ -77,7 +77,7 @@ def test_builtin_suites_declare_typed_options() -> None:
         parse_options(GemmOptions, {"dtype": "int3"}, suite="gemm")
     plan = GemmPlan.resolve(GemmOptions(budget_s=0.5), quick=True, device_type="cpu")
     assert (plan.budget_s, plan.warmup_s, plan.ceiling_budget_s) == (0.5, 0.02, 20.0)
-    assert parse_options(MembwOptions, {"ops": "copy,triad", "max_bytes": 0}, suite="membw").ops == ("copy", "triad")
+    assert parse_options(MembwOptions, {"ops": "copy,triad", "max_bytes": 4096}, suite="membw").ops == ("copy", "triad")
     assert parse_options(LatencyOptions, {"pages": "base"}, suite="latency").pages == ("base",)
 
 

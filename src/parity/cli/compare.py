@@ -41,7 +41,7 @@ def _fleet_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | 
                                      stragglers=tuple(straggler_rows(folder)), out_dir=folder.out_dir,
                                      summary=folder.summary))
             continue
-        with Store.open(db_path) as store:
+        with Store.open(db_path, read_only=True) as store:
             stored = get_fleet_analysis(store, source)
         inputs.append(FleetInput(label=stored.label, headline=stored.headline, stragglers=stored.stragglers,
                                  analysis_id=stored.analysis_id, out_dir=stored.out_dir, summary=stored.summary))
@@ -63,7 +63,7 @@ def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | 
             inputs.append(TraceInput(label=Path(source).name, analysis=result.to_dict(), rank=rank,
                                      paths=(str(Path(source).resolve()),), sha256=trace_digest([source])))
             continue
-        with Store.open(db_path) as store:
+        with Store.open(db_path, read_only=True) as store:
             stored = get_trace_analysis(store, source)
         inputs.append(TraceInput(label=stored.label, analysis=stored.analysis, analysis_id=stored.analysis_id,
                                  paths=stored.paths, sha256=stored.sha256, rank=rank))
@@ -126,7 +126,7 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
     elif kinds[0] == "run":
         if window_text or steps_text or rank is not None:
             raise ParityError("--window, --steps and --rank are for traces; drop them to compare runs")
-        with Store.open(db_path) as store:
+        with Store.open(db_path, read_only=True) as store:
             document = compare_runs(store, list(sources), force=force).to_dict()
     else:
         inputs = _trace_inputs(sources, kinds, db_path=db_path, window_text=window_text, steps_text=steps_text,

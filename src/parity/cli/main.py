@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("parity: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"parity: {usage_line(exc)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -86,6 +86,18 @@ def main(argv: list[str] | None = None) -> None:
     if argv is None:  # the process's own command line: the process ends here
         _spare_shutdown_collection()
     sys.exit(status if isinstance(status, int) else 0)
+
+
+def usage_line(exc: click.ClickException) -> str:
+    """A parser error as one line, as every other error: click's message, its first letter
+    lowercased, and for a usage error where to read the command's help (click prints three
+    lines: usage, a hint, the error)."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    context = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and context is not None:
+        message += f"; see {context.command_path} --help"
+    return message
 
 
 def _spare_shutdown_collection() -> None:

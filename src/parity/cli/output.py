@@ -14,14 +14,22 @@ from parity.model.schema import envelope, json_default
 
 
 def json_option(function):
-    """``--json PATH``: also write the command's result as JSON (``-`` for standard output)."""
+    """``--json PATH``: also write the command's result as JSON (``-`` for standard output); a
+    PATH in a folder that does not exist is refused before the command does anything."""
     return click.option(
         "--json",
         "json_path",
         type=click.Path(dir_okay=False, allow_dash=True),
         default=None,
+        callback=_existing_folder,
         help="Also write the result as JSON with a schema_version to PATH ('-' for stdout).",
     )(function)
+
+
+def _existing_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and value != "-" and not Path(value).parent.is_dir():
+        raise click.BadParameter(f"folder {Path(value).parent} does not exist; create it first or choose another path")
+    return value
 
 
 def dumps(data: Any) -> bytes:
@@ -34,7 +42,8 @@ def dumps(data: Any) -> bytes:
 
 
 def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:
-    """Write ``payload`` wrapped with ``schema_version`` and ``kind`` to ``path`` if given."""
+    """Write ``payload`` wrapped with ``schema_version`` and ``kind`` to ``path`` if given; a
+    folder that does not exist is a ParityError (no command creates one for its JSON)."""
     if path is None:
         return
     data = dumps(envelope(kind, payload)) + b"\n"
@@ -43,8 +52,10 @@ def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:
         sys.stdout.flush()
         return
     target = Path(path)
+    if not target.parent.is_dir():  # a command's JSON never creates folders
+        raise ParityError(f"cannot write JSON to {path}: folder {target.parent} does not exist; "
+                          "create it first or choose another path")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_bytes(data)
         tmp.replace(target)

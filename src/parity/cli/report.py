@@ -10,6 +10,7 @@ import click
 from parity.cli.output import json_option, write_json
 from parity.cli.runs import db_option
 from parity.model.errors import ParityError
+from parity.model.ids import file_in
 from parity.store import Store
 
 
@@ -23,8 +24,13 @@ def stored_runs(store: Store, run_ids: tuple[str, ...]) -> list[tuple[Any, list[
 
 
 def default_report_path(store_path: Path, run_id: str) -> Path:
-    """Where ``parity run`` writes its report: ``reports/<run id>.html`` next to the store."""
-    return store_path.parent / "reports" / f"{run_id}.html"
+    """Where ``parity run`` writes its report: ``reports/<run id>.html`` next to the store; a
+    run id that is not an id (:mod:`parity.model.ids`: a store written before ids were checked)
+    cannot name a file there and is a ParityError, so no report leaves ``reports/``."""
+    try:
+        return file_in(store_path.parent / "reports", run_id, ".html")
+    except ValueError as exc:
+        raise ParityError(f"{exc}; write this run's report with parity report RUN_ID -o FILE") from None
 
 
 def read_comparison(path: str) -> dict[str, Any]:
@@ -119,7 +125,7 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], fleet_dirs: t
     if not run_ids and not trace_paths and not fleet_dirs and comparison is None:
         run_ids = ("latest",)
     if run_ids:
-        with Store.open(db_path) as store:
+        with Store.open(db_path, read_only=True) as store:
             runs = stored_runs(store, run_ids)
             if compare_runs_given:
                 from parity.compare import compare_runs

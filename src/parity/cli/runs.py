@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from parity.cli.output import json_option, write_json
+from parity.model.errors import ParityError
 from parity.store import EXPORT_FORMATS, Store
 from parity.store.liveness import run_state
 
@@ -109,7 +110,7 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
       parity runs list --limit 5
       parity runs list --db results.sqlite --json runs.json
     """
-    with Store.open(db_path) as store:
+    with Store.open(db_path, read_only=True) as store:
         records = store.list_runs(limit=limit)
         counts = store.case_counts()
         path = store.path
@@ -182,7 +183,7 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
     from parity.report.run_summary import render_run_summary
     from parity.report.views import render_suite_details
 
-    with Store.open(db_path) as store:
+    with Store.open(db_path, read_only=True) as store:
         run = store.get_run(run_id)
         cases = store.cases(run.run_id)
     console = stdout_console(json_path)
@@ -249,11 +250,11 @@ def export_run(
     """
     from parity.store.export import export_bytes, write_export
 
-    with Store.open(db_path) as store:
+    with Store.open(db_path, read_only=True) as store:
         run = store.get_run(run_id)
         cases = store.cases(run.run_id)
         figures = store.figures(run.run_id)
-    target = output or f"parity-{run.run_id}.{fmt}"
+    target = output or str(_default_export_path(run.run_id, fmt))
     if target == "-":
         sys.stdout.buffer.write(export_bytes(run, cases, fmt=fmt, figures=figures, table=table))
         sys.stdout.flush()
@@ -275,6 +276,16 @@ def export_run(
     )
 
 
+def _default_export_path(run_id: str, fmt: str) -> Path:
+    """``parity-RUN_ID.FORMAT`` in the current folder; a stored id that is not an id cannot name it."""
+    from parity.model.ids import file_in
+
+    try:
+        return file_in(".", f"parity-{run_id}", f".{fmt}")
+    except ValueError as exc:
+        raise ParityError(f"{exc}; give the file with --output") from None
+
+
 @runs.command("import")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--as-new", is_flag=True,
@@ -294,10 +305,11 @@ def import_run(path: str, as_new: bool, db_path: str | None, json_path: str | No
       parity runs import h200.json --db laptop.sqlite                # on the laptop
       parity compare 20261129-2303-a1b2 latest --db laptop.sqlite
     """
-    from parity.store.runs_import import import_run as run_import
+    from parity.store.runs_import import read_export, write_run
 
+    export = read_export(path)  # checked whole before the store is even opened
     with Store.open(db_path) as store:
-        imported = run_import(store, path, as_new=as_new)
+        imported = write_run(store, export, source=path, as_new=as_new)
         where = store.path
     renamed = "" if imported.run_id == imported.original_id else f" (was {imported.original_id})"
     click.echo(f"imported run {imported.run_id}{renamed} with {imported.cases} cases into {where}",

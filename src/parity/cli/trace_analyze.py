@@ -116,7 +116,21 @@ def analyse_paths(paths: tuple[str, ...] | list[str], *, steps_text: str | None 
         table = load_trace(list(paths), progress=_progress_callback(renderer, "reading"), workers=workers)
         result = run_analysis(table, window=window, steps=steps, rules=rules,
                               progress=_progress_callback(renderer, "analysing ranks"))
+    if window_text and window != WHOLE_SPAN:
+        refuse_empty_window(result, window_text)
     return result, table, rules
+
+
+def refuse_empty_window(result: Any, window_text: str) -> None:
+    """A ``--window`` the user gave that holds no device activity on some rank is a one-line
+    error (the analysis flags it ``empty-window``; its tables would be zeros), naming the rank
+    and the span its device activity covers."""
+    from parity.model.errors import ParityError
+
+    empty = [f for f in result.findings if f.code == "empty-window"]
+    if empty:
+        more = f" (and {len(empty) - 1} more ranks)" if len(empty) > 1 else ""
+        raise ParityError(f"--window {window_text.strip()}: {empty[0].message}{more}; {empty[0].hint}")
 
 
 def store_analysis(paths: tuple[str, ...] | list[str], document: dict[str, Any], *, db_path: str | None,

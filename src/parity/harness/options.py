@@ -14,7 +14,8 @@ a value filled in by the command itself).
 A field whose default is ``None`` means "the mode's default" (quick or full, CPU or
 accelerator): the suite resolves it and records the value it used in each case's params.
 Unknown keys and values of the wrong type are refused with one line that names the key, the
-value and the valid keys, never ignored.
+value and the valid keys, never ignored; so are impossible ranges: ``min_X`` above ``max_X``,
+and a size (an option named ``*_bytes``) of zero.
 """
 
 from __future__ import annotations
@@ -226,7 +227,35 @@ def parse_options(cls: type, raw: Mapping[str, Any] | Any, *, suite: str) -> Any
         where = f"option {suite}.{key}"
         parsed[key] = _coerce(value, hints[key], where=where)
         _check_bounds(parsed[key], fields[key], where=where)
+        _check_size(parsed[key], key, where=where)
+    _check_ranges({**{k: f.default for k, f in fields.items()}, **parsed}, suite=suite)
     return cls(**parsed)
+
+
+SIZE_SUFFIX = "_bytes"  # an option named for bytes is a size: zero of it measures nothing
+
+
+def _check_size(value: Any, key: str, *, where: str) -> None:
+    """A size option (its name ends in ``_bytes``) of 0 B, or below, is refused: there is no
+    operand, working set or stride of no bytes to measure."""
+    if not key.endswith(SIZE_SUFFIX):
+        return
+    for v in value if isinstance(value, tuple) else (value,):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v <= 0:
+            raise ParityError(f"{where}={v!r} is a size of no bytes; give a positive size, e.g. 4096")
+
+
+def _check_ranges(values: Mapping[str, Any], *, suite: str) -> None:
+    """``min_X`` above ``max_X`` (given, or a declared default) is refused: the range would hold
+    nothing."""
+    for key, low in values.items():
+        if not key.startswith("min_") or low is None:
+            continue
+        high = values.get("max_" + key.removeprefix("min_"))
+        if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high:
+            top = "max_" + key.removeprefix("min_")
+            raise ParityError(f"option {suite}.{key}={low!r} is above {suite}.{top}={high!r}; "
+                              f"give {key} <= {top}")
 
 
 def options_to_dict(options: Any) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from parity.store.figures import (
     with_case_findings,
 )
 from parity.store.opening import BUSY_TIMEOUT_MS, prepare_with_retries
+from parity.store.read_only import open_read_only
 from parity.store.rows import (
     INSERT_CASE,
     case_findings,
@@ -121,15 +122,23 @@ class Store:
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
+    def open(cls, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Store:
         """Open (creating if needed) the store at ``path``, ``$PARITY_DB`` or the default path.
 
         A file that is not SQLite, not a parity store, or from a newer parity raises
-        :class:`ParityError` naming the file.
+        :class:`ParityError` naming the file. ``read_only`` (the commands that only read:
+        ``runs list``, ``runs show``, ``compare``, ``report``) opens an existing store without
+        writing to it or creating anything (:func:`parity.store.read_only.open_read_only`):
+        a missing store reads as an empty one.
         """
         target = Path(path).expanduser() if path is not None else default_path()
         if target.is_dir():
             raise ParityError(f"results store {target} is a directory; pass a file path to --db")
+        if read_only:
+            conn = open_read_only(target)
+            if conn is not None:
+                return cls(conn=conn, path=target)
+            # an older schema in a writable file: migrated by the writable open below
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

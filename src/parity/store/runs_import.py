@@ -3,7 +3,9 @@ the local store, so runs made on different hosts can be compared on one.
 
 The document is checked whole before anything is written: a JSON object of kind
 ``run-export`` with an integer ``schema_version`` no newer than this parity's, a run record and
-a list of cases that parse as :class:`RunRecord` and :class:`CaseResult`. Then the run and every
+a list of cases that keep :mod:`parity.store.import_schema` (ids that can name files, known
+fields, numbers where numbers belong, positive times) and parse as :class:`RunRecord` and
+:class:`CaseResult`. Then the run and every
 case go in one transaction, so a file that fails any check, or a process killed mid-way, leaves
 the store as it was. The run keeps its id, config, provenance, status, summary and figures; an
 id already in the store is refused unless ``as_new`` draws a new one.
@@ -28,6 +30,7 @@ from parity.model.schema import check_version
 from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
 from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures, with_case_findings
 from parity.store.headlines import declared_before
+from parity.store.import_schema import check_document
 from parity.store.rows import INSERT_CASE, case_row, dump_json
 
 EXPORT_KIND = "run-export"
@@ -80,6 +83,7 @@ def parse_export(raw: bytes, *, source: str) -> RunExport:
     figures_data = document.get("figures")
     if figures_data is not None and not isinstance(figures_data, list):
         raise ParityError(f"{source}: a run export's 'figures' must be a list; {HOW_TO_EXPORT}")
+    check_document(document, source=source, how=HOW_TO_EXPORT)
     try:
         run = RunRecord.from_dict(run_data)
         cases = [CaseResult.from_dict(_object(c, "case")) for c in cases_data]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.model.errors import ParityError
+from parity.model.ids import file_in
 from parity.model.result import CaseResult, RunRecord
 from parity.report.html.bundle import chart_library_js, chart_svg
 from parity.report.html.document import report_data
@@ -57,7 +58,10 @@ def export_svgs(data: dict[str, Any], directory: str | Path) -> list[Path]:
     written = []
     for chart in data["charts"]:
         if chart["draw"]:
-            path = out / f"{chart['id']}.svg"
+            try:
+                path = file_in(out, str(chart["id"]), ".svg")
+            except ValueError as exc:
+                raise ParityError(f"--svg-dir {out}: chart {exc}") from None
             path.write_text(chart_svg(chart["spec"]), encoding="utf-8")
             written.append(path)
     return written

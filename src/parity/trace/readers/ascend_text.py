@@ -318,6 +318,10 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
     step = table.step.copy()
     if path is not None and path.is_file():
         _, records = csv_rows(path)
+        if records and None not in records[-1].values() and ends_mid_row(path):  # looks whole, holds a cut value
+            records = records[:-1]
+            warnings.append(f"{path.name} ends mid-row (no final line break): the file is cut short; its last "
+                            "row is skipped, so that task's core and step are unknown")
         lookup = _TaskLookup(table)
         unmatched = cut = 0
         for record in records:
@@ -344,7 +348,38 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
                             "its header); skipped, so their cores and steps are unknown")
         if unmatched:
             warnings.append(f"{unmatched} rows of {path.name} match no task in the timeline")
+        after = tasks_after_the_table(table, types, lookup.used)
+        if after:
+            warnings.append(f"{path.name} stops before the timeline does: {after} kernel tasks after its last row "
+                            "have no row; the file looks cut short, so their cores and steps are unknown")
     return replace(table, step=step, extra=dict(table.extra, accelerator_core=cores))
+
+
+CSV_TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU")  # tasks the kernel table lists
+
+
+def ends_mid_row(path: Path) -> bool:
+    """Whether the file's last byte is not a line break: a CSV the profiler wrote ends each row
+    with one, so a file that does not was cut while being written or copied."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, 2)
+            return handle.read(1) not in (b"\n", b"\r")
+    except OSError:
+        return False
+
+
+def tasks_after_the_table(table: ActivityTable, types: np.ndarray, matched: set[int]) -> int:
+    """Kernel tasks of the timeline (of the types the kernel table lists) that start after the
+    last task the table matched and that no row matched: rows a cut table lost."""
+    if not matched:
+        return 0
+    last = int(table.start_ns[list(matched)].max())
+    listed = np.isin(types, CSV_TASK_TYPES) & (table.kind == KindCode.KERNEL) & (table.start_ns > last)
+    return int(listed.sum())
 
 
 class _TaskLookup:

@@ -14,7 +14,8 @@ the vLLM fields converted to seconds with ``_ms`` dropped (``median_tpot``, ``p9
 ``precision``, ``tp``, ``ep`` and throughput per GPU (``tput_per_gpu``: all tokens over
 ``tp`` GPUs; ``output_tput_per_gpu``).
 
-A file that is not one of these is a one-line error and nothing is written.
+A file that is not one of these, or whose numbers are not numbers, negative times or a zero
+TPOT (:func:`check_numbers`), is a one-line error and nothing is written.
 """
 
 from __future__ import annotations
@@ -111,11 +112,59 @@ def _vllm_samples(doc: dict[str, Any]) -> dict[str, Samples]:
     return samples
 
 
+def _is_stat(key: str, *, suffix: str) -> bool:
+    """``median_tpot_ms``, ``p99_itl_ms``... (``suffix`` ``_ms``) or ``median_tpot`` (``""``)."""
+    if not key.endswith(suffix):
+        return False
+    stat, _, name = (key[: len(key) - len(suffix)] if suffix else key).partition("_")
+    return name in METRIC_NAMES and (stat in STAT_PREFIXES[:3] or (stat[:1] == "p" and stat[1:].replace(".", "").isdigit()))
+
+
+def check_numbers(doc: dict[str, Any], *, source: str, fmt: str) -> None:
+    """Numbers where numbers belong, before anything is stored: every time statistic
+    (``*_ttft``, ``*_tpot``, ``*_itl``, ``*_e2el``) a finite number, not negative, and the
+    mean and median of TTFT, TPOT and E2E latency above zero (no request takes no time);
+    counts non-negative integers; rates and throughputs finite and not negative; per-request
+    lists (``ttfts``, ``latencies``, ``itls``) finite seconds, not negative. A one-line
+    ParityError names the file, the field and the value."""
+    suffix = "_ms" if fmt == "vllm" else ""
+    counts = VLLM_COUNTS + ("conc", "tp", "ep", "num_decode_gpu")
+    rates = VLLM_RATES + ("output_tput_per_gpu", "tput_per_gpu", "median_intvty", "mean_intvty")
+    for key, value in doc.items():
+        where = f"{source}: {key} = {_shown(value)}"
+        if _is_stat(key, suffix=suffix) or key in rates:
+            if value is None and not _is_stat(key, suffix=suffix):
+                continue  # vllm writes null for a rate it did not measure (request_goodput)
+            if not _number(value) or value < 0:
+                raise ParityError(f"{where} is not a number >= 0; give the file the tool wrote, unedited")
+            stem = key[: len(key) - len(suffix)] if suffix else key
+            if stem.split("_", 1)[0] in ("mean", "median") and stem.split("_", 1)[1] != "itl" and value <= 0:
+                raise ParityError(f"{where}: a {stem.split('_', 1)[1].upper()} of 0 is not a time a request takes; "
+                                  "give the file the tool wrote, unedited")
+        elif key in counts and value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ParityError(f"{where} is not a count (an integer >= 0); give the file the tool wrote, unedited")
+        elif key == "request_rate" and not (value == "inf" or (_number(value) and value > 0)):
+            raise ParityError(f"{where} is not a rate above 0 or 'inf'; give the file the tool wrote, unedited")
+        elif key in ("ttfts", "latencies", "itls") and value is not None:
+            flat = [v for r in value for v in (r if isinstance(r, list) else [None])] if key == "itls" and \
+                isinstance(value, list) else value
+            if not isinstance(flat, list) or not all(_number(v) and v >= 0 for v in flat):
+                raise ParityError(f"{source}: {key} holds a value that is not a time >= 0 s; "
+                                  "give the file the tool wrote, unedited")
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def vllm_level(doc: Any, *, source: str, cards: int) -> Level:
     """One ``vllm bench serve`` result object as a level."""
     if not isinstance(doc, dict) or not isinstance(doc.get("model_id"), str) or not _number(doc.get("output_throughput")):
         raise ParityError(f"{source} is not a vllm bench serve result (it needs a model_id string and an "
                           "output_throughput number); for InferenceX files pass --format inferencex")
+    check_numbers(doc, source=source, fmt="vllm")
     fields: dict[str, Any] = {k: doc[k] for k in VLLM_COUNTS if isinstance(doc.get(k), int) and not isinstance(doc[k], bool)}
     fields.update({k: float(doc[k]) for k in VLLM_RATES if _number(doc.get(k))})
     rate = doc.get("request_rate")
@@ -134,6 +183,7 @@ def inferencex_level(doc: Any, *, source: str) -> Level:
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), str) or not _number(doc.get("output_tput_per_gpu")):
         raise ParityError(f"{source} is not an InferenceX result (it needs a model string and an output_tput_per_gpu "
                           "number); for vllm bench serve files pass --format vllm")
+    check_numbers(doc, source=source, fmt="inferencex")
     gpus = doc.get("tp") if isinstance(doc.get("tp"), int) and doc["tp"] > 0 else None
     if doc.get("is_multinode") and isinstance(doc.get("num_decode_gpu"), int) and doc["num_decode_gpu"] > 0:
         gpus = doc["num_decode_gpu"]
