@@ -20,5 +20,6 @@ class CollectivesOptions:
     max_bytes: int | None = option(None, help="largest S, B (nccl-tests -e; 64 MiB, 1 MiB quick)", minimum=1)
     factor: float = option(4.0, help="size multiplier between cases (nccl-tests -f)", minimum=1.0,
                            exclusive_minimum=True)
-    iterations: int = option(20, help="timed iterations per case (nccl-tests -n)", minimum=1)
+    iterations: int = option(20, help="timed iterations per case (nccl-tests -n)", minimum=1,
+                             aliases=("--iters",))
     warmup_s: float = option(0.02, help="untimed warm-up per case, s (nccl-tests -w, by time)", minimum=0.0)

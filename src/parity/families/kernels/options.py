@@ -17,7 +17,7 @@ class KernelsOptions:
     libraries: bool = option(True, help="also time the installed library kernels on the same inputs")
     seed: int = option(0, help="seed of the inputs, group sizes and sequence lengths")
     ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s (3 quick / 20 full on a CPU)",
-                                            minimum=0.0, exclusive_minimum=True)
+                                            minimum=0.0, exclusive_minimum=True, aliases=("--ceiling-budget",))
 
     def __post_init__(self) -> None:
         unknown = [op for op in self.ops if op not in OPS]

@@ -28,5 +28,5 @@ class MoeOptions:
     skew: float = option(0.0, help="Zipf exponent of expert popularity (0: uniform)", minimum=0.0)
     routing_file: str = option("", help=".npy expert ids [world, tokens, top_k] instead of seeded routing")
     seed: int = option(0, help="seed of the routing, its weights and the token values")
-    iterations: int = option(20, help="timed iterations per case", minimum=1)
+    iterations: int = option(20, help="timed iterations per case", minimum=1, aliases=("--iters",))
     warmup_s: float = option(0.02, help="untimed warm-up per case, s", minimum=0.0)

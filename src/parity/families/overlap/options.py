@@ -20,5 +20,6 @@ class OverlapOptions:
     dispatch_dtype: str = option("bf16", help="dispatch row format", choices=("bf16", "fp8"))
     gemm_n: int = option(512, help="GEMM size: n x n times n x n", minimum=1)
     copy_bytes: int = option(32 * 2**20, help="bytes of the copy's source", minimum=4)
-    iterations: int = option(10, help="timed iterations of each of the three runs", minimum=1)
+    iterations: int = option(10, help="timed iterations of each of the three runs", minimum=1,
+                             aliases=("--iters",))
     seed: int = option(0, help="seed of routing and token values")
