@@ -16,11 +16,15 @@ TESTS = Path(__file__).resolve().parent
 
 def plugin_env(db: Path, plugin: str | None = None) -> dict[str, str]:
     """This process's environment, with this folder importable, ``plugin`` (``module:Class``
-    in it) registered when given, and ``db`` as the results store."""
+    in this folder or in a tier's folder under it, which is then importable too) registered
+    when given, and ``db`` as the results store."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
+    folders = [str(TESTS)]
     if plugin:
+        module = plugin.split(":")[0].split(".")[0]
+        folders += [str(path.parent) for path in sorted(TESTS.glob(f"*/{module}.py"))]
         env["PARITY_PLUGINS"] = plugin
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*folders, env.get("PYTHONPATH")]))
     env["PARITY_DB"] = str(db)
     return env
 
