@@ -11,7 +11,9 @@ process of its own that imports only its own code:
    each side, through ``get_suite(name).summarize`` and ``.figures``.
 
 A digest is SHA-256 over the sorted figures, each written as the JSON of its name, value,
-unit, method and scope (keys sorted); the figures themselves are listed under it. Both sides
+unit, method and scope (keys sorted), numbers rounded to 12 significant digits (the same
+figure derived in another order of float operations differs in its last bits, ~1e-16
+relative, which no figure's precision reaches); the figures themselves are listed under it. Both sides
 go through public entry points (the command line, the suite registry), found where the
 revision keeps them (``parity.harness`` from d985901 on, ``parity.bench`` before it), so
 ``--base`` may name either layout. Trace analyses are compared by ``figures_before_after.py``.
@@ -45,7 +47,8 @@ FAKE_EXCLUDED = {
     "membw": "its ceiling B copies two 200 MiB buffers for real hundreds of times (minutes on a "
              "2-core CPU), and its host-device ops need an accelerator",
     "latency": "the device chase is a Triton kernel, which needs a GPU driver",
-    "overlap": "times itself with the host clock (families/overlap/suite.py), not the device's events",
+    "overlap": "its work is timed together and alone by the host clock (parity.timing.together), "
+               "not by the fake device's scripted events",
 }
 GEMM_SHAPES = "m,n,k,name\n64,64,64,square-64\n128,256,64,wide\n96,32,128,tall\n"
 CPU_SUITES = "gemm,membw,latency"
@@ -58,9 +61,25 @@ json.dump(out, sys.stdout, default=str)
 """
 
 
+SIGNIFICANT = 12
+
+
+def rounded(value: Any) -> Any:
+    """``value`` with every float rounded to :data:`SIGNIFICANT` significant digits, through
+    dicts and lists; other values as they are."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT}g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
 def figure_line(figure: dict[str, Any]) -> str:
-    """One figure as the digest reads it: name, value, unit, method and scope, keys sorted."""
-    kept = {k: figure.get(k) for k in ("name", "value", "unit", "method", "scope")}
+    """One figure as the digest reads it: name, value, unit, method and scope, keys sorted,
+    floats rounded (:func:`rounded`)."""
+    kept = {k: rounded(figure.get(k)) for k in ("name", "value", "unit", "method", "scope")}
     return json.dumps(kept, sort_keys=True, default=str)
 
 

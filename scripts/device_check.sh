@@ -188,7 +188,7 @@ step export 60 export_run
 decode_sweep() {
     local config="$1" context="$2" batches="$3"
     "$PYTHON" -m parity decode offline --config "$config" --device "$DEVICE" --db "$DB" --layers 2 \
-        --context "$context" --batch "$batches" --tpot-ms 5,10,20,50 --json "$OUT/decode-$config.json"
+        --context "$context" --batches "$batches" --tpot-ms 5,10,20,50 --json "$OUT/decode-$config.json"
 }
 export -f decode_sweep
 if [[ "$DECODE" == 1 ]]; then
@@ -215,7 +215,7 @@ kernels_check() {
     local backends=torch,compile
     if "$PYTHON" -c "import triton" 2>/dev/null; then backends+=",triton"; fi
     if "$PYTHON" -c "import tilelang" 2>/dev/null; then backends+=",tilelang"; fi
-    "$PYTHON" -m parity gemm --quick --device "$DEVICE" --backend "$backends" --ceiling-budget 10 \
+    "$PYTHON" -m parity gemm --quick --device "$DEVICE" --backends "$backends" --ceiling-budget-s 10 \
         --db "$DB" --json "$OUT/gemm-tuned.json" >"$OUT/gemm-tuned.txt"
     "$PYTHON" -m parity kernels --device "$DEVICE" --db "$DB" --json "$OUT/kernels.json" >"$OUT/kernels.txt"
 }

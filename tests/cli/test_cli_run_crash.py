@@ -1,6 +1,6 @@
 """A real ``parity run`` killed with SIGKILL mid-way, then resumed: every case exactly once.
 
-The run measures the test-only ``tiny`` suite (``tests/test_runner.py``) on the real CPU device,
+The run measures the test-only ``tiny`` suite (``tests/tiny_suites.py``) on the real CPU device,
 loaded through ``PARITY_PLUGINS``, into a real SQLite file.
 """
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import orjson
 import pytest
 
@@ -29,6 +31,35 @@ def test_script_parses_and_is_executable() -> None:
 def test_script_without_outdir_prints_usage() -> None:
     proc = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("usage:")
+
+
+def _parity_calls() -> list[list[str]]:
+    """The words after ``-m parity`` of every call in the script (continued lines joined)."""
+    text = SCRIPT.read_text(encoding="utf-8").replace("\\\n", " ")
+    return [line.split("-m parity ", 1)[1].split() for line in text.splitlines() if "-m parity " in line]
+
+
+def test_script_uses_each_commands_current_flags() -> None:
+    from click.testing import CliRunner
+
+    from parity.cli.main import cli
+
+    calls = _parity_calls()
+    assert len(calls) >= 6
+    for words in calls:
+        path: list[str] = []
+        command: click.Command = cli
+        for word in words:
+            sub = command.get_command(click.Context(command), word) if isinstance(command, click.Group) else None
+            if sub is None:
+                break
+            path.append(word)
+            command = sub
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0, result.output
+        listed = set(re.findall(r"(?m)^\s+(?:-\w, )?(--[a-z0-9-]+)", result.output))
+        for flag in (w for w in words if re.fullmatch(r"--[a-z0-9-]+", w)):
+            assert flag in listed, f"scripts/device_check.sh: parity {' '.join(path)} lists no {flag}"
 
 
 @pytest.mark.slow

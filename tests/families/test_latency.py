@@ -239,6 +239,7 @@ def test_a_sweep_inside_the_last_cache_says_so_and_names_no_memory() -> None:
     assert not any(p["memory"] for p in summary["plateaus"])
     finding = next(f for f in summary["findings"] if f["code"] == "sweep-inside-cache")
     assert "never left the last cache" in finding["message"] and "free memory" in finding["hint"]
+    assert "--max-bytes" in finding["hint"]  # the flag parity latency has
 
 
 def test_available_memory_is_read_from_meminfo(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ SCANNED = ("src", "tests", "benchmarks", "docs", "scripts")
 # Spelled in parts so that this file does not match itself.
 OUTSIDE = re.compile(r"\b(?:" + "DESIGN" + "|" + "STYLE" + r")\.md\b")
 DOCS_CITATION = re.compile(r"\bdocs/([\w-]+\.md)\b")
+TEST_CITATION = re.compile(r"\btests/[\w/]+\.py\b")
 
 
 def _text_files() -> list[Path]:
@@ -45,3 +46,15 @@ def test_every_cited_docs_page_exists() -> None:
         }
     )
     assert not missing, f"cited pages that do not exist: {missing}"
+
+
+def test_every_cited_test_file_exists() -> None:
+    missing = sorted(
+        {
+            f"{path.relative_to(ROOT)}: {name}"
+            for path in [*_text_files(), ROOT / "pyproject.toml"]
+            for name in TEST_CITATION.findall(path.read_text(errors="replace"))
+            if not (ROOT / name).is_file()
+        }
+    )
+    assert not missing, f"cited test files that do not exist (tests live in tests/<tier>/): {missing}"

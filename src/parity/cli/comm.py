@@ -12,7 +12,6 @@ import click
 
 from parity.cli.suite_command import FamilyCommand, family_command
 
-OLD = {"iterations": ("--iters",)}
 QUICK = "Fewer, smaller cases: a smoke run, not a figure to quote."
 
 
@@ -29,7 +28,7 @@ def comm() -> None:
     """
 
 
-comm.add_command(family_command(FamilyCommand(suite="collectives", ranks=True, aliases=OLD, quick_help=QUICK),
+comm.add_command(family_command(FamilyCommand(suite="collectives", ranks=True, quick_help=QUICK),
                                 help="""Collective bandwidth in nccl-tests' table: per size, the time as the
 maximum over ranks per iteration (median, p99, the fastest rank beside it), algbw = S/t and
 busbw = algbw·f with nccl-tests' factors, and #wrong from a data check of every size; the
@@ -41,7 +40,7 @@ Example:
   parity comm collectives --nproc 8 --device cuda --ops all_reduce --min-bytes 8 --max-bytes 8GiB --factor 2
 """))
 
-comm.add_command(family_command(FamilyCommand(suite="moe", ranks=True, aliases=OLD, quick_help=QUICK),
+comm.add_command(family_command(FamilyCommand(suite="moe", ranks=True, quick_help=QUICK),
                                 help="""MoE dispatch and combine over all_to_all_single with uneven splits: time
 as the maximum over ranks per iteration (p50, p99, the fastest rank), and GB/s in four labelled
 conventions: DeepEP's algorithm bytes, logical (rank-deduplicated) bytes, cross-rank bytes, and
@@ -56,7 +55,7 @@ Example:
   parity comm moe --nproc 8 --device cuda --preset normal --skew 1.2
 """))
 
-comm.add_command(family_command(FamilyCommand(suite="overlap", ranks=True, aliases=OLD, quick_help=QUICK),
+comm.add_command(family_command(FamilyCommand(suite="overlap", ranks=True, quick_help=QUICK),
                                 help="""A MoE exchange run alone, a compute kernel (a GEMM; a memory-bound copy)
 alone, and both at once on the same device: each one's time alone and together, its slowdown,
 and the overlap achieved, (a + b - both)/min(a, b), all as maxima over ranks per iteration.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from parity.cli.suite_command import FamilyCommand, family_command
 
-SPEC = FamilyCommand(suite="kernels", aliases={"ceiling_budget_s": ("--ceiling-budget",)},
+SPEC = FamilyCommand(suite="kernels",
                      quick_help="CPU-sized shapes and short budgets (well under a minute on 2 cores).")
 
 kernels = family_command(SPEC, help="""Block-scaled fp8 GEMM (A per 1x128 group, B per 128x128 block, e4m3),

@@ -14,7 +14,6 @@ default (or the mode's, for a ``None`` default) when the suite parses it.
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -103,9 +102,9 @@ def _metavar(info: OptionInfo, base: Any, *, is_list: bool) -> str | None:
     return {int: "N", float: "NUMBER", str: "TEXT"}.get(base)
 
 
-def option_params(cls: type, *, aliases: Mapping[str, tuple[str, ...]] | None = None) -> list[click.Parameter]:
-    """The click parameters of every command-line option of ``cls``, in declaration order;
-    ``aliases`` adds old spellings for options whose type does not list them."""
+def option_params(cls: type) -> list[click.Parameter]:
+    """The click parameters of every command-line option of ``cls``, in declaration order, each
+    followed by a hidden one per old spelling the field lists in ``aliases``."""
     types = option_types(cls)
     params: list[click.Parameter] = []
     for info in describe_options(cls):
@@ -114,7 +113,7 @@ def option_params(cls: type, *, aliases: Mapping[str, tuple[str, ...]] | None = 
         if info.key in RESERVED:
             raise TypeError(f"option {info.key!r} of {cls.__name__} clashes with a command flag")
         base, _ = types[info.key]
-        params.extend(_params_for(info, base, (*info.aliases, *(aliases or {}).get(info.key, ()))))
+        params.extend(_params_for(info, base, info.aliases))
     return params
 
 

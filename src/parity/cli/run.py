@@ -137,7 +137,9 @@ def _resume_settings(
               metavar="SECONDS", help="With ranks: how long a rank waits for the others at a step before "
                                       "naming the rank that died or hangs.")
 @click.option("--endpoint", "endpoint_url", default=None, metavar="URL",
-              help="Measure an OpenAI-compatible server (vLLM, SGLang, TGI) at URL instead of a local device.")
+              help="Hand the suites an OpenAI-compatible server (vLLM, SGLang, TGI) at URL instead of a local "
+                   "device: for suites written to measure one (a plugin's; the built-in suites measure a device). "
+                   "parity decode online sweeps a served model.")
 @click.option("--model", default=None, metavar="NAME",
               help="With --endpoint: the served model (default: the only one the server lists).")
 @click.option("--api-key-env", default=None, metavar="VAR",
@@ -181,7 +183,7 @@ def run(
       parity run --resume 20261129-230512-a3f9
       parity run --ranks 2 --device cpu --suite collectives --quick
       torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite collectives
-      parity run --endpoint http://127.0.0.1:8000 --model my-model --suite mysuite
+      parity decode online --url http://127.0.0.1:8000 --model my-model --concurrency 1,8
     """
     from parity.harness.registry import resolve
     from parity.cli.run_ranks import measure_on_ranks, stored_world_size

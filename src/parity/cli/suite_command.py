@@ -11,8 +11,8 @@ family's view of its summary (``parity.report.views.view_for``) and writes one J
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -28,8 +28,8 @@ DEVICE_HELP = "Device to measure (cuda:0, npu:0, xpu, mps, cpu). Default: the be
 @dataclass(frozen=True, kw_only=True)
 class FamilyCommand:
     """How one family's command differs from the others: its suite, its ``--quick`` help, whether
-    it runs on a group of ranks (and how long a rank waits by default), old flag spellings its
-    options type does not list, and hooks.
+    it runs on a group of ranks (and how long a rank waits by default), and hooks. Its flags,
+    old spellings included, come from the suite's options type alone.
 
     ``translate`` rewrites the given options before they are parsed (an old value spelling);
     ``prepare(store, options)`` resolves what needs the store (a stored run to reuse) and
@@ -40,7 +40,6 @@ class FamilyCommand:
     quick_help: str = "Fewer, smaller cases: a smoke run, not a measurement to quote."
     ranks: bool = False
     rank_timeout_s: float = 300.0
-    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     prepare: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     extra: Sequence[click.Parameter] = ()
@@ -82,7 +81,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
     from parity.harness.registry import get_suite
 
     options_type = get_suite(spec.suite).options_type
-    params = [*option_params(options_type, aliases=spec.aliases), *spec.extra, *_common_params(spec)]
+    params = [*option_params(options_type), *spec.extra, *_common_params(spec)]
 
     def callback(**values: Any) -> int | None:
         ctx = click.get_current_context()

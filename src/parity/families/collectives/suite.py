@@ -11,13 +11,13 @@ before the first collective.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from parity.families.collectives.figures import collectives_figures
-from parity.families.collectives.ops import DTYPES, PLACEMENTS, prepare
+from parity.families.collectives.ops import PLACEMENTS, prepare
+from parity.families.collectives.options import CollectivesOptions
 from parity.families.collectives.summary import CollectivesSummary, summarize_collectives
-from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.model.figure import Figure
@@ -26,22 +26,6 @@ from parity.ranks.gather import agree
 from parity.ranks.group import RankGroup, close_group, open_group
 
 CONVENTION = "nccl-tests: S bytes per rank as nccl-tests counts them"
-
-
-@dataclass(frozen=True, kw_only=True)
-class CollectivesOptions:
-    """The options of the ``collectives`` suite (sizes in bytes, times in seconds)."""
-
-    ops: tuple[str, ...] = option(tuple(PLACEMENTS), help="collectives to sweep", choices=tuple(PLACEMENTS))
-    dtypes: tuple[str, ...] = option(("fp32",), help="element types", choices=tuple(DTYPES))
-    placement: str = option("both", help="in place, out of place, or both where torch has both",
-                            choices=("both", "in-place", "out-of-place"))
-    min_bytes: int = option(1024, help="smallest S, B (nccl-tests -b)", minimum=1)
-    max_bytes: int | None = option(None, help="largest S, B (nccl-tests -e; 64 MiB, 1 MiB quick)", minimum=1)
-    factor: float = option(4.0, help="size multiplier between cases (nccl-tests -f)", minimum=1.0,
-                           exclusive_minimum=True)
-    iterations: int = option(20, help="timed iterations per case (nccl-tests -n)", minimum=1)
-    warmup_s: float = option(0.02, help="untimed warm-up per case, s (nccl-tests -w, by time)", minimum=0.0)
 
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: float) -> list[int]:

@@ -1,6 +1,6 @@
-"""The peak a GEMM ceiling is shown beside: given (``--peak``), a datasheet, or a CPU's ISA.
+"""The peak a GEMM ceiling is shown beside: given (``--peak-tflops``), a datasheet, or a CPU's ISA.
 
-In that order: a peak the user gives (``gemm.peak_tflops``, ``parity gemm --peak``) wins,
+In that order: a peak the user gives (``gemm.peak_tflops``, ``parity gemm --peak-tflops``) wins,
 labelled as given; else the device's datasheet entry (``device_specs.toml``); else, on a CPU,
 the peak derived from its instruction set, cores and clock (``parity.metrics.cpu_peak``).
 Each comes with its source, and none replaces the measured ceiling.

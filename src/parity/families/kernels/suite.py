@@ -11,42 +11,23 @@ here (or the key it was measured under), so the summary says per library why it 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Any
 
 from parity.families.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.families.gemm.measure_case import measure_bandwidth, measure_ceiling
 from parity.families.kernels.libraries import LIBRARY_KERNELS, library_kernel, library_reason
-from parity.families.kernels.ops import OPS, op_case, op_work
+from parity.families.kernels.ops import op_case, op_work
+from parity.families.kernels.options import KernelsOptions
 from parity.families.kernels.shapes import FULL, QUICK, shape_tag
 from parity.families.kernels.figures import kernels_figures
 from parity.families.kernels.summary import KernelsSummary, summarize_kernels
-from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
-from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
 SUITE = "kernels"
 TIMING = {True: {"warmup_s": 0.01, "budget_s": 0.05}, False: {"warmup_s": 0.025, "budget_s": 0.2}}
 CEILING_BUDGET_S = {("cpu", True): 3.0, ("cpu", False): 20.0, ("accel", True): 10.0, ("accel", False): 30.0}
-
-
-@dataclass(frozen=True, kw_only=True)
-class KernelsOptions:
-    """The options of the ``kernels`` suite."""
-
-    ops: tuple[str, ...] = option(OPS, help="operations: " + ", ".join(OPS))
-    libraries: bool = option(True, help="also time the installed library kernels on the same inputs")
-    seed: int = option(0, help="seed of the inputs, group sizes and sequence lengths")
-    ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s (3 quick / 20 full on a CPU)",
-                                            minimum=0.0, exclusive_minimum=True)
-
-    def __post_init__(self) -> None:
-        unknown = [op for op in self.ops if op not in OPS]
-        if unknown:
-            raise ParityError(f"kernels.ops: unknown operation {unknown[0]!r}; use {', '.join(OPS)}")
-        object.__setattr__(self, "ops", tuple(dict.fromkeys(self.ops)) or OPS)
 
 
 def ceiling_dtypes(device_type: str) -> tuple[str, ...]:

@@ -131,7 +131,7 @@ def sweep_findings(curve: dict[str, Any], *, sweep_limit: str | None = None) -> 
     if left_last_cache(largest_bytes=largest, llc_bytes=last["size_bytes"]):
         return []
     hint = (f"the sweep was capped by {sweep_limit}; " if sweep_limit else "") + (
-        f"raise --max-size to at least {MEMORY_FACTOR:g}x the {last['level']} "
+        f"raise --max-bytes (latency.max_bytes) to at least {MEMORY_FACTOR:g}x the {last['level']} "
         f"({int(MEMORY_FACTOR * last['size_bytes'])} B) where memory allows")
     return [Finding(code="sweep-inside-cache", severity=Severity.WARNING,
                     message=(f"the largest working set ({largest} B, {curve['page']} pages) is under "

@@ -17,16 +17,16 @@ together: the exchange byte for byte, the kernel against its result alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from parity.families.moe.case import dispatch_work, exchange_bytes
 from parity.families.moe.routing import make_routing
 from parity.families.overlap.figures import overlap_figures
 from parity.families.overlap.kernels import make_kernel
+from parity.families.overlap.options import OverlapOptions
 from parity.families.overlap.summary import OverlapSummary, summarize_overlap
 from parity.harness.strategies import TogetherAndAlone
-from parity.harness.options import option
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.metrics.interference import overlap_achieved, slowdown
@@ -36,23 +36,6 @@ from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
 from parity.ranks.gather import agree
 from parity.ranks.group import close_group, open_group
-
-
-@dataclass(frozen=True, kw_only=True)
-class OverlapOptions:
-    """The options of the ``overlap`` suite (the exchange's shape, the kernels' sizes)."""
-
-    kernels: tuple[str, ...] = option(("gemm", "copy"), help="compute kernels to overlap with",
-                                      choices=("gemm", "copy"))
-    tokens: int = option(128, help="tokens per rank of the exchange", minimum=1)
-    hidden: int = option(2048, help="hidden size of the exchange", minimum=1)
-    top_k: int = option(8, help="experts per token", minimum=1)
-    experts: int = option(64, help="experts in all, a multiple of the rank count", minimum=1)
-    dispatch_dtype: str = option("bf16", help="dispatch row format", choices=("bf16", "fp8"))
-    gemm_n: int = option(512, help="GEMM size: n x n times n x n", minimum=1)
-    copy_bytes: int = option(32 * 2**20, help="bytes of the copy's source", minimum=4)
-    iterations: int = option(10, help="timed iterations of each of the three runs", minimum=1)
-    seed: int = option(0, help="seed of routing and token values")
 
 
 class OverlapSuite(SuiteBase):
