@@ -228,7 +228,8 @@ def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:
     """The JSON document of every family command, read back from the store (docs/cli.md):
     ``run_id``, ``suite``, ``ok``, ``quick``, ``device``, ``options`` (as stored: only those that
     differ from the defaults), ``summary`` (the suite's stored summary), ``summary_error``,
-    ``figures`` (each ``Figure.to_dict()``), ``counts`` (cases, failed, errors), ``cases``
+    ``figures`` (each ``Figure.to_dict()``), ``counts`` (cases, failed, errors, contended,
+    concurrent), ``cases``
     (each ``CaseResult.to_dict()``) and ``provenance``."""
     run = store.get_run(run_id)
     outcome = run.summary.get("suites", {}).get(name, {})
@@ -245,7 +246,8 @@ def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:
         "summary": summary,
         "summary_error": error,
         "figures": list(outcome.get("figures") or []),
-        "counts": {key: int(outcome.get(key) or 0) for key in ("cases", "failed", "errors")},
+        "counts": {key: int(outcome.get(key) or 0)
+                   for key in ("cases", "failed", "errors", "contended", "concurrent")},
         "cases": [c.to_dict() for c in store.cases(run.run_id, name)],
         "provenance": run.provenance,
     }
