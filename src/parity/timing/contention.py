@@ -114,6 +114,7 @@ class LoadWindow:
         self._start = HostSnapshot()
         self._end = HostSnapshot()
         self._t0 = 0.0
+        self._started_utc = ""
         self._window_s = 0.0
         self._sampler: TelemetrySampler | None = None
         self._source: _LoadSource | None = None
@@ -125,6 +126,7 @@ class LoadWindow:
         self._sampler = TelemetrySampler(sources=[self._source], interval_s=self._interval_s,
                                          metrics=LOAD_METRICS)
         self._t0 = time.perf_counter()
+        self._started_utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._sampler.__enter__()
         return self
 
@@ -138,10 +140,11 @@ class LoadWindow:
         """The case's contention record (seconds, shares 0..1, the limits it was judged by)."""
         assert self._sampler is not None and self._source is not None
         exclude = self._exclude | own_pids(self._end.processes, pid=os.getpid(), ranks=self.ranks)
-        return contention_record(start=self._start, end=self._end, exclude=exclude,
-                                 window_s=self._window_s, cpus=self.cpus, hz=ticks_per_s(),
-                                 sampled=self._sampler.result(), other_device_pids=self._source.other_pids,
-                                 device_reader=self._source.device.name)
+        record = contention_record(start=self._start, end=self._end, exclude=exclude,
+                                   window_s=self._window_s, cpus=self.cpus, hz=ticks_per_s(),
+                                   sampled=self._sampler.result(), other_device_pids=self._source.other_pids,
+                                   device_reader=self._source.device.name)
+        return {"started_utc": self._started_utc, **record}
 
 
 def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[int], window_s: float,
