@@ -65,11 +65,13 @@ def test_other_share_from_scripted_proc_readings(tmp_path: Path) -> None:
     # 3.4 CPU-s over a 2 s window of 2 CPUs: 3.4 / (2 * 2) = 0.85 > 0.25.
     assert record["other_cpu_s"] == pytest.approx(3.4)
     assert record["other_cpu_share"] == pytest.approx(0.85)
+    # Lower bound, one tick off each of the two processes: 3.38 / 4 = 0.845.
+    assert record["other_cpu_share_low"] == pytest.approx(0.845)
     assert record["contended"] and record["cpu_share_limit"] == CPU_SHARE_LIMIT
     assert [p["name"] for p in record["top_processes"]] == ["busy", "new"]
     finding = contended_finding(record)
     assert finding is not None and finding.code == "contended" and finding.severity is Severity.WARNING
-    assert "85% of 2 CPU(s)" in finding.message
+    assert "85% of 2 CPU(s) (at least 84%)" in finding.message
 
 
 def test_a_quiet_window_is_not_contended(tmp_path: Path) -> None:
@@ -81,6 +83,20 @@ def test_a_quiet_window_is_not_contended(tmp_path: Path) -> None:
     # 30 ticks = 0.3 s over 2 s x 2 CPUs = 0.075 <= 0.25.
     assert record["other_cpu_share"] == pytest.approx(0.075)
     assert not record["contended"] and contended_finding(record) is None
+
+
+def test_a_window_of_a_few_ticks_is_not_contended_on_rounding(tmp_path: Path) -> None:
+    # 0.02 s on 2 CPUs; three processes read 1 tick each: 0.03 / 0.04 = 0.75 by the point
+    # estimate, but each may be one tick high: the lower bound is 0, not contended.
+    _write_proc(tmp_path, {100: ("parity", 1, 0, 0), 1: ("a", 0, 5, 0), 2: ("b", 0, 5, 0), 3: ("c", 0, 5, 0)},
+                running=1)
+    start = host_snapshot(tmp_path)
+    _write_proc(tmp_path, {100: ("parity", 1, 2, 0), 1: ("a", 0, 6, 0), 2: ("b", 0, 6, 0), 3: ("c", 0, 6, 0)},
+                running=1)
+    record = contention_record(start=start, end=host_snapshot(tmp_path), exclude={100}, window_s=0.02,
+                               cpus=2, hz=100, sampled={})
+    assert record["other_cpu_share"] == pytest.approx(0.75) and record["other_cpu_share_low"] == 0.0
+    assert not record["contended"]
 
 
 def test_device_share_above_its_limit_is_contended(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ Definitions (docs/definitions.md, Contention):
   CPU time of every process but this run's own (this process, its children, and in a run of
   ranks the launcher and the other ranks) during the window, and ``cpus`` the CPUs this process
   may use (its affinity);
-- a case is ``contended`` when that share exceeds ``CPU_SHARE_LIMIT`` (0.25), or when the
+- ``/proc`` counts CPU time in whole ticks (10 ms), so each process's reading may be one tick
+  high: the share's lower bound takes one tick off each process that used any;
+- a case is ``contended`` when that lower bound exceeds ``CPU_SHARE_LIMIT`` (0.25), or when the
   device's utilisation attributed to other processes (NVML) exceeds ``DEVICE_SHARE_LIMIT``
   (0.25) at its median reading.
 
@@ -154,11 +156,16 @@ def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[in
     used = other_cpu_ticks(start, end, exclude=exclude)
     other_s = sum(used.values()) / hz
     share = other_cpu_share(other_cpu_s=other_s, window_s=window_s, cpus=cpus) if window_s > 0 else 0.0
+    # Each process's time is whole ticks, so each delta may read up to one tick high: the share is
+    # judged on its lower bound, which keeps a short window (a few ticks) from reading contended
+    # on rounding alone.
+    low_s = sum(max(0, ticks - 1) for ticks in used.values()) / hz
+    low = other_cpu_share(other_cpu_s=low_s, window_s=window_s, cpus=cpus) if window_s > 0 else 0.0
     top = sorted(used.items(), key=lambda kv: -kv[1])[:TOP_PROCESSES]
     device_share = (sampled.get("device_other_share") or {}).get("median")
     reasons = []
-    if share > CPU_SHARE_LIMIT:
-        reasons.append(f"other processes used {share:.0%} of {cpus} CPU(s)")
+    if low > CPU_SHARE_LIMIT:
+        reasons.append(f"other processes used {share:.0%} of {cpus} CPU(s) (at least {low:.0%})")
     if device_share is not None and device_share > DEVICE_SHARE_LIMIT:
         reasons.append(f"other processes used {device_share:.0%} of the device")
     return {
@@ -166,6 +173,7 @@ def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[in
         "cpus": cpus,
         "other_cpu_s": other_s,
         "other_cpu_share": share,
+        "other_cpu_share_low": low,
         "cpu_share_limit": CPU_SHARE_LIMIT,
         "top_processes": [{"pid": pid, "name": end.processes[pid].name, "cpu_s": ticks / hz} for pid, ticks in top],
         "excluded_pids": len(exclude),
