@@ -119,3 +119,21 @@ def test_a_lock_folder_that_cannot_be_made_is_said_not_fatal(tmp_path: Path) -> 
     blocker.write_text("")
     with DeviceLock(device_name="cpu", run_id="r1", folder=blocker / "locks") as lock:
         assert lock.problem and "cannot hold" in lock.problem and lock.others() == []
+
+
+def test_only_timed_rows_are_judged_and_other_runs_are_named() -> None:
+    from parity.harness.measure import with_conditions
+    from parity.model import CaseResult
+    from parity.model.samples import Samples
+
+    load = {"contended": True, "reasons": ["other processes used 80% of 2 CPU(s)"]}
+    timed = CaseResult(suite="s", key="k", check={"passed": True},
+                       samples={"main": Samples(values_s=(1e-3, 1e-3), method="host-clock", resolution_s=1e-9)})
+    untimed = CaseResult(suite="s", key="k", check={"passed": True, "skipped": True})
+    others = [{"run_id": "r2", "pid": 7}, {"run_id": "r2", "pid": 7}]
+    judged = with_conditions(timed, load=load, others=others, device_name="cpu")
+    assert [f.code for f in judged.findings] == ["contended", "concurrent-run"]
+    assert judged.telemetry["contention"] is load and judged.telemetry["concurrent_runs"] == [others[0]]
+    assert "run r2 (pid 7)" in judged.findings[1].message
+    skipped = with_conditions(untimed, load=load, others=[], device_name="cpu")
+    assert skipped.findings == () and skipped.telemetry["contention"] is load

@@ -107,7 +107,8 @@ def load_window(device: Any, *, group: Any = None) -> Any:
 def with_conditions(result: CaseResult, *, load: dict[str, Any] | None, others: list[dict[str, Any]],
                     device_name: str) -> CaseResult:
     """``result`` with what else ran beside it: the contention record under
-    ``telemetry["contention"]``, a ``contended`` finding when the record says so, and a
+    ``telemetry["contention"]``, a ``contended`` finding when the record says so and the row
+    holds timed samples, and a
     ``concurrent-run`` finding when another parity run held a lock on the same device."""
     from parity.device.lock import concurrent_message
     from parity.timing.contention import contended_finding
@@ -116,7 +117,8 @@ def with_conditions(result: CaseResult, *, load: dict[str, Any] | None, others: 
     telemetry = dict(result.telemetry)
     if load is not None:
         telemetry["contention"] = load
-        finding = contended_finding(load) if result.error is None else None
+        timed = result.error is None and bool(result.samples)  # a row with nothing timed is not judged
+        finding = contended_finding(load) if timed else None
         if finding is not None:
             findings.append(finding)
     if others:

@@ -90,7 +90,7 @@ class RunOutcome:
     @property
     def contended(self) -> int:
         """Cases measured under contention or beside another parity run, over every suite."""
-        return sum(max(s.contended, s.concurrent) for s in self.suites)
+        return sum(any(f.code in ("contended", "concurrent-run") for f in c.findings) for c in self.cases)
 
 
 def typed_options(suites: Sequence[Suite], given: dict[str, Any]) -> dict[str, Any]:
