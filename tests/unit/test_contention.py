@@ -157,3 +157,38 @@ def test_audit_share_of_contended_cases() -> None:
     assert any(e.condition == "contention" for e in same)  # equal, but it matters on its own
     none, _ = audit_runs(runs, [quiet, quiet], [], [[], []])
     assert not any(e.condition == "contention" for e in none)
+
+
+class _FakeNvml:
+    """The few pynvml calls ``NvmlLoad`` makes, scripted."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, *, listed: list[int], samples: list[tuple[int, int]]) -> None:
+        self.listed, self.samples = listed, samples
+
+    def nvmlDeviceGetUtilizationRates(self, handle: object) -> object:
+        return type("U", (), {"gpu": 90})()
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: object) -> list[object]:
+        return [type("P", (), {"pid": pid})() for pid in self.listed]
+
+    def nvmlDeviceGetProcessUtilization(self, handle: object, since: int) -> list[object]:
+        return [type("S", (), {"pid": pid, "smUtil": util, "timeStamp": 5})() for pid, util in self.samples]
+
+
+def test_nvml_attributes_the_device_to_other_processes() -> None:
+    from parity.device.load import NvmlLoad
+
+    reader = NvmlLoad.__new__(NvmlLoad)
+    reader.reason, reader.handle, reader._last_us = "", object(), 0
+    # This run (pid 10) at 30% SM, two others at 25% and 15%: others' share 0.40.
+    reader.pynvml = _FakeNvml(listed=[10, 20, 30], samples=[(10, 30), (20, 25), (30, 15)])
+    seen = reader.read({10})
+    assert seen["other_share"] == pytest.approx(0.40) and seen["other_pids"] == [20, 30]
+    assert seen["device_use"] == pytest.approx(0.9) and reader._last_us == 5
+    # Pids of another namespace (this run's own is not among them): nothing is attributed.
+    reader.pynvml = _FakeNvml(listed=[4001, 4002], samples=[(4001, 50)])
+    seen = reader.read({10})
+    assert "other_share" not in seen and "another pid namespace" in reader.reason

@@ -178,8 +178,13 @@ class NvmlLoad(DeviceLoadReader):
     def read(self, exclude: set[int]) -> dict[str, Any]:
         nv = self.pynvml
         out: dict[str, Any] = {"device_use": nv.nvmlDeviceGetUtilizationRates(self.handle).gpu / 100.0}
-        procs = nv.nvmlDeviceGetComputeRunningProcesses(self.handle)
-        out["other_pids"] = sorted({p.pid for p in procs} - exclude)
+        listed = {p.pid for p in nv.nvmlDeviceGetComputeRunningProcesses(self.handle)}
+        if listed and not listed & exclude:
+            # This run holds the device but none of its pids is listed: NVML reports another pid
+            # namespace (a container), so no process can be told apart from this run's own.
+            self.reason = "not readable: NVML lists pids of another pid namespace (a container?)"
+            return out
+        out["other_pids"] = sorted(listed - exclude)
         try:
             samples = nv.nvmlDeviceGetProcessUtilization(self.handle, self._last_us)
         except nv.NVMLError as exc:  # NOT_FOUND: no process sample since the last read
