@@ -155,6 +155,8 @@ def test_audit_share_of_contended_cases() -> None:
     assert entry.values == ("3 of 12 case(s) contended (25%)", "0 of 12 case(s) contended (0%)")
     same, _ = audit_runs(runs, [loaded, loaded], [], [[], []])
     assert any(e.condition == "contention" for e in same)  # equal, but it matters on its own
+    itself, _ = audit_runs([runs[0], runs[0]], [loaded, loaded], [], [[], []])
+    assert not any(e.condition == "contention" for e in itself)  # a run compared with itself lists nothing
     none, _ = audit_runs(runs, [quiet, quiet], [], [[], []])
     assert not any(e.condition == "contention" for e in none)
 

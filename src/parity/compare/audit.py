@@ -170,7 +170,9 @@ def audit_runs(runs: list[RunRecord], per_run: list[list[CaseResult]], joined: l
                                   matters="maximum clocks (MHz) differ by more than 2%: rates scale with them"))
     _add(entries, "throttling seen", tuple(_throttling(c) for c in per_run),
          "throttled or power-limited cases ran below the device's sustained clock")
-    if any((contended_share(c) or 0.0) > 0 for c in per_run):  # listed even when equal: it matters alone
+    # Listed even when the shares are equal (contention matters on its own), but not for a run
+    # compared with itself, which lists nothing.
+    if len({r.run_id for r in runs}) > 1 and any((contended_share(c) or 0.0) > 0 for c in per_run):
         entries.append(AuditEntry(condition="contention", values=tuple(_contention(c) for c in per_run),
                                   matters="cases measured while other processes or another parity run used the "
                                           "machine ran slower than the device can; every timed figure of theirs "
