@@ -99,3 +99,10 @@ def shares_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(parallel, "read_shares", counted)
     return outcomes
+
+
+@pytest.fixture(autouse=True)
+def _own_lock_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's runs take their device locks (``parity.device.lock``) in a folder of their
+    own, so tests run side by side never see each other as concurrent runs."""
+    monkeypatch.setenv("PARITY_LOCK_DIR", str(tmp_path_factory.mktemp("locks")))

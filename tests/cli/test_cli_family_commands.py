@@ -140,7 +140,8 @@ def test_one_json_shape_with_the_figures(tiny: click.Command, db_path: Path, tmp
     assert result.exit_code == 0, result.output
     doc = orjson.loads(out.read_bytes())
     assert set(doc) == PAYLOAD_KEYS and doc["kind"] == "tiny" and doc["suite"] == "tiny" and doc["ok"] is True
-    assert doc["options"] == {"cases": 3} and doc["counts"] == {"cases": 3, "failed": 0, "errors": 0}
+    assert doc["options"] == {"cases": 3} and {k: doc["counts"][k] for k in ("cases", "failed", "errors")} == {"cases": 3, "failed": 0, "errors": 0}
+    assert 0 <= doc["counts"]["contended"] <= 3 and doc["counts"]["concurrent"] == 0
     assert [f["name"] for f in doc["figures"]] == ["tiny.median_rate"] and doc["summary"]["measured"] == 3
     assert len(doc["cases"]) == 3 and doc["provenance"]
     assert f"run {doc['run_id']}" in result.stdout and "tiny.median_rate" in result.stdout

@@ -236,9 +236,9 @@ def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:
     ``run_id``, ``suite``, ``ok``, ``quick``, ``device``, ``options`` (as stored: only those that
     differ from the defaults), ``summary`` (the suite's stored summary), ``summary_error``,
     ``figures`` (each ``Figure.to_dict()``, its ``findings`` included), ``counts`` (cases,
-    failed, errors), ``doubtful`` (``figures``: how many cannot be trusted, ``by_reason``: how
-    many are ``invalid``, ``contended``), ``cases`` (each ``CaseResult.to_dict()``) and
-    ``provenance``."""
+    failed, errors, contended, concurrent), ``doubtful`` (``figures``: how many cannot be
+    trusted, ``by_reason``: how many are ``invalid``, ``contended``), ``cases`` (each
+    ``CaseResult.to_dict()``) and ``provenance``."""
     run = store.get_run(run_id)
     outcome = run.summary.get("suites", {}).get(name, {})
     summary = dict(outcome.get("summary") or {})
@@ -254,7 +254,8 @@ def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:
         "summary": summary,
         "summary_error": error,
         "figures": list(outcome.get("figures") or []),
-        "counts": {key: int(outcome.get(key) or 0) for key in ("cases", "failed", "errors")},
+        "counts": {key: int(outcome.get(key) or 0)
+                   for key in ("cases", "failed", "errors", "contended", "concurrent")},
         "doubtful": _doubtful(outcome.get("doubtful")),
         "cases": [c.to_dict() for c in store.cases(run.run_id, name)],
         "provenance": run.provenance,

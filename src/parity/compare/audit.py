@@ -102,6 +102,31 @@ def _throttling(cases: list[CaseResult]) -> str:
     return f"{len(seen)} case(s){': ' + ', '.join(reasons) if reasons else ''}" if seen else "none seen"
 
 
+def contended_share(cases: list[CaseResult]) -> float | None:
+    """The share of a run's measured cases that carry a ``contended`` or ``concurrent-run``
+    finding: ``contended / measured``; None when no case was measured.
+
+    Example: 3 of 12 measured cases contended -> 0.25."""
+    measured = [c for c in cases if c.error is None]
+    if not measured:
+        return None
+    return sum(_contended(c) for c in measured) / len(measured)
+
+
+def _contended(case: CaseResult) -> bool:
+    return any(f.code in ("contended", "concurrent-run") for f in case.findings)
+
+
+def _contention(cases: list[CaseResult]) -> str:
+    share = contended_share(cases)
+    if share is None:
+        return "no case measured"
+    measured = [c for c in cases if c.error is None]
+    recorded = sum("contention" in (c.telemetry or {}) for c in measured)
+    text = f"{sum(_contended(c) for c in measured)} of {len(measured)} case(s) contended ({share:.0%})"
+    return text if recorded == len(measured) else f"{text}; {len(measured) - recorded} without a load record"
+
+
 def _options(run: RunRecord) -> dict[str, Any]:
     flat = {}
     for suite, values in (run.config.get("options") or {}).items():
@@ -145,6 +170,13 @@ def audit_runs(runs: list[RunRecord], per_run: list[list[CaseResult]], joined: l
                                   matters="maximum clocks (MHz) differ by more than 2%: rates scale with them"))
     _add(entries, "throttling seen", tuple(_throttling(c) for c in per_run),
          "throttled or power-limited cases ran below the device's sustained clock")
+    # Listed even when the shares are equal (contention matters on its own), but not for a run
+    # compared with itself, which lists nothing.
+    if len({r.run_id for r in runs}) > 1 and any((contended_share(c) or 0.0) > 0 for c in per_run):
+        entries.append(AuditEntry(condition="contention", values=tuple(_contention(c) for c in per_run),
+                                  matters="cases measured while other processes or another parity run used the "
+                                          "machine ran slower than the device can; every timed figure of theirs "
+                                          "is in doubt"))
     _add(entries, "dtypes", tuple(_text({c.params.get("dtype") for c in cases if c.params.get("dtype")})
                                   for cases in per_run),
          "matrix and vector units run each precision at its own rate; only cases of one dtype are joined")

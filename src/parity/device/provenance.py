@@ -3,7 +3,8 @@
 Everything a run records: host (CPU model, architecture, cores, NUMA, affinity and pinning,
 the CPU flags that change results), OS, Python, torch and backend versions (CUDA, ROCm, CANN),
 drivers where readable, the device with its properties, clocks and power limit, parity's version
-and git revision, the command line, relevant environment variables, and the UTC time.
+and git revision, the command line, relevant environment variables, the UTC time, and the
+machine's load at the start (``load.start``; the runner adds ``load.end`` when the run ends).
 Works without torch (it then says so); nothing here raises for a missing fact.
 """
 
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from parity.device import host
 from parity.device.base import module_available
+from parity.device.load import load_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
@@ -83,6 +85,7 @@ def collect_provenance(
         "parity": {"version": __version__, **git_revision()},
         "command_line": list(argv if argv is not None else sys.argv),
         "environment": relevant_environment(),
+        "load": {"start": load_now()},
     }
 
 

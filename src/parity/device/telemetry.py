@@ -44,11 +44,13 @@ class TelemetrySource(Protocol):
 class TelemetrySampler:
     """Context manager: ``with device.telemetry_sampler() as t: ...`` then ``t.result()``."""
 
-    def __init__(self, *, sources: list[TelemetrySource], interval_s: float = 0.1) -> None:
+    def __init__(self, *, sources: list[TelemetrySource], interval_s: float = 0.1,
+                 metrics: tuple[str, ...] = METRICS) -> None:
         if interval_s <= 0:
             raise ValueError(f"telemetry interval {interval_s!r} s must be positive")
         self.sources = list(sources)
         self.interval_s = interval_s
+        self.metrics = metrics  # what ``result`` summarises (the machine's load has its own)
         self._readings: list[dict[str, Any]] = []
         self._errors: dict[str, str] = {}
         self._stop = threading.Event()
@@ -97,7 +99,7 @@ class TelemetrySampler:
             "sources": [s.name for s in self.sources],
         }
         unavailable: dict[str, str] = {}
-        for metric in METRICS:
+        for metric in self.metrics:
             values = [r[metric] for r in self._readings if metric in r]
             if metric == "throttle_reasons":
                 if values:

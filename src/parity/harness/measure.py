@@ -19,6 +19,7 @@ correctness check.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 from typing import Any
 
 from parity.harness.suite import CaseSpec
@@ -26,7 +27,7 @@ from parity.harness.work import Work
 from parity.metrics.rates import rate_per_s
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
-__all__ = ["measure_work", "time_work", "timing_metrics"]
+__all__ = ["load_window", "measure_work", "time_work", "timing_metrics", "with_conditions"]
 
 
 def timing_metrics(summary: Any) -> dict[str, Any]:
@@ -119,3 +120,40 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
     return CaseResult(suite=case.suite, key=case.key, params=dict(case.params),
                       samples=samples, metrics=metrics, check=check,
                       findings=tuple(findings), telemetry=dict(m.telemetry))
+
+
+def load_window(device: Any, *, group: Any = None) -> Any:
+    """A ``parity.timing.contention.LoadWindow`` to hold around one case: what else used the
+    host and the device meanwhile. In a run of ranks, the ranks (the group's pids and the
+    launcher's descendants) are this run's own work, not contention."""
+    from parity.timing.contention import LoadWindow
+
+    ranks = group is not None and getattr(group, "world_size", 1) > 1
+    pids = {int(p["pid"]) for p in getattr(group, "rank_provenance", ()) or () if p.get("pid") is not None}
+    return LoadWindow(device=device, ranks=ranks, rank_pids=pids)
+
+
+def with_conditions(result: CaseResult, *, load: dict[str, Any] | None, others: list[dict[str, Any]],
+                    device_name: str) -> CaseResult:
+    """``result`` with what else ran beside it: the contention record under
+    ``telemetry["contention"]``, a ``contended`` finding when the record says so and the row
+    holds timed samples, and a
+    ``concurrent-run`` finding when another parity run held a lock on the same device."""
+    from parity.device.lock import concurrent_message
+    from parity.timing.contention import contended_finding
+
+    findings = list(result.findings)
+    telemetry = dict(result.telemetry)
+    if load is not None:
+        telemetry["contention"] = load
+        timed = result.error is None and bool(result.samples)  # a row with nothing timed is not judged
+        finding = contended_finding(load) if timed else None
+        if finding is not None:
+            findings.append(finding)
+    if others:
+        unique = list({str(o.get("run_id")): o for o in others}.values())
+        telemetry["concurrent_runs"] = unique
+        findings.append(Finding(code="concurrent-run", severity=Severity.WARNING,
+                                message=concurrent_message(unique, device_name),
+                                hint="measure one run at a time on a device; this case's figures shared it"))
+    return replace(result, findings=tuple(findings), telemetry=telemetry)

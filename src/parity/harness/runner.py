@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, kw_only=True)
 class SuiteOutcome:
-    """One suite's share of a run: its summary (or why summarising failed) and case counts."""
+    """One suite's share of a run: its summary (or why summarising failed) and case counts;
+    ``contended`` cases carry a ``contended`` finding, ``concurrent`` a ``concurrent-run`` one."""
 
     name: str
     summary: dict[str, Any]
@@ -55,6 +56,8 @@ class SuiteOutcome:
     summary_error: str | None = None
     doubtful: int = 0
     doubtful_by: dict[str, int] = field(default_factory=dict)
+    contended: int = 0
+    concurrent: int = 0
 
     @property
     def ok(self) -> bool:
@@ -67,6 +70,8 @@ class SuiteOutcome:
             "cases": self.cases,
             "failed": self.failed,
             "errors": self.errors,
+            "contended": self.contended,
+            "concurrent": self.concurrent,
             "summary": self.summary,
             "figures": [f.to_dict() for f in self.figures],
             "summary_error": self.summary_error,
@@ -92,6 +97,11 @@ class RunOutcome:
     def doubtful(self) -> int:
         """Figures of the run that cannot be trusted (``invalid`` or ``contended``)."""
         return sum(s.doubtful for s in self.suites)
+
+    @property
+    def contended(self) -> int:
+        """Cases measured under contention or beside another parity run, over every suite."""
+        return sum(any(f.code in ("contended", "concurrent-run") for f in c.findings) for c in self.cases)
 
 
 def typed_options(suites: Sequence[Suite], given: dict[str, Any]) -> dict[str, Any]:
@@ -212,6 +222,8 @@ def _summarize(suite: Suite, results: list[CaseResult], *, options: Any) -> Suit
         errors=sum(r.error is not None for r in results),
         figures=figures,
         summary_error=error,
+        contended=sum(any(f.code == "contended" for f in r.findings) for r in results),
+        concurrent=sum(any(f.code == "concurrent-run" for f in r.findings) for r in results),
     )
 
 
@@ -224,6 +236,7 @@ def _sweep(
     options: dict[str, dict[str, Any]],
     report: ProgressCallback,
     coord: Any,
+    lock: Any = None,
 ) -> Tracker:
     """Measure and commit, one at a time, every planned case the run does not hold yet.
 
@@ -247,18 +260,26 @@ def _sweep(
                 tracker.emit("case", suite=suite.name, key=case.key)
                 case_clock = Stopwatch()
                 ok = _measure_and_store(store, run_id, suite, case, device=device,
-                                        options=options[suite.name], state=state, coord=coord)
+                                        options=options[suite.name], state=state, coord=coord, lock=lock)
                 tracker.count(suite.name, case, seconds=case_clock.elapsed_s())
                 tracker.emit("measured", suite=suite.name, key=case.key, ok=ok)
-    _recheck(store, run_id, plan, device=device, options=options, coord=coord)
+    _recheck(store, run_id, plan, device=device, options=options, coord=coord, lock=lock)
     return tracker
 
 
 def _measure_and_store(store: Store | None, run_id: str, suite: Suite, case: CaseSpec, *, device: Any,
-                       options: Any, state: Any, coord: Any) -> bool:
+                       options: Any, state: Any, coord: Any, lock: Any = None) -> bool:
     """Measure ``case`` on every rank and commit the merged row (the writer only) before the
-    next case starts; whether the case is ok."""
-    result = _measure_one(suite, case, device=device, options=options, state=state, coord=coord)
+    next case starts; whether the case is ok. What else used the machine meanwhile, and any
+    other parity run on the device (``lock``), go into the row (``with_conditions``)."""
+    from parity.harness.measure import load_window, with_conditions
+
+    others = lock.others() if lock is not None else []
+    with load_window(device, group=coord.group) as window:
+        result = _measure_one(suite, case, device=device, options=options, state=state, coord=coord)
+    others += lock.others() if lock is not None else []
+    result = with_conditions(result, load=window.record(), others=others,
+                             device_name=getattr(device, "name", str(device)))
     stored = coord.collect(result)
     if stored is not None and store is not None:
         store.add_case(run_id, stored)
@@ -266,7 +287,7 @@ def _measure_and_store(store: Store | None, run_id: str, suite: Suite, case: Cas
 
 
 def _recheck(store: Store | None, run_id: str, plan: list[tuple[Suite, list[CaseSpec]]], *, device: Any,
-             options: dict[str, dict[str, Any]], coord: Any) -> None:
+             options: dict[str, dict[str, Any]], coord: Any, lock: Any = None) -> None:
     """Measure again, once, the cases each suite's optional ``recheck`` names from its stored
     results (points off the trend of their neighbours); a case already measured again is not.
     The writer chooses them and shares the list, so on ranks every rank measures them too."""
@@ -286,7 +307,7 @@ def _recheck(store: Store | None, run_id: str, plan: list[tuple[Suite, list[Case
         with _suite_state(suite, device=device, options=options[suite.name]) as state:
             for case in again:
                 _measure_and_store(store, run_id, suite, case, device=device, options=options[suite.name],
-                                   state=state, coord=coord)
+                                   state=state, coord=coord, lock=lock)
 
 
 @contextlib.contextmanager
@@ -303,6 +324,33 @@ def _suite_state(suite: Suite, *, device: Any, options: Any) -> Iterator[Any]:
         yield state
     finally:
         suite.teardown(state)
+
+
+def _conditions(outcomes: list[SuiteOutcome], lock: Any, *, device_name: str) -> dict[str, Any]:
+    """The run's share of what else ran: contended and concurrent case counts, the other
+    parity runs seen on the device, and a ``concurrent-run`` finding on the run when any was."""
+    from parity.device.lock import concurrent_message
+    from parity.model.findings import Finding, Severity
+
+    seen = list(lock.seen.values())
+    out: dict[str, Any] = {"contended": sum(o.contended for o in outcomes),
+                           "concurrent": sum(o.concurrent for o in outcomes), "concurrent_runs": seen}
+    if lock.problem:
+        out["lock_problem"] = lock.problem
+    if seen:
+        out["findings"] = [Finding(code="concurrent-run", severity=Severity.WARNING,
+                                   message=concurrent_message(seen, device_name),
+                                   hint="measure one run at a time on a device").to_dict()]
+    return out
+
+
+def _record_load_at_end(store: Store, run_id: str) -> None:
+    """Add the machine's load at the end of the run to its provenance (``load.end``)."""
+    from parity.device.load import load_now
+
+    provenance = dict(store.get_run(run_id).provenance)
+    provenance["load"] = {**(provenance.get("load") or {}), "end": load_now()}
+    store.update_provenance(run_id, provenance)
 
 
 def _missing(cases: list[CaseSpec], done: set[str]) -> list[CaseSpec]:
@@ -358,8 +406,12 @@ def run_suites(
                                   resume_run_id=resume_run_id, argv=argv, group=group,
                                   endpoint=endpoint).run_id
     run_id = coord.share(run_id)
-    tracker = _sweep(store if coord.writer else None, run_id, plan, device=measured, options=options,
-                     report=report, coord=coord)
+    from parity.device.lock import DeviceLock
+
+    with DeviceLock(device_name=getattr(measured, "name", str(measured)), run_id=run_id,
+                    rank=getattr(group, "rank", 0)) as lock:
+        tracker = _sweep(store if coord.writer else None, run_id, plan, device=measured, options=options,
+                         report=report, coord=coord, lock=lock)
     if not coord.writer:
         return None
     assert store is not None
@@ -375,7 +427,9 @@ def run_suites(
         judged.append(replace(o, doubtful=total, doubtful_by=by_reason))
     outcomes = judged
     ok = all(o.ok for o in outcomes)
-    summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}, "doubtful": run_doubtful(outcomes)}
+    summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}, "doubtful": run_doubtful(outcomes),
+               **_conditions(outcomes, lock, device_name=getattr(measured, "name", str(measured)))}
+    _record_load_at_end(store, run_id)
     store.finish_run(run_id, status="complete" if ok else "failed", summary=summary)
     tracker.emit("done")
     return RunOutcome(
