@@ -18,7 +18,6 @@ correctness check.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 from typing import Any
 
@@ -63,7 +62,7 @@ def _with_energy(m: Any, energy: Any) -> Any:
     if energy.unavailable or isinstance(m, type) or "telemetry" not in getattr(m, "__dataclass_fields__", {}):
         return m
     record = energy.to_dict(per_call_s=m.summary.median)
-    return dataclasses.replace(m, telemetry={**m.telemetry, "energy": record})
+    return replace(m, telemetry={**m.telemetry, "energy": record})
 
 
 def _time_work(work: Work, *, device: Any, group: Any = None) -> Any:
