@@ -18,7 +18,7 @@ from parity.families.gemm.backends import load_backend
 from parity.families.gemm.check import check_backend, check_findings
 from parity.families.gemm.datasheet import reference_peak
 from parity.families.gemm.dtypes import GemmDtype, emulation_note, precision_mode
-from parity.families.gemm.evaluator import gemm_rate_evaluator
+from parity.families.gemm.evaluator import FLUSHED_SETS, gemm_rate_evaluator
 from parity.families.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.harness.measure import time_work
 from parity.harness.strategies import ReplayFallback, Stopwatch
@@ -74,7 +74,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
         return error_row(case, code="unsupported-backend", message=reason, hint="choose another --backend")
-    plan = SearchPlan.for_device(device.type, budget_s=float(case.params["ceiling_budget_s"]))
+    plan = search_plan(device, dtype, budget_s=float(case.params["ceiling_budget_s"]))
     kept: dict[tuple[int, int, int], Samples] = {}
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
                                    flush=bool(case.params.get("flush", True)))
@@ -108,6 +108,18 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
             "datasheet_derived": sheet["derived"] if sheet else None,
         },
     )
+
+
+def search_plan(device: Any, dtype: GemmDtype, *, budget_s: float) -> SearchPlan:
+    """The device's ``SearchPlan`` with its shapes bounded by the free memory: the operands of
+    the evaluator's input sets (``FLUSHED_SETS``, ``M·K + K·N + M·N`` elements each, at the
+    wider of the input and output widths) within ``MEMORY_SHARE`` of it."""
+    plan = SearchPlan.for_device(device.type, budget_s=budget_s)
+    free = free_memory_bytes(device)
+    if not free:
+        return plan
+    width = max(dtype.in_bytes, dtype.out_bytes)
+    return replace(plan, max_elements=int(MEMORY_SHARE * free / (width * FLUSHED_SETS)))
 
 
 def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
