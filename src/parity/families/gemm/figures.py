@@ -36,6 +36,13 @@ def _unstable_note(rounds: dict[str, Any] | None) -> str:
     return f"unstable-ceiling: rounds spread {100 * rounds['spread']:.0f}% of their median"
 
 
+def _raised_note(raised: dict[str, Any] | None) -> str:
+    if not raised:
+        return ""
+    return (f"ceiling-raised: the search gave {raised['from_flops'] / 1e12:.4g} TFLOP/s; "
+            f"raised to {raised['flops'] / 1e12:.4g} ({raised['source']})")
+
+
 def gemm_figures(summary: GemmSummary) -> list[Figure]:
     """The GEMM sweep: ceilings, best fraction of ``P``, median efficiencies (compute-bound, all)."""
     s = summary
@@ -46,7 +53,8 @@ def gemm_figures(summary: GemmSummary) -> list[Figure]:
                        + (s.ceiling_statistic or "median confirmation round of the ceiling search's winner")),
                scope={**scope, "shape": s.ceiling_shape, "ceiling_from": s.ceiling_from},
                ci95=_ceiling_ci(s.ceiling_rounds), best=s.ceiling_best_flops,
-               note=s.ceiling_error or _unstable_note(s.ceiling_rounds)),
+               note=s.ceiling_error or "; ".join(n for n in (_raised_note(s.ceiling_raised),
+                                                            _unstable_note(s.ceiling_rounds)) if n)),
         Figure(name="gemm.bandwidth_ceiling", value=s.bandwidth_bps, unit="B/s",
                method=f"large device-to-device copy, {STREAM_CONVENTION}", scope=scope,
                note=s.bandwidth_error or ""),

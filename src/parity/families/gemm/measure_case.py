@@ -19,6 +19,7 @@ from parity.families.gemm.check import check_backend, check_findings
 from parity.families.gemm.datasheet import reference_peak
 from parity.families.gemm.dtypes import GemmDtype, emulation_note, precision_mode
 from parity.families.gemm.evaluator import FLUSHED_SETS, gemm_rate_evaluator
+from parity.families.gemm.raised import implausible_finding
 from parity.families.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.harness.measure import time_work
 from parity.harness.strategies import ReplayFallback, Stopwatch
@@ -87,6 +88,9 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     emulated = emulation_note(dtype, device)
     extra = (Finding(code="emulated-dtype", severity=Severity.WARNING, message=emulated,
                      hint="compare this dtype on hardware that runs it natively"),) if emulated else ()
+    implausible = implausible_finding(rounds.median_flops, sheet["flops"] if sheet else None,
+                                      (sheet or {}).get("derived") or (sheet or {}).get("source"))
+    extra += (implausible,) if implausible else ()
     return CaseResult(
         suite=case.suite, key=case.key, params=dict(case.params), check=check,
         findings=tuple(check_findings(check)) + tuple(ceiling_findings(rounds)) + extra,
@@ -167,6 +171,31 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
                                             "each timing as a sweep shape"})
 
 
+def measure_ceiling_raise(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
+    """Search again around the shape that beat ``P`` (``parity.ceilings.raise_search``), within
+    ``raise_budget_s``: ``raise`` (what it found, ``holds``) and ``raise_rounds`` (the winner's
+    confirmation rounds, ``CeilingRounds``) when it held."""
+    from parity.ceilings.raise_search import search_around
+    from parity.metrics.ceiling import ceiling_rounds
+
+    if unavailable:
+        return unsupported_dtype_row(case, unavailable)
+    p = case.params
+    backend = load_backend(p["backend"])
+    plan = search_plan(device, dtype, budget_s=float(p["raise_budget_s"]))
+    evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, flush=bool(p.get("flush", True)))
+    found = search_around(evaluate, challenger=tuple(int(p["challenger"][d]) for d in "mnk"),  # type: ignore[arg-type]
+                          incumbent=tuple(int(p["incumbent"][d]) for d in "mnk"),  # type: ignore[arg-type]
+                          plan=plan, clock=Stopwatch())
+    metrics: dict[str, Any] = {"raise": found.to_dict()}
+    if found.confirm_rates:
+        metrics["raise_rounds"] = ceiling_rounds(found.confirm_rates).to_dict()
+    m, n, k = found.contest.winner
+    check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
+    return CaseResult(suite=case.suite, key=case.key, params=dict(p), check=check,
+                      findings=tuple(check_findings(check)), metrics=metrics)
+
+
 def ceiling_findings(rounds: CeilingRounds, *, where: str = "rounds") -> list[Finding]:
     """``unstable-ceiling`` (a warning) when the ceiling's rounds (``where`` names them) spread
     beyond what one run's CI can promise (``CeilingRounds.unstable``), with every round in the
@@ -208,9 +237,11 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
     if ceiling_flops and work / ceiling_flops > float(p["max_call_s"]):
         return error_row(
             case, code="too-slow", metrics=base,
-            message=(f"one call needs at least {work / ceiling_flops:.3g} s at the measured ceiling, "
-                     f"over the {float(p['max_call_s']):.3g} s limit"),
-            hint="use --quick or --shapes FILE with smaller shapes, or raise max_call_s")
+            message=(f"one call needs at least {work / ceiling_flops:.3g} s at the fastest rate this run measured "
+                     f"({ceiling_flops / 1e12:.3g} TFLOP/s: P, or a faster swept shape), over the "
+                     f"{float(p['max_call_s']):.3g} s limit (gemm.max_call_s)"),
+            hint=("a rate this low on this shape's size means the device was busy or the dtype is emulated: "
+                  "run idle, give smaller shapes with --shapes FILE, or raise --max-call-s"))
     needed = 3 * bytes_per_set(dtype, m=m, n=n, k=k)
     free = free_memory_bytes(device)
     if free is not None and needed > MEMORY_SHARE * free:
