@@ -26,6 +26,7 @@ from parity.harness.progress import (
     estimate_eta_s,
     estimate_run_eta_s,
 )
+from parity.harness.run_context import run_context
 from parity.harness.run_record import start_or_resume
 from parity.harness.suite import CaseSpec, Suite
 from parity.harness.work import Work
@@ -347,8 +348,9 @@ def run_suites(
                                   resume_run_id=resume_run_id, argv=argv, group=group,
                                   endpoint=endpoint).run_id
     run_id = coord.share(run_id)
-    tracker = _sweep(store if coord.writer else None, run_id, plan, device=measured, options=options,
-                     report=report, coord=coord)
+    with run_context(run_id=run_id, store=store if coord.writer else None):  # what the suites share
+        tracker = _sweep(store if coord.writer else None, run_id, plan, device=measured, options=options,
+                         report=report, coord=coord)
     if not coord.writer:
         return None
     assert store is not None

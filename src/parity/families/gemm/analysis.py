@@ -198,6 +198,7 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
         ceiling_flops=peak,
         statistic=STATISTIC,
         bandwidth_bps=bandwidth,
+        bandwidth_source=bandwidth_case.metrics.get("bandwidth_source") if bandwidth_case is not None else None,
         dtype=dtype,
         device_name=cm.get("device_name"),
         ceiling_shape=cm.get("ceiling_shape"),

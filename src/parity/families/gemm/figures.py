@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.ceilings.bandwidth import bandwidth_source_note
 from parity.families.gemm.summary import GemmSummary
 from parity.metrics.bandwidth import STREAM_CONVENTION
 from parity.model.figure import Figure
@@ -56,8 +57,9 @@ def gemm_figures(summary: GemmSummary) -> list[Figure]:
                note=s.ceiling_error or "; ".join(n for n in (_raised_note(s.ceiling_raised),
                                                             _unstable_note(s.ceiling_rounds)) if n)),
         Figure(name="gemm.bandwidth_ceiling", value=s.bandwidth_bps, unit="B/s",
-               method=f"large device-to-device copy, {STREAM_CONVENTION}", scope=scope,
-               note=s.bandwidth_error or ""),
+               method=f"large device-to-device copy, {STREAM_CONVENTION}",
+               scope={**scope, "measured_in": (s.bandwidth_source or {}).get("measured_in")},
+               note=s.bandwidth_error or bandwidth_source_note(s.bandwidth_source)),
         Figure(name="gemm.best_fraction_of_ceiling", value=s.best_fraction_of_ceiling, unit="1",
                method="best achieved rate over the measured ceiling P",
                scope={**scope, "cases": s.measured, "best_shape": s.best_shape}),

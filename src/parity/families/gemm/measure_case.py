@@ -11,7 +11,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from parity.ceilings.bandwidth import bandwidth_ceiling_case
+from parity.ceilings.bandwidth import shared_bandwidth_case
 from parity.ceilings.compute import search_ceiling
 from parity.ceilings.plan import SearchPlan
 from parity.families.gemm.backends import load_backend
@@ -214,8 +214,9 @@ def ceiling_findings(rounds: CeilingRounds, *, where: str = "rounds") -> list[Fi
 
 
 def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
-    """The bandwidth ceiling ``B``: the dedicated copy membw measures too (read plus write bytes)."""
-    return bandwidth_ceiling_case(case, device=device)
+    """The bandwidth ceiling ``B``: the dedicated copy membw measures too (read plus write bytes),
+    once per run and device (``shared_bandwidth_case``)."""
+    return shared_bandwidth_case(case, device=device)
 
 
 def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, unavailable: str | None,

@@ -44,6 +44,7 @@ class GemmSummary:
     statistic: str = ""
     best_fraction_of_ceiling: float | None = None
     bandwidth_bps: float | None = None
+    bandwidth_source: dict[str, Any] | None = None
     dtype: str | None = None
     device_name: str | None = None
     ceiling_shape: dict[str, int] | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.ceilings.bandwidth import bandwidth_source_note
 from parity.families.kernels.summary import KernelsSummary
 from parity.model.figure import Figure
 
@@ -12,7 +13,12 @@ def kernels_figures(summary: KernelsSummary | dict[str, Any]) -> list[Figure]:
     """Per operation case: its achieved rate and its roofline efficiency, with what they are over."""
     if isinstance(summary, dict):
         summary = KernelsSummary.from_dict(summary)
-    figures = []
+    figures = [Figure(name="kernels.bandwidth_ceiling", value=summary.bandwidth_bps, unit="B/s",
+                      method="large device-to-device copy, bytes read plus bytes written (STREAM)",
+                      scope={"device": summary.device_name,
+                             "measured_in": (summary.bandwidth_source or {}).get("measured_in")},
+                      note=(bandwidth_source_note(summary.bandwidth_source) if summary.bandwidth_bps
+                            else summary.ceiling_errors.get("bandwidth", "no bandwidth measured")))]
     for row in summary.rows:
         scope = {"op": row.op, "impl": row.impl, "shape": row.shape, "device": summary.device_name}
         figures.append(Figure(name=f"kernels.{row.op}.flop_per_s", value=row.flop_per_s, unit="FLOP/s",
