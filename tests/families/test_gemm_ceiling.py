@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from parity.ceilings.compute import confirm_rounds, search_ceiling
-from parity.ceilings.plan import SearchPlan, align_up, anchor_shapes, grid_shapes, scout_sizes
+from parity.ceilings.plan import SearchPlan, align_up, anchor_rate, anchor_shapes, grid_shapes, scout_sizes
 from parity.stats import median
 
 
@@ -249,6 +249,9 @@ def test_anchor_shapes_hand_computed_case() -> None:
     bounded = SearchPlan(**{**cpu.__dict__, "max_elements": 3 * 1024**2})
     assert anchor_shapes(bounded, 4e12)[0] == (1024, 1024, 1024)
     assert anchor_shapes(cpu, 0.0) == []
+    # Sized at a quarter of the reference peak when the rates seen are lower (a loaded host).
+    assert anchor_rate(SearchPlan(**{**cpu.__dict__, "reference_flops": 6.6e11}), 2e8) == pytest.approx(1.65e11)
+    assert anchor_rate(cpu, 2e8) == 2e8
 
 
 def test_a_ladder_misled_by_load_still_puts_a_large_cube_in_the_contest() -> None:
@@ -271,3 +274,21 @@ def test_a_ladder_misled_by_load_still_puts_a_large_cube_in_the_contest() -> Non
     assert result.anchors and max(result.anchors[0]) >= 512
     assert any(d in result.contest.rates for d in result.anchors)
     assert rate(*result.dims) >= 0.9 * 1e11 and math.isfinite(result.flops)
+
+
+def test_on_a_loaded_host_the_anchors_sized_by_the_peak_find_the_large_shapes() -> None:
+    # Every call waits ~30 ms for the scheduler (load average 12 on 2 cores): a 512-cube reads
+    # 9 GFLOP/s, so the ladder stops early at the rates it saw; the large shapes run at 60
+    # GFLOP/s. Anchors sized at a quarter of the 665 GFLOP/s ISA peak reach them.
+    clock, calls = SimClock(), []
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        call_s = max(2.0 * m * n * k / 60e9, 0.03)
+        clock.now += max(budget_s, 4 * call_s)
+        calls.append((m, n, k))
+        return 2.0 * m * n * k / call_s
+
+    cpu = SearchPlan(**{**SearchPlan.for_device("cpu", budget_s=20.0).__dict__, "reference_flops": 6.646e11})
+    result = search_ceiling(evaluate, cpu, clock=clock)
+    assert max(result.anchors[0]) >= 1024
+    assert result.flops >= 0.97 * 60e9

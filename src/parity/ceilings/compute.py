@@ -9,8 +9,9 @@ and the ladder's and grid's shapes: ``parity.ceilings.plan``), in five phases:
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
 1b. anchors: the large shapes every search times, whatever the ladder found
-   (``plan.anchor_shapes``: the largest cube whose call fits ``max_call_s`` at the best rate
-   seen, the long-K shape of the same work, and the cube half its side), scored as the grid
+   (``plan.anchor_shapes``: the largest cube whose call fits a quarter of ``max_call_s`` at the
+   best rate seen or a quarter of the device's datasheet or ISA peak, whichever is higher, the
+   long-K shape of the same work, and the cube half its side), scored as the grid
    scores; the best-scored anchor enters the contest unless it scored under a quarter of the
    best, so a ladder misled by a burst of load (every probe at K = 64) cannot keep the large
    shapes out of the running;
@@ -55,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.ceilings.plan import SearchPlan, align_up, anchor_shapes, grid_shapes, scout_sizes
+from parity.ceilings.plan import SearchPlan, align_up, anchor_rate, anchor_shapes, grid_shapes, scout_sizes
 from parity.ceilings.contest import (
     MIN_ROUNDS,
     Bracket,
@@ -237,7 +238,7 @@ class _Search:
         the grid does (bracketed with ``plan.relative``); stops at ``ANCHOR_SHARE``."""
         reference = self.best_square()
         bracket = Bracket(self.evaluate, reference, budget_s=self.plan.probe_budget_s)
-        for dims in anchor_shapes(self.plan, max(self.probes.values(), default=0.0)):
+        for dims in anchor_shapes(self.plan, anchor_rate(self.plan, max(self.probes.values(), default=0.0))):
             if self.past(ANCHOR_SHARE):
                 break
             if dims != reference and self.plan.relative:

@@ -14,6 +14,10 @@ from parity.metrics.roofline import gemm_flops
 GRID_EXPONENTS = (-2, -1, 0, 1, 2)
 # The anchors' long-K shape: (s/LONG_K, s/LONG_K, LONG_K²·s) has the work of the cube s.
 LONG_K = 2
+# Anchors are sized for this share of the device's reference peak when it is known: on a loaded
+# host small calls are held up by the scheduler (a 512-cube reads 1 GFLOP/s where a 2048-cube
+# reads 60), so the best rate the ladder saw would size them far too small.
+ANCHOR_PEAK_SHARE = 0.25
 # An anchor's call takes at most this share of ``max_call_s``: a probe times several calls, and
 # the anchors are timed whatever the ladder found, so they must stay cheap on a slow device.
 ANCHOR_CALL_SHARE = 0.25
@@ -37,6 +41,7 @@ class SearchPlan:
     patience: int = 3
     relative: bool = False
     max_elements: int | None = None
+    reference_flops: float | None = None
 
     @classmethod
     def for_device(cls, device_type: str, *, budget_s: float) -> SearchPlan:
@@ -45,7 +50,8 @@ class SearchPlan:
         seven short rounds (a shared CPU's speed swings by tens of percent within seconds).
         Calls longer than 1% of the budget are not timed: each probe costs about four calls.
         ``max_elements``: the most elements one shape's operands may hold (``M·K + K·N + M·N``),
-        from the device's free memory; None: not bounded."""
+        from the device's free memory; None: not bounded. ``reference_flops``: the device's
+        datasheet or ISA peak (FLOP/s) when known, which sizes the anchors (``anchor_rate``)."""
         if device_type == "cpu":
             return cls(budget_s=budget_s, min_dim=16, max_dim=8192, align=16,
                        max_call_s=max(0.02, budget_s / 100), probe_budget_s=max(0.03, budget_s / 400),
@@ -94,6 +100,12 @@ def grid_shapes(size: int, plan: SearchPlan) -> list[Dims]:
     sides = {j: v for j, v in sides.items() if plan.min_dim <= v <= plan.max_dim}
     combos = sorted(itertools.product(sides, sides, sides), key=lambda js: (sum(map(abs, js)), js))
     return list(dict.fromkeys((sides[a], sides[b], sides[c]) for a, b, c in combos))
+
+
+def anchor_rate(plan: SearchPlan, seen_flops: float) -> float:
+    """The rate (FLOP/s) the anchors are sized at: ``max(seen, ANCHOR_PEAK_SHARE·reference)``.
+    Example: seen 2e8, ISA peak 6.6e11 -> 1.65e11."""
+    return max(seen_flops, ANCHOR_PEAK_SHARE * (plan.reference_flops or 0.0))
 
 
 def anchor_shapes(plan: SearchPlan, flops: float) -> list[Dims]:

@@ -75,13 +75,14 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
         return error_row(case, code="unsupported-backend", message=reason, hint="choose another --backend")
-    plan = search_plan(device, dtype, budget_s=float(case.params["ceiling_budget_s"]))
+    sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
+    plan = replace(search_plan(device, dtype, budget_s=float(case.params["ceiling_budget_s"])),
+                   reference_flops=sheet["flops"] if sheet else None)
     kept: dict[tuple[int, int, int], Samples] = {}
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
                                    flush=bool(case.params.get("flush", True)))
     result = search_ceiling(evaluate, plan, clock=Stopwatch())
     device_name = device.properties().name
-    sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     rounds = result.rounds
@@ -105,7 +106,8 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
             "emulation_note": emulated,
             "search": result.to_dict(),
             "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
-                     "budget_s": plan.budget_s},
+                     "budget_s": plan.budget_s, "max_elements": plan.max_elements,
+                     "reference_flops": plan.reference_flops},
             "device_name": device_name,
             "datasheet_flops": sheet["flops"] if sheet else None,
             "datasheet_source": sheet["source"] if sheet else None,
