@@ -90,8 +90,10 @@ def test_p_is_raised_to_the_larger_of_the_sweep_rate_and_the_search_when_it_hold
     swept = raise_ceiling(metrics, [ceiling(), beyond, raise_result(True, 115e12)])
     assert swept["ceiling_flops"] == pytest.approx(120e12)
     assert swept["ceiling_rounds"]["ci95_flops"] == pytest.approx([110e12, 130e12])
-    # It did not hold: P stays.
-    assert raise_ceiling(metrics, [ceiling(), beyond, raise_result(False, None)]) is metrics
+    # It did not hold: P stays, with a note saying the sweep's rate was a fast moment.
+    kept = raise_ceiling(metrics, [ceiling(), beyond, raise_result(False, None)])
+    assert kept["ceiling_flops"] == P and [f.code for f in kept["findings"]] == ["ceiling-kept"]
+    assert "4096x4096x4096 read 120 TFLOP/s" in kept["findings"][0].message
 
 
 def test_summary_fractions_are_against_the_raised_p() -> None:
@@ -111,6 +113,10 @@ def test_summary_fractions_are_against_the_raised_p() -> None:
     assert interval == pytest.approx([110 / 102, 130 / 98])
     assert plain["over_ceiling_beyond_ci"] == ["s4096x4096x4096"]
     assert plain["case_figures"]["rows"][beyond.key]["fraction_of_ceiling_ci95_low"] == pytest.approx(110 / 102)
+    # The search around it did not hold: P kept, noted, the shape still listed beyond its CI.
+    kept = analyse([ceiling(), bandwidth_case(), beyond, raise_result(False, None)])
+    assert kept["ceiling_flops"] == P and "ceiling-kept" in [f["code"] for f in kept["findings"]]
+    assert kept["over_ceiling_beyond_ci"] == ["s4096x4096x4096"]
 
 
 def test_the_suite_asks_for_the_search_again_after_the_sweep() -> None:

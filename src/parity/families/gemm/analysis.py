@@ -192,7 +192,7 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
     ceiling_codes = [f.code for f in cm.get("findings", ())]
     sweep_findings = [f.to_dict() for f in cm.pop("sweep_findings", ())] + [
-        f.to_dict() for f in cm.pop("findings", ()) if f.code in ("ceiling-raised", "ceiling-implausible")]
+        f.to_dict() for f in cm.pop("findings", ()) if f.code in ("ceiling-raised", "ceiling-kept", "ceiling-implausible")]
     dtype = next((r.params.get("dtype") for r in results if r.params.get("dtype")), None)
     return GemmSummary(
         ceiling_flops=peak,

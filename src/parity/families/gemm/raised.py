@@ -13,6 +13,7 @@ Definitions (docs/definitions.md, "Raised and implausible ceilings"):
 - when that search holds (``parity.ceilings.raise_search``), ``P`` becomes
   ``max(the challenger's sweep rate, the search winner's median confirmation round)`` with a
   ``ceiling-raised`` warning, and every fraction and efficiency is computed against it;
+  when it does not hold, ``P`` stays with a ``ceiling-kept`` note (the sweep's rate was a moment);
 - ``ceiling-implausible``: ``P < IMPLAUSIBLE_FRACTION`` of the datasheet or ISA peak.
 """
 
@@ -99,8 +100,10 @@ def raise_ceiling(ceiling_metrics: dict[str, Any], results: list[CaseResult]) ->
     case = next((r for r in results if r.params.get("kind") == "ceiling-raise" and r.ok), None)
     found = (case.metrics.get("raise") or {}) if case is not None else {}
     shape_case = next((r for r in results if case is not None and r.key == case.params.get("challenger_key")), None)
-    if not found.get("holds") or shape_case is None or not ceiling_metrics.get("ceiling_flops"):
+    if shape_case is None or not ceiling_metrics.get("ceiling_flops"):
         return ceiling_metrics
+    if not found.get("holds"):
+        return {**ceiling_metrics, "findings": [*ceiling_metrics.get("findings", []), kept_finding(found, shape_case)]}
     before = float(ceiling_metrics["ceiling_flops"])
     swept = float(shape_case.metrics["achieved_flops"])
     searched = float(found["flops"] or 0.0)
@@ -129,6 +132,20 @@ def raise_ceiling(ceiling_metrics: dict[str, Any], results: list[CaseResult]) ->
         "ceiling_raised": {"from_flops": before, "flops": raised, "source": source, "challenger": dims,
                            "challenger_key": shape_case.key, "search": found},
         "findings": [*ceiling_metrics.get("findings", []), finding]}
+
+
+def kept_finding(found: dict[str, Any], shape_case: CaseResult) -> Finding:
+    """``ceiling-kept`` (info): the challenger beat ``P`` in the sweep, but timed beside ``P``'s
+    shape after it (the contest of ``found``) it did not win, so ``P`` stays and the sweep's rate
+    was a fast moment."""
+    rates = {_dims(c): c["median_flops"] for c in (found.get("contest") or {}).get("candidates", [])}
+    shown = ", ".join(f"{name} {rate / TERA:.4g}" for name, rate in rates.items())
+    return Finding(
+        code="ceiling-kept", severity=Severity.INFO,
+        message=(f"{_dims({d: shape_case.params[d] for d in 'mnk'})} read "
+                 f"{float(shape_case.metrics['achieved_flops']) / TERA:.4g} TFLOP/s in the sweep, above P; searched "
+                 f"again beside P's shape it did not beat it (median rounds, TFLOP/s: {shown}): P kept"),
+        hint="the sweep timed that shape in a fast moment; its fraction of P over 1 is not to be quoted")
 
 
 def implausible_finding(peak: float | None, sheet: float | None, source: str | None) -> Finding | None:
