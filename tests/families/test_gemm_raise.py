@@ -10,7 +10,9 @@ from parity.ceilings.raise_search import search_around
 from parity.families.gemm.analysis import analyse
 from parity.families.gemm.options import GemmOptions
 from parity.families.gemm.raised import (
+    bandwidth_interval,
     challenger,
+    efficiency_interval,
     fraction_interval,
     implausible_finding,
     raise_case,
@@ -61,6 +63,11 @@ def test_rate_and_fraction_intervals_hand_computed() -> None:
     assert rate_interval({"work_flop": 2e9}) is None
     # rate [110, 130] over P [90, 100] -> [1.1, 1.444].
     assert fraction_interval((110.0, 130.0), (90.0, 100.0)) == pytest.approx((1.1, 130 / 90))
+    # AI 10, B [8, 12]: attainable [min(90, 80), min(100, 120)] = [80, 100] -> [1.1, 1.625].
+    assert efficiency_interval((110.0, 130.0), 10.0, (90.0, 100.0), (8.0, 12.0)) == pytest.approx((1.1, 1.625))
+    # B's copy: 2 GB moved in a median call with CI [0.1, 0.2] s -> [10, 20] GB/s.
+    assert bandwidth_interval({"bytes_moved": 2e9, "ci95_s": [0.1, 0.2]}, 15e9) == pytest.approx((1e10, 2e10))
+    assert bandwidth_interval({}, 15e9) == (15e9, 15e9)
 
 
 def test_a_shape_beyond_both_cis_is_the_challenger_and_one_within_them_is_not() -> None:
@@ -112,6 +119,8 @@ def test_summary_fractions_are_against_the_raised_p() -> None:
     interval = plain["rows"][0]["backends"]["matmul"]["fraction_of_ceiling_ci95"]
     assert interval == pytest.approx([110 / 102, 130 / 98])
     assert plain["over_ceiling_beyond_ci"] == ["s4096x4096x4096"]
+    assert plain["over_attainable_beyond_ci"] == ["s4096x4096x4096"]  # compute-bound: efficiency = fraction
+    assert plain["rows"][0]["backends"]["matmul"]["efficiency_ci95"] == pytest.approx([110 / 102, 130 / 98])
     assert plain["case_figures"]["rows"][beyond.key]["fraction_of_ceiling_ci95_low"] == pytest.approx(110 / 102)
     # The search around it did not hold: P kept, noted, the shape still listed beyond its CI.
     kept = analyse([ceiling(), bandwidth_case(), beyond, raise_result(False, None)])

@@ -14,6 +14,8 @@ Definitions (docs/definitions.md, "Raised and implausible ceilings"):
   ``max(the challenger's sweep rate, the search winner's median confirmation round)`` with a
   ``ceiling-raised`` warning, and every fraction and efficiency is computed against it;
   when it does not hold, ``P`` stays with a ``ceiling-kept`` note (the sweep's rate was a moment);
+- a shape's efficiency with an interval: ``rate/min(P, AI·B)`` within the same worst-case
+  bounds over the rate's, ``P``'s and ``B``'s CIs (``efficiency_interval``);
 - ``ceiling-implausible``: ``P < IMPLAUSIBLE_FRACTION`` of the datasheet or ISA peak.
 """
 
@@ -47,6 +49,24 @@ def fraction_interval(rate_ci: tuple[float, float], ceiling_ci: tuple[float, flo
     """``[rate_low/P_high, rate_high/P_low]``: the fraction of ``P`` with both 95% CIs at their
     worst. Example: rate [110, 130], P [90, 100] -> [1.1, 1.444]."""
     return rate_ci[0] / ceiling_ci[1], rate_ci[1] / ceiling_ci[0]
+
+
+def efficiency_interval(rate_ci: tuple[float, float], intensity: float, ceiling_ci: tuple[float, float],
+                        bandwidth_ci: tuple[float, float]) -> tuple[float, float]:
+    """A shape's efficiency ``rate/min(P, AI·B)`` with every 95% CI at its worst:
+    ``[rate_low/min(P_high, AI·B_high), rate_high/min(P_low, AI·B_low)]``.
+    Example: rate [110, 130], AI 10, P [90, 100], B [8, 12] -> [110/100, 130/80] = [1.1, 1.625]."""
+    return (rate_ci[0] / min(ceiling_ci[1], intensity * bandwidth_ci[1]),
+            rate_ci[1] / min(ceiling_ci[0], intensity * bandwidth_ci[0]))
+
+
+def bandwidth_interval(metrics: dict[str, Any], bandwidth: float) -> tuple[float, float]:
+    """``B``'s 95% CI ``[moved/t_high, moved/t_low]`` (B/s) from its copy's ``bytes_moved`` and
+    ``ci95_s``, or ``[B, B]`` without them."""
+    moved, ci = metrics.get("bytes_moved"), metrics.get("ci95_s")
+    if not moved or not ci or not ci[0] or not ci[1]:
+        return bandwidth, bandwidth
+    return float(moved) / float(ci[1]), float(moved) / float(ci[0])
 
 
 def ceiling_interval(ceiling_metrics: dict[str, Any], peak: float) -> tuple[float, float]:
