@@ -88,7 +88,7 @@ def test_each_suites_figure_says_where_b_came_from(copies: list[str]) -> None:
         kernels = shared_bandwidth_case(KERNELS, device=Device())
     (gemm_b,) = [f for f in gemm_figures(GemmSummary(bandwidth_bps=1e10, bandwidth_source=gemm.metrics["bandwidth_source"]))
                  if f.name == "gemm.bandwidth_ceiling"]
-    assert gemm_b.note == "measured by gemm/bandwidth (shared with this run's other suites)"
+    assert gemm_b.note == "measured here (gemm/bandwidth), once for this run and device"
     (membw_b,) = [f for f in membw_figures(summarize_membw([membw])) if f.name == "membw.ceiling"]
     assert membw_b.value == 1e10 and membw_b.scope["measured_in"] == "gemm/bandwidth"
     assert membw_b.note == "shared: measured once for this run and device by gemm/bandwidth"

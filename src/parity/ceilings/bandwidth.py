@@ -156,10 +156,11 @@ def reused_bandwidth_row(case: CaseSpec, origin: CaseResult) -> CaseResult:
 
 
 def bandwidth_source_note(source: dict[str, Any] | None) -> str:
-    """Where a case's ``B`` came from, for a figure's note: ``measured by gemm/bandwidth`` or
-    ``shared: measured once for this run by gemm/bandwidth``; empty when not recorded."""
+    """Where a case's ``B`` came from, for a figure's note: ``measured here (gemm/bandwidth), once
+    for this run and device`` or ``shared: measured once for this run and device by
+    gemm/bandwidth``; empty when not recorded."""
     if not source or not source.get("measured_in"):
         return ""
     if source.get("reused"):
         return f"shared: measured once for this run and device by {source['measured_in']}"
-    return f"measured by {source['measured_in']} (shared with this run's other suites)"
+    return f"measured here ({source['measured_in']}), once for this run and device"

@@ -135,7 +135,7 @@ def raise_ceiling(ceiling_metrics: dict[str, Any], results: list[CaseResult]) ->
         shape = dict(found["winner"])
     else:
         interval = rate_interval(shape_case.metrics) or (swept, swept)
-        rounds = {"statistic": "the sweep's median call of the challenger", "median_flops": swept,
+        rounds = {"statistic": "the sweep's median call of the challenger", "median_flops": swept, "best_flops": swept,
                   "rounds_flops": [swept], "ci95_flops": list(interval), "unstable": False}
         source = (f"the sweep's rate of {_dims(dims)} ({shape_case.params.get('name', '')}), confirmed by a "
                   f"search around it after the sweep")
