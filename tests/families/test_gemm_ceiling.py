@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from parity.ceilings.compute import confirm_rounds, search_ceiling
-from parity.ceilings.plan import SearchPlan, align_up, grid_shapes, scout_sizes
+from parity.ceilings.plan import SearchPlan, align_up, anchor_rate, anchor_shapes, grid_shapes, scout_sizes
 from parity.stats import median
 
 
@@ -86,7 +86,8 @@ def test_search_finds_a_small_peak_and_reports_its_shape() -> None:
     result = search_ceiling(make_evaluate(rate, clock, calls), small, clock=clock)
     assert result.flops >= 0.97 * 3e9
     assert result.to_dict()["shape"] == {"m": result.dims[0], "n": result.dims[1], "k": result.dims[2]}
-    assert result.phases["scout"] >= 3 and result.phases["contest"] == small.confirm_top * small.confirm_repeats
+    rounds = len(result.contest.rates[result.dims])
+    assert result.phases["scout"] >= 3 and result.phases["contest"] == len(result.contest.rates) * rounds >= 3
     assert 3 <= result.phases["confirm"] == len(result.confirm_rates) <= small.confirm_repeats
 
 
@@ -236,3 +237,58 @@ def test_search_keeps_its_budget_when_the_finalists_overrun_most() -> None:
     assert result.spent_s <= 1.05 * cpu.budget_s
     assert min(len(r) for r in result.contest.rates.values()) >= 3 and len(result.confirm_rates) >= 3
     assert rate(*result.dims) >= 0.97 * 1e11
+
+
+def test_anchor_shapes_hand_computed_case() -> None:
+    # 4e12 FLOP/s, a quarter of 0.2 s per call: s^3 <= 1e11, s = 4641 -> 4640 (aligned to 16); long K
+    # 4 x 4640 = 18560 clipped to 8192; the half cube 2320.
+    cpu = SearchPlan(budget_s=20.0, min_dim=16, max_dim=8192, align=16, max_call_s=0.2,
+                     probe_budget_s=0.05, confirm_budget_s=0.1)
+    assert anchor_shapes(cpu, 4e12) == [(4640, 4640, 4640), (2320, 2320, 8192), (2320, 2320, 2320)]
+    # Memory: at most 3 x 1024^2 elements leaves the 1024 cube and smaller.
+    bounded = SearchPlan(**{**cpu.__dict__, "max_elements": 3 * 1024**2})
+    assert anchor_shapes(bounded, 4e12)[0] == (1024, 1024, 1024)
+    assert anchor_shapes(cpu, 0.0) == []
+    # Sized at a quarter of the reference peak when the rates seen are lower (a loaded host).
+    assert anchor_rate(SearchPlan(**{**cpu.__dict__, "reference_flops": 6.6e11}), 2e8) == pytest.approx(1.65e11)
+    assert anchor_rate(cpu, 2e8) == 2e8
+
+
+def test_a_ladder_misled_by_load_still_puts_a_large_cube_in_the_contest() -> None:
+    # The machine is fast only while small shapes are timed early on (a burst that ends as
+    # the ladder climbs): relative scores then favour small shapes, yet the true best is a
+    # large cube, which the anchors put in the contest, where shapes are timed side by side.
+    import math
+
+    rate = surface((2048, 2048, 2048), 1e11)
+    clock, calls = SimClock(), []
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        clock.now += budget_s
+        calls.append((m, n, k))
+        slow = 0.4 if max(m, n, k) >= 512 and len(calls) < 40 else 1.0
+        return rate(m, n, k) * slow
+
+    cpu = SearchPlan.for_device("cpu", budget_s=20.0)
+    result = search_ceiling(evaluate, cpu, clock=clock)
+    assert result.anchors and max(result.anchors[0]) >= 512
+    assert any(d in result.contest.rates for d in result.anchors)
+    assert rate(*result.dims) >= 0.9 * 1e11 and math.isfinite(result.flops)
+
+
+def test_on_a_loaded_host_the_anchors_sized_by_the_peak_find_the_large_shapes() -> None:
+    # Every call waits ~30 ms for the scheduler (load average 12 on 2 cores): a 512-cube reads
+    # 9 GFLOP/s, so the ladder stops early at the rates it saw; the large shapes run at 60
+    # GFLOP/s. Anchors sized at a quarter of the 665 GFLOP/s ISA peak reach them.
+    clock, calls = SimClock(), []
+
+    def evaluate(m: int, n: int, k: int, budget_s: float) -> float:
+        call_s = max(2.0 * m * n * k / 60e9, 0.03)
+        clock.now += max(budget_s, 4 * call_s)
+        calls.append((m, n, k))
+        return 2.0 * m * n * k / call_s
+
+    cpu = SearchPlan(**{**SearchPlan.for_device("cpu", budget_s=20.0).__dict__, "reference_flops": 6.646e11})
+    result = search_ceiling(evaluate, cpu, clock=clock)
+    assert max(result.anchors[0]) >= 1024
+    assert result.flops >= 0.97 * 60e9

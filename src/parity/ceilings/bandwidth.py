@@ -4,8 +4,13 @@ docs/definitions.md: ``B`` is a large copy, bytes read plus bytes written (STREA
 range a sweep covers. GEMM's roofline and the membw suite both measure it here, with the same
 size (``ceiling_copy_bytes``: several times the last-level cache, or the largest that fits) and
 the same protocol (``measure_bandwidth_ceiling``: warm-up, then timed copies without a cache
-flush, since the operands are far larger than any cache; the median call), so the two suites'
-``B`` of one device agree by construction rather than by luck.
+flush, since the operands are far larger than any cache; the median call).
+
+One ``B`` per run and device (``shared_bandwidth_case``): the first suite of a run that needs
+it measures it; every later suite's bandwidth case in that run reproduces that case (its
+``bandwidth_bps`` and statistics, no samples of its own) with ``bandwidth_source`` naming where
+it was measured, found in this process's run context (``parity.harness.run_context``) or, for
+a resumed run, among the run's stored cases. Outside a run every case measures its own.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.harness.measure import time_work
+from parity.harness.run_context import current_run
 from parity.harness.suite import CaseSpec
 from parity.harness.work import Work
 from parity.model.findings import Finding, Severity
@@ -101,3 +107,60 @@ def bandwidth_ceiling_case(case: CaseSpec, *, device: Any) -> CaseResult:
     metrics = {"bandwidth_bps": result["bps"], "gbps": result["bps"] / 1e9, **result}
     return CaseResult(suite=case.suite, key=case.key, params={**case.params, "bytes": size}, check=check,
                       samples={"main": samples}, metrics=metrics, findings=findings)
+
+
+SHARED_KEY = "bandwidth-ceiling"
+
+
+def shared_bandwidth_case(case: CaseSpec, *, device: Any) -> CaseResult:
+    """``B`` for ``case``: the run's ceiling copy on this device when one was measured already
+    (``reused_bandwidth_row``), else measured here (``bandwidth_ceiling_case``) and shared with
+    the run's later suites. ``metrics["bandwidth_source"]``: ``measured_in`` (suite/key), the
+    device, and ``reused``."""
+    run = current_run()
+    origin = None
+    if run is not None:
+        origin = run.shared.get((SHARED_KEY, device.name)) or stored_bandwidth_case(run, device_name=device.name)
+    if origin is not None:
+        return reused_bandwidth_row(case, origin)
+    result = bandwidth_ceiling_case(case, device=device)
+    source = {"measured_in": f"{case.suite}/{case.key}", "device": device.name, "reused": False}
+    result = CaseResult(suite=result.suite, key=result.key, params=result.params, check=result.check,
+                        samples=result.samples, findings=result.findings, error=result.error,
+                        metrics={**result.metrics, "bandwidth_source": source} if result.error is None else result.metrics)
+    if run is not None and result.ok:
+        run.shared[(SHARED_KEY, device.name)] = result
+    return result
+
+
+def stored_bandwidth_case(run: Any, *, device_name: str) -> CaseResult | None:
+    """The run's stored case that measured ``B`` on ``device_name`` (its ``bandwidth_source``
+    names itself), None when there is none or no store."""
+    if run.store is None:
+        return None
+    for stored in run.store.cases(run.run_id):
+        source = stored.metrics.get("bandwidth_source") or {}
+        if (stored.ok and not source.get("reused") and source.get("device") == device_name
+                and source.get("measured_in") == f"{stored.suite}/{stored.key}"):
+            return stored
+    return None
+
+
+def reused_bandwidth_row(case: CaseSpec, origin: CaseResult) -> CaseResult:
+    """``case`` answered by ``origin``'s measurement: its metrics and check, its copy size in
+    the params, ``bandwidth_source`` saying it is reused; no samples (they are ``origin``'s)."""
+    source = {**origin.metrics["bandwidth_source"], "reused": True}
+    return CaseResult(suite=case.suite, key=case.key, params={**case.params, "bytes": origin.params.get("bytes")},
+                      check=dict(origin.check), findings=origin.findings,
+                      metrics={**origin.metrics, "bandwidth_source": source})
+
+
+def bandwidth_source_note(source: dict[str, Any] | None) -> str:
+    """Where a case's ``B`` came from, for a figure's note: ``measured here (gemm/bandwidth), once
+    for this run and device`` or ``shared: measured once for this run and device by
+    gemm/bandwidth``; empty when not recorded."""
+    if not source or not source.get("measured_in"):
+        return ""
+    if source.get("reused"):
+        return f"shared: measured once for this run and device by {source['measured_in']}"
+    return f"measured here ({source['measured_in']}), once for this run and device"

@@ -8,6 +8,13 @@ and the ladder's and grid's shapes: ``parity.ceilings.plan``), in five phases:
 1. ladder: square shapes on a geometric ladder (``min_dim``·√2^i, aligned), smallest first,
    stopping before a shape whose predicted call time exceeds ``max_call_s`` or once the rate
    has fallen for ``patience`` sizes in a row past the best;
+1b. anchors: the large shapes every search times, whatever the ladder found
+   (``plan.anchor_shapes``: the largest cube whose call fits a quarter of ``max_call_s`` at the
+   best rate seen or a quarter of the device's datasheet or ISA peak, whichever is higher, the
+   long-K shape of the same work, and the cube half its side), scored as the grid
+   scores; the best-scored anchor enters the contest unless it scored under a quarter of the
+   best, so a ladder misled by a burst of load (every probe at K = 64) cannot keep the large
+   shapes out of the running;
 2. grid: every (M, N, K) with sides in ``s/4, s/2, s, 2s, 4s`` around the best square ``s``,
    nearest first (in log distance), so thin, wide, long-K and small shapes are in the running;
 3. refine: a compass search with line extrapolation from the three best-scored shapes: each
@@ -49,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.ceilings.plan import SearchPlan, align_up, grid_shapes, scout_sizes
+from parity.ceilings.plan import SearchPlan, align_up, anchor_rate, anchor_shapes, grid_shapes, scout_sizes
 from parity.ceilings.contest import (
     MIN_ROUNDS,
     Bracket,
@@ -70,8 +77,12 @@ REFINE_STEPS_ADD = (4, 2, 1)
 REFINE_STARTS = 3
 # Shares of the budget after which each phase stops starting new probes.
 LADDER_SHARE = 0.25
+ANCHOR_SHARE = 0.35
 GRID_SHARE = 0.45
 REFINE_SHARE = 0.8
+# The best anchor enters the contest when its score is at least this share of the best score:
+# a shape four times slower than the best is not in the running, whatever the load did.
+ANCHOR_ENTRY_SCORE = 0.25
 
 
 @dataclass(kw_only=True)
@@ -86,6 +97,7 @@ class SearchResult:
     scores: dict[Dims, float] = field(default_factory=dict)
     spent_s: float = 0.0
     phases: dict[str, int] = field(default_factory=dict)
+    anchors: list[Dims] = field(default_factory=list)
 
     @property
     def flops(self) -> float:
@@ -120,6 +132,7 @@ class SearchResult:
             "contest": self.contest.to_dict(),
             "spent_s": self.spent_s,
             "phases": dict(self.phases),
+            "anchors": [{"m": d[0], "n": d[1], "k": d[2], "score": self.scores.get(d)} for d in self.anchors],
         }
 
 
@@ -131,7 +144,8 @@ class _Search:
         self.start = clock()
         self.probes: dict[Dims, float] = {}
         self.scores: dict[Dims, float] = {}
-        self.phases = {"scout": 0, "grid": 0, "refine": 0, "contest": 0, "confirm": 0}
+        self.phases = {"scout": 0, "anchor": 0, "grid": 0, "refine": 0, "contest": 0, "confirm": 0}
+        self.anchors: list[Dims] = []
         self.overruns_s: dict[Dims, float] = {}
         self.champions: list[Dims] = []  # the refinements' end points (the latest: its center)
 
@@ -161,7 +175,7 @@ class _Search:
         costs = [self.plan.confirm_budget_s + self.overruns_s.get(d, 0.0) for d in likely]
         if not costs:
             return 0.0
-        costs += [median(costs)] * (self.plan.confirm_top - len(likely)) + [max(costs)]
+        costs += [median(costs)] * max(0, self.plan.confirm_top - len(likely)) + [max(costs)]
         return MIN_ROUNDS * sum(costs)
 
     def past(self, share: float) -> bool:
@@ -214,11 +228,31 @@ class _Search:
             size = scout_sizes(self.plan)[0]
             self.score((size, size, size), None, "scout")
 
+    def best_square(self) -> Dims:
+        """The best-scored square (the ladder's)."""
+        squares = [d for d in self.scores if d[0] == d[1] == d[2]]
+        return max(squares, key=self.scores.__getitem__)
+
+    def anchor(self) -> None:
+        """Phase 1b: score ``anchor_shapes`` at the best rate seen, against the best square as
+        the grid does (bracketed with ``plan.relative``); stops at ``ANCHOR_SHARE``."""
+        reference = self.best_square()
+        bracket = Bracket(self.evaluate, reference, budget_s=self.plan.probe_budget_s)
+        for dims in anchor_shapes(self.plan, anchor_rate(self.plan, max(self.probes.values(), default=0.0))):
+            if self.past(ANCHOR_SHARE):
+                break
+            if dims != reference and self.plan.relative:
+                self.probes[dims], ratio = bracket.score(dims)
+                self.scores[dims] = self.scores[reference] * ratio
+            elif dims not in self.scores:
+                self.score(dims, reference, "anchor")
+            self.anchors.append(dims)
+        self.phases["anchor"] += bracket.timings
+
     def grid(self) -> None:
         """Phase 2: score the shapes of ``grid_shapes`` around the best-scored square (with
         ``plan.relative``, each bracketed by timings of that square, ``rate_contest.Bracket``)."""
-        squares = [d for d in self.scores if d[0] == d[1] == d[2]]
-        reference = max(squares, key=self.scores.__getitem__)
+        reference = self.best_square()
         bracket = Bracket(self.evaluate, reference, budget_s=self.plan.probe_budget_s)
         for dims in grid_shapes(reference[0], self.plan):
             if self.past(GRID_SHARE):
@@ -289,13 +323,19 @@ class _Search:
 
     def candidates(self) -> list[Dims]:
         """The contest's entrants: the refinements' end points, then the best-scored shapes,
-        ``confirm_top`` in all."""
+        ``confirm_top`` in all, and the best-scored anchor when none of them is one and its
+        score is at least ``ANCHOR_ENTRY_SCORE`` of the best (one more)."""
         ranked = list(dict.fromkeys(self.champions))[: self.plan.confirm_top]
         for dims in sorted(self.scores, key=self.scores.__getitem__, reverse=True):
             if len(ranked) >= self.plan.confirm_top:
                 break
             if dims not in ranked:
                 ranked.append(dims)
+        scored = [d for d in self.anchors if d in self.scores]
+        if scored and not set(scored) & set(ranked):
+            anchor = max(scored, key=self.scores.__getitem__)
+            if self.scores[anchor] >= ANCHOR_ENTRY_SCORE * max(self.scores.values()):
+                ranked.append(anchor)
         return ranked
 
     def contest(self) -> Contest:
@@ -339,6 +379,7 @@ def search_ceiling(evaluate: Evaluate, plan: SearchPlan, *, clock: Callable[[], 
     evaluate(first, first, first, plan.probe_budget_s)
     search = _Search(evaluate, plan, clock)
     search.ladder()
+    search.anchor()
     search.grid()
     starts = sorted(search.scores, key=search.scores.__getitem__, reverse=True)
     for start in starts[:REFINE_STARTS]:
@@ -348,4 +389,5 @@ def search_ceiling(evaluate: Evaluate, plan: SearchPlan, *, clock: Callable[[], 
     log.info("compute ceiling %.4g FLOP/s (median confirmation round) at %s after %d probes", median(confirmation),
              contest.winner, len(search.probes))
     return SearchResult(contest=contest, confirm_rates=confirmation, probes=dict(search.probes),
-                        scores=dict(search.scores), spent_s=search.spent(), phases=dict(search.phases))
+                        scores=dict(search.scores), spent_s=search.spent(), phases=dict(search.phases),
+                        anchors=list(search.anchors))

@@ -28,6 +28,7 @@ from parity.harness.progress import (
     estimate_eta_s,
     estimate_run_eta_s,
 )
+from parity.harness.run_context import run_context
 from parity.harness.run_record import start_or_resume
 from parity.harness.suite import CaseSpec, Suite
 from parity.harness.work import Work
@@ -409,7 +410,8 @@ def run_suites(
     from parity.device.lock import DeviceLock
 
     with DeviceLock(device_name=getattr(measured, "name", str(measured)), run_id=run_id,
-                    rank=getattr(group, "rank", 0)) as lock:
+                    rank=getattr(group, "rank", 0)) as lock, \
+            run_context(run_id=run_id, store=store if coord.writer else None):  # what the suites share
         tracker = _sweep(store if coord.writer else None, run_id, plan, device=measured, options=options,
                          report=report, coord=coord, lock=lock)
     if not coord.writer:

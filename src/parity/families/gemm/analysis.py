@@ -27,6 +27,15 @@ from parity.families.gemm.speedup_summary import speedup_summary
 from parity.families.gemm.summary import GemmSummary
 from parity.harness.recheck import settle_rechecks
 from parity.families.gemm.measure_case import ceiling_findings
+from parity.families.gemm.raised import (
+    bandwidth_interval,
+    ceiling_interval,
+    efficiency_interval,
+    fraction_interval,
+    implausible_finding,
+    raise_ceiling,
+    rate_interval,
+)
 from parity.metrics.ceiling import (
     MIN_ROUNDS_FOR_CI,
     ceiling_rounds,
@@ -64,8 +73,12 @@ def _ok_value(result: CaseResult | None, key: str) -> float | None:
     return float(value) if value else None
 
 
-def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | None, sheet: float | None) -> dict[str, Any]:
-    """One backend's figures for one shape (SI units; rates in FLOP/s)."""
+def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | None, sheet: float | None,
+                ceiling_ci: tuple[float, float] | None = None,
+                bandwidth_ci: tuple[float, float] | None = None) -> dict[str, Any]:
+    """One backend's figures for one shape (SI units; rates in FLOP/s); with ``ceiling_ci``
+    (``P``'s 95% CI), ``fraction_of_ceiling_ci95`` (``raised.fraction_interval``), and with
+    ``bandwidth_ci`` too, ``efficiency_ci95`` (``raised.efficiency_interval``)."""
     m = result.metrics
     row: dict[str, Any] = {"key": result.key, "ok": result.ok, "error": result.error,
                            "findings": [f.code for f in result.findings]}
@@ -88,11 +101,18 @@ def backend_row(result: CaseResult, *, peak: float | None, bandwidth: float | No
                     "fraction_of_ceiling": point.fraction_of_ceiling})
     elif peak:
         row["fraction_of_ceiling"] = achieved / peak
+    interval = rate_interval(m)
+    if peak and ceiling_ci and interval:
+        row["fraction_of_ceiling_ci95"] = list(fraction_interval(interval, ceiling_ci))
+        if bandwidth_ci and m.get("arithmetic_intensity"):
+            row["efficiency_ci95"] = list(efficiency_interval(interval, float(m["arithmetic_intensity"]),
+                                                              ceiling_ci, bandwidth_ci))
     return row
 
 
 def shape_rows(results: list[CaseResult], *, peak: float | None, bandwidth: float | None,
-               sheet: float | None) -> list[dict[str, Any]]:
+               sheet: float | None, ceiling_ci: tuple[float, float] | None = None,
+               bandwidth_ci: tuple[float, float] | None = None) -> list[dict[str, Any]]:
     """Per shape: dims, name, intensity, class, best backend, and each backend's figures."""
     shapes: dict[tuple[int, int, int], dict[str, Any]] = {}
     ridge = ridge_point(peak, bandwidth) if peak and bandwidth else None
@@ -111,7 +131,8 @@ def shape_rows(results: list[CaseResult], *, peak: float | None, bandwidth: floa
             if ridge:
                 entry["class"] = COMPUTE_BOUND if intensity >= ridge else MEMORY_BOUND
                 entry["near_ridge"] = 0.75 * ridge <= intensity <= 1.25 * ridge
-        entry["backends"][p["backend"]] = backend_row(result, peak=peak, bandwidth=bandwidth, sheet=sheet)
+        entry["backends"][p["backend"]] = backend_row(result, peak=peak, bandwidth=bandwidth, sheet=sheet,
+                                                      ceiling_ci=ceiling_ci, bandwidth_ci=bandwidth_ci)
     for entry in shapes.values():
         good = {name: b for name, b in entry["backends"].items() if b["ok"]}
         entry["best_backend"] = max(good, key=lambda name: good[name]["achieved_flops"]) if good else None
@@ -167,18 +188,27 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
     ceiling_case, bandwidth_case = _ceilings(results)
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
     cm = sweep_ceiling(ceiling_case, sentinel_rates(results))
+    own = own_shape_figure(results, cm)
+    cm = raise_ceiling(cm, results)
     peak = float(cm["ceiling_flops"]) if _ok_value(ceiling_case, "ceiling_flops") else None
     sheet = cm.get("datasheet_flops")
-    rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet)
+    implausible = implausible_finding(peak, sheet, cm.get("datasheet_derived") or cm.get("datasheet_source"))
+    cm["findings"] = [f for f in cm.get("findings", ()) if f.code != "ceiling-implausible"] + (
+        [implausible] if implausible else [])
+    rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet,
+                      ceiling_ci=ceiling_interval(cm, peak) if peak else None,
+                      bandwidth_ci=bandwidth_interval(bandwidth_case.metrics, bandwidth)
+                      if bandwidth and bandwidth_case is not None else None)
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
-    own = own_shape_figure(results, cm)
-    ceiling_codes = [f.code for f in cm.pop("findings", ())]
-    sweep_findings = [f.to_dict() for f in cm.pop("sweep_findings", ())]
+    ceiling_codes = [f.code for f in cm.get("findings", ())]
+    sweep_findings = [f.to_dict() for f in cm.pop("sweep_findings", ())] + [
+        f.to_dict() for f in cm.pop("findings", ()) if f.code in ("ceiling-raised", "ceiling-kept", "ceiling-implausible")]
     dtype = next((r.params.get("dtype") for r in results if r.params.get("dtype")), None)
     return GemmSummary(
         ceiling_flops=peak,
         statistic=STATISTIC,
         bandwidth_bps=bandwidth,
+        bandwidth_source=bandwidth_case.metrics.get("bandwidth_source") if bandwidth_case is not None else None,
         dtype=dtype,
         device_name=cm.get("device_name"),
         ceiling_shape=cm.get("ceiling_shape"),
@@ -199,6 +229,11 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
         power_limited=sorted({r.key for r in shape_results if r.metrics.get("power_limited")}),
         failed=[_failure(r) for r in shape_results if not r.ok],
         over_ceiling=[r["name"] for r in rows if r["best"] and (r["best"].get("efficiency") or 0) > 1.0],
+        over_ceiling_beyond_ci=[r["name"] for r in rows if r["best"]
+                                and (r["best"].get("fraction_of_ceiling_ci95") or [0.0])[0] > 1.0],
+        over_attainable_beyond_ci=[r["name"] for r in rows if r["best"]
+                                   and (r["best"].get("efficiency_ci95") or [0.0])[0] > 1.0],
+        ceiling_raised=cm.get("ceiling_raised"),
         ceiling_own_shape=own,
         findings=(trend_findings + sweep_findings
                   + ([own_shape_finding(own)] if own and not own["reproduced"] else [])),

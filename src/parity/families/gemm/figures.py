@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.ceilings.bandwidth import bandwidth_source_note
 from parity.families.gemm.summary import GemmSummary
 from parity.metrics.bandwidth import STREAM_CONVENTION
 from parity.metrics.validity import fraction_above_one, non_positive_rate
@@ -54,6 +55,13 @@ def best_fraction_ci(fraction: float | None, ceiling_flops: float | None,
     return (fraction * ceiling_flops / ceiling_ci[1], fraction * ceiling_flops / ceiling_ci[0])
 
 
+def _raised_note(raised: dict[str, Any] | None) -> str:
+    if not raised:
+        return ""
+    return (f"ceiling-raised: the search gave {raised['from_flops'] / 1e12:.4g} TFLOP/s; "
+            f"raised to {raised['flops'] / 1e12:.4g} ({raised['source']})")
+
+
 def gemm_figures(summary: GemmSummary) -> list[Figure]:
     """The GEMM sweep: ceilings, best fraction of ``P``, median efficiencies (compute-bound, all)."""
     s = summary
@@ -65,11 +73,13 @@ def gemm_figures(summary: GemmSummary) -> list[Figure]:
                        + (s.ceiling_statistic or "median confirmation round of the ceiling search's winner")),
                scope={**scope, "shape": s.ceiling_shape, "ceiling_from": s.ceiling_from},
                ci95=_ceiling_ci(s.ceiling_rounds), best=s.ceiling_best_flops,
-               note=s.ceiling_error or _unstable_note(s.ceiling_rounds),
+               note=s.ceiling_error or "; ".join(n for n in (_raised_note(s.ceiling_raised),
+                                                             _unstable_note(s.ceiling_rounds)) if n),
                findings=_found(non_positive_rate(s.ceiling_flops, what="the compute ceiling P", unit="FLOP/s"))),
         Figure(name="gemm.bandwidth_ceiling", value=s.bandwidth_bps, unit="B/s",
-               method=f"large device-to-device copy, {STREAM_CONVENTION}", scope=scope,
-               note=s.bandwidth_error or "",
+               method=f"large device-to-device copy, {STREAM_CONVENTION}",
+               scope={**scope, "measured_in": (s.bandwidth_source or {}).get("measured_in")},
+               note=s.bandwidth_error or bandwidth_source_note(s.bandwidth_source),
                findings=_found(non_positive_rate(s.bandwidth_bps, what="the bandwidth ceiling B", unit="B/s"))),
         Figure(name="gemm.best_fraction_of_ceiling", value=s.best_fraction_of_ceiling, unit="1",
                method="best achieved rate over the measured ceiling P; CI from P's rounds",

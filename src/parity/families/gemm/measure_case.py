@@ -11,14 +11,15 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from parity.ceilings.bandwidth import bandwidth_ceiling_case
+from parity.ceilings.bandwidth import shared_bandwidth_case
 from parity.ceilings.compute import search_ceiling
 from parity.ceilings.plan import SearchPlan
 from parity.families.gemm.backends import load_backend
 from parity.families.gemm.check import check_backend, check_findings
 from parity.families.gemm.datasheet import reference_peak
 from parity.families.gemm.dtypes import GemmDtype, emulation_note, precision_mode
-from parity.families.gemm.evaluator import gemm_rate_evaluator
+from parity.families.gemm.evaluator import FLUSHED_SETS, gemm_rate_evaluator
+from parity.families.gemm.raised import implausible_finding
 from parity.families.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.harness.measure import time_work
 from parity.harness.strategies import ReplayFallback, Stopwatch
@@ -74,19 +75,23 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     reason = backend.unavailable_reason(device=device, dtype=dtype)
     if reason:
         return error_row(case, code="unsupported-backend", message=reason, hint="choose another --backend")
-    plan = SearchPlan.for_device(device.type, budget_s=float(case.params["ceiling_budget_s"]))
+    sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
+    plan = replace(search_plan(device, dtype, budget_s=float(case.params["ceiling_budget_s"])),
+                   reference_flops=sheet["flops"] if sheet else None)
     kept: dict[tuple[int, int, int], Samples] = {}
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
                                    flush=bool(case.params.get("flush", True)))
     result = search_ceiling(evaluate, plan, clock=Stopwatch())
     device_name = device.properties().name
-    sheet = reference_peak(device=device, dtype=dtype.name, given_tflops=case.params.get("peak_tflops"))
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
     rounds = result.rounds
     emulated = emulation_note(dtype, device)
     extra = (Finding(code="emulated-dtype", severity=Severity.WARNING, message=emulated,
                      hint="compare this dtype on hardware that runs it natively"),) if emulated else ()
+    implausible = implausible_finding(rounds.median_flops, sheet["flops"] if sheet else None,
+                                      (sheet or {}).get("derived") or (sheet or {}).get("source"))
+    extra += (implausible,) if implausible else ()
     return CaseResult(
         suite=case.suite, key=case.key, params=dict(case.params), check=check,
         findings=tuple(check_findings(check)) + tuple(ceiling_findings(rounds)) + extra,
@@ -101,13 +106,26 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
             "emulation_note": emulated,
             "search": result.to_dict(),
             "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
-                     "budget_s": plan.budget_s},
+                     "budget_s": plan.budget_s, "max_elements": plan.max_elements,
+                     "reference_flops": plan.reference_flops},
             "device_name": device_name,
             "datasheet_flops": sheet["flops"] if sheet else None,
             "datasheet_source": sheet["source"] if sheet else None,
             "datasheet_derived": sheet["derived"] if sheet else None,
         },
     )
+
+
+def search_plan(device: Any, dtype: GemmDtype, *, budget_s: float) -> SearchPlan:
+    """The device's ``SearchPlan`` with its shapes bounded by the free memory: the operands of
+    the evaluator's input sets (``FLUSHED_SETS``, ``M·K + K·N + M·N`` elements each, at the
+    wider of the input and output widths) within ``MEMORY_SHARE`` of it."""
+    plan = SearchPlan.for_device(device.type, budget_s=budget_s)
+    free = free_memory_bytes(device)
+    if not free:
+        return plan
+    width = max(dtype.in_bytes, dtype.out_bytes)
+    return replace(plan, max_elements=int(MEMORY_SHARE * free / (width * FLUSHED_SETS)))
 
 
 def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
@@ -155,6 +173,31 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
                                             "each timing as a sweep shape"})
 
 
+def measure_ceiling_raise(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
+    """Search again around the shape that beat ``P`` (``parity.ceilings.raise_search``), within
+    ``raise_budget_s``: ``raise`` (what it found, ``holds``) and ``raise_rounds`` (the winner's
+    confirmation rounds, ``CeilingRounds``) when it held."""
+    from parity.ceilings.raise_search import search_around
+    from parity.metrics.ceiling import ceiling_rounds
+
+    if unavailable:
+        return unsupported_dtype_row(case, unavailable)
+    p = case.params
+    backend = load_backend(p["backend"])
+    plan = search_plan(device, dtype, budget_s=float(p["raise_budget_s"]))
+    evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, flush=bool(p.get("flush", True)))
+    found = search_around(evaluate, challenger=tuple(int(p["challenger"][d]) for d in "mnk"),  # type: ignore[arg-type]
+                          incumbent=tuple(int(p["incumbent"][d]) for d in "mnk"),  # type: ignore[arg-type]
+                          plan=plan, clock=Stopwatch())
+    metrics: dict[str, Any] = {"raise": found.to_dict()}
+    if found.confirm_rates:
+        metrics["raise_rounds"] = ceiling_rounds(found.confirm_rates).to_dict()
+    m, n, k = found.contest.winner
+    check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
+    return CaseResult(suite=case.suite, key=case.key, params=dict(p), check=check,
+                      findings=tuple(check_findings(check)), metrics=metrics)
+
+
 def ceiling_findings(rounds: CeilingRounds, *, where: str = "rounds") -> list[Finding]:
     """``unstable-ceiling`` (a warning) when the ceiling's rounds (``where`` names them) spread
     beyond what one run's CI can promise (``CeilingRounds.unstable``), with every round in the
@@ -173,8 +216,9 @@ def ceiling_findings(rounds: CeilingRounds, *, where: str = "rounds") -> list[Fi
 
 
 def measure_bandwidth(case: CaseSpec, *, device: Any) -> CaseResult:
-    """The bandwidth ceiling ``B``: the dedicated copy membw measures too (read plus write bytes)."""
-    return bandwidth_ceiling_case(case, device=device)
+    """The bandwidth ceiling ``B``: the dedicated copy membw measures too (read plus write bytes),
+    once per run and device (``shared_bandwidth_case``)."""
+    return shared_bandwidth_case(case, device=device)
 
 
 def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any, unavailable: str | None,
@@ -196,9 +240,11 @@ def measure_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, backend: Any
     if ceiling_flops and work / ceiling_flops > float(p["max_call_s"]):
         return error_row(
             case, code="too-slow", metrics=base,
-            message=(f"one call needs at least {work / ceiling_flops:.3g} s at the measured ceiling, "
-                     f"over the {float(p['max_call_s']):.3g} s limit"),
-            hint="use --quick or --shapes FILE with smaller shapes, or raise max_call_s")
+            message=(f"one call needs at least {work / ceiling_flops:.3g} s at the fastest rate this run measured "
+                     f"({ceiling_flops / 1e12:.3g} TFLOP/s: P, or a faster swept shape), over the "
+                     f"{float(p['max_call_s']):.3g} s limit (gemm.max_call_s)"),
+            hint=("a rate this low on this shape's size means the device was busy or the dtype is emulated: "
+                  "run idle, give smaller shapes with --shapes FILE, or raise --max-call-s"))
     needed = 3 * bytes_per_set(dtype, m=m, n=n, k=k)
     free = free_memory_bytes(device)
     if free is not None and needed > MEMORY_SHARE * free:

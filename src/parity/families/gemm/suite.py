@@ -27,12 +27,14 @@ from typing import Any
 from parity.families.gemm.catalog import catalog, load_user_shapes, quick_selection
 from parity.families.gemm.catalog.shapes import Shape
 from parity.ceilings.plan import SearchPlan
-from parity.families.gemm.analysis import gemm_summary, off_trend_shapes, sentinel_rates
+from parity.families.gemm.analysis import gemm_summary, off_trend_shapes, sentinel_rates, sweep_ceiling
+from parity.families.gemm.raised import raise_case
 from parity.families.gemm.backends import load_backend
 from parity.families.gemm.dtypes import resolve_dtype, unavailable_reason
 from parity.families.gemm.measure_case import (
     measure_bandwidth,
     measure_ceiling,
+    measure_ceiling_raise,
     measure_ceiling_shape,
     measure_shape,
     skipped_row,
@@ -107,9 +109,11 @@ def shape_key(dtype: str, backend: str, shape: Shape) -> str:
 class GemmSuite(SuiteBase):
     """``parity gemm`` / ``parity run --suite gemm``.
 
-    State (``setup``): the compute ceilings measured in this run, by (device, dtype): their rate,
-    the guard against shapes too slow to time, and their shape, which the sentinels time. A
-    resumed run that skips the ceiling case has neither: no guard, and its sentinels are skipped.
+    State (``setup``): the compute ceilings measured in this run, by (device, dtype): their rate
+    and the fastest swept shape's, the larger of which guards against shapes too slow to time
+    (a shape's least call time is its work over the fastest rate seen), and their shape, which
+    the sentinels time. A resumed run that skips the ceiling case has neither: no guard, and
+    its sentinels are skipped.
     """
 
     name = SUITE
@@ -168,6 +172,8 @@ class GemmSuite(SuiteBase):
         reason = unavailable_reason(dtype, device)
         if kind == "ceiling-shape":
             return measure_ceiling_shape(case, device=device, dtype=dtype, unavailable=reason)
+        if kind == "ceiling-raise":
+            return measure_ceiling_raise(case, device=device, dtype=dtype, unavailable=reason)
         if kind == "ceiling-sentinel":
             ceiling = state.get((device.name, dtype.name))
             if ceiling is None or ceiling["dims"] is None:
@@ -194,17 +200,24 @@ class GemmSuite(SuiteBase):
         backend = load_backend(params["backend"])
         baseline = load_backend(params["baseline"]) if params.get("baseline") else None
         ceiling = state.get((device.name, dtype.name))
-        return measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
-                             ceiling_flops=ceiling["flops"] if ceiling else None, baseline=baseline)
+        fastest = max(ceiling["flops"], ceiling.get("fastest", 0.0)) if ceiling else None
+        result = measure_shape(case, device=device, dtype=dtype, backend=backend, unavailable=reason,
+                               ceiling_flops=fastest, baseline=baseline)
+        if ceiling is not None and result.ok and result.metrics.get("achieved_flops"):
+            ceiling["fastest"] = max(ceiling.get("fastest", 0.0), float(result.metrics["achieved_flops"]))
+        return result
 
     def recheck(self, results: list[CaseResult], *, options: GemmOptions) -> list[CaseSpec]:
-        """Shapes whose rate is off the trend of their neighbours in shape, measured once more,
-        and, with fewer than three sentinel rounds, the ceiling's own shape timed again as ``P``
-        was (``own_shape_case``)."""
+        """Shapes whose rate is off the trend of their neighbours in shape, measured once more;
+        with fewer than three sentinel rounds, the ceiling's own shape timed again as ``P``
+        was (``own_shape_case``); and when a shape beat ``P`` beyond both CIs, the search again
+        around it (``raised.raise_case``)."""
         again = [CaseSpec(suite=SUITE, key=f"{r.key}/again", params={**r.params, "again_of": r.key})
                  for r in off_trend_shapes(results)]
         own = own_shape_case(results)
-        return again + ([own] if own is not None else [])
+        ceiling = next((r for r in results if r.params.get("kind") == "ceiling"), None)
+        search_again = raise_case(results, sweep_ceiling(ceiling, sentinel_rates(results))) if ceiling else None
+        return again + [c for c in (own, search_again) if c is not None]
 
     def summarize(self, results: list[CaseResult], *, options: GemmOptions) -> GemmSummary:
         return gemm_summary(results)

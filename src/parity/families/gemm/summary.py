@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 TERA = 1e12
 # The units of ``case_figures`` (an export's columns; ``tflops`` is the export's own scale).
 CASE_FIGURE_UNITS = {"tflops": "TFLOP/s", "best_flops": "FLOP/s", "fraction_of_ceiling": "1",
+                     "fraction_of_ceiling_ci95_low": "1", "fraction_of_ceiling_ci95_high": "1",
+                     "efficiency_ci95_low": "1", "efficiency_ci95_high": "1",
                      "attainable_flops": "FLOP/s", "efficiency": "1", "arithmetic_intensity": "FLOP/B",
                      "class": "", "near_ridge": "", "dtype": "", "device": ""}
 
@@ -32,7 +34,12 @@ class GemmSummary:
     ``ceiling_flops`` is ``P`` (FLOP/s, its ``ceiling_statistic``), ``bandwidth_bps`` is ``B``
     (B/s, read + written), ``ridge_flop_per_byte`` is ``P/B``; ``best_fraction_of_ceiling`` the
     best achieved rate over ``P``; ``efficiency_compute_bound`` and ``efficiency_all`` the
-    distributions of achieved/attainable (None when no such shape was measured)."""
+    distributions of achieved/attainable (None when no such shape was measured).
+    ``ceiling_raised``: how ``P`` was raised after the sweep (``raised.raise_ceiling``), None when
+    it was not; ``over_ceiling_beyond_ci``: shapes whose fraction of the final ``P`` is above 1
+    beyond both CIs (each row's ``fraction_of_ceiling_ci95``); ``over_attainable_beyond_ci``:
+    shapes whose efficiency is above 1 beyond the rate's, ``P``'s and ``B``'s CIs
+    (``efficiency_ci95``)."""
 
     VERSION: ClassVar[int] = 2
 
@@ -40,6 +47,7 @@ class GemmSummary:
     statistic: str = ""
     best_fraction_of_ceiling: float | None = None
     bandwidth_bps: float | None = None
+    bandwidth_source: dict[str, Any] | None = None
     dtype: str | None = None
     device_name: str | None = None
     ceiling_shape: dict[str, int] | None = None
@@ -63,6 +71,9 @@ class GemmSummary:
     power_limited: list[str] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     over_ceiling: list[str] = field(default_factory=list)
+    over_ceiling_beyond_ci: list[str] = field(default_factory=list)
+    over_attainable_beyond_ci: list[str] = field(default_factory=list)
+    ceiling_raised: dict[str, Any] | None = None
     ceiling_own_shape: dict[str, Any] | None = None
     findings: list[dict[str, Any]] = field(default_factory=list)
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -87,6 +98,10 @@ class GemmSummary:
                 by_key[backend["key"]] = {
                     "tflops": backend["achieved_flops"] / TERA, "best_flops": backend.get("best_flops"),
                     "fraction_of_ceiling": backend.get("fraction_of_ceiling"),
+                    "fraction_of_ceiling_ci95_low": (backend.get("fraction_of_ceiling_ci95") or [None])[0],
+                    "fraction_of_ceiling_ci95_high": (backend.get("fraction_of_ceiling_ci95") or [None, None])[1],
+                    "efficiency_ci95_low": (backend.get("efficiency_ci95") or [None])[0],
+                    "efficiency_ci95_high": (backend.get("efficiency_ci95") or [None, None])[1],
                     "attainable_flops": backend.get("attainable_flops"), "efficiency": backend.get("efficiency"),
                     "class": row.get("class"), "near_ridge": row.get("near_ridge"),
                     "arithmetic_intensity": row.get("arithmetic_intensity"), "dtype": self.dtype,

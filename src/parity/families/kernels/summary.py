@@ -128,6 +128,7 @@ class KernelsSummary:
 
     ceilings_flops: dict[str, float] = field(default_factory=dict)
     bandwidth_bps: float | None = None
+    bandwidth_source: dict[str, Any] | None = None
     ceiling_errors: dict[str, str] = field(default_factory=dict)
     device_name: str | None = None
     statistic: str = STATISTIC
@@ -145,7 +146,8 @@ class KernelsSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.VERSION, "ceilings_flops": dict(self.ceilings_flops),
-                "bandwidth_bps": self.bandwidth_bps, "ceiling_errors": dict(self.ceiling_errors),
+                "bandwidth_bps": self.bandwidth_bps, "bandwidth_source": self.bandwidth_source,
+                "ceiling_errors": dict(self.ceiling_errors),
                 "device_name": self.device_name, "statistic": self.statistic, "operations": self.operations,
                 "checked": self.checked, "failed": list(self.failed),
                 "libraries": [asdict(entry) for entry in self.libraries], "rows": [r.to_dict() for r in self.rows]}
@@ -246,6 +248,9 @@ def summarize_kernels(results: list[CaseResult]) -> KernelsSummary:
     rows = _with_speedups([op_row(r, peaks=peaks, bandwidth=bandwidth) for r in results
                            if r.params.get("kind") == "op"], results)
     device = next((r.metrics.get("device_name") for r in results if r.params.get("kind") == "ceiling"), None)
-    return KernelsSummary(ceilings_flops=peaks, bandwidth_bps=bandwidth, ceiling_errors=errors, device_name=device,
+    source = next((r.metrics.get("bandwidth_source") for r in results
+                   if r.params.get("kind") == "bandwidth" and r.error is None), None)
+    return KernelsSummary(ceilings_flops=peaks, bandwidth_bps=bandwidth, bandwidth_source=source,
+                          ceiling_errors=errors, device_name=device,
                           rows=tuple(rows), libraries=tuple(library_status(results)),
                           failed=tuple(r.key for r in rows if not r.ok))

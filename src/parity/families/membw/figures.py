@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.ceilings.bandwidth import bandwidth_source_note
 from parity.families.membw.summary import MembwSummary
 from parity.metrics.bandwidth import STREAM_CONVENTION
 from parity.model.figure import Figure
@@ -23,8 +24,9 @@ def membw_figures(summary: MembwSummary) -> list[Figure]:
         name="membw.ceiling", value=ceiling["bps"] if ceiling else None, unit="B/s",
         method=f"{ceiling['method']}, {STREAM_CONVENTION}" if ceiling else STREAM_CONVENTION,
         scope={"device": device, "op": "copy",
-               "operand_bytes": ceiling["operand_bytes"] if ceiling else None},
-        note="" if ceiling else "no copy measured")]
+               "operand_bytes": ceiling["operand_bytes"] if ceiling else None,
+               "measured_in": (ceiling.get("source") or {}).get("measured_in") if ceiling else None},
+        note=bandwidth_source_note(ceiling.get("source")) if ceiling else "no copy measured")]
     for curve in summary.curves:
         figures += _curve_figures(curve, device=device, flush=summary.flush)
     return figures

@@ -23,7 +23,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from parity.ceilings.bandwidth import bandwidth_ceiling_case, bandwidth_copy_bytes
+from parity.ceilings.bandwidth import bandwidth_copy_bytes, shared_bandwidth_case
 from parity.families.membw.ops import (
     DEVICE_OPS,
     HOST_OPS,
@@ -164,7 +164,7 @@ class MembwSuite(SuiteBase):
     def measure(self, case: CaseSpec, *, device: Any, options: MembwOptions, state: Any = None) -> CaseResult:
         threads = _set_threads(device, options.threads)
         if case.params.get("kind") == "ceiling":
-            result = bandwidth_ceiling_case(case, device=device)
+            result = shared_bandwidth_case(case, device=device)
             return replace(result, params={**result.params, "threads": threads},
                            metrics={**result.metrics, "threads": threads})
         params = {**case.params, "threads": threads}

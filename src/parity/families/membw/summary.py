@@ -63,6 +63,7 @@ def measured_ceiling(results: list[CaseResult]) -> dict[str, Any] | None:
         "median_s": chosen.metrics.get("median_s"),
         "convention": STREAM_CONVENTION,
         "method": method,
+        "source": chosen.metrics.get("bandwidth_source"),
     }
 
 
