@@ -67,11 +67,16 @@ def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db
     # P from the sentinels timed through the sweep; the ceiling's own shape timed as a sweep shape
     # beside each of their rounds, with its fraction's CI.
     own = summary["ceiling_own_shape"]
-    assert own["shape"] == summary["ceiling_shape"] and own["ci95"][0] <= own["fraction"] <= own["ci95"][1]
+    searched = (summary.get("ceiling_raised") or {}).get("from_shape") or summary["ceiling_shape"]  # P's search
+    assert own["shape"] == searched and own["ci95"][0] <= own["fraction"] <= own["ci95"][1]
     rounds = summary["ceiling_rounds"]
     assert own["source"] == "sentinels through the sweep" and len(own["own_flops"]) == 7
-    assert rounds["rounds_flops"] == rounds["sentinel_flops"] and len(rounds["confirm_flops"]) >= 3
-    assert summary["ceiling_flops"] == rounds["median_flops"]
+    raised = summary.get("ceiling_raised")
+    if raised is None:  # P is the sentinels' median
+        assert rounds["rounds_flops"] == rounds["sentinel_flops"] and len(rounds["confirm_flops"]) >= 3
+        assert summary["ceiling_flops"] == rounds["median_flops"]
+    else:  # a sweep shape beat the search's P beyond both CIs and held: P is the raised rate
+        assert summary["ceiling_flops"] == raised["flops"] > raised["from_flops"]
     if view_for("gemm") is not None:
         assert "P's own shape, timed as a sweep shape" in result.output and "sentinel rounds" in result.output
     again = CliRunner().invoke(cli, ["gemm", "--resume", data["run_id"], "--json", str(out)])

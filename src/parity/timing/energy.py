@@ -237,15 +237,16 @@ class PowerSampler:
         self._start = self._end = 0.0
 
     def __enter__(self) -> PowerSampler:
-        if self.sources:
+        if self.sources:  # with none there is no window to cover: no clock is read
             self._read_all()
             self._thread = threading.Thread(target=self._loop, name="parity-power", daemon=True)
             self._thread.start()
-        self._start = time.perf_counter()
+            self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._end = time.perf_counter()
+        if self.sources:
+            self._end = time.perf_counter()
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -149,7 +149,8 @@ def raise_ceiling(ceiling_metrics: dict[str, Any], results: list[CaseResult]) ->
     return {**ceiling_metrics, "ceiling_flops": raised, "ceiling_best_flops": max(raised, float(
         ceiling_metrics.get("ceiling_best_flops") or 0.0)), "ceiling_shape": shape,
         "ceiling_statistic": f"{RAISE_STATISTIC}: {source}", "ceiling_rounds": rounds,
-        "ceiling_raised": {"from_flops": before, "flops": raised, "source": source, "challenger": dims,
+        "ceiling_raised": {"from_flops": before, "from_shape": ceiling_metrics.get("ceiling_shape"),
+                           "flops": raised, "source": source, "challenger": dims,
                            "challenger_key": shape_case.key, "search": found},
         "findings": [*ceiling_metrics.get("findings", []), finding]}
 
