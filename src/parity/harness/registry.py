@@ -15,7 +15,6 @@ A suite given as a class is instantiated with no arguments on first use.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from typing import Any
 
 from parity.harness.suite import Suite
 from parity.model.errors import ParityError
+from parity.model.family import load_object
 
 log = logging.getLogger(__name__)
 
@@ -88,22 +88,8 @@ def names() -> list[str]:
 
 
 def _load(spec: str, *, label: str) -> Suite:
-    module_name, _, attribute = spec.partition(":")
-    if not attribute:
-        raise ParityError(f"{label}: expected 'module:attribute', got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name in ("torch", "numpy"):
-            raise ParityError(f"{label} needs {exc.name}: pip install 'parity[bench]'") from None
-        raise ParityError(f"{label} cannot be imported: no module named {exc.name!r}") from None
-    except ImportError as exc:
-        raise ParityError(f"{label} cannot be imported: {exc}") from None
-    try:
-        target = getattr(module, attribute)
-    except AttributeError:
-        raise ParityError(f"{label}: module {module_name} has no {attribute!r}") from None
-    suite = target() if isinstance(target, type) else target
+    """The suite a ``"module:attribute"`` path names (``parity.model.family.load_object``)."""
+    suite = load_object(spec, label=label)
     if not isinstance(suite, Suite):
         raise ParityError(f"{label}: {spec} is not a suite (needs name, cases, measure, summarize)")
     return suite
