@@ -16,11 +16,12 @@ import contextlib
 import logging
 import traceback
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from parity.harness.energy import energy_figures
 from parity.harness.options import parse_options
+from parity.harness.outcome import RunOutcome, SuiteOutcome, record_load_at_end, run_conditions
 from parity.harness.progress import (
     ProgressCallback,
     ProgressEvent,
@@ -34,75 +35,13 @@ from parity.harness.suite import CaseSpec, Suite
 from parity.harness.work import Work
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
-from parity.model.result import CaseResult, RunRecord
-from parity.store.database import Store
-from parity.harness.verdict import doubtful_figures, run_doubtful
-from parity.store.figures import suite_figures
+from parity.model.result import CaseResult
 from parity.harness.strategies import Stopwatch
+from parity.harness.verdict import doubtful_figures, run_doubtful
+from parity.store.database import Store
+from parity.store.figures import suite_figures
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SuiteOutcome:
-    """One suite's share of a run: its summary (or why summarising failed) and case counts;
-    ``contended`` cases carry a ``contended`` finding, ``concurrent`` a ``concurrent-run`` one."""
-
-    name: str
-    summary: dict[str, Any]
-    cases: int
-    failed: int
-    errors: int
-    figures: tuple[Figure, ...] = ()
-    summary_error: str | None = None
-    doubtful: int = 0
-    doubtful_by: dict[str, int] = field(default_factory=dict)
-    contended: int = 0
-    concurrent: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.failed == 0 and self.summary_error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "suite": self.name,
-            "ok": self.ok,
-            "cases": self.cases,
-            "failed": self.failed,
-            "errors": self.errors,
-            "contended": self.contended,
-            "concurrent": self.concurrent,
-            "summary": self.summary,
-            "figures": [f.to_dict() for f in self.figures],
-            "summary_error": self.summary_error,
-            "doubtful": {"figures": self.doubtful, "by_reason": dict(self.doubtful_by)},
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunOutcome:
-    """What ``run_suites`` returns: the finished run record, its cases and per-suite outcomes."""
-
-    run: RunRecord
-    cases: list[CaseResult]
-    suites: list[SuiteOutcome] = field(default_factory=list)
-    measured: int = 0
-    skipped: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return all(s.ok for s in self.suites)
-
-    @property
-    def doubtful(self) -> int:
-        """Figures of the run that cannot be trusted (``invalid`` or ``contended``)."""
-        return sum(s.doubtful for s in self.suites)
-
-    @property
-    def contended(self) -> int:
-        """Cases measured under contention or beside another parity run, over every suite."""
-        return sum(any(f.code in ("contended", "concurrent-run") for f in c.findings) for c in self.cases)
 
 
 def typed_options(suites: Sequence[Suite], given: dict[str, Any]) -> dict[str, Any]:
@@ -327,33 +266,6 @@ def _suite_state(suite: Suite, *, device: Any, options: Any) -> Iterator[Any]:
         suite.teardown(state)
 
 
-def _conditions(outcomes: list[SuiteOutcome], lock: Any, *, device_name: str) -> dict[str, Any]:
-    """The run's share of what else ran: contended and concurrent case counts, the other
-    parity runs seen on the device, and a ``concurrent-run`` finding on the run when any was."""
-    from parity.device.lock import concurrent_message
-    from parity.model.findings import Finding, Severity
-
-    seen = list(lock.seen.values())
-    out: dict[str, Any] = {"contended": sum(o.contended for o in outcomes),
-                           "concurrent": sum(o.concurrent for o in outcomes), "concurrent_runs": seen}
-    if lock.problem:
-        out["lock_problem"] = lock.problem
-    if seen:
-        out["findings"] = [Finding(code="concurrent-run", severity=Severity.WARNING,
-                                   message=concurrent_message(seen, device_name),
-                                   hint="measure one run at a time on a device").to_dict()]
-    return out
-
-
-def _record_load_at_end(store: Store, run_id: str) -> None:
-    """Add the machine's load at the end of the run to its provenance (``load.end``)."""
-    from parity.device.load import load_now
-
-    provenance = dict(store.get_run(run_id).provenance)
-    provenance["load"] = {**(provenance.get("load") or {}), "end": load_now()}
-    store.update_provenance(run_id, provenance)
-
-
 def _missing(cases: list[CaseSpec], done: set[str]) -> list[CaseSpec]:
     return [case for case in cases if case.key not in done]
 
@@ -430,8 +342,8 @@ def run_suites(
     outcomes = judged
     ok = all(o.ok for o in outcomes)
     summary = {"ok": ok, "suites": {o.name: o.to_dict() for o in outcomes}, "doubtful": run_doubtful(outcomes),
-               **_conditions(outcomes, lock, device_name=getattr(measured, "name", str(measured)))}
-    _record_load_at_end(store, run_id)
+               **run_conditions(outcomes, lock, device_name=getattr(measured, "name", str(measured)))}
+    record_load_at_end(store, run_id)
     store.finish_run(run_id, status="complete" if ok else "failed", summary=summary)
     tracker.emit("done")
     return RunOutcome(
