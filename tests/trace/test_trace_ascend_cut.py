@@ -9,7 +9,7 @@ from pathlib import Path
 from ascend_folder import KERNEL_DETAILS, TASKS, write_rank
 
 from parity.trace import load_trace
-from parity.trace.readers.ascend_text import ends_mid_row
+from parity.trace.readers.ascend_csv import ends_mid_row
 
 DETAILS = "ASCEND_PROFILER_OUTPUT/kernel_details.csv"
 MORE_TASKS = TASKS + [("Add", 2, 620, 650, "AI_CORE"), ("Mul", 2, 650, 700, "AI_CORE")]

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
-from parity.trace.readers.ascend_text import TASK_KIND, step_rows
+from parity.trace.readers.ascend_csv import step_rows
+from parity.trace.readers.ascend_text import TASK_KIND
 from parity.trace.readers.columns import Columns
 from parity.trace.steps import PROFILER_STEP
 from parity.trace.table import NO_ID, ActivityTable, Kind
@@ -228,7 +229,7 @@ def _rank(db, tables: set[str], path: Path) -> int:
 
 def _step_trace(path: Path, warnings: list[str]) -> list[dict]:
     """``analysis.db``'s StepTraceTime rows with step_trace_time.csv's column names
-    (:func:`.ascend_text.step_rows`); [] when there is no such file or table."""
+    (:func:`.ascend_csv.step_rows`); [] when there is no such file or table."""
     if not path.is_file():
         return []
     try:
