@@ -26,6 +26,7 @@ from parity.harness.work import Work
 from parity.metrics.rates import rate_per_s
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
+
 __all__ = ["load_window", "measure_work", "time_work", "timing_metrics", "with_conditions"]
 
 
