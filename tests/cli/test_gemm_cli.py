@@ -61,7 +61,11 @@ def test_tiny_real_sweep_writes_rows_and_summary_then_resumes(tmp_path: Path, db
     assert all(r["backends"]["matmul"]["relative_error"] < 0.05 for r in data["rows"])
     raw = [c for c in data["cases"] if c["key"] == "bf16/matmul/32x32x32"][0]
     assert len(raw["samples"]["main"]["values_s"]) >= 5  # raw samples kept
-    assert f"run {data['run_id']}" in result.output and result.output.rstrip().endswith("- OK")
+    # A real sweep of two tiny shapes with a 1 s search may time a figure beyond P's CI: the
+    # verdict is then DOUBTFUL (invalid), never FAILED, and the run stays ok either way.
+    last = result.output.rstrip().splitlines()[-1]
+    assert last.startswith(f"run {data['run_id']}: ") and (last.endswith("- OK") or "- DOUBTFUL: " in last)
+    assert data["ok"] is True
     if view_for("gemm") is not None:  # the family's own text once it registers its view
         assert "measured compute ceiling" in result.output and "tiny" in result.output
     # P from the sentinels timed through the sweep; the ceiling's own shape timed as a sweep shape
