@@ -161,3 +161,53 @@ def test_implausible_ceiling_hand_computed() -> None:
     assert finding is not None and finding.code == "ceiling-implausible" and "0.21%" in finding.message
     assert implausible_finding(100e9, 664.6e9, "AVX-512 BF16") is None  # 15%
     assert implausible_finding(1.4e9, None, None) is None
+
+
+def test_a_shape_above_p_within_the_cis_floors_p_at_its_rate() -> None:
+    from parity.families.gemm.raised import floor_at_sweep
+
+    inside = fast_shape(101e12, ci=(97e12, 105e12))  # low end 97 <= P's high 102: within noise
+    metrics = {**ceiling().metrics, "findings": []}
+    floored = floor_at_sweep(metrics, [ceiling(), inside])
+    assert floored["ceiling_flops"] == pytest.approx(101e12)
+    assert floored["ceiling_rounds"]["ci95_flops"] == pytest.approx([97e12, 105e12])
+    assert floored["ceiling_raised"]["within_ci"] is True and floored["ceiling_raised"]["from_flops"] == P
+    (finding,) = floored["findings"]
+    assert finding.code == "ceiling-raised" and finding.severity.value == "info" and "100 to 101" in finding.message
+    # Slower than P, or P reused from another run: unchanged.
+    assert floor_at_sweep(metrics, [ceiling(), fast_shape(99e12, ci=(97e12, 101e12))]) is metrics
+    assert floor_at_sweep({**metrics, "ceiling_from": "run-1"}, [ceiling(), inside])["ceiling_flops"] == P
+
+
+def test_no_fraction_of_p_over_one_without_a_finding() -> None:
+    from parity.families.gemm.figures import gemm_figures
+    from parity.families.gemm.summary import GemmSummary
+
+    inside = fast_shape(101e12, ci=(97e12, 105e12))
+    summary = analyse([ceiling(), bandwidth_case(), inside])
+    assert summary["ceiling_flops"] == pytest.approx(101e12)
+    assert summary["best_fraction_of_ceiling"] == pytest.approx(1.0)
+    row = summary["rows"][0]["backends"]["matmul"]
+    assert row["fraction_of_ceiling"] <= 1.0 and row["efficiency"] <= 1.0
+    assert any(f["code"] == "ceiling-raised" for f in summary["findings"])
+    # A challenger the search did not confirm stays over 1 and its figure is invalid.
+    beyond = fast_shape(120e12, ci=(110e12, 130e12))
+    kept = GemmSummary.from_dict(analyse([ceiling(), bandwidth_case(), beyond, raise_result(False, None)]))
+    codes = {f.name: [x.code for x in f.findings] for f in gemm_figures(kept)}
+    assert "invalid" in codes["gemm.best_fraction_of_ceiling"]
+    assert "invalid" in codes["gemm.median_efficiency.all"]
+
+
+def test_over_attainable_shapes_get_a_finding_within_or_beyond_their_ci() -> None:
+    from parity.families.gemm.figures import over_attainable_findings
+    from parity.families.gemm.summary import GemmSummary
+
+    base = GemmSummary.from_dict(analyse([ceiling(), bandwidth_case()]))
+    from dataclasses import replace
+
+    within = over_attainable_findings(replace(base, over_ceiling=["a"], over_attainable_beyond_ci=[]))
+    assert [(f.code, f.severity.value) for f in within] == [("over-attainable", "warning")]
+    both = over_attainable_findings(replace(base, over_ceiling=["a", "b"], over_attainable_beyond_ci=["b"]))
+    assert [f.code for f in both] == ["invalid", "over-attainable"]
+    assert "b" in both[0].message and "a" in both[1].message
+    assert over_attainable_findings(base) == ()

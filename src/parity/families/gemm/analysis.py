@@ -31,6 +31,7 @@ from parity.families.gemm.raised import (
     bandwidth_interval,
     ceiling_interval,
     efficiency_interval,
+    floor_at_sweep,
     fraction_interval,
     implausible_finding,
     raise_ceiling,
@@ -189,7 +190,7 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
     bandwidth = _ok_value(bandwidth_case, "bandwidth_bps")
     cm = sweep_ceiling(ceiling_case, sentinel_rates(results))
     own = own_shape_figure(results, cm)
-    cm = raise_ceiling(cm, results)
+    cm = floor_at_sweep(raise_ceiling(cm, results), results)
     peak = float(cm["ceiling_flops"]) if _ok_value(ceiling_case, "ceiling_flops") else None
     sheet = cm.get("datasheet_flops")
     implausible = implausible_finding(peak, sheet, cm.get("datasheet_derived") or cm.get("datasheet_source"))

@@ -16,9 +16,9 @@ from typing import Any
 from parity.ceilings.bandwidth import bandwidth_source_note
 from parity.families.gemm.summary import GemmSummary
 from parity.metrics.bandwidth import STREAM_CONVENTION
-from parity.metrics.validity import fraction_above_one, non_positive_rate
+from parity.metrics.validity import fraction_above_one, invalid, non_positive_rate
 from parity.model.figure import Figure
-from parity.model.findings import Finding
+from parity.model.findings import Finding, Severity
 
 
 def _ci(distribution: dict[str, Any] | None) -> tuple[float, float] | None:
@@ -60,6 +60,27 @@ def _raised_note(raised: dict[str, Any] | None) -> str:
         return ""
     return (f"ceiling-raised: the search gave {raised['from_flops'] / 1e12:.4g} TFLOP/s; "
             f"raised to {raised['flops'] / 1e12:.4g} ({raised['source']})")
+
+
+def over_attainable_findings(summary: GemmSummary) -> tuple[Finding, ...]:
+    """The shapes whose efficiency ``rate/min(P, AI·B)`` is over 1: an ``invalid`` finding for
+    those beyond their CI (``over_attainable_beyond_ci``), an ``over-attainable`` warning for
+    those within it (noise around a true 100%, or a memory roof that cached operands beat)."""
+    beyond = list(summary.over_attainable_beyond_ci)
+    within = [name for name in summary.over_ceiling if name not in beyond]
+    found: list[Finding] = []
+    if beyond:
+        found.append(invalid(f"{len(beyond)} shapes ran faster than the roofline min(P, AI*B) allows, beyond "
+                             f"their CIs: {', '.join(beyond[:8])}{' ...' if len(beyond) > 8 else ''}",
+                             "B or P was measured low (a busy machine), or the operands stayed in cache "
+                             "(gemm.flush off); measure again on a quiet machine before quoting them"))
+    if within:
+        found.append(Finding(
+            code="over-attainable", severity=Severity.WARNING,
+            message=(f"{len(within)} shapes read over 100% of the roofline min(P, AI*B) within their CIs: "
+                     f"{', '.join(within[:8])}{' ...' if len(within) > 8 else ''}"),
+            hint="noise around a true 100%; quote those efficiencies as 1 within their CI"))
+    return tuple(found)
 
 
 def gemm_figures(summary: GemmSummary) -> list[Figure]:
@@ -106,7 +127,8 @@ def gemm_figures(summary: GemmSummary) -> list[Figure]:
             scope={**scope, "subset": subset, "cases": eff["n"] if eff else 0},
             ci95=_ci(eff), note=(eff.get("note", "") if eff else f"no {subset} shapes measured"),
             findings=_found(fraction_above_one(eff["median"], _ci(eff), what=f"the median efficiency ({subset})",
-                                               ceiling="min(P, AI*B)") if eff else None)))
+                                               ceiling="min(P, AI*B)") if eff else None)
+            + (over_attainable_findings(s) if subset == "all" else ())))
     return figures + speedup_figures(s.speedups, scope)
 
 

@@ -14,6 +14,10 @@ Definitions (docs/definitions.md, "Raised and implausible ceilings"):
   ``max(the challenger's sweep rate, the search winner's median confirmation round)`` with a
   ``ceiling-raised`` warning, and every fraction and efficiency is computed against it;
   when it does not hold, ``P`` stays with a ``ceiling-kept`` note (the sweep's rate was a moment);
+- a shape faster than ``P`` within their CIs (``rate > P`` but ``rate_low <= P_high``) is noise
+  around a true 100%, not a reason to search again: ``P`` becomes the fastest such rate
+  (``floor_at_sweep``) with a ``ceiling-raised`` note, so no fraction of ``P`` is over 1 unless
+  a finding says why (a challenger the search did not confirm keeps its ``invalid`` figure);
 - a shape's efficiency with an interval: ``rate/min(P, AI·B)`` within the same worst-case
   bounds over the rate's, ``P``'s and ``B``'s CIs (``efficiency_interval``);
 - ``ceiling-implausible``: ``P < IMPLAUSIBLE_FRACTION`` of the datasheet or ISA peak.
@@ -153,6 +157,48 @@ def raise_ceiling(ceiling_metrics: dict[str, Any], results: list[CaseResult]) ->
                            "flops": raised, "source": source, "challenger": dims,
                            "challenger_key": shape_case.key, "search": found},
         "findings": [*ceiling_metrics.get("findings", []), finding]}
+
+
+def floor_at_sweep(ceiling_metrics: dict[str, Any], results: list[CaseResult]) -> dict[str, Any]:
+    """``ceiling_metrics`` with ``P`` set to the fastest shape's sweep rate when that shape beat
+    ``P`` within their CIs (``rate > P`` and ``rate_low <= P_high``; see module), with a
+    ``ceiling-raised`` note (info: the two agree within noise); unchanged when no shape did, for
+    a reused ceiling, or when ``P`` is missing. Example: P = 100 (CI [98, 102]) and a shape at
+    101 (CI [97, 105]): P becomes 101."""
+    peak = ceiling_metrics.get("ceiling_flops")
+    if not peak or ceiling_metrics.get("ceiling_from"):
+        return ceiling_metrics
+    before = float(peak)
+    high = ceiling_interval(ceiling_metrics, before)[1]
+    within = []
+    for r in results:
+        if r.params.get("kind") != "shape" or not r.ok or r.params.get("again_of"):
+            continue
+        rate = float(r.metrics.get("achieved_flops") or 0.0)
+        interval = rate_interval(r.metrics) or (rate, rate)
+        if rate > before and interval[0] <= high:
+            within.append((rate, interval, r))
+    if not within:
+        return ceiling_metrics
+    rate, interval, shape_case = max(within, key=lambda t: t[0])
+    dims = {d: int(shape_case.params[d]) for d in "mnk"}
+    source = (f"the sweep's rate of {_dims(dims)} ({shape_case.params.get('name', '')}), above the searched P "
+              f"within both 95% CIs")
+    finding = Finding(
+        code="ceiling-raised", severity=Severity.INFO,
+        message=(f"P raised from {before / TERA:.4g} to {rate / TERA:.4g} TFLOP/s ({rate / before:.3g}x): "
+                 f"{source}; P is never below what the run sustained, so no fraction of P is over 1"),
+        hint="the two agree within noise; quote P with its CI")
+    rounds = {"statistic": "the sweep's median call of the fastest shape", "median_flops": rate, "best_flops": rate,
+              "rounds_flops": [rate], "ci95_flops": list(interval), "unstable": False}
+    return {**ceiling_metrics, "ceiling_flops": rate,
+            "ceiling_best_flops": max(rate, float(ceiling_metrics.get("ceiling_best_flops") or 0.0)),
+            "ceiling_shape": dims, "ceiling_statistic": f"{RAISE_STATISTIC}: {source}", "ceiling_rounds": rounds,
+            "ceiling_raised": {"from_flops": before, "from_shape": ceiling_metrics.get("ceiling_shape"),
+                               "flops": rate, "source": source, "challenger": dims,
+                               "challenger_key": shape_case.key, "within_ci": True,
+                               "previous": ceiling_metrics.get("ceiling_raised")},
+            "findings": [*ceiling_metrics.get("findings", []), finding]}
 
 
 def kept_finding(found: dict[str, Any], shape_case: CaseResult) -> Finding:

@@ -47,10 +47,10 @@ def attach_stored_ceiling(store: Any, options: dict[str, Any]) -> dict[str, Any]
         raise ParityError(f"--ceiling-from {reference}: run {run.run_id} {why} for {key}; "
                           "name a run whose gemm sweep measured this dtype's ceiling")
     from parity.families.gemm.analysis import sentinel_rates, sweep_ceiling
-    from parity.families.gemm.raised import raise_ceiling
+    from parity.families.gemm.raised import floor_at_sweep, raise_ceiling
 
     stored = store.cases(run.run_id, "gemm")
-    metrics = raise_ceiling(sweep_ceiling(case, sentinel_rates(stored)), stored)  # the run's final P
+    metrics = floor_at_sweep(raise_ceiling(sweep_ceiling(case, sentinel_rates(stored)), stored), stored)  # the run's final P
     carried = {name: metrics.get(name) for name in CARRIED}
     carried["run_id"] = run.run_id
     carried["findings"] = [f.to_dict() for f in metrics["findings"]]
