@@ -67,3 +67,29 @@ def test_nccl_algo_contention_and_availability_show_in_compare(tmp_path: Path, m
     cases = contention["values"][1].split(" of ")[1].split(" ")[0]
     assert contention["values"][1].startswith(f"{cases} of {cases} case(s) contended (100%), {cases} beside")
     assert "load average" in contention["values"][1] and "contention" in text
+
+
+def test_nccl_algo_on_two_gloo_ranks_is_listed_as_read_by_no_library_they_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "ranks.sqlite"
+    tiny = ["comm", "collectives", "--nproc", "2", "--device", "cpu", "--ops", "all_reduce", "--min-bytes", "1KiB",
+            "--max-bytes", "1KiB", "--iterations", "5", "--warmup-s", "0", "--placement", "out-of-place", "--quick",
+            "--db", str(db)]
+    ids = []
+    for algo in (None, "Ring"):
+        if algo is None:
+            monkeypatch.delenv("NCCL_ALGO", raising=False)
+        else:
+            monkeypatch.setenv("NCCL_ALGO", algo)
+        with pytest.raises(SystemExit) as info:
+            main(tiny)
+        assert info.value.code in (0, None)
+        with Store.open(db) as store:
+            ids.append(store.list_runs(limit=1)[0].run_id)
+    with Store.open(db) as store:
+        ranks = store.get_run(ids[1]).provenance["target"]["provenance"]
+    assert [r["communication_env"].get("NCCL_ALGO") for r in ranks] == ["Ring", "Ring"]  # every rank recorded it
+    audit, _ = _audit(db, ids[0], ids[1], capsys)
+    entry = audit["environment NCCL_ALGO"]
+    assert entry["values"] == ["unset", "Ring"] and entry["applies"] is False
+    assert "communicated over gloo, which does not read it" in entry["matters"]
