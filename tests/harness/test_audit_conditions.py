@@ -79,7 +79,8 @@ def test_availability_declared_and_read_from_the_stack() -> None:
     nightly = _run("n", torch={"version": "2.6.0.dev20241112+cu124"})
     assert prerelease_components(nightly) == ["torch 2.6.0.dev20241112+cu124"]
     assert availability(nightly) == "not declared; pre-release: torch 2.6.0.dev20241112+cu124"
-    assert prerelease_components(_run("r", torch={"version": "2.5.1+cu124", "cann": "8.0.RC3"})) == []
+    assert prerelease_components(_run("r", torch={"version": "2.5.1+cu124", "cann": "8.0.RC3",
+                                                  "torch_npu": "2.5.1.post1+g1a2b3c"})) == []
     assert prerelease_components(_run("c", torch={"version": "2.5.0rc1", "cann": "8.1.RC1.alpha002"})) == \
         ["torch 2.5.0rc1", "CANN 8.1.RC1.alpha002"]
     assert "availability" in _audit(_run("a"), nightly)
@@ -91,6 +92,12 @@ def test_topology_and_interconnect_matter_only_where_ranks_communicate() -> None
     b = _run("b", ranks=ranks, topology={"nodes": 1, "ranks_per_node": 8, "source": "launcher"})
     topo = _audit(a, b)["topology"]
     assert topo.values == ("2 node(s) x 4 rank(s) (launcher)", "1 node(s) x 8 rank(s) (launcher)") and topo.applies
+    uneven = _run("u", ranks=ranks, topology={"nodes": 2, "ranks_per_node": None, "source": "declared",
+                                              "rank_nodes": [0, 0, 0, 0, 0, 0, 1, 1]})
+    assert _audit(a, uneven)["topology"].values[1] == "2 node(s) x (6, 2) rank(s) (declared)"
+    measured = _run("m", ranks=ranks, preflight={"run_id": "pf1", "links": [{}, {}, {}], "slow": [{}]})
+    assert _audit(_run("x", ranks=ranks), measured)["interconnect"].values[1] == \
+        "NVLink 18 of 18 links active; PCIe gen 5 x16; preflight pf1: 3 link(s) measured, 1 slow"
     pcie = _with(_run("p"), ("setup", "device", "interconnect", "nvlink_active"), 0)
     single = _audit(_run("a"), pcie)["interconnect"]
     assert single.values == ("NVLink 18 of 18 links active; PCIe gen 5 x16", "NVLink 0 of 18 links active; PCIe gen 5 x16")

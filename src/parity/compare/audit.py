@@ -44,7 +44,7 @@ def run_mode(run: RunRecord) -> str:
     an imported vLLM or InferenceX result), else ``offline`` (engine steps, kernels)."""
     config = run.config or {}
     modes: dict[str, Any] = config["modes"] if isinstance(config.get("modes"), dict) else {}
-    if (_get(run.provenance, "target", "kind") == "endpoint" or config.get("mode") == "online"
+    if (_get(run.provenance, "target", "kind") in ("endpoint", "remote") or config.get("mode") == "online"
             or "online" in modes.values()):
         return "online"
     return "offline"

@@ -41,8 +41,9 @@ def prerelease_components(run: RunRecord) -> list[str]:
                                                        ("CANN", "cann"))]
     found.append(("server", (_server(run) or {}).get("version")))
     found.append(("engine", get(run.provenance, "engine", "version")))
+    # only the public part: a local label (+cu124, +g1a2b3c) is no release marker
     return [f"{name} {version}" for name, version in found
-            if isinstance(version, str) and PRERELEASE.search(version)]
+            if isinstance(version, str) and PRERELEASE.search(version.split("+", 1)[0])]
 
 
 def _server(run: RunRecord) -> dict[str, Any] | None:
@@ -66,8 +67,11 @@ def topology(run: RunRecord) -> str:
     """Nodes and ranks per node as the launcher or the user gave them, else ranks and hosts."""
     topo = run.provenance.get("topology")
     if isinstance(topo, dict) and topo.get("nodes"):
-        return (f"{topo.get('nodes')} node(s) x {topo.get('ranks_per_node', '?')} rank(s) "
-                f"({topo.get('source', 'source not recorded')})")
+        per_node = topo.get("ranks_per_node")
+        nodes = topo.get("rank_nodes")
+        if per_node is None and isinstance(nodes, list):  # nodes of different rank counts
+            per_node = "(" + ", ".join(str(nodes.count(n)) for n in sorted(set(nodes))) + ")"
+        return f"{topo['nodes']} node(s) x {per_node or '?'} rank(s) ({topo.get('source', 'source not recorded')})"
     size = world_size(run)
     hosts = get(run.provenance, "target", "identity", "hosts")
     if size is None:
@@ -88,7 +92,12 @@ def _setup(run: RunRecord, key: str) -> Any:
 
 
 def interconnect(run: RunRecord) -> str:
-    """``NVLink 18 of 18 links active; PCIe gen 5 x16`` (the device's links), or not read."""
+    """``NVLink 18 of 18 links active; PCIe gen 5 x16`` (the device's links), or not read; then
+    the links a preflight run measured between the ranks where the run records one."""
+    return _device_links(run) + _preflight(run)
+
+
+def _device_links(run: RunRecord) -> str:
     value = _setup(run, "interconnect")
     setup = run.provenance.get("setup") or {}
     if isinstance(setup, dict) and setup.get("device") == "the host's":
@@ -99,6 +108,16 @@ def interconnect(run: RunRecord) -> str:
     link = (f"PCIe gen {pcie.get('generation')} x{pcie.get('width')}" if isinstance(pcie, dict)
             and isinstance(pcie.get("generation"), int) else "PCIe not readable")
     return f"NVLink {value.get('nvlink_active')} of {value.get('nvlink_links')} links active; {link}"
+
+
+def _preflight(run: RunRecord) -> str:
+    """``; preflight RUN: 12 link(s) measured, 1 slow`` (``provenance.preflight``), else ``""``."""
+    pre = run.provenance.get("preflight")
+    if not isinstance(pre, dict):
+        return ""
+    links, slow = pre.get("links"), pre.get("slow")
+    counted = f"{len(links)} link(s) measured" if isinstance(links, list) else "links not recorded"
+    return f"; preflight {pre.get('run_id')}: {counted}, {len(slow) if isinstance(slow, list) else 0} slow"
 
 
 def power_cap(run: RunRecord) -> str:
