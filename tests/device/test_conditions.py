@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from parity.compare.audit_environment import COMM_LIBRARIES
 from parity.device import get_device
 from parity.device.conditions import (
@@ -175,3 +177,23 @@ def test_communication_variables_are_recorded_by_the_run_and_by_each_rank() -> N
     # every prefix the audit judges is one the run records
     for _, prefixes, _ in COMM_LIBRARIES:
         assert all(p.startswith(ENV_PREFIXES) and p.startswith(COMM_ENV_PREFIXES) for p in prefixes)
+
+
+@pytest.mark.accelerator
+@pytest.mark.cuda
+@pytest.mark.torch
+def test_a_real_nvidia_gpu_reports_its_setup_through_nvml() -> None:
+    gpu = get_device("cuda:0")
+    if getattr(gpu, "is_rocm", False):
+        pytest.skip("ROCm GPU: no NVML reader")
+    start = time.perf_counter()
+    setup = setup_conditions(gpu)
+    assert time.perf_counter() - start < 2.0
+    device = setup["device"]
+    assert isinstance(device, dict), device  # NVML opened
+    assert device["ecc"] in ("on", "off") or "after reset" in device["ecc"] or device["ecc"].startswith("not readable")
+    assert device["partition"].startswith(("MIG", "not readable"))
+    assert isinstance(device["power_cap"]["enforced_w"], float) and device["power_cap"]["enforced_w"] > 0
+    links = device["interconnect"]
+    assert 0 <= links["nvlink_active"] <= links["nvlink_links"]
+    assert isinstance(links["pcie"]["max_generation"], int)
