@@ -8,7 +8,7 @@ import click
 import orjson
 
 from parity.harness.coordination import DEFAULT_STEP_TIMEOUT_S
-from parity.cli.option_flags import AVAILABILITY_HELP
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 from parity.cli.runs import db_option, stdout_console
@@ -150,7 +150,7 @@ def _resume_settings(
                    "measured while others used the machine (contended).")
 @click.option("--no-report", is_flag=True,
               help="Skip the HTML report written at the end (reports/RUN_ID.html next to the store).")
-@click.option("--availability", type=click.Choice(["available", "preview", "rd"]), default=None,
+@click.option("--availability", type=AVAILABILITY_CHOICE, default=None,
               help=AVAILABILITY_HELP)
 @db_option
 @json_option

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from parity.cli.option_flags import AVAILABILITY_HELP, given_options, option_params
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP, given_options, option_params
 from parity.cli.output import json_option, write_json
 from parity.cli.runs import db_option, stdout_console
 from parity.model.errors import ParityError
@@ -70,7 +70,7 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
         click.Option(["--strict"], is_flag=True,
                      help="Exit 1 when the run is DOUBTFUL too: a figure that cannot be true (invalid) or "
                           "was measured while others used the machine (contended)."),
-        click.Option(["--availability"], type=click.Choice(["available", "preview", "rd"]), default=None,
+        click.Option(["--availability"], type=AVAILABILITY_CHOICE, default=None,
                      help=AVAILABILITY_HELP),
     ]
     return params

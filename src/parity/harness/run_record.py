@@ -14,6 +14,7 @@ from parity.harness.suite import Suite
 from parity.model.errors import ParityError
 from parity.model.result import RunRecord
 from parity.store.database import Store, now_utc
+from parity.store.rows import dump_json
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,6 @@ def declare_availability(store: Store, run_id: str, availability: str | None) ->
         return run
     if availability not in AVAILABILITY:
         raise ParityError(f"--availability {availability!r} is not one of {', '.join(AVAILABILITY)}")
-    from parity.store.rows import dump_json
-
     with store.transaction() as conn:
         conn.execute("UPDATE runs SET config = ? WHERE id = ?",
                      (dump_json({**run.config, "availability": availability}), run.run_id))
