@@ -211,3 +211,16 @@ def test_entries_serialise_whether_they_apply(condition: str) -> None:
     entry = AuditEntry.make(condition, ("a", "b"), "why", not_here="because")
     assert entry.to_dict() == {"condition": condition, "values": ["a", "b"], "matters": "why; not for these figures: "
                                "because", "refused": False, "applies": False}
+
+
+def test_a_node_set_up_otherwise_is_named_by_its_ranks() -> None:
+    capped = copy.deepcopy(NVML_SETUP)
+    capped["device"]["power_cap"]["limit_w"] = 450.0
+    capped["device"]["ecc"] = "off"
+    same = [{"rank": r, "setup": copy.deepcopy(NVML_SETUP)} for r in range(4)]
+    split = same[:2] + [{"rank": r, "setup": copy.deepcopy(capped)} for r in (2, 3)]
+    got = _audit(_run("a", ranks=same), _run("b", ranks=split))
+    assert got["power cap"].values == ("700.0 W (default 700.0 W)",
+                                       "700.0 W (default 700.0 W) on ranks 0-1; 450.0 W (default 700.0 W) on ranks 2-3")
+    assert got["ECC"].values == ("on", "on on ranks 0-1; off on ranks 2-3")
+    assert "clock locks" not in got and "interconnect" not in got  # the same on every rank

@@ -2,9 +2,10 @@
 interconnect, power cap and energy method, ECC, partitioning, clock locks, and the engine of a
 served model.
 
-Each reads what the run recorded (``config.availability``, ``provenance.setup`` from
-``parity.device.conditions``, ``provenance.topology``, the target, the endpoint's answer) and
-gives one value per run; an entry is listed when the values differ, with whether it can change
+Each reads what the run recorded (``config.availability``; ``provenance.setup`` from
+``parity.device.conditions``, and each rank's own where ranks recorded it, so that a node set
+up otherwise shows as ``A on ranks 0-3; B on ranks 4-7``; ``provenance.topology``; the target;
+the endpoint's answer) and gives one value per run; an entry is listed when the values differ, with whether it can change
 the figures compared (``AuditEntry.applies``). A fact the run could not read is its recorded
 ``not readable: why``: two runs that could not read it are not told apart, one that could and
 one that could not are.
@@ -16,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from parity.compare.audit_values import AuditEntry, get, world_size
+from parity.compare.audit_values import AuditEntry, get, rank_records, ranks_text, world_size
 from parity.model.result import CaseResult, RunRecord
 
 AVAILABILITY = {"available": "Available", "preview": "Preview", "rd": "RDI"}
@@ -79,10 +80,9 @@ def topology(run: RunRecord) -> str:
     return f"{size} rank(s)" + (f" on {hosts} host(s)" if hosts else "")
 
 
-def _setup(run: RunRecord, key: str) -> Any:
-    """A setting of the measured device: its own reading, the host's for a CPU device, or the
-    recorded reason it was not read."""
-    setup = run.provenance.get("setup")
+def _setting(setup: Any, key: str) -> Any:
+    """A setting of the measured device in one ``setup`` record (``parity.device.conditions``):
+    its own reading, the host's for a CPU device, or the recorded reason it was not read."""
     if not isinstance(setup, dict):
         return None
     device = setup.get("device")
@@ -91,23 +91,36 @@ def _setup(run: RunRecord, key: str) -> Any:
     return device.get(key) if isinstance(device, dict) else device
 
 
-def interconnect(run: RunRecord) -> str:
-    """``NVLink 18 of 18 links active; PCIe gen 5 x16`` (the device's links), or not read; then
-    the links a preflight run measured between the ranks where the run records one."""
-    return _device_links(run) + _preflight(run)
+def per_rank(run: RunRecord, show: Callable[[Any], str]) -> str:
+    """``show`` of the run's setup: of every rank's where each recorded its own and they differ
+    (``A on ranks 0-3; B on ranks 4-7``: one node set up otherwise), else of the writer's."""
+    setups = [r.get("setup") for r in rank_records(run)]
+    if len(setups) > 1 and all(isinstance(s, dict) for s in setups):
+        seen: dict[str, list[int]] = {}
+        for index, setup in enumerate(setups):
+            seen.setdefault(show(setup), []).append(index)
+        if len(seen) > 1:
+            return "; ".join(f"{text} on {ranks_text(idx)}" for text, idx in seen.items())
+    return show(run.provenance.get("setup"))
 
 
-def _device_links(run: RunRecord) -> str:
-    value = _setup(run, "interconnect")
-    setup = run.provenance.get("setup") or {}
+def show_links(setup: Any) -> str:
+    """``NVLink 18 of 18 links active; PCIe gen 5 x16``, none on a CPU device, or not read."""
     if isinstance(setup, dict) and setup.get("device") == "the host's":
         return "none: the CPU is the device (ranks meet in host memory or over the network)"
+    value = _setting(setup, "interconnect")
     if not isinstance(value, dict):
         return _text(value)
     pcie = value.get("pcie") or {}
     link = (f"PCIe gen {pcie.get('generation')} x{pcie.get('width')}" if isinstance(pcie, dict)
             and isinstance(pcie.get("generation"), int) else "PCIe not readable")
     return f"NVLink {value.get('nvlink_active')} of {value.get('nvlink_links')} links active; {link}"
+
+
+def interconnect(run: RunRecord) -> str:
+    """The device's links (:func:`show_links`, per rank where ranks differ), then the links a
+    preflight run measured between the ranks where the run records one."""
+    return per_rank(run, show_links) + _preflight(run)
 
 
 def _preflight(run: RunRecord) -> str:
@@ -120,9 +133,9 @@ def _preflight(run: RunRecord) -> str:
     return f"; preflight {pre.get('run_id')}: {counted}, {len(slow) if isinstance(slow, list) else 0} slow"
 
 
-def power_cap(run: RunRecord) -> str:
-    """The device's power cap (NVML's management limit against its default; RAPL's on a CPU)."""
-    value = _setup(run, "power_cap")
+def show_power_cap(setup: Any) -> str:
+    """NVML's management limit against its default (W); RAPL's constraints on a CPU."""
+    value = _setting(setup, "power_cap")
     if isinstance(value, dict) and "limit_w" in value:
         return f"{_text(value.get('limit_w'))} W (default {_text(value.get('default_w'))} W)"
     if isinstance(value, dict):
@@ -136,17 +149,17 @@ def energy_method(run: RunRecord) -> str:
     return _text(get(run.provenance, "device", "power"))
 
 
-def ecc(run: RunRecord) -> str:
+def show_ecc(setup: Any) -> str:
     """ECC: NVML's mode, EDAC's controllers on a CPU, or not readable."""
-    value = _setup(run, "ecc")
+    value = _setting(setup, "ecc")
     if isinstance(value, dict):
         return f"{value.get('controllers')} EDAC memory controller(s) (ECC memory)"
     return _text(value)
 
 
-def partition(run: RunRecord) -> str:
+def show_partition(setup: Any) -> str:
     """MIG mode or instance, or the cgroup's CPU quota and memory limit on a CPU device."""
-    value = _setup(run, "partition")
+    value = _setting(setup, "partition")
     if isinstance(value, dict):
         cpus, memory = value.get("cpu_quota"), value.get("memory_limit_bytes")
         quota = f"CPU quota {cpus:g} CPUs" if isinstance(cpus, (int, float)) else "no CPU quota"
@@ -155,9 +168,9 @@ def partition(run: RunRecord) -> str:
     return _text(value)
 
 
-def clock_lock(run: RunRecord) -> str:
+def show_clock_lock(setup: Any) -> str:
     """Applications clocks and auto boost (NVML), or governor, lock and boost (cpufreq)."""
-    value = _setup(run, "clocks")
+    value = _setting(setup, "clocks")
     if not isinstance(value, dict):
         return _text(value)
     if "governor" in value:
@@ -213,15 +226,15 @@ SETUP_CONDITIONS: tuple[tuple[str, str, Reader, Scope], ...] = (
     ("interconnect", "NVLink, PCIe generation and width bound device-to-device and host-device transfers",
      lambda r, c: interconnect(r), lambda runs, per_run: _multi(runs)),
     ("power cap", "a cap below the default lowers sustained clocks under load",
-     lambda r, c: power_cap(r), lambda runs, per_run: None),
+     lambda r, c: per_rank(r, show_power_cap), lambda runs, per_run: None),
     ("energy method", "energy read from another sensor (board, package, a counter or sampled power) is "
      "another quantity", lambda r, c: energy_method(r), lambda runs, per_run: _energy_cases(per_run)),
-    ("ECC", "ECC costs memory capacity and, on some memories, bandwidth", lambda r, c: ecc(r),
+    ("ECC", "ECC costs memory capacity and, on some memories, bandwidth", lambda r, c: per_rank(r, show_ecc),
      lambda runs, per_run: None),
     ("partitioning", "a MIG slice or a CPU quota gives the run a fraction of the device",
-     lambda r, c: partition(r), lambda runs, per_run: None),
+     lambda r, c: per_rank(r, show_partition), lambda runs, per_run: None),
     ("clock locks", "locked, capped or boosted clocks set the rate every timed figure runs at",
-     lambda r, c: clock_lock(r), lambda runs, per_run: None),
+     lambda r, c: per_rank(r, show_clock_lock), lambda runs, per_run: None),
     ("engine mode", "a served engine's version, flags and graph or eager mode change its step time",
      engine, lambda runs, per_run: None),
 )

@@ -5,7 +5,9 @@ by the writer. Each rank adds this smaller record, cheap enough to take on every
 gather to rank 0: what can differ from rank to rank (host, pid, device index, affinity, the
 device-visibility variables a launcher sets per rank, and the communication libraries'
 variables, ``NCCL_*``, ``HCCL_*``, ``NVSHMEM_*``..., which a launcher or a node's profile may set
-differently on each node). Nothing here raises for a missing fact.
+differently on each node), and the settings that decide results (``setup``: clocks, ECC,
+partitioning, power cap, links of this rank's node and device; ``parity.device.conditions``),
+which can differ from node to node. Nothing here raises for a missing fact.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from parity.device import host
+from parity.device.conditions import setup_conditions
 from parity.device.provenance import COMM_ENV_PREFIXES, relevant_environment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,6 +59,7 @@ def rank_provenance(
         "placement": host.placement(),
         "environment": {name: env[name] for name in PER_RANK_ENV if name in env},
         "communication_env": relevant_environment(env, prefixes=COMM_ENV_PREFIXES),
+        "setup": setup_conditions(device),
     }
 
 
