@@ -12,7 +12,7 @@ import pytest
 
 from parity.model.errors import ParityError
 from parity.ranks import check_same_target, free_port, probe_endpoint, probe_endpoint_blocking
-from parity.ranks.remote import endpoint_base, listed_models, select_model
+from parity.ranks.remote import RemoteEndpoint, endpoint_base, listed_models, select_model
 
 aiohttp = pytest.importorskip("aiohttp")
 from aiohttp import web  # noqa: E402
@@ -172,3 +172,21 @@ def test_listing_helpers_on_hand_written_answers() -> None:
     assert select_model(entries, "m", url="u") == {"id": "m", "owned_by": "x"}
     with pytest.raises(ParityError):
         listed_models({"data": [{"name": "m"}]}, url="u")
+
+
+def test_the_probe_keeps_the_version_a_vllm_server_reports() -> None:
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response(vllm_like("tiny-chat"))
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response({"version": "0.8.0.dev12+g1a2b"})
+
+    app = _app(models)
+    app.router.add_get("/version", version)
+
+    async def probe() -> RemoteEndpoint:
+        async with serving(app) as url:
+            return await probe_endpoint(url)
+
+    assert asyncio.run(probe()).server["version"] == "0.8.0.dev12+g1a2b"
+    assert "version" not in probe_with(models).server  # a server without /version or /info

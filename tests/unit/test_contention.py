@@ -152,7 +152,8 @@ def test_audit_share_of_contended_cases() -> None:
     runs = [RunRecord(run_id=r, created_at="2026-01-01") for r in ("a", "b")]
     entries, _ = audit_runs(runs, [loaded, quiet], [], [[], []])
     entry = next(e for e in entries if e.condition == "contention")
-    assert entry.values == ("3 of 12 case(s) contended (25%)", "0 of 12 case(s) contended (0%)")
+    assert entry.values == ("3 of 12 case(s) contended (25%), 1 beside another parity run; no load record",
+                            "0 of 12 case(s) contended (0%); no load record")
     same, _ = audit_runs(runs, [loaded, loaded], [], [[], []])
     assert any(e.condition == "contention" for e in same)  # equal, but it matters on its own
     itself, _ = audit_runs([runs[0], runs[0]], [loaded, loaded], [], [[], []])

@@ -19,11 +19,17 @@ from typing import Any
 import click
 
 from parity.harness.options import OptionInfo, describe_options, option_types
+from parity.harness.run_record import AVAILABILITY
 from parity.model.errors import ParityError
 
 # Names the family commands use for their own flags; an option of the same name would clash.
 RESERVED = frozenset({"device_name", "quick", "resume_id", "db_path", "json_path", "nproc", "join",
-                      "backend", "step_timeout_s"})
+                      "backend", "step_timeout_s", "availability"})
+
+AVAILABILITY_CHOICE = click.Choice(AVAILABILITY)
+AVAILABILITY_HELP = ("The stack's availability category, stored in the run's config and compared by the audit "
+                     "(MLPerf's): available (released, obtainable now), preview (released within 180 days), rd "
+                     "(research, development or internal: prototype hardware, proof-of-concept firmware).")
 
 
 class SizeType(click.ParamType):

@@ -8,6 +8,7 @@ import click
 import orjson
 
 from parity.harness.coordination import DEFAULT_STEP_TIMEOUT_S
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 from parity.cli.runs import db_option, stdout_console
@@ -149,6 +150,8 @@ def _resume_settings(
                    "measured while others used the machine (contended).")
 @click.option("--no-report", is_flag=True,
               help="Skip the HTML report written at the end (reports/RUN_ID.html next to the store).")
+@click.option("--availability", type=AVAILABILITY_CHOICE, default=None,
+              help=AVAILABILITY_HELP)
 @db_option
 @json_option
 def run(
@@ -165,6 +168,7 @@ def run(
     api_key_env: str | None,
     strict: bool,
     no_report: bool,
+    availability: str | None,
     db_path: str | None,
     json_path: str | None,
 ) -> int:
@@ -181,11 +185,13 @@ def run(
       parity run --device cuda:0 --suite gemm,membw --json run.json
       parity run --suite gemm --set gemm.dtype=fp32 --set gemm.backends=matmul,linear
       parity run --resume 20261129-230512-a3f9
+      parity run --quick --availability preview
       parity run --ranks 2 --device cpu --suite collectives --quick
       torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite collectives
       parity decode online --url http://127.0.0.1:8000 --model my-model --concurrency 1,8
     """
     from parity.harness.registry import resolve
+    from parity.harness.run_record import declare_availability
     from parity.cli.run_ranks import measure_on_ranks, stored_world_size
 
     if join and ranks is not None:
@@ -226,11 +232,12 @@ def run(
         if run_id is None:
             return 0  # a joined rank other than 0: rank 0 reports
         with Store.open(db) as store:
-            run_record = store.get_run(run_id)
+            run_record = declare_availability(store, run_id, availability)
             return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={},
                            html=not no_report, strict=strict)
     return _run_here(db, suites=suites, quick=quick, options=options, device_name=device_name,
-                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=not no_report, strict=strict)
+                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=not no_report, strict=strict,
+                     availability=availability)
 
 
 def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
@@ -249,8 +256,9 @@ def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
 
 def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
               resume_id: str | None, json_path: str | None, endpoint: Any = None, html: bool = True,
-              strict: bool = False) -> int:
+              strict: bool = False, availability: str | None = None) -> int:
     """The run in this process, on one device or against one endpoint, with live progress."""
+    from parity.harness.run_record import declare_availability
     from parity.harness.runner import run_suites
     from parity.device import get_device
 
@@ -286,7 +294,8 @@ def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any
                     f"parity: continue with: parity run --resume {started['run_id']}", err=True
                 )
             raise
-        return _report(store, outcome.run, outcome.cases, json_path=json_path,
+        run_record = declare_availability(store, outcome.run.run_id, availability)
+        return _report(store, run_record, outcome.cases, json_path=json_path,
                        extra={"measured": outcome.measured, "skipped": outcome.skipped}, html=html, strict=strict)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from parity.cli.option_flags import given_options, option_params
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP, given_options, option_params
 from parity.cli.output import json_option, write_json
 from parity.cli.runs import db_option, stdout_console
 from parity.model.errors import ParityError
@@ -70,6 +70,8 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
         click.Option(["--strict"], is_flag=True,
                      help="Exit 1 when the run is DOUBTFUL too: a figure that cannot be true (invalid) or "
                           "was measured while others used the machine (contended)."),
+        click.Option(["--availability"], type=AVAILABILITY_CHOICE, default=None,
+                     help=AVAILABILITY_HELP),
     ]
     return params
 
@@ -91,7 +93,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
         if spec.translate is not None:
             options = spec.translate(options)
         common = {key: values.get(key) for key in ("device_name", "quick", "resume_id", "db_path", "json_path",
-                                                   "strict")}
+                                                   "strict", "availability")}
         extra = {str(p.name): values.get(str(p.name)) for p in spec.extra}
         if spec.ranks:
             ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s")}
@@ -108,7 +110,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
 
 # Flags that say where and how to run or show a run, not what it measures: kept on --resume.
 KEPT_ON_RESUME = ("resume_id", "db_path", "json_path", "device_name", "step_timeout_s", "nproc", "join", "backend",
-                  "strict")
+                  "strict", "availability")
 
 
 def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
@@ -125,9 +127,11 @@ def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
 
 def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str], device_name: str | None,
                quick: bool, resume_id: str | None, db_path: str | None, json_path: str | None,
-               ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None, strict: bool = False) -> int:
+               ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None, strict: bool = False,
+               availability: str | None = None) -> int:
     """Measure (or continue) the family's run, print its view, write ``--json``; the exit status
-    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL)."""
+    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL). ``availability`` goes into the
+    run's config (``config["availability"]``)."""
     from parity.store import Store
 
     name = spec.suite
@@ -151,6 +155,9 @@ def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str]
     else:
         run_id = _measure_here(name, options, db=db, quick=quick, device_name=device_name, resume_id=resume_id)
     with Store.open(db) as store:
+        from parity.harness.run_record import declare_availability
+
+        declare_availability(store, run_id, availability)
         payload = family_payload(store, run_id, name)
     from parity.cli.family_view import print_family
 

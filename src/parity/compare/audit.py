@@ -6,33 +6,29 @@ all equal is listed, with why it matters. Three conventions make the numbers mea
 things, and a comparison across them is refused unless forced (then every line they touch is
 marked): how bytes are counted, how time is taken, and offline (engine step) against online
 (a served endpoint) measurement. A run compared with itself lists nothing.
+
+Beside the conditions here, ``audit_setup`` reads the machine and its stack (availability
+category, topology, interconnect, power cap and energy method, ECC, partitioning, clock locks, a
+served engine's mode and flags) and ``audit_environment`` the communication libraries'
+variables (``NCCL_*``, ``HCCL_*``, ``NVSHMEM_*``...). Each entry says whether it can change the
+figures compared (``applies``): ``NCCL_ALGO`` is listed for two runs of gloo ranks, marked as
+read by no library they used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
+from parity.compare.audit_environment import environment_entries
+from parity.compare.audit_setup import setup_entries
+from parity.compare.audit_values import AuditEntry
 from parity.compare.join import IGNORED_PARAMS, JoinedCase, byte_convention, timing_method
 from parity.model.result import CaseResult, RunRecord
 
 CLOCK_TOLERANCE = 0.02  # maximum clocks within 2% are the same setting read twice
 REFUSED = ("byte conventions", "timing methods", "offline vs online")
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditEntry:
-    """One condition that differs: its value in each run, why it matters, whether it refuses."""
-
-    condition: str
-    values: tuple[Any, ...]
-    matters: str
-    refused: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"condition": self.condition, "values": list(self.values), "matters": self.matters,
-                "refused": self.refused}
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -48,7 +44,7 @@ def run_mode(run: RunRecord) -> str:
     an imported vLLM or InferenceX result), else ``offline`` (engine steps, kernels)."""
     config = run.config or {}
     modes: dict[str, Any] = config["modes"] if isinstance(config.get("modes"), dict) else {}
-    if (_get(run.provenance, "target", "kind") == "endpoint" or config.get("mode") == "online"
+    if (_get(run.provenance, "target", "kind") in ("endpoint", "remote") or config.get("mode") == "online"
             or "online" in modes.values()):
         return "online"
     return "offline"
@@ -117,14 +113,34 @@ def _contended(case: CaseResult) -> bool:
     return any(f.code in ("contended", "concurrent-run") for f in case.findings)
 
 
-def _contention(cases: list[CaseResult]) -> str:
+def _contention(run: RunRecord, cases: list[CaseResult]) -> str:
+    """``3 of 12 case(s) contended (25%), 2 beside another parity run; load 4.4 at start, 6.1
+    at end on 2 CPUs``: the cases' findings, then the run's load record."""
     share = contended_share(cases)
     if share is None:
         return "no case measured"
     measured = [c for c in cases if c.error is None]
     recorded = sum("contention" in (c.telemetry or {}) for c in measured)
+    concurrent = sum(any(f.code == "concurrent-run" for f in c.findings) for c in measured)
     text = f"{sum(_contended(c) for c in measured)} of {len(measured)} case(s) contended ({share:.0%})"
-    return text if recorded == len(measured) else f"{text}; {len(measured) - recorded} without a load record"
+    text += f", {concurrent} beside another parity run" if concurrent else ""
+    text += "" if recorded == len(measured) else f"; {len(measured) - recorded} without a load record"
+    return f"{text}; {load_record(run)}"
+
+
+def load_record(run: RunRecord) -> str:
+    """The run's load record: 1-minute load average at start and end, on how many usable CPUs
+    (``provenance.load``); ``no load record`` for a run stored before it was kept."""
+    load = run.provenance.get("load")
+    if not isinstance(load, dict) or not load:
+        return "no load record"
+    parts = []
+    for when in ("start", "end"):
+        avg = _get(load, when, "loadavg")
+        if isinstance(avg, list) and avg:
+            parts.append(f"{avg[0]:g} at {when}")
+    cpus = _get(load, "start", "cpus_usable") or _get(load, "start", "cpus_online")
+    return "load average " + (", ".join(parts) or "not read") + (f" on {cpus} CPUs" if cpus else "")
 
 
 def _options(run: RunRecord) -> dict[str, Any]:
@@ -168,12 +184,14 @@ def audit_runs(runs: list[RunRecord], per_run: list[list[CaseResult]], joined: l
     if len(known) == len(clocks) and known and (max(known) - min(known)) > CLOCK_TOLERANCE * max(known):
         entries.append(AuditEntry(condition="clocks", values=tuple(clocks),
                                   matters="maximum clocks (MHz) differ by more than 2%: rates scale with them"))
+    entries += setup_entries(runs, per_run)
+    entries += environment_entries(runs)
     _add(entries, "throttling seen", tuple(_throttling(c) for c in per_run),
          "throttled or power-limited cases ran below the device's sustained clock")
     # Listed even when the shares are equal (contention matters on its own), but not for a run
     # compared with itself, which lists nothing.
     if len({r.run_id for r in runs}) > 1 and any((contended_share(c) or 0.0) > 0 for c in per_run):
-        entries.append(AuditEntry(condition="contention", values=tuple(_contention(c) for c in per_run),
+        entries.append(AuditEntry(condition="contention", values=tuple(_contention(r, c) for r, c in zip(runs, per_run)),
                                   matters="cases measured while other processes or another parity run used the "
                                           "machine ran slower than the device can; every timed figure of theirs "
                                           "is in doubt"))
@@ -189,8 +207,7 @@ def audit_runs(runs: list[RunRecord], per_run: list[list[CaseResult]], joined: l
     _case_params(entries, joined)
     marked = _conventions(entries, joined)
     if any(e.condition == "offline vs online" for e in entries):
-        entries = [AuditEntry(condition=e.condition, values=e.values, matters=e.matters, refused=True)
-                   if e.condition == "offline vs online" else e for e in entries]
+        entries = [replace(e, refused=True) if e.condition == "offline vs online" else e for e in entries]
         marked = {(j.suite, j.key) for j in joined}
     return entries, marked
 

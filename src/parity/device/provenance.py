@@ -4,7 +4,9 @@ Everything a run records: host (CPU model, architecture, cores, NUMA, affinity a
 the CPU flags that change results), OS, Python, torch and backend versions (CUDA, ROCm, CANN),
 drivers where readable, the device with its properties, clocks and power limit, parity's version
 and git revision, the command line, relevant environment variables, the UTC time, and the
-machine's load at the start (``load.start``; the runner adds ``load.end`` when the run ends).
+machine's load at the start (``load.start``; the runner adds ``load.end`` when the run ends), and
+the settings that decide results (``setup``: clock policy and locks, ECC, partitioning, power
+caps, interconnect; ``parity.device.conditions``).
 Works without torch (it then says so); nothing here raises for a missing fact.
 """
 
@@ -17,12 +19,14 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity.device import host
 from parity.device.base import module_available
+from parity.device.conditions import setup_conditions
 from parity.device.load import load_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,9 +34,29 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-ENV_PREFIXES = (
+# Variables read by the communication libraries (NCCL/RCCL, HCCL, NVSHMEM, gloo, UCX/UCC,
+# libfabric, MSCCL, MPI, DeepEP): one of them can change a collective's algorithm, protocol,
+# transport or buffers, and so its figures. Recorded by the run and by every rank.
+COMM_ENV_PREFIXES = (
     "NCCL_",
+    "RCCL_",
     "HCCL_",
+    "NVSHMEM_",
+    "GLOO_",
+    "TORCH_NCCL_",
+    "TORCH_GLOO_",
+    "UCX_",
+    "UCC_",
+    "TORCH_UCC_",
+    "FI_",
+    "MSCCL_",
+    "MSCCLPP_",
+    "OMPI_MCA_",
+    "I_MPI_",
+    "DEEP_EP_",
+)
+ENV_PREFIXES = (
+    *COMM_ENV_PREFIXES,
     "PYTORCH_",
     "TORCH_",
     "TORCHINDUCTOR_",
@@ -86,6 +110,7 @@ def collect_provenance(
         "command_line": list(argv if argv is not None else sys.argv),
         "environment": relevant_environment(),
         "load": {"start": load_now()},
+        "setup": setup_conditions(device),
     }
 
 
@@ -259,8 +284,11 @@ def git_revision() -> dict[str, Any]:
     return {"git_revision": revision.stdout.strip(), "git_dirty": bool(status.stdout.strip())}
 
 
-def relevant_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """Variables that change results (NCCL_*, HCCL_*, PYTORCH_*, CUDA_VISIBLE_DEVICES, OMP_*...).
+def relevant_environment(
+    environ: Mapping[str, str] | None = None, *, prefixes: tuple[str, ...] = ENV_PREFIXES
+) -> dict[str, str]:
+    """Variables that change results (NCCL_*, HCCL_*, PYTORCH_*, CUDA_VISIBLE_DEVICES, OMP_*...;
+    ``prefixes`` chooses them).
 
     Values of names that look like secrets (``*TOKEN*``, ``*KEY*``...) are replaced by
     ``<redacted>``.
@@ -268,7 +296,7 @@ def relevant_environment(environ: dict[str, str] | None = None) -> dict[str, str
     env = os.environ if environ is None else environ
     out = {}
     for name in sorted(env):
-        if name.startswith(ENV_PREFIXES):
+        if name.startswith(prefixes):
             secret = any(word in name.upper() for word in SECRET_WORDS)
             out[name] = "<redacted>" if secret else env[name]
     return out

@@ -14,6 +14,7 @@ from parity.harness.suite import Suite
 from parity.model.errors import ParityError
 from parity.model.result import RunRecord
 from parity.store.database import Store, now_utc
+from parity.store.rows import dump_json
 
 log = logging.getLogger(__name__)
 
@@ -109,4 +110,21 @@ def start_or_resume(
     resumes.append({"at": now_utc(), "argv": list(argv if argv is not None else sys.argv)})
     provenance["resumes"] = resumes
     store.update_provenance(run.run_id, provenance)
+    return store.get_run(run.run_id)
+
+
+AVAILABILITY = ("available", "preview", "rd")  # MLPerf's Available, Preview and RDI categories
+
+
+def declare_availability(store: Store, run_id: str, availability: str | None) -> RunRecord:
+    """Write the user's ``--availability`` into the stored config of run ``run_id``
+    (``config["availability"]``); the run unchanged when none was given."""
+    run = store.get_run(run_id)
+    if availability is None or run.config.get("availability") == availability:
+        return run
+    if availability not in AVAILABILITY:
+        raise ParityError(f"--availability {availability!r} is not one of {', '.join(AVAILABILITY)}")
+    with store.transaction() as conn:
+        conn.execute("UPDATE runs SET config = ? WHERE id = ?",
+                     (dump_json({**run.config, "availability": availability}), run.run_id))
     return store.get_run(run.run_id)

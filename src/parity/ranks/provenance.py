@@ -3,7 +3,11 @@
 The run's full provenance (``parity.device.provenance.collect_provenance``) is collected once,
 by the writer. Each rank adds this smaller record, cheap enough to take on every rank and
 gather to rank 0: what can differ from rank to rank (host, pid, device index, affinity, the
-device-visibility variables a launcher sets per rank). Nothing here raises for a missing fact.
+device-visibility variables a launcher sets per rank, and the communication libraries'
+variables, ``NCCL_*``, ``HCCL_*``, ``NVSHMEM_*``..., which a launcher or a node's profile may set
+differently on each node), and the settings that decide results (``setup``: clocks, ECC,
+partitioning, power cap, links of this rank's node and device; ``parity.device.conditions``),
+which can differ from node to node. Nothing here raises for a missing fact.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from parity.device import host
+from parity.device.conditions import setup_conditions
+from parity.device.provenance import COMM_ENV_PREFIXES, relevant_environment
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
@@ -52,6 +58,8 @@ def rank_provenance(
         "device": device_summary(device),
         "placement": host.placement(),
         "environment": {name: env[name] for name in PER_RANK_ENV if name in env},
+        "communication_env": relevant_environment(env, prefixes=COMM_ENV_PREFIXES),
+        "setup": setup_conditions(device),
     }
 
 

@@ -6,7 +6,9 @@ identified by what the server itself reports.
 vLLM's ``root`` and ``max_model_len``...). The record's identity is the URL, the model id and
 the stable reported fields (``IDENTITY_FIELDS``); fields that change on every request (vLLM's
 ``created`` is the time of the request, ``permission`` ids are fresh) stay in the provenance
-only, so a resumed run against the same server and model matches.
+only, so a resumed run against the same server and model matches. The engine's version, where
+the server says it (vLLM's ``/version``, TGI's ``/info``), is kept in ``server.version`` for
+the audit.
 
 The client is aiohttp (the ``remote`` extra: ``pip install 'parity[remote]'``), an asyncio
 client, because the decode family streams many concurrent requests from one event loop; it is
@@ -28,6 +30,7 @@ from parity.model.errors import ParityError, one_line
 from parity.ranks.record import Target
 
 DEFAULT_TIMEOUT_S = 10.0
+VERSION_TIMEOUT_S = 2.0  # the version is a fact for the audit, not worth holding a run for
 IDENTITY_FIELDS = ("owned_by", "root", "parent", "max_model_len")
 
 
@@ -130,13 +133,33 @@ async def probe_endpoint(
         document = None
     entries = listed_models(document, url=base)
     entry = select_model(entries, model, url=base)
+    server: dict[str, Any] = {"header": server_header, "models": [e["id"] for e in entries]}
+    version = await server_version(base, api_key=api_key)
+    if version is not None:
+        server["version"] = version
     return RemoteEndpoint(
         url=base,
         model=entry["id"],
         reported=dict(entry),
-        server={"header": server_header, "models": [e["id"] for e in entries]},
+        server=server,
         probed_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+async def server_version(base: str, *, api_key: str | None = None,
+                         timeout_s: float = VERSION_TIMEOUT_S) -> str | None:
+    """The engine version the server reports, for the audit: vLLM's ``GET /version``
+    (``{"version": "0.7.3"}``), else TGI's ``GET /info`` (its ``version``); None when neither
+    answers within ``timeout_s`` (a server without them is not an error)."""
+    for path in ("/version", "/info"):
+        try:
+            status, _, body = await _get(f"{base}{path}", timeout_s, api_key)
+            document = json.loads(body) if status == 200 else None
+        except (ParityError, ValueError):
+            continue
+        if isinstance(document, dict) and isinstance(document.get("version"), str):
+            return document["version"]
+    return None
 
 
 def probe_endpoint_blocking(
