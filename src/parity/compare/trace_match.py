@@ -19,8 +19,8 @@ from typing import Any
 NOT_COMPUTE = ("communication", "memory")  # as parity.trace.categories.COMPUTE_EXCLUDED
 COMMUNICATION_STREAM_SHARE = 0.5  # a stream whose time is at least half communication is one
 WORKLOAD_OVERLAP_MIN = 0.1  # kernel-name overlap under this: probably not the same workload
-FAMILIES = {"kineto": "GPU kernels (Kineto)", "chrome": "GPU kernels (Kineto)", "nsys": "GPU kernels (Nsight Systems)",
-            "ascend-text": "Ascend tasks", "ascend-db": "Ascend tasks"}
+FAMILIES = {"kineto": "GPU kernels", "chrome": "GPU kernels", "nsys": "GPU kernels",
+            "ascend-text": "Ascend tasks", "ascend-db": "Ascend tasks"}  # the profiler itself: "trace format"
 CROSS_FAMILY_CAVEAT = (
     "GPU kernels and Ascend tasks are compared by category only: an Ascend trace times hardware tasks "
     "(AI Core, AI Vector Core, HCCL), classed by kernel_details.csv's Accelerator Core, a GPU trace times "
