@@ -179,7 +179,7 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
         rows += _stream_rows(ranks) + _compute_communication_rows(ranks)
         rows.append(_row("device", "all streams", devices, "busy_us", "busy_fraction",
                          ("window_us", "idle_us", "summed_busy_us", "mean_concurrency")))
-    overlaps = _overlaps(ranks) if one_family else [None] * len(ranks)
+    overlaps: list[float | None] = _overlaps(ranks) if one_family else [None] * len(ranks)
     workload = {"kernel_overlap": overlaps, "threshold": WORKLOAD_OVERLAP_MIN,
                 "measure": "weighted Jaccard of normalised kernel names by share of summed kernel time, "
                            "against the first trace (over each analysis's listed kernels)"}
