@@ -70,6 +70,7 @@ def test_compute_communication_rows_each_have_their_own_share() -> None:
               for k in ("compute", "communication", "overlap", "exposed communication")]
     assert shares == pytest.approx([0.8, 0.4, 0.1, 0.3])
     assert rows[("compute-communication", "compute")]["shares"][1] == pytest.approx(0.4)
+    assert rows[("compute-communication", "overlap")]["hidden_fraction"] == [0.25, 0.25]  # 50 / 200
     assert all(rows[("compute-communication", k)]["share_name"] == "share_of_busy"
                for k in ("compute", "communication", "overlap", "exposed communication"))
 

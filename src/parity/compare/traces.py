@@ -153,7 +153,8 @@ def _stream_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _compute_communication_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Compute, communication, overlap and exposed communication, each with its own share of the
-    device's busy time (union of all streams)."""
+    device's busy time (union of all streams); the overlap row also carries the hidden fraction
+    (overlap / communication) each analysis states."""
     comm = [dict(r.get("compute_communication") or {}) for r in ranks]
     busy = [float((r.get("device") or {}).get("busy_us") or 0.0) for r in ranks]
     rows = []
@@ -163,6 +164,7 @@ def _compute_communication_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[st
                     "share_of_busy": c[field_name] / b if b and c.get(field_name) is not None else None}
                    for c, b in zip(comm, busy)]
         rows.append(_row("compute-communication", name, entries, "time_us", "share_of_busy"))
+    rows[2]["hidden_fraction"] = [c.get("hidden_fraction") for c in comm]  # overlap / communication
     return rows
 
 
