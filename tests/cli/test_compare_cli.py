@@ -118,7 +118,8 @@ def test_trace_compare_figures_equal_each_traces_own_analysis(capsys, tmp_path: 
             assert row["values"][i] == category["time_us"] and row["shares"][i] == category["share_of_busy"]
         first_rank = analysis["ranks"][0]["rank"]
         for stream in (s for s in analysis["streams"] if s["rank"] == first_rank):
-            row = rows[("stream", f"device {stream['device']} stream {stream['stream']}")]
+            where = {"device": stream["device"], "stream": stream["stream"]}
+            row = next(c for c in doc["cases"] if c["suite"] == "stream" and c["streams"][i] == where)
             assert row["values"][i] == stream["busy_us"] and row["shares"][i] == stream["share_of_summed"]
             assert row["busy_fraction"][i] == stream["busy_fraction"]
         assert rows[("device", "all streams")]["values"][i] == analysis["device"]["busy_us"]

@@ -50,24 +50,9 @@ def _fleet_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | 
 
 def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | None, window_text: str | None,
                   steps_text: str | None, rank: int | None) -> list[Any]:
-    from parity.cli.trace_analyze import analyse_paths
-    from parity.compare import TraceInput
-    from parity.store import Store
-    from parity.store.trace_analyses import get_trace_analysis
-    from parity.trace.digest import trace_digest
+    from parity.cli.trace_compare import trace_inputs
 
-    inputs = []
-    for source, kind in zip(sources, kinds):
-        if kind == "file":
-            result, _, _ = analyse_paths([source], steps_text=steps_text, window_text=window_text)
-            inputs.append(TraceInput(label=Path(source).name, analysis=result.to_dict(), rank=rank,
-                                     paths=(str(Path(source).resolve()),), sha256=trace_digest([source])))
-            continue
-        with Store.open(db_path, read_only=True) as store:
-            stored = get_trace_analysis(store, source)
-        inputs.append(TraceInput(label=stored.label, analysis=stored.analysis, analysis_id=stored.analysis_id,
-                                 paths=stored.paths, sha256=stored.sha256, rank=rank))
-    return inputs
+    return trace_inputs(sources, db_path=db_path, window_text=window_text, steps_text=steps_text, rank=rank)
 
 
 @click.command()

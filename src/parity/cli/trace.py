@@ -13,6 +13,7 @@ from parity.cli.lazy import LazyGroup
         "analyze": "parity.cli.trace_analyze:analyze",
         "whatif": "parity.cli.trace_whatif:whatif",
         "fleet": "parity.cli.trace_fleet:fleet",
+        "compare": "parity.cli.trace_compare:compare",
     },
 )
 def trace() -> None:
@@ -23,4 +24,5 @@ def trace() -> None:
       parity trace analyze ASCEND_PROFILER_OUTPUT/ --json out.json
       parity trace whatif rank0.json.gz --scale matrix=2
       parity trace fleet traces/ --out fleet/ --ranks-per-node 8
+      parity trace compare h100_rank0.json.gz ASCEND_PROFILER_OUTPUT/ --window span
     """

@@ -12,6 +12,7 @@ from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 
 PIPE_WIDTH = 140
+ETA_MIN_FRACTION = 0.02  # an ETA from the first bytes read is noise (hours for a 1 s read)
 
 
 def _progress_callback(renderer: ProgressRenderer, label: str):
@@ -23,7 +24,7 @@ def _progress_callback(renderer: ProgressRenderer, label: str):
         done = kwargs.get("done", getattr(event, "done", args[0] if args else 0))
         total = kwargs.get("total", getattr(event, "total", args[1] if len(args) > 1 else None))
         elapsed = time.perf_counter() - started
-        eta = elapsed / done * (total - done) if done and total else None
+        eta = elapsed / done * (total - done) if done and total and done >= ETA_MIN_FRACTION * total else None
         renderer.update(done=int(done or 0), total=int(total) if total else None, label=label, eta_s=eta)
 
     return callback

@@ -2,12 +2,19 @@
 
 Each trace's figures are taken as its own analysis states them (``parity trace analyze``'s
 JSON document, stored or fresh), never recomputed: per category the union time and its share
-of device busy time, per stream the busy time, busy fraction and share of summed device time,
-compute against communication (union of compute, of communication, their overlap and the
-exposed communication, with the hidden fraction as the share), and the device totals, all of the analysed rank (the first rank, or the one asked for) inside
-that trace's own window, which is stated. ``ratio`` is the time in a trace over the time in
-the first (lower is less time spent there). The audit lists what differs in how the analyses
-were made: trace format, category rules, how the window was chosen and its length.
+of device busy time; per stream role (the compute stream, each communication stream, the
+others: :mod:`parity.compare.trace_match`) the busy time, busy fraction and share of summed
+device time, with the stream each trace puts in that role; compute, communication, their
+overlap and the exposed communication, each with its own share of device busy time; and the
+device totals, all of the analysed rank (the first rank, or the one asked for) inside that
+trace's own window, which is stated.
+
+The ratio reads as ``parity compare``'s on runs: the speed of a trace relative to the first,
+``time in the first / time in this trace``, so > 1 means this trace spends less time there.
+The audit lists what differs in how the analyses were made (trace format, category rules, how
+the window was chosen and its length), the ranks compared, and a kernel-name overlap so small
+that the traces are probably not the same workload. GPU kernels against Ascend tasks are
+compared by category only, with the caveat stated.
 """
 
 from __future__ import annotations
@@ -17,6 +24,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from parity.compare.audit import AuditEntry
+from parity.compare.trace_match import (
+    CROSS_FAMILY_CAVEAT,
+    WORKLOAD_OVERLAP_MIN,
+    family,
+    kernel_overlap,
+    kernel_shares,
+    match_streams,
+    stream_name,
+)
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.schema import SCHEMA_VERSION
@@ -54,12 +70,24 @@ class SideBySide:
                 "claims": list(self.claims), "forced": False, "ratio_method": self.RATIO_METHOD}
 
 
+
 @dataclass(frozen=True, kw_only=True)
 class TraceComparison(SideBySide):
-    """Traces side by side."""
+    """Traces side by side, with how alike their workloads are and the caveats of the pairing."""
 
     KIND: ClassVar[str] = "traces"
-    RATIO_METHOD: ClassVar[str] = "time in the trace / time in the first trace, inside each trace's own window"
+    RATIO_METHOD: ClassVar[str] = (
+        "speed of the trace relative to the first, as for runs: time in the first trace / time in this trace "
+        "(> 1: this trace spends less time there), each inside its own window")
+    workload: dict[str, Any]
+    caveats: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["ratio_convention"] = "speed"
+        out["workload"] = dict(self.workload)
+        out["caveats"] = list(self.caveats)
+        return out
 
 
 def _rank_of(item: TraceInput) -> dict[str, Any]:
@@ -76,60 +104,107 @@ def _rank_of(item: TraceInput) -> dict[str, Any]:
 
 def _describe(item: TraceInput, rank: dict[str, Any]) -> dict[str, Any]:
     return {"id": item.analysis_id, "label": item.label, "source": item.analysis.get("source"),
-            "format": item.analysis.get("format"), "rules": item.analysis.get("rules"), "paths": list(item.paths),
+            "format": item.analysis.get("format"), "family": family(item.analysis.get("format")),
+            "rules": item.analysis.get("rules"), "paths": list(item.paths),
             "sha256": item.sha256, "rank": rank.get("rank"), "window": rank.get("window"),
             "device": None, "device_type": None, "mode": "trace"}
 
 
-def _ratio(values: list[float | None]) -> float | None:
-    first, last = values[0], values[-1]
-    return last / first if first and last is not None else None
+def speed_ratios(times: Sequence[float | None]) -> list[float | None]:
+    """Each trace's speed relative to the first from the time both spend somewhere:
+    ``time_first / time_this`` (run compare's ``time_A / time_B``); None for the first trace and
+    where either time is missing or zero."""
+    first = times[0]
+    return [None] + [first / t if first and t else None for t in times[1:]]
 
 
 def _row(suite: str, key: str, entries: Sequence[dict[str, Any] | None], busy: str, share: str,
          extra: tuple[str, ...] = ()) -> dict[str, Any]:
     values = [e.get(busy) if e else None for e in entries]
+    ratios = speed_ratios(values)
     row: dict[str, Any] = {"suite": suite, "key": key, "params": {}, "values": values, "unit": "us",
-           "shares": [e.get(share) if e else None for e in entries], "share_name": share,
-           "ratio": _ratio(values), "ratio_ci95": None, "marked": False}
+                           "shares": [e.get(share) if e else None for e in entries], "share_name": share,
+                           "ratio": ratios[1], "ratios": ratios, "ratio_ci95": None, "marked": False}
     for name in extra:
         row[name] = [e.get(name) if e else None for e in entries]
     return row
 
 
+def _category_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    categories = [{c["category"]: c for c in r.get("categories") or []} for r in ranks]
+    return [_row("category", name, [t.get(name) for t in categories], "time_us", "share_of_busy",
+                 ("kernels", "summed_us"))
+            for name in dict.fromkeys(k for table in categories for k in table)]
+
+
+def _stream_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per stream role, its key naming the stream each trace puts in it."""
+    rows = []
+    for role, streams in match_streams([r.get("streams") or [] for r in ranks]):
+        key = f"{role} ({' | '.join(stream_name(s) for s in streams)})"
+        row = _row("stream", key, [dict(s) if s else None for s in streams], "busy_us", "share_of_summed",
+                   ("busy_fraction", "kernels"))
+        row["role"] = role
+        row["streams"] = [None if s is None else {"device": s.get("device"), "stream": s.get("stream")}
+                          for s in streams]
+        rows.append(row)
+    return rows
+
+
+def _compute_communication_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Compute, communication, overlap and exposed communication, each with its own share of the
+    device's busy time (union of all streams); the overlap row also carries the hidden fraction
+    (overlap / communication) each analysis states."""
+    comm = [dict(r.get("compute_communication") or {}) for r in ranks]
+    busy = [float((r.get("device") or {}).get("busy_us") or 0.0) for r in ranks]
+    rows = []
+    for name, field_name in (("compute", "compute_us"), ("communication", "communication_us"),
+                             ("overlap", "overlap_us"), ("exposed communication", "exposed_communication_us")):
+        entries = [{"time_us": c.get(field_name),
+                    "share_of_busy": c[field_name] / b if b and c.get(field_name) is not None else None}
+                   for c, b in zip(comm, busy)]
+        rows.append(_row("compute-communication", name, entries, "time_us", "share_of_busy"))
+    rows[2]["hidden_fraction"] = [c.get("hidden_fraction") for c in comm]  # overlap / communication
+    return rows
+
+
 def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
-    """Per category, per stream and for the device: busy and share side by side."""
+    """Per category, per stream role and for the device: busy and share side by side."""
     if len(analyses) < 2:
         raise ParityError("compare needs at least two traces or stored trace analyses")
     ranks = [_rank_of(a) for a in analyses]
-    rows: list[dict[str, Any]] = []
-    categories = [{c["category"]: c for c in r.get("categories") or []} for r in ranks]
-    for name in dict.fromkeys(k for table in categories for k in table):
-        rows.append(_row("category", name, [t.get(name) for t in categories], "time_us", "share_of_busy",
-                         ("kernels", "summed_us")))
-    streams = [{f"device {s['device']} stream {s['stream']}": s for s in r.get("streams") or []} for r in ranks]
-    for name in dict.fromkeys(k for table in streams for k in table):
-        rows.append(_row("stream", name, [t.get(name) for t in streams], "busy_us", "share_of_summed",
-                         ("busy_fraction", "kernels")))
-    comm = [dict(r.get("compute_communication") or {}) for r in ranks]
-    for name, field_name in (("compute", "compute_us"), ("communication", "communication_us"),
-                             ("overlap", "overlap_us"), ("exposed communication", "exposed_communication_us")):
-        rows.append(_row("compute-communication", name, comm, field_name, "hidden_fraction"))
-    devices = [dict(r.get("device") or {}) for r in ranks]
-    rows.append(_row("device", "all streams", devices, "busy_us", "busy_fraction",
-                     ("window_us", "idle_us", "summed_busy_us", "mean_concurrency")))
     runs = tuple(_describe(a, r) for a, r in zip(analyses, ranks))
-    audit = _audit(runs)
-    claims = [_claim(runs, devices)]
+    one_family = len({run["family"] for run in runs}) == 1
+    rows = _category_rows(ranks)
+    devices = [dict(r.get("device") or {}) for r in ranks]
+    if one_family:
+        rows += _stream_rows(ranks) + _compute_communication_rows(ranks)
+        rows.append(_row("device", "all streams", devices, "busy_us", "busy_fraction",
+                         ("window_us", "idle_us", "summed_busy_us", "mean_concurrency")))
+    overlaps: list[float | None] = _overlaps(ranks) if one_family else [None] * len(ranks)
+    workload = {"kernel_overlap": overlaps, "threshold": WORKLOAD_OVERLAP_MIN,
+                "measure": "weighted Jaccard of normalised kernel names by share of summed kernel time, "
+                           "against the first trace (over each analysis's listed kernels)"}
+    caveats = () if one_family else (CROSS_FAMILY_CAVEAT,)
+    audit = _audit(runs, overlaps)
+    comm = [dict(r.get("compute_communication") or {}) for r in ranks]
+    claims = [_claim(runs, devices), *caveats]
     return TraceComparison(runs=runs, cases=tuple(rows), audit=tuple(audit), claims=tuple(claims),
-                           summary=tuple(_figures(runs, devices, comm)))
+                           summary=tuple(_figures(runs, devices, comm, overlaps)), workload=workload,
+                           caveats=caveats)
+
+
+def _overlaps(ranks: Sequence[dict[str, Any]]) -> list[float | None]:
+    shares = [kernel_shares(r.get("top_kernels") or []) for r in ranks]
+    return [None] + [kernel_overlap(shares[0], s) for s in shares[1:]]
 
 
 def _figures(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]],
-             comm: list[dict[str, Any]]) -> list[Figure]:
-    """Each trace's device busy fraction and exposed communication, as its analysis states them."""
+             comm: list[dict[str, Any]], overlaps: list[float | None]) -> list[Figure]:
+    """Each trace's device busy fraction and exposed communication, as its analysis states them,
+    and its kernel-name overlap with the first trace."""
     out = []
-    for run, device, overlap in zip(runs, devices, comm):
+    for run, device, overlap, kernels in zip(runs, devices, comm, overlaps):
         window = run["window"] or {}
         scope = {"trace": run["label"], "rank": run["rank"], "window": window.get("source"),
                  "window_us": window.get("length_us")}
@@ -137,14 +212,23 @@ def _figures(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]],
                           method="|union of all device activity inside W| / |W|", scope=scope))
         out.append(Figure(name="trace.exposed_communication", value=overlap.get("exposed_communication_us", 0.0) / 1e6,
                           unit="s", method="communication minus compute inside W", scope=scope))
+        if kernels is not None:
+            out.append(Figure(name="trace.kernel_overlap", value=kernels, unit="1",
+                              method="weighted Jaccard of normalised kernel names by share of summed kernel "
+                                     f"time, against {runs[0]['label']}", scope=scope))
     return out
 
 
-def _audit(runs: tuple[dict[str, Any], ...]) -> list[AuditEntry]:
+def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None]) -> list[AuditEntry]:
     entries = []
     for condition, read, matters in (
+        ("device family", lambda r: r["family"],
+         "GPU kernels against Ascend tasks: only the category table is lined up (see the caveat)"),
         ("trace format", lambda r: r["format"], "profilers attribute device time differently (tasks, kernels, ops)"),
         ("category rules", lambda r: r["rules"], "categories made by other rules hold other kernels"),
+        ("rank", lambda r: r["rank"],
+         "ranks of one job do different work (pipeline stages, the rank that waits) and a straggler's "
+         "time is not its peers'; compare the same rank, or say why not"),
         ("window choice", lambda r: (r["window"] or {}).get("source"),
          "a steady-state window and a whole span include different warm-up and idle time"),
         ("window length", lambda r: (r["window"] or {}).get("length_us"),
@@ -153,6 +237,13 @@ def _audit(runs: tuple[dict[str, Any], ...]) -> list[AuditEntry]:
         values = tuple(read(r) for r in runs)
         if len({repr(v) for v in values}) > 1:
             entries.append(AuditEntry(condition=condition, values=values, matters=matters))
+    low = [o for o in overlaps[1:] if o is not None and o < WORKLOAD_OVERLAP_MIN]
+    if low:
+        values = tuple("reference" if i == 0 else "-" if o is None else f"{o:.3f}" for i, o in enumerate(overlaps))
+        entries.append(AuditEntry(condition="workload (kernel-name overlap)", values=values,
+                                  matters=f"under {WORKLOAD_OVERLAP_MIN:.0%} of kernel time shares a kernel name with "
+                                          "the first trace: probably not the same workload, so its times are of "
+                                          "other work"))
     return entries
 
 
@@ -162,4 +253,6 @@ def _claim(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]]) -> s
         window = run["window"] or {}
         parts.append(f"{run['label']}: device busy {device.get('busy_fraction', 0.0):.1%} of a "
                      f"{window.get('length_us', 0.0) / 1e3:.3g} ms {window.get('source')} window")
-    return "in each trace's own window (rank shown), " + "; ".join(parts)
+    return ("in each trace's own window (rank shown), " + "; ".join(parts)
+            + f"; each ratio is a speed relative to {runs[0]['label']}: its time / the other trace's time "
+              "(> 1: less time spent there, as for runs)")

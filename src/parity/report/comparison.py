@@ -44,7 +44,7 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
     header = ["kind" if traces else "suite", "case", *labels]
     if traces:
         header += [f"share {label}" for label in labels]
-    header += ["ratio" if not traces else f"time {labels[-1]} / {labels[0]}", "marked"]
+    header += ["ratio" if not traces else f"speed {labels[1]} / {labels[0]}", "marked"]
     rows, marks = [], []
     for case in doc["cases"][:limit]:
         cells = [case["suite"], case["key"], *(_value(v, case.get("unit")) for v in case["values"])]

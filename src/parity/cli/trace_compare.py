@@ -1,0 +1,105 @@
+"""``parity trace compare``: two or more traces (or stored trace analyses) side by side.
+
+The same comparison ``parity compare`` gives for traces, as a ``trace`` subcommand: it imports
+only the trace side (no run store unless a stored analysis is named), so it starts fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from parity.cli.output import json_option, write_json
+
+
+def trace_inputs(sources: tuple[str, ...] | list[str], *, db_path: str | None, window_text: str | None,
+                 steps_text: str | None, rank: int | None) -> list[Any]:
+    """One :class:`parity.compare.traces.TraceInput` per source: a trace file or folder is
+    analysed now (with ``--window``/``--steps``), anything else is read from the store as a
+    stored trace analysis (``trace-...``, ``trace:latest``)."""
+    from parity.cli.trace_analyze import analyse_paths
+    from parity.compare.traces import TraceInput
+    from parity.trace.digest import trace_digest
+
+    inputs = []
+    for source in sources:
+        if Path(source).exists():
+            result, _, _ = analyse_paths([source], steps_text=steps_text, window_text=window_text)
+            inputs.append(TraceInput(label=Path(source).name, analysis=result.to_dict(), rank=rank,
+                                     paths=(str(Path(source).resolve()),), sha256=trace_digest([source])))
+            continue
+        from parity.store import Store
+        from parity.store.trace_analyses import get_trace_analysis
+
+        with Store.open(db_path, read_only=True) as store:
+            stored = get_trace_analysis(store, source)
+        inputs.append(TraceInput(label=stored.label, analysis=stored.analysis, analysis_id=stored.analysis_id,
+                                 paths=stored.paths, sha256=stored.sha256, rank=rank))
+    return inputs
+
+
+@click.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--window", "window_text", metavar="START_US:END_US",
+              help="For trace files: the window to analyse ('span' for the whole device span).")
+@click.option("--steps", "steps_text", metavar="A-B", help="For trace files: analyse steps A..B.")
+@click.option("--rank", type=int, default=None, help="The rank to compare in every trace (default: each trace's first).")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write a GitHub Markdown table to PATH ('-' for stdout).")
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Rows shown (all of them in --json).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
+              help="Results store holding stored trace analyses (default: $PARITY_DB, else the user data directory).")
+@json_option
+def compare(sources: tuple[str, ...], window_text: str | None, steps_text: str | None, rank: int | None,
+            markdown_path: str | None, limit: int, db_path: str | None, json_path: str | None) -> None:
+    """Compare traces side by side: categories, streams matched by role, compute against
+    communication, the device; with an audit of ranks, windows and workloads.
+
+    SOURCES are two or more trace files or folders (Kineto, Ascend, Nsight Systems) or stored
+    trace analyses (trace-... ids, trace:latest). Each ratio is a speed relative to the first
+    trace, as for runs: time in the first / time in this trace (> 1: less time spent there).
+    Streams are lined up by role (the compute stream, communication streams, the others) and
+    the streams matched are named. A different rank, or a kernel-name overlap under 10% of
+    kernel time (probably not the same workload), is listed in the audit. A GPU trace against
+    an Ascend one is compared by category only, with the caveat stated.
+
+    \b
+    Example:
+      parity trace compare h100_rank0.json.gz ASCEND_PROFILER_OUTPUT/ --window span
+      parity trace compare trace-20261201-1012-ab12 trace:latest --json cmp.json
+    """
+    from parity.compare.traces import compare_traces
+    from parity.report.comparison import comparison_markdown, render_comparison
+
+    inputs = trace_inputs(sources, db_path=db_path, window_text=window_text, steps_text=steps_text, rank=rank)
+    document = compare_traces(inputs).to_dict()
+    console = _console("-" in (json_path, markdown_path))
+    console.print(render_comparison(document, limit=limit))
+    if markdown_path:
+        _write_text(markdown_path, comparison_markdown(document))
+    write_json(json_path, document["kind"], {k: v for k, v in document.items() if k not in ("schema_version", "kind")})
+
+
+def _console(to_stderr: bool) -> Any:
+    from rich.console import Console
+
+    console = Console(stderr=to_stderr, highlight=False)
+    if not console.is_terminal:
+        console.width = 140  # as the other commands off a terminal
+    return console
+
+
+def _write_text(path: str, text: str) -> None:
+    from parity.model.errors import ParityError
+
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise ParityError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None
