@@ -1,0 +1,186 @@
+"""The CI of a comparison: a hierarchical bootstrap over runs, then samples within each run.
+
+Two sides (A, the reference, and B) measured the same K cases, side A in ``n_A`` runs and side
+B in ``n_B``. Run ``r`` of a side gives each case a headline value ``v`` and, where that value is
+the median of the run's raw times, those times. Speeds are taken in logs, so a rate and a time
+give the same ratio: ``s = log v`` for a rate, ``s = -log v`` for a time.
+
+- Point: ``log ratio = mean_r s_B,r - mean_r s_A,r`` (the ratio of the geometric means of the
+  runs' speeds; with one run per side ``v_B / v_A``, or ``t_A / t_B`` for a time).
+- Resample ``b`` (of ``R = 2000``, seeded): per side draw ``n`` runs with replacement (the same
+  draw for every case, so that a run that ran slow everywhere moves every case together, as it
+  would in the summary); for each drawn run, one bootstrap median ``m*`` of its times (drawn
+  from ``W = 400`` resamples of them) replaces its median ``m``: ``s* = s + log(m / m*)`` (no
+  change where the headline is not the median of raw times). The side's speed is the mean of
+  its drawn runs' ``s*``; the resample's log ratio is B's minus A's.
+- Interval: the 2.5th and 97.5th percentiles ``(lo, hi)`` of the resampled log ratios, widened
+  about the point ``p`` by ``c``: ``(p - c·(p - lo), p + c·(hi - p))``. With one run on either side
+  nothing is known of run-to-run variation, ``c = 1`` and the CI is *within-run only*. With two or
+  more runs per side the CI is *between-run* and ``c = sqrt(n/(n-1)) · t(0.975, n_A+n_B-2) /
+  z(0.975)``, ``n = min(n_A, n_B)``: resampling ``n`` runs shrinks their variance by ``(n-1)/n``,
+  and a spread estimated from so few runs needs Student's quantile, not the normal one (the
+  expanded percentile interval of Hesterberg, "What teachers should know about the bootstrap",
+  2015, with the two-sample degrees of freedom). With 3 runs a side, ``c = 1.735``.
+
+Resampling samples inside runs that were themselves resampled counts the within-run spread a
+second time (it is already part of how runs differ): the interval errs wide, never narrow, which
+``benchmarks/compare_coverage.py`` measures on identical runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from parity.stats.summary import DEFAULT_BOOTSTRAP_RESAMPLES, DEFAULT_SEED
+
+WITHIN_RESAMPLES = 400  # bootstrap medians drawn per run and case, picked from at random
+Z_975 = 1.959963984540054
+# Student's t, 97.5th percentile, by degrees of freedom 1..30 (above 30: a Cornish-Fisher series)
+T_975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788,
+         2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639,
+         2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423)
+
+BETWEEN_RUN = "between-run"
+WITHIN_RUN = "within-run only"
+
+
+def t_975(df: int) -> float:
+    """Student's t 97.5th percentile for ``df >= 1`` degrees of freedom (t(4) = 2.776)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {df}")
+    if df <= len(T_975):
+        return T_975[df - 1]
+    z = Z_975
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def ci_kind(runs_a: int, runs_b: int) -> str:
+    """``between-run`` with two or more runs on each side, else ``within-run only``."""
+    return BETWEEN_RUN if min(runs_a, runs_b) >= 2 else WITHIN_RUN
+
+
+def expansion(runs_a: int, runs_b: int) -> float:
+    """The factor ``c`` that widens the percentile interval (module docstring): 1 for a
+    within-run CI; ``sqrt(n/(n-1)) · t(0.975, n_A+n_B-2) / z(0.975)`` with ``n = min(n_A, n_B)``.
+
+    Hand case: 3 and 3 runs: ``sqrt(3/2) · 2.7764 / 1.96 = 1.7349``."""
+    if ci_kind(runs_a, runs_b) == WITHIN_RUN:
+        return 1.0
+    n = min(runs_a, runs_b)
+    return math.sqrt(n / (n - 1)) * t_975(runs_a + runs_b - 2) / Z_975
+
+
+@dataclass(frozen=True, kw_only=True)
+class SideRuns:
+    """One side's runs on the K compared cases: ``log_speed[c, r]`` (``log v`` for a rate,
+    ``-log v`` for a time), and ``times[c][r]``, the raw times whose median is run r's headline
+    on case c, or None where the headline is not such a median."""
+
+    log_speed: np.ndarray
+    times: tuple[tuple[np.ndarray | None, ...], ...]
+
+    @property
+    def runs(self) -> int:
+        return int(self.log_speed.shape[1])
+
+
+@dataclass(frozen=True, kw_only=True)
+class RatioDraws:
+    """Per case the point log ratio (B's speed over A's) and its ``R`` resampled log ratios;
+    ``sampled[c]`` is true when case c's draws vary with something (runs or raw times)."""
+
+    point: np.ndarray
+    draws: np.ndarray
+    runs: tuple[int, int]
+    sampled: np.ndarray
+
+    @property
+    def kind(self) -> str:
+        return ci_kind(*self.runs)
+
+
+def side_runs(values: Sequence[Sequence[float]], times: Sequence[Sequence[Sequence[float] | None]], *,
+              higher_is_better: Sequence[bool]) -> SideRuns:
+    """A :class:`SideRuns` from per case, per run headline values (positive, SI) and raw times."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.size == 0 or np.any(v <= 0):
+        raise ValueError("a side needs positive values, one row per case and one column per run")
+    sign = np.where(np.asarray(higher_is_better, dtype=bool), 1.0, -1.0)[:, None]
+    arrays = tuple(tuple(None if t is None or len(t) == 0 else np.asarray(t, dtype=np.float64) for t in row)
+                   for row in times)
+    return SideRuns(log_speed=sign * np.log(v), times=arrays)
+
+
+def _within_deltas(side: SideRuns, rng: np.random.Generator, draws: int) -> np.ndarray:
+    """``log(m / m*)`` per case, run and within-run resample (zeros where no raw times)."""
+    out = np.zeros((side.log_speed.shape[0], side.runs, draws))
+    for c, row in enumerate(side.times):
+        for r, times in enumerate(row):
+            if times is None or times.size < 2 or np.any(times <= 0):
+                continue
+            picks = rng.integers(0, times.size, size=(draws, times.size))
+            out[c, r] = np.log(np.median(times)) - np.log(np.median(times[picks], axis=1))
+    return out
+
+
+def _side_draws(side: SideRuns, rng: np.random.Generator, resamples: int, within: int) -> np.ndarray:
+    """``(K, R)`` resampled mean log speeds of one side: runs drawn, then a within-run median each."""
+    n = side.runs
+    picks = rng.integers(0, n, size=(resamples, n)) if n > 1 else np.zeros((resamples, 1), dtype=np.int64)
+    deltas = _within_deltas(side, rng, within)
+    inner = rng.integers(0, within, size=(resamples, n))
+    return (side.log_speed[:, picks] + deltas[:, picks, inner]).mean(axis=2)
+
+
+def hierarchical_log_ratios(a: SideRuns, b: SideRuns, *, resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
+                            seed: int = DEFAULT_SEED, within: int = WITHIN_RESAMPLES) -> RatioDraws:
+    """B's speed over A's per case, in logs, with the resamples of the hierarchical bootstrap
+    (runs, then raw times within each drawn run; module docstring for the formula)."""
+    if a.log_speed.shape[0] != b.log_speed.shape[0]:
+        raise ValueError("both sides need the same cases")
+    rng = np.random.default_rng(seed)
+    draws = _side_draws(b, rng, resamples, within) - _side_draws(a, rng, resamples, within)
+    point = b.log_speed.mean(axis=1) - a.log_speed.mean(axis=1)
+    has_times = np.array([[t is not None and t.size >= 2 for t in row] for row in a.times + b.times], dtype=bool)
+    k = a.log_speed.shape[0]
+    timed = has_times[:k].all(axis=1) & has_times[k:].all(axis=1) if k else np.zeros(0, dtype=bool)
+    sampled = timed | (min(a.runs, b.runs) >= 2)
+    return RatioDraws(point=point, draws=draws, runs=(a.runs, b.runs), sampled=np.asarray(sampled))
+
+
+def expanded_interval(point: float, draws: np.ndarray, runs: tuple[int, int]) -> tuple[float, float]:
+    """The 95% interval of a log ratio from its resamples, widened by :func:`expansion`, as a
+    ratio ``(low, high)``; it always holds the point."""
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    c = expansion(*runs)
+    return (math.exp(point - c * max(point - float(lo), 0.0)), math.exp(point + c * max(float(hi) - point, 0.0)))
+
+
+def case_interval(d: RatioDraws, index: int) -> tuple[float, tuple[float, float] | None]:
+    """Case ``index``'s speed ratio and its CI (None when nothing in it was resampled)."""
+    point = float(d.point[index])
+    if not d.sampled[index]:
+        return math.exp(point), None
+    return math.exp(point), expanded_interval(point, d.draws[index], d.runs)
+
+
+def median_interval(d: RatioDraws, indices: Sequence[int]) -> tuple[float, tuple[float, float] | None]:
+    """The median over cases ``indices`` of their speed ratios (taken in logs: of an even count,
+    the geometric mean of the middle two), and its CI from the same resamples, the cases fixed
+    and the runs drawn together; None unless every case in it was resampled."""
+    rows = np.asarray(list(indices), dtype=np.int64)
+    if rows.size == 0:
+        raise ValueError("no cases to summarise")
+    point = float(np.median(d.point[rows]))
+    if not bool(np.all(d.sampled[rows])):
+        return math.exp(point), None
+    return math.exp(point), expanded_interval(point, np.median(d.draws[rows], axis=0), d.runs)
+
+
+def holds_one(ci: tuple[float, float] | None) -> bool:
+    """True when the interval holds a ratio of 1 (no difference measured)."""
+    return ci is not None and ci[0] <= 1.0 <= ci[1]
