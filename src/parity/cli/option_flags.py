@@ -23,7 +23,10 @@ from parity.model.errors import ParityError
 
 # Names the family commands use for their own flags; an option of the same name would clash.
 RESERVED = frozenset({"device_name", "quick", "resume_id", "db_path", "json_path", "nproc", "join",
-                      "backend", "step_timeout_s"})
+                      "backend", "step_timeout_s", "label"})
+
+LABEL_HELP = ("A short name for the run, stored in its config and shown by compare and the report instead of the "
+              "device name (e.g. 'H200 driver 550').")
 
 
 class SizeType(click.ParamType):

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from parity.cli.option_flags import given_options, option_params
+from parity.cli.option_flags import LABEL_HELP, given_options, option_params
 from parity.cli.output import json_option, write_json
 from parity.cli.runs import db_option, stdout_console
 from parity.model.errors import ParityError
@@ -70,6 +70,7 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
         click.Option(["--strict"], is_flag=True,
                      help="Exit 1 when the run is DOUBTFUL too: a figure that cannot be true (invalid) or "
                           "was measured while others used the machine (contended)."),
+        click.Option(["--label"], default=None, metavar="TEXT", help=LABEL_HELP),
     ]
     return params
 
@@ -91,7 +92,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
         if spec.translate is not None:
             options = spec.translate(options)
         common = {key: values.get(key) for key in ("device_name", "quick", "resume_id", "db_path", "json_path",
-                                                   "strict")}
+                                                   "strict", "label")}
         extra = {str(p.name): values.get(str(p.name)) for p in spec.extra}
         if spec.ranks:
             ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s")}
@@ -125,11 +126,15 @@ def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
 
 def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str], device_name: str | None,
                quick: bool, resume_id: str | None, db_path: str | None, json_path: str | None,
-               ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None, strict: bool = False) -> int:
+               ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None, strict: bool = False,
+               label: str | None = None) -> int:
     """Measure (or continue) the family's run, print its view, write ``--json``; the exit status
-    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL)."""
+    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL). ``label`` goes into the run's
+    config (``config["label"]``)."""
+    from parity.harness.run_record import run_tags, tag_run
     from parity.store import Store
 
+    tags = run_tags(label=label)
     name = spec.suite
     with Store.open(db_path) as store:
         db = str(store.path)
@@ -151,6 +156,7 @@ def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str]
     else:
         run_id = _measure_here(name, options, db=db, quick=quick, device_name=device_name, resume_id=resume_id)
     with Store.open(db) as store:
+        tag_run(store, run_id, tags)
         payload = family_payload(store, run_id, name)
     from parity.cli.family_view import print_family
 

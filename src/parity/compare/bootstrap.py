@@ -9,8 +9,9 @@ give the same ratio: ``s = log v`` for a rate, ``s = -log v`` for a time.
   runs' speeds; with one run per side ``v_B / v_A``, or ``t_A / t_B`` for a time).
 - Resample ``b`` (of ``R = 2000``, seeded): per side draw ``n`` runs with replacement (the same
   draw for every case, so that a run that ran slow everywhere moves every case together, as it
-  would in the summary); for each drawn run, one bootstrap median ``m*`` of its times (drawn
-  from ``W = 400`` resamples of them) replaces its median ``m``: ``s* = s + log(m / m*)`` (no
+  would in the summary); for each drawn run, one bootstrap median ``m*`` of its times (picked at
+  random from ``W = 400`` bootstrap medians of them, :func:`bootstrap_medians`) replaces its
+  median ``m``: ``s* = s + log(m / m*)`` (no
   change where the headline is not the median of raw times). The side's speed is the mean of
   its drawn runs' ``s*``; the resample's log ratio is B's minus A's.
 - Interval: the 2.5th and 97.5th percentiles ``(lo, hi)`` of the resampled log ratios, widened
@@ -38,6 +39,7 @@ import numpy as np
 from parity.stats.summary import DEFAULT_BOOTSTRAP_RESAMPLES, DEFAULT_SEED
 
 WITHIN_RESAMPLES = 400  # bootstrap medians drawn per run and case, picked from at random
+EXACT_UP_TO = 200  # samples up to which a bootstrap median is drawn by resampling; above, by its order statistic
 Z_975 = 1.959963984540054
 # Student's t, 97.5th percentile, by degrees of freedom 1..30 (above 30: a Cornish-Fisher series)
 T_975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788,
@@ -122,9 +124,29 @@ def _within_deltas(side: SideRuns, rng: np.random.Generator, draws: int) -> np.n
         for r, times in enumerate(row):
             if times is None or times.size < 2 or np.any(times <= 0):
                 continue
-            picks = rng.integers(0, times.size, size=(draws, times.size))
-            out[c, r] = np.log(np.median(times)) - np.log(np.median(times[picks], axis=1))
+            out[c, r] = np.log(np.median(times)) - np.log(bootstrap_medians(times, rng, draws))
     return out
+
+
+def bootstrap_medians(times: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
+    """``draws`` medians of resamples (with replacement, of the same size) of ``times``.
+
+    Up to :data:`EXACT_UP_TO` samples, by resampling. Above, from the distribution of the
+    resample's ``k``-th smallest value: it is at most the ``j``-th smallest sample when at least
+    ``k`` of the ``m`` draws are, ``P = P(Bin(m, j/m) >= k)``, which near the middle is
+    ``Phi((j - k + 1/2) / (sqrt(m)/2))`` within ``O(1/sqrt(m))``; so the index is
+    ``ceil(k - 1/2 + Z·sqrt(m)/2)`` for a standard normal ``Z`` (``k = (m+1)/2``; for an even ``m``
+    the mean of the ``m/2``-th and the next, as :func:`numpy.median` takes)."""
+    m = times.size
+    if m <= EXACT_UP_TO:
+        picks = rng.integers(0, m, size=(draws, m))
+        return np.asarray(np.median(times[picks], axis=1))
+    ordered = np.sort(times)
+    k = (m + 1) // 2
+    index = np.clip(np.ceil(k - 0.5 + rng.standard_normal(draws) * math.sqrt(m) / 2.0).astype(np.int64) - 1, 0, m - 1)
+    if m % 2:
+        return np.asarray(ordered[index])
+    return np.asarray((ordered[index] + ordered[np.minimum(index + 1, m - 1)]) / 2.0)
 
 
 def _side_draws(side: SideRuns, rng: np.random.Generator, resamples: int, within: int) -> np.ndarray:
@@ -145,9 +167,8 @@ def hierarchical_log_ratios(a: SideRuns, b: SideRuns, *, resamples: int = DEFAUL
     rng = np.random.default_rng(seed)
     draws = _side_draws(b, rng, resamples, within) - _side_draws(a, rng, resamples, within)
     point = b.log_speed.mean(axis=1) - a.log_speed.mean(axis=1)
-    has_times = np.array([[t is not None and t.size >= 2 for t in row] for row in a.times + b.times], dtype=bool)
-    k = a.log_speed.shape[0]
-    timed = has_times[:k].all(axis=1) & has_times[k:].all(axis=1) if k else np.zeros(0, dtype=bool)
+    timed = np.array([all(t is not None and t.size >= 1 for t in ra + rb) for ra, rb in zip(a.times, b.times)],
+                     dtype=bool)
     sampled = timed | (min(a.runs, b.runs) >= 2)
     return RatioDraws(point=point, draws=draws, runs=(a.runs, b.runs), sampled=np.asarray(sampled))
 

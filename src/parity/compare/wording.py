@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from parity.compare.bootstrap import BETWEEN_RUN, holds_one
 
 NO_DIFFERENCE = "no difference measured"
-WITHIN_CAVEAT = "within-run CI only: one run per side, run-to-run variation not measured"
+WITHIN_CAVEAT = "within-run CI only: a side has one run, run-to-run variation not measured"
 
 
 def verdict(ratio: float, ci: tuple[float, float] | None) -> str:
