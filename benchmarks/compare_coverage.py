@@ -70,6 +70,7 @@ class Tally:
         self.wording_errors: list[str] = []
         self.kinds: set[str] = set()
         self.misses: dict[str, int] = {}
+        self.widths: dict[str, list[float]] = {}
 
     def add(self, doc: dict[str, Any]) -> None:
         for record in doc["ratios"]:
@@ -78,6 +79,7 @@ class Tally:
             level = record["level"]
             self.total[level] = self.total.get(level, 0) + 1
             held = _holds(record["ci95"])
+            self.widths.setdefault(level, []).append(record["ci95"][1] / record["ci95"][0])
             self.held[level] = self.held.get(level, 0) + held
             self.kinds.add(record["ci_kind"])
             if not held:
@@ -112,7 +114,9 @@ class Tally:
             if n:
                 share = self.held[level] / n
                 verdict = "meets" if share >= BAR else "BELOW"
-                out.append(f"  {level:8s} CIs holding 1: {self.held[level]}/{n} = {share:.1%} ({verdict} the 95% bar)")
+                width = float(np.median(self.widths[level]))
+                out.append(f"  {level:8s} CIs holding 1: {self.held[level]}/{n} = {share:.1%} ({verdict} the 95% bar); "
+                           f"median CI high/low {width:.3g}")
         n_all = sum(self.total.values())
         if n_all:
             share = sum(self.held.values()) / n_all
@@ -154,16 +158,13 @@ def random_splits(ids: list[str], count: int, size: int, seed: int) -> list[tupl
 
 def within_run_check(db: Path, ids: list[str]) -> list[str]:
     """1 against 1: the output must say the CI is within-run only (JSON, notes, claims, text)."""
-    from click.testing import CliRunner
-
-    from parity.cli.main import main
-
     pairs = [([ids[i]], [ids[i + 1]]) for i in range(0, len(ids) - 1, 2)]
     tally, docs, _ = compare_all(db, pairs)
     said = all(d["ci_kind"] == "within-run only" and any("within-run only" in n for n in d["notes"])
                and all("within-run CI only" in c or "(no CI)" in c for c in d["claims"]) for d in docs)
-    result = CliRunner().invoke(main, ["compare", ids[0], ids[1], "--db", str(db)])
-    in_text = "within-run" in result.output
+    result = subprocess.run([sys.executable, "-m", "parity", "compare", ids[0], ids[1], "--db", str(db)],
+                            capture_output=True, text=True)
+    in_text = "within-run" in result.stdout
     lines = tally.lines(f"1 run against 1 ({len(pairs)} comparisons; within-run CIs, for information)")
     lines.append(f"  output says within-run only: {'yes' if said and in_text else 'NO'} "
                  f"(JSON ci_kind, notes and every claim: {said}; terminal text: {in_text})")

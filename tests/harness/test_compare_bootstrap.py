@@ -9,8 +9,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from parity.compare.bootstrap import (BETWEEN_RUN, WITHIN_RUN, bootstrap_medians, case_interval, ci_kind, expansion,
-                                      hierarchical_log_ratios, median_interval, side_runs, t_975)
+from parity.compare.bootstrap import (BETWEEN_RUN, WITHIN_RUN, bootstrap_medians, case_interval, ci_kind,
+                                      expansion, hierarchical_log_ratios, median_interval, side_runs, t_975,
+                                      welch_df)
 from parity.compare.wording import NO_DIFFERENCE, claim, verdict
 
 
@@ -22,6 +23,12 @@ def test_t_quantiles_and_the_expansion_factor_hand_values() -> None:
     assert expansion(3, 3) == pytest.approx(math.sqrt(3 / 2) * 2.7764 / 1.959964, rel=1e-6)  # 1.7349
     assert expansion(2, 2) == pytest.approx(math.sqrt(2) * 4.3027 / 1.959964, rel=1e-6)
     assert ci_kind(1, 3) == WITHIN_RUN and ci_kind(2, 3) == BETWEEN_RUN
+    # Welch: equal spreads, 3 and 3 runs: (2v)^2 / (2 v^2 / 2) = 4; all on one side: 2 (the floor)
+    assert welch_df(1.0, 1.0, 3, 3) == 4 and welch_df(1.0, 0.0, 3, 3) == 2 and welch_df(0.0, 0.0, 3, 5) == 6
+    assert welch_df(1.0, 0.5, 3, 3) == pytest.approx(3.6)  # (1.5)^2 / ((1 + 1/4) / 2)
+    assert 2.9401 <= t_975(3.5) <= 2.945 and 6.0167 <= t_975(1.5) <= 6.2  # exact 2.9401, 6.0167
+    assert t_975(3) == pytest.approx(3.1824)
+    assert expansion(3, 3, 2) == pytest.approx(math.sqrt(3 / 2) * 4.3027 / 1.959964, rel=1e-6)  # 2.689
 
 
 def test_runs_only_matches_the_enumerated_bootstrap_distribution() -> None:
@@ -43,7 +50,8 @@ def test_runs_only_matches_the_enumerated_bootstrap_distribution() -> None:
     ratio, ci = case_interval(draws, 0)
     c = expansion(2, 2)
     assert ratio == pytest.approx(math.exp(0.1))
-    assert ci == pytest.approx((math.exp(0.1 - c * 0.2), math.exp(0.1 + c * 0.2)))
+    # (the resampled spreads of the two sides are equal in law, so Welch gives df = 2 up to resampling)
+    assert ci == pytest.approx((math.exp(0.1 - c * 0.2), math.exp(0.1 + c * 0.2)), rel=1e-3)
     assert draws.kind == BETWEEN_RUN
 
 

@@ -17,11 +17,13 @@ give the same ratio: ``s = log v`` for a rate, ``s = -log v`` for a time.
 - Interval: the 2.5th and 97.5th percentiles ``(lo, hi)`` of the resampled log ratios, widened
   about the point ``p`` by ``c``: ``(p - c·(p - lo), p + c·(hi - p))``. With one run on either side
   nothing is known of run-to-run variation, ``c = 1`` and the CI is *within-run only*. With two or
-  more runs per side the CI is *between-run* and ``c = sqrt(n/(n-1)) · t(0.975, n_A+n_B-2) /
-  z(0.975)``, ``n = min(n_A, n_B)``: resampling ``n`` runs shrinks their variance by ``(n-1)/n``,
-  and a spread estimated from so few runs needs Student's quantile, not the normal one (the
-  expanded percentile interval of Hesterberg, "What teachers should know about the bootstrap",
-  2015, with the two-sample degrees of freedom). With 3 runs a side, ``c = 1.735``.
+  more runs per side the CI is *between-run* and ``c = sqrt(n/(n-1)) · t(0.975, df) / z(0.975)``,
+  ``n = min(n_A, n_B)``: resampling ``n`` runs shrinks their variance by ``(n-1)/n``, and a spread
+  estimated from so few runs needs Student's quantile, not the normal one (the expanded
+  percentile interval of Hesterberg, "What teachers should know about the bootstrap", 2015),
+  with Welch's degrees of freedom from each side's resampled spread (:func:`welch_df`: from
+  ``min(n_A, n_B) - 1`` when one side holds all the spread to ``n_A + n_B - 2`` when both hold
+  as much). With 3 runs a side and equal spreads, ``c = 1.735``; all on one side, ``2.689``.
 
 Resampling samples inside runs that were themselves resampled counts the within-run spread a
 second time (it is already part of how runs differ): the interval errs wide, never narrow, which
@@ -50,12 +52,20 @@ BETWEEN_RUN = "between-run"
 WITHIN_RUN = "within-run only"
 
 
-def t_975(df: int) -> float:
-    """Student's t 97.5th percentile for ``df >= 1`` degrees of freedom (t(4) = 2.776)."""
+def t_975(df: float) -> float:
+    """Student's t 97.5th percentile for ``df >= 1`` degrees of freedom (t(4) = 2.776); between
+    whole degrees of freedom, ``log t`` linear in ``1/df`` (t(3.5) = 2.944 against 2.940 exactly,
+    t(1.5) = 6.17 against 6.02: a little wide, never narrow)."""
     if df < 1:
         raise ValueError(f"degrees of freedom must be at least 1, got {df}")
-    if df <= len(T_975):
-        return T_975[df - 1]
+    if df < len(T_975):
+        low = int(math.floor(df))
+        if df == low:
+            return T_975[low - 1]
+        share = (1 / low - 1 / df) / (1 / low - 1 / (low + 1))
+        return math.exp(math.log(T_975[low - 1]) + share * (math.log(T_975[low]) - math.log(T_975[low - 1])))
+    if df == len(T_975):
+        return T_975[-1]
     z = Z_975
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
@@ -65,15 +75,29 @@ def ci_kind(runs_a: int, runs_b: int) -> str:
     return BETWEEN_RUN if min(runs_a, runs_b) >= 2 else WITHIN_RUN
 
 
-def expansion(runs_a: int, runs_b: int) -> float:
-    """The factor ``c`` that widens the percentile interval (module docstring): 1 for a
-    within-run CI; ``sqrt(n/(n-1)) · t(0.975, n_A+n_B-2) / z(0.975)`` with ``n = min(n_A, n_B)``.
+def welch_df(var_a: float, var_b: float, runs_a: int, runs_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two sides' means,
+    ``(v_A + v_B)^2 / (v_A^2/(n_A-1) + v_B^2/(n_B-1))`` with ``v`` each side's resampled variance,
+    kept within ``[min(n_A, n_B) - 1, n_A + n_B - 2]`` (the pooled value when neither side
+    varies). Hand case: equal variances, 3 and 3 runs: 4; all of it on one side: 2."""
+    low, high = min(runs_a, runs_b) - 1, runs_a + runs_b - 2
+    denominator = var_a**2 / (runs_a - 1) + var_b**2 / (runs_b - 1)
+    if denominator <= 0:
+        return high
+    df = (var_a + var_b) ** 2 / denominator
+    return float(min(max(df, low), high))
 
-    Hand case: 3 and 3 runs: ``sqrt(3/2) · 2.7764 / 1.96 = 1.7349``."""
+
+def expansion(runs_a: int, runs_b: int, df: float | None = None) -> float:
+    """The factor ``c`` that widens the percentile interval (module docstring): 1 for a
+    within-run CI; ``sqrt(n/(n-1)) · t(0.975, df) / z(0.975)`` with ``n = min(n_A, n_B)`` and
+    ``df`` the Welch degrees of freedom (:func:`welch_df`; ``n_A + n_B - 2`` when not given).
+
+    Hand case: 3 and 3 runs, df 4: ``sqrt(3/2) · 2.7764 / 1.96 = 1.7349``."""
     if ci_kind(runs_a, runs_b) == WITHIN_RUN:
         return 1.0
     n = min(runs_a, runs_b)
-    return math.sqrt(n / (n - 1)) * t_975(runs_a + runs_b - 2) / Z_975
+    return math.sqrt(n / (n - 1)) * t_975(df if df is not None else runs_a + runs_b - 2) / Z_975
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +123,7 @@ class RatioDraws:
     draws: np.ndarray
     runs: tuple[int, int]
     sampled: np.ndarray
+    sides: tuple[np.ndarray, np.ndarray]  # each side's resampled mean log speed per case (K, R)
 
     @property
     def kind(self) -> str:
@@ -165,19 +190,27 @@ def hierarchical_log_ratios(a: SideRuns, b: SideRuns, *, resamples: int = DEFAUL
     if a.log_speed.shape[0] != b.log_speed.shape[0]:
         raise ValueError("both sides need the same cases")
     rng = np.random.default_rng(seed)
-    draws = _side_draws(b, rng, resamples, within) - _side_draws(a, rng, resamples, within)
+    side_b = _side_draws(b, rng, resamples, within)
+    side_a = _side_draws(a, rng, resamples, within)
+    draws = side_b - side_a
     point = b.log_speed.mean(axis=1) - a.log_speed.mean(axis=1)
     timed = np.array([all(t is not None and t.size >= 1 for t in ra + rb) for ra, rb in zip(a.times, b.times)],
                      dtype=bool)
     sampled = timed | (min(a.runs, b.runs) >= 2)
-    return RatioDraws(point=point, draws=draws, runs=(a.runs, b.runs), sampled=np.asarray(sampled))
+    return RatioDraws(point=point, draws=draws, runs=(a.runs, b.runs), sampled=np.asarray(sampled),
+                      sides=(side_a, side_b))
 
 
-def expanded_interval(point: float, draws: np.ndarray, runs: tuple[int, int]) -> tuple[float, float]:
-    """The 95% interval of a log ratio from its resamples, widened by :func:`expansion`, as a
+def expanded_interval(point: float, draws: np.ndarray, runs: tuple[int, int],
+                      side_draws: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
+    """The 95% interval of a log ratio from its resamples, widened by :func:`expansion` (the
+    degrees of freedom from each side's resampled spread, ``side_draws``, when given), as a
     ratio ``(low, high)``; it always holds the point."""
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    c = expansion(*runs)
+    df = None
+    if side_draws is not None and ci_kind(*runs) == BETWEEN_RUN:
+        df = welch_df(float(np.var(side_draws[0])), float(np.var(side_draws[1])), *runs)
+    c = expansion(*runs, df)
     return (math.exp(point - c * max(point - float(lo), 0.0)), math.exp(point + c * max(float(hi) - point, 0.0)))
 
 
@@ -186,7 +219,8 @@ def case_interval(d: RatioDraws, index: int) -> tuple[float, tuple[float, float]
     point = float(d.point[index])
     if not d.sampled[index]:
         return math.exp(point), None
-    return math.exp(point), expanded_interval(point, d.draws[index], d.runs)
+    return math.exp(point), expanded_interval(point, d.draws[index], d.runs,
+                                              (d.sides[0][index], d.sides[1][index]))
 
 
 def median_interval(d: RatioDraws, indices: Sequence[int]) -> tuple[float, tuple[float, float] | None]:
@@ -199,7 +233,8 @@ def median_interval(d: RatioDraws, indices: Sequence[int]) -> tuple[float, tuple
     point = float(np.median(d.point[rows]))
     if not bool(np.all(d.sampled[rows])):
         return math.exp(point), None
-    return math.exp(point), expanded_interval(point, np.median(d.draws[rows], axis=0), d.runs)
+    sides = (np.median(d.sides[0][rows], axis=0), np.median(d.sides[1][rows], axis=0))
+    return math.exp(point), expanded_interval(point, np.median(d.draws[rows], axis=0), d.runs, sides)
 
 
 def holds_one(ci: tuple[float, float] | None) -> bool:
