@@ -147,6 +147,8 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
         document = compare_traces(inputs).to_dict()
     console = stdout_console("-" if "-" in (json_path, markdown_path) else None)
     console.print(render_comparison(document, limit=limit))
+    for note in document.get("notes") or []:
+        console.print(f"note: {note}", markup=False, highlight=False)
     if markdown_path:
         _write_text(markdown_path, claims_markdown(document) + comparison_markdown(document))
     payload = {k: v for k, v in document.items() if k not in ("schema_version", "kind")}
