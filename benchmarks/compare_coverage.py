@@ -189,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     made_s = time.perf_counter() - begin
     if len(ids) < 2 * args.size:
         raise SystemExit(f"need at least {2 * args.size} runs, have {len(ids)}")
-    lines = [f"compare coverage: {len(ids)} identical quick CPU runs (gemm on 3 small shapes, membw 4 KiB..64 KiB), "
+    lines = [f"command: python benchmarks/compare_coverage.py {' '.join(argv if argv is not None else sys.argv[1:])}",
+             f"runs made with: parity run --quick --device cpu {' '.join(SUITE_SETTINGS)} --set gemm.shapes=FILE "
+             "(3 shapes: 32, 64, 128 cubed) --repeat N --label identical --no-report",
+             f"compare coverage: {len(ids)} identical quick CPU runs (gemm on 3 small shapes, membw 4 KiB..64 KiB), "
              f"{'reused' if args.reuse else f'made in {made_s:.0f} s'}; store {db}"]
     tally, _, per_compare = compare_all(db, random_splits(ids, args.splits, args.size, args.seed))
     lines += tally.lines(f"{args.size} runs against {args.size}, {args.splits} random disjoint splits "
@@ -198,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                for i in range(0, len(ids) - 2 * args.size + 1, args.size)]
     drift, _, _ = compare_all(db, ordered)
     lines += drift.lines(f"{args.size} runs against the next {args.size}, in the order they ran "
-                         f"({len(ordered)} comparisons; drift over time shows here)")
+                         f"({len(ordered)} comparisons; for information: runs made back to back share the "
+                         "machine's state of the moment, so drift over time shows here)")
     lines += within_run_check(db, ids)
     ok = (sum(tally.held.values()) >= BAR * sum(tally.total.values())
           and all(tally.held.get(k, 0) >= BAR * n for k, n in tally.total.items()) and not tally.wording_errors)
