@@ -21,6 +21,7 @@ from typing import Any
 from parity.compare.audit import AuditEntry, audit_runs, run_mode
 from parity.compare.bootstrap import RatioDraws, case_interval, ci_kind, hierarchical_log_ratios, side_runs
 from parity.compare.join import JoinedCase, headline, headline_value, join_cases, main_times
+from parity.compare.ratio import speed_ratio
 from parity.compare.records import RatioRecord
 from parity.compare.sides import Side, describe_side, load_sides
 from parity.compare.summary import PairData, pair_summaries
@@ -174,6 +175,8 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
 def _geometric_mean(values: list[float | None]) -> float | None:
     if not values or any(v is None or v <= 0 for v in values):
         return None
+    if len(values) == 1:
+        return values[0]  # exactly the run's value
     return math.exp(sum(math.log(v) for v in values if v is not None) / len(values))
 
 
@@ -195,6 +198,8 @@ def _pair_ratios(rows: list[dict[str, Any]], sides: list[Side], index: int,
     positions = {}
     for i, row in enumerate(usable):
         ratio, ci = case_interval(draws, i)
+        if draws.runs == (1, 1):  # the same number without a round trip through logs
+            ratio = speed_ratio(row["values"][0], row["values"][index], higher_is_better=bool(row["higher_is_better"]))
         row["ratios"][index] = ratio
         row["ratios_ci95"][index] = list(ci) if ci else None
         if index == 1:

@@ -108,6 +108,9 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
     if not usable or data.draws is None:
         return None
     value, ci = median_interval(data.draws, [data.positions[(r["suite"], r["key"])] for r in usable])
+    exact = sorted(float(r["ratios"][data.index]) for r in usable)
+    if len(exact) % 2:  # the middle case's own ratio, not its round trip through logs
+        value = exact[len(exact) // 2]
     name = f"compare.{name_base}.median_ratio" + ("" if subset == "all joined" else f".{subset}")
     kind = ci_kind(*data.runs)
     marked = any(r["marked"] for r in usable)
@@ -212,6 +215,8 @@ def _figure_ratio(a: list[float], b: list[float]) -> tuple[float | None, tuple[f
     bootstrap with two or more runs per side; ``(None, None)`` for figures not all positive."""
     if not a or not b or any(v <= 0 for v in a + b):
         return None, None
+    if len(a) == 1 and len(b) == 1:
+        return b[0] / a[0], None
     value = math.exp(float(np.mean(np.log(b))) - float(np.mean(np.log(a))))
     if min(len(a), len(b)) < 2:
         return value, None
