@@ -159,6 +159,6 @@ def test_medians_over_the_compute_bound_intersection_hand_case(tmp_path: Path) -
     assert figures[("gemm.median_efficiency.compute-bound.intersection", "A: NVIDIA H200")]["value"] == pytest.approx(0.325)
     assert figures[("gemm.median_efficiency.compute-bound.intersection", "B: NVIDIA H200")]["value"] == pytest.approx(0.65)
     assert figures[("compare.gemm.shape.median_ratio", None)]["value"] == pytest.approx(2.0)
-    assert any(c.startswith("on these 2 compute-bound gemm shapes") and "32.5% on A" in c and "65.0% on B" in c
+    assert any(c.startswith("on these 2 compute-bound bf16 gemm shapes") and "32.5% on A" in c and "65.0% on B" in c
                for c in doc["claims"])
     assert doc["audit"] == []

@@ -13,9 +13,12 @@ from parity.model.errors import ParityError
 
 
 def _kind(source: str) -> str:
+    from parity.compare.sides import GROUP_PREFIX
     from parity.store.fleet_analyses import is_fleet_analysis_id
     from parity.store.trace_analyses import is_trace_analysis_id
 
+    if source.startswith(GROUP_PREFIX) or ("," in source and not Path(source).exists()):
+        return "run"  # a side of several runs
     if (Path(source) / "fleet.json").is_file():
         return "fleet-folder"
     if Path(source).exists():
@@ -58,10 +61,11 @@ def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | 
 @click.command()
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--force", is_flag=True,
-              help="Compare runs whose byte conventions, timing methods or offline/online mode differ; "
-                   "every affected line is marked.")
+              help="Compare runs whose byte conventions, timing methods or offline/online mode differ, and "
+                   "suite figures whose scopes differ; every affected line is marked.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Also write a GitHub Markdown table to PATH ('-' for stdout).")
+              help="Also write Markdown to PATH ('-' for stdout): the claims as sentences with their scope, "
+                   "ready to paste, then the tables.")
 @click.option("--window", "window_text", metavar="START_US:END_US",
               help="For trace files: the window to analyse ('span' for the whole device span).")
 @click.option("--steps", "steps_text", metavar="A-B", help="For trace files: analyse steps A..B.")
@@ -74,14 +78,21 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
             steps_text: str | None, rank: int | None, limit: int, db_path: str | None, json_path: str | None) -> None:
     """Compare runs, stored trace analyses, trace files or fleet analyses side by side.
 
-    SOURCES are two or more runs (an id, a unique prefix, latest, latest~1), stored trace
+    SOURCES are two or more sides of runs, stored trace
     analyses (trace-... ids from parity trace analyze --store, or trace:latest), trace files
     and folders, or fleet analyses (fleet-... ids from parity trace fleet --store,
-    fleet:latest, or fleet output folders), all of one kind. Runs: identical cases are joined (same suite and case key: shape,
-    dtype, size, collective, model config), each with its speed relative to the first run and a
-    bootstrap CI from the raw samples, the medians over the joined cases and over the shapes
-    compute-bound on every run, and a fairness audit of every condition that differs. Runs whose
-    byte conventions, timing methods or offline/online mode differ are refused unless --force.
+    fleet:latest, or fleet output folders), all of one kind. A side of runs is one run (an id, a
+    unique prefix, latest, latest~1), several runs of one measurement joined by commas
+    (A1,A2,A3), or a repeat group of parity run --repeat N (group:ID, group:latest). Runs:
+    identical cases are joined (same suite and case key: shape, dtype, size, collective, model
+    config), each with its speed relative to the first side and a 95% CI from a hierarchical
+    bootstrap (runs, then raw samples within each run): between-run with two or more runs per
+    side, within-run only with one, as the output says. A ratio whose CI holds 1 reads "no
+    difference measured". Then the medians over the joined cases and over the shapes
+    compute-bound on every run, the suite figures whose scope (dtype, convention, case set)
+    matches (others listed as not comparable, with the reason, unless --force), and a fairness
+    audit of every condition that differs. Runs whose byte conventions, timing methods or
+    offline/online mode differ are refused unless --force.
     Traces: per category and per stream, busy time and share side by side, each trace's window
     stated. Fleets: median and p99 arrival skew, total wait, and per op the skew, wait, comm
     time and busbw medians, with each straggler's times last and step cost.
@@ -90,6 +101,8 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
     Example:
       parity compare latest~1 latest
       parity compare 20261129-2303 20261130-0915 --markdown cmp.md --json cmp.json
+      parity compare group:rep-20261203-1012-ab12 group:latest --markdown -
+      parity compare 20261203-1012,20261203-1013,20261203-1015 20261203-1100,20261203-1101,20261203-1102
       parity compare trace-20261201-1012-ab12 trace:latest
       parity compare rank0_h100.json.gz ASCEND_PROFILER_OUTPUT/ --window span
       parity compare fleet-20261203-1012-ab12 fleet:latest
@@ -119,10 +132,31 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
         document = compare_traces(inputs).to_dict()
     console = stdout_console("-" if "-" in (json_path, markdown_path) else None)
     console.print(render_comparison(document, limit=limit))
+    for note in document.get("notes") or []:
+        console.print(f"note: {note}", markup=False, highlight=False)
     if markdown_path:
-        _write_text(markdown_path, comparison_markdown(document))
+        _write_text(markdown_path, claims_markdown(document) + comparison_markdown(document))
     payload = {k: v for k, v in document.items() if k not in ("schema_version", "kind")}
     write_json(json_path, document["kind"], payload)  # the file is the comparison's to_dict()
+
+
+def claims_markdown(doc: dict[str, Any]) -> str:
+    """The claims as Markdown sentences ready to paste, with the notes that qualify them (the
+    kind of CI), before the tables."""
+    claims = doc.get("claims") or []
+    if not claims:
+        return ""
+    lines = ["## Claims", ""]
+    lines += [f"- {_sentence(c)}" for c in claims]
+    notes = [n for n in doc.get("notes") or [] if n.startswith("CIs are")]
+    lines += [""] + [f"_{n}._" for n in notes] + [""] if notes else [""]
+    return "\n".join(lines) + "\n"
+
+
+def _sentence(text: str) -> str:
+    """A claim as a sentence: capitalised, ending in a full stop."""
+    text = " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
+    return (text[:1].upper() + text[1:]).rstrip(".") + "."
 
 
 def _write_text(path: str, text: str) -> None:

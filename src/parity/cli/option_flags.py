@@ -24,12 +24,15 @@ from parity.model.errors import ParityError
 
 # Names the family commands use for their own flags; an option of the same name would clash.
 RESERVED = frozenset({"device_name", "quick", "resume_id", "db_path", "json_path", "nproc", "join",
-                      "backend", "step_timeout_s", "availability"})
+                      "backend", "step_timeout_s", "availability", "label"})
 
 AVAILABILITY_CHOICE = click.Choice(AVAILABILITY)
 AVAILABILITY_HELP = ("The stack's availability category, stored in the run's config and compared by the audit "
                      "(MLPerf's): available (released, obtainable now), preview (released within 180 days), rd "
                      "(research, development or internal: prototype hardware, proof-of-concept firmware).")
+
+LABEL_HELP = ("A short name for the run, stored in its config and shown by compare and the report instead of the "
+              "device name (e.g. 'H200 driver 550').")
 
 
 class SizeType(click.ParamType):

@@ -8,10 +8,11 @@ import click
 import orjson
 
 from parity.harness.coordination import DEFAULT_STEP_TIMEOUT_S
-from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP, LABEL_HELP
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 from parity.cli.runs import db_option, stdout_console
+from parity.harness.run_record import new_group_id, run_tags, tag_run
 from parity.model.errors import ParityError
 from parity.store import Store
 
@@ -150,8 +151,11 @@ def _resume_settings(
                    "measured while others used the machine (contended).")
 @click.option("--no-report", is_flag=True,
               help="Skip the HTML report written at the end (reports/RUN_ID.html next to the store).")
-@click.option("--availability", type=AVAILABILITY_CHOICE, default=None,
-              help=AVAILABILITY_HELP)
+@click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="N",
+              help="Measure N times, each a stored run of one repeat group (config group and repeat); "
+                   "compare groups with parity compare group:ID group:ID for a between-run CI.")
+@click.option("--label", default=None, metavar="TEXT", help=LABEL_HELP)
+@click.option("--availability", type=AVAILABILITY_CHOICE, default=None, help=AVAILABILITY_HELP)
 @db_option
 @json_option
 def run(
@@ -168,6 +172,8 @@ def run(
     api_key_env: str | None,
     strict: bool,
     no_report: bool,
+    repeat: int,
+    label: str | None,
     availability: str | None,
     db_path: str | None,
     json_path: str | None,
@@ -185,17 +191,22 @@ def run(
       parity run --device cuda:0 --suite gemm,membw --json run.json
       parity run --suite gemm --set gemm.dtype=fp32 --set gemm.backends=matmul,linear
       parity run --resume 20261129-230512-a3f9
+      parity run --suite membw --quick --repeat 3 --label "before the BIOS update"
       parity run --quick --availability preview
       parity run --ranks 2 --device cpu --suite collectives --quick
       torchrun --nproc-per-node 8 -m parity run --join --device cuda --suite collectives
       parity decode online --url http://127.0.0.1:8000 --model my-model --concurrency 1,8
     """
     from parity.harness.registry import resolve
-    from parity.harness.run_record import declare_availability
-    from parity.cli.run_ranks import measure_on_ranks, stored_world_size
+    from parity.cli.run_ranks import stored_world_size
 
     if join and ranks is not None:
         raise ParityError("--join takes the ranks its launcher started; drop --ranks")
+    if repeat > 1 and (resume_id is not None or join):
+        raise ParityError("--repeat makes new runs; drop --resume or --join (or --repeat)")
+    if resume_id is not None and label is not None:
+        raise ParityError(f"--resume continues run {resume_id} with its stored label; drop --label")
+    tags = {**run_tags(label=label), **({"availability": availability} if availability else {})}
     if endpoint_url is None and (model or api_key_env):
         raise ParityError("--model and --api-key-env go with --endpoint URL; give the server's URL")
     with Store.open(db_path) as store:
@@ -225,19 +236,47 @@ def run(
     endpoint = _probe(endpoint_url, model, api_key_env) if endpoint_url else None
     if endpoint is not None and (join or (ranks or 1) > 1):
         raise ParityError("a remote endpoint is measured from one client process; drop --ranks/--join")
+    group_id = new_group_id() if repeat > 1 else None
+    statuses, payloads = [], []
+    for index in range(repeat):
+        if group_id is not None:
+            click.echo(f"parity: repeat {index + 1} of {repeat} (group {group_id})", err=True)
+        run_tags_here = {**tags, **run_tags(group=group_id, index=index, of=repeat)}
+        status, payload = _measure_once(db, suites=suites, quick=quick, options=options, device_name=device_name,
+                                        resume_id=resume_id, ranks=ranks, join=join, step_timeout_s=step_timeout_s,
+                                        endpoint=endpoint, html=not no_report, strict=strict, tags=run_tags_here,
+                                        json_path=json_path if repeat == 1 else None)
+        statuses.append(status)
+        if payload is not None:
+            payloads.append(payload)
+    if repeat > 1:
+        click.echo(f"parity: {repeat} runs in group {group_id}; compare with: parity compare group:{group_id} "
+                   "group:OTHER", err=True)
+        write_json(json_path, "runs", {"group": group_id, "runs": payloads, "ok": not any(statuses)})
+    return max(statuses)
+
+
+def _measure_once(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
+                  resume_id: str | None, ranks: int | None, join: bool, step_timeout_s: float, endpoint: Any,
+                  html: bool, strict: bool, tags: dict[str, Any], json_path: str | None) -> tuple[int, Any]:
+    """One run, in this process or on ranks, tagged with ``tags``; its exit status and the run
+    (id, ok) for a repeat group's JSON (None on a joined rank other than 0)."""
+    from parity.cli.run_ranks import measure_on_ranks
+
     if join or (ranks or 1) > 1:
         run_id = measure_on_ranks(ranks=ranks, join=join, db=db, suites=[s.name for s in suites], quick=quick,
                                   options=options, device_name=device_name,
                                   resume_id=resume_id, step_timeout_s=step_timeout_s)
         if run_id is None:
-            return 0  # a joined rank other than 0: rank 0 reports
+            return 0, None  # a joined rank other than 0: rank 0 reports
         with Store.open(db) as store:
-            run_record = declare_availability(store, run_id, availability)
-            return _report(store, run_record, store.cases(run_id), json_path=json_path, extra={},
-                           html=not no_report, strict=strict)
+            run_record = tag_run(store, run_id, tags)
+            status = _report(store, run_record, store.cases(run_id), json_path=json_path, extra={},
+                             html=html, strict=strict)
+            return status, {"run_id": run_id, "ok": status == 0}
     return _run_here(db, suites=suites, quick=quick, options=options, device_name=device_name,
-                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=not no_report, strict=strict,
-                     availability=availability)
+                     resume_id=resume_id, json_path=json_path, endpoint=endpoint, html=html, strict=strict,
+                     tags=tags)
 
 
 def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
@@ -256,7 +295,7 @@ def _probe(url: str, model: str | None, api_key_env: str | None) -> Any:
 
 def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,
               resume_id: str | None, json_path: str | None, endpoint: Any = None, html: bool = True,
-              strict: bool = False, availability: str | None = None) -> int:
+              strict: bool = False, tags: dict[str, Any] | None = None) -> tuple[int, Any]:
     """The run in this process, on one device or against one endpoint, with live progress."""
     from parity.harness.run_record import declare_availability
     from parity.harness.runner import run_suites
@@ -294,9 +333,10 @@ def _run_here(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any
                     f"parity: continue with: parity run --resume {started['run_id']}", err=True
                 )
             raise
-        run_record = declare_availability(store, outcome.run.run_id, availability)
-        return _report(store, run_record, outcome.cases, json_path=json_path,
-                       extra={"measured": outcome.measured, "skipped": outcome.skipped}, html=html, strict=strict)
+        run_record = tag_run(store, outcome.run.run_id, tags or {})
+        status = _report(store, run_record, outcome.cases, json_path=json_path,
+                         extra={"measured": outcome.measured, "skipped": outcome.skipped}, html=html, strict=strict)
+        return status, {"run_id": run_record.run_id, "ok": status == 0}
 
 
 def _report(store: Store, run_record: Any, cases: list[Any], *, json_path: str | None,

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP, given_options, option_params
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP, LABEL_HELP, given_options, option_params
 from parity.cli.output import json_option, write_json
 from parity.cli.runs import db_option, stdout_console
 from parity.model.errors import ParityError
@@ -72,6 +72,7 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
                           "was measured while others used the machine (contended)."),
         click.Option(["--availability"], type=AVAILABILITY_CHOICE, default=None,
                      help=AVAILABILITY_HELP),
+        click.Option(["--label"], default=None, metavar="TEXT", help=LABEL_HELP),
     ]
     return params
 
@@ -93,7 +94,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
         if spec.translate is not None:
             options = spec.translate(options)
         common = {key: values.get(key) for key in ("device_name", "quick", "resume_id", "db_path", "json_path",
-                                                   "strict", "availability")}
+                                                   "strict", "availability", "label")}
         extra = {str(p.name): values.get(str(p.name)) for p in spec.extra}
         if spec.ranks:
             ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s")}
@@ -128,12 +129,14 @@ def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
 def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str], device_name: str | None,
                quick: bool, resume_id: str | None, db_path: str | None, json_path: str | None,
                ranks: dict[str, Any] | None = None, extra: dict[str, Any] | None = None, strict: bool = False,
-               availability: str | None = None) -> int:
+               availability: str | None = None, label: str | None = None) -> int:
     """Measure (or continue) the family's run, print its view, write ``--json``; the exit status
-    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL). ``availability`` goes into the
-    run's config (``config["availability"]``)."""
+    (1 when it FAILED, or with ``strict`` when it is DOUBTFUL). ``availability`` and ``label`` go
+    into the run's config (``config["availability"]``, ``config["label"]``)."""
+    from parity.harness.run_record import declare_availability, run_tags, tag_run
     from parity.store import Store
 
+    tags = run_tags(label=label)
     name = spec.suite
     with Store.open(db_path) as store:
         db = str(store.path)
@@ -155,9 +158,8 @@ def run_family(spec: FamilyCommand, options: dict[str, Any], *, given: list[str]
     else:
         run_id = _measure_here(name, options, db=db, quick=quick, device_name=device_name, resume_id=resume_id)
     with Store.open(db) as store:
-        from parity.harness.run_record import declare_availability
-
         declare_availability(store, run_id, availability)
+        tag_run(store, run_id, tags)
         payload = family_payload(store, run_id, name)
     from parity.cli.family_view import print_family
 

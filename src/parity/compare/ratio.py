@@ -1,4 +1,7 @@
-"""The ratios a comparison quotes, each one named function with its formula.
+"""The ratio of one figure per run and of one sample set per run, each one named function with
+its formula. A comparison of sides (one run or several each) takes its ratios and CIs from
+``parity.compare.bootstrap``, which with one run per side is the same ratio and the same
+within-run bootstrap of the ratio of medians as :func:`sample_speed_ratio_ci`.
 
 Per case, the ratio is the *speed of run B relative to run A* on identical work: for a rate
 (FLOP/s, B/s, higher is better) ``rate_B / rate_A``; for a time (s, lower is better)

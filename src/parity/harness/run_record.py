@@ -14,9 +14,15 @@ from parity.harness.suite import Suite
 from parity.model.errors import ParityError
 from parity.model.result import RunRecord
 from parity.store.database import Store, now_utc
+from parity.store.database import Store, new_run_id, now_utc
 from parity.store.rows import dump_json
 
 log = logging.getLogger(__name__)
+
+# The keys of a run's ``config`` that tell runs apart for a reader (``tag_run``): the user's
+# ``--label`` (str), the repeat group of ``parity run --repeat N`` (str, shared by its runs) and
+# the run's place in it (``{"index": i, "of": n}``, i from 0). Readers use ``.get()``.
+TAG_KEYS = ("label", "group", "repeat")
 
 
 def run_config(
@@ -38,6 +44,39 @@ def run_config(
     if endpoint is not None:
         config["endpoint"] = {"url": endpoint.url, "model": endpoint.model}
     return config
+
+
+def run_tags(*, label: str | None = None, group: str | None = None, index: int | None = None,
+             of: int | None = None) -> dict[str, Any]:
+    """The config entries of :data:`TAG_KEYS` that are set: ``label``, ``group`` and, with a
+    group, ``repeat = {"index": index, "of": of}``."""
+    tags: dict[str, Any] = {}
+    if label is not None:
+        if not label.strip():
+            raise ParityError("--label is empty; give a short name for the run, e.g. --label 'H200 driver 550'")
+        tags["label"] = label.strip()
+    if group is not None:
+        tags["group"] = group
+        if index is not None and of is not None:
+            tags["repeat"] = {"index": int(index), "of": int(of)}
+    return tags
+
+
+def new_group_id() -> str:
+    """A repeat group's id: ``rep-`` and a run-id-like stamp (UTC date, time, 4 hex digits)."""
+    return f"rep-{new_run_id()}"
+
+
+def tag_run(store: Store, run_id: str, tags: dict[str, Any]) -> RunRecord:
+    """Write ``tags`` (:func:`run_tags`) into the stored config of run ``run_id``; a resumed run
+    keeps the tags it was made with. Returns the run as stored."""
+    run = store.get_run(run_id)
+    if not tags or all(run.config.get(k) == v for k, v in tags.items()):
+        return run
+    config = {**run.config, **tags}
+    with store.transaction() as conn:
+        conn.execute("UPDATE runs SET config = ? WHERE id = ?", (dump_json(config), run.run_id))
+    return store.get_run(run.run_id)
 
 
 def _device_identity(device: Any) -> str | None:

@@ -1,0 +1,64 @@
+"""How a comparison words a ratio: what its CI allows a reader to claim, and with what scope.
+
+- A ratio whose CI holds 1 is "no difference measured", never a speed-up or a slow-down.
+- A ratio with no CI is stated as a value, "no CI".
+- Otherwise B ran ``r``x the speed of A, with the CI.
+
+Every claim names its cases (how many, which subset, which dtype), the runs per side and the
+kind of CI: ``between-run`` (several runs per side) or ``within-run only`` (one run on a side:
+run-to-run variation not measured, and a CI that excludes 1 is no proof of a difference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from parity.compare.bootstrap import BETWEEN_RUN, holds_one
+
+NO_DIFFERENCE = "no difference measured"
+WITHIN_CAVEAT = "within-run CI only: a side has one run, run-to-run variation not measured"
+
+
+def verdict(ratio: float, ci: tuple[float, float] | None) -> str:
+    """``no difference measured``, ``faster``, ``slower`` or ``no CI`` (of B against A)."""
+    if ci is None:
+        return "no CI"
+    if holds_one(ci):
+        return NO_DIFFERENCE
+    return "faster" if ratio > 1 else "slower"
+
+
+def ratio_text(ratio: float, ci: tuple[float, float] | None) -> str:
+    """``1.31x [1.22, 1.40]`` (or ``1.31x`` with no CI)."""
+    return f"{ratio:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+
+
+def runs_text(runs: tuple[int, int]) -> str:
+    """``over 3 runs per side`` or ``over 3 runs of A and 2 of B``."""
+    a, b = runs
+    if a == b:
+        return f"over {a} run{'s' if a > 1 else ''} per side"
+    return f"over {a} run{'s' if a > 1 else ''} of A and {b} of B"
+
+
+def scope_text(count: int, *, subset: str, suite: str, dtypes: Sequence[str], what: str) -> str:
+    """``these 15 compute-bound bf16 gemm shapes``."""
+    kind = "" if subset in ("", "all joined") else f" {subset}"
+    dtype = f" {'/'.join(dtypes)}" if dtypes else ""
+    return f"these {count}{kind}{dtype} {suite} {what}"
+
+
+def claim(*, scope: str, pair: tuple[str, str], ratio: float, ci: tuple[float, float] | None,
+          runs: tuple[int, int], kind: str, statistic: str = "a median of ") -> str:
+    """One claim as a sentence with its scope, its runs and its CI kind (module docstring)."""
+    a, b = pair
+    value = ratio_text(ratio, ci)
+    over = runs_text(runs)
+    if ci is not None and holds_one(ci):
+        text = f"on {scope}, {NO_DIFFERENCE} between {b} and {a}: {statistic}{value}, {over}"
+    else:
+        no_ci = " (no CI)" if ci is None else ""
+        text = f"on {scope}, {b} ran {statistic}{value} the speed of {a}{no_ci}, {over}"
+    if ci is not None:
+        text += " (between-run CI)" if kind == BETWEEN_RUN else f" ({WITHIN_CAVEAT})"
+    return text + "; not a ranking beyond these cases"
