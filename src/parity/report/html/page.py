@@ -26,6 +26,7 @@ COLUMN_SCALES: dict[str, tuple[tuple[float, str, float], ...]] = {
     "B/s": ((0.0, "GB/s", 1e9),),
     "1": ((0.0, "%", 0.01),),
 }
+WIDE_TABLE_COLUMNS = 7  # a chart with a wider table shows it below the chart, not beside it
 PLAIN_UNITS = {NUMBER: "", INTENSITY: "FLOP/B", RATIO: "x", "count": "", "tok/s": "tok/s"}
 
 
@@ -110,8 +111,10 @@ def render_chart(chart: dict[str, Any]) -> str:
     vis = (f'<div class="vis" id="vis-{html.escape(chart["id"])}" data-rendered="false"></div>'
            if chart["draw"] else "")
     findings = render_findings(chart.get("findings") or [])
+    wide = max((len(t["columns"]) for t in chart["tables"]), default=0) > WIDE_TABLE_COLUMNS
     return (f'<figure class="chart" id="chart-{html.escape(chart["id"])}" data-draw="{str(chart["draw"]).lower()}">'
-            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair\">{vis}<div class=\"tables\">{findings}{tables}"
+            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair{' stacked' if wide else ''}\">{vis}"
+            f"<div class=\"tables\">{findings}{tables}"
             f"</div></div><figcaption>{html.escape(chart['note'])}</figcaption></figure>")
 
 
@@ -134,13 +137,18 @@ def _asset(name: str) -> str:
 
 
 def _header(data: dict[str, Any]) -> str:
-    runs = ", ".join(f"{r['label']} ({r['status']}, {r['cases']} cases)" for r in data["runs"]) or "none"
-    traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"]) or "none"
+    """Title, what the report holds (runs, runs compared, traces, fleets; a kind it does not hold
+    is left out) and the sections' links."""
+    runs = ", ".join(f"{r['label']} ({r['run_id']}, {r['status']}, {r['cases']} cases)" for r in data["runs"])
+    compared = ", ".join(f"{r['label']} ({r['id']}" + (f", {r['device']}" if r.get("device") and r["device"] not in
+                                                         r["label"] else "") + ")" for r in data.get("compared") or [])
+    traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"])
     fleets = ", ".join(f"{f['path']} ({f['ranks']} ranks)" for f in data.get("fleets") or [])
+    held = [("compared", "runs compared", compared), ("", "runs", runs), ("", "traces", traces), ("", "fleets", fleets)]
+    lines = "".join(f'<p class="{cls}">{name}: {html.escape(text)}</p>' for cls, name, text in held if text)
     nav = "".join(f'<a href="#sec-{html.escape(s["id"])}">{html.escape(s["title"])}</a>' for s in data["sections"])
     return (f"<header><h1>{html.escape(data['title'])}</h1>"
-            f"<p>generated {html.escape(data['generated_at'])} · runs: {html.escape(runs)}</p>"
-            f"<p>traces: {html.escape(traces)}</p>" + (f"<p>fleets: {html.escape(fleets)}</p>" if fleets else "")
+            f"<p>generated {html.escape(data['generated_at'])}</p>" + (lines or "<p>nothing to report</p>")
             + f"<nav>{nav}</nav>"
             "<noscript><p>Charts need JavaScript; every number is in the tables.</p></noscript></header>")
 
