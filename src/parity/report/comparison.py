@@ -5,6 +5,7 @@ the document's numbers in humans' units.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -332,3 +333,31 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
 
 def _finding(code: str, severity: str, message: str) -> dict[str, Any]:
     return {"code": code, "severity": severity, "message": message, "hint": ""}
+
+
+def relabel_comparison(doc: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """``doc`` with each run's own label (``A: AMD EPYC``) replaced by the report's name for it
+    (``names``: run id to label) in the runs, claims and summary, so one run reads by one name
+    across the page. Only text is changed; no number."""
+    swaps = {str(r["label"]): names[str(r.get("id"))] for r in doc.get("runs") or []
+             if isinstance(r, dict) and r.get("label") and names.get(str(r.get("id"))) not in (None, r.get("label"))}
+    if not swaps:
+        return doc
+    order = sorted(swaps, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(old) for old in order))
+
+    def text(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(lambda m: swaps[m.group(0)], value)
+        if isinstance(value, list):
+            return [text(v) for v in value]
+        if isinstance(value, dict):
+            return {k: text(v) for k, v in value.items()}
+        return value
+
+    runs = [{**r, "label": swaps.get(str(r.get("label")), r.get("label"))} if isinstance(r, dict) else r
+            for r in doc.get("runs") or []]
+    return {**doc, "runs": runs, "claims": text(list(doc.get("claims") or [])),
+            "summary": [{k: (text(v) if k in ("name", "note", "method", "scope") else v) for k, v in f.items()}
+                        for f in doc.get("summary") or [] if isinstance(f, dict)],
+            "notes": text(list(doc.get("notes") or []))}

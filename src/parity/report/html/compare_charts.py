@@ -81,12 +81,13 @@ def summary_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def ratio_rows(page: ComparisonPage) -> list[dict[str, Any]]:
-    """One row per (case, run compared): what the ratio chart draws, in its sorted order."""
+    """One row per (case, run compared) with a ratio: what the ratio chart draws, in its sorted
+    order (a case without one is in the table only, read "no ratio")."""
     return [{"rank": i, "suite": r.suite, "case": r.key, "against": r.against, "ratio": r.ratio, "ratio_low": r.low,
              "ratio_high": r.high, "reading": r.reading, "size": r.size, "size_name": r.size_name,
              "ci_kind": r.ci_kind, "text": "" if r.ratio is None else f"{r.ratio:.3g}x",
              "text_at": r.high if r.high is not None else r.ratio}
-            for i, r in enumerate(page.ratios)]
+            for i, r in enumerate(r for r in page.ratios if r.ratio is not None)]
 
 
 def ratio_domain(rows: list[dict[str, Any]]) -> list[float] | None:

@@ -18,6 +18,7 @@ from typing import Any
 from parity.model.findings import CONTENDED, INVALID
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import envelope
+from parity.report.comparison import relabel_comparison
 from parity.report.html.chart import Chart, Column, Table, flatten, key_values, run_labels, tables_only
 from parity.report.html.colours import colour_runs
 from parity.report.html.compare_charts import compared_runs, comparison_charts
@@ -201,8 +202,10 @@ def report_data(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), trac
     the ids of compared runs the report does not hold to their labels (``run_labels``)."""
     run_list, trace_list, fleet_list = list(runs), list(traces), list(fleets)
     views = suite_views(run_list)
-    charts = report_charts(run_list, trace_list, comparison, fleet_list, views, run_names)
     held = dict(zip([r.run_id for r, _ in run_list], run_labels([r for r, _ in run_list])))
+    if comparison is not None:
+        comparison = relabel_comparison(comparison, {**(run_names or {}), **held})
+    charts = report_charts(run_list, trace_list, comparison, fleet_list, views, run_names)
     order = sections_for(views)
     named = {sid for sid, _ in order}
     strays = [(sid, sid) for sid in dict.fromkeys(c.section for c in charts) if sid not in named]
