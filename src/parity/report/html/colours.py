@@ -70,8 +70,8 @@ def _colour_fields(node: Any, data: str | None = None) -> list[tuple[dict[str, A
     if isinstance(node, dict):
         named = (node.get("data") or {}).get("name") if isinstance(node.get("data"), dict) else None
         data = named or data
-        encoding = node.get("encoding") if isinstance(node.get("encoding"), dict) else {}
-        colour = encoding.get("color")
+        encoding = node.get("encoding")
+        colour = encoding.get("color") if isinstance(encoding, dict) else None
         if isinstance(colour, dict) and colour.get("field") and "scale" not in colour:
             found.append((colour, data))
         for key, value in node.items():

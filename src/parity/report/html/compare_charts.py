@@ -123,8 +123,9 @@ def ratio_spec(page: ComparisonPage, rows: list[dict[str, Any]]) -> dict[str, An
              "scale": {"domain": present, "range": [READING_SHAPES[r] for r in present]}, "legend": {"orient": "bottom"}}
     tooltip = [{"field": "suite"}, {"field": "case"}, {"field": "against"}, {"field": "ratio", "format": ".4g"},
                {"field": "ratio_low", "format": ".4g"}, {"field": "ratio_high", "format": ".4g"}, {"field": "reading"}]
-    layer = [
-        {"mark": {"type": "rule", "color": "#888", "strokeDash": [3, 3]}, "encoding": {"x": {"datum": 1, **x, "field": None}}},
+    one = {"datum": 1, **{k: v for k, v in x.items() if k != "field"}}
+    layer: list[dict[str, Any]] = [
+        {"mark": {"type": "rule", "color": "#888", "strokeDash": [3, 3]}, "encoding": {"x": one}},
         {"mark": {"type": "rule", "strokeWidth": 2}, "encoding": {
             "x": {**x, "field": "ratio_low"}, "x2": {"field": "ratio_high"}, "y": y, "color": colour, **offset}},
         {"mark": {"type": "point", "filled": True, "size": 60, "opacity": 0.95}, "encoding": {
@@ -132,8 +133,6 @@ def ratio_spec(page: ComparisonPage, rows: list[dict[str, Any]]) -> dict[str, An
         {"mark": {"type": "text", "align": "left", "dx": 8, "fontSize": 10, "color": "#333"}, "encoding": {
             "x": {**x, "field": "text_at"}, "y": y, "text": {"field": "text"}, **offset}},
     ]
-    for item in layer[:1]:
-        item["encoding"]["x"] = {k: v for k, v in item["encoding"]["x"].items() if v is not None}
     height = {"step": ROW_STEP * max(1, len(against))}
     suites = list(dict.fromkeys(r["suite"] for r in rows))
     return {"vconcat": [{"title": {"text": suite, "anchor": "start", "fontSize": 13}, "data": {"name": "ratios"},
