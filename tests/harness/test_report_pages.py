@@ -188,9 +188,21 @@ def test_a_replay_outside_its_bounds_is_marked_on_the_chart() -> None:
 
 def test_tables_are_flat_on_screen_and_in_print() -> None:
     css = resources.files("parity.report.html").joinpath("assets").joinpath("report.css").read_text()
-    scroll = next(line for line in css.splitlines() if line.startswith(".scroll"))
+    scroll = next(line for line in css.splitlines() if line.startswith(".scroll {"))
     assert "max-height" not in scroll
-    assert "@media print" in css and ".scroll { overflow: visible" in css
+    printed = css.split("@media print", 1)[1]
+    assert ".scroll, .scroll.long { overflow: visible; max-height: none;" in printed
+
+
+def test_only_a_very_long_table_scrolls_and_only_on_screen() -> None:
+    from parity.report.html.chart import Column, Table
+    from parity.report.html.page import SCREEN_ROWS, render_table
+
+    table = Table(dataset="d", columns=(Column(field="x", title="x"),)).to_dict()
+    rows = [{"x": str(i)} for i in range(SCREEN_ROWS + 1)]
+    assert render_table(table, rows[:SCREEN_ROWS]).startswith('<div class="scroll">')
+    assert render_table(table, rows).startswith('<div class="scroll long">')
+    assert render_table(table, rows, screen_rows=0).startswith('<div class="scroll">')
 
 
 @pytest.mark.parametrize("columns,stacked", [(4, False), (9, True)])

@@ -26,6 +26,7 @@ COLUMN_SCALES: dict[str, tuple[tuple[float, str, float], ...]] = {
     "B/s": ((0.0, "GB/s", 1e9),),
     "1": ((0.0, "%", 0.01),),
 }
+SCREEN_ROWS = 400  # a longer table scrolls in its own box on screen (never in print); 0: never
 WIDE_TABLE_COLUMNS = 7  # a chart with a wider table shows it below the chart, not beside it
 PLAIN_UNITS = {NUMBER: "", INTENSITY: "FLOP/B", RATIO: "x", "count": "", "tok/s": "tok/s"}
 
@@ -60,8 +61,10 @@ def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
     return f'<td class="text"><span class="clamp">{html.escape(str(value))}</span></td>'
 
 
-def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """One table of a chart's dataset: a heading per column with its unit, a cell per value."""
+def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_rows: int = SCREEN_ROWS) -> str:
+    """One table of a chart's dataset: a heading per column with its unit, a cell per value. The
+    table is flat (every row on the page, in screenshots and in print) unless it has more than
+    ``screen_rows`` rows (0: no limit): then on screen only it scrolls in a box of its own."""
     head: list[str] = []
     scales: list[tuple[str, float | None] | None] = []  # None: each row has its own unit
     for col in table["columns"]:
@@ -89,7 +92,8 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     fields = " ".join(html.escape(c["field"]) for c in table["columns"])
     caption = f"<caption>{html.escape(table['title'])}</caption>" if table["title"] else ""
     empty = "" if rows else f'<tr><td class="empty" colspan="{len(head)}">none</td></tr>'
-    return (f'<div class="scroll"><table data-dataset="{html.escape(table["dataset"])}" data-fields="{fields}">'
+    long = " long" if screen_rows and len(rows) > screen_rows else ""
+    return (f'<div class="scroll{long}"><table data-dataset="{html.escape(table["dataset"])}" data-fields="{fields}">'
             f"{caption}<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(body) + empty + "</tbody></table></div>")
 
@@ -105,9 +109,9 @@ def render_findings(findings: list[dict[str, Any]]) -> str:
     return f'<ul class="findings">{"".join(items)}</ul>' if items else ""
 
 
-def render_chart(chart: dict[str, Any]) -> str:
+def render_chart(chart: dict[str, Any], *, screen_rows: int = SCREEN_ROWS) -> str:
     datasets = chart["spec"].get("datasets", {})
-    tables = "".join(render_table(t, datasets.get(t["dataset"], [])) for t in chart["tables"])
+    tables = "".join(render_table(t, datasets.get(t["dataset"], []), screen_rows=screen_rows) for t in chart["tables"])
     vis = (f'<div class="vis" id="vis-{html.escape(chart["id"])}" data-rendered="false"></div>'
            if chart["draw"] else "")
     findings = render_findings(chart.get("findings") or [])
@@ -153,8 +157,9 @@ def _header(data: dict[str, Any]) -> str:
             "<noscript><p>Charts need JavaScript; every number is in the tables.</p></noscript></header>")
 
 
-def render_page(data: dict[str, Any], *, library_js: str) -> str:
-    """The whole HTML document for a report dict (``document.report_data``)."""
+def render_page(data: dict[str, Any], *, library_js: str, screen_rows: int = SCREEN_ROWS) -> str:
+    """The whole HTML document for a report dict (``document.report_data``); ``screen_rows``: see
+    :func:`render_table`."""
     by_id = {c["id"]: c for c in data["charts"]}
     sections = []
     for s in data["sections"]:
@@ -162,7 +167,7 @@ def render_page(data: dict[str, Any], *, library_js: str) -> str:
                         for line in s["lines"])
         sections.append(f'<section id="sec-{html.escape(s["id"])}"><h2>{html.escape(s["title"])}</h2>'
                         + (f'<ul class="lines">{lines}</ul>' if lines else "")
-                        + "".join(render_chart(by_id[cid]) for cid in s["charts"]) + "</section>")
+                        + "".join(render_chart(by_id[cid], screen_rows=screen_rows) for cid in s["charts"]) + "</section>")
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
