@@ -153,7 +153,9 @@ def _open(browser: Any, path: Path, shots: Path) -> dict[str, Any]:
              "legend_text": page.evaluate(SVG_TEXT_JS, "vis-membw-bandwidth"),
              "ratio_text": page.evaluate(SVG_TEXT_JS, "vis-compare-ratios")}
     page.emulate_media(media="print")
+    page.set_viewport_size({"width": 1123, "height": 794})  # A4 landscape at 96 dpi, as printed
     shown["print_boxes"] = page.evaluate(BOXES_JS)
+    page.screenshot(path=str(shots / "print-media.png"), full_page=True)
     page.close()
     return shown
 

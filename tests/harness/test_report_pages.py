@@ -214,3 +214,20 @@ def test_a_wide_table_goes_below_its_chart(columns: int, stacked: bool) -> None:
              "tables": [{"dataset": "d", "title": "", "columns": [
                  {"field": f"f{i}", "title": f"f{i}", "unit": "", "unit_field": ""} for i in range(columns)]}]}
     assert ('class="pair stacked"' in render_chart(chart)) is stacked
+
+
+def test_three_runs_draw_two_ratios_per_case_in_two_colours() -> None:
+    doc = comparison_dict(forced=False)
+    doc["runs"].append({"id": "run-c", "label": "MI300 · run-c", "device": "MI300"})
+    for case in doc["cases"]:
+        case["values"].append(case["values"][0])
+        case |= {"ratios": [None, case["ratio"], 1.0], "ratios_ci95": [None, case["ratio_ci95"], [0.95, 1.05]]}
+    chart = comparison_charts(doc)[0]
+    rows = chart.spec["datasets"]["ratios"]
+    assert [(r["case"], r["against"], r["reading"]) for r in rows] == [
+        ("bf16/matmul/4096x4096x4096", "H100 · run-b", "faster"),
+        ("bf16/matmul/4096x4096x4096", "MI300 · run-c", "no difference measured"),
+        ("copy/1048576", "H100 · run-b", "faster"), ("copy/1048576", "MI300 · run-c", "no difference measured")]
+    colour = chart.spec["vconcat"][0]["layer"][2]["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["H100 · run-b", "MI300 · run-c"] and len(set(colour["range"])) == 2
+    assert "yOffset" in chart.spec["vconcat"][0]["layer"][2]["encoding"]  # side by side, not on top

@@ -320,8 +320,8 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
         if a.get("refused") or a.get("matters"):
             why = a["matters"] if isinstance(a.get("matters"), str) else ""
             values = " vs ".join("-" if v is None else str(v) for v in a.get("values") or [])
-            out.append(_finding("audit", "warning" if a.get("refused") else "info",
-                                f"{a.get('condition')} differs: {values}" + (f" ({why})" if why else "")))
+            out.append(_finding("audit", "warning", f"{a.get('condition')} differs: {values}"
+                                + (" (refused unless forced)" if a.get("refused") else "") + (f" ({why})" if why else "")))
     for item in [*(doc.get("cases") or []), *(doc.get("summary") or [])]:
         if item.get("comparable") is False:
             what = item.get("name") or f"{item.get('suite')} {item.get('key')}"

@@ -51,8 +51,23 @@ def comparison_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
                "comparable": _comparable(case), "ci_kind": case.get("ci_kind") or page.ci_kind}
         for i, value in enumerate(case.get("values", [])):
             row[f"value_{i}"] = value
+        mine = [r for r in page.ratios if (r.suite, r.key) == (str(case.get("suite")), str(case.get("key")))]
+        for i, r in enumerate(mine, start=1):  # every run after the first: its own ratio to the first
+            row |= {f"ratio_{i}": r.ratio, f"ratio_low_{i}": r.low, f"ratio_high_{i}": r.high, f"reading_{i}": r.reading}
         rows.append(row)
     return rows
+
+
+def ratio_columns(names: list[str]) -> tuple[Column, ...]:
+    """The cases table's ratio columns: one set (ratio, CI, reading) for two runs, one per run
+    after the first, named by it, for more."""
+    if len(names) <= 2:
+        return (Column(field="ratio", title="ratio", unit=RATIO), Column(field="ratio_low", title="CI low", unit=RATIO),
+                Column(field="ratio_high", title="CI high", unit=RATIO), Column(field="reading", title="reading"))
+    return tuple(column for i, name in enumerate(names[1:], start=1) for column in (
+        Column(field=f"ratio_{i}", title=f"{name}: ratio", unit=RATIO),
+        Column(field=f"ratio_low_{i}", title="CI low", unit=RATIO), Column(field=f"ratio_high_{i}", title="CI high", unit=RATIO),
+        Column(field=f"reading_{i}", title="reading")))
 
 
 def audit_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
@@ -116,7 +131,7 @@ def ratio_spec(page: ComparisonPage, rows: list[dict[str, Any]]) -> dict[str, An
          "axis": {"labelLimit": 280}}
     colour = {"field": "against", "type": "nominal", "title": f"compared with {base}",
               "scale": {"domain": against, "range": [run_shades(i + 1, 1)[0] for i in range(len(against))]},
-              "legend": {"orient": "bottom"}}
+              "legend": {"orient": "bottom", "titleLimit": 400}}
     offset = {"yOffset": {"field": "against", "type": "nominal", "scale": {"domain": against}}} if len(against) > 1 else {}
     present = [r for r in READINGS if any(row["reading"] == r for row in rows)]
     shape = {"field": "reading", "type": "nominal", "title": "reading",
@@ -162,9 +177,7 @@ def comparison_charts(comparison: dict[str, Any], labels: dict[str, str] | None 
                     "because it was forced."),
               tables=(Table(dataset="cases", title="cases", columns=(
                   Column(field="suite", title="suite"), Column(field="key", title="case"), *value_columns,
-                  Column(field="ratio", title="ratio", unit=RATIO), Column(field="ratio_low", title="CI low", unit=RATIO),
-                  Column(field="ratio_high", title="CI high", unit=RATIO), Column(field="reading", title="reading"),
-                  Column(field="marked", title="mark"))),)),
+                  *ratio_columns(names), Column(field="marked", title="mark"))),)),
         Chart(id="compare-audit", section="audit", title="Fairness audit: conditions that differ", spec=audit, draw=False,
               note="Every condition that differs between the runs, why it matters for the comparison, and "
                    "whether it makes the comparison refused unless forced.",
