@@ -17,11 +17,11 @@ from parity.report.comparison import comparison_page, reading, relabel_compariso
 from parity.report.html.chart import Chart, key_values, run_label, run_labels, vega_lite
 from parity.report.html.colours import colour_runs, run_shades
 from parity.report.html.compare_charts import comparison_charts, ratio_domain
-from parity.report.html.document import contended_findings, report_data
+from parity.report.html.document import case_warnings, report_data
 from parity.report.html.page import render_page
 from parity.report.html.trace_charts import TraceInput, sensitivity_chart, timeline_chart
 from parity.report.units import time_scale
-from tests.report_rows import comparison_dict
+from tests.report_rows import comparison_dict, synthetic_run
 
 
 def _run(run_id: str, label: str | None = None, device: str = "AMD EPYC") -> RunRecord:
@@ -149,11 +149,20 @@ def test_relabelling_never_chains_one_name_into_another() -> None:
 
 def test_a_suites_contended_cases_are_said_beside_its_first_chart() -> None:
     hit = Finding(code="contended", severity=Severity.WARNING, message="measured under contention: 80% of 2 CPU(s)")
-    cases = [CaseResult(suite="membw", key=f"copy/{n}", findings=(hit,) if n > 1024 else ()) for n in (1024, 2048, 4096)]
-    (found,) = contended_findings(_run("x-1"), cases, "baseline", "membw")
-    assert found["severity"] == "warning"
-    assert found["message"].startswith("baseline: 2 membw case(s) measured under contention (copy/2048, copy/4096)")
-    assert contended_findings(_run("x-1"), cases, "baseline", "gemm") == []
+    noisy = Finding(code="high-variance", severity=Severity.WARNING, message="IQR 40% of the median")
+    note = Finding(code="note", severity=Severity.INFO, message="fyi")
+    cases = [CaseResult(suite="membw", key=f"copy/{n}", findings=((hit,) if n > 1024 else ()) + (noisy, note))
+             for n in (1024, 2048, 4096)]
+    contended, variance = case_warnings(_run("x-1"), cases, "baseline", "membw")
+    assert contended["severity"] == "warning" and contended["code"] == "contended"
+    assert contended["message"] == ("baseline: 2 membw case(s) contended (copy/2048, copy/4096); first: measured "
+                                    "under contention: 80% of 2 CPU(s)")
+    assert variance["message"].startswith("baseline: 3 membw case(s) high-variance (copy/1024, copy/2048, copy/4096)")
+    assert case_warnings(_run("x-1"), cases, "baseline", "gemm") == []
+    run, _ = synthetic_run()
+    data = report_data(runs=[(run, [replace(c, findings=(hit,)) for c in cases])])
+    first = next(c for c in data["charts"] if c["id"] == "run-0-figures")
+    assert any(f["code"] == "contended" for f in first["findings"])
 
 
 def test_scope_reads_as_key_value_pairs() -> None:

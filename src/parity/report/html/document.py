@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from parity.model.findings import CONTENDED, INVALID
+from parity.model.findings import CONTENDED, INVALID, Severity
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import envelope
 from parity.report.comparison import relabel_comparison
@@ -81,30 +81,32 @@ def invalid_findings(run: RunRecord, suite: str | None = None) -> list[dict[str,
     return out
 
 
-def contended_findings(run: RunRecord, cases: list[CaseResult], label: str,
-                       suite: str | None = None) -> list[dict[str, Any]]:
-    """One ``contended`` finding per suite of ``run`` (of ``suite`` only, when given) whose cases
-    or figures were measured under contention: how many, which, and the first reason."""
-    hits: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+def case_warnings(run: RunRecord, cases: list[CaseResult], label: str,
+                  suite: str | None = None) -> list[dict[str, Any]]:
+    """One finding per suite of ``run`` (of ``suite`` only, when given) and per code of every
+    warning its cases or figures carry (``contended``, ``high-variance``, ...; an ``invalid``
+    figure is :func:`invalid_findings`' own line): how many cases, which, and the first message."""
+    hits: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
     for case in cases:
         for g in case.findings:
-            if g.code == CONTENDED:
-                hits.setdefault(case.suite, []).append((case.key, g.to_dict()))
+            if g.severity in (Severity.WARNING, Severity.ERROR) or g.code == CONTENDED:
+                hits.setdefault((case.suite, g.code), []).append((case.key, g.to_dict()))
     for name, data in _suites(run).items():
         for f in data.get("figures") or []:
             for g in f.get("findings") or []:
                 if g.get("code") == CONTENDED:
-                    hits.setdefault(name, []).append((str((f.get("scope") or {}).get("case") or f.get("name")), g))
+                    case = str((f.get("scope") or {}).get("case") or f.get("name"))
+                    hits.setdefault((name, CONTENDED), []).append((case, g))
     out = []
-    for name, found in hits.items():
+    for (name, code), found in hits.items():
         if suite is not None and name != suite:
             continue
-        where = list(dict.fromkeys(w for w, _ in found))
-        shown = ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+        keys = list(dict.fromkeys(w for w, _ in found))
+        shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
         first = found[0][1]
-        out.append({**first, "message": f"{label}: {len(where)} {name} case(s) measured under contention "
-                                        f"({shown}); first: {first.get('message')}"})
-    return out
+        out.append({**first, "message": f"{label}: {len(keys)} {name} case(s) {code} ({shown}); first: "
+                                        f"{first.get('message')}"})
+    return sorted(out, key=lambda f: (f.get("code") != CONTENDED, str(f.get("message"))))
 
 
 def _run_panels(index: int, run: RunRecord, cases: list[CaseResult], label: str) -> list[Chart]:
@@ -113,7 +115,7 @@ def _run_panels(index: int, run: RunRecord, cases: list[CaseResult], label: str)
                     note=f"Run {run.run_id} ({run.status}), created {run.created_at}: every derived figure with "
                          "its method, scope and 95% CI, whatever family made it.",
                     tables=(Table(dataset="figures", columns=FIGURE_COLUMNS),),
-                    findings=tuple([*invalid_findings(run), *contended_findings(run, cases, label)]))
+                    findings=tuple([*invalid_findings(run), *case_warnings(run, cases, label)]))
     provenance = Chart(id=f"run-{index}-provenance", section="provenance", title=f"Provenance: {label}", draw=False,
                        spec=tables_only({"provenance": flatten({"config": run.config, **run.provenance})}),
                        note="What was asked and where it ran, as recorded with the run.",
@@ -167,7 +169,7 @@ def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[T
                   comparison: dict[str, Any] | None, fleets: Sequence[FleetFolder] = (),
                   views: list[tuple[str, View]] | None = None, run_names: dict[str, str] | None = None) -> list[Chart]:
     """Every chart and panel of the report, in no particular order (the page orders by section).
-    A suite's charts carry its runs' ``invalid`` and ``contended`` findings (on its first chart),
+    A suite's charts carry its runs' ``invalid`` findings and case warnings (on its first chart),
     and tell the runs apart by colour. ``run_names`` names compared runs the report does not hold."""
     labels = run_labels([run for run, _ in runs])
     charts: list[Chart] = []
@@ -177,7 +179,7 @@ def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[T
         drawn = [colour_runs(chart, labels) for chart in view.charts(suite_data(suite, runs, labels))]
         warnings = [g for label, (run, cases) in zip(labels, runs)
                     for g in [*_named(invalid_findings(run, suite), label, len(runs)),
-                              *contended_findings(run, cases, label, suite)]]
+                              *case_warnings(run, cases, label, suite)]]
         if drawn and warnings:
             drawn[0] = replace(drawn[0], findings=(*drawn[0].findings, *warnings))
         charts += drawn
