@@ -95,8 +95,8 @@ def case_warnings(run: RunRecord, cases: list[CaseResult], label: str,
         for f in data.get("figures") or []:
             for g in f.get("findings") or []:
                 if g.get("code") == CONTENDED:
-                    case = str((f.get("scope") or {}).get("case") or f.get("name"))
-                    hits.setdefault((name, CONTENDED), []).append((case, g))
+                    key = str((f.get("scope") or {}).get("case") or f.get("name"))
+                    hits.setdefault((name, CONTENDED), []).append((key, g))
     out = []
     for (name, code), found in hits.items():
         if suite is not None and name != suite:
