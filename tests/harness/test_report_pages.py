@@ -109,6 +109,10 @@ def test_new_optional_fields_of_a_comparison_are_drawn_and_old_ones_still_draw()
     assert "membw copy/1048576: not comparable (dtype bf16 vs fp32)" in messages
     assert "gemm.median_efficiency.compute-bound: not comparable (no GEMM case joined)" in messages
     assert audit.spec["datasets"]["summary"][0]["comparable"] == "no: no GEMM case joined"
+    doc["ci_kind"], doc["not_comparable"] = "within-run only", [{"name": "gemm.ceiling", "comparable": False,
+                                                                 "reason": "dtype differs"}]
+    warned = [f["message"] for f in comparison_charts(doc)[0].findings]
+    assert "gemm.ceiling: not comparable (dtype differs)" in warned and any("within-run only" in m for m in warned)
     old = comparison_charts(comparison_dict(forced=True))[0]  # no new field: within-run, said beside the chart
     assert any("within-run only" in f["message"] for f in old.findings)
     assert any(f["code"] == "forced" for f in old.findings)

@@ -313,7 +313,7 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
     out = []
     if doc.get("forced"):
         out.append(_finding("forced", "warning", "forced across different conventions: every marked case mixes them"))
-    if ci_kind == WITHIN_RUN:
+    if "within" in ci_kind:  # "within-run", "within-run only", or one of several sides' kinds
         out.append(_finding("within-run", "info", "CIs are within-run only (one run per side): they leave out "
                                                   "run-to-run variance, so a small difference may be noise"))
     for a in doc.get("audit") or []:
@@ -322,11 +322,14 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
             values = " vs ".join("-" if v is None else str(v) for v in a.get("values") or [])
             out.append(_finding("audit", "warning", f"{a.get('condition')} differs: {values}"
                                 + (" (refused unless forced)" if a.get("refused") else "") + (f" ({why})" if why else "")))
-    for item in [*(doc.get("cases") or []), *(doc.get("summary") or [])]:
-        if item.get("comparable") is False:
+    said: set[str] = set()
+    for item in [*(doc.get("cases") or []), *(doc.get("summary") or []), *(doc.get("not_comparable") or [])]:
+        if isinstance(item, dict) and item.get("comparable") is False:
             what = item.get("name") or f"{item.get('suite')} {item.get('key')}"
-            out.append(_finding("not-comparable", "warning", f"{what}: not comparable"
-                                + (f" ({item['reason']})" if item.get("reason") else "")))
+            message = f"{what}: not comparable" + (f" ({item['reason']})" if item.get("reason") else "")
+            if message not in said:
+                said.add(message)
+                out.append(_finding("not-comparable", "warning", message))
     out += [_finding("note", "info", str(n)) for n in doc.get("notes") or []]
     return out
 
