@@ -313,7 +313,8 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
     out = []
     if doc.get("forced"):
         out.append(_finding("forced", "warning", "forced across different conventions: every marked case mixes them"))
-    if "within" in ci_kind:  # "within-run", "within-run only", or one of several sides' kinds
+    notes = [str(n) for n in doc.get("notes") or []]
+    if "within" in ci_kind and not any("within-run" in n for n in notes):  # the comparison may say it itself
         out.append(_finding("within-run", "info", "CIs are within-run only (one run per side): they leave out "
                                                   "run-to-run variance, so a small difference may be noise"))
     for a in doc.get("audit") or []:
@@ -330,7 +331,7 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
             if message not in said:
                 said.add(message)
                 out.append(_finding("not-comparable", "warning", message))
-    out += [_finding("note", "info", str(n)) for n in doc.get("notes") or []]
+    out += [_finding("note", "info", n) for n in notes]
     return out
 
 
