@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,26 @@ def read_comparison(path: str) -> dict[str, Any]:
     return data
 
 
+def compared_run_names(db_path: str | None, comparison: dict[str, Any] | None) -> dict[str, str]:
+    """The report's labels (``--label``, else a short id) of the runs a comparison file names,
+    read from the store where it holds them; {} where it does not (the file's own names stand)."""
+    from parity.report.html.chart import run_labels
+
+    ids = [str(r.get("id")) for r in (comparison or {}).get("runs") or [] if isinstance(r, dict) and r.get("id")]
+    if not ids:
+        return {}
+    try:
+        with Store.open(db_path, read_only=True) as store:
+            runs = [store.get_run(i) for i in ids]
+    except (ParityError, OSError, sqlite3.Error):
+        return {}
+    return dict(zip(ids, run_labels(runs)))
+
+
 def build_report(*, runs: list[tuple[Any, list[Any]]], trace_paths: tuple[str, ...] = (), rules: str | None = None,
                  output: str | Path, svg_dir: str | None = None, comparison: dict[str, Any] | None = None,
-                 fleet_dirs: tuple[str, ...] = ()) -> tuple[dict[str, Any], Path, list[Path]]:
+                 fleet_dirs: tuple[str, ...] = (), run_names: dict[str, str] | None = None,
+                 screen_rows: int | None = None) -> tuple[dict[str, Any], Path, list[Path]]:
     """Analyse the traces, read the fleet folders, build the report's data, write the HTML (and
     SVGs); returns all three."""
     from parity.report.html import export_svgs, load_trace_input, render_data, report_data, write_report
@@ -61,8 +79,8 @@ def build_report(*, runs: list[tuple[Any, list[Any]]], trace_paths: tuple[str, .
 
     fleets = [read_fleet_folder(d) for d in fleet_dirs]
     traces = [load_trace_input(p, rules=rules) for p in trace_paths]
-    data = report_data(runs=runs, traces=traces, comparison=comparison, fleets=fleets)
-    path = write_report(output, render_data(data))
+    data = report_data(runs=runs, traces=traces, comparison=comparison, fleets=fleets, run_names=run_names)
+    path = write_report(output, render_data(data) if screen_rows is None else render_data(data, screen_rows=screen_rows))
     svgs = export_svgs(data, svg_dir) if svg_dir else []
     return data, path, svgs
 
@@ -95,13 +113,16 @@ def report_after_run(store: Store, run: Any, cases: list[Any]) -> str:
               help="With --compare: compare across conventions (byte conventions, timing, offline vs online), every line marked.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
               help="The HTML file to write.")
+@click.option("--screen-rows", type=click.IntRange(min=0), default=None, metavar="N",
+              help="On screen, a table of more than N rows scrolls in its own box (default 400; 0: never). "
+                   "Printed, every table is flat: every row, no box.")
 @click.option("--svg-dir", type=click.Path(file_okay=False), default=None,
               help="Also write each chart as a static SVG file in this folder.")
 @db_option
 @json_option
 def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], fleet_dirs: tuple[str, ...], rules_path: str | None,
-           comparison_path: str | None, compare_runs_given: bool, force: bool, output: str, svg_dir: str | None, db_path: str | None,
-           json_path: str | None) -> None:
+           comparison_path: str | None, compare_runs_given: bool, force: bool, output: str, svg_dir: str | None,
+           screen_rows: int | None, db_path: str | None, json_path: str | None) -> None:
     """Write one self-contained HTML report (opens offline, no network request of any kind):
     each family's charts as its registered view draws them (roofline and efficiency, bandwidth
     and latency curves, collectives, decode throughput; a family without a view, or not
@@ -135,8 +156,10 @@ def report(run_ids: tuple[str, ...], trace_paths: tuple[str, ...], fleet_dirs: t
         runs = []
     if len({run.run_id for run, _ in runs}) != len(runs):
         raise ParityError(f"run ids {' '.join(run_ids)} name one run twice; give each run once")
+    names = compared_run_names(db_path, comparison) if comparison is not None and not compare_runs_given else {}
     data, path, svgs = build_report(runs=runs, trace_paths=trace_paths, rules=rules_path, output=output,
-                                    svg_dir=svg_dir, comparison=comparison, fleet_dirs=fleet_dirs)
+                                    svg_dir=svg_dir, comparison=comparison, fleet_dirs=fleet_dirs, run_names=names,
+                                    screen_rows=screen_rows)
     drawn = sum(1 for c in data["charts"] if c["draw"])
     click.echo(f"report: {path} ({drawn} charts, {len(data['charts']) - drawn} tables-only panels)"
                + (f"; {len(svgs)} SVG files in {svg_dir}" if svg_dir else ""), err=json_path == "-")

@@ -17,15 +17,16 @@ from parity.model.ids import file_in
 from parity.model.result import CaseResult, RunRecord
 from parity.report.html.bundle import chart_library_js, chart_svg
 from parity.report.html.document import report_data
-from parity.report.html.page import render_page
+from parity.report.html.page import SCREEN_ROWS, render_page
 from parity.report.html.trace_charts import TraceInput, load_trace_input
 
 __all__ = ["TraceInput", "export_svgs", "load_trace_input", "render", "render_data", "report_data", "write_report"]
 
 
-def render_data(data: dict[str, Any]) -> str:
-    """The HTML document of a report dict, with the chart library inlined once."""
-    return render_page(data, library_js=chart_library_js())
+def render_data(data: dict[str, Any], *, screen_rows: int = SCREEN_ROWS) -> str:
+    """The HTML document of a report dict, with the chart library inlined once; a table longer
+    than ``screen_rows`` rows scrolls in its own box on screen (0: none does; print: never)."""
+    return render_page(data, library_js=chart_library_js(), screen_rows=screen_rows)
 
 
 def render(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), traces: Sequence[TraceInput] = (),

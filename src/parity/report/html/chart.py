@@ -118,6 +118,24 @@ def flatten(data: Any, prefix: str = "") -> list[dict[str, Any]]:
     return [{"key": prefix, "value": text}]
 
 
+def key_values(data: Any) -> str:
+    """A scope or parameter dict as a reader writes it: ``dtype: bf16, cases: 15, runs: A, B``
+    (a list's items joined, a nested dict in braces), not raw JSON."""
+    if not isinstance(data, dict):
+        return "" if data is None else str(data)
+    return ", ".join(f"{key}: {_plain(value)}" for key, value in data.items())
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + key_values(value) + "}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value) if value else "none"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
@@ -134,7 +152,34 @@ def series_color(field_name: str = "series", title: str = "") -> dict[str, Any]:
 
 
 def run_label(run: Any) -> str:
-    """How a run is named in legends: its device and id (``AMD EPYC · 20261201-222257-b477``)."""
-    device = run.provenance.get("device") or {}
-    name = (device.get("properties") or {}).get("name") if isinstance(device, dict) else None
-    return f"{name or run.config.get('device') or 'device'} · {run.run_id}"
+    """How a run is named in legends and headings: the user's ``--label`` (``run.config["label"]``),
+    else its short id (``run 9381`` for ``20261201-222257-9381``). Never the device name: two runs
+    on one machine would share it."""
+    label = (run.config or {}).get("label")
+    if isinstance(label, str) and label.strip():
+        return " ".join(label.split())
+    return f"run {short_run_id(run.run_id)}"
+
+
+def short_run_id(run_id: str) -> str:
+    """The last part of a run id (``9381`` of ``20261201-222257-9381``): what tells runs apart."""
+    tail = str(run_id).rsplit("-", 1)[-1]
+    return tail if tail and len(tail) < len(str(run_id)) else str(run_id)
+
+
+def run_labels(runs: list[Any]) -> list[str]:
+    """:func:`run_label` of each run, made unique: a name two runs share gets each run's full id
+    (``baseline (20261201-222257-9381)``), and a name still shared its position."""
+    labels = [run_label(run) for run in runs]
+    for i, run in enumerate(runs):
+        if labels.count(labels[i]) > 1 and str(run.run_id) not in labels[i]:
+            labels = [f"{lab} ({r.run_id})" if lab == labels[i] else lab for lab, r in zip(labels, runs)]
+    return unique_names(labels)
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """``names`` with each repeat suffixed by its position (``A``, ``A #2``), so no two are equal."""
+    out: list[str] = []
+    for i, name in enumerate(names):
+        out.append(name if name not in out and names.count(name) == 1 else f"{name} #{i + 1}")
+    return out

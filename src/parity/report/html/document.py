@@ -10,16 +10,18 @@ code, so a family from another package appears without new report code.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from parity.model.findings import INVALID
+from parity.model.findings import CONTENDED, INVALID, Severity
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import envelope
-from parity.report.html.chart import Chart, Column, Table, flatten, run_label, tables_only
-from parity.report.html.compare_charts import comparison_charts
+from parity.report.comparison import relabel_comparison
+from parity.report.html.chart import Chart, Column, Table, flatten, key_values, run_labels, tables_only
+from parity.report.html.colours import colour_runs
+from parity.report.html.compare_charts import compared_runs, comparison_charts
 from parity.report.html.fleet_charts import fleet_charts
 from parity.report.html.trace_charts import TraceInput, trace_charts
 from parity.report.views import RunData, View, suite_view
@@ -58,32 +60,62 @@ def figure_rows(run: RunRecord) -> list[dict[str, Any]]:
             ci = f.get("ci95") or (None, None)
             rows.append({"suite": suite, "name": f["name"], "value": f.get("value"), "unit": f["unit"],
                          "ci_low": ci[0], "ci_high": ci[1], "best": f.get("best"), "method": f.get("method", ""),
-                         "scope": json.dumps(f.get("scope") or {}, sort_keys=True, default=str),
+                         "scope": key_values(f.get("scope") or {}),
                          "note": f.get("note", ""),
                          "findings": "; ".join(f"{g.get('code')}: {g.get('message')}" for g in f.get("findings") or [])})
     return rows
 
 
-def invalid_findings(run: RunRecord) -> list[dict[str, Any]]:
-    """The ``invalid`` findings of every figure of ``run``, each message naming its figure
-    (``suite figure [case]: ...``), to show beside the figures table."""
+def invalid_findings(run: RunRecord, suite: str | None = None) -> list[dict[str, Any]]:
+    """The ``invalid`` findings of every figure of ``run`` (of ``suite`` only, when given), each
+    message naming its figure (``suite figure [case]: ...``), to show beside its table or chart."""
     out = []
-    for suite, data in _suites(run).items():
+    for name, data in _suites(run).items():
+        if suite is not None and name != suite:
+            continue
         for f in data.get("figures") or []:
             case = (f.get("scope") or {}).get("case")
-            where = f"{suite} {f.get('name')}" + (f" [{case}]" if case is not None else "")
+            where = f"{name} {f.get('name')}" + (f" [{case}]" if case is not None else "")
             out += [{**g, "message": f"{where}: {g.get('message')}"} for g in f.get("findings") or []
                     if g.get("code") == INVALID]
     return out
 
 
-def _run_panels(index: int, run: RunRecord, label: str) -> list[Chart]:
+def case_warnings(run: RunRecord, cases: list[CaseResult], label: str,
+                  suite: str | None = None) -> list[dict[str, Any]]:
+    """One finding per suite of ``run`` (of ``suite`` only, when given) and per code of every
+    warning its cases or figures carry (``contended``, ``high-variance``, ...; an ``invalid``
+    figure is :func:`invalid_findings`' own line): how many cases, which, and the first message."""
+    hits: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    for case in cases:
+        for g in case.findings:
+            if g.severity in (Severity.WARNING, Severity.ERROR) or g.code == CONTENDED:
+                hits.setdefault((case.suite, g.code), []).append((case.key, g.to_dict()))
+    for name, data in _suites(run).items():
+        for f in data.get("figures") or []:
+            for g in f.get("findings") or []:
+                if g.get("code") == CONTENDED:
+                    key = str((f.get("scope") or {}).get("case") or f.get("name"))
+                    hits.setdefault((name, CONTENDED), []).append((key, g))
+    out = []
+    for (name, code), found in hits.items():
+        if suite is not None and name != suite:
+            continue
+        keys = list(dict.fromkeys(w for w, _ in found))
+        shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+        first = found[0][1]
+        out.append({**first, "message": f"{label}: {len(keys)} {name} case(s) {code} ({shown}); first: "
+                                        f"{first.get('message')}"})
+    return sorted(out, key=lambda f: (f.get("code") != CONTENDED, str(f.get("message"))))
+
+
+def _run_panels(index: int, run: RunRecord, cases: list[CaseResult], label: str) -> list[Chart]:
     figures = Chart(id=f"run-{index}-figures", section="figures", title=f"Figures: {label}", draw=False,
                     spec=tables_only({"figures": figure_rows(run)}),
                     note=f"Run {run.run_id} ({run.status}), created {run.created_at}: every derived figure with "
                          "its method, scope and 95% CI, whatever family made it.",
                     tables=(Table(dataset="figures", columns=FIGURE_COLUMNS),),
-                    findings=tuple(invalid_findings(run)))
+                    findings=tuple([*invalid_findings(run), *case_warnings(run, cases, label)]))
     provenance = Chart(id=f"run-{index}-provenance", section="provenance", title=f"Provenance: {label}", draw=False,
                        spec=tables_only({"provenance": flatten({"config": run.config, **run.provenance})}),
                        note="What was asked and where it ran, as recorded with the run.",
@@ -135,29 +167,47 @@ def sections_for(views: list[tuple[str, View]]) -> list[tuple[str, str]]:
 
 def report_charts(runs: list[tuple[RunRecord, list[CaseResult]]], traces: list[TraceInput],
                   comparison: dict[str, Any] | None, fleets: Sequence[FleetFolder] = (),
-                  views: list[tuple[str, View]] | None = None) -> list[Chart]:
-    """Every chart and panel of the report, in no particular order (the page orders by section)."""
-    labels = [run_label(run) for run, _ in runs]
+                  views: list[tuple[str, View]] | None = None, run_names: dict[str, str] | None = None) -> list[Chart]:
+    """Every chart and panel of the report, in no particular order (the page orders by section).
+    A suite's charts carry its runs' ``invalid`` findings and case warnings (on its first chart),
+    and tell the runs apart by colour. ``run_names`` names compared runs the report does not hold."""
+    labels = run_labels([run for run, _ in runs])
     charts: list[Chart] = []
-    for i, (label, (run, _)) in enumerate(zip(labels, runs)):
-        charts += _run_panels(i, run, label)
+    for i, (label, (run, cases)) in enumerate(zip(labels, runs)):
+        charts += _run_panels(i, run, cases, label)
     for suite, view in suite_views(runs) if views is None else views:
-        charts += view.charts(suite_data(suite, runs, labels))
+        drawn = [colour_runs(chart, labels) for chart in view.charts(suite_data(suite, runs, labels))]
+        warnings = [g for label, (run, cases) in zip(labels, runs)
+                    for g in [*_named(invalid_findings(run, suite), label, len(runs)),
+                              *case_warnings(run, cases, label, suite)]]
+        if drawn and warnings:
+            drawn[0] = replace(drawn[0], findings=(*drawn[0].findings, *warnings))
+        charts += drawn
     charts += trace_charts(traces)
     charts += fleet_charts(list(fleets))
     if comparison is not None:
-        charts += comparison_charts(comparison)
+        names = {**(run_names or {}), **{run.run_id: label for label, (run, _) in zip(labels, runs)}}
+        charts += comparison_charts(comparison, labels=names)
     return charts
+
+
+def _named(findings: list[dict[str, Any]], label: str, runs: int) -> list[dict[str, Any]]:
+    """Findings with the run's label in front when the report has several runs."""
+    return findings if runs < 2 else [{**f, "message": f"{label}: {f.get('message')}"} for f in findings]
 
 
 def report_data(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), traces: Sequence[TraceInput] = (),
                 comparison: dict[str, Any] | None = None, fleets: Sequence[FleetFolder] = (),
-                title: str = "parity report") -> dict[str, Any]:
+                title: str = "parity report", run_names: dict[str, str] | None = None) -> dict[str, Any]:
     """The whole report as one dict with ``schema_version`` and ``kind: report``; ``fleets`` are
-    fleet output folders (``parity.trace.fleet.folder.read_fleet_folder``)."""
+    fleet output folders (``parity.trace.fleet.folder.read_fleet_folder``); ``run_names`` maps
+    the ids of compared runs the report does not hold to their labels (``run_labels``)."""
     run_list, trace_list, fleet_list = list(runs), list(traces), list(fleets)
     views = suite_views(run_list)
-    charts = report_charts(run_list, trace_list, comparison, fleet_list, views)
+    held = dict(zip([r.run_id for r, _ in run_list], run_labels([r for r, _ in run_list])))
+    if comparison is not None:
+        comparison = relabel_comparison(comparison, {**(run_names or {}), **held})
+    charts = report_charts(run_list, trace_list, comparison, fleet_list, views, run_names)
     order = sections_for(views)
     named = {sid for sid, _ in order}
     strays = [(sid, sid) for sid in dict.fromkeys(c.section for c in charts) if sid not in named]
@@ -174,8 +224,9 @@ def report_data(*, runs: Sequence[tuple[RunRecord, list[CaseResult]]] = (), trac
     return envelope("report", {
         "title": title,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "runs": [{"run_id": run.run_id, "label": label, "status": run.status, "created_at": run.created_at,
-                  "cases": len(cases)} for label, (run, cases) in zip([run_label(r) for r, _ in run_list], run_list)],
+        "runs": [{"run_id": run.run_id, "label": held[run.run_id], "status": run.status, "created_at": run.created_at,
+                  "cases": len(cases)} for run, cases in run_list],
+        "compared": compared_runs(comparison, {**(run_names or {}), **held}),
         "traces": [{"path": t.path, "format": t.analysis.get("format"), "window": t.analysis.get("window")}
                    for t in trace_list],
         "fleets": [{"path": f.out_dir, "ranks": f.ranks, "ranks_per_node": f.ranks_per_node} for f in fleet_list],

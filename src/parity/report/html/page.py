@@ -26,6 +26,8 @@ COLUMN_SCALES: dict[str, tuple[tuple[float, str, float], ...]] = {
     "B/s": ((0.0, "GB/s", 1e9),),
     "1": ((0.0, "%", 0.01),),
 }
+SCREEN_ROWS = 400  # a longer table scrolls in its own box on screen (never in print); 0: never
+WIDE_TABLE_COLUMNS = 7  # a chart with a wider table shows it below the chart, not beside it
 PLAIN_UNITS = {NUMBER: "", INTENSITY: "FLOP/B", RATIO: "x", "count": "", "tok/s": "tok/s"}
 
 
@@ -59,8 +61,10 @@ def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
     return f'<td class="text"><span class="clamp">{html.escape(str(value))}</span></td>'
 
 
-def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """One table of a chart's dataset: a heading per column with its unit, a cell per value."""
+def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_rows: int = SCREEN_ROWS) -> str:
+    """One table of a chart's dataset: a heading per column with its unit, a cell per value. The
+    table is flat (every row on the page, in screenshots and in print) unless it has more than
+    ``screen_rows`` rows (0: no limit): then on screen only it scrolls in a box of its own."""
     head: list[str] = []
     scales: list[tuple[str, float | None] | None] = []  # None: each row has its own unit
     for col in table["columns"]:
@@ -88,7 +92,8 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     fields = " ".join(html.escape(c["field"]) for c in table["columns"])
     caption = f"<caption>{html.escape(table['title'])}</caption>" if table["title"] else ""
     empty = "" if rows else f'<tr><td class="empty" colspan="{len(head)}">none</td></tr>'
-    return (f'<div class="scroll"><table data-dataset="{html.escape(table["dataset"])}" data-fields="{fields}">'
+    long = " long" if screen_rows and len(rows) > screen_rows else ""
+    return (f'<div class="scroll{long}"><table data-dataset="{html.escape(table["dataset"])}" data-fields="{fields}">'
             f"{caption}<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(body) + empty + "</tbody></table></div>")
 
@@ -104,14 +109,16 @@ def render_findings(findings: list[dict[str, Any]]) -> str:
     return f'<ul class="findings">{"".join(items)}</ul>' if items else ""
 
 
-def render_chart(chart: dict[str, Any]) -> str:
+def render_chart(chart: dict[str, Any], *, screen_rows: int = SCREEN_ROWS) -> str:
     datasets = chart["spec"].get("datasets", {})
-    tables = "".join(render_table(t, datasets.get(t["dataset"], [])) for t in chart["tables"])
+    tables = "".join(render_table(t, datasets.get(t["dataset"], []), screen_rows=screen_rows) for t in chart["tables"])
     vis = (f'<div class="vis" id="vis-{html.escape(chart["id"])}" data-rendered="false"></div>'
            if chart["draw"] else "")
     findings = render_findings(chart.get("findings") or [])
+    wide = max((len(t["columns"]) for t in chart["tables"]), default=0) > WIDE_TABLE_COLUMNS
     return (f'<figure class="chart" id="chart-{html.escape(chart["id"])}" data-draw="{str(chart["draw"]).lower()}">'
-            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair\">{vis}<div class=\"tables\">{findings}{tables}"
+            f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair{' stacked' if wide else ''}\">{vis}"
+            f"<div class=\"tables\">{findings}{tables}"
             f"</div></div><figcaption>{html.escape(chart['note'])}</figcaption></figure>")
 
 
@@ -134,19 +141,25 @@ def _asset(name: str) -> str:
 
 
 def _header(data: dict[str, Any]) -> str:
-    runs = ", ".join(f"{r['label']} ({r['status']}, {r['cases']} cases)" for r in data["runs"]) or "none"
-    traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"]) or "none"
+    """Title, what the report holds (runs, runs compared, traces, fleets; a kind it does not hold
+    is left out) and the sections' links."""
+    runs = ", ".join(f"{r['label']} ({r['run_id']}, {r['status']}, {r['cases']} cases)" for r in data["runs"])
+    compared = ", ".join(f"{r['label']} ({r['id']}" + (f", {r['device']}" if r.get("device") and r["device"] not in
+                                                         r["label"] else "") + ")" for r in data.get("compared") or [])
+    traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"])
     fleets = ", ".join(f"{f['path']} ({f['ranks']} ranks)" for f in data.get("fleets") or [])
+    held = [("compared", "runs compared", compared), ("", "runs", runs), ("", "traces", traces), ("", "fleets", fleets)]
+    lines = "".join(f'<p class="{cls}">{name}: {html.escape(text)}</p>' for cls, name, text in held if text)
     nav = "".join(f'<a href="#sec-{html.escape(s["id"])}">{html.escape(s["title"])}</a>' for s in data["sections"])
     return (f"<header><h1>{html.escape(data['title'])}</h1>"
-            f"<p>generated {html.escape(data['generated_at'])} · runs: {html.escape(runs)}</p>"
-            f"<p>traces: {html.escape(traces)}</p>" + (f"<p>fleets: {html.escape(fleets)}</p>" if fleets else "")
+            f"<p>generated {html.escape(data['generated_at'])}</p>" + (lines or "<p>nothing to report</p>")
             + f"<nav>{nav}</nav>"
             "<noscript><p>Charts need JavaScript; every number is in the tables.</p></noscript></header>")
 
 
-def render_page(data: dict[str, Any], *, library_js: str) -> str:
-    """The whole HTML document for a report dict (``document.report_data``)."""
+def render_page(data: dict[str, Any], *, library_js: str, screen_rows: int = SCREEN_ROWS) -> str:
+    """The whole HTML document for a report dict (``document.report_data``); ``screen_rows``: see
+    :func:`render_table`."""
     by_id = {c["id"]: c for c in data["charts"]}
     sections = []
     for s in data["sections"]:
@@ -154,7 +167,7 @@ def render_page(data: dict[str, Any], *, library_js: str) -> str:
                         for line in s["lines"])
         sections.append(f'<section id="sec-{html.escape(s["id"])}"><h2>{html.escape(s["title"])}</h2>'
                         + (f'<ul class="lines">{lines}</ul>' if lines else "")
-                        + "".join(render_chart(by_id[cid]) for cid in s["charts"]) + "</section>")
+                        + "".join(render_chart(by_id[cid], screen_rows=screen_rows) for cid in s["charts"]) + "</section>")
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "

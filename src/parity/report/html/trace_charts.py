@@ -16,6 +16,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.report.html.chart import NUMBER, Chart, Column, Table, vega_lite
+from parity.report.units import time_scale
 from parity.trace.table import ActivityTable
 
 MAX_SEGMENTS = 2500  # timeline bars per trace; past it, neighbours closer than a gap are merged
@@ -115,12 +116,17 @@ def timeline_chart(index: int, trace: TraceInput) -> Chart:
     streams = _stream_rows(trace.analysis)
     lanes = [s["lane"] for s in streams]
     y = {"field": "lane", "type": "nominal", "title": None, "sort": lanes, "axis": {"labelLimit": 260}}
+    span = (window.get("length_us") or 0) * 1e-6 or max((s["end_s"] for s in trace.segments), default=0.0)
+    unit, scale = time_scale(span)
+    in_unit = [{"calculate": f"datum.start_s / {scale!r}", "as": "start_in_unit"},
+               {"calculate": f"datum.end_s / {scale!r}", "as": "end_in_unit"}]
     spec = vega_lite({"segments": trace.segments, "streams": streams, "kernels": _kernel_rows(trace.analysis)}, {
         "hconcat": [
-            {"data": {"name": "segments"}, "width": 560, "height": {"step": 26}, "mark": {"type": "bar"},
-             "encoding": {"x": {"field": "start_s", "type": "quantitative", "title": "time in the window (s)",
-                                "axis": {"format": "~s"}},
-                          "x2": {"field": "end_s"}, "y": y,
+            {"data": {"name": "segments"}, "transform": in_unit, "width": 560, "height": {"step": 26},
+             "mark": {"type": "bar"},
+             "encoding": {"x": {"field": "start_in_unit", "type": "quantitative",
+                                "title": f"time in the window ({unit})", "axis": {"format": "~r"}},
+                          "x2": {"field": "end_in_unit"}, "y": y,
                           "color": _category_color(trace.segments),
                           "tooltip": [{"field": "name"}, {"field": "category"}, {"field": "kernels"}]}},
             {"data": {"name": "streams"}, "width": 140, "height": {"step": 26},
@@ -169,12 +175,14 @@ def sensitivity_chart(index: int, trace: TraceInput) -> Chart | None:
              "mark": {"type": "line", "point": True},
              "encoding": {"x": x, "y": {**speedup, "field": "speedup"},
                           "color": {"field": "method", "type": "nominal", "legend": {"orient": "bottom"}}}},
+            *_outside_bounds_layer(rows, x, speedup),
         ]}})
     return Chart(
         id=f"trace-{index}-sensitivity", section="whatif", title=f"What-if sensitivity: {Path(trace.path).name}",
         spec=spec, note="Band: the lowest and highest speedups consistent with the trace (hidden time may save "
                         "nothing, exposed time saves fully); lines: first order (critical stream) and replay "
-                        "of the dependency graph.",
+                        "of the dependency graph; a red ring: a replay outside its own bounds (invalid, see the "
+                        "finding beside the chart).",
         tables=(Table(dataset="rows", title="speedup", columns=(
             Column(field="category", title="category"), Column(field="k_label", title="k"),
             Column(field="first_order", title="first order", unit=NUMBER),
@@ -182,6 +190,20 @@ def sensitivity_chart(index: int, trace: TraceInput) -> Chart | None:
             Column(field="replay", title="replay", unit=NUMBER),
             Column(field="invalid", title="replay outside bounds"))),),
         findings=tuple([*(trace.whatif or {}).get("findings", []), *table.get("findings", [])]))
+
+
+def _outside_bounds_layer(rows: list[dict[str, Any]], x: dict[str, Any], speedup: dict[str, Any]) -> list[dict[str, Any]]:
+    """A red ring on each replayed speedup outside its own bounds (none when every one is inside:
+    an empty layer makes Vega warn)."""
+    if not any(r.get("invalid") for r in rows):
+        return []
+    return [{"transform": [{"filter": "datum.invalid === true"}],
+             "mark": {"type": "point", "shape": "circle", "filled": False, "size": 220, "strokeWidth": 2.5,
+                      "color": "#b3261e"},
+             "encoding": {"x": x, "y": {**speedup, "field": "replay"},
+                          "tooltip": [{"field": "category"}, {"field": "k_label", "title": "k"},
+                                      {"field": "replay", "format": ".3f"}, {"field": "low", "format": ".3f"},
+                                      {"field": "high", "format": ".3f"}]}}]
 
 
 def trace_charts(traces: list[TraceInput]) -> list[Chart]:
