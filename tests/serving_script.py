@@ -22,6 +22,10 @@ Prometheus text vLLM does for the names parity reads: ``vllm:num_requests_runnin
 ``vllm:prefix_cache_queries_total`` and ``vllm:prefix_cache_hits_total`` (tokens),
 ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``.
 
+A load-dependent server for the TPOT search: ``--gap-per-running-ms X`` makes a request's gap
+``gap + X x (requests running when it starts, itself included)``; ``--reject-every N`` answers
+every Nth request HTTP 503 (a level that partly fails).
+
 Run: ``python tests/serving_script.py --ttft-ms 100 --gap-ms 10``; the first line of stdout is
 ``PORT <n>``. ``scripted_server(...)`` starts one for the block and stops it after.
 """
@@ -148,6 +152,9 @@ def build_app(args: argparse.Namespace):
         if (answer := refused(request)) is not None:
             return answer
         body = await request.json()
+        state["received"] = state.get("received", 0) + 1
+        if args.reject_every and state["received"] % args.reject_every == 0:
+            return web.json_response({"error": "scripted rejection"}, status=503)
         count = args.output_tokens or int(body.get("max_tokens") or 16)
         words = str(body.get("prompt", body.get("messages", ""))).split()
         prompt_tokens = len(words)
@@ -162,19 +169,20 @@ def build_app(args: argparse.Namespace):
         await response.prepare(request)
         state["running"] += 1
         state["prompt_tokens"] += prompt_tokens
+        gap_ms = args.gap_ms + args.gap_per_running_ms * state["running"]
         try:
-            await stream(response, body, kind, count, received, ttft_ms, usage)
+            await stream(response, body, kind, count, received, ttft_ms, gap_ms, usage)
         finally:
             state["running"] -= 1
             state["generation_tokens"] += count
         return response
 
-    async def stream(response, body, kind, count, received, ttft_ms, usage) -> None:
+    async def stream(response, body, kind, count, received, ttft_ms, gap_ms, usage) -> None:
         if kind == "chat":
             await response.write(_sse(_event(kind, args.model, "") | {"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}))
         for i in range(count):
-            await ticker.until(received + ttft_ms / 1e3 + i * args.gap_ms / 1e3)
+            await ticker.until(received + ttft_ms / 1e3 + i * gap_ms / 1e3)
             await response.write(_sse(_event(kind, args.model, f"t{i} ")))
         await response.write(_sse(_event(kind, args.model, None, finish="length")))
         if (body.get("stream_options") or {}).get("include_usage") and not args.no_usage:
@@ -200,6 +208,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--no-stream", action="store_true")
     parser.add_argument("--no-prefix-cache", action="store_true", help="no prefix cache: every TTFT is --ttft-ms")
+    parser.add_argument("--reject-every", type=int, default=0, help="answer every Nth request HTTP 503")
+    parser.add_argument("--gap-per-running-ms", type=float, default=0.0,
+                        help="add this to a request's gap per request running when it starts (itself included)")
     parser.add_argument("--api-key", default="", help="refuse requests without this bearer key")
     parser.add_argument("--lifetime-s", type=float, default=900.0, help="stop by itself after this long")
     return parser.parse_args(argv)

@@ -200,13 +200,18 @@ def _sweep(url: str, model: str | None, api_key_env: str | None, options: Any, a
     def note(line: str) -> None:
         click.echo(f"parity decode online: {line}", err=True)
 
+    from parity.families.decode.serving.sweep import Sweep
+
+    sweep = Sweep(options, base_url=endpoint.url, model=endpoint.model, headers=headers, progress=note)
+    first = sweep.warm_up()  # before the run is stored: a server that cannot answer stores nothing
     with Store.open(db_path) as store:
-        run_id, done = _open_run(store, endpoint=endpoint, options=options, asked=asked, resume_id=resume_id)
+        run_id, done = _open_run(store, endpoint=endpoint, options=options, asked=asked, resume_id=resume_id,
+                                 usage=first.usage_output_tokens is not None)
         note(f"run {run_id}: each level is stored as it ends")
         previous = signal.signal(signal.SIGTERM, _raise_interrupted)
         search_result = None
         try:
-            levels, search_result = _measure(store, run_id, endpoint, options, asked, headers, note, done)
+            levels, search_result = _measure(store, run_id, sweep, options, asked, note, done)
         except (Interrupted, KeyboardInterrupt):
             stored = len(store.cases(run_id, SUITE))
             note(f"interrupted: {stored} level(s) stored in run {run_id}; continue with "
@@ -233,11 +238,11 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
     raise Interrupted(f"signal {signum}")
 
 
-def _measure(store: Any, run_id: str, endpoint: Any, options: Any, asked: dict[str, Any],
-             headers: dict[str, str], note: Any, done: dict[str, Any]) -> tuple[list[Any], dict[str, Any] | None]:
+def _measure(store: Any, run_id: str, sweep: Any, options: Any, asked: dict[str, Any], note: Any,
+             done: dict[str, Any]) -> tuple[list[Any], dict[str, Any] | None]:
     """The grid's levels, or the search's; each stored by ``on_level`` when it ends."""
     from parity.families.decode.serving.search import search_concurrency
-    from parity.families.decode.serving.sweep import LevelSpec, Sweep, measure_online
+    from parity.families.decode.serving.sweep import LevelSpec, measure_online
 
     def on_level(spec: Any, level: Any) -> None:
         store.add_case(run_id, _case(level, asked))
@@ -246,12 +251,11 @@ def _measure(store: Any, run_id: str, endpoint: Any, options: Any, asked: dict[s
             click.echo(f"parity decode online: level {spec.describe()} failed: {level.fields['failed']} of "
                        f"{level.fields['num_prompts']} requests failed ({errors[0]})", err=True)
 
+    sweep.on_level = on_level
     if not options.search:
-        levels = measure_online(options, base_url=endpoint.url, model=endpoint.model, headers=headers,
-                                progress=note, on_level=on_level, done=done)
+        levels = measure_online(options, base_url=sweep.base_url, model=sweep.model, headers=sweep.headers,
+                                progress=note, on_level=on_level, done=done, sweep=sweep)
         return levels, None
-    sweep = Sweep(options, base_url=endpoint.url, model=endpoint.model, headers=headers, progress=note,
-                  on_level=on_level)
     levels: list[Any] = []
 
     def measure(concurrency: int) -> Any:
@@ -260,8 +264,6 @@ def _measure(store: Any, run_id: str, endpoint: Any, options: Any, asked: dict[s
             note(f"level {spec.describe()}: stored already, not measured again")
             level = done[spec.key]
         else:
-            if not sweep.measured:
-                sweep.warm_up()
             level = sweep.measure(spec, total="?")
         levels.append(level)
         return level
@@ -281,9 +283,10 @@ def _case(level: Any, asked: dict[str, Any]) -> Any:
                                                  output_tokens=asked.get("output_tokens")))
 
 
-def _open_run(store: Any, *, endpoint: Any, options: Any, asked: dict[str, Any],
-              resume_id: str | None) -> tuple[str, dict[str, Any]]:
+def _open_run(store: Any, *, endpoint: Any, options: Any, asked: dict[str, Any], resume_id: str | None,
+              usage: bool) -> tuple[str, dict[str, Any]]:
     """The run to store levels in (a new one, or the resumed one) and its stored levels."""
+    from parity.families.decode.serving.client import TOKENS_FROM_CHUNKS, TOKENS_FROM_USAGE
     from parity.families.decode.serving.level import Level
     from parity.families.decode.serving.record import SUITE, method_labels, open_serving_run
 
@@ -300,8 +303,8 @@ def _open_run(store: Any, *, endpoint: Any, options: Any, asked: dict[str, Any],
     from parity.device.provenance import collect_provenance
 
     labels = method_labels("parity decode online", endpoint_type=options.endpoint_type,
-                           output_tokens_from="usage.completion_tokens (content chunks where a server sends none)",
-                           tokens="usage")
+                           output_tokens_from=TOKENS_FROM_USAGE if usage else TOKENS_FROM_CHUNKS,
+                           tokens="usage" if usage else "chunks (no usage)")
     name = endpoint.record().name
     config = {"device": name, "suites": [SUITE], "quick": False, "mode": "online", "labels": labels,
               "endpoint": {"url": endpoint.url, "model": endpoint.model},

@@ -119,8 +119,9 @@ def plan_levels(options: OnlineOptions) -> list[LevelSpec]:
 
 def prompts_for(options: OnlineOptions, level: int) -> list[Prompt]:
     """Level ``level``'s prompts: the dataset's from request ``level x N`` on, else seeded
-    random words of that level's own seed (``WARMUP_LEVEL`` for the warm-up)."""
-    if options.dataset:
+    random words of that level's own seed; the warm-up (``WARMUP_LEVEL``) always random words,
+    so it never caches a prompt a level sends."""
+    if options.dataset and level != WARMUP_LEVEL:
         return dataset_prompts(options.dataset, options.num_requests, start=max(level, 0) * options.num_requests)
     return random_prompts(options.num_requests, length=options.input_tokens, seed=options.seed, level=level,
                           shared_prefix=options.shared_prefix)
@@ -131,8 +132,9 @@ def _bodies(options: OnlineOptions, prompts: list[Prompt], model: str) -> list[d
                          ignore_eos=options.ignore_eos) for p in prompts]
 
 
-def ready_check(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float) -> None:
-    """One request before the levels (it also warms the server); its failure is one line."""
+def ready_check(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float) -> Any:
+    """One request before the levels (it also warms the server, and says whether the server
+    sends token counts); its failure is one line."""
     import aiohttp
 
     async def once() -> Any:
@@ -146,6 +148,7 @@ def ready_check(url: str, body: dict[str, Any], headers: dict[str, str], timeout
         raise ParityError(f"{url} did not finish a first request within {timeout_s:g} s; is it serving?") from None
     if not record.ok:
         raise ParityError(f"{url}: the first request failed ({record.error}); check --endpoint-type and the server")
+    return record
 
 
 def alive(base_url: str, headers: dict[str, str], timeout_s: float = ALIVE_TIMEOUT_S) -> str | None:
@@ -177,11 +180,13 @@ class Sweep:
         self.url = base_url + ENDPOINT_PATHS[options.endpoint_type]
         self.progress, self.on_level = progress, on_level
         self.measured = 0
+        self.warmed: Any = None
 
-    def warm_up(self) -> None:
-        """One request of its own fresh prompt (so no level's prompt is cached by it)."""
+    def warm_up(self) -> Any:
+        """One request of its own fresh prompt (so no level's prompt is cached by it); its record."""
         body = _bodies(self.options, prompts_for(self.options, WARMUP_LEVEL)[:1], self.model)[0]
-        ready_check(self.url, body, self.headers, min(self.options.request_timeout_s, 120.0))
+        self.warmed = ready_check(self.url, body, self.headers, min(self.options.request_timeout_s, 120.0))
+        return self.warmed
 
     def measure(self, spec: LevelSpec, *, total: int | str) -> Level:
         """Measure one level, hand it on, and return it; :class:`ServerGone` when the server is."""
@@ -219,13 +224,15 @@ def measure_online(
     options: OnlineOptions, *, base_url: str, model: str, headers: dict[str, str],
     progress: Callable[[str], None] = lambda line: None,
     on_level: Callable[[LevelSpec, Level], None] = lambda spec, level: None,
-    done: Mapping[str, Level] | None = None,
+    done: Mapping[str, Level] | None = None, sweep: Sweep | None = None,
 ) -> list[Level]:
-    """Every level of the grid in order (those in ``done`` as stored, the rest measured)."""
-    sweep = Sweep(options, base_url=base_url, model=model, headers=headers, progress=progress, on_level=on_level)
+    """Every level of the grid in order (those in ``done`` as stored, the rest measured), by
+    ``sweep`` where given (already warmed up), else a new one."""
+    sweep = sweep or Sweep(options, base_url=base_url, model=model, headers=headers, progress=progress,
+                           on_level=on_level)
     specs = plan_levels(options)
     stored = dict(done or {})
-    if any(s.key not in stored for s in specs):
+    if sweep.warmed is None and any(s.key not in stored for s in specs):
         sweep.warm_up()
     levels = []
     for spec in specs:
