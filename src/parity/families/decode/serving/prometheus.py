@@ -89,7 +89,7 @@ def _labels(text: str, start: int, line: int) -> tuple[tuple[tuple[str, str], ..
 
 def parse_line(text: str, line: int = 1) -> Sample | None:
     """One line as a sample, or None for a blank or ``#`` line."""
-    stripped = text.strip()
+    stripped = text.rstrip("\r").strip(" \t")
     if not stripped or stripped.startswith("#"):
         return None
     match = NAME.match(stripped)
@@ -99,7 +99,8 @@ def parse_line(text: str, line: int = 1) -> Sample | None:
     labels: tuple[tuple[str, str], ...] = ()
     if stripped[pos:pos + 1] == "{":
         labels, pos = _labels(stripped, pos + 1, line)
-    rest = stripped[pos:].split()
+    rest = stripped[pos:].split(" ") if " " in stripped[pos:] else stripped[pos:].split("\t")
+    rest = [part for part in rest if part]
     if not rest or len(rest) > 2 or stripped[pos:pos + 1] not in (" ", "\t"):
         raise ParityError(f"/metrics line {line}: expected 'name{{labels}} value [timestamp]'")
     if len(rest) == 2 and not re.fullmatch(r"-?[0-9]+", rest[1]):
@@ -110,7 +111,7 @@ def parse_line(text: str, line: int = 1) -> Sample | None:
 def parse_text(text: str) -> list[Sample]:
     """Every sample of an exposition, in order."""
     out = []
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(text.split("\n"), 1):  # only \n ends a line: \r may sit in a label
         sample = parse_line(raw, number)
         if sample is not None:
             out.append(sample)
