@@ -9,7 +9,7 @@ number) is a :class:`ParityError` naming the line: a server that answers somethi
 ``/metrics`` is not read by guesswork.
 
 No Prometheus client library is installed beside parity, so this reader is the project's own;
-it is fuzzed against text it writes itself (tests/families/test_serving_prometheus.py).
+it is fuzzed against text it writes itself (tests/families/test_serving_server_metrics.py).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ measured all the same.
 
 from __future__ import annotations
 
+import queue
 import threading
 import urllib.error
 import urllib.request
@@ -127,7 +128,7 @@ class Sampler:
 
     def __init__(self, url: str | None, *, interval_s: float = INTERVAL_S) -> None:
         self.url, self.interval_s = url, interval_s
-        self._stop = threading.Event()
+        self._stop: queue.Queue[bool] = queue.Queue()  # a put() ends the sampling loop
         self._during: list[dict[str, float]] = []
         self._start: dict[str, float] | None = None
         self._end: dict[str, float] | None = None
@@ -144,7 +145,12 @@ class Sampler:
             return None
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while True:
+            try:
+                self._stop.get(timeout=self.interval_s)
+                return
+            except queue.Empty:
+                pass
             reading = self._read()
             if reading is None:
                 return
@@ -158,7 +164,7 @@ class Sampler:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
+        self._stop.put(True)
         if self._thread is not None:
             self._thread.join(timeout=TIMEOUT_S + 1)
         if self._start is not None and not self._reason:
