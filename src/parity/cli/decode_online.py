@@ -181,7 +181,9 @@ def _resume(resume_id: str, *, url: str | None, api_key_env: str | None, db_path
         click.echo(f"run {run.run_id} is complete: nothing to resume (see it with parity runs show {run.run_id})")
         return 0
     endpoint = run.config.get("endpoint") or {}
-    return _sweep(url or endpoint.get("url"), endpoint.get("model"), api_key_env,
+    if not (url or endpoint.get("url")):
+        raise ParityError(f"run {run.run_id} stores no server URL; give --url with --resume")
+    return _sweep(str(url or endpoint.get("url")), endpoint.get("model"), api_key_env,
                   OnlineOptions.from_dict(stored["options"]), stored, db_path=db_path, json_path=json_path,
                   resume_id=run.run_id)
 
@@ -253,9 +255,8 @@ def _measure(store: Any, run_id: str, sweep: Any, options: Any, asked: dict[str,
 
     sweep.on_level = on_level
     if not options.search:
-        levels = measure_online(options, base_url=sweep.base_url, model=sweep.model, headers=sweep.headers,
-                                progress=note, on_level=on_level, done=done, sweep=sweep)
-        return levels, None
+        return measure_online(options, base_url=sweep.base_url, model=sweep.model, headers=sweep.headers,
+                              progress=note, on_level=on_level, done=done, sweep=sweep), None
     levels: list[Any] = []
 
     def measure(concurrency: int) -> Any:

@@ -98,7 +98,8 @@ def summarize(start: dict[str, float], during: list[dict[str, float]], end: dict
         if values:
             out[f"{field}_mean"] = sum(values) / len(values)
             out[f"{field}_max"] = max(values)
-            out["names"][field] = _first(end, names)[0] if _first(end, names) else names[0]
+            last = _first(end, names)
+            out["names"][field] = last[0] if last else names[0]
     for field, names in COUNTERS.items():
         before, after = _first(start, names), _first(end, names)
         if before and after:

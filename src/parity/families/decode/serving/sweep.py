@@ -108,7 +108,7 @@ class LevelSpec:
 def plan_levels(options: OnlineOptions) -> list[LevelSpec]:
     """Every level of the grid, concurrency outer and rate inner, repeats numbered."""
     seen: dict[tuple[int | None, float], int] = {}
-    specs = []
+    specs: list[LevelSpec] = []
     for concurrency in options.concurrency:
         for rate in options.request_rate:
             seen[(concurrency, rate)] = seen.get((concurrency, rate), 0) + 1
