@@ -145,3 +145,49 @@ def test_the_sampler_reads_the_scripted_servers_metrics_over_loopback() -> None:
     with gone:
         pass
     assert gone.result()["available"] is False and "127.0.0.1:1" in gone.result()["reason"]
+
+
+def test_imports_carry_their_settings_as_parity_names_them(tmp_path) -> None:
+    import orjson
+
+    from parity.families.decode.serving.imported import import_results
+
+    vllm = {"model_id": "m", "num_prompts": 8, "completed": 8, "failed": 0, "max_concurrency": 2,
+            "request_rate": "inf", "burstiness": 1.0, "total_input_tokens": 1030, "total_output_tokens": 63,
+            "output_throughput": 100.0, "median_tpot_ms": 2.0, "median_ttft_ms": 20.0, "ttfts": [0.02, 0.021]}
+    (tmp_path / "v.json").write_bytes(orjson.dumps(vllm))
+    (case,) = import_results(tmp_path / "v.json", fmt="vllm").cases
+    # 1030 / 8 prompts = 128.75 -> 129; 63 / 8 completed = 7.875 -> 8
+    assert case.params == {"max_concurrency": 2, "request_rate": "inf", "burstiness": 1.0, "num_prompts": 8,
+                           "input_tokens": 129, "output_tokens": 8, "shared_prefix": 0}
+    assert case.samples["ttft"].method == "host-clock-stream" and case.metrics["headline_metric"] == "output_tokens_per_s"
+    ix = {"model": "m", "hw": "h200", "conc": 4, "isl": 1024, "osl": 256, "tp": 8, "output_tput_per_gpu": 10.0,
+          "median_tpot": 0.02, "median_ttft": 0.1}
+    (tmp_path / "x.json").write_bytes(orjson.dumps(ix))
+    run = import_results(tmp_path / "x.json", fmt="inferencex")
+    assert run.cases[0].params["input_tokens"] == 1024 and run.cases[0].params["output_tokens"] == 256
+    assert run.config["device"] == "m on h200 (imported)"
+
+
+def test_the_serving_table_drops_silent_columns_and_fits_a_pipe() -> None:
+    import io
+
+    from rich.console import Console
+
+    from parity.families.decode.views import VIEW, fitted_console, serving_table
+
+    row = {"max_concurrency": 4, "repeat": 2, "completed": 8, "median_ttft_ms": 12.5, "cards": 1,
+           "server": {"prefix_cache_hit_rate": 0.0, "kv_cache_usage_max": 0.25},
+           "client": {"busy_fraction_max": 0.1, "procs": 1}, "findings": ["client-bound", "cache-reuse"]}
+    table = serving_table([row], title="t")
+    headers = [c.header for c in table.columns]
+    assert "goodput" not in headers and "/card" not in headers and "cache hit" in headers
+    console = Console(file=io.StringIO(), width=80, force_terminal=False)
+    fitted_console(console, table).print(table)
+    text = console.file.getvalue()
+    assert "c=4 #2" in text and "client-bound,cache-reuse" in text and "…" not in text and "25%" in text
+    shown = Console(file=io.StringIO(), width=200)
+    shown.print(VIEW.terminal({"mode": "online", "levels": [row], "search": {
+        "tpot_statistic": "p50", "tpot_target_ms": 10.0, "concurrency": 5, "status": "bracketed",
+        "lowest_failing": 6, "method": "bisection"}}))
+    assert "highest concurrency meeting TPOT p50 <= 10 ms: 5" in shown.file.getvalue()
