@@ -66,13 +66,23 @@ def metrics_url(base_url: str) -> str:
     return (root[:-3] if root.endswith("/v1") else root) + "/metrics"
 
 
+WANTED = tuple(sorted({n for group in (*GAUGES.values(), *COUNTERS.values()) for n in group}
+                      | {f"{n}_{part}" for group in HISTOGRAM_MEANS.values() for n in group for part in ("sum", "count")}))
+
+
+def wanted_lines(text: str) -> str:
+    """Only the lines of the names read (a vLLM exposition is mostly histogram buckets): the
+    sampler runs beside the client's event loop, so it parses as little as it can."""
+    return "\n".join(line for line in text.split("\n") if line.startswith(WANTED))
+
+
 def read_metrics(url: str, timeout_s: float = TIMEOUT_S) -> dict[str, float]:
-    """One reading: each metric name's value summed over its label sets (histograms keep
-    their ``_sum`` and ``_count`` series by those names)."""
+    """One reading of the names read: each one's value summed over its label sets
+    (histograms by their ``_sum`` and ``_count`` series)."""
     request = urllib.request.Request(url, headers={"Accept": "text/plain"})
     with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - the user's server
         text = answer.read().decode("utf-8", "replace")
-    return totals(parse_text(text))
+    return totals(parse_text(wanted_lines(text)))
 
 
 def totals(samples: Iterable[Sample]) -> dict[str, float]:
