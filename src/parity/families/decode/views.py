@@ -81,7 +81,7 @@ SERVING_COLUMNS = (
 )
 # Columns left out when they would say nothing: per card on one card, goodput without an SLO,
 # the server's columns when it exposes no metrics.
-OPTIONAL = {"/card", "goodput", "cache hit", "KV use"}
+OPTIONAL = {"/card", "goodput", "cache hit", "KV use", "client"}
 
 
 def _cell(value: Any) -> str:
@@ -111,8 +111,8 @@ def _serving_cell(header: str, key: str | None, row: dict[str, Any]) -> str:
     client, server = row.get("client") or {}, row.get("server") or {}
     if header == "level":
         return _level_name(row)
-    if header == "client":
-        return f"{client.get('busy_fraction_max', 0):.0%} x{client.get('procs', 1)}"
+    if header == "client":  # none for an imported result: its client's load was not measured
+        return f"{client['busy_fraction_max']:.0%} x{client.get('procs', 1)}" if client else "-"
     if header == "cache hit":
         return _share(server.get("prefix_cache_hit_rate"))
     if header == "KV use":
@@ -194,7 +194,7 @@ def _points(label: str, cases: list[CaseResult], suite: str, tpot: str, rate: st
         config = case.params.get("config", "")
         config = config if isinstance(config, str) else ",".join(f"{k}={v}" for k, v in sorted(dict(config).items()))
         rows.append({"series": f"{label} · {config}" if many else str(config or suite), "key": case.key,
-                     "batch": case.params.get("batch", case.params.get("concurrency")),
+                     "batch": case.params.get("batch", case.params.get("max_concurrency")),
                      "tpot_s": case.metrics[tpot], "tokens_per_s_per_card": case.metrics.get(rate)})
     return sorted(rows, key=lambda r: (r["series"], r["tpot_s"]))
 

@@ -21,6 +21,9 @@ Names read (vLLM's v1 names first, then its older ones, then SGLang's):
 - server-side latencies: ``vllm:time_to_first_token_seconds`` and
   ``vllm:inter_token_latency_seconds`` (SGLang's ``sglang:`` ones), mean over the level.
 
+The figures are the server's, whoever loaded it: requests of another client sent during the
+level count in them too (the prefix-cache queries then exceed this level's prompt tokens).
+
 An endpoint without ``/metrics`` gives ``{"available": False, "reason": ...}``: the level is
 measured all the same.
 """
