@@ -172,6 +172,8 @@ def build_app(args: argparse.Namespace):
         gap_ms = args.gap_ms + args.gap_per_running_ms * state["running"]
         try:
             await stream(response, body, kind, count, received, ttft_ms, gap_ms, usage)
+        except (ConnectionError, OSError):
+            pass  # the client went away (an interrupted level): nothing to answer
         finally:
             state["running"] -= 1
             state["generation_tokens"] += count

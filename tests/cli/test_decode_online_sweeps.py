@@ -90,7 +90,8 @@ def test_sigterm_after_level_one_keeps_it_and_resume_measures_only_the_rest(tmp_
         assert 1 <= len(kept) < 3 and kept[0].key == "concurrency/1", err
         assert f"--resume {run.run_id}" in err.splitlines()[-1]
         shown = subprocess.run(_cmd("runs", "show", run.run_id, db=db), capture_output=True, text=True, timeout=60)
-        assert "interrupted" in shown.stdout
+        assert f"interrupted: its process is gone; continue it with parity decode online --resume {run.run_id}" \
+            in " ".join(shown.stdout.split())
         done = subprocess.run(_cmd("decode", "online", "--resume", run.run_id, db=db), capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0, done.stderr

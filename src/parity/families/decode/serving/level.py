@@ -182,8 +182,8 @@ def cache_reuse(fields: dict[str, Any]) -> Finding | None:
     return Finding(code="cache-reuse", severity=Severity.WARNING,
                    message=f"the server's prefix cache served {rate:.1%} of this level's prompt tokens "
                            f"({server.get('prefix_cache_hit_rate_from')}); its TTFT is not a cold prefill's",
-                   hint="another client reused these prompts, or a dataset repeats them; use fresh prompts "
-                        "(the default random ones), or --shared-prefix N to measure caching on purpose")
+                   hint="an earlier sweep with the same --seed sent these prompts (pass another --seed), another "
+                        "client did, or a dataset repeats them; --shared-prefix N measures caching on purpose")
 
 
 def _findings(run: LevelRun, done: list[RequestRecord], fields: dict[str, Any], *,
