@@ -137,10 +137,14 @@ def test_the_tpot_search_finds_the_highest_concurrency_meeting_the_target(tmp_pa
                              "--output-tokens", "8"], tmp_path)
     assert done.returncode == 0, done.stderr
     search = doc["search"]
-    assert search["concurrency"] == 5 and search["lowest_failing"] == 6, search
-    assert [lv["max_concurrency"] for lv in doc["levels"]] == [1, 2, 4, 8, 6, 5]
+    tpot = {lv["max_concurrency"]: lv["median_tpot_ms"] for lv in doc["levels"]}
+    # the model puts the answer near 5 (the first wave's requests see fewer running); what the
+    # search must hold: the answer meets the target, the next one up does not, bracket width 1
+    assert 4 <= search["concurrency"] <= 6 and search["lowest_failing"] == search["concurrency"] + 1, search
+    assert tpot[search["concurrency"]] <= 12.0 < tpot[search["lowest_failing"]], tpot
+    assert [lv["max_concurrency"] for lv in doc["levels"]][:4] == [1, 2, 4, 8]
     _, cases = _cases(tmp_path / "r.sqlite", doc["run_id"])
-    assert len(cases) == 6  # every level measured is stored
+    assert len(cases) == len(doc["levels"]) == len(search["tried"])  # every level measured is stored
     bad = subprocess.run(_cmd("decode", "online", "--url", "http://127.0.0.1:1", "--search", db=tmp_path / "x"),
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--search needs a target" in bad.stderr
