@@ -194,7 +194,7 @@ def _points(label: str, cases: list[CaseResult], suite: str, tpot: str, rate: st
         config = case.params.get("config", "")
         config = config if isinstance(config, str) else ",".join(f"{k}={v}" for k, v in sorted(dict(config).items()))
         rows.append({"series": f"{label} · {config}" if many else str(config or suite), "key": case.key,
-                     "batch": case.params.get("batch", case.params.get("max_concurrency")),
+                     "batch": case.params.get("batch", case.params.get("max_concurrency", case.params.get("concurrency"))),
                      "tpot_s": case.metrics[tpot], "tokens_per_s_per_card": case.metrics.get(rate)})
     return sorted(rows, key=lambda r: (r["series"], r["tpot_s"]))
 
@@ -266,8 +266,9 @@ class DecodeView:
     section = ("decode", "Decode throughput")
 
     def terminal(self, summary: dict[str, Any]) -> RenderableType:
-        if summary.get("mode") == "online" or "levels" in summary:
-            return render_serving(summary)
+        online_headline = "best_output_tok_s_per_card" in (summary.get("headline") or {})
+        if summary.get("mode") == "online" or "levels" in summary or ("points" not in summary and online_headline):
+            return render_serving(summary)  # a serving run (one stored before levels were kept: no rows)
         return render_decode(summary)
 
     def charts(self, runs: list[RunData]) -> list[Chart]:
