@@ -135,7 +135,14 @@ def test_the_tpot_search_finds_the_highest_concurrency_meeting_the_target(tmp_pa
     with scripted_server("--ttft-ms", "5", "--gap-ms", "1", "--gap-per-running-ms", "2") as (url, _):
         done, doc = _online(["--url", url, "--tpot-ms", "12", "--search", "--num-requests", "24",
                              "--output-tokens", "8"], tmp_path)
+        by_rate, rated = _online(["--url", url, "--tpot-ms", "12", "--search", "--request-rate", "10",
+                                  "--num-requests", "24", "--output-tokens", "8"], tmp_path)
     assert done.returncode == 0, done.stderr
+    assert by_rate.returncode == 0, by_rate.stderr
+    found = rated["search"]
+    per_rate = {lv["request_rate"]: lv["median_tpot_ms"] for lv in rated["levels"]}
+    assert found["status"] == "bracketed" and found["lowest_failing"] - found["request_rate"] <= 0.1 * found["request_rate"]
+    assert per_rate[found["request_rate"]] <= 12.0 < per_rate[found["lowest_failing"]], per_rate
     search = doc["search"]
     tpot = {lv["max_concurrency"]: lv["median_tpot_ms"] for lv in doc["levels"]}
     # the model puts the answer near 5 (the first wave's requests see fewer running); what the

@@ -191,3 +191,19 @@ def test_the_serving_table_drops_silent_columns_and_fits_a_pipe() -> None:
         "tpot_statistic": "p50", "tpot_target_ms": 10.0, "concurrency": 5, "status": "bracketed",
         "lowest_failing": 6, "method": "bisection"}}))
     assert "highest concurrency meeting TPOT p50 <= 10 ms: 5" in shown.file.getvalue()
+
+
+def test_the_rate_search_brackets_within_ten_percent() -> None:
+    from parity.families.decode.serving.search import search_rate
+
+    measured: list[float] = []
+
+    def measure(rate: float) -> Level:  # TPOT 1 + rate ms: rate <= 11 req/s meets 12 ms
+        measured.append(rate)
+        return _level(1 + rate)
+
+    out = search_rate(measure, target_ms=12.0, stat="p50", start=1.0)
+    # doubling 1, 2, 4, 8 (pass), 16 (fail); then (8+16)/2 = 12 fails, 10 passes, 11 passes: 12 - 11 <= 1.1
+    assert measured == [1.0, 2.0, 4.0, 8.0, 16.0, 12.0, 10.0, 11.0]
+    assert out["request_rate"] == 11.0 and out["lowest_failing"] == 12.0 and out["status"] == "bracketed"
+    assert search_rate(lambda r: _level(50.0), target_ms=12.0, stat="p50", start=4.0)["request_rate"] is None

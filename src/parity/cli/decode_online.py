@@ -95,7 +95,7 @@ class Interrupted(Exception):
 @click.option("--slo", default=None, metavar="ttft_ms=..,tpot_ms=..", help="Service-level objectives for goodput (also e2el_ms).")
 @click.option("--tpot-ms", default=None, metavar="LIST", help="TPOT targets: the largest throughput per card whose TPOT statistic meets each.")
 @click.option("--tpot-stat", type=click.Choice(["p50", "p90", "p99"]), default="p50", show_default=True, help="Which TPOT statistic the targets apply to.")
-@click.option("--search", is_flag=True, help="Measure levels until the highest concurrency meeting the (first) --tpot-ms target is found (bisection, within 10%).")
+@click.option("--search", is_flag=True, help="Measure levels until the highest concurrency (or, with one --request-rate, rate) meeting the first --tpot-ms target is found (bisection, within 10%).")
 @click.option("--client-procs", type=click.IntRange(1), default=1, show_default=True, help="Client processes (each one asyncio loop); requests and concurrency are split between them.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the prompts and the arrival times.")
 @click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True, help="Ask the server (vLLM, SGLang) to generate the full output length.")
@@ -147,9 +147,10 @@ def online(ctx: click.Context, url: str | None, model: str | None, api_key_env: 
     targets = parse_numbers(tpot_ms, option="--tpot-ms", kind=float)
     if search and not targets:
         raise ParityError("--search needs a target: give --tpot-ms, e.g. --tpot-ms 10 --search")
-    if search and (request_rate or len(limits) > 1 or limits == (None,)):
-        raise ParityError("--search chooses the concurrencies itself: give at most one --concurrency (where it "
-                          "starts) and no --request-rate")
+    if search and (len(limits) > 1 or len(rates) > 1 or (request_rate and concurrency)
+                   or (request_rate and math.isinf(rates[0]))):
+        raise ParityError("--search chooses the levels itself: give at most one --concurrency (where a search over "
+                          "concurrency starts) or one finite --request-rate (where a search over rate starts)")
     options = OnlineOptions(endpoint_type=endpoint_type, concurrency=limits, request_rate=rates,
                             burstiness=burstiness, num_requests=num_requests, output_tokens=output_tokens,
                             input_tokens=parse_length(input_tokens), shared_prefix=shared_prefix, dataset=dataset,
@@ -243,7 +244,7 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
 def _measure(store: Any, run_id: str, sweep: Any, options: Any, asked: dict[str, Any], note: Any,
              done: dict[str, Any]) -> tuple[list[Any], dict[str, Any] | None]:
     """The grid's levels, or the search's; each stored by ``on_level`` when it ends."""
-    from parity.families.decode.serving.search import search_concurrency
+    from parity.families.decode.serving.search import search_concurrency, search_rate
     from parity.families.decode.serving.sweep import LevelSpec, measure_online
 
     def on_level(spec: Any, level: Any) -> None:
@@ -258,9 +259,11 @@ def _measure(store: Any, run_id: str, sweep: Any, options: Any, asked: dict[str,
         return measure_online(options, base_url=sweep.base_url, model=sweep.model, headers=sweep.headers,
                               progress=note, on_level=on_level, done=done, sweep=sweep), None
     levels: list[Any] = []
+    by_rate = options.concurrency == (None,)
 
-    def measure(concurrency: int) -> Any:
-        spec = LevelSpec(ordinal=len(levels), concurrency=concurrency, rate=math.inf)
+    def measure(value: float) -> Any:
+        spec = LevelSpec(ordinal=len(levels), concurrency=None if by_rate else int(value),
+                         rate=value if by_rate else math.inf)
         if spec.key in done:
             note(f"level {spec.describe()}: stored already, not measured again")
             level = done[spec.key]
@@ -269,10 +272,15 @@ def _measure(store: Any, run_id: str, sweep: Any, options: Any, asked: dict[str,
         levels.append(level)
         return level
 
-    result = search_concurrency(measure, target_ms=asked["targets_ms"][0], stat=asked.get("tpot_stat", "p50"),
-                                start=options.concurrency[0] or 1, limit=options.num_requests)
-    note(f"search: highest concurrency meeting TPOT {asked.get('tpot_stat', 'p50')} <= "
-         f"{asked['targets_ms'][0]:g} ms: {result['concurrency'] or 'not reached'} ({result['status']}, "
+    target, stat = asked["targets_ms"][0], asked.get("tpot_stat", "p50")
+    if by_rate:
+        result = search_rate(measure, target_ms=target, stat=stat, start=options.request_rate[0])
+    else:
+        result = search_concurrency(measure, target_ms=target, stat=stat, start=options.concurrency[0] or 1,
+                                    limit=options.num_requests)
+    what = "request rate" if by_rate else "concurrency"
+    note(f"search: highest {what} meeting TPOT {stat} <= {target:g} ms: "
+         f"{result.get('request_rate' if by_rate else 'concurrency') or 'not reached'} ({result['status']}, "
          f"lowest failing {result['lowest_failing']})")
     return levels, result
 

@@ -164,8 +164,10 @@ def render_serving(summary: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [serving_table(levels, title="online serving levels (suite serving)")]
     search = summary.get("search")
     if search:
-        parts.append(Text(f"search: highest concurrency meeting TPOT {search.get('tpot_statistic')} <= "
-                          f"{search.get('tpot_target_ms'):g} ms: {search.get('concurrency') or 'not reached'} "
+        what = "request rate" if "request_rate" in search else "concurrency"
+        found = search.get("request_rate", search.get("concurrency"))
+        parts.append(Text(f"search: highest {what} meeting TPOT {search.get('tpot_statistic')} <= "
+                          f"{search.get('tpot_target_ms'):g} ms: {found or 'not reached'} "
                           f"({search.get('status')}; lowest failing {search.get('lowest_failing')}; "
                           f"{search.get('method')})"))
     for entry in (summary.get("tpot_target") or {}).get("at_target") or []:
