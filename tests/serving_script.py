@@ -12,6 +12,20 @@ usage event when the request asks for it (``stream_options.include_usage``); ``-
 never sends it, ``--no-stream`` answers plain JSON whatever is asked, ``--api-key K`` answers
 401 to a request without ``Authorization: Bearer K``.
 
+A prefix cache is modelled as vLLM's is kept (on unless ``--no-prefix-cache``): the prompt's
+words are its tokens, in blocks of ``BLOCK`` (16); a block is a hit when the same words up to
+and including it were seen before (the chain of blocks, as vLLM hashes them). A request's TTFT
+is ``ttft`` times the share of its prompt tokens that missed (a fully cached prompt still
+costs one block's worth, as vLLM recomputes the last token). ``GET /metrics`` answers the
+Prometheus text vLLM does for the names parity reads: ``vllm:num_requests_running``,
+``vllm:num_requests_waiting`` (0), ``vllm:kv_cache_usage_perc`` (running / 64),
+``vllm:prefix_cache_queries_total`` and ``vllm:prefix_cache_hits_total`` (tokens),
+``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``.
+
+A load-dependent server for the TPOT search: ``--gap-per-running-ms X`` makes a request's gap
+``gap + X x (requests running when it starts, itself included)``; ``--reject-every N`` answers
+every Nth request HTTP 503 (a level that partly fails).
+
 Run: ``python tests/serving_script.py --ttft-ms 100 --gap-ms 10``; the first line of stdout is
 ``PORT <n>``. ``scripted_server(...)`` starts one for the block and stops it after.
 """
@@ -31,6 +45,30 @@ import time
 from collections.abc import Iterator
 
 MODEL = "scripted-model"
+BLOCK = 16
+KV_SLOTS = 64
+
+
+class PrefixCache:
+    """Blocks of ``BLOCK`` words keyed by the whole prompt up to their end; counts in tokens."""
+
+    def __init__(self) -> None:
+        self.blocks: set[tuple[str, ...]] = set()
+        self.queries = 0
+        self.hits = 0
+
+    def lookup_and_insert(self, words: list[str]) -> int:
+        """The prompt's cached leading tokens (then every full block of it is cached)."""
+        hit = 0
+        for end in range(BLOCK, len(words) + 1, BLOCK):
+            if tuple(words[:end]) not in self.blocks:
+                break
+            hit = end
+        for end in range(BLOCK, len(words) + 1, BLOCK):
+            self.blocks.add(tuple(words[:end]))
+        self.queries += len(words)
+        self.hits += hit
+        return hit
 
 
 def _event(kind: str, model: str, text: str | None, finish: str | None = None) -> dict:
@@ -79,6 +117,24 @@ def build_app(args: argparse.Namespace):
 
     ticker = Ticker()
     ticker.start()
+    cache = PrefixCache()
+    state = {"running": 0, "prompt_tokens": 0, "generation_tokens": 0}
+
+    async def metrics(request: web.Request) -> web.Response:
+        label = f'{{model_name="{args.model}"}}'
+        lines = []
+        for name, kind, value in (
+            ("vllm:num_requests_running", "gauge", state["running"]),
+            ("vllm:num_requests_waiting", "gauge", 0),
+            ("vllm:kv_cache_usage_perc", "gauge", min(1.0, state["running"] / KV_SLOTS)),
+            ("vllm:prefix_cache_queries", "counter", cache.queries),
+            ("vllm:prefix_cache_hits", "counter", cache.hits),
+            ("vllm:prompt_tokens", "counter", state["prompt_tokens"]),
+            ("vllm:generation_tokens", "counter", state["generation_tokens"]),
+        ):
+            lines += [f"# HELP {name} scripted", f"# TYPE {name} {kind}",
+                      f"{name}{'_total' if kind == 'counter' else ''}{label} {float(value)!r}"]
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     async def models(request: web.Request) -> web.Response:
         if (answer := refused(request)) is not None:
@@ -96,19 +152,39 @@ def build_app(args: argparse.Namespace):
         if (answer := refused(request)) is not None:
             return answer
         body = await request.json()
+        state["received"] = state.get("received", 0) + 1
+        if args.reject_every and state["received"] % args.reject_every == 0:
+            return web.json_response({"error": "scripted rejection"}, status=503)
         count = args.output_tokens or int(body.get("max_tokens") or 16)
-        prompt_tokens = len(str(body.get("prompt", body.get("messages", ""))).split())
+        words = str(body.get("prompt", body.get("messages", ""))).split()
+        prompt_tokens = len(words)
+        hit = 0 if args.no_prefix_cache else cache.lookup_and_insert(words)
+        missed = max(prompt_tokens - hit, min(prompt_tokens, BLOCK) if hit else 0)
+        ttft_ms = args.ttft_ms * (missed / prompt_tokens if prompt_tokens and not args.no_prefix_cache else 1.0)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}
         if args.no_stream or not body.get("stream"):
             return web.json_response({"id": "c", "object": "text_completion", "model": args.model,
                                       "choices": [{"index": 0, "text": "x " * count}], "usage": usage})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        state["running"] += 1
+        state["prompt_tokens"] += prompt_tokens
+        gap_ms = args.gap_ms + args.gap_per_running_ms * state["running"]
+        try:
+            await stream(response, body, kind, count, received, ttft_ms, gap_ms, usage)
+        except (ConnectionError, OSError):
+            pass  # the client went away (an interrupted level): nothing to answer
+        finally:
+            state["running"] -= 1
+            state["generation_tokens"] += count
+        return response
+
+    async def stream(response, body, kind, count, received, ttft_ms, gap_ms, usage) -> None:
         if kind == "chat":
             await response.write(_sse(_event(kind, args.model, "") | {"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}))
         for i in range(count):
-            await ticker.until(received + args.ttft_ms / 1e3 + i * args.gap_ms / 1e3)
+            await ticker.until(received + ttft_ms / 1e3 + i * gap_ms / 1e3)
             await response.write(_sse(_event(kind, args.model, f"t{i} ")))
         await response.write(_sse(_event(kind, args.model, None, finish="length")))
         if (body.get("stream_options") or {}).get("include_usage") and not args.no_usage:
@@ -116,10 +192,10 @@ def build_app(args: argparse.Namespace):
                                        "usage": usage}))
         await response.write(_sse("[DONE]"))
         await response.write_eof()
-        return response
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
+    app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/completions", lambda r: generate(r, "completions"))
     app.router.add_post("/v1/chat/completions", lambda r: generate(r, "chat"))
     return app
@@ -133,6 +209,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model", default=MODEL)
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--no-prefix-cache", action="store_true", help="no prefix cache: every TTFT is --ttft-ms")
+    parser.add_argument("--reject-every", type=int, default=0, help="answer every Nth request HTTP 503")
+    parser.add_argument("--gap-per-running-ms", type=float, default=0.0,
+                        help="add this to a request's gap per request running when it starts (itself included)")
     parser.add_argument("--api-key", default="", help="refuse requests without this bearer key")
     parser.add_argument("--lifetime-s", type=float, default=900.0, help="stop by itself after this long")
     return parser.parse_args(argv)

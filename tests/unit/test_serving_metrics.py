@@ -123,7 +123,9 @@ def test_a_level_has_vllms_figures_computed_by_hand() -> None:
     assert f["median_e2el_ms"] == pytest.approx(190.0)
     assert f["interactivity_per_user"] == pytest.approx(1000 / 15.0)
     assert f["output_throughput_per_concurrency"] == pytest.approx(8 / 0.24 / 2)
-    assert f["total_token_throughput"] == pytest.approx(28 / 0.24)
+    # the server's own prompt counts (usage.prompt_tokens), named apart from vLLM's total_input_tokens
+    assert f["total_usage_prompt_tokens"] == 20 and "total_input_tokens" not in f
+    assert f["usage_token_throughput"] == pytest.approx(28 / 0.24)
     assert level.check["passed"] and not level.findings
     assert len(level.samples["itl"]) == 6 and len(level.samples["tpot"]) == 2
 
@@ -137,9 +139,16 @@ def test_token_fallback_failures_and_a_busy_client_are_findings() -> None:
     assert codes == {"client-bound", "failed-requests", "tokens-from-chunks"}
     assert level.fields["token_count_source"] == TOKENS_FROM_CHUNKS and level.fields["total_output_tokens"] == 3
     assert not level.check["passed"] and level.check["errors"] == ["HTTP 500: boom"]
+    # event-loop lag alone (other processes on the host) is no evidence against the client
     lagging = LevelRun(records=records[:1], clients=[ClientLoad(cpu_s=0.1, wall_s=1.0, lags_s=(0.004,) * 10)])
-    assert "client-bound" in {f.code for f in summarize_level(
+    assert "client-bound" not in {f.code for f in summarize_level(
         lagging, concurrency=1, rate_per_s_asked=math.inf, burstiness=1.0, cards=1).findings}
+    # send lag (turn -> last byte written) of 5 ms while the client was 60% busy is
+    late = RequestRecord(**{**records[0].to_dict(), "content_ns": records[0].content_ns, "sent_ns": 5 * MS})
+    sending = LevelRun(records=[late], clients=[ClientLoad(cpu_s=0.6, wall_s=1.0)])
+    (bound,) = [f for f in summarize_level(sending, concurrency=1, rate_per_s_asked=math.inf, burstiness=1.0,
+                                           cards=1).findings if f.code == "client-bound"]
+    assert "--client-procs 2" in bound.hint
 
 
 def test_shares_split_requests_round_robin_and_the_limit_evenly() -> None:

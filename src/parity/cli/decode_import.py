@@ -35,8 +35,11 @@ def import_results(path: str, fmt: str, cards: int, db_path: str | None, json_pa
 
     imported = read_results(path, fmt=fmt, cards=cards)
     best = max((c.metrics.get("output_throughput_per_card") or 0 for c in imported.cases), default=0)
+    # The device (or endpoint) name every exported row carries: the model and, for InferenceX,
+    # the hardware the file names.
+    provenance = {"command_line": list(sys.argv), "device_identity": imported.config["device"]}
     with Store.open(db_path) as store:
-        run = store_serving_run(store, config=imported.config, provenance={"command_line": list(sys.argv)},
+        run = store_serving_run(store, config=imported.config, provenance=provenance,
                                 cases=imported.cases, headline={"best_output_tok_s_per_card": best})
     click.echo(f"imported {len(imported.cases)} level(s) of {path} as run {run.run_id} "
                f"({imported.config['labels']['source']})", err=json_path == "-")

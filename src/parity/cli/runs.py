@@ -190,7 +190,7 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
     state = run_state(run)
     if state != run.status:
         console.print(f"run {run.run_id} is {state}: its process is gone; continue it with "
-                      f"parity run --resume {run.run_id}" if state == "interrupted" else f"run {run.run_id}: {state}",
+                      f"{resume_command(run)} {run.run_id}" if state == "interrupted" else f"run {run.run_id}: {state}",
                       style="yellow")
     console.print(render_run_summary(run, cases))
     details = render_suite_details(run)
@@ -204,6 +204,11 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
         "run",
         {"run": run.to_dict(), "state": state, "cases": [c.to_dict() for c in cases], "ok": run.summary.get("ok")},
     )
+
+
+def resume_command(run: Any) -> str:
+    """The command that continues an interrupted run: an online sweep's own, else parity run's."""
+    return "parity decode online --resume" if isinstance(run.config.get("online"), dict) else "parity run --resume"
 
 
 def _provenance_line(provenance: dict[str, Any]) -> str:

@@ -77,8 +77,11 @@ SERVING_COLUMNS = (
     ("level", None), ("done", "completed"), ("TTFT p50", "median_ttft_ms"), ("TPOT p50", "median_tpot_ms"),
     ("TPOT p99", "p99_tpot_ms"), ("ITL p50", "median_itl_ms"), ("E2E p50", "median_e2el_ms"),
     ("tok/s", "output_throughput"), ("/card", "output_throughput_per_card"), ("req/s", "request_throughput"),
-    ("goodput", "request_goodput"), ("client", None), ("findings", None),
+    ("goodput", "request_goodput"), ("cache hit", None), ("KV use", None), ("client", None), ("findings", None),
 )
+# Columns left out when they would say nothing: per card on one card, goodput without an SLO,
+# the server's columns when it exposes no metrics.
+OPTIONAL = {"/card", "goodput", "cache hit", "KV use", "client"}
 
 
 def _cell(value: Any) -> str:
@@ -95,31 +98,85 @@ def _level_name(row: dict[str, Any]) -> str:
     parts = [f"c={limit}" if limit is not None else "c=unbounded"]
     if rate not in (None, "inf"):
         parts.append(f"{rate:g} req/s")
+    if isinstance(row.get("repeat"), int) and row["repeat"] > 1:
+        parts.append(f"#{row['repeat']}")
     return " ".join(parts)
+
+
+def _share(value: Any) -> str:
+    return "-" if not isinstance(value, (int, float)) else f"{value:.0%}"
+
+
+def _serving_cell(header: str, key: str | None, row: dict[str, Any]) -> str:
+    client, server = row.get("client") or {}, row.get("server") or {}
+    if header == "level":
+        return _level_name(row)
+    if header == "client":  # none for an imported result: its client's load was not measured
+        return f"{client['busy_fraction_max']:.0%} x{client.get('procs', 1)}" if client else "-"
+    if header == "cache hit":
+        return _share(server.get("prefix_cache_hit_rate"))
+    if header == "KV use":
+        return _share(server.get("kv_cache_usage_max"))
+    if header == "findings":
+        return ",".join(row.get("findings", [])) or "-"
+    return _cell(row.get(key)) if key else "-"
 
 
 def serving_table(rows: Sequence[dict[str, Any]], *, title: str) -> RichTable:
     """One row per level of an online sweep (its vLLM-named fields, in vLLM's units: ms and
-    tokens/s), the client's own load and the level's finding codes."""
+    tokens/s), the server's prefix-cache hit rate and peak KV cache use (from its /metrics),
+    the client's own load and the level's finding codes. Columns that would be all "-" (or per
+    card on one card) are left out, and finding codes wrap rather than being cut."""
+    cells = [[_serving_cell(h, k, row) for h, k in SERVING_COLUMNS] for row in rows]
+    keep = [i for i, (header, _) in enumerate(SERVING_COLUMNS)
+            if header not in OPTIONAL or any(c[i] != "-" for c in cells)]
+    if all((row.get("cards") or 1) == 1 for row in rows):
+        keep = [i for i in keep if SERVING_COLUMNS[i][0] != "/card"]
     table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD,
                       caption="times in ms; tok/s: output tokens per second (/card: per card); goodput in req/s; "
-                              "client: busiest client process's busy share x processes", caption_justify="left")
-    for header, _ in SERVING_COLUMNS:
-        table.add_column(header, justify="left" if header in ("level", "findings") else "right")
-    for row in rows:
-        client = row.get("client") or {}
-        cells = []
-        for header, key in SERVING_COLUMNS:
-            if header == "level":
-                cells.append(_level_name(row))
-            elif header == "client":
-                cells.append(f"{client.get('busy_fraction_max', 0):.0%} x{client.get('procs', 1)}")
-            elif header == "findings":
-                cells.append(",".join(row.get("findings", [])) or "-")
-            else:
-                cells.append(_cell(row.get(key)) if key else "-")
-        table.add_row(*cells, style="red" if row.get("failed") else None)
+                              "cache hit: the server's prefix-cache hits over the level; KV use: its peak; "
+                              "client: busiest client process's CPU share x processes", caption_justify="left")
+    for i in keep:
+        header = SERVING_COLUMNS[i][0]
+        table.add_column(header, justify="left" if header in ("level", "findings") else "right",
+                         overflow="fold" if header == "findings" else "ellipsis",
+                         min_width=len("findings") if header == "findings" else None, no_wrap=header == "level")
+    for row, row_cells in zip(rows, cells):
+        table.add_row(*(row_cells[i] for i in keep), style="red" if row.get("failed") else None)
     return table
+
+
+def fitted_console(console: Any, renderable: Any) -> Any:
+    """``console``, widened off a terminal to what ``renderable`` needs (a log or a pipe has no
+    width to keep to, so no column is cut); a terminal keeps its own width."""
+    if not console.is_terminal:
+        from rich.measure import Measurement
+
+        wide = console.options.update_width(10_000)
+        console.width = max(console.width, Measurement.get(console, wide, renderable).maximum)
+    return console
+
+
+def render_serving(summary: dict[str, Any]) -> RenderableType:
+    """An online sweep's stored summary (``parity runs show``): its levels' table, then the
+    TPOT search or target answers where there are any."""
+    levels = summary.get("levels") or []
+    parts: list[RenderableType] = [serving_table(levels, title="online serving levels (suite serving)")]
+    search = summary.get("search")
+    if search:
+        what = "request rate" if "request_rate" in search else "concurrency"
+        found = search.get("request_rate", search.get("concurrency"))
+        parts.append(Text(f"search: highest {what} meeting TPOT {search.get('tpot_statistic')} <= "
+                          f"{search.get('tpot_target_ms'):g} ms: {found or 'not reached'} "
+                          f"({search.get('status')}; lowest failing {search.get('lowest_failing')}; "
+                          f"{search.get('method')})"))
+    for entry in (summary.get("tpot_target") or {}).get("at_target") or []:
+        value = entry.get("value")
+        value = value if isinstance(value, (int, float)) else None
+        parts.append(Text(f"at TPOT {entry.get('tpot_ms', 0):g} ms: "
+                          f"{'not reached' if value is None else _throughput(value)} tok/s per card "
+                          f"({entry.get('status')})"))
+    return Group(*parts)
 
 
 # ------------------------------------------------------------------------------------ HTML charts
@@ -139,7 +196,7 @@ def _points(label: str, cases: list[CaseResult], suite: str, tpot: str, rate: st
         config = case.params.get("config", "")
         config = config if isinstance(config, str) else ",".join(f"{k}={v}" for k, v in sorted(dict(config).items()))
         rows.append({"series": f"{label} · {config}" if many else str(config or suite), "key": case.key,
-                     "batch": case.params.get("batch", case.params.get("concurrency")),
+                     "batch": case.params.get("batch", case.params.get("max_concurrency", case.params.get("concurrency"))),
                      "tpot_s": case.metrics[tpot], "tokens_per_s_per_card": case.metrics.get(rate)})
     return sorted(rows, key=lambda r: (r["series"], r["tpot_s"]))
 
@@ -211,6 +268,9 @@ class DecodeView:
     section = ("decode", "Decode throughput")
 
     def terminal(self, summary: dict[str, Any]) -> RenderableType:
+        online_headline = "best_output_tok_s_per_card" in (summary.get("headline") or {})
+        if summary.get("mode") == "online" or "levels" in summary or ("points" not in summary and online_headline):
+            return render_serving(summary)  # a serving run (one stored before levels were kept: no rows)
         return render_decode(summary)
 
     def charts(self, runs: list[RunData]) -> list[Chart]:

@@ -14,6 +14,14 @@ the vLLM fields converted to seconds with ``_ms`` dropped (``median_tpot``, ``p9
 ``precision``, ``tp``, ``ep`` and throughput per GPU (``tput_per_gpu``: all tokens over
 ``tp`` GPUs; ``output_tput_per_gpu``).
 
+Each level's settings are carried over as its case parameters, named as parity's own
+(``record.level_params``): ``max_concurrency``, ``request_rate``, ``burstiness``,
+``num_prompts``, and the input and output lengths per request (vLLM: ``total_input_tokens /
+num_prompts`` and ``total_output_tokens / completed``, rounded; InferenceX: ``isl``, ``osl``),
+so that compare's audit lists only what differs. vLLM's client stamps each streamed chunk on
+the host clock as parity's does: its samples carry parity's method name (``host-clock-stream``)
+with the source in their meta.
+
 A file that is not one of these, or whose numbers are not numbers, negative times or a zero
 TPOT (:func:`check_numbers`), is a one-line error and nothing is written.
 """
@@ -28,7 +36,7 @@ from typing import Any
 import orjson
 
 from parity.families.decode.serving.level import Level
-from parity.families.decode.serving.record import level_case, method_labels
+from parity.families.decode.serving.record import STRATEGY, level_case, level_params, method_labels
 from parity.metrics.decode import interactivity_per_user, throughput_per_concurrency
 from parity.metrics.serving import per_card
 from parity.model.errors import ParityError
@@ -41,6 +49,7 @@ VLLM_RATES = ("duration", "request_throughput", "request_goodput", "output_throu
               "burstiness", "max_output_tokens_per_s")
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2el")
 STAT_PREFIXES = ("mean", "median", "std", "p")
+SOURCE_META = {"source": "vllm bench serve (time.perf_counter per streamed chunk)"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,11 +113,11 @@ def _vllm_samples(doc: dict[str, Any]) -> dict[str, Samples]:
     samples = {}
     ttfts, latencies, itls = doc.get("ttfts"), doc.get("latencies"), doc.get("itls")
     if isinstance(ttfts, list) and all(_number(v) and v >= 0 for v in ttfts):
-        samples["ttft"] = Samples(values_s=ttfts, method="vllm bench serve")
+        samples["ttft"] = Samples(values_s=ttfts, method=STRATEGY, meta=SOURCE_META)
     if isinstance(latencies, list) and all(_number(v) and v >= 0 for v in latencies):
-        samples["e2el"] = Samples(values_s=latencies, method="vllm bench serve")
+        samples["e2el"] = Samples(values_s=latencies, method=STRATEGY, meta=SOURCE_META)
     if isinstance(itls, list) and all(isinstance(r, list) and all(_number(v) and v >= 0 for v in r) for r in itls):
-        samples["itl"] = Samples(values_s=[v for r in itls for v in r], method="vllm bench serve")
+        samples["itl"] = Samples(values_s=[v for r in itls for v in r], method=STRATEGY, meta=SOURCE_META)
     return samples
 
 
@@ -203,6 +212,23 @@ def inferencex_level(doc: Any, *, source: str) -> Level:
     return Level(fields=fields, check=check)
 
 
+def _per_request(total: Any, count: Any) -> int | None:
+    return round(total / count) if _number(total) and isinstance(count, int) and count > 0 else None
+
+
+def _settings(level: Level, doc: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """The level's settings as parity names them (case parameters)."""
+    if fmt == "vllm":
+        inputs = _per_request(doc.get("total_input_tokens"), doc.get("num_prompts"))
+        outputs = _per_request(doc.get("total_output_tokens"), doc.get("completed"))
+    else:
+        inputs = doc.get("isl") if isinstance(doc.get("isl"), int) else None
+        outputs = doc.get("osl") if isinstance(doc.get("osl"), int) else None
+    fields = {**level.fields, "burstiness": level.fields.get("burstiness", doc.get("burstiness")),
+              "num_prompts": level.fields.get("num_prompts", doc.get("num_prompts"))}
+    return level_params(fields, input_tokens=inputs, output_tokens=outputs)
+
+
 def import_results(path: str | Path, *, fmt: str, cards: int = 1) -> ImportedRun:
     """Read ``path`` as ``fmt`` into a run's config and cases; nothing is written here."""
     if fmt not in FORMATS:
@@ -229,9 +255,9 @@ def import_results(path: str | Path, *, fmt: str, cards: int = 1) -> ImportedRun
     keys = [level_case(level, params={}).key for level in levels]
     if len(set(keys)) != len(keys):
         raise ParityError(f"{source} holds two results for the same level ({keys}); import them one file each")
-    cases = [level_case(level, params={"max_concurrency": level.fields.get("max_concurrency"),
-                                       "request_rate": level.fields.get("request_rate")}) for level in levels]
-    config = {"device": f"{model} (imported)", "suites": ["serving"], "quick": False, "mode": "online",
+    cases = [level_case(level, params=_settings(level, doc, fmt)) for level, doc in zip(levels, docs)]
+    hardware = f" on {first['hw']}" if fmt == "inferencex" and isinstance(first.get("hw"), str) else ""
+    config = {"device": f"{model}{hardware} (imported)", "suites": ["serving"], "quick": False, "mode": "online",
               "labels": {k: v for k, v in labels.items() if v is not None},
               "imported_from": {"path": str(source.resolve()), "format": fmt},
               "endpoint": {"model": model}}

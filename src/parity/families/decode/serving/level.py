@@ -19,9 +19,11 @@ from parity.metrics.serving import distribution_ms, per_card, rate_per_s, reques
 from parity.model.findings import Finding, Severity
 from parity.model.samples import Samples
 
-CLIENT_BUSY_LIMIT = 0.8
+CLIENT_BUSY_LIMIT = 0.8  # the busiest client process used this share of one CPU: saturated
+LAG_BUSY_FLOOR = 0.5  # send lag counts as the client's own only when it was at least this busy
 LAG_SHARE_OF_ITL = 0.1
 LAG_FLOOR_S = 0.002
+CACHE_REUSE_FLOOR = 0.01  # a prefix-cache hit rate above this is reuse (a warm-up hit may round up)
 SAMPLE_METHOD = "host-clock-stream"
 TPOT_DEFINITION = "vLLM: (E2E - TTFT) / (output_tokens - 1), per request; excludes the first token"
 ITL_DEFINITION = "vLLM: every gap between consecutive content chunks, all requests pooled"
@@ -56,7 +58,8 @@ def _token_source(done: list[RequestRecord]) -> str:
 
 def summarize_level(
     run: LevelRun, *, concurrency: int | None, rate_per_s_asked: float, burstiness: float, cards: int,
-    slo_s: Mapping[str, float] | None = None,
+    slo_s: Mapping[str, float] | None = None, server: dict[str, Any] | None = None, ignore_eos: bool = True,
+    shared_prefix: int = 0, repeat: int = 1,
 ) -> Level:
     """Figures, samples, check and findings of one level (see the module docstring)."""
     done = [r for r in run.records if r.ok]
@@ -68,6 +71,8 @@ def summarize_level(
     tpots = [t["tpot"] for t in times if t["tpot"] is not None]
     out_tokens = sum(r.output_tokens for r in done)
     prompt_counts = [r.usage_prompt_tokens for r in done]
+    # The server's count (usage.prompt_tokens, with any start token it adds): not vLLM's
+    # total_input_tokens, which its client counts with its tokenizer and no special tokens.
     in_tokens = sum(prompt_counts) if done and all(c is not None for c in prompt_counts) else None
     fields: dict[str, Any] = {
         "max_concurrency": concurrency,
@@ -77,12 +82,12 @@ def summarize_level(
         "duration": duration,
         "completed": len(done),
         "failed": len(run.records) - len(done),
-        "total_input_tokens": in_tokens,
+        "total_usage_prompt_tokens": in_tokens,
         "total_output_tokens": out_tokens,
         "request_throughput": rate_per_s(len(done), duration) if duration > 0 else None,
         "request_goodput": request_goodput(times, slo_s, duration) if slo_s and duration > 0 else None,
         "output_throughput": rate_per_s(out_tokens, duration) if duration > 0 else None,
-        "total_token_throughput": rate_per_s(in_tokens + out_tokens, duration)
+        "usage_token_throughput": rate_per_s(in_tokens + out_tokens, duration)
         if in_tokens is not None and duration > 0 else None,
         **distribution_ms("ttft", [t["ttft"] for t in times]),
         **distribution_ms("tpot", tpots),
@@ -91,6 +96,8 @@ def summarize_level(
         **distribution_ms("client_queue", [r.client_queue_s() for r in done]),
         "cards": cards,
         "token_count_source": _token_source(done) if done else None,
+        "shared_prefix": shared_prefix,
+        "repeat": repeat,
     }
     fields["output_throughput_per_card"] = (
         per_card(fields["output_throughput"], cards) if fields["output_throughput"] is not None else None)
@@ -100,6 +107,7 @@ def summarize_level(
         throughput_per_concurrency(fields["output_throughput"], concurrency)
         if concurrency and fields["output_throughput"] is not None else None)
     fields["client"] = client_figures(run)
+    fields["server"] = dict(server or {"available": False, "reason": "not sampled"})
     samples = {
         name: Samples(values_s=values, method=SAMPLE_METHOD, meta={"definition": definition})
         for name, values, definition in (
@@ -109,7 +117,8 @@ def summarize_level(
             ("e2el", [t["e2el"] for t in times], "last content chunk - request sent"),
         )
     }
-    return Level(fields=fields, samples=samples, check=_check(run, done), findings=_findings(run, done, fields))
+    return Level(fields=fields, samples=samples, check=_check(run, done),
+                 findings=_findings(run, done, fields, ignore_eos=ignore_eos))
 
 
 def client_figures(run: LevelRun) -> dict[str, Any]:
@@ -136,19 +145,50 @@ def _check(run: LevelRun, done: list[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def _findings(run: LevelRun, done: list[RequestRecord], fields: dict[str, Any]) -> tuple[Finding, ...]:
-    found: list[Finding] = []
+def client_bound(fields: dict[str, Any]) -> Finding | None:
+    """``client-bound`` only on evidence that the client itself saturated: its busiest process
+    used ``CLIENT_BUSY_LIMIT`` of a CPU, or its send lag (from a request's turn to its last
+    byte written, ``client_queue``) p99 exceeded ``max(LAG_FLOOR_S, LAG_SHARE_OF_ITL x median
+    ITL)`` while that process was at least ``LAG_BUSY_FLOOR`` busy. Event-loop lag alone is no
+    evidence: other processes on a busy host delay the loop as much. None when no request
+    completed (nothing was limited by the client)."""
     client = fields["client"]
-    lag_ms = client["loop_lag_p99_ms"]
-    itl_ms = fields["median_itl_ms"]
+    if not fields.get("completed"):
+        return None
+    busy = client["busy_fraction_max"]
+    lag_ms = fields.get("p99_client_queue_ms")
+    itl_ms = fields.get("median_itl_ms")
     lag_limit_ms = max(LAG_FLOOR_S * 1e3, LAG_SHARE_OF_ITL * itl_ms) if itl_ms else LAG_FLOOR_S * 1e3
-    if client["busy_fraction_max"] >= CLIENT_BUSY_LIMIT or (lag_ms is not None and lag_ms > lag_limit_ms):
-        found.append(Finding(
-            code="client-bound", severity=Severity.WARNING,
-            message=f"the client, not the server, may be the limit here: busiest client process "
-                    f"{client['busy_fraction_max']:.0%} busy, event-loop lag p99 {lag_ms or 0:.2f} ms "
-                    f"(limits {CLIENT_BUSY_LIMIT:.0%}, {lag_limit_ms:.2f} ms)",
-            hint="add client processes (--client-procs N) or run the client on another machine"))
+    lagging = lag_ms is not None and lag_ms > lag_limit_ms and busy >= LAG_BUSY_FLOOR
+    if busy < CLIENT_BUSY_LIMIT and not lagging:
+        return None
+    procs = client.get("procs", 1)
+    return Finding(
+        code="client-bound", severity=Severity.WARNING,
+        message=f"the client, not the server, may be the limit here: busiest client process {busy:.0%} of a CPU "
+                f"(limit {CLIENT_BUSY_LIMIT:.0%}), send lag p99 {lag_ms or 0:.2f} ms (limit {lag_limit_ms:.2f} ms "
+                f"when over {LAG_BUSY_FLOOR:.0%} busy)",
+        hint=f"rerun with --client-procs {procs * 2} (each process then drives half the requests) or run the "
+             "client on another machine")
+
+
+def cache_reuse(fields: dict[str, Any]) -> Finding | None:
+    """``cache-reuse``: the server's prefix cache served part of the prompts of a level that
+    did not ask for it (no ``--shared-prefix``): its TTFT is then not a cold prefill's."""
+    server = fields.get("server") or {}
+    rate = server.get("prefix_cache_hit_rate")
+    if fields.get("shared_prefix") or rate is None or rate <= CACHE_REUSE_FLOOR:
+        return None
+    return Finding(code="cache-reuse", severity=Severity.WARNING,
+                   message=f"the server's prefix cache served {rate:.1%} of this level's prompt tokens "
+                           f"({server.get('prefix_cache_hit_rate_from')}); its TTFT is not a cold prefill's",
+                   hint="an earlier sweep with the same --seed sent these prompts (pass another --seed), another "
+                        "client did, or a dataset repeats them; --shared-prefix N measures caching on purpose")
+
+
+def _findings(run: LevelRun, done: list[RequestRecord], fields: dict[str, Any], *,
+              ignore_eos: bool = True) -> tuple[Finding, ...]:
+    found: list[Finding] = [f for f in (client_bound(fields), cache_reuse(fields)) if f is not None]
     if run.records and len(done) < len(run.records):
         found.append(Finding(code="failed-requests", severity=Severity.ERROR,
                              message=f"{len(run.records) - len(done)} of {len(run.records)} requests failed",
@@ -157,7 +197,9 @@ def _findings(run: LevelRun, done: list[RequestRecord], fields: dict[str, Any]) 
     if short:
         found.append(Finding(code="short-outputs", severity=Severity.WARNING,
                              message=f"{short} requests returned fewer tokens than asked",
-                             hint="the server stopped at end-of-sequence; keep --ignore-eos on vLLM/SGLang"))
+                             hint="ignore_eos was sent, so the server clamped the length: its max_model_len "
+                                  "(prompt + output) or a max-tokens limit; lower --output-tokens or --input-tokens"
+                             if ignore_eos else "the server stopped at end-of-sequence; use --ignore-eos on vLLM/SGLang"))
     if done and fields["token_count_source"] != TOKENS_FROM_USAGE:
         found.append(Finding(code="tokens-from-chunks", severity=Severity.INFO,
                              message=f"output tokens counted as {fields['token_count_source']}",

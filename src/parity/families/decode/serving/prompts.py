@@ -5,7 +5,13 @@ words drawn, seeded, from a list of short common English words, each close to on
 the usual tokenizers; the count the server reports (``usage.prompt_tokens``) is recorded per
 request as the true input length. ``N`` fixes the length; ``LO-HI`` draws each prompt's length
 uniformly in ``[LO, HI]``. Every prompt is different, so a prefix cache cannot serve one from
-another.
+another, and so is every level's set: level ``n`` of a sweep (and the warm-up, level ``-1``)
+draws its prompts from the seed ``(seed, n)`` (:func:`level_seed`), so no level reuses another's
+prompts (a caching server would otherwise answer the later levels from its cache), and a level
+measured again (``--resume``) gets the same prompts as the first time. ``shared_prefix`` words,
+the same for every request and level (seed ``(seed, "prefix")``), go before each prompt to
+measure the cache on purpose (``--shared-prefix N``; the prompt is then N + its own length, as
+with ``vllm bench serve --random-prefix-len``).
 
 A dataset file is JSON Lines, one request per line: ``{"prompt": "..."}`` (or ``"text"``), or
 ``{"messages": [{"role": "user", "content": "..."}]}`` for chat endpoints; an optional integer
@@ -67,20 +73,44 @@ def parse_length(spec: str) -> tuple[int, int]:
     return low, high
 
 
-def random_prompts(count: int, *, length: tuple[int, int], seed: int = 0) -> list[Prompt]:
-    """``count`` prompts of random words, lengths uniform in ``length`` (inclusive), seeded."""
-    rng = np.random.default_rng(seed)
+WARMUP_LEVEL = -1
+PREFIX_STREAM = 1 << 20  # the shared prefix's seed stream, apart from every level's
+
+
+def level_seed(seed: int, level: int) -> np.random.SeedSequence:
+    """The seed of level ``level``'s prompts (``-1``: the warm-up): one stream per (seed, level),
+    so levels never share prompts and a level measured again draws the same ones."""
+    return np.random.SeedSequence([abs(int(seed)), int(seed < 0), level + 1])
+
+
+def _words(rng: np.random.Generator, size: int) -> str:
+    return " ".join(WORDS[i] for i in rng.integers(0, len(WORDS), size=size))
+
+
+def shared_prefix_text(words: int, *, seed: int = 0) -> str:
+    """The ``words`` words every request of a ``--shared-prefix`` sweep starts with."""
+    return _words(np.random.default_rng(level_seed(seed, PREFIX_STREAM)), words) if words > 0 else ""
+
+
+def random_prompts(count: int, *, length: tuple[int, int], seed: int = 0, level: int = 0,
+                   shared_prefix: int = 0) -> list[Prompt]:
+    """``count`` prompts of random words, lengths uniform in ``length`` (inclusive), drawn from
+    level ``level``'s seed, each after the ``shared_prefix`` words common to all (none: 0)."""
+    rng = np.random.default_rng(level_seed(seed, level))
     low, high = length
     sizes = rng.integers(low, high + 1, size=count)
+    prefix = shared_prefix_text(shared_prefix, seed=seed)
     out = []
     for size in sizes:
-        picks = rng.integers(0, len(WORDS), size=int(size))
-        out.append(Prompt(text=" ".join(WORDS[i] for i in picks), words=int(size)))
+        text = _words(rng, int(size))
+        out.append(Prompt(text=f"{prefix} {text}" if prefix else text, words=int(size) + shared_prefix))
     return out
 
 
-def dataset_prompts(path: str | Path, count: int) -> list[Prompt]:
-    """The first ``count`` requests of a JSONL dataset, cycled when it holds fewer."""
+def dataset_prompts(path: str | Path, count: int, *, start: int = 0) -> list[Prompt]:
+    """``count`` requests of a JSONL dataset from request ``start`` on, cycled when it holds
+    fewer (level ``n`` of a sweep starts at ``n * count``, so levels take different requests
+    while the dataset lasts)."""
     source = Path(path)
     try:
         lines = source.read_bytes().splitlines()
@@ -89,7 +119,7 @@ def dataset_prompts(path: str | Path, count: int) -> list[Prompt]:
     prompts = [_dataset_line(line, source, number) for number, line in enumerate(lines, 1) if line.strip()]
     if not prompts:
         raise ParityError(f"dataset {source} holds no requests; write one JSON object per line")
-    return [prompts[i % len(prompts)] for i in range(count)]
+    return [prompts[(start + i) % len(prompts)] for i in range(count)]
 
 
 def _dataset_line(line: bytes, source: Path, number: int) -> Prompt:
