@@ -72,7 +72,9 @@ def render_collectives(summary: dict[str, Any]) -> str:
             first = next(iter(places.values()))
             lines.append([str(size), str(first.count or ""), dtype, _REDOP.get(op, "none"), _ROOT.get(op, "-1"),
                           *_group_cells(places.get("out-of-place")), *_group_cells(places.get("in-place"))])
-        title = op if dimension == "world" else f"{op} [{_dimension_title(dimension, chosen[0])}]"
+        if dimension != "world":
+            out.append(f"#\n# {_dimension_title(dimension, chosen[0])}")
+        title = op if dimension == "world" else f"{op} [{dimension}]"
         out.append(f"#\n# {title}{'':>40}out-of-place{'':>40}in-place")
         out.extend(_format(lines))
     out.append(f"# Out of bounds values : {typed.wrong} {'OK' if not typed.wrong else 'FAILED'}")

@@ -74,8 +74,13 @@ class MoeSuite(SuiteBase):
         except BaseException:
             close_group(group)
             raise
+        topology = group.topology
+        rank_nodes = list(topology.rank_nodes) if topology is not None else None
         return {"group": group, "shape": shape, "routing": routing, "device": device,
-                "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"]),
+                "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"],
+                                        rank_nodes=rank_nodes),
+                "topology": ({"nodes": topology.nodes, "ranks_per_node": topology.ranks_per_node,
+                              "source": topology.source} if topology is not None else None),
                 "library_backends": library_backends()}
 
     def teardown(self, state: dict[str, Any] | None) -> None:
