@@ -125,3 +125,16 @@ def test_a_rank_killed_on_the_other_node_ends_the_run_named_with_its_node(two_no
     assert named and node1 in named[0], done[0].output[-4000:]
     assert len(_cases(db)) >= committed
     assert _run(db)["status"] != "complete"
+
+
+def test_overlap_across_two_nodes_records_every_rank_node(two_nodes: Nodes, tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    out = tmp_path / "overlap.json"
+    done = run_parity(two_nodes, ["comm", "overlap", "--join", "--backend", "gloo", "--device", "cpu", "--quick",
+                                  "--db", str(db), "--rank-timeout", "60", "--kernels", "copy", "--tokens", "16",
+                                  "--hidden", "256", "--experts", "8", "--copy-bytes", "1MiB", "--iterations", "3",
+                                  "--json", str(out)], logs=tmp_path, run_id="overlap")
+    assert [d.returncode for d in done] == [0, 0], done[0].output[-3000:] + done[1].output[-3000:]
+    payload = orjson.loads(out.read_bytes())
+    _assert_four_ranks_on_two_nodes(_run(db, payload["run_id"])["provenance"])
+    assert payload["ok"]

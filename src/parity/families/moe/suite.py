@@ -75,7 +75,9 @@ class MoeSuite(SuiteBase):
             close_group(group)
             raise
         topology = group.topology
-        rank_nodes = list(topology.rank_nodes) if topology is not None else None
+        # On one node every cross-rank row is scale-up (the cross-rank convention says so): split
+        # only where there are several.
+        rank_nodes = list(topology.rank_nodes) if topology is not None and topology.nodes > 1 else None
         return {"group": group, "shape": shape, "routing": routing, "device": device,
                 "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"],
                                         rank_nodes=rank_nodes),
