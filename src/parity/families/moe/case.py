@@ -83,7 +83,8 @@ def _setting(state: dict[str, Any], *, dtype: str, seed: int) -> tuple[Any, Any,
     return plan, table, encode(own, dtype=dtype).to(device)
 
 
-def _metrics(state: dict[str, Any], *, dtype: str, direction: str) -> dict[str, Any]:
+def exchange_metrics(state: dict[str, Any], *, dtype: str, direction: str) -> dict[str, Any]:
+    """A case's metrics: its shape, its bytes in every convention, the routing, the topology."""
     group, routing = state["group"], state["routing"]
     moved = case_bytes(state, dtype=dtype if direction == "dispatch" else "bf16")
     return {**state["shape"], **moved, "world_size": group.world_size, "backend": group.backend,
@@ -112,7 +113,7 @@ def dispatch_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: i
         return {"passed": wrong == 0, "wrong": wrong,
                 "method": "every received row equals the sender's encoded row, byte for byte"}
 
-    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="dispatch"),
+    return _exchange_work(call, check, exchange_metrics(state, dtype=dtype, direction="dispatch"),
                           iterations=iterations, warmup_s=warmup_s)
 
 
@@ -147,7 +148,7 @@ def combine_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: in
         return {"passed": wrong == 0, "wrong": wrong,
                 "method": "combine(dispatch(x)) = x_hat * sum(w * g_e) over the top-k, within bf16 rounding"}
 
-    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="combine"),
+    return _exchange_work(call, check, exchange_metrics(state, dtype=dtype, direction="combine"),
                           iterations=iterations, warmup_s=warmup_s)
 
 

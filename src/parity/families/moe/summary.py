@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from parity.families.collectives.summary import GIGA, rank_times, wrong_elements
+from parity.families.moe.deepep import CONVENTION as DEEPEP_CONVENTION
 from parity.metrics.collectives import algbw
 from parity.metrics.moe import moe_busbw
 from parity.model.result import CaseResult
@@ -150,6 +151,9 @@ def moe_row(result: CaseResult) -> MoeRow:
     amounts = {"algorithm": m["algorithm_bytes"], "logical": m["logical_bytes"],
                "cross_rank": m["cross_rank_bytes"], "bus": m["logical_bytes"]}
     labels = dict(CONVENTIONS)
+    if m.get("deepep_recv_bytes") is not None:  # DeepEP's own kernels (parity.families.moe.deepep)
+        amounts["deepep"], rates["deepep"] = m["deepep_recv_bytes"], algbw(m["deepep_recv_bytes"], t)
+        labels["deepep"] = DEEPEP_CONVENTION
     if m.get("scale_up_bytes") is not None:
         for key in SCALE_CONVENTIONS:
             amounts[key] = m[f"{key}_bytes"]
