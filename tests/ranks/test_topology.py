@@ -108,3 +108,12 @@ def test_a_declared_topology_measures_each_dimension_on_local_ranks(tmp_path: Pa
                               "gloo", "--device", "cpu", "--topology", "2x2", "--quick"],
                              env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode != 0 and "holds 4 ranks but the group has 2" in refused.stderr
+
+
+def test_a_gloo_error_names_the_ranks_and_node_behind_its_address() -> None:
+    topology = launcher_topology(["h/netns:1", "h/netns:1", "h/netns:2", "h/netns:2"],
+                                 ["198.18.0.1", "198.18.0.1", "198.18.0.2", "198.18.0.2"])
+    message = "[pair.cc:553] Connection closed by peer [198.18.0.2]:27860. This is typically caused by"
+    assert topology.peer_in(message) == "ranks 2, 3 on node h/netns:2 (198.18.0.2)"
+    assert topology.peer_in("Connection closed by peer [10.0.0.9]:1") is None
+    assert topology.peer_in("no address here") is None

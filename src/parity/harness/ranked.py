@@ -45,7 +45,16 @@ def rank_main(request: RankRequest) -> dict[str, Any] | None:
 
     with joined_group(device=request.device, timeout_s=request.step_timeout_s,
                       backend=request.backend, topology=request.topology) as group:
-        return run_rank(group, request)
+        try:
+            return run_rank(group, request)
+        except RuntimeError as exc:  # a collective whose peer died: name it where the topology can
+            peer = group.explain(str(exc))
+            if peer is None:
+                raise
+            from parity.model.errors import ParityError, one_line
+
+            raise ParityError(f"rank {group.rank} stopped: the connection to {peer} broke: it died or hangs; "
+                              f"see its log ({one_line(exc, 200)})") from None
 
 
 def run_rank(group: Any, request: RankRequest) -> dict[str, Any] | None:

@@ -98,7 +98,7 @@ def gather_to_rank0(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any
     try:
         dist.gather_object(obj, out, dst=0, group=group.control)
     except RuntimeError as exc:
-        raise ParityError(_transfer_failure("gather to rank 0", exc, rank=group.rank)) from None
+        raise ParityError(_transfer_failure("gather to rank 0", exc, group=group, timeout_s=timeout_s)) from None
     return out
 
 
@@ -111,13 +111,21 @@ def all_gather(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any]:
     try:
         dist.all_gather_object(out, obj, group=group.control)
     except RuntimeError as exc:
-        raise ParityError(_transfer_failure("all-gather", exc, rank=group.rank)) from None
+        raise ParityError(_transfer_failure("all-gather", exc, group=group, timeout_s=timeout_s)) from None
     return out
 
 
-def _transfer_failure(what: str, exc: Exception, *, rank: int) -> str:
+def _transfer_failure(what: str, exc: Exception, *, group: RankGroup, timeout_s: float) -> str:
+    """The failure of a transfer that began after every rank passed the barrier: a rank died
+    in between. gloo names only the peer's address; the group's topology names its ranks and
+    node where it knows them."""
     text = one_line(exc, 300)
-    return f"{what} failed on rank {rank} after every rank passed the barrier: {text}"
+    explain = getattr(group, "explain", None)
+    peer = explain(str(exc)) if explain is not None else None
+    if peer is not None:
+        return (f"{what} failed on rank {group.rank}: the connection to {peer} broke: it died or hangs; "
+                f"see its log ({text})")
+    return f"{what} failed on rank {group.rank} after every rank passed the barrier: {text}"
 
 
 def agree(group: RankGroup, value: Any, *, what: str, timeout_s: float = 300.0) -> None:

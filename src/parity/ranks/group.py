@@ -35,7 +35,7 @@ from parity.ranks.environment import RankEnv, read_rank_env
 from parity.ranks.gather import all_gather, gather_to_rank0
 from parity.ranks.provenance import rank_provenance
 from parity.ranks.record import Target
-from parity.ranks.topology import Topology, declared_topology, launcher_topology, node_identity
+from parity.ranks.topology import Topology, declared_topology, launcher_topology, node_identity, route_address
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
@@ -77,6 +77,10 @@ class RankGroup:
     def node_of(self, rank: int) -> str:
         """Rank ``rank``'s node identity (``?`` when the topology is unknown)."""
         return self.topology.node_of(rank) if self.topology is not None else "?"
+
+    def explain(self, message: str) -> str | None:
+        """``ranks 2, 3 on node N (addr)`` for the peer a gloo error names (None: unknown)."""
+        return self.topology.peer_in(message) if self.topology is not None else None
 
     @property
     def is_writer(self) -> bool:
@@ -158,24 +162,30 @@ def join_group(
         )
         mine = rank_provenance(device=chosen, rank=env.rank, local_rank=env.local_rank)
         gathered = gather_to_rank0(mine, group=group, timeout_s=timeout_s)
-        found = _topology(group, declared=topology, timeout_s=timeout_s)
+        found = _topology(group, env, declared=topology, timeout_s=timeout_s)
     except BaseException:
         dist.destroy_process_group()
         raise
     log.debug("rank %d of %d joined (%s, %s)", env.rank, env.world_size, backend, chosen.name)
     every = tuple(gathered) if gathered is not None else (mine,)
     if gathered is not None:  # rank 0 holds every rank's provenance: add each rank's node index
-        every = tuple({**p, "node_index": found.rank_nodes[r]} for r, p in enumerate(every))
+        every = tuple({**p, "node_index": found.rank_nodes[r],
+                       "address": found.rank_addresses[r] if found.rank_addresses else None}
+                      for r, p in enumerate(every))
     global _joined
     _joined = replace(group, rank_provenance=every, topology=found)
     return _joined
 
 
-def _topology(group: RankGroup, *, declared: str | None, timeout_s: float) -> Topology:
-    """The declared topology, or the one every rank's node identity gives (gathered on all)."""
+def _topology(group: RankGroup, env: RankEnv, *, declared: str | None, timeout_s: float) -> Topology:
+    """The declared topology, or the one every rank's node identity gives; either way with
+    every rank's address (gathered on all), so a broken connection names its rank and node."""
+    here = (node_identity(), route_address(env.master_addr, env.master_port))
+    every = all_gather(here, group=group, timeout_s=timeout_s)
+    addresses = tuple(address for _, address in every)
     if declared:
-        return declared_topology(declared, world_size=group.world_size)
-    return launcher_topology(all_gather(node_identity(), group=group, timeout_s=timeout_s))
+        return replace(declared_topology(declared, world_size=group.world_size), rank_addresses=addresses)
+    return launcher_topology([identity for identity, _ in every], addresses)
 
 
 def joined_topology() -> Topology | None:

@@ -53,6 +53,24 @@ def node_identity(environ: Mapping[str, str] | None = None) -> str:
     return f"{host}/netns:{namespace}" if namespace else host
 
 
+def route_address(host: str, port: int) -> str | None:
+    """This process's address on the route to ``host`` (the rendezvous): the source address a
+    UDP socket connected there takes, which is what gloo's errors name a peer by. No packet is
+    sent; None where the route is unknown."""
+    import socket
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, port))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return None
+
+
+_PEER_ADDRESS = re.compile(r"\[([0-9A-Fa-f:.]+)\]:\d+")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Topology:
     """Nodes and ranks: ``rank_nodes[r]`` is rank r's node index; ``node_names[i]`` node i's
@@ -62,6 +80,7 @@ class Topology:
     rank_nodes: tuple[int, ...]
     node_names: tuple[str, ...]
     source: str
+    rank_addresses: tuple[str | None, ...] = ()
 
     @property
     def nodes(self) -> int:
@@ -78,20 +97,34 @@ class Topology:
             return self.node_names[self.rank_nodes[rank]]
         return "?"
 
+    def peer_in(self, message: str) -> str | None:
+        """The ranks and node behind the first ``[address]:port`` of a gloo error, as
+        ``ranks 2, 3 on node h/netns:7 (198.18.0.2)``; None where no rank has that address."""
+        match = _PEER_ADDRESS.search(message)
+        if match is None:
+            return None
+        ranks = [r for r, a in enumerate(self.rank_addresses) if a == match.group(1)]
+        if not ranks:
+            return None
+        noun = "rank" if len(ranks) == 1 else "ranks"
+        nodes = sorted({self.node_of(r) for r in ranks})
+        return f"{noun} {', '.join(map(str, ranks))} on node {', '.join(nodes)} ({match.group(1)})"
+
     def to_dict(self) -> dict[str, object]:
         return {"nodes": self.nodes, "ranks_per_node": self.ranks_per_node, "source": self.source,
                 "rank_nodes": list(self.rank_nodes), "node_names": list(self.node_names)}
 
 
-def launcher_topology(identities: Sequence[str]) -> Topology:
-    """The topology from every rank's node identity (rank order); nodes are numbered by their
-    lowest rank. Example: ("a", "a", "b", "b") is 2 nodes of 2 ranks, rank_nodes (0, 0, 1, 1)."""
+def launcher_topology(identities: Sequence[str], addresses: Sequence[str | None] = ()) -> Topology:
+    """The topology from every rank's node identity (rank order) and, when given, its address;
+    nodes are numbered by their lowest rank. Example: ("a", "a", "b", "b") is 2 nodes of 2
+    ranks, rank_nodes (0, 0, 1, 1)."""
     names: list[str] = []
     for identity in identities:
         if identity not in names:
             names.append(identity)
     return Topology(rank_nodes=tuple(names.index(i) for i in identities), node_names=tuple(names),
-                    source="launcher")
+                    source="launcher", rank_addresses=tuple(addresses))
 
 
 def parse_topology(text: str) -> tuple[int, int]:
