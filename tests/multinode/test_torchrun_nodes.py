@@ -122,6 +122,7 @@ def test_a_rank_killed_on_the_other_node_ends_the_run_named_with_its_node(two_no
     os.kill(victim, signal.SIGKILL)
     done = wait_all(two_nodes, procs, logs=tmp_path, timeout_s=timeout_s + 90)
     elapsed = time.monotonic() - killed_at
+    print(f"run ended {elapsed:.1f} s after rank 3 was killed (rank timeout {timeout_s:g} s)")
     assert done[0].returncode != 0 and done[1].returncode != 0
     assert elapsed < timeout_s + 60, elapsed
     node1 = _run(db)["provenance"]["topology"]["node_names"][1]
