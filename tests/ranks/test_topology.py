@@ -117,3 +117,25 @@ def test_a_gloo_error_names_the_ranks_and_node_behind_its_address() -> None:
     assert topology.peer_in(message) == "ranks 2, 3 on node h/netns:2 (198.18.0.2)"
     assert topology.peer_in("Connection closed by peer [10.0.0.9]:1") is None
     assert topology.peer_in("no address here") is None
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_moe_bytes_split_into_scale_up_and_out_on_a_declared_topology(tmp_path: Path) -> None:
+    import numpy as np
+    from test_torchrun_nodes import HIDDEN, ROUTING, SCALE_OUT_BYTES, SCALE_UP_BYTES
+
+    routing = tmp_path / "routing.npy"
+    np.save(routing, np.array(ROUTING, dtype=np.int64))
+    out = tmp_path / "moe.json"
+    done = subprocess.run([sys.executable, "-m", "parity", "comm", "moe", "--nproc", "4", "--backend", "gloo",
+                           "--device", "cpu", "--topology", "2x2", "--preset", "custom", "--tokens", "2", "--hidden",
+                           str(HIDDEN), "--top-k", "2", "--experts", "4", "--routing-file", str(routing),
+                           "--dispatch-dtypes", "bf16", "--iterations", "2", "--json", str(out)],
+                          env=plugin_env(tmp_path / "m.sqlite"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = orjson.loads(out.read_bytes())["summary"]
+    assert summary["wrong"] == 0 and summary["topology"] == {"nodes": 2, "ranks_per_node": 2, "source": "declared"}
+    for row in summary["rows"]:
+        moved = {c["name"]: c["bytes"] for c in row["conventions"]}
+        assert (moved["scale_up"], moved["scale_out"]) == (SCALE_UP_BYTES, SCALE_OUT_BYTES)
