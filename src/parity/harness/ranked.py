@@ -36,6 +36,7 @@ class RankRequest:
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
     progress_path: str | None = None  # rank 0 appends its progress events here, one JSON line each
     backend: str | None = None  # torch.distributed backend; None: the one that goes with the device
+    topology: str | None = None  # declared NODESxRANKS; None: read from every rank (parity.ranks.topology)
 
 
 def rank_main(request: RankRequest) -> dict[str, Any] | None:
@@ -43,8 +44,17 @@ def rank_main(request: RankRequest) -> dict[str, Any] | None:
     from parity.ranks import joined_group
 
     with joined_group(device=request.device, timeout_s=request.step_timeout_s,
-                      backend=request.backend) as group:
-        return run_rank(group, request)
+                      backend=request.backend, topology=request.topology) as group:
+        try:
+            return run_rank(group, request)
+        except RuntimeError as exc:  # a collective whose peer died: name it where the topology can
+            peer = group.explain(str(exc))
+            if peer is None:
+                raise
+            from parity.model.errors import ParityError, one_line
+
+            raise ParityError(f"rank {group.rank} stopped: the connection to {peer} broke: it died or hangs; "
+                              f"see its log ({one_line(exc, 200)})") from None
 
 
 def run_rank(group: Any, request: RankRequest) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from parity.families.moe.exchange import decode, encode, plan_exchange, token_rows, token_table
@@ -25,21 +26,49 @@ def row_bytes(dtype: str, hidden: int) -> int:
     return fp8_row_bytes(hidden) if dtype == "fp8" else bf16_row_bytes(hidden)
 
 
-def exchange_bytes(routing: Any, *, world: int, hidden: int) -> dict[str, Any]:
-    """Per-rank row counts of the routing (``parity.metrics.moe.exchange_counts``)."""
+def scale_split(experts: Sequence[Sequence[int]], *, source_rank: int, experts_per_rank: int,
+                rank_nodes: Sequence[int]) -> tuple[int, int]:
+    """The cross-rank rows rank ``source_rank`` sends, split by where they go (one row per
+    destination rank, as logical bytes count them): (scale-up rows, to other ranks of its own
+    node; scale-out rows, to ranks of other nodes). Their sum is ``remote_copies``.
+
+    Example: 2 nodes of 2 ranks (rank_nodes 0, 0, 1, 1), one expert per rank, rank 0's tokens
+    picking (0, 1, 2) and (3, 2, 1): destinations {1, 2} and {1, 2, 3}: scale-up 2, scale-out 3."""
+    up = out = 0
+    home = rank_nodes[source_rank]
+    for chosen in experts:
+        ranks = {int(e) // experts_per_rank for e in chosen if int(e) >= 0} - {source_rank}
+        same = sum(1 for r in ranks if rank_nodes[r] == home)
+        up, out = up + same, out + len(ranks) - same
+    return up, out
+
+
+def exchange_bytes(routing: Any, *, world: int, hidden: int, rank_nodes: Sequence[int] | None = None) -> dict[str, Any]:
+    """Per-rank row counts of the routing (``parity.metrics.moe.exchange_counts``) and, where
+    each rank's node is known (``rank_nodes``), each rank's scale-up and scale-out rows."""
     per_rank = routing.num_experts // world
     counts = [exchange_counts(routing.experts[s].tolist(), source_rank=s, experts_per_rank=per_rank)
               for s in range(world)]
-    return {"counts": counts, "hidden": hidden}
+    split = None
+    if rank_nodes is not None and len(rank_nodes) == world:
+        split = [scale_split(routing.experts[s].tolist(), source_rank=s, experts_per_rank=per_rank,
+                             rank_nodes=rank_nodes) for s in range(world)]
+    return {"counts": counts, "hidden": hidden, "split": split}
 
 
 def case_bytes(state: dict[str, Any], *, dtype: str) -> dict[str, float]:
-    """Mean over ranks of each rank's bytes in the three byte conventions, for rows of ``dtype``."""
+    """Mean over ranks of each rank's bytes in the byte conventions, for rows of ``dtype``; the
+    scale-up and scale-out bytes too where the topology is known."""
     counts, row = state["bytes"]["counts"], row_bytes(dtype, state["bytes"]["hidden"])
-    return {"algorithm_bytes": statistics.fmean(algorithm_bytes(c, row_bytes=row) for c in counts),
-            "logical_bytes": statistics.fmean(logical_bytes(c, row_bytes=row) for c in counts),
-            "cross_rank_bytes": statistics.fmean(cross_rank_bytes(c, row_bytes=row) for c in counts),
-            "row_bytes": row}
+    moved = {"algorithm_bytes": statistics.fmean(algorithm_bytes(c, row_bytes=row) for c in counts),
+             "logical_bytes": statistics.fmean(logical_bytes(c, row_bytes=row) for c in counts),
+             "cross_rank_bytes": statistics.fmean(cross_rank_bytes(c, row_bytes=row) for c in counts),
+             "row_bytes": row}
+    split = state["bytes"].get("split")
+    if split:
+        moved["scale_up_bytes"] = statistics.fmean(up * row for up, _ in split)
+        moved["scale_out_bytes"] = statistics.fmean(out * row for _, out in split)
+    return moved
 
 
 def _setting(state: dict[str, Any], *, dtype: str, seed: int) -> tuple[Any, Any, Any]:
@@ -54,12 +83,14 @@ def _setting(state: dict[str, Any], *, dtype: str, seed: int) -> tuple[Any, Any,
     return plan, table, encode(own, dtype=dtype).to(device)
 
 
-def _metrics(state: dict[str, Any], *, dtype: str, direction: str) -> dict[str, Any]:
+def exchange_metrics(state: dict[str, Any], *, dtype: str, direction: str) -> dict[str, Any]:
+    """A case's metrics: its shape, its bytes in every convention, the routing, the topology."""
     group, routing = state["group"], state["routing"]
     moved = case_bytes(state, dtype=dtype if direction == "dispatch" else "bf16")
     return {**state["shape"], **moved, "world_size": group.world_size, "backend": group.backend,
             "dispatch_dtype": dtype, "direction": direction, "routing": routing.source,
             "routing_digest": routing.digest, "imbalance_ratio": routing.imbalance,
+            "topology": state.get("topology"),
             "library_backends": state.get("library_backends", {})}
 
 
@@ -82,7 +113,7 @@ def dispatch_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: i
         return {"passed": wrong == 0, "wrong": wrong,
                 "method": "every received row equals the sender's encoded row, byte for byte"}
 
-    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="dispatch"),
+    return _exchange_work(call, check, exchange_metrics(state, dtype=dtype, direction="dispatch"),
                           iterations=iterations, warmup_s=warmup_s)
 
 
@@ -117,7 +148,7 @@ def combine_work(state: dict[str, Any], *, dtype: str, seed: int, iterations: in
         return {"passed": wrong == 0, "wrong": wrong,
                 "method": "combine(dispatch(x)) = x_hat * sum(w * g_e) over the top-k, within bf16 rounding"}
 
-    return _exchange_work(call, check, _metrics(state, dtype=dtype, direction="combine"),
+    return _exchange_work(call, check, exchange_metrics(state, dtype=dtype, direction="combine"),
                           iterations=iterations, warmup_s=warmup_s)
 
 

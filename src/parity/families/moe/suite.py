@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from parity.families.moe.case import combine_work, dispatch_work, exchange_bytes
+from parity.families.moe.case import combine_work, dispatch_work, exchange_bytes, exchange_metrics
+from parity.families.moe.deepep import deepep_unavailable, deepep_work, open_buffer
 from parity.families.moe.figures import moe_figures
 from parity.families.moe.options import PRESETS, MoeOptions
 from parity.families.moe.routing import make_routing
@@ -39,13 +40,12 @@ def resolve_shape(options: MoeOptions) -> dict[str, int]:
     return dict(zip(("tokens", "hidden", "top_k", "experts"), (g or b for g, b in zip(given, base))))
 
 
-def library_backends() -> dict[str, str]:
-    """Why each MoE communication library is not measured beside parity's own exchange."""
-    import importlib.util
-
-    found = importlib.util.find_spec("deep_ep") is not None
-    return {"deep_ep": "installed, but parity does not drive its Buffer dispatch/combine yet" if found
-            else "not installed here: only parity's own exchange was measured (parity doctor lists the stack)"}
+def library_backends(device_type: str | None = None) -> dict[str, str]:
+    """Whether each MoE communication library is measured beside parity's own exchange, and why
+    not where it is not (``parity.families.moe.deepep``)."""
+    reason = deepep_unavailable(device_type or "cpu")
+    return {"deep_ep": reason or "measured: DeepEP's Buffer dispatch and combine (normal kernels, bf16) on the "
+                                 "same routing, cases deepep/bf16/*"}
 
 
 class MoeSuite(SuiteBase):
@@ -74,19 +74,47 @@ class MoeSuite(SuiteBase):
         except BaseException:
             close_group(group)
             raise
+        topology = group.topology
+        # On one node every cross-rank row is scale-up (the cross-rank convention says so): split
+        # only where there are several.
+        rank_nodes = list(topology.rank_nodes) if topology is not None and topology.nodes > 1 else None
         return {"group": group, "shape": shape, "routing": routing, "device": device,
-                "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"]),
-                "library_backends": library_backends()}
+                "bytes": exchange_bytes(routing, world=group.world_size, hidden=shape["hidden"],
+                                        rank_nodes=rank_nodes),
+                "topology": ({"nodes": topology.nodes, "ranks_per_node": topology.ranks_per_node,
+                              "source": topology.source} if topology is not None else None),
+                "library_backends": library_backends(getattr(device, "type", None)),
+                "deepep_buffer": self._deepep_buffer(group, device=device, shape=shape)}
+
+    def _deepep_buffer(self, group: Any, *, device: Any, shape: dict[str, int]) -> Any:
+        """DeepEP's Buffer on the run's ranks where it runs (None elsewhere)."""
+        if deepep_unavailable(getattr(device, "type", "cpu")) is not None:
+            return None
+        import deep_ep
+        import torch.distributed as dist
+
+        nodes = group.topology.nodes if group.topology is not None else 1
+        return open_buffer(dist.group.WORLD, hidden=shape["hidden"], world=group.world_size, nodes=nodes,
+                           buffer_type=deep_ep.Buffer)
 
     def teardown(self, state: dict[str, Any] | None) -> None:
         close_group(state["group"] if state else None)
 
     def cases(self, *, device: Any, quick: bool, options: MoeOptions) -> list[CaseSpec]:
-        return [CaseSpec(suite=self.name, key=f"{options.preset}/{dtype}/{direction}",
-                         params={"preset": options.preset, "dtype": dtype, "direction": direction})
-                for dtype in options.dispatch_dtypes for direction in ("dispatch", "combine")]
+        specs = [CaseSpec(suite=self.name, key=f"{options.preset}/{dtype}/{direction}",
+                          params={"preset": options.preset, "dtype": dtype, "direction": direction})
+                 for dtype in options.dispatch_dtypes for direction in ("dispatch", "combine")]
+        if deepep_unavailable(getattr(device, "type", "cpu")) is None:  # DeepEP's own kernels where they run
+            specs += [CaseSpec(suite=self.name, key=f"{options.preset}/deepep/bf16/{direction}",
+                               params={"preset": options.preset, "dtype": "bf16", "direction": direction,
+                                       "library": "deep_ep"}) for direction in ("dispatch", "combine")]
+        return specs
 
     def measure(self, case: CaseSpec, *, device: Any, options: MoeOptions, state: dict[str, Any]) -> Work:
+        if case.params.get("library") == "deep_ep":
+            direction = case.params["direction"]
+            return deepep_work(state, direction=direction, iterations=options.iterations, warmup_s=options.warmup_s,
+                               metrics=exchange_metrics(state, dtype="bf16", direction=direction))
         build = dispatch_work if case.params["direction"] == "dispatch" else combine_work
         return build(state, dtype=case.params["dtype"], seed=options.seed, iterations=options.iterations,
                      warmup_s=options.warmup_s)

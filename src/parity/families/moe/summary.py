@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from parity.families.collectives.summary import GIGA, rank_times, wrong_elements
+from parity.families.moe.deepep import CONVENTION as DEEPEP_CONVENTION
 from parity.metrics.collectives import algbw
 from parity.metrics.moe import moe_busbw
 from parity.model.result import CaseResult
@@ -21,6 +22,11 @@ CONVENTIONS = {
     "logical": "logical bytes: one row per destination rank, own rank included",
     "cross_rank": "cross-rank bytes: rows to other ranks only (one host: all scale-up)",
     "bus": "nccl-tests-style bus: logical/t * (n-1)/n",
+}
+# Where the topology is known (parity.ranks.topology), the cross-rank bytes split by destination.
+SCALE_CONVENTIONS = {
+    "scale_up": "scale-up bytes: cross-rank rows to ranks of the same node",
+    "scale_out": "scale-out bytes: rows to ranks of other nodes",
 }
 SHAPE = ("direction", "dispatch_dtype", "tokens", "hidden", "top_k", "experts", "world_size", "backend", "row_bytes")
 
@@ -111,6 +117,7 @@ class MoeSummary:
     imbalance_ratio: float | None = None
     conventions: dict[str, str] = field(default_factory=lambda: dict(CONVENTIONS))
     library_backends: dict[str, str] = field(default_factory=dict)
+    topology: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -143,8 +150,17 @@ def moe_row(result: CaseResult) -> MoeRow:
              "bus": moe_busbw(m["logical_bytes"], t, world_size=world)}
     amounts = {"algorithm": m["algorithm_bytes"], "logical": m["logical_bytes"],
                "cross_rank": m["cross_rank_bytes"], "bus": m["logical_bytes"]}
+    labels = dict(CONVENTIONS)
+    if m.get("deepep_recv_bytes") is not None:  # DeepEP's own kernels (parity.families.moe.deepep)
+        amounts["deepep"], rates["deepep"] = m["deepep_recv_bytes"], algbw(m["deepep_recv_bytes"], t)
+        labels["deepep"] = DEEPEP_CONVENTION
+    if m.get("scale_up_bytes") is not None:
+        for key in SCALE_CONVENTIONS:
+            amounts[key] = m[f"{key}_bytes"]
+            rates[key] = algbw(m[f"{key}_bytes"], t)
+        labels.update(SCALE_CONVENTIONS)
     conventions = tuple(ConventionRate(name=key, convention=label, bytes=amounts[key], bps=rates[key] or None)
-                        for key, label in CONVENTIONS.items())
+                        for key, label in labels.items())
     return replace(MoeRow.from_dict({**base, **times}), conventions=conventions,
                    algbw_bps=rates["logical"] or None, busbw_bps=rates["bus"] or None)
 
@@ -156,5 +172,7 @@ def summarize_moe(results: list[CaseResult]) -> MoeSummary:
     return MoeSummary(rows=rows, ok=all(r.ok for r in rows), wrong=sum(r.wrong or 0 for r in rows),
                       world_size=first.get("world_size"), backend=first.get("backend"),
                       routing=first.get("routing"), routing_digest=first.get("routing_digest"),
-                      imbalance_ratio=first.get("imbalance_ratio"), conventions=dict(CONVENTIONS),
-                      library_backends=dict(first.get("library_backends", {})))
+                      imbalance_ratio=first.get("imbalance_ratio"),
+                      conventions={**CONVENTIONS, **(SCALE_CONVENTIONS if first.get("scale_up_bytes") is not None
+                                                     else {})},
+                      library_backends=dict(first.get("library_backends", {})), topology=first.get("topology"))

@@ -18,7 +18,10 @@ def render_moe(summary: dict[str, Any]) -> str:
     """One block per exchange: time (max over ranks: p50, p99; fastest rank), then GB/s in each
     labelled convention, then the check, and OK or FAILED."""
     typed = MoeSummary.from_dict(summary)
-    out = [f"# parity moe: {typed.world_size} ranks, backend {typed.backend}; "
+    where = ""
+    if typed.topology:
+        where = f" on {typed.topology.get('nodes')} nodes of {typed.topology.get('ranks_per_node')}"
+    out = [f"# parity moe: {typed.world_size} ranks{where}, backend {typed.backend}; "
            "time = max over ranks per iteration; bytes per rank (mean over ranks)"]
     for row in typed.rows:
         head = f"{row.key}: "
@@ -78,7 +81,9 @@ def moe_charts(runs: list[RunData]) -> list[Chart]:
         id=CHART_ID, section=SECTION[0], title="MoE dispatch and combine: rate per byte convention", spec=spec,
         note="Each bar: bytes per rank (mean over ranks) / t, t the median of the maximum over ranks per "
              "iteration. algorithm: DeepEP's bytes, every top-k copy; logical: one row per destination rank; "
-             "cross_rank: rows to other ranks only; bus: logical/t · (n-1)/n. The conventions count "
+             "cross_rank: rows to other ranks only; bus: logical/t · (n-1)/n; where the nodes are known, "
+             "scale_up: cross-rank rows to the same node, scale_out: rows to other nodes (their sum is "
+             "cross_rank). The conventions count "
              "different bytes for the same exchange, so compare bars of one convention only.",
         tables=(Table(dataset="rates", title="rates", columns=(
             Column(field="case", title="exchange"), Column(field="series", title="convention"),
