@@ -108,3 +108,13 @@ def test_summary_front_and_targets_by_hand() -> None:
     assert mid["value"] == pytest.approx(750.0) and mid["status"] == "interpolated"
     assert edge["value"] == pytest.approx(1000.0) and edge["status"] == "measured"
     assert high["value"] is None and high["status"] == "not reached"
+
+
+def test_kv_cache_is_sized_for_the_sweep() -> None:
+    from parity.families.decode.engine import KV_CACHE_FLOOR_BYTES, kv_cache_bytes
+
+    shape = {"layers": 32, "kv_heads": 8, "head_dim": 128}
+    # 32 x 2 x 8 x 128 x 2 B = 128 KiB per token; batch 64 of 1,024 tokens: 8 GiB, twice that given.
+    options = EngineOptions(model="m", batches=(1, 64), input_tokens=992, output_tokens=32)
+    assert kv_cache_bytes(shape, options) == 2 * 128 * 1024 * 64 * 1024
+    assert kv_cache_bytes({"layers": 2, "kv_heads": 2, "head_dim": 64}, EngineOptions(model="m")) == KV_CACHE_FLOOR_BYTES

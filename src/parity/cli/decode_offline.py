@@ -110,7 +110,7 @@ def run_engine(ctx: click.Context, engine: dict[str, Any], values: dict[str, Any
         click.echo(f"parity decode offline --engine {options.engine}: {line}", err=True)
 
     note(f"loading {options.model} (batches {', '.join(map(str, options.batches))})")
-    loaded = open_engine(options)
+    loaded = open_engine(options, shape)
     try:
         results = measure_engine(loaded.generate, options=options, vocab=shape["vocab"],
                                  device=get_device("cpu"), progress=note)

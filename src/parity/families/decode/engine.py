@@ -108,7 +108,7 @@ class VllmEngine:
     """vLLM's offline ``LLM`` for one model, sized for the largest batch; ``generate(prompts,
     n)`` forces ``n`` output tokens per prompt and returns each sequence's token count."""
 
-    def __init__(self, options: EngineOptions) -> None:
+    def __init__(self, options: EngineOptions, *, kv_cache_bytes: int) -> None:
         try:
             import vllm
         except ImportError as exc:
@@ -121,7 +121,8 @@ class VllmEngine:
         self.llm = vllm.LLM(model=options.model, dtype=options.dtype, seed=options.seed,
                             max_model_len=options.input_tokens + options.output_tokens + 16,
                             max_num_seqs=max(largest, 1),
-                            max_num_batched_tokens=max(largest * options.input_tokens, 2048))
+                            max_num_batched_tokens=max(largest * options.input_tokens, 2048),
+                            kv_cache_memory_bytes=kv_cache_bytes)
 
     def generate(self, prompts: list[list[int]], tokens: int) -> list[int]:
         params = self._vllm.SamplingParams(temperature=1.0, top_p=1.0, ignore_eos=True, max_tokens=tokens,
@@ -138,9 +139,23 @@ class VllmEngine:
         del self.llm
 
 
-def open_engine(options: EngineOptions) -> VllmEngine:
+# The KV cache the engine is given: twice what the largest batch holds at full length, at least this.
+KV_CACHE_FLOOR_BYTES = 256 * 2**20
+
+
+def kv_cache_bytes(shape: dict[str, Any], options: EngineOptions, *, itemsize: int = 2) -> int:
+    """``2·need`` (at least ``KV_CACHE_FLOOR_BYTES``), ``need = layers·2·kv_heads·head_dim·itemsize``
+    bytes per token times the largest batch times its full length: the sweep's cache, sized
+    explicitly so the engine does not claim a share of a shared host's memory. Example: 2 layers,
+    2 KV heads of 64, bf16: 1 KiB per token; batch 16 of 160 tokens: 2.5 MiB -> the floor."""
+    per_token = shape["layers"] * 2 * shape["kv_heads"] * shape["head_dim"] * itemsize
+    need = per_token * max(options.batches) * (options.input_tokens + options.output_tokens)
+    return max(KV_CACHE_FLOOR_BYTES, 2 * need)
+
+
+def open_engine(options: EngineOptions, shape: dict[str, Any]) -> VllmEngine:
     """The engine ``options.engine`` names, loaded with ``options.model``."""
-    return VllmEngine(options)
+    return VllmEngine(options, kv_cache_bytes=kv_cache_bytes(shape, options))
 
 
 def random_prompts(*, batch: int, tokens: int, vocab: int, seed: int) -> list[list[int]]:
