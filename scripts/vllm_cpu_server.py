@@ -263,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = workdir / f"model-l{args.layers}-h{args.hidden}-s{args.seed}"
     if not (model / "config.json").is_file():
-        record["shape"] = build_model(model, layers=args.layers, hidden=args.hidden, seed=args.seed)
+        build_model(model, layers=args.layers, hidden=args.hidden, seed=args.seed)
+    config = json.loads((model / "config.json").read_text())
+    record["shape"] = {key: config.get(key) for key in ("num_hidden_layers", "hidden_size", "intermediate_size",
+                                                        "num_attention_heads", "num_key_value_heads", "vocab_size")}
     record["model_path"] = str(model)
     if args.build_only:
         _write(workdir, record)
