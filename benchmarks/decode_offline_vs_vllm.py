@@ -32,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BAR = 0.10
+# The KV cache both engines get (parity's floor, parity.families.decode.engine.KV_CACHE_FLOOR_BYTES): the
+# CPU build otherwise asks for 92% of the host's memory and refuses to start on a shared host.
+KV_CACHE_BYTES = 256 * 2**20
 
 
 def build_model(python: str, workdir: Path, *, layers: int, hidden: int) -> Path:
@@ -65,7 +68,7 @@ def run_vllm(python: str, model: Path, folder: Path, rnd: int, batch: int, args:
                "--random-input-len", str(args.input_tokens), "--random-output-len", str(args.output_tokens),
                "--num-prompts", str(batch), "--max-num-seqs", str(batch),
                "--max-model-len", str(args.input_tokens + args.output_tokens + 16), "--seed", str(rnd),
-               "--output-json", str(out)]
+               "--kv-cache-memory-bytes", str(KV_CACHE_BYTES), "--output-json", str(out)]
     done = subprocess.run(command, capture_output=True, text=True)
     if not out.is_file():
         raise RuntimeError(f"vllm bench throughput exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}")
@@ -110,6 +113,8 @@ def main() -> int:
             else:
                 row["vllm"] = run_vllm(args.vllm_python, model, folder, rnd, largest, args)
         rows.append(row)
+        if args.out:  # each round's report, kept when a later one is cut
+            write(args.out, report(rows, step_model, args, largest, model, time.monotonic() - begin), rows, step_model)
         p, v = row["parity"][largest], row["vllm"]
         print(f"[{time.monotonic() - begin:5.0f} s] round {rnd + 1}: parity batch {largest} "
               f"{p['tokens_per_s_per_card']:.0f} tok/s (decode step {p['step_s'] * 1e3:.2f} ms), whole call "
@@ -117,11 +122,15 @@ def main() -> int:
     text = report(rows, step_model, args, largest, model, time.monotonic() - begin)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-        args.out.with_suffix(".json").write_text(json.dumps({"rounds": rows, "step_model": step_model}, indent=1,
-                                                            default=str) + "\n")
+        write(args.out, text, rows, step_model)
     return 0
+
+
+def write(out: Path, text: str, rows: list[dict], step_model: dict | None) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"rounds": rows, "step_model": step_model}, indent=1,
+                                                   default=str) + "\n")
 
 
 def report(rows: list[dict], step_model: dict | None, args: argparse.Namespace, largest: int, model: Path,
