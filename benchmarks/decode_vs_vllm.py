@@ -54,7 +54,10 @@ DEFINITIONS = """Definitions compared (vLLM 0.32.0, vllm/benchmarks/lib/endpoint
   per request, tokens from usage.completion_tokens, in both.
 - duration: vLLM from before the first request is created to after the last completes; parity from
   the first request's due time to the last one's end. Output throughput = output tokens / duration.
-- warm-up: both send one request (the first prompt) before the measured ones."""
+- warm-up: parity sends one request (its first prompt) before the measured ones; vllm bench serve
+  0.32.0 sends none by default (--num-warmups 0): the server counts 17 and 16 requests per run.
+- TTFT at concurrency 1: the server's own TTFT p50 is the same in both tools' runs, parity's within
+  a few ms of it; vLLM's client adds its request set-up before session.post (the start stamp above)."""
 
 
 def scrape(url: str) -> dict[str, float]:
