@@ -96,7 +96,7 @@ _known_preflight()
 comm.add_command(family_command(FamilyCommand(suite="preflight", ranks=True, quick_help=QUICK),
                                 help="""Point-to-point bandwidth and latency between every pair of ranks, so every
 pair of nodes and every pair of ranks within a node: a ping-pong of --latency-bytes and one of
---size per pair, one-way time = round trip / 2 (the max over ranks per iteration, median),
+--size-bytes per pair, one-way time = round trip / 2 (the max over ranks per iteration, median),
 within --budget timed seconds in all. Links (pairs of nodes) below --slow-fraction of the median
 link's bandwidth are named slow. Comm runs that follow record the newest preflight of the same
 ranks in their provenance (or the one --preflight RUN names).

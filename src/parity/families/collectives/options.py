@@ -23,3 +23,8 @@ class CollectivesOptions:
     iterations: int = option(20, help="timed iterations per case (nccl-tests -n)", minimum=1,
                              aliases=("--iters",))
     warmup_s: float = option(0.02, help="untimed warm-up per case, s (nccl-tests -w, by time)", minimum=0.0)
+    duration: float = option(0.0, help="repeat --size-bytes for this long, s, and report busbw drift per window "
+                                       "(0: the size sweep)", minimum=0.0)
+    size_bytes: int = option(16 * 2**20, help="the size --duration repeats, B", minimum=1)
+    window: float = option(5.0, help="drift window of --duration, s of timed time", minimum=0.0,
+                           exclusive_minimum=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from parity.families.collectives.drift import drift_figures, with_drift
 from parity.families.collectives.figures import collectives_figures
 from parity.families.collectives.ops import PLACEMENTS, prepare
 from parity.families.collectives.options import CollectivesOptions
@@ -58,6 +59,8 @@ class CollectivesSuite(SuiteBase):
         close_group(state)
 
     def cases(self, *, device: Any, quick: bool, options: CollectivesOptions) -> list[CaseSpec]:
+        if options.duration > 0:
+            return self._duration_cases(options)
         top = options.max_bytes or (2**20 if quick else 64 * 2**20)
         specs = []
         for op in options.ops:
@@ -70,10 +73,29 @@ class CollectivesSuite(SuiteBase):
                                                       "size_bytes": size}, cost=1.0 + size / 2**20))
         return specs
 
+    def _duration_cases(self, options: CollectivesOptions) -> list[CaseSpec]:
+        """``--duration``: one case per collective and dtype at ``size_bytes``, timed for ``duration``."""
+        size = options.size_bytes
+        specs = []
+        for op in options.ops:
+            placement = next((p for p in PLACEMENTS[op] if options.placement in ("both", p)), PLACEMENTS[op][0])
+            for dtype in options.dtypes:
+                specs.append(CaseSpec(suite=self.name, key=f"{op}/{dtype}/{placement}/{size}/duration",
+                                      params={"op": op, "dtype": dtype, "placement": placement, "size_bytes": size,
+                                              "duration_s": options.duration},
+                                      cost=options.duration))
+        return specs
+
     def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: RankGroup) -> Work:
         p = case.params
         prepared = prepare(p["op"], size_bytes=int(p["size_bytes"]), dtype=p["dtype"], placement=p["placement"],
                            rank=state.rank, world_size=state.world_size, torch_device=device.torch_device)
+        if p.get("duration_s"):
+            return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
+                        bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=float(p["duration_s"]),
+                        min_samples=3, max_samples=10_000_000, flush_cache=False,
+                        metrics={"world_size": state.world_size, "backend": state.backend,
+                                 "size_bytes": prepared.size_bytes, "count": prepared.count})
         return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
                     bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=0.0,
                     min_samples=options.iterations, max_samples=options.iterations, flush_cache=False,
@@ -81,7 +103,11 @@ class CollectivesSuite(SuiteBase):
                              "size_bytes": prepared.size_bytes, "count": prepared.count})
 
     def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> CollectivesSummary:
-        return summarize_collectives(results)
+        summary = summarize_collectives(results)
+        if options.duration > 0:
+            return with_drift(summary, results, window_s=options.window)
+        return summary
 
     def figures(self, summary: CollectivesSummary) -> list[Figure]:
-        return collectives_figures(summary)
+        extra = drift_figures(summary) if hasattr(summary, "drift") else []
+        return collectives_figures(summary) + extra

@@ -1,6 +1,6 @@
 """The ``preflight`` suite: point-to-point bandwidth and latency between every pair of ranks.
 
-Two cases per pair ``(a, b)``: a ping-pong of ``latency_bytes`` and one of ``size``
+Two cases per pair ``(a, b)``: a ping-pong of ``latency_bytes`` and one of ``size_bytes``
 (``parity.families.preflight.pairs``), each timed as the maximum over ranks per iteration like
 every declared work on ranks (the ranks outside the pair return at once, so it is the pair's
 round trip). The whole preflight's timed seconds are bounded by ``budget`` (s): each case gets an
@@ -71,8 +71,8 @@ class PreflightSuite(SuiteBase):
         if world < 2:
             raise ParityError("the preflight times pairs of ranks and found 1; run it with --nproc 2 or more, "
                               "or --join under torchrun")
-        size = QUICK_SIZE_BYTES if quick and options.size == PreflightOptions().size \
-            else options.size
+        size = QUICK_SIZE_BYTES if quick and options.size_bytes == PreflightOptions().size_bytes \
+            else options.size_bytes
         pairs = rank_pairs(world)
         budget_s = min(options.budget, QUICK_BUDGET_S) if quick else options.budget
         per_case_s = budget_s / (2 * len(pairs))
