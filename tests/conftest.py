@@ -4,7 +4,8 @@ Tests live in one folder per tier, by what they need: ``unit`` (pure functions a
 project's rules), ``trace`` (trace readers, analysis, fleets; no torch), ``harness`` (runner,
 timing, store, compare, report data), ``families`` (each family's suite, summary and view),
 ``cli`` (whole commands, golden text), ``ranks`` (several processes, gloo groups), ``browser``
-(headless Chromium) and ``device`` (the device layer; accelerator tests skip elsewhere). Each
+(headless Chromium), ``device`` (the device layer; accelerator tests skip elsewhere) and
+``multinode`` (ranks on several network-namespace nodes; root only, skipped elsewhere). Each
 test is marked with its tier's name, so ``-m unit`` or ``-m "not ranks and not browser"``
 select by tier as well as by folder.
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TIERS = ("unit", "trace", "harness", "families", "cli", "ranks", "browser", "device")
+TIERS = ("unit", "trace", "harness", "families", "cli", "ranks", "browser", "device", "multinode")
 # Test modules import helpers and fixtures from each other across tiers (``from test_gemm_analysis
 # import ...``); every tier folder is importable, whichever tier is collected first or alone.
 sys.path[1:1] = [str(REPO_ROOT / "tests" / tier) for tier in TIERS if str(REPO_ROOT / "tests" / tier) not in sys.path]

@@ -102,8 +102,8 @@ def test_each_family_registers_its_view_in_the_communication_section(name: str) 
 def test_the_collectives_chart_keeps_its_id_and_points() -> None:
     [chart] = view_for("collectives").charts(_runs(_collectives()))
     assert chart.id == "comm-busbw" and chart.section == "communication" and chart.note
-    assert chart.dataset("points") == [{"series": "all_reduce fp32 in-place", "op": "all_reduce", "size_bytes": 1024,
-                                        "time_s": 2e-4, "algbw_bps": 5.12e6, "busbw_bps": 7.68e6, "wrong": 0}]
+    assert chart.dataset("points") == [{"series": "all_reduce fp32 in-place", "op": "all_reduce", "dimension": "world",
+                                        "size_bytes": 1024, "time_s": 2e-4, "algbw_bps": 5.12e6, "busbw_bps": 7.68e6, "wrong": 0}]
     two = view_for("collectives").charts(_runs(_collectives(), "a", "b"))[0].dataset("points")
     assert [p["series"] for p in two] == ["a · all_reduce fp32 in-place", "b · all_reduce fp32 in-place"]
     assert view_for("collectives").charts(_runs({"rows": []})) == []

@@ -22,6 +22,7 @@ def stored_world_size(run: Any) -> int | None:
 def measure_on_ranks(
     *, ranks: int | None, join: bool, db: str, suites: list[str], quick: bool, options: dict[str, Any],
     device_name: str | None, resume_id: str | None, step_timeout_s: float, backend: str | None = None,
+    topology: str | None = None,
 ) -> str | None:
     """Measure on ``ranks`` local ranks (or, with ``join``, as one rank of the user's launcher);
     the run id on the process that holds rank 0's answer, None on the other joined ranks."""
@@ -29,7 +30,7 @@ def measure_on_ranks(
 
     request = RankRequest(suites=tuple(suites), quick=quick, options=options, device=device_name, db=db,
                           resume_run_id=resume_id, argv=tuple(sys.argv), step_timeout_s=step_timeout_s,
-                          backend=backend)
+                          backend=backend, topology=topology)
     if join:
         answer = rank_main(request)
         return None if answer is None else str(answer["run_id"])

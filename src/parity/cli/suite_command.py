@@ -60,6 +60,9 @@ def _common_params(spec: FamilyCommand) -> list[click.Parameter]:
             click.Option(["--rank-timeout", "step_timeout_s"], type=click.FloatRange(1.0),
                          default=spec.rank_timeout_s, show_default=True, metavar="SECONDS",
                          help="How long a rank waits for the others before naming the one that died or hangs."),
+            click.Option(["--topology"], default=None, metavar="NODESxRANKS",
+                         help="Declare the nodes (2x4: ranks 0-3 on node 0, 4-7 on node 1). Default: each "
+                              "rank's host and network namespace, as the launcher placed it."),
         ]
     else:
         params.append(click.Option(["--device", "device_name"], default=None, metavar="DEV", help=DEVICE_HELP))
@@ -94,7 +97,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
                                                    "strict")}
         extra = {str(p.name): values.get(str(p.name)) for p in spec.extra}
         if spec.ranks:
-            ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s")}
+            ranks = {key: values[key] for key in ("nproc", "join", "backend", "step_timeout_s", "topology")}
             return run_family(spec, options, given=_given_flags(ctx, keep=extra), ranks=ranks, extra=extra, **common)
         return run_family(spec, options, given=_given_flags(ctx, keep=extra), extra=extra, **common)
 
@@ -108,7 +111,7 @@ def family_command(spec: FamilyCommand, *, help: str, group: bool = False,  # no
 
 # Flags that say where and how to run or show a run, not what it measures: kept on --resume.
 KEPT_ON_RESUME = ("resume_id", "db_path", "json_path", "device_name", "step_timeout_s", "nproc", "join", "backend",
-                  "strict")
+                  "strict", "topology")
 
 
 def _given_flags(ctx: click.Context, *, keep: dict[str, Any]) -> list[str]:
@@ -220,7 +223,7 @@ def _command_path(name: str) -> str:
 
 def _measure_on_ranks(name: str, options: dict[str, Any], *, db: str, quick: bool, device_name: str | None,
                       resume_id: str | None, nproc: int, join: bool, backend: str | None,
-                      step_timeout_s: float) -> str | None:
+                      step_timeout_s: float, topology: str | None = None) -> str | None:
     """The run on ``nproc`` local ranks (or as one rank of the user's launcher); rank 0's run id."""
     from parity.cli.run_ranks import measure_on_ranks
 
@@ -228,7 +231,7 @@ def _measure_on_ranks(name: str, options: dict[str, Any], *, db: str, quick: boo
         raise ParityError("--join takes the ranks its launcher started; drop --nproc")
     return measure_on_ranks(ranks=nproc, join=join, db=db, suites=[name], quick=quick, options={name: options},
                             device_name=device_name, resume_id=resume_id, step_timeout_s=step_timeout_s,
-                            backend=backend)
+                            backend=backend, topology=topology)
 
 
 def family_payload(store: Any, run_id: str, name: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ class RankRequest:
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
     progress_path: str | None = None  # rank 0 appends its progress events here, one JSON line each
     backend: str | None = None  # torch.distributed backend; None: the one that goes with the device
+    topology: str | None = None  # declared NODESxRANKS; None: read from every rank (parity.ranks.topology)
 
 
 def rank_main(request: RankRequest) -> dict[str, Any] | None:
@@ -43,7 +44,7 @@ def rank_main(request: RankRequest) -> dict[str, Any] | None:
     from parity.ranks import joined_group
 
     with joined_group(device=request.device, timeout_s=request.step_timeout_s,
-                      backend=request.backend) as group:
+                      backend=request.backend, topology=request.topology) as group:
         return run_rank(group, request)
 
 

@@ -66,6 +66,9 @@ def _collect_provenance(
     provenance = dict(collect_provenance(device, argv=list(argv if argv is not None else sys.argv)))
     provenance.setdefault("device_identity", _device_identity(device))
     provenance["target"] = _target_record(device, group, endpoint).to_dict()
+    topology = getattr(group, "topology", None)  # parity.ranks.topology: which node each rank ran on
+    if topology is not None:
+        provenance["topology"] = topology.to_dict()
     return provenance
 
 

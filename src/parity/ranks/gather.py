@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -51,30 +52,41 @@ def barrier(group: RankGroup, *, timeout_s: float) -> None:
             group=group.control, timeout=timedelta(seconds=timeout_s), wait_all_ranks=True
         )
     except RuntimeError as exc:
-        raise ParityError(barrier_failure(str(exc), rank=group.rank, timeout_s=timeout_s)) from None
+        topology = getattr(group, "topology", None)  # nodes are named where there are several
+        node_of = getattr(group, "node_of", None) if topology is not None and topology.nodes > 1 else None
+        raise ParityError(barrier_failure(str(exc), rank=group.rank, timeout_s=timeout_s, node_of=node_of)) from None
 
 
-def barrier_failure(message: str, *, rank: int, timeout_s: float) -> str:
-    """One line from gloo's monitored-barrier error: which ranks failed, seen from which rank.
+def barrier_failure(message: str, *, rank: int, timeout_s: float,
+                    node_of: Callable[[int], str] | None = None) -> str:
+    """One line from gloo's monitored-barrier error: which ranks failed, seen from which rank,
+    each with its node when ``node_of`` names it (``rank 3 on node h/netns:402``).
 
     Rank 0 reports ``Ranks 1, 3 failed to pass monitoredBarrier``; the others report an error
     ``from rank 0`` when rank 0 itself is gone. Anything else is kept, on one line.
     """
     missing = _MISSING.search(message)
     if missing:
-        ranks = ", ".join(part.strip() for part in missing.group(1).split(",") if part.strip())
-        noun = "rank" if "," not in ranks else "ranks"
+        numbers = [int(part) for part in missing.group(1).split(",") if part.strip()]
+        ranks = ", ".join(_placed(r, node_of) for r in numbers)
+        noun = "rank" if len(numbers) == 1 else "ranks"
         return (
             f"{noun} {ranks} did not reach the barrier within {timeout_s:g} s (seen from rank "
-            f"{rank}): it died or hangs; see its log"
+            f"{_placed(rank, node_of)}): it died or hangs; see its log"
         )
     peer = _PEER.search(message)
     if peer:
         return (
-            f"rank {peer.group(1)} stopped answering at a barrier (seen from rank {rank}, "
-            f"timeout {timeout_s:g} s): it died or hangs; see its log"
+            f"rank {_placed(int(peer.group(1)), node_of)} stopped answering at a barrier (seen from rank "
+            f"{_placed(rank, node_of)}, timeout {timeout_s:g} s): it died or hangs; see its log"
         )
     return f"barrier failed on rank {rank}: {' '.join(message.split())[:300]}"
+
+
+def _placed(rank: int, node_of: Callable[[int], str] | None) -> str:
+    """``3`` or, where the node is known, ``3 on node host/netns:402``."""
+    node = node_of(rank) if node_of is not None else "?"
+    return f"{rank}" if node in ("?", "") else f"{rank} on node {node}"
 
 
 def gather_to_rank0(obj: Any, *, group: RankGroup, timeout_s: float) -> list[Any] | None:

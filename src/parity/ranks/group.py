@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from parity.model.errors import ParityError, one_line
 from parity.ranks.environment import RankEnv, read_rank_env
-from parity.ranks.gather import gather_to_rank0
+from parity.ranks.gather import all_gather, gather_to_rank0
 from parity.ranks.provenance import rank_provenance
 from parity.ranks.record import Target
+from parity.ranks.topology import Topology, declared_topology, launcher_topology, node_identity
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
@@ -54,7 +55,9 @@ class RankGroup:
     timeout. ``rank_provenance`` holds every rank's provenance (rank order) on rank 0, only this
     rank's elsewhere; ``control`` is the gloo process group the helpers of
     ``parity.ranks.gather`` and ``parity.timing.ranks`` use (not stored); ``owned`` marks a
-    group of one rank that ``open_group`` made for a suite (``close_group`` destroys it)."""
+    group of one rank that ``open_group`` made for a suite (``close_group`` destroys it);
+    ``topology`` which node each rank runs on (``parity.ranks.topology``; None for a group
+    torch.distributed was given by someone else)."""
 
     world_size: int
     rank: int
@@ -67,8 +70,13 @@ class RankGroup:
     rank_provenance: tuple[Mapping[str, Any], ...] = ()
     control: Any = field(default=None, repr=False, compare=False)
     owned: bool = field(default=False, compare=False)
+    topology: Topology | None = field(default=None, compare=False)
 
     kind: ClassVar[str] = "ranks"
+
+    def node_of(self, rank: int) -> str:
+        """Rank ``rank``'s node identity (``?`` when the topology is unknown)."""
+        return self.topology.node_of(rank) if self.topology is not None else "?"
 
     @property
     def is_writer(self) -> bool:
@@ -122,9 +130,11 @@ def join_group(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     environ: Mapping[str, str] | None = None,
     backend: str | None = None,
+    topology: str | None = None,
 ) -> RankGroup:
     """Join the group this process's launcher started (see the module docstring); ``backend``
-    (``gloo``, ``nccl``, ...) overrides the one that goes with the device."""
+    (``gloo``, ``nccl``, ...) overrides the one that goes with the device; ``topology``
+    (``NODESxRANKS``) declares the nodes instead of reading them from every rank."""
     import torch.distributed as dist
 
     if dist.is_initialized():
@@ -148,13 +158,30 @@ def join_group(
         )
         mine = rank_provenance(device=chosen, rank=env.rank, local_rank=env.local_rank)
         gathered = gather_to_rank0(mine, group=group, timeout_s=timeout_s)
+        found = _topology(group, declared=topology, timeout_s=timeout_s)
     except BaseException:
         dist.destroy_process_group()
         raise
     log.debug("rank %d of %d joined (%s, %s)", env.rank, env.world_size, backend, chosen.name)
+    every = tuple(gathered) if gathered is not None else (mine,)
+    if gathered is not None:  # rank 0 holds every rank's provenance: add each rank's node index
+        every = tuple({**p, "node_index": found.rank_nodes[r]} for r, p in enumerate(every))
     global _joined
-    _joined = replace(group, rank_provenance=tuple(gathered) if gathered is not None else (mine,))
+    _joined = replace(group, rank_provenance=every, topology=found)
     return _joined
+
+
+def _topology(group: RankGroup, *, declared: str | None, timeout_s: float) -> Topology:
+    """The declared topology, or the one every rank's node identity gives (gathered on all)."""
+    if declared:
+        return declared_topology(declared, world_size=group.world_size)
+    return launcher_topology(all_gather(node_identity(), group=group, timeout_s=timeout_s))
+
+
+def joined_topology() -> Topology | None:
+    """The topology of the group this process joined (None before ``join_group``); a suite
+    lists its per-node cases from it before its setup runs."""
+    return _joined.topology if _joined is not None else None
 
 
 def leave_group() -> None:
@@ -181,9 +208,11 @@ def open_group(device: Device, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> RankG
                                 world_size=1, timeout=timedelta(seconds=timeout_s))
     backend = str(dist.get_backend())
     rank = dist.get_rank()
+    solo = launcher_topology([node_identity()]) if owned else None
     return RankGroup(world_size=dist.get_world_size(), rank=rank, local_rank=rank, backend=backend,
                      launcher=SOLO if owned else "torch.distributed", master="", timeout_s=timeout_s,
-                     device=device, control=_control_group(backend, timeout_s=timeout_s), owned=owned)
+                     device=device, control=_control_group(backend, timeout_s=timeout_s), owned=owned,
+                     topology=solo)
 
 
 def close_group(group: RankGroup | None) -> None:
@@ -201,9 +230,10 @@ def joined_group(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     environ: Mapping[str, str] | None = None,
     backend: str | None = None,
+    topology: str | None = None,
 ) -> Iterator[RankGroup]:
     """``join_group`` on entry, ``leave_group`` on exit, whatever happens in between."""
-    group = join_group(device=device, timeout_s=timeout_s, environ=environ, backend=backend)
+    group = join_group(device=device, timeout_s=timeout_s, environ=environ, backend=backend, topology=topology)
     try:
         yield group
     finally:

@@ -14,6 +14,7 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from parity.device import host
+from parity.ranks.topology import node_identity
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
@@ -42,17 +43,29 @@ def rank_provenance(
     local_rank: int = 0,
     environ: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A JSON-ready record of where this rank runs: host, pid, device, CPU placement, env."""
+    """A JSON-ready record of where this rank runs: host, node (``parity.ranks.topology``), the
+    launcher's ranks on this node and node index (``LOCAL_WORLD_SIZE``, ``GROUP_RANK``), pid,
+    device, CPU placement, env."""
     env = os.environ if environ is None else environ
     return {
         "rank": rank,
         "local_rank": local_rank,
+        "local_world_size": _int_or_none(env.get("LOCAL_WORLD_SIZE")) or 1,
+        "group_rank": _int_or_none(env.get("GROUP_RANK")),
+        "node": node_identity(env),
         "host": platform.node(),
         "pid": os.getpid(),
         "device": device_summary(device),
         "placement": host.placement(),
         "environment": {name: env[name] for name in PER_RANK_ENV if name in env},
     }
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def device_summary(device: Device | None) -> dict[str, Any]:

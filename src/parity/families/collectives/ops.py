@@ -65,9 +65,26 @@ def pattern(torch: Any, count: int, *, rank: int, start: int = 0) -> Any:
     return ((torch.arange(start, start + count, dtype=torch.float64) + 3 * rank) % 5) + 1
 
 
+@dataclass(frozen=True, kw_only=True)
+class Comm:
+    """The process group a collective runs on: ``group`` None for the default (every rank), else
+    a subgroup of the global ranks ``members`` (``rank`` and ``world_size`` given to
+    :func:`prepare` are then this rank's place in it and its size)."""
+
+    group: Any = None
+    members: tuple[int, ...] = ()
+
+    def global_rank(self, group_rank: int) -> int:
+        """The global rank of the member ``group_rank`` (itself on the default group)."""
+        return self.members[group_rank] if self.members else group_rank
+
+
+WORLD = Comm()
+
+
 def prepare(op: str, *, size_bytes: int, dtype: str, placement: str, rank: int, world_size: int,
-            torch_device: Any) -> Prepared:
-    """Buffers, call and check of ``op`` on this rank (module docstring)."""
+            torch_device: Any, comm: Comm = WORLD) -> Prepared:
+    """Buffers, call and check of ``op`` on this rank (module docstring), on ``comm``'s group."""
     import torch
 
     if op not in PLACEMENTS:
@@ -82,7 +99,7 @@ def prepare(op: str, *, size_bytes: int, dtype: str, placement: str, rank: int, 
     build = _BUILDERS[op]
     call, expected, result, refill = build(torch, count=count, rank=rank, world=world_size,
                                            dtype=torch_dtype, device=torch_device,
-                                           inplace=placement == "in-place")
+                                           inplace=placement == "in-place", comm=comm)
     refill()
 
     def check() -> dict[str, Any]:
@@ -114,7 +131,7 @@ def _others(torch: Any, world: int, count: int, *, start: int = 0) -> list[Any]:
     return [pattern(torch, count, rank=r, start=start) for r in range(world)]
 
 
-def _all_reduce(torch, *, count, rank, world, dtype, device, inplace):
+def _all_reduce(torch, *, count, rank, world, dtype, device, inplace, comm):
     import torch.distributed as dist
 
     buf = torch.empty(count, dtype=dtype, device=device)
@@ -122,11 +139,11 @@ def _all_reduce(torch, *, count, rank, world, dtype, device, inplace):
     def refill() -> None:
         buf.copy_(pattern(torch, count, rank=rank))
 
-    return (lambda: dist.all_reduce(buf), lambda: sum(_others(torch, world, count)),
+    return (lambda: dist.all_reduce(buf, group=comm.group), lambda: sum(_others(torch, world, count)),
             lambda: buf.cpu(), refill)
 
 
-def _split(torch, *, count, rank, world, dtype, device, inplace, gather):
+def _split(torch, *, count, rank, world, dtype, device, inplace, comm, gather):
     """all_gather (``gather``) or reduce_scatter: a whole buffer of ``count`` elements and this
     rank's part of it (a view of the whole in place)."""
     import torch.distributed as dist
@@ -139,13 +156,13 @@ def _split(torch, *, count, rank, world, dtype, device, inplace, gather):
             whole.zero_()
             part.copy_(pattern(torch, chunk, rank=rank))
 
-        return (lambda: _gather_single(dist)(whole, part), lambda: torch.cat(_others(torch, world, chunk)),
-                lambda: whole.cpu(), refill)
+        return (lambda: _gather_single(dist)(whole, part, group=comm.group),
+                lambda: torch.cat(_others(torch, world, chunk)), lambda: whole.cpu(), refill)
 
     def refill_whole() -> None:
         whole.copy_(pattern(torch, count, rank=rank))
 
-    return (lambda: _scatter_single(dist)(part, whole),
+    return (lambda: _scatter_single(dist)(part, whole, group=comm.group),
             lambda: sum(_others(torch, world, chunk, start=rank * chunk)), lambda: part.cpu(), refill_whole)
 
 
@@ -157,7 +174,7 @@ def _reduce_scatter(torch, **kwargs):
     return _split(torch, gather=False, **kwargs)
 
 
-def _all_to_all(torch, *, count, rank, world, dtype, device, inplace):
+def _all_to_all(torch, *, count, rank, world, dtype, device, inplace, comm):
     import torch.distributed as dist
 
     chunk = count // world
@@ -170,10 +187,10 @@ def _all_to_all(torch, *, count, rank, world, dtype, device, inplace):
     def expected() -> Any:  # block s of the output is block `rank` of rank s's input
         return torch.cat([pattern(torch, chunk, rank=s, start=rank * chunk) for s in range(world)])
 
-    return lambda: dist.all_to_all_single(out, src), expected, lambda: out.cpu(), refill
+    return lambda: dist.all_to_all_single(out, src, group=comm.group), expected, lambda: out.cpu(), refill
 
 
-def _broadcast(torch, *, count, rank, world, dtype, device, inplace):
+def _broadcast(torch, *, count, rank, world, dtype, device, inplace, comm):
     import torch.distributed as dist
 
     buf = torch.empty(count, dtype=dtype, device=device)
@@ -181,11 +198,11 @@ def _broadcast(torch, *, count, rank, world, dtype, device, inplace):
     def refill() -> None:
         buf.copy_(pattern(torch, count, rank=rank))
 
-    return (lambda: dist.broadcast(buf, ROOT), lambda: pattern(torch, count, rank=ROOT),
-            lambda: buf.cpu(), refill)
+    return (lambda: dist.broadcast(buf, comm.global_rank(ROOT), group=comm.group),
+            lambda: pattern(torch, count, rank=ROOT), lambda: buf.cpu(), refill)
 
 
-def _reduce(torch, *, count, rank, world, dtype, device, inplace):
+def _reduce(torch, *, count, rank, world, dtype, device, inplace, comm):
     import torch.distributed as dist
 
     buf = torch.empty(count, dtype=dtype, device=device)
@@ -196,10 +213,10 @@ def _reduce(torch, *, count, rank, world, dtype, device, inplace):
     def expected() -> Any:
         return sum(_others(torch, world, count)) if rank == ROOT else None
 
-    return lambda: dist.reduce(buf, ROOT), expected, lambda: buf.cpu(), refill
+    return lambda: dist.reduce(buf, comm.global_rank(ROOT), group=comm.group), expected, lambda: buf.cpu(), refill
 
 
-def _sendrecv(torch, *, count, rank, world, dtype, device, inplace):
+def _sendrecv(torch, *, count, rank, world, dtype, device, inplace, comm):
     import torch.distributed as dist
 
     src = torch.empty(count, dtype=dtype, device=device)
@@ -214,7 +231,8 @@ def _sendrecv(torch, *, count, rank, world, dtype, device, inplace):
         if world == 1:
             out.copy_(src)
             return
-        ops = [dist.P2POp(dist.isend, src, peer_to), dist.P2POp(dist.irecv, out, peer_from)]
+        ops = [dist.P2POp(dist.isend, src, comm.global_rank(peer_to), comm.group),
+               dist.P2POp(dist.irecv, out, comm.global_rank(peer_from), comm.group)]
         for request in dist.batch_isend_irecv(ops):
             request.wait()
 

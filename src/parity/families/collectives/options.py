@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from parity.families.collectives.ops import DTYPES, PLACEMENTS
 from parity.harness.options import option
+from parity.ranks.topology import DIMENSIONS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +24,9 @@ class CollectivesOptions:
     iterations: int = option(20, help="timed iterations per case (nccl-tests -n)", minimum=1,
                              aliases=("--iters",))
     warmup_s: float = option(0.02, help="untimed warm-up per case, s (nccl-tests -w, by time)", minimum=0.0)
+    dimensions: tuple[str, ...] = option(DIMENSIONS, choices=DIMENSIONS,
+                                         help="groups measured: every rank (world), the ranks of each node "
+                                              "(intra), the i-th rank of every node (inter); where they apply")
     duration: float = option(0.0, help="repeat --size-bytes for this long, s, and report busbw drift per window "
                                        "(0: the size sweep)", minimum=0.0)
     size_bytes: int = option(16 * 2**20, help="the size --duration repeats, B", minimum=1)

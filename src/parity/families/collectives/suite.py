@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from parity.families.collectives.dimensions import CollectivesState, case_key, dimensions_measured, open_dimensions
 from parity.families.collectives.drift import drift_figures, with_drift
 from parity.families.collectives.figures import collectives_figures
 from parity.families.collectives.ops import PLACEMENTS, prepare
@@ -24,7 +25,7 @@ from parity.harness.work import Work
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 from parity.ranks.gather import agree
-from parity.ranks.group import RankGroup, close_group, open_group
+from parity.ranks.group import close_group, joined_topology, open_group
 
 CONVENTION = "nccl-tests: S bytes per rank as nccl-tests counts them"
 
@@ -46,61 +47,73 @@ class CollectivesSuite(SuiteBase):
     description = "collectives (all_reduce ... send/recv): algbw and busbw by the nccl-tests factors"
     options_type = CollectivesOptions
 
-    def setup(self, *, device: Any, options: CollectivesOptions) -> RankGroup:
+    def setup(self, *, device: Any, options: CollectivesOptions) -> CollectivesState:
         group = open_group(device)
         try:
             agree(group, asdict(options), what="collectives configuration")
+            return open_dimensions(group, dimensions_measured(group.topology, options.dimensions))
         except BaseException:
             close_group(group)
             raise
-        return group
 
-    def teardown(self, state: RankGroup | None) -> None:
-        close_group(state)
+    def teardown(self, state: CollectivesState | None) -> None:
+        close_group(state.group if state is not None else None)
 
     def cases(self, *, device: Any, quick: bool, options: CollectivesOptions) -> list[CaseSpec]:
         if options.duration > 0:
             return self._duration_cases(options)
         top = options.max_bytes or (2**20 if quick else 64 * 2**20)
         specs = []
-        for op in options.ops:
-            places = [p for p in PLACEMENTS[op] if options.placement in ("both", p)] or [PLACEMENTS[op][0]]
-            for dtype in options.dtypes:
-                for placement in places:
-                    for size in sweep_sizes(options.min_bytes, top, options.factor):
-                        specs.append(CaseSpec(suite=self.name, key=f"{op}/{dtype}/{placement}/{size}",
-                                              params={"op": op, "dtype": dtype, "placement": placement,
-                                                      "size_bytes": size}, cost=1.0 + size / 2**20))
+        for dimension in dimensions_measured(joined_topology(), options.dimensions):
+            extra = {} if dimension == "world" else {"dimension": dimension}
+            for op in options.ops:
+                places = [p for p in PLACEMENTS[op] if options.placement in ("both", p)] or [PLACEMENTS[op][0]]
+                for dtype in options.dtypes:
+                    for placement in places:
+                        for size in sweep_sizes(options.min_bytes, top, options.factor):
+                            key = case_key(dimension, f"{op}/{dtype}/{placement}/{size}")
+                            specs.append(CaseSpec(suite=self.name, key=key,
+                                                  params={"op": op, "dtype": dtype, "placement": placement,
+                                                          "size_bytes": size, **extra}, cost=1.0 + size / 2**20))
         return specs
 
     def _duration_cases(self, options: CollectivesOptions) -> list[CaseSpec]:
-        """``--duration``: one case per collective and dtype at ``size_bytes``, timed for ``duration``."""
+        """``--duration``: one case per dimension, collective and dtype at ``size_bytes``, timed
+        for ``duration``."""
         size = options.size_bytes
         specs = []
-        for op in options.ops:
-            placement = next((p for p in PLACEMENTS[op] if options.placement in ("both", p)), PLACEMENTS[op][0])
-            for dtype in options.dtypes:
-                specs.append(CaseSpec(suite=self.name, key=f"{op}/{dtype}/{placement}/{size}/duration",
-                                      params={"op": op, "dtype": dtype, "placement": placement, "size_bytes": size,
-                                              "duration_s": options.duration},
-                                      cost=options.duration))
+        for dimension in dimensions_measured(joined_topology(), options.dimensions):
+            extra = {} if dimension == "world" else {"dimension": dimension}
+            for op in options.ops:
+                placement = next((p for p in PLACEMENTS[op] if options.placement in ("both", p)), PLACEMENTS[op][0])
+                for dtype in options.dtypes:
+                    key = case_key(dimension, f"{op}/{dtype}/{placement}/{size}/duration")
+                    specs.append(CaseSpec(suite=self.name, key=key,
+                                          params={"op": op, "dtype": dtype, "placement": placement,
+                                                  "size_bytes": size, "duration_s": options.duration, **extra},
+                                          cost=options.duration))
         return specs
 
-    def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: RankGroup) -> Work:
+    def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: CollectivesState) -> Work:
         p = case.params
+        dimension = p.get("dimension", "world")
+        comm = state.comm(dimension)
+        rank, size = (comm.members.index(state.rank), len(comm.members)) if comm.members else \
+            (state.rank, state.world_size)
         prepared = prepare(p["op"], size_bytes=int(p["size_bytes"]), dtype=p["dtype"], placement=p["placement"],
-                           rank=state.rank, world_size=state.world_size, torch_device=device.torch_device)
+                           rank=rank, world_size=size, torch_device=device.torch_device, comm=comm)
+        extra = {} if dimension == "world" else {"dimension": dimension, "groups": state.groups.get(dimension, 1)}
         if p.get("duration_s"):
             return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
                         bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=float(p["duration_s"]),
                         min_samples=3, max_samples=10_000_000, flush_cache=False,
-                        metrics={"world_size": state.world_size, "backend": state.backend,
-                                 "size_bytes": prepared.size_bytes, "count": prepared.count})
+                        metrics={"world_size": size, "backend": state.backend,
+                                 "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
         return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
                     bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=0.0,
                     min_samples=options.iterations, max_samples=options.iterations, flush_cache=False,
-                    metrics={"world_size": state.world_size, "backend": state.backend,
-                             "size_bytes": prepared.size_bytes, "count": prepared.count})
+                    metrics={"world_size": size, "backend": state.backend,
+                             "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
 
     def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> CollectivesSummary:
         summary = summarize_collectives(results)

@@ -7,8 +7,13 @@ rates the suite names (``algbw_bps``, ``busbw_bps``, B/s), computed here from th
 so one formula serves the table, the JSON and the figures. ``rank_times`` and
 ``wrong_elements`` serve the MoE summary too.
 
+Rows of the ``intra`` and ``inter`` dimensions (``parity.families.collectives.dimensions``)
+carry their dimension and group count; the averages over them are kept apart
+(``avg_busbw_by_dimension``), so the headline average stays the world's.
+
 ``from_dict`` reads a summary stored by any version: version 1 held the rates in GB/s
-(``*_gbps``), converted here; keys it does not know are dropped.
+(``*_gbps``), converted here; version 2 had no dimensions (every row is the world's); keys it
+does not know are dropped.
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ GIGA = 1e9  # B/s per GB/s, for summaries stored in GB/s (version 1)
 @dataclass(frozen=True, kw_only=True)
 class CollectiveRow:
     """One case: what ran (``op``, ``dtype``, ``placement``, ``size_bytes`` = S, ``count``
-    elements), on how many ranks, its check (``ok``, ``wrong`` elements over every rank,
+    elements), on which ``dimension`` (``world``, ``intra``, ``inter``; ``groups`` of
+    ``world_size`` ranks each at once), on how many ranks, its check (``ok``, ``wrong`` elements over every rank,
     ``error``), and when timed its times over ranks, s, and rates, B/s."""
 
     key: str = ""
@@ -68,6 +74,8 @@ class CollectiveRow:
     dtype: str
     placement: str
     size_bytes: int
+    dimension: str = "world"
+    groups: int | None = None
     count: int | None = None
     world_size: int | None = None
     backend: str | None = None
@@ -100,9 +108,10 @@ class CollectiveRow:
 class CollectivesSummary:
     """Rows in case order; the mean busbw per collective (``avg_busbw_bps``) and over all
     (``avg_busbw_all_bps``): nccl-tests' "Avg bus bandwidth", over every size and placement
-    measured, B/s; wrong elements in all; ``ok``; the ranks and backend."""
+    measured, B/s (the world's rows); the same per collective for each other dimension
+    (``avg_busbw_by_dimension``); wrong elements in all; ``ok``; the ranks and backend."""
 
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3  # 3: dimensions; 2: rates in B/s; 1: rates in GB/s
 
     rows: tuple[CollectiveRow, ...] = ()
     avg_busbw_bps: dict[str, float] = field(default_factory=dict)
@@ -111,11 +120,14 @@ class CollectivesSummary:
     ok: bool = True
     world_size: int | None = None
     backend: str | None = None
+    avg_busbw_by_dimension: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": [r.to_dict() for r in self.rows], "avg_busbw_bps": dict(self.avg_busbw_bps),
                 "avg_busbw_all_bps": self.avg_busbw_all_bps, "wrong": self.wrong, "ok": self.ok,
-                "world_size": self.world_size, "backend": self.backend, "version": self.VERSION}
+                "world_size": self.world_size, "backend": self.backend,
+                "avg_busbw_by_dimension": {d: dict(v) for d, v in self.avg_busbw_by_dimension.items()},
+                "version": self.VERSION}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CollectivesSummary:
@@ -126,7 +138,8 @@ class CollectivesSummary:
         return cls(rows=tuple(CollectiveRow.from_dict(r) for r in data.get("rows", [])),
                    avg_busbw_bps=dict(averages), avg_busbw_all_bps=data.get("avg_busbw_all_bps"),
                    wrong=int(data.get("wrong") or 0), ok=bool(data.get("ok", True)),
-                   world_size=data.get("world_size"), backend=data.get("backend"))
+                   world_size=data.get("world_size"), backend=data.get("backend"),
+                   avg_busbw_by_dimension={d: dict(v) for d, v in (data.get("avg_busbw_by_dimension") or {}).items()})
 
 
 def _si_rates(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
@@ -143,7 +156,8 @@ def collective_row(result: CaseResult) -> CollectiveRow:
     """One collectives case as a row (rates in B/s)."""
     p, m = result.params, result.metrics
     base = CollectiveRow(key=result.key, op=p["op"], dtype=p["dtype"], placement=p["placement"],
-                         size_bytes=m.get("size_bytes", p["size_bytes"]), count=m.get("count"),
+                         size_bytes=m.get("size_bytes", p["size_bytes"]), dimension=p.get("dimension", "world"),
+                         groups=m.get("groups"), count=m.get("count"),
                          world_size=m.get("world_size"), backend=m.get("backend"), ok=result.ok,
                          error=result.error, wrong=wrong_elements(result))
     if result.error is not None or "main" not in result.samples:
@@ -160,14 +174,17 @@ def summarize_collectives(results: list[CaseResult]) -> CollectivesSummary:
     """Rows in case order, the mean busbw per collective and over all (nccl-tests' "Avg bus
     bandwidth", over every size and placement measured), wrong elements in all, and ok."""
     rows = [collective_row(r) for r in results]
-    by_op: dict[str, list[float]] = {}
+    by_dimension: dict[str, dict[str, list[float]]] = {}
     for row in rows:
         if row.busbw_bps is not None:
-            by_op.setdefault(row.op, []).append(row.busbw_bps)
+            by_dimension.setdefault(row.dimension, {}).setdefault(row.op, []).append(row.busbw_bps)
+    by_op = by_dimension.pop("world", {})
     every = [v for values in by_op.values() for v in values]
-    first = next((r for r in rows if r.world_size), None)
+    first = next((r for r in rows if r.world_size and r.dimension == "world"), None)
     return CollectivesSummary(rows=tuple(rows), avg_busbw_bps={op: statistics.fmean(v) for op, v in by_op.items()},
                               avg_busbw_all_bps=statistics.fmean(every) if every else None,
                               wrong=sum(r.wrong or 0 for r in rows), ok=all(r.ok for r in rows),
                               world_size=first.world_size if first else None,
-                              backend=first.backend if first else None)
+                              backend=first.backend if first else None,
+                              avg_busbw_by_dimension={d: {op: statistics.fmean(v) for op, v in ops.items()}
+                                                      for d, ops in by_dimension.items()})

@@ -49,6 +49,12 @@ def _format(lines: list[list[str]]) -> list[str]:
     return ["  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines]
 
 
+def _dimension_title(dimension: str, row: CollectiveRow) -> str:
+    """``inter: 2 groups of 2 ranks at once`` (what an intra or inter table measured)."""
+    where = {"intra": "the ranks of each node", "inter": "the i-th rank of every node"}.get(dimension, dimension)
+    return f"{dimension}: {row.groups or 1} groups of {row.world_size} ranks at once, {where}"
+
+
 def render_collectives(summary: dict[str, Any]) -> str:
     """One table per collective: size, count, type, redop, root, then out-of-place and in-place
     groups (time = median of the max over ranks, p99, the fastest rank's median, algbw, busbw,
@@ -56,19 +62,24 @@ def render_collectives(summary: dict[str, Any]) -> str:
     typed = CollectivesSummary.from_dict(summary)
     out: list[str] = [f"# parity collectives: {typed.world_size} ranks, backend {typed.backend}; "
                       "time = max over ranks per iteration (median), p99, fastest rank (median)"]
-    for op in dict.fromkeys(r.op for r in typed.rows):
+    for dimension, op in dict.fromkeys((r.dimension, r.op) for r in typed.rows):
         keyed: dict[tuple[str, int], dict[str, CollectiveRow]] = {}
-        for row in (r for r in typed.rows if r.op == op):
+        chosen = [r for r in typed.rows if r.op == op and r.dimension == dimension]
+        for row in chosen:
             keyed.setdefault((row.dtype, int(row.size_bytes)), {})[row.placement] = row
         lines = [[*_HEAD, *_GROUP, *_GROUP], [*_UNITS_HEAD, *_UNITS_GROUP, *_UNITS_GROUP]]
         for (dtype, size), places in keyed.items():
             first = next(iter(places.values()))
             lines.append([str(size), str(first.count or ""), dtype, _REDOP.get(op, "none"), _ROOT.get(op, "-1"),
                           *_group_cells(places.get("out-of-place")), *_group_cells(places.get("in-place"))])
-        out.append(f"#\n# {op}{'':>40}out-of-place{'':>40}in-place")
+        title = op if dimension == "world" else f"{op} [{_dimension_title(dimension, chosen[0])}]"
+        out.append(f"#\n# {title}{'':>40}out-of-place{'':>40}in-place")
         out.extend(_format(lines))
     out.append(f"# Out of bounds values : {typed.wrong} {'OK' if not typed.wrong else 'FAILED'}")
     out.append(f"# Avg bus bandwidth    : {gigabytes_per_s(typed.avg_busbw_all_bps)} GB/s")
+    for dimension, ops in typed.avg_busbw_by_dimension.items():
+        averages = ", ".join(f"{op} {gigabytes_per_s(v)}" for op, v in ops.items())
+        out.append(f"# Avg bus bandwidth {dimension:<5}: {averages} GB/s")
     out.append("OK" if typed.ok else "FAILED")
     return "\n".join(out)
 
@@ -83,7 +94,10 @@ def busbw_points(runs: list[RunData]) -> list[dict[str, Any]]:
             if r.error or r.busbw_bps is None:
                 continue
             series = f"{r.op} {r.dtype} {r.placement}".strip()
+            if r.dimension != "world":
+                series = f"{series} [{r.dimension}]"
             points.append({"series": f"{data.label} · {series}" if many else series, "op": r.op,
+                           "dimension": r.dimension,
                            "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_bps": r.algbw_bps or 0,
                            "busbw_bps": r.busbw_bps, "wrong": r.wrong})
     return points
