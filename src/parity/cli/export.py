@@ -61,9 +61,9 @@ def _ranks_per_dimension(runs: list[Any]) -> dict[str, int]:
     for run in runs:
         topology = run.provenance.get("topology") or {}
         if topology.get("ranks_per_node"):
-            out.setdefault("intra-node", int(topology["ranks_per_node"]))
+            out.setdefault("intra", int(topology["ranks_per_node"]))
         if topology.get("nodes"):
-            out.setdefault("inter-node", int(topology["nodes"]))
+            out.setdefault("inter", int(topology["nodes"]))
     return out
 
 
@@ -155,7 +155,7 @@ def vidur(run_ids: tuple[str, ...], out: str, db_path: str | None, json_path: st
 
     runs, points = _load(db_path, run_ids)
     fits = _fits(points)
-    per_node = _ranks_per_dimension(runs).get("intra-node") or max((p.world_size for p in points), default=1)
+    per_node = _ranks_per_dimension(runs).get("intra") or max((p.world_size for p in points), default=1)
     files = {f"{name}.csv": vidur_csv(op, points, devices_per_node=per_node, max_devices_per_node=per_node)
              for op, name in (("all_reduce", "all_reduce"), ("sendrecv", "send_recv"))
              if any(p.op == op for p in points)}

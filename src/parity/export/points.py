@@ -4,7 +4,7 @@ A collectives case gives one point (its op, ``S``, ranks, the median of its per-
 over ranks); a preflight bandwidth or latency case gives a ``sendrecv`` point (one-way time =
 round trip / 2). Duration cases and failed cases give none. The dimension is the case's own
 (``params["dimension"]`` where a run measured per-dimension groups, a preflight pair's scope),
-else the run's topology (one node: intra-node; one rank per node: inter-node), else ``all``.
+else the run's topology (one node: intra; one rank per node: inter), else ``world``.
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ from parity.metrics.alphabeta import Point
 from parity.model.result import CaseResult, RunRecord
 
 
+SCOPES = {"intra-node": "intra", "inter-node": "inter"}
+
+
 def run_dimension(run: RunRecord) -> str:
-    """``intra-node``, ``inter-node`` or ``all`` from the run's recorded topology."""
+    """``intra``, ``inter`` or ``world`` from the run's recorded topology: a world case on one
+    node is intra-node, on one rank per node inter-node."""
     topology = run.provenance.get("topology") or {}
     if topology.get("nodes") == 1:
-        return "intra-node"
+        return "intra"
     if topology.get("ranks_per_node") == 1:
-        return "inter-node"
-    return "all"
+        return "inter"
+    return "world"
 
 
 def case_point(run: RunRecord, case: CaseResult) -> Point | None:
@@ -34,11 +38,14 @@ def case_point(run: RunRecord, case: CaseResult) -> Point | None:
     params, metrics = case.params, case.metrics
     median = statistics.median(case.samples["main"].values_s)
     if case.suite == "preflight":
-        return Point(op="sendrecv", dimension=str(metrics.get("scope") or run_dimension(run)), world_size=2,
+        return Point(op="sendrecv", dimension=SCOPES.get(str(metrics.get("scope")), run_dimension(run)), world_size=2,
                      size_bytes=float(params["size_bytes"]), time_s=median / 2.0, run_id=run.run_id)
     if case.suite != "collectives":
         return None
-    return Point(op=str(params["op"]), dimension=str(params.get("dimension") or run_dimension(run)),
+    dimension = str(params.get("dimension") or "world")
+    if dimension == "world":
+        dimension = run_dimension(run)
+    return Point(op=str(params["op"]), dimension=dimension,
                  world_size=int(metrics.get("world_size") or 1), size_bytes=float(metrics.get("size_bytes",
                                                                                               params["size_bytes"])),
                  time_s=median, run_id=run.run_id)

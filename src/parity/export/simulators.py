@@ -35,8 +35,8 @@ from typing import Any
 from parity.metrics.alphabeta import AlphaBetaFit, Point
 
 GIGA = 1e9
-DIMENSION_ORDER = ("intra-node", "all", "inter-node")
-ASTRA_TOPOLOGY = {"intra-node": "FullyConnected", "all": "Ring", "inter-node": "Switch"}
+DIMENSION_ORDER = ("intra", "world", "inter")
+ASTRA_TOPOLOGY = {"intra": "FullyConnected", "world": "Ring", "inter": "Switch"}
 CALCULON_OPS = ("p2p", "reduce_scatter", "all_gather", "all_reduce")
 VIDUR_OPS = {"all_reduce": "all_reduce", "sendrecv": "send_recv"}
 

@@ -1,8 +1,8 @@
 """Which ranks the preflight pairs, which node each rank is on, and one ping-pong between two.
 
-Node identity: the host name plus the inode of the process's network namespace
-(``/proc/self/ns/net``), so two namespaces of one host (the project's multi-node test hosts)
-are two nodes, and two processes of one namespace are one. Every pair of ranks ``a < b`` is
+Node identity: ``parity.ranks.topology.node_identity`` (the host name plus the inode of the
+process's network namespace), so two namespaces of one host (the project's multi-node test
+hosts) are two nodes, and two processes of one namespace are one. Every pair of ranks ``a < b`` is
 timed, so every pair of nodes and every pair of ranks within a node is covered.
 
 The ping-pong: rank ``a`` sends ``S`` bytes to ``b`` and receives them back; the other ranks do
@@ -12,19 +12,15 @@ each of the two ranks.
 
 from __future__ import annotations
 
-import os
-import platform
 from collections.abc import Callable
 from typing import Any
 
 
 def node_id() -> str:
-    """This process's node: ``host/netns:<inode>`` (``host`` alone where /proc is absent)."""
-    try:
-        inode = os.stat("/proc/self/ns/net").st_ino
-    except OSError:
-        return platform.node()
-    return f"{platform.node()}/netns:{inode}"
+    """This process's node, as every run records it (``parity.ranks.topology.node_identity``)."""
+    from parity.ranks.topology import node_identity
+
+    return node_identity()
 
 
 def rank_pairs(world_size: int) -> list[tuple[int, int]]:

@@ -36,7 +36,7 @@ def _nodes(run: RunRecord) -> list[str] | None:
     if summary and summary.get("nodes"):
         return sorted(summary["nodes"])
     topology = run.provenance.get("topology") or {}
-    return sorted(topology["node_ids"]) if topology.get("node_ids") else None
+    return sorted(topology["node_names"]) if topology.get("node_names") else None
 
 
 def matching_preflight(runs: list[RunRecord], run: RunRecord) -> RunRecord | None:
