@@ -104,8 +104,11 @@ class CollectivesSuite(SuiteBase):
                            rank=rank, world_size=size, torch_device=device.torch_device, comm=comm)
         extra = {} if dimension == "world" else {"dimension": dimension, "groups": state.groups.get(dimension, 1)}
         if p.get("duration_s"):
+            # a longer warm-up than a sweep's, so the per-call estimate that fixes the iteration
+            # count (the harness's budget rule) is not one slow first call
+            warmup_s = max(options.warmup_s, min(2.0, float(p["duration_s"]) / 20))
             return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
-                        bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=float(p["duration_s"]),
+                        bytes_convention=CONVENTION, warmup_s=warmup_s, budget_s=float(p["duration_s"]),
                         min_samples=3, max_samples=10_000_000, flush_cache=False,
                         metrics={"world_size": size, "backend": state.backend,
                                  "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})

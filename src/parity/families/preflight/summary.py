@@ -84,7 +84,8 @@ class PreflightSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {"pairs": [p.to_dict() for p in self.pairs], "links": [k.to_dict() for k in self.links],
-                "slow": list(self.slow), "slow_pairs": list(self.slow_pairs), "slowest": self.slowest, "slow_fraction": self.slow_fraction,
+                "slow": list(self.slow), "slow_pairs": list(self.slow_pairs), "slowest": self.slowest,
+                "slow_fraction": self.slow_fraction,
                 "nodes": list(self.nodes), "world_size": self.world_size, "backend": self.backend,
                 "ok": self.ok, "version": self.VERSION}
 
@@ -92,7 +93,8 @@ class PreflightSummary:
     def from_dict(cls, data: dict[str, Any]) -> PreflightSummary:
         return cls(pairs=tuple(PairRow.from_dict(p) for p in data.get("pairs", [])),
                    links=tuple(LinkRow.from_dict(k) for k in data.get("links", [])),
-                   slow=tuple(data.get("slow") or ()), slow_pairs=tuple(data.get("slow_pairs") or ()), slowest=data.get("slowest"),
+                   slow=tuple(data.get("slow") or ()), slow_pairs=tuple(data.get("slow_pairs") or ()),
+                   slowest=data.get("slowest"),
                    slow_fraction=float(data.get("slow_fraction") or SLOW_FRACTION),
                    nodes=tuple(data.get("nodes") or ()), world_size=data.get("world_size"),
                    backend=data.get("backend"), ok=bool(data.get("ok", True)))
@@ -139,7 +141,8 @@ def summarize_preflight(results: list[CaseResult], *, slow_fraction: float = SLO
                                           if r.bandwidth_bps is not None}, fraction=slow_fraction)]
     first = next((r for r in results if r.metrics.get("world_size")), None)
     nodes = sorted({n for row in pairs for n in row.nodes})
-    return PreflightSummary(pairs=tuple(pairs), links=tuple(links), slow=tuple(slow), slow_pairs=tuple(slow_pairs),
+    return PreflightSummary(pairs=tuple(pairs), links=tuple(links), slow=tuple(slow),
+                            slow_pairs=tuple(slow_pairs),
                             slowest=min(bandwidths, key=lambda k: bandwidths[k]) if bandwidths else None,
                             slow_fraction=slow_fraction, nodes=tuple(nodes),
                             world_size=first.metrics.get("world_size") if first else None,
