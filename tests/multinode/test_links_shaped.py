@@ -92,6 +92,7 @@ def test_the_comm_run_records_the_preflight(shaped: tuple[Nodes, Path], prefligh
     with Store.open(shaped[1]) as store:
         run = store.get_run(sweep["run_id"])
     assert run.provenance["preflight"]["run_id"] == preflight["run_id"]
+    assert sweep["provenance"]["preflight"]["run_id"] == preflight["run_id"]  # in --json too
     assert run.provenance["topology"]["nodes"] == 2
 
 

@@ -120,6 +120,20 @@ def _writes_store() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
+def _add_to_json(path: str | None, entry: dict[str, Any]) -> None:
+    """The preflight entry also in the ``--json`` the command wrote before it was recorded."""
+    import json
+
+    if not path or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as source:
+        payload = json.load(source)
+    if isinstance(payload.get("provenance"), dict):
+        payload["provenance"]["preflight"] = entry
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2, default=str)
+
+
 def with_preflight(command: click.Command, suite: str) -> click.Command:
     """``command`` with ``--preflight RUN``: after its run is stored, the chosen (else the newest
     matching) preflight is recorded in that run's provenance."""
@@ -144,6 +158,7 @@ def with_preflight(command: click.Command, suite: str) -> click.Command:
                 if run.run_id not in before and list(run.config.get("suites", [])) == [suite]:
                     entry = attach_preflight(store, run.run_id, preflight_id=preflight_id)
                     if entry is not None:
+                        _add_to_json(values.get("json_path"), entry)
                         click.echo(f"parity: run {run.run_id} records preflight {entry['run_id']} "
                                    f"(slow links: {', '.join(entry['slow']) or 'none'})", err=True)
         return status
