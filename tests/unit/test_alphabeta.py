@@ -9,11 +9,11 @@ from parity.model.errors import ParityError
 
 
 def test_weighted_line_matches_the_hand_solved_normal_equations() -> None:
-    # x (0, 1, 2), t (1, 3, 4), w = 1/t² = (1, 1/9, 1/16); times 144: W 169, X 34, XX 52, T 228,
-    # XT 120; det 169·52 - 34² = 7632; α = (228·52 - 34·120)/7632, s = (169·120 - 34·228)/7632.
+    # x (0, 1, 2), t (1, 3, 4), w = 1/t = (1, 1/3, 1/4); times 12: W 19, X 10, XX 16, T 36, XT 36;
+    # det 19·16 - 10² = 204; α = (36·16 - 10·36)/204 = 216/204, s = (19·36 - 10·36)/204 = 324/204.
     alpha, slope = weighted_line([0.0, 1.0, 2.0], [1.0, 3.0, 4.0])
-    assert alpha == pytest.approx(7776 / 7632, rel=1e-12)
-    assert slope == pytest.approx(12528 / 7632, rel=1e-12)
+    assert alpha == pytest.approx(216 / 204, rel=1e-12)
+    assert slope == pytest.approx(324 / 204, rel=1e-12)
 
 
 def _points(alpha: float, beta: float, sizes: list[int], *, op: str = "all_reduce", world: int = 4) -> list[Point]:

@@ -6,9 +6,12 @@ nccl-tests counts it, ``f`` its bus factor on ``n`` ranks, ``parity.metrics.coll
 ``β`` is a bus bandwidth (B/s) comparable across rank counts and ``α`` a fixed cost (s). One fit
 per collective and dimension (intra-node, inter-node, or the whole group).
 
-Fit: weighted least squares on relative residuals, minimising ``Σ ((t_i - α - x_i·s) / t_i)²``
-with ``s = 1/β`` (weights ``1/t_i²``), so a 10 µs point and a 100 ms point count alike (the
-error a planner feels is relative). Closed form: with ``w_i = 1/t_i²`` and the weighted sums
+Fit: weighted least squares, minimising ``Σ (t_i - α - x_i·s)² / t_i`` with ``s = 1/β``
+(weights ``1/t_i``: a time's variance taken to grow with the time, as a count of packets does),
+so the small sizes still set ``α`` but their noise (a scheduler's millisecond on a loaded host)
+does not tilt the slope that predicts the large ones; plain least squares would leave ``α`` to
+the largest points, relative residuals (``1/t²``) let the smallest set ``β``. Closed form: with
+``w_i = 1/t_i`` and the weighted sums
 ``W = Σw, X = Σw·x, XX = Σw·x², T = Σw·t, XT = Σw·x·t``,
 ``det = W·XX - X²``, ``α = (T·XX - X·XT)/det``, ``s = (W·XT - X·T)/det``.
 CIs: the 2.5th and 97.5th percentiles of α and β over ``resamples`` bootstrap resamples of the
@@ -66,7 +69,7 @@ class AlphaBetaFit:
     max_size_bytes: float = 0.0
     world_sizes: tuple[int, ...] = ()
     runs: tuple[str, ...] = ()
-    method: str = "weighted least squares on relative residuals; bootstrap CIs over points"
+    method: str = "least squares weighted by 1/t; bootstrap CIs over points"
 
     def predict(self, *, op: str, size_bytes: float, world_size: int) -> float:
         """``α + S·f(op, n)/β`` in seconds."""
@@ -82,13 +85,13 @@ class AlphaBetaFit:
 
 
 def weighted_line(xs: Sequence[float], ts: Sequence[float]) -> tuple[float, float]:
-    """``(α, s)`` minimising ``Σ ((t - α - x·s)/t)²`` (module docstring's closed form).
-    Example: x (0, 1, 2), t (1, 3, 4) gives α = 7776/7632, s = 12528/7632."""
+    """``(α, s)`` minimising ``Σ (t - α - x·s)²/t`` (module docstring's closed form).
+    Example: x (0, 1, 2), t (1, 3, 4) gives α = 216/204, s = 324/204."""
     if len(xs) != len(ts) or len(set(xs)) < 2:
         raise ParityError("an α-β fit needs points at two or more sizes")
     if any(t <= 0 for t in ts):
         raise ParityError("an α-β fit needs positive times")
-    w = [1.0 / (t * t) for t in ts]
+    w = [1.0 / t for t in ts]
     W = sum(w)
     X = sum(wi * x for wi, x in zip(w, xs))
     XX = sum(wi * x * x for wi, x in zip(w, xs))
