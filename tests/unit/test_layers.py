@@ -27,7 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     "families": {"harness", "ceilings", "timing", "ranks", "device", "metrics", "stats", "model", "store", "report"},
     "report": {"store", "trace", "metrics", "stats", "model"},
     "compare": {"store", "trace", "metrics", "stats", "model"},
+    "export": {"store", "metrics", "stats", "model"},
     "cli": {
+        "export",
         "report",
         "compare",
         "harness",
@@ -53,6 +55,7 @@ FORBIDDEN_MODULES: dict[str, set[str]] = {
     "store": {"torch"},
     "report": {"torch"},
     "compare": {"torch"},
+    "export": {"torch"},
 }
 
 

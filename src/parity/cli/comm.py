@@ -4,9 +4,17 @@ Each command is made from its suite's options (``parity.cli.suite_command``) and
 suite through the same path as ``parity run --ranks N`` (``parity.cli.run_ranks``: N local
 ranks, or ``--join`` under the user's torchrun/srun); rank 0 stores every case, then the
 command prints the suite's view from the stored run and writes ``--json``.
+
+``parity comm preflight`` times every pair of ranks (``parity.families.preflight``); each comm
+run afterwards records the newest preflight of the same ranks (or the one ``--preflight RUN``
+names) in its provenance (``parity.families.preflight.record``).
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -25,6 +33,7 @@ def comm() -> None:
       parity comm collectives --nproc 4 --backend gloo --json out.json
       parity comm moe --nproc 4 --backend gloo --preset low-latency --json out.json
       parity comm overlap --nproc 2 --backend gloo --json o.json
+      parity comm preflight --nproc 4 --backend gloo --budget 10
     """
 
 
@@ -65,3 +74,98 @@ Example:
   parity comm overlap --nproc 2 --backend gloo --json o.json
   parity comm overlap --nproc 8 --device cuda --gemm-n 8192 --copy-bytes 1GiB
 """))
+
+PREFLIGHT_SUITE = "parity.families.preflight.suite:PreflightSuite"
+
+
+def _known_preflight() -> None:
+    """Make the preflight suite and its view known in this process and the ranks it starts
+    (``$PARITY_PLUGINS`` travels to them), whether or not the installed entry points list it."""
+    from parity.families.preflight import FAMILY
+    from parity.harness.registry import PLUGINS_ENV, names
+    from parity.model.family import register_family
+
+    if "preflight" not in names():  # before the entry point is installed
+        given = [p for p in os.environ.get(PLUGINS_ENV, "").split(",") if p]
+        os.environ[PLUGINS_ENV] = ",".join([*given, PREFLIGHT_SUITE])
+    register_family(FAMILY)
+
+
+_known_preflight()
+
+comm.add_command(family_command(FamilyCommand(suite="preflight", ranks=True, quick_help=QUICK),
+                                help="""Point-to-point bandwidth and latency between every pair of ranks, so every
+pair of nodes and every pair of ranks within a node: a ping-pong of --latency-bytes and one of
+--size-bytes per pair, one-way time = round trip / 2 (the max over ranks per iteration, median),
+within --budget timed seconds in all. Links (pairs of nodes) below --slow-fraction of the median
+link's bandwidth are named slow. Comm runs that follow record the newest preflight of the same
+ranks in their provenance (or the one --preflight RUN names).
+
+\b
+Example:
+  parity comm preflight --nproc 4 --backend gloo --budget 10
+  torchrun --nnodes 2 --nproc-per-node 2 ... -m parity comm preflight --join --backend gloo
+"""))
+
+
+def _run_ids(db: str | None) -> set[str]:
+    from parity.store import Store
+
+    with Store.open(db) as store:
+        return {r.run_id for r in store.list_runs()}
+
+
+def _writes_store() -> bool:
+    """Whether this process writes the store: rank 0 of a joined group, or a local launch."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def _add_to_json(path: str | None, entry: dict[str, Any]) -> None:
+    """The preflight entry also in the ``--json`` the command wrote before it was recorded."""
+    import json
+
+    if not path or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as source:
+        payload = json.load(source)
+    if isinstance(payload.get("provenance"), dict):
+        payload["provenance"]["preflight"] = entry
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2, default=str)
+
+
+def with_preflight(command: click.Command, suite: str) -> click.Command:
+    """``command`` with ``--preflight RUN``: after its run is stored, the chosen (else the newest
+    matching) preflight is recorded in that run's provenance."""
+    command.params.append(click.Option(
+        ["--preflight", "preflight_id"], default=None, metavar="RUN",
+        help="Record this preflight run in the run's provenance. Default: the newest preflight of the same "
+             "ranks in the store."))
+    inner: Callable[..., Any] = command.callback  # type: ignore[assignment]
+
+    def callback(**values: Any) -> Any:
+        from parity.families.preflight.record import attach_preflight
+        from parity.store import Store
+
+        preflight_id = values.pop("preflight_id", None)
+        db = values.get("db_path")
+        before = _run_ids(db) if _writes_store() else set()
+        status = inner(**values)
+        if not _writes_store():
+            return status
+        with Store.open(db) as store:
+            for run in store.list_runs():
+                if run.run_id not in before and list(run.config.get("suites", [])) == [suite]:
+                    entry = attach_preflight(store, run.run_id, preflight_id=preflight_id)
+                    if entry is not None:
+                        _add_to_json(values.get("json_path"), entry)
+                        click.echo(f"parity: run {run.run_id} records preflight {entry['run_id']} "
+                                   f"(slow links: {', '.join(entry['slow']) or 'none'})", err=True)
+        return status
+
+    command.callback = callback
+    return command
+
+
+for _name in ("collectives", "moe", "overlap"):
+    with_preflight(comm.commands[_name], _name)

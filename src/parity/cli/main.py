@@ -23,6 +23,7 @@ COMMANDS = {
     "latency": "parity.cli.latency:latency",
     "trace": "parity.cli.trace:trace",
     "comm": "parity.cli.comm:comm",
+    "export": "parity.cli.export:export",
     "decode": "parity.cli.decode:decode",
     "report": "parity.cli.report:report",
     "compare": "parity.cli.compare:compare",

@@ -27,3 +27,8 @@ class CollectivesOptions:
     dimensions: tuple[str, ...] = option(DIMENSIONS, choices=DIMENSIONS,
                                          help="groups measured: every rank (world), the ranks of each node "
                                               "(intra), the i-th rank of every node (inter); where they apply")
+    duration: float = option(0.0, help="repeat --size-bytes for this long, s, and report busbw drift per window "
+                                       "(0: the size sweep)", minimum=0.0)
+    size_bytes: int = option(16 * 2**20, help="the size --duration repeats, B", minimum=1)
+    window: float = option(5.0, help="drift window of --duration, s of timed time", minimum=0.0,
+                           exclusive_minimum=True)

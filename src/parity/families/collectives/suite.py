@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from parity.families.collectives.dimensions import CollectivesState, case_key, dimensions_measured, open_dimensions
+from parity.families.collectives.drift import drift_figures, with_drift
 from parity.families.collectives.figures import collectives_figures
 from parity.families.collectives.ops import PLACEMENTS, prepare
 from parity.families.collectives.options import CollectivesOptions
@@ -59,6 +60,8 @@ class CollectivesSuite(SuiteBase):
         close_group(state.group if state is not None else None)
 
     def cases(self, *, device: Any, quick: bool, options: CollectivesOptions) -> list[CaseSpec]:
+        if options.duration > 0:
+            return self._duration_cases(options)
         top = options.max_bytes or (2**20 if quick else 64 * 2**20)
         specs = []
         for dimension in dimensions_measured(joined_topology(), options.dimensions):
@@ -74,6 +77,23 @@ class CollectivesSuite(SuiteBase):
                                                           "size_bytes": size, **extra}, cost=1.0 + size / 2**20))
         return specs
 
+    def _duration_cases(self, options: CollectivesOptions) -> list[CaseSpec]:
+        """``--duration``: one case per dimension, collective and dtype at ``size_bytes``, timed
+        for ``duration``."""
+        size = options.size_bytes
+        specs = []
+        for dimension in dimensions_measured(joined_topology(), options.dimensions):
+            extra = {} if dimension == "world" else {"dimension": dimension}
+            for op in options.ops:
+                placement = next((p for p in PLACEMENTS[op] if options.placement in ("both", p)), PLACEMENTS[op][0])
+                for dtype in options.dtypes:
+                    key = case_key(dimension, f"{op}/{dtype}/{placement}/{size}/duration")
+                    specs.append(CaseSpec(suite=self.name, key=key,
+                                          params={"op": op, "dtype": dtype, "placement": placement,
+                                                  "size_bytes": size, "duration_s": options.duration, **extra},
+                                          cost=options.duration))
+        return specs
+
     def measure(self, case: CaseSpec, *, device: Any, options: CollectivesOptions, state: CollectivesState) -> Work:
         p = case.params
         dimension = p.get("dimension", "world")
@@ -83,6 +103,15 @@ class CollectivesSuite(SuiteBase):
         prepared = prepare(p["op"], size_bytes=int(p["size_bytes"]), dtype=p["dtype"], placement=p["placement"],
                            rank=rank, world_size=size, torch_device=device.torch_device, comm=comm)
         extra = {} if dimension == "world" else {"dimension": dimension, "groups": state.groups.get(dimension, 1)}
+        if p.get("duration_s"):
+            # a longer warm-up than a sweep's, so the per-call estimate that fixes the iteration
+            # count (the harness's budget rule) is not one slow first call
+            warmup_s = max(options.warmup_s, min(2.0, float(p["duration_s"]) / 20))
+            return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
+                        bytes_convention=CONVENTION, warmup_s=warmup_s, budget_s=float(p["duration_s"]),
+                        min_samples=3, max_samples=10_000_000, flush_cache=False,
+                        metrics={"world_size": size, "backend": state.backend,
+                                 "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
         return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
                     bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=0.0,
                     min_samples=options.iterations, max_samples=options.iterations, flush_cache=False,
@@ -90,7 +119,11 @@ class CollectivesSuite(SuiteBase):
                              "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
 
     def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> CollectivesSummary:
-        return summarize_collectives(results)
+        summary = summarize_collectives(results)
+        if options.duration > 0:
+            return with_drift(summary, results, window_s=options.window)
+        return summary
 
     def figures(self, summary: CollectivesSummary) -> list[Figure]:
-        return collectives_figures(summary)
+        extra = drift_figures(summary) if hasattr(summary, "drift") else []
+        return collectives_figures(summary) + extra

@@ -1,0 +1,71 @@
+"""Measured collective times from stored runs, as ``parity.metrics.alphabeta.Point``.
+
+A collectives case gives one point (its op, ``S``, ranks, the median of its per-iteration max
+over ranks); a preflight bandwidth or latency case gives a ``sendrecv`` point (one-way time =
+round trip / 2). Duration cases and failed cases give none. The dimension is the case's own
+(``params["dimension"]`` where a run measured per-dimension groups, a preflight pair's scope),
+else the run's topology (one node: intra; one rank per node: inter), else ``world``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+from parity.metrics.alphabeta import Point
+from parity.model.result import CaseResult, RunRecord
+
+
+SCOPES = {"intra-node": "intra", "inter-node": "inter"}
+
+
+def run_dimension(run: RunRecord) -> str:
+    """``intra``, ``inter`` or ``world`` from the run's recorded topology: a world case on one
+    node is intra-node, on one rank per node inter-node."""
+    topology = run.provenance.get("topology") or {}
+    if topology.get("nodes") == 1:
+        return "intra"
+    if topology.get("ranks_per_node") == 1:
+        return "inter"
+    return "world"
+
+
+def case_point(run: RunRecord, case: CaseResult) -> Point | None:
+    """The point of one stored case, or None when it gives none (module docstring)."""
+    if case.error is not None or "main" not in case.samples or case.params.get("duration_s"):
+        return None
+    params, metrics = case.params, case.metrics
+    median = statistics.median(case.samples["main"].values_s)
+    if case.suite == "preflight":
+        return Point(op="sendrecv", dimension=SCOPES.get(str(metrics.get("scope")), run_dimension(run)), world_size=2,
+                     size_bytes=float(params["size_bytes"]), time_s=median / 2.0, run_id=run.run_id)
+    if case.suite != "collectives":
+        return None
+    dimension = str(params.get("dimension") or "world")
+    if dimension == "world":
+        dimension = run_dimension(run)
+    return Point(op=str(params["op"]), dimension=dimension,
+                 world_size=int(metrics.get("world_size") or 1), size_bytes=float(metrics.get("size_bytes",
+                                                                                              params["size_bytes"])),
+                 time_s=median, run_id=run.run_id)
+
+
+def stored_points(store: Any, run_ids: Iterable[str]) -> tuple[list[RunRecord], list[Point]]:
+    """The runs and every point of their collectives and preflight cases."""
+    runs, points = [], []
+    for run_id in run_ids:
+        run = store.get_run(store.resolve_run_id(run_id))
+        runs.append(run)
+        for case in store.cases(run.run_id):
+            if (point := case_point(run, case)) is not None:
+                points.append(point)
+    return runs, points
+
+
+def group_points(points: Iterable[Point]) -> dict[tuple[str, str], list[Point]]:
+    """Points by (op, dimension)."""
+    grouped: dict[tuple[str, str], list[Point]] = {}
+    for p in points:
+        grouped.setdefault((p.op, p.dimension), []).append(p)
+    return grouped

@@ -1,0 +1,146 @@
+"""``parity export astra-sim|calculon|vidur|fit``: the files match each simulator's documented
+schema field for field, with the runs' provenance beside them, and the fit's numbers are the
+hand-made ones.
+
+Schemas, from the simulators' public repositories: ASTRA-sim's analytical network file
+(``examples/network/analytical/Ring_4npus.yml``: topology, npus_count, bandwidth GB/s, latency
+ns, one entry per dimension) and system file (``examples/ns3/system.json`` plus the
+``roofline-enabled``/``peak-perf`` keys of its roofline examples); Calculon's network tier
+(``systems/h100_80g_nvl8.json``: bandwidth, efficiency, size, latency, ops of p2p,
+reduce_scatter, all_gather, all_reduce, collective_minus1_scalar, must_be_filled,
+processor_usage); Vidur's network profiles (``data/profiling/network/h100_dgx/all_reduce.csv``
+and ``send_recv.csv``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from parity.cli.main import cli
+from parity.model.result import CaseResult
+from parity.model.samples import Samples
+from parity.store import Store
+
+ALPHA_S = {"intra": 10e-6, "inter": 50e-6}
+BETA_BPS = {"intra": 8e9, "inter": 1.25e8}
+SIZES = [2**k for k in range(12, 25, 2)]  # 4 KiB .. 16 MiB
+
+ASTRA_NETWORK_KEYS = {"topology", "npus_count", "bandwidth", "latency"}
+ASTRA_SYSTEM_KEYS = {"scheduling-policy", "endpoint-delay", "active-chunks-per-dimension",
+                     "preferred-dataset-splits", "all-reduce-implementation", "all-gather-implementation",
+                     "reduce-scatter-implementation", "all-to-all-implementation", "collective-optimization",
+                     "local-mem-bw", "boost-mode", "roofline-enabled", "peak-perf"}
+CALCULON_TIER_KEYS = {"bandwidth", "efficiency", "size", "latency", "ops", "collective_minus1_scalar",
+                      "must_be_filled", "processor_usage"}
+CALCULON_OPS = {"p2p", "reduce_scatter", "all_gather", "all_reduce"}
+VIDUR_COLUMNS = ["", "time_stats.{op}.min", "time_stats.{op}.max", "time_stats.{op}.mean",
+                 "time_stats.{op}.median", "time_stats.{op}.std", "rank", "num_workers", "size", "collective",
+                 "devices_per_node", "max_devices_per_node"]
+
+
+def _case(op: str, dimension: str, size: int, world: int) -> CaseResult:
+    factor = 2 * (world - 1) / world if op == "all_reduce" else 1.0
+    t = ALPHA_S[dimension] + size * factor / BETA_BPS[dimension]
+    key = f"{dimension}:{op}/fp32/in-place/{size}"
+    return CaseResult(suite="collectives", key=key,
+                      params={"op": op, "dtype": "fp32", "placement": "in-place", "size_bytes": size,
+                              "dimension": dimension},
+                      samples={"main": Samples(values_s=(t * 0.99, t, t * 1.01), method="max-over-ranks")},
+                      metrics={"world_size": world, "size_bytes": size, "backend": "gloo"}, check={"passed": True})
+
+
+@pytest.fixture()
+def stored(tmp_path: Path) -> tuple[str, str]:
+    db = tmp_path / "runs.sqlite"
+    with Store.open(db) as store:
+        run = store.create_run(config={"suites": ["collectives"], "device": "cpu"},
+                               provenance={"topology": {"nodes": 2, "ranks_per_node": 2, "source": "launcher"},
+                                           "target": {"kind": "ranks", "identity": {"world_size": 4}}})
+        for dimension in ("intra", "inter"):
+            for op in ("all_reduce", "sendrecv"):
+                for size in SIZES:
+                    store.add_case(run.run_id, _case(op, dimension, size, 2))
+        store.finish_run(run.run_id, status="complete", summary={})
+    return str(db), run.run_id
+
+
+def _invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_astra_sim_files_match_the_documented_schema(stored: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = stored
+    out = tmp_path / "astra"
+    _invoke("export", "astra-sim", run_id, "--db", db, "--out", str(out))
+    network = yaml.safe_load((out / "network.yml").read_text())
+    assert set(network) == ASTRA_NETWORK_KEYS
+    assert network["topology"] == ["FullyConnected", "Switch"]  # scale-up first, then scale-out
+    assert network["npus_count"] == [2, 2]
+    assert network["bandwidth"] == pytest.approx([8.0, 0.125], rel=1e-4)  # GB/s
+    assert network["latency"] == pytest.approx([10e3, 50e3], rel=1e-3)  # ns
+    system = json.loads((out / "system.json").read_text())
+    assert set(system) == ASTRA_SYSTEM_KEYS
+    for key in ("all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
+                "all-to-all-implementation"):
+        assert isinstance(system[key], list) and len(system[key]) == 2
+    assert system["scheduling-policy"] in ("LIFO", "FIFO")
+    assert system["collective-optimization"] in ("baseline", "localBWAware")
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["runs"][0]["run_id"] == run_id
+    assert provenance["runs"][0]["topology"]["nodes"] == 2
+    assert {f["dimension"] for f in provenance["fits"]} == {"intra", "inter"}
+
+
+def test_calculon_tiers_match_the_documented_schema(stored: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = stored
+    _invoke("export", "calculon", run_id, "--db", db, "--out", str(tmp_path))
+    tiers = json.loads((tmp_path / "calculon_networks.json").read_text())["networks"]
+    assert len(tiers) == 2
+    for tier in tiers:
+        assert set(tier) == CALCULON_TIER_KEYS
+        assert set(tier["ops"]) == CALCULON_OPS
+        assert 0 < tier["efficiency"] <= 1 and 0 <= tier["processor_usage"] < 1
+    assert tiers[0]["bandwidth"] == pytest.approx(8.0, rel=1e-4)
+    assert tiers[1]["latency"] == pytest.approx(50e-6, rel=1e-3)
+    assert tiers[0]["must_be_filled"] is True and tiers[1]["must_be_filled"] is False
+
+
+def test_vidur_profiles_match_the_documented_columns(stored: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = stored
+    _invoke("export", "vidur", run_id, "--db", db, "--out", str(tmp_path))
+    for name, op in (("all_reduce", "all_reduce"), ("send_recv", "sendrecv")):
+        rows = list(csv.reader((tmp_path / f"{name}.csv").open()))
+        assert rows[0] == [c.format(op=name) for c in VIDUR_COLUMNS]
+        first = dict(zip(rows[0], rows[1]))
+        assert first["collective"] == name and int(first["num_workers"]) == 2
+        assert int(first["size"]) == SIZES[0]
+        expected_ms = (ALPHA_S["intra"] + SIZES[0] * 1.0 / BETA_BPS["intra"]) * 1e3
+        assert float(first[f"time_stats.{name}.median"]) == pytest.approx(expected_ms, rel=1e-6)
+        assert len(rows) == 1 + 2 * len(SIZES)
+
+
+def test_fit_predicts_the_sizes_left_out(stored: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = stored
+    out = tmp_path / "fit.json"
+    text = _invoke("export", "fit", run_id, "--db", db, "--fit-max-bytes", "1MiB", "--json", str(out))
+    assert "within" in text
+    fits = {(f["op"], f["dimension"]): f for f in json.loads(out.read_text())["fits"]}
+    inter = fits[("all_reduce", "inter")]
+    assert inter["beta_bps"] == pytest.approx(1.25e8, rel=1e-6)
+    assert inter["check"]["within"] is True and len(inter["check"]["predictions"]) == 2  # 4 and 16 MiB
+
+
+def test_a_run_without_collectives_is_refused_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "empty.sqlite"
+    with Store.open(db) as store:
+        run = store.create_run(config={"suites": ["gemm"]}, provenance={})
+    result = CliRunner().invoke(cli, ["export", "astra-sim", run.run_id, "--db", str(db), "--out", str(tmp_path)])
+    assert result.exit_code != 0 and "two or more sizes" in str(result.exception)

@@ -1,0 +1,59 @@
+"""The α-β fit and its prediction check (parity.metrics.alphabeta), on hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.metrics.alphabeta import Point, check_predictions, fit_alpha_beta, weighted_line
+from parity.model.errors import ParityError
+
+
+def test_weighted_line_matches_the_hand_solved_normal_equations() -> None:
+    # x (0, 1, 2), t (1, 3, 4), w = 1/t = (1, 1/3, 1/4); times 12: W 19, X 10, XX 16, T 36, XT 36;
+    # det 19·16 - 10² = 204; α = (36·16 - 10·36)/204 = 216/204, s = (19·36 - 10·36)/204 = 324/204.
+    alpha, slope = weighted_line([0.0, 1.0, 2.0], [1.0, 3.0, 4.0])
+    assert alpha == pytest.approx(216 / 204, rel=1e-12)
+    assert slope == pytest.approx(324 / 204, rel=1e-12)
+
+
+def _points(alpha: float, beta: float, sizes: list[int], *, op: str = "all_reduce", world: int = 4) -> list[Point]:
+    factor = 2 * (world - 1) / world
+    return [Point(op=op, dimension="inter", world_size=world, size_bytes=s, time_s=alpha + s * factor / beta,
+                  run_id="r1") for s in sizes]
+
+
+def test_exact_points_give_back_alpha_and_beta_with_a_collapsed_ci() -> None:
+    fit = fit_alpha_beta(_points(20e-6, 1.25e8, [2**k for k in range(10, 23, 2)]))
+    assert fit.alpha_s == pytest.approx(20e-6, rel=1e-9)
+    assert fit.beta_bps == pytest.approx(1.25e8, rel=1e-9)
+    assert fit.beta_ci_bps == pytest.approx((1.25e8, 1.25e8), rel=1e-6)
+    assert fit.points == 7 and fit.world_sizes == (4,) and fit.runs == ("r1",)
+
+
+def test_a_fit_predicts_another_rank_count_through_the_bus_factor() -> None:
+    fit = fit_alpha_beta(_points(0.0, 1e9, [2**20, 2**22], world=2))
+    # on 4 ranks all_reduce of 1e9 B moves 1e9 · 1.5 bus bytes: 1.5 s at 1e9 B/s
+    assert fit.predict(op="all_reduce", size_bytes=1e9, world_size=4) == pytest.approx(1.5)
+
+
+def test_the_check_reports_relative_errors_by_hand() -> None:
+    fit = fit_alpha_beta([Point(op="sendrecv", dimension="intra", world_size=2, size_bytes=s, time_s=s / 1e9)
+                          for s in (1e6, 2e6)])
+    held = [Point(op="sendrecv", dimension="intra", world_size=2, size_bytes=1e9, time_s=1.1),
+            Point(op="sendrecv", dimension="intra", world_size=2, size_bytes=2e9, time_s=2.0)]
+    check = check_predictions(fit, held, tolerance=0.05)
+    assert check.predictions[0].relative_error == pytest.approx(1 / 1.1 - 1)  # -0.0909
+    assert check.predictions[1].relative_error == pytest.approx(0.0, abs=1e-9)
+    assert check.max_abs_error == pytest.approx(1 - 1 / 1.1)
+    assert check.within is False
+    assert check_predictions(fit, held, tolerance=0.10).within is True
+
+
+def test_bad_inputs_are_refused_in_one_line() -> None:
+    with pytest.raises(ParityError, match="two or more sizes"):
+        weighted_line([1.0, 1.0], [1.0, 2.0])
+    with pytest.raises(ParityError, match="one collective and dimension"):
+        fit_alpha_beta(_points(0, 1e9, [1, 2]) + _points(0, 1e9, [1, 2], op="all_gather"))
+    with pytest.raises(ParityError, match="do not grow"):
+        fit_alpha_beta([Point(op="sendrecv", dimension="x", world_size=2, size_bytes=s, time_s=t)
+                        for s, t in ((1, 2.0), (2, 1.0))])
