@@ -75,24 +75,6 @@ Example:
   parity comm overlap --nproc 8 --device cuda --gemm-n 8192 --copy-bytes 1GiB
 """))
 
-PREFLIGHT_SUITE = "parity.families.preflight.suite:PreflightSuite"
-
-
-def _known_preflight() -> None:
-    """Make the preflight suite and its view known in this process and the ranks it starts
-    (``$PARITY_PLUGINS`` travels to them), whether or not the installed entry points list it."""
-    from parity.families.preflight import FAMILY
-    from parity.harness.registry import PLUGINS_ENV, names
-    from parity.model.family import register_family
-
-    if "preflight" not in names():  # before the entry point is installed
-        given = [p for p in os.environ.get(PLUGINS_ENV, "").split(",") if p]
-        os.environ[PLUGINS_ENV] = ",".join([*given, PREFLIGHT_SUITE])
-    register_family(FAMILY)
-
-
-_known_preflight()
-
 comm.add_command(family_command(FamilyCommand(suite="preflight", ranks=True, quick_help=QUICK),
                                 help="""Point-to-point bandwidth and latency between every pair of ranks, so every
 pair of nodes and every pair of ranks within a node: a ping-pong of --latency-bytes and one of
