@@ -144,3 +144,30 @@ def test_a_run_without_collectives_is_refused_in_one_line(tmp_path: Path) -> Non
         run = store.create_run(config={"suites": ["gemm"]}, provenance={})
     result = CliRunner().invoke(cli, ["export", "astra-sim", run.run_id, "--db", str(db), "--out", str(tmp_path)])
     assert result.exit_code != 0 and "two or more sizes" in str(result.exception)
+
+
+def test_astra_sim_system_takes_p_and_b_from_a_gemm_and_a_membw_run(stored: tuple[str, str], tmp_path: Path) -> None:
+    from parity.model.figure import Figure
+
+    db, run_id = stored
+    with Store.open(db) as store:
+        device = store.create_run(config={"suites": ["gemm", "membw"], "device": "cpu"}, provenance={})
+        store.add_figures(device.run_id, "gemm", [Figure(name="gemm.ceiling", value=4.0e11, unit="FLOP/s",
+                                                         method="measured", scope={"dtype": "bf16"})])
+        store.add_figures(device.run_id, "membw", [Figure(name="membw.ceiling", value=2.5e10, unit="B/s",
+                                                          method="copy")])
+        store.finish_run(device.run_id, status="complete", summary={})
+    out = tmp_path / "astra"
+    _invoke("export", "astra-sim", run_id, device.run_id, "--db", db, "--out", str(out))
+    system = json.loads((out / "system.json").read_text())
+    assert system["roofline-enabled"] == 1
+    assert system["peak-perf"] == pytest.approx(0.4)  # TFLOP/s
+    assert system["local-mem-bw"] == pytest.approx(25.0)  # GB/s
+    ceilings = json.loads((out / "provenance.json").read_text())["device_ceilings"]
+    assert ceilings["peak_flop_per_s"]["run_id"] == device.run_id and ceilings["peak_flop_per_s"]["figure"] == "gemm.ceiling"
+    assert ceilings["mem_bytes_per_s"]["figure"] == "membw.ceiling"
+    # Without them: zeros, roofline off, and stderr says which is missing.
+    result = CliRunner().invoke(cli, ["export", "astra-sim", run_id, "--db", db, "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0
+    assert "none measured P and B" in result.output
+    assert json.loads((tmp_path / "b" / "system.json").read_text())["roofline-enabled"] == 0

@@ -46,13 +46,21 @@ def _fits(points: list[Any], *, max_bytes: float | None = None) -> list[Any]:
 
 
 def _load(db: str | None, run_ids: tuple[str, ...]) -> tuple[list[Any], list[Any]]:
-    from parity.export.points import stored_points
+    runs, points, _ = _load_with_ceilings(db, run_ids)
+    return runs, points
+
+
+def _load_with_ceilings(db: str | None, run_ids: tuple[str, ...]) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """The named runs, their collective points, and the device ceilings ``P`` and ``B`` any of
+    them measured (``parity.export.points.device_ceilings``)."""
+    from parity.export.points import device_ceilings, stored_points
     from parity.store import Store
 
     if not run_ids:
         raise ParityError("name at least one stored run: parity export astra-sim RUN...")
     with Store.open(db, read_only=True) as store:
-        return stored_points(store, run_ids)
+        runs, points = stored_points(store, run_ids)
+        return runs, points, device_ceilings(store, runs)
 
 
 def _ranks_per_dimension(runs: list[Any]) -> dict[str, int]:
@@ -79,12 +87,13 @@ def _provenance(runs: list[Any], fits: list[Any], *, files: list[str], fmt: str)
                      for r in runs]}
 
 
-def _write(out: str, files: dict[str, str], runs: list[Any], fits: list[Any], fmt: str) -> dict[str, Any]:
+def _write(out: str, files: dict[str, str], runs: list[Any], fits: list[Any], fmt: str,
+           extra: dict[str, Any] | None = None) -> dict[str, Any]:
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
-    provenance = _provenance(runs, fits, files=sorted(files), fmt=fmt)
+    provenance = {**_provenance(runs, fits, files=sorted(files), fmt=fmt), **(extra or {})}
     (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
     for name in [*sorted(files), "provenance.json"]:
         click.echo(str(folder / name))
@@ -104,18 +113,29 @@ OUT = click.option("--out", "out", default=".", show_default=True, type=click.Pa
 def astra_sim(run_ids: tuple[str, ...], out: str, db_path: str | None, json_path: str | None) -> None:
     """ASTRA-sim's analytical network file (network.yml) and system file (system.json).
 
+    The system file's peak-perf (TFLOP/s) and local-mem-bw (GB/s), with roofline on, come from
+    a gemm sweep's P and a membw (or gemm) B among RUN...; without both they are 0, roofline off,
+    and a line on stderr says so. provenance.json names the runs and figures they came from.
+
     \b
     Example:
       parity export astra-sim RUN_INTRA RUN_INTER --out astra/
     """
     from parity.export.simulators import astra_network_yaml, astra_system
 
-    runs, points = _load(db_path, run_ids)
+    runs, points, ceilings = _load_with_ceilings(db_path, run_ids)
     fits = _fits(points)
-    system = astra_system(fits, peak_flop_per_s=None, mem_bytes_per_s=None)
+    peak, memory = ceilings.get("peak_flop_per_s"), ceilings.get("mem_bytes_per_s")
+    system = astra_system(fits, peak_flop_per_s=peak["value"] if peak else None,
+                          mem_bytes_per_s=memory["value"] if memory else None)
+    if not (peak and memory):
+        click.echo("parity: peak-perf and local-mem-bw need a gemm and a membw run among RUN... (none measured "
+                   f"{' and '.join(k for k, v in (('P', peak), ('B', memory)) if not v)}): written as 0 with "
+                   "roofline-enabled 0", err=True)
     files = {"network.yml": astra_network_yaml(fits, ranks_per_dimension=_ranks_per_dimension(runs)),
              "system.json": json.dumps(system, indent=2) + "\n"}
-    write_json(json_path, "export", _write(out, files, runs, fits, "astra-sim"))
+    written = _write(out, files, runs, fits, "astra-sim", extra={"device_ceilings": ceilings})
+    write_json(json_path, "export", written)
 
 
 @export.command("calculon")

@@ -69,3 +69,25 @@ def group_points(points: Iterable[Point]) -> dict[tuple[str, str], list[Point]]:
     for p in points:
         grouped.setdefault((p.op, p.dimension), []).append(p)
     return grouped
+
+
+# The figures a simulator's compute and memory inputs come from, first found wins: P of a gemm
+# sweep, then B of membw (or the gemm sweep's own copy).
+DEVICE_FIGURES = {"peak_flop_per_s": ("gemm.ceiling",), "mem_bytes_per_s": ("membw.ceiling", "gemm.bandwidth_ceiling")}
+
+
+def device_ceilings(store: Any, runs: Iterable[RunRecord]) -> dict[str, dict[str, Any]]:
+    """The measured ``P`` (FLOP/s) and ``B`` (B/s) among the named runs' stored figures
+    (``DEVICE_FIGURES``), each with the run and figure it came from and the codes of its
+    findings (``contended``, ``invalid`` travel with the value); a key is absent when no named
+    run measured it."""
+    found: dict[str, dict[str, Any]] = {}
+    runs = list(runs)
+    for key, names in DEVICE_FIGURES.items():
+        for name in names:
+            for run in runs:
+                figure = next((f for f in store.figures(run.run_id) if f.name == name and f.value), None)
+                if figure is not None and key not in found:
+                    found[key] = {"value": float(figure.value), "run_id": run.run_id, "figure": name,
+                                  "scope": figure.scope, "findings": sorted({x.code for x in figure.findings})}
+    return found
