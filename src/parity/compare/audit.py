@@ -23,7 +23,7 @@ from typing import Any
 
 from parity.compare.audit_environment import environment_entries
 from parity.compare.audit_setup import setup_entries
-from parity.compare.audit_values import AuditEntry
+from parity.compare.audit_values import AuditEntry, run_mode
 from parity.compare.join import IGNORED_PARAMS, JoinedCase, byte_convention, timing_method
 from parity.model.result import CaseResult, RunRecord
 
@@ -37,17 +37,6 @@ def _get(data: Any, *path: str) -> Any:
             return None
         data = data.get(part)
     return data
-
-
-def run_mode(run: RunRecord) -> str:
-    """``online`` for a run against a served endpoint or one labelled online (a serving sweep,
-    an imported vLLM or InferenceX result), else ``offline`` (engine steps, kernels)."""
-    config = run.config or {}
-    modes: dict[str, Any] = config["modes"] if isinstance(config.get("modes"), dict) else {}
-    if (_get(run.provenance, "target", "kind") in ("endpoint", "remote") or config.get("mode") == "online"
-            or "online" in modes.values()):
-        return "online"
-    return "offline"
 
 
 def _text(value: Any) -> str | None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from parity.compare.audit_values import AuditEntry, get, rank_records, ranks_text, world_size
+from parity.compare.audit_values import AuditEntry, get, rank_records, ranks_text, run_mode, world_size
 from parity.model.result import CaseResult, RunRecord
 
 AVAILABILITY = {"available": "Available", "preview": "Preview", "rd": "RDI"}
@@ -64,8 +64,12 @@ def availability(run: RunRecord) -> str:
     return f"{text}; pre-release: {', '.join(pre)}" if pre else text
 
 
-def topology(run: RunRecord) -> str:
-    """Nodes and ranks per node as the launcher or the user gave them, else ranks and hosts."""
+def topology(run: RunRecord) -> str | None:
+    """Nodes and ranks per node as the launcher or the user gave them, else ranks and hosts;
+    None for a served endpoint's run (the ranks behind it are the server's, which its client
+    does not see)."""
+    if run_mode(run) == "online":
+        return None
     topo = run.provenance.get("topology")
     if isinstance(topo, dict) and topo.get("nodes"):
         per_node = topo.get("ranks_per_node")
@@ -241,10 +245,11 @@ SETUP_CONDITIONS: tuple[tuple[str, str, Reader, Scope], ...] = (
 
 
 def setup_entries(runs: list[RunRecord], per_run: list[list[CaseResult]]) -> list[AuditEntry]:
-    """One entry per condition whose values differ between the runs."""
+    """One entry per condition whose values differ between the runs that have it (a value of
+    None is a condition the run has no such thing for: no engine, no ranks of its own)."""
     entries = []
     for condition, matters, read, scope in SETUP_CONDITIONS:
         values = tuple(read(r, c) for r, c in zip(runs, per_run))
-        if len({repr(v) for v in values}) > 1:
+        if len({repr(v) for v in values if v is not None}) > 1:
             entries.append(AuditEntry.make(condition, values, matters, not_here=scope(runs, per_run)))
     return entries

@@ -69,3 +69,14 @@ def ranks_text(indices: list[int]) -> str:
     if ordered == list(range(ordered[0], ordered[-1] + 1)):
         return f"ranks {ordered[0]}-{ordered[-1]}"
     return "ranks " + ", ".join(map(str, ordered))
+
+
+def run_mode(run: RunRecord) -> str:
+    """``online`` for a run against a served endpoint or one labelled online (a serving sweep,
+    an imported vLLM or InferenceX result), else ``offline`` (engine steps, kernels)."""
+    config = run.config or {}
+    modes: dict[str, Any] = config["modes"] if isinstance(config.get("modes"), dict) else {}
+    if (get(run.provenance, "target", "kind") in ("endpoint", "remote") or config.get("mode") == "online"
+            or "online" in modes.values()):
+        return "online"
+    return "offline"
