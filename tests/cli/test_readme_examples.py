@@ -29,6 +29,7 @@ README = ROOT / "README.md"
 # Why an example is checked but not run: a pattern of its text and the reason.
 NOT_RUN = (
     (r"--url |--endpoint ", "needs an OpenAI-compatible server"),
+    (r"--engine ", "needs a served engine installed (vLLM) and a model folder"),
     (r"torchrun|srun| --join", "needs the user's launcher"),
     (r"--device (cuda|npu|xpu)", "needs an accelerator"),
     (r"\S+\.json\.gz|vllm-result\.json|traces/", "reads files this checkout does not have"),
