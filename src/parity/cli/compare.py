@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from parity.cli.output import json_option, write_json
+from parity.cli.output import json_option, write_json, write_text
 from parity.cli.runs import db_option, stdout_console
 from parity.model.errors import ParityError
 
@@ -135,7 +135,7 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
     for note in document.get("notes") or []:
         console.print(f"note: {note}", markup=False, highlight=False)
     if markdown_path:
-        _write_text(markdown_path, claims_markdown(document) + comparison_markdown(document))
+        write_text(markdown_path, claims_markdown(document) + comparison_markdown(document))
     payload = {k: v for k, v in document.items() if k not in ("schema_version", "kind")}
     write_json(json_path, document["kind"], payload)  # the file is the comparison's to_dict()
 
@@ -158,13 +158,3 @@ def _sentence(text: str) -> str:
     text = " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
     return (text[:1].upper() + text[1:]).rstrip(".") + "."
 
-
-def _write_text(path: str, text: str) -> None:
-    if path == "-":
-        click.echo(text, nl=False)
-        return
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text)
-    except OSError as exc:
-        raise ParityError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None

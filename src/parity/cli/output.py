@@ -61,3 +61,15 @@ def write_json(path: str | None, kind: str, payload: dict[str, Any]) -> None:
         tmp.replace(target)
     except OSError as exc:
         raise ParityError(f"cannot write JSON to {path}: {exc.strerror}; choose a writable path")
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` (``-``: stdout), making its folder; one-line error when it cannot."""
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise ParityError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from parity.cli.output import json_option, write_json
+from parity.cli.output import json_option, write_json, write_text
 
 
 def trace_inputs(sources: tuple[str, ...] | list[str], *, db_path: str | None, window_text: str | None,
@@ -79,7 +79,7 @@ def compare(sources: tuple[str, ...], window_text: str | None, steps_text: str |
     console = _console("-" in (json_path, markdown_path))
     console.print(render_comparison(document, limit=limit))
     if markdown_path:
-        _write_text(markdown_path, comparison_markdown(document))
+        write_text(markdown_path, comparison_markdown(document))
     write_json(json_path, document["kind"], {k: v for k, v in document.items() if k not in ("schema_version", "kind")})
 
 
@@ -91,15 +91,3 @@ def _console(to_stderr: bool) -> Any:
         console.width = 140  # as the other commands off a terminal
     return console
 
-
-def _write_text(path: str, text: str) -> None:
-    from parity.model.errors import ParityError
-
-    if path == "-":
-        click.echo(text, nl=False)
-        return
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text)
-    except OSError as exc:
-        raise ParityError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None
