@@ -171,3 +171,34 @@ def test_astra_sim_system_takes_p_and_b_from_a_gemm_and_a_membw_run(stored: tupl
     assert result.exit_code == 0
     assert "none measured P and B" in result.output
     assert json.loads((tmp_path / "b" / "system.json").read_text())["roofline-enabled"] == 0
+
+
+def test_calculon_system_takes_matrix_and_mem1_from_gemm_and_membw_runs(stored: tuple[str, str], tmp_path: Path) -> None:
+    from parity.model.figure import Figure
+
+    db, run_id = stored
+    with Store.open(db) as store:
+        device = store.create_run(config={"suites": ["gemm", "membw"], "device": "cpu"},
+                                  provenance={"device": {"memory_bytes": 16 * 2**30}})
+        for m, rate in ((4096, 0.8e12), (1024, 0.4e12)):
+            store.add_case(device.run_id, CaseResult(
+                suite="gemm", key=f"bf16/matmul/{m}", check={"passed": True},
+                params={"kind": "shape", "dtype": "bf16", "m": m, "n": m, "k": m},
+                metrics={"work_flop": 2.0 * m**3, "achieved_flops": rate}))
+        for size, gbps in ((256 * 2**20, 90.0), (4 * 2**20, 60.0)):
+            store.add_case(device.run_id, CaseResult(
+                suite="membw", key=f"copy/{size}", check={"passed": True},
+                params={"op": "copy", "bytes": size, "regime": "cold"}, metrics={"gbps": gbps}))
+        store.add_figures(device.run_id, "gemm", [Figure(name="gemm.ceiling", value=1e12, unit="FLOP/s", method="m")])
+        store.add_figures(device.run_id, "membw", [Figure(name="membw.ceiling", value=100e9, unit="B/s", method="c")])
+        store.finish_run(device.run_id, status="complete", summary={})
+    result = CliRunner().invoke(cli, ["export", "calculon", run_id, device.run_id, "--db", db, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "lacks vector, mem2, processing_mode" in result.output
+    system = json.loads((tmp_path / "calculon_system.json").read_text())
+    # 4096^3: 137 GFLOP at 0.8 of P; 1024^3: 2.1 GFLOP at 0.4. 268 MB copy at 0.9 of B, 4.2 MB at 0.6.
+    assert system["matrix"] == {"tflops": 1.0, "gflops_efficiency": {"bfloat16": [[64.0, 0.8], [0.0, 0.4]]}}
+    assert system["mem1"] == {"GBps": 100.0, "MB_efficiency": [[100.0, 0.9], [0.0, 0.6]], "GiB": 16.0}
+    assert len(system["networks"]) == 2
+    assert json.loads((tmp_path / "provenance.json").read_text())["not_measured"] == ["vector", "mem2",
+                                                                                     "processing_mode"]

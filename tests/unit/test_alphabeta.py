@@ -57,3 +57,17 @@ def test_bad_inputs_are_refused_in_one_line() -> None:
     with pytest.raises(ParityError, match="do not grow"):
         fit_alpha_beta([Point(op="sendrecv", dimension="x", world_size=2, size_bytes=s, time_s=t)
                         for s, t in ((1, 2.0), (2, 1.0))])
+
+
+def test_calculon_efficiency_curve_by_hand() -> None:
+    from parity.export.simulators import calculon_matrix, calculon_memory, efficiency_curve
+
+    # [64, inf): 0.9; [1, 64): median(0.5, 0.7) = 0.6; [0.1, 1): none; [0, 0.1): 0.2.
+    points = [(100.0, 0.9), (2.0, 0.5), (3.0, 0.7), (0.01, 0.2)]
+    assert efficiency_curve(points, (64.0, 1.0, 0.1, 0.0)) == [[64.0, 0.9], [1.0, 0.6], [0.0, 0.2]]
+    # The smallest bucket measured stands for everything below it; an efficiency over 1 is capped.
+    assert efficiency_curve([(100.0, 1.2), (2.0, 0.5)], (64.0, 1.0, 0.1, 0.0)) == [[64.0, 1.0], [0.0, 0.5]]
+    matrix = calculon_matrix([(128e9, 0.8e12), (2e9, 0.4e12)], peak_flop_per_s=1e12, dtype="bfloat16")
+    assert matrix == {"tflops": 1.0, "gflops_efficiency": {"bfloat16": [[64.0, 0.8], [0.0, 0.4]]}}
+    memory = calculon_memory([(200e6, 90e9), (5e6, 60e9)], bandwidth_bps=100e9, capacity_bytes=80 * 2**30)
+    assert memory == {"GBps": 100.0, "MB_efficiency": [[100.0, 0.9], [0.0, 0.6]], "GiB": 80.0}

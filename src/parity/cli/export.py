@@ -144,19 +144,47 @@ def astra_sim(run_ids: tuple[str, ...], out: str, db_path: str | None, json_path
 @db_option
 @json_option
 def calculon(run_ids: tuple[str, ...], out: str, db_path: str | None, json_path: str | None) -> None:
-    """Calculon's network tiers (calculon_networks.json: the "networks" list of its system file).
+    """Calculon's system entries that parity measures: calculon_networks.json (the "networks"
+    tiers, from collectives runs) and calculon_system.json (those tiers, with "matrix" from a
+    gemm sweep's P and its efficiency by GFLOP, and "mem1" from membw's B and its efficiency by
+    MB, when RUN... hold them). "vector", "mem2" and "processing_mode" are not measured: merge the
+    file into a system file that gives them (stderr and provenance.json say what is missing).
 
     \b
     Example:
-      parity export calculon RUN --out calculon/
+      parity export calculon COLLECTIVES_RUN GEMM_MEMBW_RUN --out calculon/
     """
-    from parity.export.simulators import calculon_networks
+    from parity.export.points import device_cases
+    from parity.export.simulators import calculon_matrix, calculon_memory, calculon_networks
+    from parity.store import Store
 
-    runs, points = _load(db_path, run_ids)
+    runs, points, ceilings = _load_with_ceilings(db_path, run_ids)
+    with Store.open(db_path, read_only=True) as store:
+        measured = device_cases(store, runs)
     fits = _fits(points)
     tiers = calculon_networks(fits, ranks_per_dimension=_ranks_per_dimension(runs))
-    files = {"calculon_networks.json": json.dumps({"networks": tiers}, indent=2) + "\n"}
-    write_json(json_path, "export", _write(out, files, runs, fits, "calculon"))
+    system: dict[str, Any] = {}
+    peak, memory = ceilings.get("peak_flop_per_s"), ceilings.get("mem_bytes_per_s")
+    if peak and measured["shapes"]:
+        system["matrix"] = calculon_matrix(measured["shapes"], peak_flop_per_s=peak["value"],
+                                           dtype=_calculon_dtype(measured["dtype"]))
+    if memory and measured["copies"]:
+        system["mem1"] = calculon_memory(measured["copies"], bandwidth_bps=memory["value"],
+                                         capacity_bytes=measured["capacity_bytes"])
+    system["networks"] = tiers
+    missing = [key for key in ("matrix", "vector", "mem1", "mem2", "processing_mode") if key not in system]
+    click.echo(f"parity: calculon_system.json lacks {', '.join(missing)} (not measured by the named runs); "
+               "give them in the system file it is merged into", err=True)
+    files = {"calculon_networks.json": json.dumps({"networks": tiers}, indent=2) + "\n",
+             "calculon_system.json": json.dumps(system, indent=2) + "\n"}
+    written = _write(out, files, runs, fits, "calculon", extra={"device_ceilings": ceilings, "not_measured": missing})
+    write_json(json_path, "export", written)
+
+
+def _calculon_dtype(dtype: str | None) -> str:
+    """Calculon's name of a parity dtype (``bf16`` -> ``bfloat16``, ``fp32`` -> ``float32``)."""
+    names = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8", "tf32": "float32"}
+    return names.get(str(dtype), str(dtype or "float16"))
 
 
 @export.command("vidur")

@@ -91,3 +91,26 @@ def device_ceilings(store: Any, runs: Iterable[RunRecord]) -> dict[str, dict[str
                     found[key] = {"value": float(figure.value), "run_id": run.run_id, "figure": name,
                                   "scope": figure.scope, "findings": sorted({x.code for x in figure.findings})}
     return found
+
+
+def device_cases(store: Any, runs: Iterable[RunRecord]) -> dict[str, Any]:
+    """What Calculon's compute and memory entries are built from, among the named runs: the
+    GEMM sweep's shapes ``(work FLOP, achieved FLOP/s)`` that ran and passed (first timings),
+    their dtype, membw's cold copies ``(bytes, B/s)`` that passed, and the device's memory
+    (``provenance.device.memory_bytes``) where recorded."""
+    shapes: list[tuple[float, float]] = []
+    copies: list[tuple[float, float]] = []
+    dtype, capacity = None, None
+    for run in runs:
+        capacity = capacity or (run.provenance.get("device") or {}).get("memory_bytes")
+        for case in store.cases(run.run_id):
+            p, m = case.params, case.metrics
+            if not case.ok or p.get("again_of"):
+                continue
+            if case.suite == "gemm" and p.get("kind") == "shape" and m.get("work_flop") and m.get("achieved_flops"):
+                shapes.append((float(m["work_flop"]), float(m["achieved_flops"])))
+                dtype = dtype or p.get("dtype")
+            elif (case.suite == "membw" and p.get("op") == "copy" and p.get("regime") != "warm"
+                  and p.get("kind") != "ceiling" and p.get("bytes") and m.get("gbps")):
+                copies.append((float(p["bytes"]), float(m["gbps"]) * 1e9))
+    return {"shapes": shapes, "dtype": dtype, "copies": copies, "capacity_bytes": capacity}

@@ -106,3 +106,52 @@ def vidur_csv(op: str, points: Sequence[Point], *, devices_per_node: int, max_de
         writer.writerow([index, *values, 0, p.world_size, int(p.size_bytes), name, devices_per_node,
                          max_devices_per_node])
     return out.getvalue()
+
+
+# Calculon's efficiency curves: ``[[threshold, efficiency], ...]``, thresholds descending, the
+# last 0; an operation of size ``x`` takes the efficiency of the first threshold ``<= x``.
+MATRIX_GFLOP_THRESHOLDS = (64.0, 8.0, 1.0, 0.125, 0.015625, 0.0)
+MEMORY_MB_THRESHOLDS = (100.0, 10.0, 1.0, 0.1, 0.0)
+
+
+def efficiency_curve(points: Sequence[tuple[float, float]], thresholds: Sequence[float]) -> list[list[float]]:
+    """Calculon's curve from measured ``(size, efficiency)`` points: for each threshold ``T_i``
+    (descending), the median efficiency of the points with ``T_i <= size < T_{i-1}``; thresholds
+    with no point are left out, and the smallest one kept is written as 0 (an operation smaller
+    than any measured takes the smallest measured one's efficiency). Efficiencies are capped at 1.
+    Example: points (100, 0.9), (2, 0.5), (3, 0.7), (0.01, 0.2) with thresholds (64, 1, 0.1, 0)
+    give [[64, 0.9], [1, 0.6], [0, 0.2]]."""
+    curve: list[list[float]] = []
+    upper = float("inf")
+    for threshold in thresholds:
+        inside = sorted(min(e, 1.0) for s, e in points if threshold <= s < upper)
+        upper = threshold
+        if inside:
+            middle = len(inside) // 2
+            median = inside[middle] if len(inside) % 2 else (inside[middle - 1] + inside[middle]) / 2
+            curve.append([threshold, round(median, 6)])
+    if curve:
+        curve[-1][0] = 0.0
+    return curve
+
+
+def calculon_matrix(shapes: Sequence[tuple[float, float]], *, peak_flop_per_s: float, dtype: str) -> dict[str, Any]:
+    """Calculon's ``matrix``: ``tflops`` = ``P`` and ``gflops_efficiency[dtype]`` from the GEMM
+    sweep's shapes ``(work FLOP, achieved FLOP/s)``: efficiency = achieved / ``P`` by GFLOP of
+    work (``efficiency_curve`` over ``MATRIX_GFLOP_THRESHOLDS``)."""
+    points = [(work / 1e9, rate / peak_flop_per_s) for work, rate in shapes]
+    return {"tflops": round(peak_flop_per_s / 1e12, 6),
+            "gflops_efficiency": {dtype: efficiency_curve(points, MATRIX_GFLOP_THRESHOLDS)}}
+
+
+def calculon_memory(transfers: Sequence[tuple[float, float]], *, bandwidth_bps: float,
+                    capacity_bytes: float | None) -> dict[str, Any]:
+    """Calculon's ``mem1``: ``GBps`` = ``B``, ``GiB`` = the device's memory when recorded, and
+    ``MB_efficiency`` from membw's copies ``(bytes, B/s)``: efficiency = rate / ``B`` by MB
+    (``efficiency_curve`` over ``MEMORY_MB_THRESHOLDS``)."""
+    points = [(size / 1e6, rate / bandwidth_bps) for size, rate in transfers]
+    memory: dict[str, Any] = {"GBps": round(bandwidth_bps / GIGA, 3),
+                              "MB_efficiency": efficiency_curve(points, MEMORY_MB_THRESHOLDS)}
+    if capacity_bytes:
+        memory["GiB"] = round(capacity_bytes / 2**30, 3)
+    return memory
