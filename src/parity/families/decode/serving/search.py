@@ -51,6 +51,40 @@ def close_enough(passing: float, failing: float, tolerance: float = TOLERANCE, *
     return failing - passing <= max(1, math.floor(tolerance * passing))
 
 
+def bracket(probe: Callable[[Any], bool], *, start: Any, limit: Any, grow: Callable[[Any], Any],
+            middle: Callable[[Any, Any], Any | None], narrow: Callable[[Any, Any], bool],
+            key: Callable[[Any], Any] = lambda v: v) -> tuple[Any, Any | None]:
+    """``(highest passing, lowest failing)`` by measuring: from ``start``, ``grow`` while
+    ``probe`` passes, up to ``limit``; then probe ``middle`` of the bracket until ``narrow``
+    (or ``middle`` gives None). ``key`` is the value a probe stands for (a rounded rate);
+    passing is 0 when even ``start`` fails, failing None when ``limit`` passes."""
+    passing: Any = 0
+    failing: Any | None = None
+    value = start
+    while True:
+        if probe(value):
+            passing = key(value)
+            if value >= limit:
+                break
+            value = grow(value)
+        else:
+            failing = key(value)
+            break
+    while failing is not None and not narrow(passing, failing):
+        halfway = middle(passing, failing)
+        if halfway is None:
+            break
+        if probe(halfway):
+            passing = halfway
+        else:
+            failing = halfway
+    return passing, failing
+
+
+def _rounded(rate: float) -> float:
+    return float(f"{rate:.3g}")
+
+
 def search_rate(measure: Callable[[float], Level], *, target_ms: float, stat: str, start: float,
                 tolerance: float = TOLERANCE) -> dict[str, Any]:
     """The highest request rate (req/s) meeting the target, doubling from ``start`` then
@@ -60,29 +94,17 @@ def search_rate(measure: Callable[[float], Level], *, target_ms: float, stat: st
     limit = start * 2 ** RATE_DOUBLINGS
 
     def probe(rate: float) -> bool:
-        rate = float(f"{rate:.3g}")
+        rate = _rounded(rate)
         if rate not in tried:
             tried[rate] = meets(measure(rate), target_ms=target_ms, stat=stat)
         return tried[rate]
 
-    passing, failing, rate = 0.0, None, start
-    while True:
-        if probe(rate):
-            passing = float(f"{rate:.3g}")
-            if rate >= limit:
-                break
-            rate = rate * 2
-        else:
-            failing = float(f"{rate:.3g}")
-            break
-    while failing is not None and not close_enough(passing, failing, tolerance, integer=False):
-        middle = float(f"{(passing + failing) / 2 if passing else failing / 2:.3g}")
-        if middle in (passing, failing) or middle < start * RATE_FLOOR_SHARE:
-            break
-        if probe(middle):
-            passing = middle
-        else:
-            failing = middle
+    def middle(passing: float, failing: float) -> float | None:
+        halfway = _rounded((passing + failing) / 2 if passing else failing / 2)
+        return None if halfway in (passing, failing) or halfway < start * RATE_FLOOR_SHARE else halfway
+
+    passing, failing = bracket(probe, start=start, limit=limit, grow=lambda r: r * 2, middle=middle, key=_rounded,
+                               narrow=lambda p, f: close_enough(p, f, tolerance, integer=False))
     status = "not reached" if passing == 0 else ("at the limit" if failing is None else "bracketed")
     return {"method": RATE_METHOD, "tpot_target_ms": target_ms, "tpot_statistic": stat, "tolerance": tolerance,
             "request_rate": passing or None, "lowest_failing": failing, "limit": limit, "status": status,
@@ -99,25 +121,10 @@ def search_concurrency(measure: Callable[[int], Level], *, target_ms: float, sta
             tried[concurrency] = meets(measure(concurrency), target_ms=target_ms, stat=stat)
         return tried[concurrency]
 
-    passing, failing = 0, None
-    concurrency = max(1, min(start, limit))
-    while True:
-        if probe(concurrency):
-            passing = concurrency
-            if concurrency >= limit:
-                break
-            concurrency = min(concurrency * 2, limit)
-        else:
-            failing = concurrency
-            break
-    while failing is not None and not close_enough(passing, failing, tolerance) and failing - passing > 1:
-        middle = (passing + failing) // 2
-        if middle <= passing:
-            break
-        if probe(middle):
-            passing = middle
-        else:
-            failing = middle
+    passing, failing = bracket(
+        probe, start=max(1, min(start, limit)), limit=limit, grow=lambda c: min(c * 2, limit),
+        middle=lambda p, f: (p + f) // 2 if (p + f) // 2 > p else None,
+        narrow=lambda p, f: close_enough(p, f, tolerance) or f - p <= 1)
     status = "not reached" if passing == 0 else ("at the limit" if failing is None else "bracketed")
     return {"method": METHOD, "tpot_target_ms": target_ms, "tpot_statistic": stat, "tolerance": tolerance,
             "concurrency": passing or None, "lowest_failing": failing, "limit": limit, "status": status,
