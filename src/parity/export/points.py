@@ -82,11 +82,11 @@ def device_ceilings(store: Any, runs: Iterable[RunRecord]) -> dict[str, dict[str
     findings (``contended``, ``invalid`` travel with the value); a key is absent when no named
     run measured it."""
     found: dict[str, dict[str, Any]] = {}
-    runs = list(runs)
+    stored = [(run, store.figures(run.run_id)) for run in runs]  # read once per run
     for key, names in DEVICE_FIGURES.items():
         for name in names:
-            for run in runs:
-                figure = next((f for f in store.figures(run.run_id) if f.name == name and f.value), None)
+            for run, figures in stored:
+                figure = next((f for f in figures if f.name == name and f.value), None)
                 if figure is not None and key not in found:
                     found[key] = {"value": float(figure.value), "run_id": run.run_id, "figure": name,
                                   "scope": figure.scope, "findings": sorted({x.code for x in figure.findings})}
