@@ -150,12 +150,20 @@ def raise_ceiling(ceiling_metrics: dict[str, Any], results: list[CaseResult]) ->
         message=(f"P raised from {before / TERA:.4g} to {raised / TERA:.4g} TFLOP/s ({raised / before:.3g}x): "
                  f"{source}; the search's P was below what the sweep sustained"),
         hint="the ceiling search was misled (load, or too small a budget): raise gemm.ceiling_budget_s, run idle")
-    return {**ceiling_metrics, "ceiling_flops": raised, "ceiling_best_flops": max(raised, float(
+    return _with_p(ceiling_metrics, flops=raised, shape=shape, rounds=rounds, source=source, finding=finding,
+                   raised={"challenger": dims, "challenger_key": shape_case.key, "search": found})
+
+
+def _with_p(ceiling_metrics: dict[str, Any], *, flops: float, shape: dict[str, int], rounds: dict[str, Any],
+            source: str, finding: Finding, raised: dict[str, Any]) -> dict[str, Any]:
+    """``ceiling_metrics`` with ``P`` = ``flops`` (raised from the ``P`` they hold), its shape,
+    rounds and statistic, ``ceiling_raised`` (from what, plus ``raised``) and ``finding``."""
+    before = float(ceiling_metrics["ceiling_flops"])
+    return {**ceiling_metrics, "ceiling_flops": flops, "ceiling_best_flops": max(flops, float(
         ceiling_metrics.get("ceiling_best_flops") or 0.0)), "ceiling_shape": shape,
         "ceiling_statistic": f"{RAISE_STATISTIC}: {source}", "ceiling_rounds": rounds,
         "ceiling_raised": {"from_flops": before, "from_shape": ceiling_metrics.get("ceiling_shape"),
-                           "flops": raised, "source": source, "challenger": dims,
-                           "challenger_key": shape_case.key, "search": found},
+                           "flops": flops, "source": source, **raised},
         "findings": [*ceiling_metrics.get("findings", []), finding]}
 
 
@@ -191,14 +199,9 @@ def floor_at_sweep(ceiling_metrics: dict[str, Any], results: list[CaseResult]) -
         hint="the two agree within noise; quote P with its CI")
     rounds = {"statistic": "the sweep's median call of the fastest shape", "median_flops": rate, "best_flops": rate,
               "rounds_flops": [rate], "ci95_flops": list(interval), "unstable": False}
-    return {**ceiling_metrics, "ceiling_flops": rate,
-            "ceiling_best_flops": max(rate, float(ceiling_metrics.get("ceiling_best_flops") or 0.0)),
-            "ceiling_shape": dims, "ceiling_statistic": f"{RAISE_STATISTIC}: {source}", "ceiling_rounds": rounds,
-            "ceiling_raised": {"from_flops": before, "from_shape": ceiling_metrics.get("ceiling_shape"),
-                               "flops": rate, "source": source, "challenger": dims,
-                               "challenger_key": shape_case.key, "within_ci": True,
-                               "previous": ceiling_metrics.get("ceiling_raised")},
-            "findings": [*ceiling_metrics.get("findings", []), finding]}
+    return _with_p(ceiling_metrics, flops=rate, shape=dims, rounds=rounds, source=source, finding=finding,
+                   raised={"challenger": dims, "challenger_key": shape_case.key, "within_ci": True,
+                           "previous": ceiling_metrics.get("ceiling_raised")})
 
 
 def kept_finding(found: dict[str, Any], shape_case: CaseResult) -> Finding:
