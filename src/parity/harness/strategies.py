@@ -9,7 +9,8 @@ other declared work. Each strategy is defined, and documented, in its ``parity.t
 - ``CallsPerSample``: several back-to-back calls per sample, each sample divided by their count;
 - ``TwoLengthSlope``: a chase timed at two chain lengths, the slope per load;
 - ``BestOf``: the best of a few timed calls (a probe that sizes the next measurement);
-- ``TogetherAndAlone``: the work alone, a companion alone, and both at once, on every rank.
+- ``TogetherAndAlone``: the work alone, a companion alone, and both at once, on every rank;
+- ``ForDuration``: the work repeated for a wall-clock duration, every iteration's start stamped.
 
 The clocks never make a sample: ``Stopwatch`` (a search's budget, a build's cost, progress),
 ``StreamClock`` (an online client's stamps of one streamed request) and ``LoopMeter`` (a load
@@ -18,6 +19,7 @@ generator's send schedule and its own load).
 
 from parity.timing.calls_per_sample import CallsPerSample
 from parity.timing.clock import Stopwatch
+from parity.timing.duration import ForDuration
 from parity.timing.fallback import ReplayFallback
 from parity.timing.loop_load import LoopMeter
 from parity.timing.paired import PairedRounds
@@ -26,5 +28,5 @@ from parity.timing.slope import TwoLengthSlope
 from parity.timing.stream import StreamClock
 from parity.timing.together import TogetherAndAlone
 
-__all__ = ["BestOf", "CallsPerSample", "LoopMeter", "PairedRounds", "ReplayFallback", "Stopwatch", "StreamClock",
+__all__ = ["BestOf", "CallsPerSample", "ForDuration", "LoopMeter", "PairedRounds", "ReplayFallback", "Stopwatch", "StreamClock",
            "TogetherAndAlone", "TwoLengthSlope"]

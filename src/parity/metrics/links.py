@@ -10,8 +10,9 @@ them back; ``t_rt`` the round trip, the maximum over ranks per iteration, then i
 - a link is *slow* when ``bw < fraction · median over links of bw`` (``fraction`` 0.5 unless
   told), so one slow link among fast ones is named, however many rank pairs it carries.
 
-Drift, of a run that repeats one size for a duration: per window ``w`` (consecutive iterations
-whose cumulative timed seconds fall in ``[k·W, (k+1)·W)``), the median, p1 and p99 of busbw;
+Drift, of a run that repeats one size for a duration: per window ``w`` (the iterations that
+start in ``[k·W, (k+1)·W)``, seconds of wall clock since the first timed one; runs stored
+without start stamps use cumulative timed seconds), the median, p1 and p99 of busbw;
 
 - ``drift_spread = (max_w m_w - min_w m_w) / median_w m_w`` over the window medians ``m_w``;
 - ``drift_last_first = m_last / m_first - 1`` (negative: the link got slower).
@@ -69,8 +70,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 @dataclass(frozen=True, kw_only=True)
 class Window:
-    """One window of a duration run: its start (cumulative timed seconds), iterations, and the
-    median, p1 and p99 of busbw over them, B/s."""
+    """One window of a duration run: its start (seconds since the first timed iteration),
+    iterations, and the median, p1 and p99 of busbw over them, B/s."""
 
     start_s: float
     iterations: int
@@ -79,28 +80,43 @@ class Window:
     p99_bps: float
 
 
-def windows(times_s: Sequence[float], rates_bps: Sequence[float], *, window_s: float) -> list[Window]:
-    """Cut iterations into windows of ``window_s`` cumulative timed seconds (module docstring);
-    a last window shorter than half a window joins the one before it. Example: times
-    (1, 1, 1, 1) s and window 2 s give two windows of two iterations."""
+def windows(starts_s: Sequence[float], rates_bps: Sequence[float], *, window_s: float,
+            end_s: float | None = None) -> list[Window]:
+    """Cut iterations into windows of ``window_s`` seconds by their start (module docstring):
+    window ``k`` holds the iterations that start in ``[k·W, (k+1)·W)``, empty windows are left
+    out, and a last window that spans under half a window (to ``end_s``, the end of the last
+    iteration; its start where not given) joins the one before it. Example: starts
+    (0, 1, 2, 3) s, window 2 s, end 4 s give two windows of two iterations; starts (0, 1, 2),
+    end 2.5 s give one window of three."""
     if window_s <= 0:
         raise ParityError(f"a window must be longer than 0 s, not {window_s}")
-    if len(times_s) != len(rates_bps) or not times_s:
+    if len(starts_s) != len(rates_bps) or not starts_s:
         raise ParityError("windows need one rate per timed iteration, and at least one")
+    if any(b < a for a, b in zip(starts_s, starts_s[1:])):
+        raise ParityError("iteration starts must not decrease")
     groups: list[list[int]] = []
     starts: list[float] = []
-    elapsed = 0.0
-    for index, seconds in enumerate(times_s):
-        k = int(elapsed // window_s)
-        if not groups or k >= len(groups):
+    for index, start in enumerate(starts_s):
+        k = int(start // window_s)
+        if not starts or k * window_s > starts[-1]:
             groups.append([])
             starts.append(k * window_s)
         groups[-1].append(index)
-        elapsed += seconds
-    if len(groups) > 1 and sum(times_s[i] for i in groups[-1]) < window_s / 2:
+    end = starts_s[-1] if end_s is None else max(end_s, starts_s[-1])
+    if len(groups) > 1 and end - starts[-1] < window_s / 2:
         groups[-2].extend(groups.pop())
         starts.pop()
     return [_window(start, [rates_bps[i] for i in group]) for start, group in zip(starts, groups)]
+
+
+def cumulative_starts(times_s: Sequence[float]) -> list[float]:
+    """Each iteration's start in cumulative timed seconds, the clock of a run stored without
+    start stamps. Example: times (1, 2, 0.5) give starts (0, 1, 3)."""
+    starts, elapsed = [], 0.0
+    for seconds in times_s:
+        starts.append(elapsed)
+        elapsed += seconds
+    return starts
 
 
 def _window(start_s: float, rates: list[float]) -> Window:

@@ -163,14 +163,10 @@ def measure_over_ranks(
     info finding that says so. ``inputs`` (an input rotation) gives call ``i`` its set ``i``.
     """
     import itertools
-    import math
-    import statistics
-    import time
 
     from parity.model.findings import Finding, Severity
     from parity.stats.checks import check_samples
     from parity.stats.summary import summarize
-    from parity.ranks.gather import all_gather
     from parity.timing import samples_for_budget
     from parity.timing.measurement import Measurement
 
@@ -179,22 +175,8 @@ def measure_over_ranks(
     dev = device if device is not None else group.device
     if dev is None:
         raise ParityError("the rank group has no device; join it with join_group(device=...)")
-
-    def timed_call() -> float:
-        dev.synchronize()
-        begin = time.perf_counter()
-        call()
-        dev.synchronize()
-        return time.perf_counter() - begin
-
-    # The warm-up count is agreed, not timed per rank: ``fn`` may be a collective, and ranks
-    # that called it a different number of times would wait for each other forever.
-    times = [timed_call()]
-    first = max(all_gather(times[0], group=group, timeout_s=barrier_timeout_s))
-    extra = 0 if first <= 0 else min(math.ceil(warmup_s / first), math.ceil(10.0 / first)) - 1
-    times += [timed_call() for _ in range(max(0, extra))]
-    estimate = statistics.median(times[1:] or times)
-    slowest = max(all_gather(estimate, group=group, timeout_s=barrier_timeout_s))
+    _, slowest = agreed_warmup(call, group=group, device=dev, warmup_s=warmup_s,
+                               barrier_timeout_s=barrier_timeout_s)
     count = samples_for_budget(budget_s=budget_s, per_sample_s=slowest, min_samples=min_samples,
                                max_samples=max_samples)
     samples = time_iterations_over_ranks(call, group=group, iterations=count, warmup=0,
@@ -205,3 +187,44 @@ def measure_over_ranks(
                              message="timed over ranks without a cache flush between iterations",
                              hint="the work's inputs may be cache-resident after the first call"),)
     return Measurement(samples=samples, summary=summarize(samples.values_s), findings=findings)
+
+
+def agreed_warmup(
+    call: Callable[[], Any],
+    *,
+    group: RankGroup | None,
+    device: Any,
+    warmup_s: float,
+    barrier_timeout_s: float = 60.0,
+) -> tuple[int, float]:
+    """Warm ``call`` up the same number of times on every rank; (calls made, the slowest rank's
+    per-call estimate in seconds).
+
+    One call, then ``ceil(warmup_s / slowest first call) - 1`` more (at most 10 s of them); the
+    count is agreed, not timed per rank: ``call`` may be a collective, and ranks that called it
+    a different number of times would wait for each other forever. Each rank's estimate is the
+    median of its calls after the first; the slowest rank's is returned. Example: first calls
+    of 2 ms and 5 ms with ``warmup_s`` 0.02 give 4 calls on each rank. ``group`` None: this
+    process alone.
+    """
+    import math
+    import statistics
+    import time
+
+    from parity.ranks.gather import all_gather
+
+    def timed_call() -> float:
+        device.synchronize()
+        begin = time.perf_counter()
+        call()
+        device.synchronize()
+        return time.perf_counter() - begin
+
+    def slowest(value: float) -> float:
+        return value if group is None else max(all_gather(value, group=group, timeout_s=barrier_timeout_s))
+
+    times = [timed_call()]
+    first = slowest(times[0])
+    extra = 0 if first <= 0 else min(math.ceil(warmup_s / first), math.ceil(10.0 / first)) - 1
+    times += [timed_call() for _ in range(max(0, extra))]
+    return len(times), slowest(statistics.median(times[1:] or times))

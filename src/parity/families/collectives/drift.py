@@ -1,9 +1,10 @@
 """``--duration``: one size repeated for a while, and the drift of its busbw per window.
 
-A duration case is an ordinary collectives case whose iterations fill ``duration`` seconds of
-timed time (the harness's budget rule, agreed by every rank). Its samples (the max over ranks
-per iteration) are cut into windows of ``window`` cumulative timed seconds, and each window
-gives the median, p1 and p99 of busbw; the drift figures are ``drift_spread`` and
+A duration case is an ordinary collectives case repeated for ``duration`` seconds of wall
+clock (``parity.timing.duration.ForDuration``: every rank agrees in short chunks whether the
+time is up, so a link that slows mid-run cannot stretch the run). Its samples (the max over
+ranks per iteration) are cut into windows of ``window`` seconds by each iteration's start,
+and each window gives the median, p1 and p99 of busbw; the drift figures are ``drift_spread`` and
 ``drift_last_first`` of ``parity.metrics.links`` over the window medians. A link whose shaping
 changes mid-run shows as windows whose medians step, and a large spread.
 """
@@ -15,11 +16,11 @@ from typing import Any
 
 from parity.families.collectives.summary import CollectivesSummary
 from parity.metrics.collectives import busbw
-from parity.metrics.links import drift_last_first, drift_spread, windows
+from parity.metrics.links import cumulative_starts, drift_last_first, drift_spread, windows
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 
-METHOD = ("busbw per iteration (max over ranks), windows of cumulative timed seconds; spread = "
+METHOD = ("busbw per iteration (max over ranks), windows of wall-clock seconds by iteration start; spread = "
           "(max - min)/median of window medians, last/first = last median / first median - 1")
 
 
@@ -30,12 +31,17 @@ def drift_row(result: CaseResult, *, window_s: float) -> dict[str, Any] | None:
     p, m = result.params, result.metrics
     size = float(m.get("size_bytes", p["size_bytes"]))
     world = int(m.get("world_size") or 1)
-    times = list(result.samples["main"].values_s)
+    samples = result.samples["main"]
+    times = list(samples.values_s)
     rates = [busbw(size, t, op=p["op"], world_size=world) or 0.0 for t in times]
-    cut = windows(times, rates, window_s=window_s)
+    stamped = len(samples.meta.get("start_s") or ()) == len(times)
+    starts = [float(s) for s in samples.meta["start_s"]] if stamped else cumulative_starts(times)
+    end = starts[-1] + times[-1]
+    cut = windows(starts, rates, window_s=window_s, end_s=end)
     medians = [w.median_bps for w in cut]
     return {"key": result.key, "op": p["op"], "size_bytes": size, "world_size": world,
-            "duration_s": sum(times), "iterations": len(times), "window_s": window_s,
+            "duration_s": end, "timed_s": sum(times), "clock": "wall" if stamped else "timed",
+            "iterations": len(times), "window_s": window_s,
             "windows": [vars(w) for w in cut], "drift_spread": drift_spread(medians),
             "drift_last_first": drift_last_first(medians) if medians[0] > 0 else None}
 

@@ -30,5 +30,5 @@ class CollectivesOptions:
     duration: float = option(0.0, help="repeat --size-bytes for this long, s, and report busbw drift per window "
                                        "(0: the size sweep)", minimum=0.0)
     size_bytes: int = option(16 * 2**20, help="the size --duration repeats, B", minimum=1)
-    window: float = option(5.0, help="drift window of --duration, s of timed time", minimum=0.0,
+    window: float = option(5.0, help="drift window of --duration, s of wall clock", minimum=0.0,
                            exclusive_minimum=True)

@@ -20,12 +20,15 @@ from parity.families.collectives.figures import collectives_figures
 from parity.families.collectives.ops import PLACEMENTS, prepare
 from parity.families.collectives.options import CollectivesOptions
 from parity.families.collectives.summary import CollectivesSummary, summarize_collectives
+from parity.harness.strategies import ForDuration
 from parity.harness.suite import CaseSpec, SuiteBase
 from parity.harness.work import Work
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 from parity.ranks.gather import agree
 from parity.ranks.group import close_group, joined_topology, open_group
+
+CHUNK_S = 0.25  # a duration case agrees whether to stop at least this often (wall seconds)
 
 CONVENTION = "nccl-tests: S bytes per rank as nccl-tests counts them"
 
@@ -104,12 +107,13 @@ class CollectivesSuite(SuiteBase):
                            rank=rank, world_size=size, torch_device=device.torch_device, comm=comm)
         extra = {} if dimension == "world" else {"dimension": dimension, "groups": state.groups.get(dimension, 1)}
         if p.get("duration_s"):
-            # a longer warm-up than a sweep's, so the per-call estimate that fixes the iteration
-            # count (the harness's budget rule) is not one slow first call
+            # repeated for the duration in wall-clock time, agreed in chunks of at most a quarter
+            # window, so a link that slows mid-run cannot stretch the run (parity.timing.duration)
             warmup_s = max(options.warmup_s, min(2.0, float(p["duration_s"]) / 20))
+            strategy = ForDuration(duration_s=float(p["duration_s"]), chunk_s=min(CHUNK_S, options.window / 4))
             return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
-                        bytes_convention=CONVENTION, warmup_s=warmup_s, budget_s=float(p["duration_s"]),
-                        min_samples=3, max_samples=10_000_000, flush_cache=False,
+                        bytes_convention=CONVENTION, warmup_s=warmup_s, strategy=strategy,
+                        min_samples=3, flush_cache=False,
                         metrics={"world_size": size, "backend": state.backend,
                                  "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
         return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
