@@ -95,11 +95,12 @@ def main() -> None:
                                     str(args.duration), "--window", "5", "--size-bytes", "1MiB"], db, "duration")
         finally:
             change.cancel()
-        say(f"--duration {args.duration:g} (wall {time.monotonic() - start:.0f} s; reshaped to 250 Mbit/s at "
+        say(f"--duration {args.duration:g} (the whole command {time.monotonic() - start:.0f} s wall; reshaped to 250 Mbit/s at "
             f"{args.change_after:g} s wall)")
         for drift in duration["summary"]["drift"]:
             say(f"  drift_spread {drift['drift_spread']:.3f}, drift_last_first {drift['drift_last_first']:+.3f}, "
-                f"{drift['iterations']} iterations in {drift['duration_s']:.1f} timed s")
+                f"{drift['iterations']} iterations in {drift['duration_s']:.1f} s of the case's wall clock "
+                f"({drift.get('timed_s', drift['duration_s']):.1f} s timed; windows by {drift.get('clock', 'timed')} clock)")
             for w in drift["windows"]:
                 say(f"    window at {w['start_s']:5.1f} s: {w['iterations']:4d} it, median "
                     f"{w['median_bps'] / 1e6:6.1f} MB/s, p1 {w['p1_bps'] / 1e6:6.1f}, p99 {w['p99_bps'] / 1e6:6.1f}")
