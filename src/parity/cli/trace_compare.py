@@ -6,6 +6,8 @@ only the trace side (no run store unless a stored analysis is named), so it star
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,7 @@ def compare(sources: tuple[str, ...], window_text: str | None, steps_text: str |
       parity trace compare h100_rank0.json.gz ASCEND_PROFILER_OUTPUT/ --window span
       parity trace compare trace-20261201-1012-ab12 trace:latest --json cmp.json
     """
+    import_numpy_single_threaded()
     from parity.compare.traces import compare_traces
     from parity.report.comparison import comparison_markdown, render_comparison
 
@@ -86,8 +89,26 @@ def compare(sources: tuple[str, ...], window_text: str | None, steps_text: str |
 def _console(to_stderr: bool) -> Any:
     from rich.console import Console
 
-    console = Console(stderr=to_stderr, highlight=False)
+    console = Console(stderr=to_stderr, highlight=False, emoji=False)  # a kernel named :x: stays as named
     if not console.is_terminal:
         console.width = 140  # as the other commands off a terminal
     return console
 
+
+
+def import_numpy_single_threaded() -> None:
+    """Import numpy with OpenBLAS limited to one thread, unless numpy is loaded already or the
+    user chose a thread count (``OPENBLAS_NUM_THREADS``).
+
+    A trace comparison does no floating-point linear algebra; OpenBLAS would start a thread per
+    core when numpy loads, and they spin while they wait: some 30 to 40 ms of CPU time of a
+    short comparison on a 2-core machine, for nothing. OpenBLAS reads the variable once, as it
+    loads, so it is removed at once: processes started later see the environment as it was.
+    """
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401 - loaded now, under the setting above
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]

@@ -4,9 +4,10 @@ its ranks, their count)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from parity.model.result import RunRecord
+if TYPE_CHECKING:  # annotations only: a trace comparison never loads the run records
+    from parity.model.result import RunRecord
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from parity.compare.audit import AuditEntry
+from parity.compare.audit_values import AuditEntry
 from parity.compare.trace_match import (
     CROSS_FAMILY_CAVEAT,
     WORKLOAD_OVERLAP_MIN,

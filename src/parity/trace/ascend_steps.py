@@ -31,7 +31,7 @@ import numpy as np
 from parity.trace.categories import COMMUNICATION, Categorization
 from parity.trace.intervals import merge_intervals
 from parity.trace.metrics import free_ns, overlap_ns
-from parity.trace.table import ActivityTable, KindCode
+from parity.trace.table import ActivityTable, KindCode, distinct_sorted
 from parity.trace.tokens import name_tokens
 from parity.trace.window import device_steps, step_markers
 
@@ -123,7 +123,7 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     never Computing.
     """
     mask = (table.kind == KindCode.KERNEL) & ~cats.mask(COMMUNICATION)
-    hccl_streams = np.unique(table.stream[communication_op_mask(table, cats)])
+    hccl_streams = distinct_sorted(table.stream[communication_op_mask(table, cats)])
     mask &= ~np.isin(table.stream, hccl_streams)
     types = table.extra.get("task_type")
     cores = table.extra.get("accelerator_core")
@@ -263,7 +263,7 @@ def ascend_steps(table: ActivityTable, cats: Categorization) -> list[AscendStep]
     def merged(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return merge_intervals(table.start_ns[mask], table.end_ns[mask])
 
-    for step in np.unique(row_steps[(compute | comm) & (row_steps >= 0)]).tolist():
+    for step in distinct_sorted(row_steps[(compute | comm) & (row_steps >= 0)]).tolist():
         here = row_steps == step
         comp_pair, comm_pair = merged(compute & here), merged(comm & here)
         ours = (compute | comm) & here

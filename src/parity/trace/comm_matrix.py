@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.trace.table import ActivityTable, KindCode
+from parity.trace.table import ActivityTable, KindCode, distinct_sorted
 from parity.trace.tokens import name_tokens
 from parity.trace.window import device_steps
 
@@ -77,7 +77,7 @@ def communication_matrix(table: ActivityTable) -> tuple[list[LinkFigure], int]:
     links = table.extra.get("link")
     if links is None:
         return [], 0
-    ranks = sorted(int(r) for r in np.unique(table.rank))
+    ranks = sorted(int(r) for r in distinct_sorted(table.rank))
     steps = device_steps(table)
     sums: dict[tuple, list] = defaultdict(lambda: [0, 0, ""])
     dropped = 0

@@ -18,6 +18,8 @@ from itertools import pairwise
 
 import numpy as np
 
+from parity.trace.table import distinct_sorted
+
 _INT = np.int64
 
 
@@ -97,7 +99,7 @@ def _elementary_segments(
     """
     pairs = [_as_pair(s, e) for s, e in sets]
     everything = [a for pair in pairs for a in pair]
-    bounds = np.unique(np.concatenate(everything)) if everything else np.empty(0, _INT)
+    bounds = distinct_sorted(np.concatenate(everything)) if everything else np.empty(0, _INT)
     if len(bounds) < 2:
         return bounds, np.zeros((len(pairs), 0), dtype=_INT)
     left = bounds[:-1]

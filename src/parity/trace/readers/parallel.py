@@ -12,7 +12,6 @@ one process, naming a bad event.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import re
 import signal
@@ -68,6 +67,8 @@ def read_shares(path: Path, *, size: int, workers: int, parse: Callable):
     """``(cols, state, header)`` of the whole file, or None to ask for the one-process reader;
     ``size`` is the text size (:func:`inflated_bytes_estimate`), ``parse(path, source)`` scans the
     text of ``source`` (a :class:`Share`) into ``(cols, state, stream)``."""
+    import multiprocessing  # only when a file is read in shares: a small trace never pays its import
+
     if size < workers or "fork" not in multiprocessing.get_all_start_methods():
         return None
     offsets = [size * k // workers for k in range(workers)] + [None]
