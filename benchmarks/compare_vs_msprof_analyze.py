@@ -22,10 +22,17 @@ more than its CPU time does, so both are printed, each judged against the bar.
 
 ``msprof-analyze`` is not a parity dependency: install it in its own environment
 (``python -m venv /tmp/msprof && /tmp/msprof/bin/pip install msprof-analyze``) and pass its
-command with ``--msprof``. It does not read gzip, so each GPU trace is inflated to a temporary
+command with ``--msprof``. Each tool runs as its users install it, in an environment of its
+own: ``--parity-python`` names the interpreter of one where parity is installed
+(``python -m venv /tmp/parity-venv && /tmp/parity-venv/bin/pip install -e '.[fast]'``; this
+interpreter by default). A shared interpreter's start-up may cost more than a fresh
+environment's (a ``.pth`` file in its site-packages that imports a package at every start),
+so the report prints each interpreter's bare start-up CPU time (``python -c pass``) beside the
+ratios. It does not read gzip, so each GPU trace is inflated to a temporary
 file first (outside the timing); parity reads the same inflated file.
 
-    python benchmarks/compare_vs_msprof_analyze.py --msprof /tmp/msprof/bin/msprof-analyze --rounds 5
+    python benchmarks/compare_vs_msprof_analyze.py --msprof /tmp/msprof/bin/msprof-analyze \
+        --parity-python /tmp/parity-venv/bin/python --rounds 5
 """
 
 from __future__ import annotations
@@ -234,8 +241,26 @@ def _env(cache: Path) -> dict[str, str]:
     return env
 
 
+PARITY_PYTHON = [sys.executable]  # set from --parity-python
+
+
 def _parity(*args: str) -> list[str]:
-    return [sys.executable, "-m", "parity", *args]
+    return [PARITY_PYTHON[0], "-m", "parity", *args]
+
+
+def bare_start_cpu_s(python: str, *, runs: int = 5) -> float:
+    """Median CPU seconds (user + system) of ``python -c pass``: the interpreter's own start-up."""
+    import resource
+    import statistics
+    import subprocess
+
+    cpu = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([python, "-c", "pass"], check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(cpu)
 
 
 def _msprof(command: str, gpu_json: Path, out: Path, *extra: str) -> list[str]:
@@ -328,7 +353,14 @@ def main() -> int:
     parser.add_argument("--msprof", required=True, help="the msprof-analyze command")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per pair (a first one is left out)")
     parser.add_argument("--pairs", default=",".join(GPU_TRACES), help=f"GPU traces to pair: {', '.join(GPU_TRACES)}")
+    parser.add_argument("--parity-python", default=sys.executable,
+                        help="the Python of the environment parity is installed in (this one by default)")
     args = parser.parse_args()
+    PARITY_PYTHON[0] = args.parity_python
+    msprof_python = Path(args.msprof).resolve().parent / "python"
+    print(f"# parity runs on {args.parity_python} (bare start-up {bare_start_cpu_s(args.parity_python):.3f} s CPU)"
+          + (f"; msprof-analyze on {msprof_python} (bare start-up {bare_start_cpu_s(str(msprof_python)):.3f} s CPU)"
+             if msprof_python.exists() else ""))
     agree, speed, cpu_speed = True, [], []
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
