@@ -20,7 +20,9 @@ connection (its set-up when none is free) and writing the request, as in every s
 benchmark. When the request's last body byte is written (aiohttp's ``on_request_chunk_sent``
 trace, ``sent_tracing()``) is stamped too: the difference is the ``send`` time (connection and
 write), kept per request as the measured size of what an after-the-send start would leave out,
-and the client's own evidence of saturation (``level.client_bound``).
+and the client's own evidence of saturation (``level.client_bound``). Each answer is read to its
+end after ``[DONE]`` (as vLLM's client reads it), so its connection goes back to the pool and the
+next request's start does not pay a new connection.
 
 The client is aiohttp with a read buffer of ``READ_BUFFER_BYTES`` (16 MiB): aiohttp reads a
 stream line by line and refuses a line longer than its buffer, which is how a 64 KiB buffer
@@ -29,6 +31,7 @@ breaks long answers.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +42,7 @@ from parity.harness.strategies import StreamClock
 from parity.model.errors import one_line
 
 READ_BUFFER_BYTES = 16 * 1024 * 1024
+FINISH_S = 1.0  # what follows [DONE] (the stream's end) is awaited this long, then the connection dropped
 ENDPOINT_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 TOKENS_FROM_USAGE = "usage.completion_tokens"
 TOKENS_FROM_CHUNKS = "content chunks (server sent no usage)"
@@ -191,16 +195,31 @@ async def stream_request(
                                      error=f"answered {kind or 'no content type'}, not a text/event-stream: "
                                            "the endpoint does not stream")
             await stamps.drain_events(response.content, on_event)
+            end = clock()
+            await _finish(response)
     except (aiohttp.ClientError, orjson.JSONDecodeError, ValueError, OSError) as exc:
         return RequestRecord(index=index, start_ns=start, content_ns=tuple(content), end_ns=clock(),
                              asked_tokens=body["max_tokens"], handling_ns=stamps.handling_ns, events=stamps.events,
                              error=f"{type(exc).__name__}: {one_line(exc, 200)}")
     return RequestRecord(
-        index=index, start_ns=start, sent_ns=sent.get("sent_ns", 0), content_ns=tuple(content), end_ns=clock(),
+        index=index, start_ns=start, sent_ns=sent.get("sent_ns", 0), content_ns=tuple(content), end_ns=end,
         usage_output_tokens=_int(usage.get("completion_tokens")), usage_prompt_tokens=_int(usage.get("prompt_tokens")),
         asked_tokens=body["max_tokens"], handling_ns=stamps.handling_ns, events=stamps.events,
         error=None if content else "the stream ended without a content chunk",
     )
+
+
+async def _finish(response: Any) -> None:
+    """Read the answer to its end after ``[DONE]``, so its connection goes back to the pool and the
+    next request's start stamp does not include a new connection (vLLM's client reads every
+    answer to its end too); a server that keeps the stream open past ``FINISH_S`` costs the
+    connection, not the request."""
+    import aiohttp
+
+    try:
+        await asyncio.wait_for(response.content.read(), FINISH_S)
+    except (asyncio.TimeoutError, aiohttp.ClientError):
+        pass
 
 
 def _int(value: Any) -> int | None:
