@@ -328,7 +328,8 @@ def main() -> int:
         check = interleaved(url, model, model_path, args) if args.interleaved else None
     text, verdicts = report(runs, args, header(args, info, model_path, begin, args.rounds))
     if check:
-        text = text.replace("\nDefinitions compared", "\n".join(["", *interleaved_lines(check), "", "Definitions compared"]), 1)
+        check_lines = "\n".join(["", *interleaved_lines(check), "", "Definitions compared"])
+        text = text.replace("\nDefinitions compared", check_lines, 1)
         verdicts["interleaved"] = check
     print(text)
     if args.out:
