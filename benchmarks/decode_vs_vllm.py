@@ -5,9 +5,10 @@ The server is the tiny random-weight Llama of ``scripts/vllm_cpu_server.py`` (or
 Per round, per concurrency (1, 4, 16 by default), both clients send the same load shape (128
 input tokens, 32 output tokens, ``ignore_eos``, ``--num-requests`` requests, completions
 endpoint), one after the other, the order reversed every round, fresh prompts per run (seeded by
-round and concurrency, so the server's prefix cache cannot serve one run from another). Each run
-is bracketed by two scrapes of ``/metrics``; the deltas give the server's view of the same
-requests (each client's one warm-up request included).
+round, concurrency and a base drawn per invocation, so the server's prefix cache cannot serve one
+run from another, nor from an earlier invocation on a reused ``--url`` server; each run's hit rate
+is printed). Each run is bracketed by two scrapes of ``/metrics``; the deltas give the server's
+view of the same requests (parity's one warm-up request included; vLLM sends none).
 
 Reported per concurrency and figure (median TTFT, median TPOT, median ITL, output throughput):
 each tool's median over rounds, and the ratio parity / vLLM per round, with its median and
@@ -35,29 +36,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from decode_vs_vllm_interleaved import interleaved, interleaved_lines, interleaved_worker  # noqa: E402
 from vllm_cpu_server import started_server  # noqa: E402
 
 FIGURES = (("median_ttft_ms", "TTFT p50 (ms)"), ("median_tpot_ms", "TPOT p50 (ms)"),
            ("median_itl_ms", "ITL p50 (ms)"), ("output_throughput", "output tok/s"))
 BAR = 0.05
+BURST_S = 0.0005  # an ITL gap under this is two events of one TCP read: the server sent a burst
+CACHE_FLOOR = 0.01  # a run whose prefix-cache hit rate exceeds this did not measure cold prefills
 DEFINITIONS = """Definitions compared (vLLM 0.32.0, vllm/benchmarks/lib/endpoint_request_func.py and serve.py):
-- start: vLLM stamps perf_counter() before session.post (connection and request write included);
-  parity stamps when the request's last body byte is written (aiohttp trace). parity's TTFT and
-  E2E are shorter by the send time (tens of microseconds on loopback; more under a busy client).
+- start: both stamp perf_counter just before session.post, once a concurrency slot is free, so TTFT and
+  E2E include getting a connection and writing the request (parity adopted vLLM's start). parity also
+  stamps the last body byte written; that send time is printed per concurrency above.
 - token chunk: vLLM counts every event whose "choices" is non-empty, text or not; parity counts
   events whose text is non-empty. They differ where a token decodes to no text (a special token,
   part of a multi-byte character): parity's ITL then pools the two gaps around it as one, and its
   TTFT/E2E move to the nearest token with text. The tiny model's tokenizer is ASCII-only, so here
-  only its two special tokens (2 of 380 ids) decode to nothing.
+  only its two special tokens (2 of 380 ids, ~0.5% of sampled tokens) decode to nothing.
 - stamp: vLLM stamps after json.loads of each event, per TCP read (iter_any); parity stamps each
-  line as read, before parsing. Both pool ITL over all requests; TPOT = (E2E - TTFT)/(tokens - 1)
-  per request, tokens from usage.completion_tokens, in both.
+  line as read, before parsing. Events of one read get stamps microseconds apart in both (the burst
+  share above). Both pool ITL over all requests; TPOT = (E2E - TTFT)/(tokens - 1) per request,
+  tokens from usage.completion_tokens, in both.
 - duration: vLLM from before the first request is created to after the last completes; parity from
-  the first request's due time to the last one's end. Output throughput = output tokens / duration.
-- warm-up: parity sends one request (its first prompt) before the measured ones; vllm bench serve
-  0.32.0 sends none by default (--num-warmups 0): the server counts 17 and 16 requests per run.
-- TTFT at concurrency 1: the server's own TTFT p50 is the same in both tools' runs, parity's within
-  a few ms of it; vLLM's client adds its request set-up before session.post (the start stamp above)."""
+  the first start stamp to the last request's end. Output throughput = output tokens / duration.
+- warm-up: parity sends one request of its own fresh prompt, on a connection of its own, before the
+  measured ones; vllm bench serve 0.32.0 sends none by default (--num-warmups 0, and its warm-up
+  would repeat the first measured prompt): the server counts 17 and 16 requests per run, and vLLM's
+  first measured request is the server's first of the run (its TTFT is printed above). Both clients
+  open their measured connections inside the measured requests.
+- ratios: per round parity / vLLM of each tool's own median (or throughput); the bar is the median
+  over rounds. A round's ratio is only as steady as the host: on 2 shared cores each run's median
+  moves by more than 5% between runs of the same tool (the spread column)."""
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -133,7 +142,8 @@ def run_parity(url: str, model: str, *, concurrency: int, requests: int, seed: i
     level = json.loads(out.read_text())["levels"][0]
     return {key: level.get(key) for key, _ in FIGURES} | {
         "completed": level.get("completed"), "total_output_tokens": level.get("total_output_tokens"),
-        "duration_s": level.get("duration"), "client_busy": (level.get("client") or {}).get("busy_fraction_max")}
+        "duration_s": level.get("duration"), "client_busy": (level.get("client") or {}).get("busy_fraction_max"),
+        "median_send_ms": level.get("median_send_ms"), "mean_ttft_ms": level.get("mean_ttft_ms")}
 
 
 def run_vllm(url: str, model: str, model_path: str, *, concurrency: int, requests: int, seed: int, folder: Path,
@@ -145,22 +155,28 @@ def run_vllm(url: str, model: str, model_path: str, *, concurrency: int, request
                "--random-input-len", str(args.input_tokens), "--random-output-len", str(args.output_tokens),
                "--ignore-eos", "--max-concurrency", str(concurrency), "--num-prompts", str(requests),
                "--seed", str(seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--disable-tqdm",
-               "--save-result", "--result-dir", str(folder), "--result-filename", name]
+               "--save-result", "--save-detailed", "--result-dir", str(folder), "--result-filename", name]
     done = subprocess.run(command, capture_output=True, text=True)
     path = folder / name
     if not path.is_file():
         raise RuntimeError(f"vllm bench serve exited {done.returncode}: {(done.stderr or done.stdout)[-800:]}")
     result = json.loads(path.read_text())
+    ttfts = [t * 1e3 for t in result.get("ttfts") or [] if t]
+    gaps = [g for itl in result.get("itls") or [] for g in itl]
     return {key: result.get(key) for key, _ in FIGURES} | {
         "completed": result.get("completed"), "total_output_tokens": result.get("total_output_tokens"),
-        "duration_s": result.get("duration")}
+        "duration_s": result.get("duration"), "mean_ttft_ms": result.get("mean_ttft_ms"),
+        "first_ttft_ms": ttfts[0] if ttfts else None,
+        "burst_itl_share": sum(g < BURST_S for g in gaps) / len(gaps) if gaps else None}
 
 
 def measured(fn, url: str, **kwargs) -> dict:
     """One tool's run with the server's metrics scraped before and after it."""
+    load = os.getloadavg()[0]
     before = scrape(url)
     client = fn(url, **kwargs)
-    return {"client": client, "server": server_view(before, scrape(url))}
+    return {"client": client, "server": server_view(before, scrape(url)), "load_before": load,
+            "load_after": os.getloadavg()[0]}
 
 
 def ratio_summary(values: list[float]) -> dict:
@@ -187,10 +203,7 @@ def report(runs: list[dict], args: argparse.Namespace, header: list[str]) -> tup
                          f"{statistics.median(v for _, v in pairs):>10.3f}{ratios['median']:>11.3f}"
                          f"{'[' + format(ratios['min'], '.3f') + ', ' + format(ratios['max'], '.3f') + ']':>17}"
                          f"{server:>10}  {'within 5%' if ok else 'OUTSIDE 5%'}")
-        hit = [r[t]["server"]["prefix_cache_hit_rate"] for r in mine for t in ("parity", "vllm")]
-        busy = [r["parity"]["client"]["client_busy"] for r in mine if r["parity"]["client"].get("client_busy") is not None]
-        lines.append(f"  server prefix-cache hit rate per run: {', '.join('-' if h is None else f'{h:.0%}' for h in hit)}; "
-                     f"parity client busy (median): {statistics.median(busy):.0%}" if busy else "")
+        lines += context_lines(mine)
         lines.append("")
     inside = sum(v["within_bar"] for v in verdicts.values())
     lines.append(f"bar (median ratio within 5%): {inside} of {len(verdicts)} figures")
@@ -199,6 +212,42 @@ def report(runs: list[dict], args: argparse.Namespace, header: list[str]) -> tup
                  "output tok/s = generation tokens delta / the client's duration")
     lines += ["", DEFINITIONS]
     return "\n".join(lines) + "\n", verdicts
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def context_lines(mine: list[dict]) -> list[str]:
+    """What the ratios rest on, per concurrency: the host's load, the server's exact TTFT mean
+    in each tool's runs, vLLM's first (cold) request, parity's send time, bursts, cache hits."""
+    loads = [r[t][k] for r in mine for t in ("parity", "vllm") for k in ("load_before", "load_after")]
+    hit = [r[t]["server"]["prefix_cache_hit_rate"] for r in mine for t in ("parity", "vllm")]
+    cached = any(h is not None and h > CACHE_FLOOR for h in hit)
+    busy = _median([r["parity"]["client"].get("client_busy") for r in mine])
+    bursts = [r["vllm"]["client"].get("burst_itl_share") for r in mine]
+    return [
+        f"  load average (1 min) around these runs: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores",
+        f"  server TTFT mean (its sum/count, exact; median over rounds): parity's runs "
+        f"{_ms(_median([r['parity']['server']['ttft_mean_ms'] for r in mine]))} ms (its warm-up request included), "
+        f"vLLM's {_ms(_median([r['vllm']['server']['ttft_mean_ms'] for r in mine]))} ms; client TTFT mean: parity "
+        f"{_ms(_median([r['parity']['client'].get('mean_ttft_ms') for r in mine]))}, vLLM "
+        f"{_ms(_median([r['vllm']['client'].get('mean_ttft_ms') for r in mine]))} ms",
+        f"  vLLM's first request (no warm-up: a new connection, the server's first request of the run) TTFT "
+        f"{_ms(_median([r['vllm']['client'].get('first_ttft_ms') for r in mine]))} ms (median over rounds); "
+        f"parity's send time (start stamp to last body byte, inside its TTFT) median "
+        f"{_median([r['parity']['client'].get('median_send_ms') for r in mine]) or 0:.3f} ms",
+        f"  vLLM ITL gaps under {BURST_S * 1e3:g} ms (events of one TCP read: server bursts) per round: "
+        + ", ".join("-" if b is None else f"{b:.0%}" for b in bursts),
+        f"  server prefix-cache hit rate per run: {', '.join('-' if h is None else f'{h:.0%}' for h in hit)}"
+        + (" (CACHED: some run reused prompts the server had seen)" if cached else " (cold prefills)")
+        + (f"; parity client busy (median): {busy:.0%}" if busy is not None else ""),
+    ]
 
 
 def _server_figure(key: str, runs: list[dict]) -> str:
@@ -215,6 +264,7 @@ def _server_figure(key: str, runs: list[dict]) -> str:
     return f"{statistics.median(values):.3f}" if values else "-"
 
 
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vllm-python", default=os.environ.get("PARITY_VLLM"),
@@ -223,6 +273,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16])
     parser.add_argument("--num-requests", type=int, default=16, help="per run; at least 2 x concurrency is used")
+    parser.add_argument("--seed-base", type=int, default=None,
+                        help="added to every run's prompt seed (default: from the clock, printed), so a reused "
+                             "server (--url) has never seen this invocation's prompts in its prefix cache")
     parser.add_argument("--input-tokens", type=int, default=128)
     parser.add_argument("--output-tokens", type=int, default=32)
     parser.add_argument("--time-limit", type=float, default=1800.0, help="the server stops after this many s")
@@ -232,9 +285,18 @@ def main() -> int:
                              "server delivers tokens in bursts on a busy host and median ITL and TPOT are ~0")
     parser.add_argument("--workdir", type=Path, default=None, help="server folder (the model is kept and reused)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--interleaved", type=int, default=0,
+                        help="after the rounds, this many request pairs of vLLM's and parity's request functions "
+                             "alternated in one process at concurrency 1 (0: none)")
+    parser.add_argument("--interleaved-worker", nargs=3, metavar=("URL", "MODEL", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.interleaved_worker:
+        print(json.dumps(interleaved_worker(*args.interleaved_worker, args.interleaved, args.seed_base or 0, args)))
+        return 0
     if not args.vllm_python:
         parser.error("give --vllm-python or set PARITY_VLLM to the Python of an environment with vllm-cpu")
+    if args.seed_base is None:
+        args.seed_base = int(time.time()) % 100_000 * 10_000
     folder = Path(tempfile.mkdtemp(prefix="decode-vs-vllm-"))
     runs: list[dict] = []
     begin = time.monotonic()
@@ -246,7 +308,7 @@ def main() -> int:
         for rnd in range(args.rounds):
             for c in args.concurrency:
                 requests = max(args.num_requests, 2 * c)
-                seed = 1000 * (rnd + 1) + c
+                seed = args.seed_base + 1000 * (rnd + 1) + c
                 order = ("parity", "vllm") if rnd % 2 == 0 else ("vllm", "parity")
                 row: dict = {"round": rnd, "concurrency": c, "requests": requests, "order": order}
                 for tool in order:
@@ -263,7 +325,12 @@ def main() -> int:
                       + "; ".join(f"{t} TTFT {row[t]['client']['median_ttft_ms']:.2f} TPOT "
                                   f"{row[t]['client']['median_tpot_ms']:.2f} tok/s "
                                   f"{row[t]['client']['output_throughput']:.1f}" for t in order), flush=True)
+        check = interleaved(url, model, model_path, args) if args.interleaved else None
     text, verdicts = report(runs, args, header(args, info, model_path, begin, args.rounds))
+    if check:
+        check_lines = "\n".join(["", *interleaved_lines(check), "", "Definitions compared"])
+        text = text.replace("\nDefinitions compared", check_lines, 1)
+        verdicts["interleaved"] = check
     print(text)
     if args.out:
         write(args.out, text, verdicts, runs)
@@ -271,10 +338,13 @@ def main() -> int:
 
 
 def header(args: argparse.Namespace, info: dict, model_path: str, begin: float, rounds: int) -> list[str]:
-    return [f"parity decode online vs vllm bench serve on vLLM {info.get('vllm_version', '0.32.0 (vllm-cpu)')}, "
+    command = " ".join(["python", "benchmarks/decode_vs_vllm.py", *sys.argv[1:]])
+    return [f"PARITY_VLLM={args.vllm_python} {command}",
+            f"parity decode online vs vllm bench serve on vLLM {info.get('vllm_version', '0.32.0 (vllm-cpu)')}, "
             f"CPU, model {info.get('shape') or model_path}",
             f"{args.input_tokens} in, {args.output_tokens} out, ignore_eos, completions, {rounds} of {args.rounds} "
-            f"rounds, order reversed each round; {time.monotonic() - begin:.0f} s in all; "
+            f"rounds, order reversed each round, prompt seeds from {args.seed_base}; "
+            f"{time.monotonic() - begin:.0f} s in all; "
             f"load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"]
 
 

@@ -44,6 +44,10 @@ def test_online_sweep_counts_every_token_the_server_generated(vllm_server, tmp_p
         assert level["token_count_source"] == "usage.completion_tokens"
         assert 0 < level["median_ttft_ms"] < level["median_e2el_ms"]
         assert level["median_tpot_ms"] > 0 and level["output_throughput"] > 0
+        # TTFT starts before the post (vLLM's start), so the send time lies inside it, and each
+        # request's client TTFT holds the server's own (arrival to first token): so do the means.
+        assert 0 <= level["median_send_ms"] < level["median_ttft_ms"]
+        assert level["mean_ttft_ms"] >= level["server"]["server_ttft_s"] * 1e3
     # The server generated what the client counted: 2 levels x 8 requests x 16, plus the warm-up request.
     assert generation_tokens(url) - before == 2 * 8 * 16 + 16
 

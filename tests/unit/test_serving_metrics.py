@@ -104,6 +104,20 @@ def _record(index: int, start_ms: int, ttft_ms: int, gaps_ms: list[int], *, usag
                          asked_tokens=len(stamps), events=len(stamps))
 
 
+def test_ttft_and_e2e_start_before_the_post_and_the_send_time_is_kept_beside() -> None:
+    # started at 1 ms, last body byte written at 3 ms, tokens at 51 and 61 ms:
+    # TTFT = 51 - 1 = 50 ms and E2E = 60 ms (vLLM's start), send = 3 - 1 = 2 ms
+    record = RequestRecord(index=0, start_ns=1 * MS, sent_ns=3 * MS, content_ns=(51 * MS, 61 * MS), end_ns=62 * MS,
+                           usage_output_tokens=2)
+    assert record.ttft_s() == pytest.approx(0.050) and record.e2e_s() == pytest.approx(0.060)
+    assert record.send_s() == pytest.approx(0.002)
+    level = summarize_level(LevelRun(records=[record], clients=[ClientLoad(cpu_s=0.0, wall_s=1.0)]),
+                            concurrency=1, rate_per_s_asked=math.inf, burstiness=1.0, cards=1)
+    assert level.fields["median_ttft_ms"] == pytest.approx(50.0) and level.fields["median_send_ms"] == pytest.approx(2.0)
+    assert level.fields["median_tpot_ms"] == pytest.approx(10.0)  # (60 - 50) / (2 - 1)
+    assert RequestRecord(index=0, start_ns=1 * MS).send_s() == 0.0  # never sent: no send time
+
+
 def test_a_level_has_vllms_figures_computed_by_hand() -> None:
     # request 0: TTFT 100 ms, 5 tokens (usage), E2E 100+40 = 140 ms -> TPOT 40/4 = 10 ms
     # request 1: TTFT 200 ms, 3 tokens, E2E 200+40 = 240 ms -> TPOT 20 ms; starts at 0 too
@@ -143,7 +157,7 @@ def test_token_fallback_failures_and_a_busy_client_are_findings() -> None:
     lagging = LevelRun(records=records[:1], clients=[ClientLoad(cpu_s=0.1, wall_s=1.0, lags_s=(0.004,) * 10)])
     assert "client-bound" not in {f.code for f in summarize_level(
         lagging, concurrency=1, rate_per_s_asked=math.inf, burstiness=1.0, cards=1).findings}
-    # send lag (turn -> last byte written) of 5 ms while the client was 60% busy is
+    # send time (start stamp -> last byte written) of 5 ms while the client was 60% busy is
     late = RequestRecord(**{**records[0].to_dict(), "content_ns": records[0].content_ns, "sent_ns": 5 * MS})
     sending = LevelRun(records=[late], clients=[ClientLoad(cpu_s=0.6, wall_s=1.0)])
     (bound,) = [f for f in summarize_level(sending, concurrency=1, rate_per_s_asked=math.inf, burstiness=1.0,

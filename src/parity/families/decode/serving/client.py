@@ -6,19 +6,23 @@ stamped the moment its line is read, before it is parsed (the host-clock stream 
 ``parity.timing.stream.StreamClock``, through ``parity.harness.strategies.StreamClock``); an event
 whose choice carries text (``choices[0].text`` for completions, ``choices[0].delta.content``
 for chat) is a content chunk. As in ``vllm bench serve``: TTFT is the first content chunk's
-stamp minus the send stamp, ITL every gap between consecutive content chunks, and E2E the last
-content chunk's stamp minus the send stamp; the stream's own end (``[DONE]``) is kept beside.
+stamp minus the start stamp, ITL every gap between consecutive content chunks, and E2E the last
+content chunk's stamp minus the start stamp; the stream's own end (``[DONE]``) is kept beside.
 
 Output tokens come from the server's ``usage.completion_tokens``; a server that sends no usage
 gets the stated fallback, the number of content chunks (exact when the server streams one token
 per chunk, an undercount when it batches tokens). The per-event handling cost (parse and
 bookkeeping, on the same clock) is summed per request by the strategy: the client's own work.
 
-The send stamp is taken when the request's body has been written to the socket (aiohttp's
-``on_request_chunk_sent`` trace, ``sent_tracing()``), not when the coroutine began: a burst of
-requests waits for connections and for the client to serialise the others first, and that
-wait is the client's, not the server's. It is kept as ``client_queue`` (send stamp minus the
-moment the request was due), as ``vllm bench serve`` keeps its ``client_queue_time``.
+The start stamp is vLLM's: taken just before ``session.post`` (after the request's turn came:
+its due time passed and a concurrency slot was free), so TTFT and E2E include getting a
+connection (its set-up when none is free) and writing the request, as in every serving
+benchmark. When the request's last body byte is written (aiohttp's ``on_request_chunk_sent``
+trace, ``sent_tracing()``) is stamped too: the difference is the ``send`` time (connection and
+write), kept per request as the measured size of what an after-the-send start would leave out,
+and the client's own evidence of saturation (``level.client_bound``). Each answer is read to its
+end after ``[DONE]`` (as vLLM's client reads it), so its connection goes back to the pool and the
+next request's start does not pay a new connection.
 
 The client is aiohttp with a read buffer of ``READ_BUFFER_BYTES`` (16 MiB): aiohttp reads a
 stream line by line and refuses a line longer than its buffer, which is how a 64 KiB buffer
@@ -27,6 +31,7 @@ breaks long answers.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +42,7 @@ from parity.harness.strategies import StreamClock
 from parity.model.errors import one_line
 
 READ_BUFFER_BYTES = 16 * 1024 * 1024
+FINISH_S = 1.0  # what follows [DONE] (the stream's end) is awaited this long, then the connection dropped
 ENDPOINT_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 TOKENS_FROM_USAGE = "usage.completion_tokens"
 TOKENS_FROM_CHUNKS = "content chunks (server sent no usage)"
@@ -79,13 +85,16 @@ class RequestRecord:
         return self.sent_ns or self.start_ns
 
     def ttft_s(self) -> float:
-        return (self.content_ns[0] - self.send_ns) / 1e9
+        """First content chunk minus the start stamp (vLLM's: before ``session.post``)."""
+        return (self.content_ns[0] - self.start_ns) / 1e9
 
     def e2e_s(self) -> float:
-        return (self.content_ns[-1] - self.send_ns) / 1e9
+        """Last content chunk minus the start stamp."""
+        return (self.content_ns[-1] - self.start_ns) / 1e9
 
-    def client_queue_s(self) -> float:
-        """From the moment the request was due (its coroutine began) to its send stamp."""
+    def send_s(self) -> float:
+        """From the start stamp to the last body byte written: getting a connection (set up
+        when none was free) and writing the request."""
         return (self.send_ns - self.start_ns) / 1e9
 
     def itl_s(self) -> list[float]:
@@ -186,16 +195,31 @@ async def stream_request(
                                      error=f"answered {kind or 'no content type'}, not a text/event-stream: "
                                            "the endpoint does not stream")
             await stamps.drain_events(response.content, on_event)
+            end = clock()
+            await _finish(response)
     except (aiohttp.ClientError, orjson.JSONDecodeError, ValueError, OSError) as exc:
         return RequestRecord(index=index, start_ns=start, content_ns=tuple(content), end_ns=clock(),
                              asked_tokens=body["max_tokens"], handling_ns=stamps.handling_ns, events=stamps.events,
                              error=f"{type(exc).__name__}: {one_line(exc, 200)}")
     return RequestRecord(
-        index=index, start_ns=start, sent_ns=sent.get("sent_ns", 0), content_ns=tuple(content), end_ns=clock(),
+        index=index, start_ns=start, sent_ns=sent.get("sent_ns", 0), content_ns=tuple(content), end_ns=end,
         usage_output_tokens=_int(usage.get("completion_tokens")), usage_prompt_tokens=_int(usage.get("prompt_tokens")),
         asked_tokens=body["max_tokens"], handling_ns=stamps.handling_ns, events=stamps.events,
         error=None if content else "the stream ended without a content chunk",
     )
+
+
+async def _finish(response: Any) -> None:
+    """Read the answer to its end after ``[DONE]``, so its connection goes back to the pool and the
+    next request's start stamp does not include a new connection (vLLM's client reads every
+    answer to its end too); a server that keeps the stream open past ``FINISH_S`` costs the
+    connection, not the request."""
+    import aiohttp
+
+    try:
+        await asyncio.wait_for(response.content.read(), FINISH_S)
+    except (asyncio.TimeoutError, aiohttp.ClientError):
+        pass
 
 
 def _int(value: Any) -> int | None:

@@ -64,7 +64,7 @@ def summarize_level(
     """Figures, samples, check and findings of one level (see the module docstring)."""
     done = [r for r in run.records if r.ok]
     times = [request_times(r) for r in done]
-    starts = [r.start_ns for r in run.records]  # the level's wall time starts at the first one due
+    starts = [r.start_ns for r in run.records]  # the level's wall time starts at the first start stamp
     ends = [max(r.end_ns, r.content_ns[-1] if r.content_ns else 0) for r in run.records]
     duration = (max(ends) - min(starts)) / 1e9 if run.records else 0.0
     itls = [gap for r in done for gap in r.itl_s()]
@@ -93,7 +93,7 @@ def summarize_level(
         **distribution_ms("tpot", tpots),
         **distribution_ms("itl", itls),
         **distribution_ms("e2el", [t["e2el"] for t in times]),
-        **distribution_ms("client_queue", [r.client_queue_s() for r in done]),
+        **distribution_ms("send", [r.send_s() for r in done]),
         "cards": cards,
         "token_count_source": _token_source(done) if done else None,
         "shared_prefix": shared_prefix,
@@ -148,7 +148,7 @@ def _check(run: LevelRun, done: list[RequestRecord]) -> dict[str, Any]:
 def client_bound(fields: dict[str, Any]) -> Finding | None:
     """``client-bound`` only on evidence that the client itself saturated: its busiest process
     used ``CLIENT_BUSY_LIMIT`` of a CPU, or its send lag (from a request's turn to its last
-    byte written, ``client_queue``) p99 exceeded ``max(LAG_FLOOR_S, LAG_SHARE_OF_ITL x median
+    byte written, ``send``) p99 exceeded ``max(LAG_FLOOR_S, LAG_SHARE_OF_ITL x median
     ITL)`` while that process was at least ``LAG_BUSY_FLOOR`` busy. Event-loop lag alone is no
     evidence: other processes on a busy host delay the loop as much. None when no request
     completed (nothing was limited by the client)."""
@@ -156,7 +156,7 @@ def client_bound(fields: dict[str, Any]) -> Finding | None:
     if not fields.get("completed"):
         return None
     busy = client["busy_fraction_max"]
-    lag_ms = fields.get("p99_client_queue_ms")
+    lag_ms = fields.get("p99_send_ms")
     itl_ms = fields.get("median_itl_ms")
     lag_limit_ms = max(LAG_FLOOR_S * 1e3, LAG_SHARE_OF_ITL * itl_ms) if itl_ms else LAG_FLOOR_S * 1e3
     lagging = lag_ms is not None and lag_ms > lag_limit_ms and busy >= LAG_BUSY_FLOOR
