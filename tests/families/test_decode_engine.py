@@ -155,3 +155,19 @@ def test_kv_cache_is_sized_for_the_sweep() -> None:
     options = EngineOptions(model="m", batches=(1, 64), input_tokens=992, output_tokens=32)
     assert kv_cache_bytes(shape, options) == 2 * 128 * 1024 * 64 * 1024
     assert kv_cache_bytes({"layers": 2, "kv_heads": 2, "head_dim": 64}, EngineOptions(model="m")) == KV_CACHE_FLOOR_BYTES
+
+
+def test_view_shows_the_engine_arguments_and_the_whole_call_definition() -> None:
+    from rich.console import Console
+
+    from parity.families.decode.engine_view import render_engine
+
+    args = {"asked": {"model": "/m", "max_num_seqs": 16}, "resolved": {"max_num_batched_tokens": 2816}}
+    s = summarize_engine([case(1, 0.002), case(4, 0.004)], options=EngineOptions(model="m", batches=(1, 4)),
+                         engine_version="0.0", engine_args=args).to_dict()
+    console = Console(width=200, record=True)
+    console.print(render_engine(s))
+    text = console.export_text()
+    assert "engine arguments asked: max_num_seqs=16" in text and "/m" not in text.split("asked:")[1].split("\n")[0]
+    assert "resolved by the engine: max_num_batched_tokens=2816" in text
+    assert "median time of one generate of fresh prompts" in text
