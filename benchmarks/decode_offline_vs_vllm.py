@@ -108,8 +108,11 @@ def engine_settings(log: str) -> dict:
     found = {key: m.group(1) for key, pattern in CONFIG_PATTERNS.items() if (m := re.search(pattern, log))}
     m = re.search(r"non-default args: (\{.*\})", log)
     if m:
-        with_model = ast.literal_eval(m.group(1))
-        found["non_default_args"] = {k: v for k, v in with_model.items() if k != "model"}
+        try:
+            given = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError):  # a value printed as an object: keep the plain ones
+            given = {k: v.strip("'") for k, v in re.findall(r"'(\w+)': ('[^']*'|[\w.+-]+)", m.group(1))}
+        found["non_default_args"] = {k: v for k, v in given.items() if k != "model"}
     return found
 
 
