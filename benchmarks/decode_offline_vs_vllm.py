@@ -117,6 +117,14 @@ def engine_settings(log: str) -> dict:
     return found
 
 
+def long_calls(doc: dict, batch: int) -> list[float]:
+    """parity's timed ``generate`` calls at the long length for ``batch``, in the order timed."""
+    for case in doc.get("cases") or ():
+        if case["params"].get("batch") == batch:
+            return list(case["samples"]["long"]["values_s"])
+    return []
+
+
 def tokenize_seconds(python: str, model: Path, batch: int, tokens: int) -> float:
     """Median seconds to tokenize ``batch`` text prompts of ``tokens`` tokens with the model's
     tokenizer: what vLLM's timed call spends on text prompts and parity's (token ids) does not."""
@@ -171,6 +179,7 @@ def main() -> int:
                 row["pareto"] = doc["engine"]["pareto"]
                 row["at_target"] = doc["engine"]["at_target"]
                 row["parity_engine"] = {"args": doc["engine"].get("engine_args"), "log": doc["engine_log"]}
+                row["parity_long_calls_s"] = long_calls(doc, largest)
             else:
                 row["vllm"] = run_vllm(args.vllm_python, model, folder, rnd, largest, args)
         rows.append(row)
@@ -227,6 +236,13 @@ def report(rows: list[dict], step_model: dict | None, args: argparse.Namespace, 
         lines.append(f"  round {r['round'] + 1} ({' then '.join(r['order'])}; {r.get('load_before_parity', 0):.2f} / "
                      f"{r.get('load_before_vllm', 0):.2f}): {p['call_output_tok_s']:.0f}, {r['vllm']['output_tok_s']:.0f}, "
                      f"{w:.3f}; {p['tokens_per_s_per_card']:.0f}, {d:.3f}")
+    calls = [r for r in rows if r.get("parity_long_calls_s")]
+    if calls:
+        rate = lambda t: largest * args.output_tokens / t  # noqa: E731
+        lines.append("  parity's single timed calls at the long length, output tok/s (first timed call; range): "
+                     + "; ".join(f"round {r['round'] + 1}: {rate(r['parity_long_calls_s'][0]):.0f} "
+                                 f"({rate(max(r['parity_long_calls_s'])):.0f}-{rate(min(r['parity_long_calls_s'])):.0f})"
+                                 for r in calls))
     ok = abs(statistics.median(whole) - 1) <= BAR
     lines.append(f"BAR (same definition, output tokens / elapsed of one generate of the batch): parity / vLLM median "
                  f"{statistics.median(whole):.3f} (rounds {', '.join(f'{x:.3f}' for x in whole)})  "
