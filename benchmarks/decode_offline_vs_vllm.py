@@ -282,7 +282,8 @@ def report(rows: list[dict], step_model: dict | None, args: argparse.Namespace, 
     for r, w, d in zip(rows, whole, decode):
         p = r["parity"][largest]
         lines.append(f"  round {r['round'] + 1} ({' then '.join(r['order'])}; {r.get('load_before_parity', 0):.2f} / "
-                     f"{r.get('load_before_vllm', 0):.2f}): {p['call_output_tok_s']:.0f}, {r['vllm']['output_tok_s']:.0f}, "
+                     f"{r.get('load_before_vllm', 0):.2f}): {p['call_output_tok_s']:.0f}, "
+                     f"{r['vllm']['output_tok_s']:.0f}, "
                      f"{w:.3f}; {p['tokens_per_s_per_card']:.0f}, {d:.3f}")
     lines.extend(calls_lines(rows, largest, args.output_tokens))
     ok = abs(statistics.median(whole) - 1) <= BAR
@@ -322,12 +323,13 @@ def audit(rows: list[dict], args: argparse.Namespace) -> list[str]:
     setting = ", ".join(f"{k}={ours.get(k)}" for k in AUDITED)
     lines = [f"audit (engine settings as each engine logged them): {setting}",
              "  " + ("every audited setting the same on both sides" if not differ else "DIFFER: " + "; ".join(differ)),
-             f"  non-default engine args: parity {ours.get('non_default_args')}, vLLM {theirs.get('non_default_args')}"]
+             f"  non-default engine args: parity {ours.get('non_default_args')}, "
+             f"vLLM {theirs.get('non_default_args')}"]
     elapsed = statistics.median(r["vllm"]["elapsed_s"] for r in rows)
-    lines.append(f"  differs by definition: vLLM tokenizes its {rows[0]['vllm'].get('num_requests')} text prompts inside "
-                 f"its timed call, {args.tokenize_s * 1e3:.2f} ms measured here ({args.tokenize_s / elapsed:.1%} of its "
-                 f"median elapsed {elapsed * 1e3:.0f} ms); vLLM shows a progress bar (use_tqdm) in its timed call, parity "
-                 "does not")
+    lines.append(f"  differs by definition: vLLM tokenizes its {rows[0]['vllm'].get('num_requests')} text prompts "
+                 f"inside its timed call, {args.tokenize_s * 1e3:.2f} ms measured here ({args.tokenize_s / elapsed:.1%} "
+                 f"of its median elapsed {elapsed * 1e3:.0f} ms); vLLM shows a progress bar (use_tqdm) in its timed "
+                 "call, parity does not")
     return lines
 
 
