@@ -328,7 +328,8 @@ def audit(rows: list[dict], args: argparse.Namespace) -> list[str]:
     elapsed = statistics.median(r["vllm"]["elapsed_s"] for r in rows)
     lines.append(f"  differs by definition: vLLM tokenizes its {rows[0]['vllm'].get('num_requests')} text prompts "
                  f"inside its timed call, {args.tokenize_s * 1e3:.2f} ms measured here "
-                 f"({args.tokenize_s / elapsed:.1%} of its median elapsed {elapsed * 1e3:.0f} ms); vLLM shows a progress bar (use_tqdm) in its timed "
+                 f"({args.tokenize_s / elapsed:.1%} of its median elapsed {elapsed * 1e3:.0f} ms); "
+                 "vLLM shows a progress bar (use_tqdm) in its timed "
                  "call, parity does not")
     return lines
 
