@@ -156,8 +156,9 @@ def calls_lines(rows: list[dict], largest: int, output_tokens: int) -> list[str]
             f"  parity's first timed call (one call after one warm-up generate, as vLLM times) / vLLM's one call: "
             f"median {statistics.median(first):.3f} (rounds {', '.join(f'{x:.3f}' for x in first)}); parity's first "
             f"call / its median call: median {statistics.median(settle):.3f} (rounds "
-            f"{', '.join(f'{x:.3f}' for x in settle)}): the first timed call is the slowest or near it, so vLLM's "
-            "one timed call after one warm-up generate can still hold the engine's warm-up"]
+            f"{', '.join(f'{x:.3f}' for x in settle)})"
+            + (": parity's first timed call is slower than its median, so vLLM's one timed call after one warm-up "
+               "generate can still hold the engine's warm-up" if statistics.median(settle) < 1 else "")]
 
 
 def long_calls(doc: dict, batch: int) -> list[float]:
@@ -320,9 +321,11 @@ def audit(rows: list[dict], args: argparse.Namespace) -> list[str]:
     ours = rows[0].get("parity_engine", {}).get("log", {})
     theirs = rows[0]["vllm"].get("engine", {})
     differ = [f"{k}: parity {ours.get(k)!r}, vLLM {theirs.get(k)!r}" for k in AUDITED if ours.get(k) != theirs.get(k)]
+    missing = [k for k in AUDITED if ours.get(k) is None and theirs.get(k) is None]
     setting = ", ".join(f"{k}={ours.get(k)}" for k in AUDITED)
     lines = [f"audit (engine settings as each engine logged them): {setting}",
-             "  " + ("every audited setting the same on both sides" if not differ else "DIFFER: " + "; ".join(differ)),
+             "  " + ("DIFFER: " + "; ".join(differ) if differ else "every audited setting found is the same on both "
+                    "sides") + (f"; not in either log: {', '.join(missing)}" if missing else ""),
              f"  non-default engine args: parity {ours.get('non_default_args')}, "
              f"vLLM {theirs.get('non_default_args')}"]
     elapsed = statistics.median(r["vllm"]["elapsed_s"] for r in rows)
