@@ -12,7 +12,10 @@ import pytest
 from parity.families.decode.config import load_config
 from parity.families.decode.engine import (
     EngineOptions,
+    FreshPrompts,
     batch_metrics,
+    calls_per_batch,
+    engine_args,
     engine_work,
     model_shape,
     random_prompts,
@@ -68,13 +71,45 @@ def test_prompts_are_seeded_and_avoid_the_start_and_end_ids() -> None:
 def test_work_checks_the_forced_length_of_the_last_call() -> None:
     options = EngineOptions(model="m", output_tokens=8)
     answers = {2: [2, 2], 8: [8, 7]}
-    work = engine_work(lambda prompts, n: answers[n], [[5], [6]], options=options)
+    prompts = FreshPrompts(batch=2, tokens=1, vocab=10, seed=0, calls=4)
+    work = engine_work(lambda batch, n: answers[n], prompts, options=options)
     assert (work.strategy.short, work.strategy.long) == (2, 8) and work.flush_cache is False
     work.call(2)
     assert work.check()["passed"] is True
     work.call(8)
     verdict = work.check()
-    assert verdict["passed"] is False and verdict["returned"] == [7, 8]
+    assert verdict["passed"] is False and verdict["returned"] == [7, 8] and verdict["prompt_batches"] == 2
+
+
+def test_every_call_gets_a_fresh_seeded_batch() -> None:
+    # The engine's prefix cache must never skip a prefill: no prompt is sent twice, drawn ahead or not.
+    seen: list[list[list[int]]] = []
+    prompts = FreshPrompts(batch=3, tokens=16, vocab=1000, seed=0, calls=2)
+    work = engine_work(lambda batch, n: (seen.append(batch), [n] * len(batch))[1], prompts,
+                       options=EngineOptions(model="m", output_tokens=8))
+    for n in (2, 8, 2, 8, 8):
+        work.call(n)
+    flat = [tuple(p) for batch in seen for p in batch]
+    assert len(seen) == 5 and all(len(b) == 3 for b in seen) and len(set(flat)) == 15
+    again = FreshPrompts(batch=3, tokens=16, vocab=1000, seed=0, calls=0)
+    assert [again.next() for _ in range(5)] == seen  # drawn ahead or on demand: the same seeded batches
+    other = FreshPrompts(batch=4, tokens=16, vocab=1000, seed=0, calls=1).next()
+    assert not {tuple(p) for p in other} & set(flat)  # another batch size draws other prompts
+
+
+def test_calls_drawn_ahead_cover_a_whole_slope() -> None:
+    # 2 attempts x 2 lengths x (1 warm-up + at most 10 timed calls) = 44.
+    assert calls_per_batch(EngineOptions(model="m")) == 44
+    assert calls_per_batch(EngineOptions(model="m", min_samples=12)) == 2 * 2 * 13
+
+
+def test_engine_args_are_what_vllm_bench_throughput_gives() -> None:
+    # vllm bench throughput --model m --dtype bfloat16 --max-model-len 176 --max-num-seqs 16
+    # --kv-cache-memory-bytes K --seed 0: nothing else asked, max_num_batched_tokens the engine's.
+    args = engine_args(EngineOptions(model="m", batches=(1, 4, 16), input_tokens=128, output_tokens=32),
+                       kv_cache_bytes=256 * 2**20)
+    assert args == {"model": "m", "dtype": "bfloat16", "seed": 0, "max_model_len": 176, "max_num_seqs": 16,
+                    "kv_cache_memory_bytes": 256 * 2**20}
 
 
 def test_batch_metrics_from_the_slope() -> None:
@@ -100,8 +135,10 @@ def test_summary_front_and_targets_by_hand() -> None:
     # above b4 so off the front. Target 3 ms: 500 + (1000 - 500) x (3 - 2) / (4 - 2) = 750.
     results = [case(1, 0.002), case(2, 0.0045), case(4, 0.004), case(8, 0.008), case(16, 0.001, ok=False)]
     options = EngineOptions(model="m", batches=(1, 2, 4, 8, 16), tpot_ms=(1.0, 3.0, 4.0, 9.0))
-    s = summarize_engine(results, options=options, engine_version="0.0").to_dict()
-    assert s["mode"] == "offline, engine" and s["failed"] == [16]
+    args = {"asked": {"max_num_seqs": 16}, "resolved": {"max_num_batched_tokens": 2816}}
+    s = summarize_engine(results, options=options, engine_version="0.0", engine_args=args).to_dict()
+    assert s["mode"] == "offline, engine" and s["failed"] == [16] and s["version"] == 2
+    assert s["engine_args"] == args
     assert [f["batch"] for f in s["pareto"]] == [1, 4]
     low, mid, edge, high = s["at_target"]
     assert low["value"] is None and "below the fastest" in low["reason"]
@@ -118,3 +155,19 @@ def test_kv_cache_is_sized_for_the_sweep() -> None:
     options = EngineOptions(model="m", batches=(1, 64), input_tokens=992, output_tokens=32)
     assert kv_cache_bytes(shape, options) == 2 * 128 * 1024 * 64 * 1024
     assert kv_cache_bytes({"layers": 2, "kv_heads": 2, "head_dim": 64}, EngineOptions(model="m")) == KV_CACHE_FLOOR_BYTES
+
+
+def test_view_shows_the_engine_arguments_and_the_whole_call_definition() -> None:
+    from rich.console import Console
+
+    from parity.families.decode.engine_view import render_engine
+
+    args = {"asked": {"model": "/m", "max_num_seqs": 16}, "resolved": {"max_num_batched_tokens": 2816}}
+    s = summarize_engine([case(1, 0.002), case(4, 0.004)], options=EngineOptions(model="m", batches=(1, 4)),
+                         engine_version="0.0", engine_args=args).to_dict()
+    console = Console(width=200, record=True)
+    console.print(render_engine(s))
+    text = console.export_text()
+    assert "engine arguments asked: max_num_seqs=16" in text and "/m" not in text.split("asked:")[1].split("\n")[0]
+    assert "resolved by the engine: max_num_batched_tokens=2816" in text
+    assert "median time of one generate of fresh prompts" in text

@@ -68,5 +68,9 @@ def test_offline_engine_gives_a_front_and_the_step_model_beside_it(vllm_python, 
     assert engine["pareto"], "a front of at least one batch"
     for point in engine["points"]:
         assert point["tokens_per_s_per_card"] == pytest.approx(point["batch"] / point["tpot_s"])
+    resolved = engine["engine_args"]["resolved"]  # set up as vllm bench throughput: only these asked
+    assert resolved["max_num_seqs"] == 4 and resolved["max_model_len"] == 32 + 8 + 16
+    assert set(engine["engine_args"]["asked"]) == {"model", "dtype", "seed", "max_model_len", "max_num_seqs",
+                                                   "kv_cache_memory_bytes"}
     assert [p["batch"] for p in doc["step_model"]["points"]] == [1, 4]
     assert doc["step_model"]["mode"] == "offline"

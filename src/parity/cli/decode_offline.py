@@ -116,7 +116,8 @@ def run_engine(ctx: click.Context, engine: dict[str, Any], values: dict[str, Any
                                  device=get_device("cpu"), progress=note)
     finally:
         loaded.close()
-    summary = summarize_engine(results, options=options, engine_version=loaded.version).to_dict()
+    summary = summarize_engine(results, options=options, engine_version=loaded.version,
+                               engine_args=loaded.engine_args).to_dict()
     step = _step_model(shape, given, options, values) if engine["step_model"] else None
     console = stdout_console(values.get("json_path"))
     console.print(render_engine(summary, step_model=step))

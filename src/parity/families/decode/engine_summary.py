@@ -6,10 +6,17 @@ model's (``parity.metrics.decode``), labelled "offline, engine" (SI units: s, to
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from parity.families.decode.engine import MODE, EngineOptions, batch_metrics, engine_work, random_prompts
+from parity.families.decode.engine import (
+    MODE,
+    EngineOptions,
+    FreshPrompts,
+    batch_metrics,
+    calls_per_batch,
+    engine_work,
+)
 from parity.harness.measure import measure_work
 from parity.harness.suite import CaseSpec
 from parity.metrics.decode import INTERPOLATION_METHOD, DecodePoint, pareto_front, throughput_at_target
@@ -45,9 +52,10 @@ class EngineTarget:
 
 @dataclass(frozen=True, kw_only=True)
 class EngineSummary:
-    """``parity decode offline --engine``'s record (``VERSION`` 1)."""
+    """``parity decode offline --engine``'s record (``VERSION`` 2: ``engine_args``, the engine
+    arguments asked and those the engine resolved, the conditions two engine runs are compared on)."""
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
 
     mode: str = MODE
     engine: str = ""
@@ -57,6 +65,7 @@ class EngineSummary:
     output_tokens: int = 0
     short_tokens: int = 0
     cards: int = 1
+    engine_args: dict[str, Any] = field(default_factory=dict)
     tpot_statistic: str = TPOT_STATISTIC
     excludes: str = EXCLUDES
     interpolation: str = INTERPOLATION_METHOD
@@ -78,7 +87,8 @@ def measure_engine(generate: Callable[[list[list[int]], int], list[int]], *, opt
     """Each batch of ``options.batches`` as one case timed by the harness (``engine_work``)."""
     results = []
     for index, batch in enumerate(options.batches, 1):
-        prompts = random_prompts(batch=batch, tokens=options.input_tokens, vocab=vocab, seed=options.seed + batch)
+        prompts = FreshPrompts(batch=batch, tokens=options.input_tokens, vocab=vocab, seed=options.seed,
+                               calls=calls_per_batch(options))
         case = CaseSpec(suite=SUITE, key=f"batch={batch}",
                         params={"batch": batch, "input_tokens": options.input_tokens,
                                 "output_tokens": options.output_tokens, "short_tokens": options.short_tokens,
@@ -96,7 +106,8 @@ def measure_engine(generate: Callable[[list[list[int]], int], list[int]], *, opt
     return results
 
 
-def summarize_engine(results: list[CaseResult], *, options: EngineOptions, engine_version: str) -> EngineSummary:
+def summarize_engine(results: list[CaseResult], *, options: EngineOptions, engine_version: str,
+                     engine_args: dict[str, Any] | None = None) -> EngineSummary:
     """Points, the Pareto front of (TPOT, tokens/s per card), tokens/s at each TPOT target."""
     points = tuple(EnginePoint(batch=r.params["batch"], step_s=r.metrics.get("step_s"), tpot_s=r.metrics.get("tpot_s"),
                                tokens_per_s_per_card=r.metrics.get("tokens_per_s_per_card"),
@@ -113,7 +124,8 @@ def summarize_engine(results: list[CaseResult], *, options: EngineOptions, engin
     findings = [f.to_dict() for r in results for f in r.findings]
     return EngineSummary(engine=options.engine, engine_version=engine_version, model=options.model,
                          input_tokens=options.input_tokens, output_tokens=options.output_tokens,
-                         short_tokens=options.short_tokens, cards=options.cards, points=points,
+                         short_tokens=options.short_tokens, cards=options.cards,
+                         engine_args=dict(engine_args or {}), points=points,
                          pareto=tuple({"batch": f.label, "tpot_s": f.tpot_s, "tokens_per_s_per_card": f.throughput}
                                       for f in front),
                          at_target=tuple(targets), failed=tuple(p.batch for p in points if not p.ok),

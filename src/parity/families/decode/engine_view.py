@@ -41,13 +41,24 @@ def render_engine(summary: dict[str, Any], *, step_model: dict[str, Any] | None 
         targets.add_row(f"{t['tpot_target_s'] * 1e3:g}", "not reached" if t["value"] is None else _rate(t["value"]),
                         t["status"], t["reason"])
     parts: list[RenderableType] = [head, table, targets]
+    if s.get("engine_args"):
+        parts.append(_engine_args(s["engine_args"]))
     if step_model is not None:
         parts.append(_beside(s, step_model))
-    parts.append(Text("whole call out tok/s = batch x output tokens / median generate time (prefill included): "
-                      "vllm bench throughput's output tokens/s; * = on the Pareto front"))
+    parts.append(Text("whole call out tok/s = batch x output tokens / median time of one generate of fresh prompts "
+                      "(prefill included): vllm bench throughput's output tokens/s; tok/s per card = batch / decode "
+                      "step; * = on the Pareto front"))
     parts.append(Text(f"FAILED: batches {', '.join(map(str, s['failed']))}" if s["failed"]
                       else "OK: every batch returned the forced length"))
     return Group(*parts)
+
+
+def _engine_args(args: dict[str, Any]) -> Text:
+    """The engine's arguments: those asked (beyond the model) and what the engine resolved."""
+    asked = {k: v for k, v in (args.get("asked") or {}).items() if k != "model"}
+    line = ", ".join(f"{k}={v}" for k, v in asked.items())
+    resolved = ", ".join(f"{k}={v}" for k, v in (args.get("resolved") or {}).items())
+    return Text(f"engine arguments asked: {line or '-'}\nresolved by the engine: {resolved or '-'}")
 
 
 def _beside(engine: dict[str, Any], step_model: dict[str, Any]) -> Table:
