@@ -48,5 +48,6 @@ def write_table(path: Path, columns: tuple, data: dict) -> None:
 
     schema = arrow_schema(columns)
     arrays = [pa.array(data[f.name], type=f.type) if not isinstance(data[f.name], pa.Array)
+              else data[f.name] if data[f.name].type == f.type  # a cast would import pyarrow.compute
               else data[f.name].cast(f.type) for f in schema]
     pq.write_table(pa.Table.from_arrays(arrays, schema=schema), str(path))
