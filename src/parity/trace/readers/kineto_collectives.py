@@ -38,13 +38,18 @@ class Marks(list):
     """Set by the decoding hook while a block is decoded: non-empty when some event carried a
     ``Collective name`` (a reader decodes one block at a time per process)."""
 
-    def hook(self, kind: type, value: Any) -> None:
+    def hook(self, kind: type, value: Any) -> CollectiveMark:
+        """Note the collective; the value the field holds is the one :data:`MARK` (the decoder
+        checks that a hook returns the field's type: a None here would fail the whole block
+        over to the loose decoder, event by event in Python)."""
         if kind is not CollectiveMark:
             raise NotImplementedError(kind)
         self.append(True)
+        return MARK
 
 
 marked = Marks()
+MARK = CollectiveMark()
 
 
 class CollectiveArgs(msgspec.Struct, gc=False):
