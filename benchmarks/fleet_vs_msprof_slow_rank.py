@@ -32,7 +32,11 @@ third, jitter below 50 us) in a temporary folder.
 
 Bar: the slow rank agrees on every job both can answer, every voted collective's rank equals
 parity's last rank, and parity's whole process is at least 5x faster (median of the alternated
-rounds, a first round of each left out). msprof-analyze runs from its own environment::
+rounds, a first round of each left out). Both run from compiled bytecode, as installed packages
+do: pip compiled the other tool's modules when it installed them, and parity's are compiled
+first (``compileall``; a source checkout run with ``PYTHONDONTWRITEBYTECODE=1`` would compile
+every module in every process). The load average is printed before and after each job's rounds.
+msprof-analyze runs from its own environment::
 
     python -m venv /tmp/msprof && /tmp/msprof/bin/pip install msprof-analyze
     python benchmarks/fleet_vs_msprof_slow_rank.py --msprof /tmp/msprof/bin/msprof-analyze --rounds 5
@@ -49,6 +53,7 @@ from pathlib import Path
 
 from alternated import alternate, print_verdict, whole_process
 from ascend_replica import replicate
+from trace_vs_hta_process import compile_parity, load_average
 
 ASCEND = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/ascend/msinsight"
 RECIPE = Path("cluster_analysis_output") / "SlowRankAnalysis"
@@ -143,7 +148,9 @@ def run_job(name: str, folder: Path, ranks: list[Path], args, parity: list[str],
         "parity": lambda i: whole_process(parity_command(parity, ranks, tmp / f"{name}-parity{i}")),
         "msprof-analyze": lambda i: whole_process(msprof_command(args.msprof, folder, tmp / f"{name}-msprof{i}")),
     }
+    before = load_average()
     times = alternate(runs, args.rounds)
+    print(f"  load average: {before} before the rounds, {load_average()} after")
     agrees, lines = compare(tmp / f"{name}-msprof{args.rounds}", tmp / f"{name}-parity{args.rounds}")
     return agrees, print_verdict(times, "msprof-analyze", BAR, agrees, lines)
 
@@ -155,6 +162,7 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=64, help="ranks of the replicated job")
     parser.add_argument("--parity", default=f"{sys.executable} -m parity", help="the parity command")
     args = parser.parse_args()
+    compile_parity()  # parity runs from bytecode, as an installed package does (the reference tools do)
     parity = args.parity.split()
     ok, ratios = True, []
     with tempfile.TemporaryDirectory() as name:

@@ -44,8 +44,12 @@ every collective, jitter below 1 µs), and the two real ranks ``sampled_rank-{0,
 (SendRecv kernels on two streams, no group names: TraceLens reports nothing for them).
 
 Bar: every pair within 1 µs, last ranks equal, and parity's whole process at least 5x faster
-(median of alternated rounds, a first round of each left out). TraceLens runs from its own
-environment (from its repository: ``pip install PATH`` of a checkout into a venv)::
+(median of alternated rounds, a first round of each left out). Both run from compiled bytecode,
+as installed packages do: pip compiled the other tool's modules when it installed them, and
+parity's are compiled first (``compileall``; a source checkout run with
+``PYTHONDONTWRITEBYTECODE=1`` would compile every module in every process). The load average is
+printed before and after each job's rounds. TraceLens runs from its own environment (from its
+repository: ``pip install PATH`` of a checkout into a venv)::
 
     python benchmarks/fleet_vs_tracelens.py \\
         --tracelens /tmp/tracelens-venv/bin/TraceLens_generate_multi_rank_collective_report_pytorch --rounds 5
@@ -63,6 +67,7 @@ from pathlib import Path
 
 from alternated import ProcessFailed, alternate, print_verdict, whole_process
 from kineto_replica import replicate
+from trace_vs_hta_process import compile_parity, load_average
 
 KINETO = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/kineto/hta"
 TOLERANCE_US = 1.0
@@ -178,7 +183,9 @@ def run_job(name: str, paths: list[Path], glob: str, args, parity: list[str], tm
                                                                tmp / f"{name}-tl{i}")),
     }  # fmt: skip
     try:
+        before = load_average()
         times = alternate(runs, args.rounds)
+        print(f"  load average: {before} before the rounds, {load_average()} after")
     except ProcessFailed as failed:  # round 0 runs parity first: this is TraceLens's
         import pyarrow.parquet as pq
 
@@ -198,6 +205,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="16x12,24x200,32x2", help="synthetic jobs, RANKSxSTEPS, comma-separated")
     parser.add_argument("--parity", default=f"{sys.executable} -m parity", help="the parity command")
     args = parser.parse_args()
+    compile_parity()  # parity runs from bytecode, as an installed package does (the reference tools do)
     parity = args.parity.split()
     from parity.trace.fleet.synthetic import write_fleet
 

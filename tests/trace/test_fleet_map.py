@@ -10,8 +10,9 @@ import pytest
 from parity.trace import analyze, load_trace
 from parity.trace.categories import categorize, load_rules
 from parity.trace.fleet.collectives import collective_rows
-from parity.trace.fleet.mapper import rank_file, rank_tables, summarize_rank
+from parity.trace.fleet.mapper import rank_file, rank_tables, step_rows, summarize_rank
 from parity.trace.fleet.tables import MAP_TABLES, arrow_schema
+from parity.trace.table import NO_ID, ActivityTable, Kind
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -107,3 +108,38 @@ def test_ascend_hccl_operations_are_collectives(job, group, traces_dir: Path) ->
     assert rows["in_nelems"].tolist() == [4097000, 16781312, 37752832, 2469696]
     assert rows["bytes"].tolist() == [4 * n for n in rows["in_nelems"].tolist()]
     assert rows["seq"].tolist() == [0, 1, 2, 3]
+
+
+def _stepped_table() -> ActivityTable:
+    """Two steps on two streams, the reader's step column set: step 0 a GEMM [0, 100) and an
+    all-reduce [50, 150) (50 ns overlapped); step 1 a GEMM [200, 260) and an all-reduce
+    [300, 340) (none overlapped, 40 ns idle between)."""
+    names = ("sm90_xmma_gemm_f16f16_f32", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+    rows = [(0, 0, 0, 100), (1, 0, 50, 150), (0, 1, 200, 260), (1, 1, 300, 340)]  # (name, step, start, end)
+    n = len(rows)
+    return ActivityTable(
+        rank=np.zeros(n, np.int32), device=np.zeros(n, np.int32), stream=np.array([7, 9, 7, 9], np.int64),
+        kind=np.full(n, int(Kind.KERNEL), np.int8), name_id=np.array([r[0] for r in rows], np.int32),
+        start_ns=np.array([r[2] for r in rows], np.int64), end_ns=np.array([r[3] for r in rows], np.int64),
+        correlation=np.full(n, NO_ID, np.int64), step=np.array([r[1] for r in rows], np.int32), names=names,
+    )  # fmt: skip
+
+
+def test_step_figures_by_hand() -> None:
+    """Per step: span = first start .. last end; compute |K|, communication |C|, exposed
+    |C| - |K ∩ C| with |K ∩ C| = |K| + |C| - |K ∪ C|, idle = span - |all rows|.
+    Step 0: span [0, 150), K 100, C 100, K ∪ C 150, so K ∩ C 50, exposed 50, idle 0.
+    Step 1: span [200, 340), K 60, C 40, K ∪ C 100, so K ∩ C 0, exposed 40, idle 40."""
+    table = _stepped_table()
+    steps = step_rows(table, categorize(table, load_rules(None)), 0)
+    assert steps["step"].tolist() == [0, 1]
+    assert (steps["start_ns"].tolist(), steps["end_ns"].tolist()) == ([0, 200], [150, 340])
+    assert steps["compute_ns"].tolist() == [100, 60]
+    assert steps["communication_ns"].tolist() == [100, 40]
+    assert steps["exposed_communication_ns"].tolist() == [50, 40]
+    assert steps["idle_ns"].tolist() == [0, 40]
+    for i in (0, 1):  # and what the analysis of that one step says
+        r = analyze(table, steps=(i, i)).ranks[0]
+        assert (r.comm.compute_ns, r.comm.communication_ns, r.comm.exposed_communication_ns, r.device.idle_ns) == (
+            steps["compute_ns"][i], steps["communication_ns"][i], steps["exposed_communication_ns"][i],
+            steps["idle_ns"][i])  # fmt: skip

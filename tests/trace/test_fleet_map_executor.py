@@ -75,3 +75,40 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
         map_ranks([tmp_path], tmp_path / "out", executor="ray")
     with pytest.raises(ParityError, match="scheduler"):
         map_ranks([tmp_path], tmp_path / "out", executor="dask")
+
+
+def test_one_worker_maps_in_this_process_and_writes_what_the_pool_writes(traces_dir: Path, tmp_path: Path) -> None:
+    """With one worker (or one rank) the calling process maps the ranks itself, no process
+    started; the files are the pool's, byte for byte."""
+    import parity.trace.fleet.executor as executor
+
+    fleet = replicate(traces_dir, tmp_path / "fleet", 3)
+    before = _children()
+    started: list[int] = []
+    real = executor.ProcessPoolExecutor
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            started.append(kwargs["max_workers"])
+            super().__init__(*args, **kwargs)
+
+    executor.ProcessPoolExecutor = Counting
+    try:
+        one = map_ranks([fleet], tmp_path / "one", workers=1)
+        single = map_ranks([fleet / "trace-000.json.gz"], tmp_path / "single", workers=4)
+        assert started == []
+        pool = map_ranks([fleet], tmp_path / "pool", workers=8)
+        assert started == [3], "the pool holds min(workers, ranks) processes"
+    finally:
+        executor.ProcessPoolExecutor = real
+    assert _children() <= before
+    assert one == pool and single == pool[:1]
+    assert _files(tmp_path / "one") == _files(tmp_path / "pool")
+
+
+def test_the_pool_forks_on_linux() -> None:
+    import sys
+
+    from parity.trace.fleet.executor import start_method
+
+    assert start_method() == ("fork" if sys.platform.startswith("linux") else "spawn")

@@ -114,3 +114,17 @@ def test_ascend_db_hccl_operations(traces_dir: Path) -> None:
     assert table.extra["hccl_count"][ops].tolist() == [4097000, 16781312, 37752832, 2469696]
     assert set(table.extra["dtype"][ops]) == {"FP32"}
     assert set(table.extra["process_group_name"][ops]) == {"90.91.105.46%enp189s0f0_60000_0_1736407029972691"}
+
+
+def test_a_block_with_collectives_decodes_as_structs() -> None:
+    """The ``Collective name`` hook keeps the block on the struct decoder (the loose one, event
+    by event in Python, is for malformed blocks only), and the NCCL arguments come with it."""
+    from parity.trace.readers.kineto_events import Complete, decode_events
+
+    events = [{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
+               "args": {"stream": 7, "device": 0, "correlation": 1}},
+              {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "pid": 0, "tid": 7,
+               "ts": 4.0, "dur": 2.0, "args": {"stream": 7, "device": 0, "correlation": 2, **ARGS}}]  # fmt: skip
+    block = decode_events(orjson.dumps(events))
+    assert [type(e) for e in block] == [Complete, Complete]
+    assert block.collective[0] is None and block.collective[1].collective_name == "allreduce"

@@ -13,10 +13,10 @@ from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer, format_duration
 
 
-def _eta_callback(renderer: ProgressRenderer):
+def _eta_callback(renderer: ProgressRenderer, started: float | None = None):
     """``progress(done, total)`` of the map as the renderer's update, with an ETA from the
-    mean time per finished rank so far."""
-    started = time.perf_counter()
+    mean time per finished rank since ``started`` (``time.perf_counter()``; default now)."""
+    started = time.perf_counter() if started is None else started
 
     def callback(done: int, total: int) -> None:
         elapsed = time.perf_counter() - started
@@ -24,6 +24,29 @@ def _eta_callback(renderer: ProgressRenderer):
         renderer.update(done=done, total=total, label=f"{done}/{total} ranks", eta_s=eta)
 
     return callback
+
+
+class _ShownOnFirstReport:
+    """The map's ``progress(done, total)``: the renderer entered at the first finished rank, not
+    before the map starts, so that no drawing thread of a terminal's bar runs while the local
+    pool forks its workers (a child must not inherit a lock that thread holds)."""
+
+    def __init__(self, renderer: ProgressRenderer) -> None:
+        self.renderer = renderer
+        self.started = time.perf_counter()  # the ETA counts from the map's start
+        self.callback: Any = None
+
+    def __enter__(self) -> _ShownOnFirstReport:
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.callback is None:
+            self.callback = _eta_callback(self.renderer.__enter__(), started=self.started)
+        self.callback(done, total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.callback is not None:
+            self.renderer.__exit__(*exc)
 
 
 def _document(summary: Any) -> Any:
@@ -43,7 +66,8 @@ def _document(summary: Any) -> Any:
                    "must see PATH and OUT), or 'local' for a LocalCluster on this machine. Default: a local "
                    "process pool. The tables are the same either way.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Processes (local pool or LocalCluster workers), one rank each at a time. Default: the CPUs.")
+              help="Processes (local pool or LocalCluster workers), one rank each at a time; the local pool has "
+                   "min(N, ranks), and with 1 (or one rank) this process maps the ranks itself. Default: the CPUs.")
 @click.option("--ranks-per-node", type=click.IntRange(min=1), default=None,
               help="Ranks on one node (node = rank // N): collectives are then intra- or inter-node.")
 @click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
@@ -73,9 +97,9 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
 
     executor = "dask" if scheduler else "local"
     started = time.perf_counter()
-    with ProgressRenderer(label="mapping ranks") as renderer:
+    with _ShownOnFirstReport(ProgressRenderer(label="mapping ranks")) as progress:
         results = map_ranks(list(paths), out_dir, executor=executor, workers=workers, scheduler=scheduler,
-                            progress=_eta_callback(renderer), rules=rules_path)  # fmt: skip
+                            progress=progress, rules=rules_path)  # fmt: skip
     mapped_s = time.perf_counter() - started
     from parity.trace.fleet.reduce import reduce_fleet
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ANONYMOUS = "(anonymous namespace)"
@@ -47,8 +48,10 @@ def signature_head(name: str) -> str:
     return name
 
 
+@lru_cache(maxsize=1 << 16)
 def name_tokens(name: str) -> tuple[str, ...]:
-    """The lowercased tokens of a kernel name (see the module docstring)."""
+    """The lowercased tokens of a kernel name (see the module docstring); remembered per name,
+    since a process reading many ranks of one job meets the same names in every rank."""
     return tuple(t.lower() for t in _TOKEN.findall(signature_head(name)))
 
 

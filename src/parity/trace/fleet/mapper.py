@@ -29,19 +29,18 @@ from pathlib import Path
 
 import numpy as np
 
-# the analysis's own clipping and compute/communication sets, so a step's figures are those of
-# ``parity trace analyze --steps N-N`` by construction
-from parity.trace.analysis import _ascend_sets, _Clipped, _comm, analyze
+# the analysis's own compute/communication sets, so a step's figures are those of
+# ``parity trace analyze --steps N-N``
+from parity.trace.analysis import _ascend_sets, analyze
 from parity.trace.ascend_steps import is_ascend
-from parity.trace.categories import Categorization, Rules, categorize, load_rules
+from parity.trace.categories import COMMUNICATION, Categorization, Rules, categorize, load_rules
 from parity.trace.fleet.collectives import collective_rows
 from parity.trace.fleet.tables import MAP_TABLES, arrow_schema
-from parity.trace.intervals import union_length
+from parity.trace.intervals import grouped_union_lengths
 from parity.trace.load import load_trace
-from parity.trace.metrics import idle_ns
 from parity.trace.results import RankAnalysis
 from parity.trace.table import ActivityTable
-from parity.trace.window import Window, device_steps
+from parity.trace.window import device_steps
 
 MAP_DIR = "map"
 
@@ -64,26 +63,54 @@ def step_spans(table: ActivityTable, row_steps: np.ndarray) -> tuple[np.ndarray,
     return steps, start, end
 
 
-def step_rows(table: ActivityTable, cats: Categorization, rank: int) -> dict[str, np.ndarray]:
-    """The ``steps`` table's columns (module docstring), by step number."""
-    steps, starts, ends = step_spans(table, device_steps(table))
+def _step_candidates(table: ActivityTable, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(step index, row)`` of every device row that may reach into each step's span: the rows
+    starting in ``[start - longest row, end]`` (what the analysis's window takes), all steps at once."""
     device = np.flatnonzero(table.device_mask())
     device = device[np.argsort(table.start_ns[device], kind="stable")]
     first = table.start_ns[device]
     longest = int((table.end_ns[device] - first).max()) if len(device) else 0
-    sets = _ascend_sets(table, cats) if is_ascend(table) else None
-    figures = []
-    for step, lo, hi in zip(steps.tolist(), starts.tolist(), ends.tolist()):
-        near = device[np.searchsorted(first, lo - longest, side="left"): np.searchsorted(first, hi, side="right")]
-        clipped = _Clipped(table, near, Window(start_ns=lo, end_ns=hi, source="steps", detail=""), cats)
-        comm = _comm(clipped, cats, sets)
-        busy = union_length(clipped.start, clipped.end)
-        figures.append((comm.compute_ns, comm.communication_ns, comm.exposed_communication_ns, idle_ns(busy, hi - lo)))
-    compute, communication, exposed, idle = (np.array(f, dtype=np.int64).reshape(-1) for f in zip(*figures)) \
-        if figures else (np.empty(0, np.int64),) * 4  # fmt: skip
+    lo = np.searchsorted(first, starts - longest, side="left")
+    counts = np.searchsorted(first, ends, side="right") - lo
+    step = np.repeat(np.arange(len(starts)), counts)
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return step, device[np.repeat(lo, counts) + within]
+
+
+def step_rows(table: ActivityTable, cats: Categorization, rank: int,
+              sets: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The ``steps`` table's columns (module docstring), by step number; ``sets``: the Ascend
+    Computing and Communication rows (:func:`parity.trace.analysis._ascend_sets`) on an Ascend
+    table.
+
+    Every step at once: each step's rows clipped to its span as the analysis clips a window
+    (:class:`parity.trace.analysis._Clipped`), then four union lengths per step from one
+    grouped merge: all rows (busy), compute ``K``, communication ``C`` and ``K ∪ C``, with
+    ``|K ∩ C| = |K| + |C| - |K ∪ C|`` (exact in integer ns), so the figures are
+    :func:`parity.trace.analysis._comm`'s for each span."""
+    steps, starts, ends = step_spans(table, device_steps(table))
+    if sets is None:
+        comm_row = cats.codes == cats.code(COMMUNICATION)
+        compute_row = cats.compute_codes()[cats.codes]
+    else:
+        comm_row, compute_row = sets[1], sets[0] & ~sets[1]
+    step, rows = _step_candidates(table, starts, ends)
+    lo, hi = starts[step], ends[step]
+    s, e = table.start_ns[rows], table.end_ns[rows]
+    inside = (e > lo) & (s < hi) | ((s == e) & (s >= lo) & (s < hi))
+    step, rows, s, e = step[inside], rows[inside], np.maximum(s[inside], lo[inside]), np.minimum(e[inside], hi[inside])
+    compute, comm = compute_row[rows], comm_row[rows]
+    members = [np.ones(len(rows), dtype=bool), compute, comm, compute | comm]  # busy, K, C, K ∪ C
+    groups = np.concatenate([step[m] * 4 + i for i, m in enumerate(members)])
+    lengths = grouped_union_lengths(groups, np.concatenate([s[m] for m in members]),
+                                    np.concatenate([e[m] for m in members]), 4 * len(steps)).reshape(-1, 4)  # fmt: skip
+    busy, compute_ns, communication_ns, either = (lengths[:, i].astype(np.int64) for i in range(4))
+    exposed = communication_ns - (compute_ns + communication_ns - either)  # |C| - |K ∩ C|
+    idle = (ends - starts) - busy
+    assert (idle >= 0).all() and (exposed >= 0).all()
     return {
         "rank": np.full(len(steps), rank, dtype=np.int32), "step": steps.astype(np.int32),
-        "start_ns": starts, "end_ns": ends, "compute_ns": compute, "communication_ns": communication,
+        "start_ns": starts, "end_ns": ends, "compute_ns": compute_ns, "communication_ns": communication_ns,
         "exposed_communication_ns": exposed, "idle_ns": idle,
     }  # fmt: skip
 
@@ -95,7 +122,7 @@ def rank_tables(table: ActivityTable, *, rules=None) -> dict[str, dict[str, np.n
     cats = categorize(table, rules)
     result = analyze(table, rules=rules, cats=cats)
     r: RankAnalysis = result.ranks[0]
-    steps = step_rows(table, cats, r.rank)
+    steps = step_rows(table, cats, r.rank, _ascend_sets(table, cats) if is_ascend(table) else None)
     meta = table.meta
     source = meta.get("source", "")
     info = {

@@ -81,13 +81,14 @@ def _codes(column) -> tuple[np.ndarray, list[str]]:
     """Codes into the sorted distinct values of a pyarrow string (or dictionary) column, one
     chunk at a time (each rank's file has its own dictionary); a null reads as ""."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     index: dict[str, int] = {}
     parts = []
     for chunk in chunks:
         if chunk.null_count or not pa.types.is_dictionary(chunk.type):
+            import pyarrow.compute as pc  # only here: a map file written without dictionaries
+
             chunk = pc.dictionary_encode(pc.fill_null(chunk.cast(pa.string()), ""))
         local = np.array([index.setdefault(v, len(index)) for v in chunk.dictionary.to_pylist()] or [0],
                          dtype=np.int32)

@@ -187,7 +187,8 @@ def _clock_finding(m: Matched, ranks: np.ndarray, per_row: dict) -> dict:
 def _group_names(m: Matched, codes: np.ndarray):
     import pyarrow as pa
 
-    return pa.array(list(m.groups), pa.string()).take(pa.array(codes, pa.int64()))
+    # indexed in numpy: Array.take would import pyarrow's compute functions for this one call
+    return pa.array(np.array(list(m.groups) or [""], dtype=object)[codes], pa.string())
 
 
 def _write_collectives(root: Path, m: Matched, c: dict) -> None:

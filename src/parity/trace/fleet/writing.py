@@ -13,24 +13,29 @@ def read_map_table(root: Path, table: str, columns: list[str] | None = None, dic
     """Every rank's ``root/map/<table>/*.parquet`` as one pyarrow table of the contract's schema
     (an empty one when no rank wrote that table): only ``columns`` when given, the string
     columns named in ``dictionary`` dictionary-encoded (a few distinct values over millions of
-    rows: the codes, not the strings, are held)."""
+    rows: the codes, not the strings, are held). The files are read one by one with the Parquet
+    reader and joined in name order (rank order): no dataset layer, whose import (pyarrow's
+    compute functions among it) costs more than reading a small job's files."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
     schema = arrow_schema(MAP_TABLES[table])
     folder = Path(root) / "map" / table
     files = sorted(str(p) for p in folder.glob("*.parquet")) if folder.is_dir() else []
     if not files:
         return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+    names = columns or schema.names
     try:
-        form = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=list(dictionary)))
-        read = ds.dataset(files, format=form)
-        names = columns or schema.names
-        missing = [n for n in names if n not in read.schema.names]
-        if missing:
-            raise ParityError(f"the map table {folder} lacks the columns {', '.join(missing)}; "
-                              f"run the map again with this version of parity")
-        return read.to_table(columns=names)
+        parts = []
+        for path in files:
+            handle = pq.ParquetFile(path, read_dictionary=list(dictionary))
+            missing = [n for n in names if n not in handle.schema_arrow.names]
+            if missing:
+                raise ParityError(f"the map table {folder} lacks the columns {', '.join(missing)}; "
+                                  f"run the map again with this version of parity")
+            parts.append(handle.read(columns=names, use_threads=False))
+            handle.close()
+        return pa.concat_tables(parts)
     except (pa.ArrowInvalid, OSError) as exc:
         raise ParityError(f"cannot read the map table {folder}: {str(exc).splitlines()[0]}; "
                           f"run the map again into a fresh folder") from exc
@@ -43,5 +48,6 @@ def write_table(path: Path, columns: tuple, data: dict) -> None:
 
     schema = arrow_schema(columns)
     arrays = [pa.array(data[f.name], type=f.type) if not isinstance(data[f.name], pa.Array)
+              else data[f.name] if data[f.name].type == f.type  # a cast would import pyarrow.compute
               else data[f.name].cast(f.type) for f in schema]
     pq.write_table(pa.Table.from_arrays(arrays, schema=schema), str(path))

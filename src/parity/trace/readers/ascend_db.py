@@ -94,9 +94,13 @@ def mark_collective_carriers(table: ActivityTable) -> int:
         return 0
     ops = ops[np.argsort(table.start_ns[ops], kind="stable")]
     op_start, marked = table.start_ns[ops], 0
-    for row in candidates.tolist():
-        lo, hi = np.searchsorted(op_start, [table.start_ns[row], table.end_ns[row]], side="left")
-        inside = ops[lo:hi]
+    # the operations starting inside each candidate, found for all candidates at once; only
+    # candidates with any are looked at one by one
+    lo = np.searchsorted(op_start, table.start_ns[candidates], side="left")
+    hi = np.searchsorted(op_start, table.end_ns[candidates], side="left")
+    some = hi > lo
+    for row, first, last in zip(candidates[some].tolist(), lo[some].tolist(), hi[some].tolist()):
+        inside = ops[first:last]
         if ((table.stream[inside] == table.stream[row]) & (table.end_ns[inside] <= table.end_ns[row])).any():
             cores[row] = "HCCL"
             marked += 1
@@ -198,23 +202,45 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
 
 
 def _host(db, tables: set[str], strings: dict[int, str], cols: Columns) -> None:
-    """CANN API calls (runtime), PyTorch ops and step markers (from ``STEP_TIME`` without them)."""
-    rows = [r for table, runtime in (("CANN_API", 1), ("PYTORCH_API", 0)) if table in tables
-            for r in db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name, {runtime} FROM {table}")]
-    if "STEP_TIME" in tables and not any(PROFILER_STEP.match(strings.get(r[4]) or "") for r in rows if not r[5]):
-        rows += [(start, end, 0, None, f"ProfilerStep#{step}", 0)
-                 for step, start, end in db.execute("SELECT id, startNs, endNs FROM STEP_TIME")]  # fmt: skip
-    if not rows:
+    """CANN API calls (runtime), PyTorch ops and step markers (from ``STEP_TIME`` without them).
+
+    Column by column: a name (a ``STRING_IDS`` id, or text) and its kind are worked out once
+    per distinct value, not once per row."""
+    blocks = []  # (startNs, endNs, globalTid, connectionId, name, runtime), one tuple per column
+    for table, runtime in (("CANN_API", True), ("PYTORCH_API", False)):
+        if table in tables:
+            rows = db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name FROM {table}").fetchall()
+            if rows:
+                blocks.append((*zip(*rows), runtime))
+    if "STEP_TIME" in tables and not any(PROFILER_STEP.match(strings.get(n) or "")
+                                         for b in blocks if not b[5] for n in set(b[4])):
+        steps = db.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall()
+        if steps:
+            ids, start, end = zip(*steps)
+            blocks.append((start, end, (0,) * len(ids), (None,) * len(ids),
+                           tuple(f"ProfilerStep#{step}" for step in ids), False))  # fmt: skip
+    if not blocks:
         return
-    names = [n if isinstance(n, str) else (strings.get(n) or "") for n in (r[4] for r in rows)]
-    kinds = [Kind.RUNTIME if r[5] else Kind.STEP if PROFILER_STEP.match(n) else Kind.CPU_OP
-             for r, n in zip(rows, names)]  # fmt: skip
-    start = np.asarray([int(r[0]) for r in rows], np.int64)
+    names, kinds, start, end, stream, correlation = [], [], [], [], [], []
+    for b_start, b_end, tid, conn, name, runtime in blocks:
+        n = len(name)
+        text_of = {v: v if isinstance(v, str) else (strings.get(v) or "") for v in set(name)}
+        text = list(map(text_of.__getitem__, name))
+        names += text
+        if runtime:
+            kinds.append(np.full(n, int(Kind.RUNTIME), np.int8))
+            correlation.append(np.fromiter((NO_ID if c is None else c for c in conn), np.int64, n))
+        else:
+            kind_of = {t: int(Kind.STEP if PROFILER_STEP.match(t) else Kind.CPU_OP) for t in text_of.values()}
+            kinds.append(np.fromiter(map(kind_of.__getitem__, text), np.int8, n))
+            correlation.append(np.full(n, NO_ID, np.int64))
+        first = np.fromiter(map(int, b_start), np.int64, n)
+        start.append(first)
+        end.append(np.maximum(np.fromiter(map(int, b_end), np.int64, n), first))
+        stream.append(np.fromiter(((t or 0) & 0xFFFFFFFF for t in tid), np.int64, n))
     cols.add(
-        stream=np.asarray([(r[2] or 0) & 0xFFFFFFFF for r in rows], np.int64), kind=np.asarray(kinds, np.int8),
-        name_id=cols.name_ids(names), start_ns=start,
-        end_ns=np.maximum(np.asarray([int(r[1]) for r in rows], np.int64), start),
-        correlation=np.asarray([r[3] if (r[5] and r[3] is not None) else NO_ID for r in rows], np.int64),
+        stream=np.concatenate(stream), kind=np.concatenate(kinds), name_id=cols.name_ids(names),
+        start_ns=np.concatenate(start), end_ns=np.concatenate(end), correlation=np.concatenate(correlation),
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ import msgspec
 import numpy as np
 
 from parity.trace.readers.columns import int_or
+from parity.trace.table import NO_ID
 
 COLLECTIVE = dict(collective_name=object, in_msg_nelems=np.int64, out_msg_nelems=np.int64, dtype=object,
                   process_group_name=object, process_group_ranks=object, group_size=np.int64,
@@ -38,13 +39,18 @@ class Marks(list):
     """Set by the decoding hook while a block is decoded: non-empty when some event carried a
     ``Collective name`` (a reader decodes one block at a time per process)."""
 
-    def hook(self, kind: type, value: Any) -> None:
+    def hook(self, kind: type, value: Any) -> CollectiveMark:
+        """Note the collective; the value the field holds is the one :data:`MARK` (the decoder
+        checks that a hook returns the field's type: a None here would fail the whole block
+        over to the loose decoder, event by event in Python)."""
         if kind is not CollectiveMark:
             raise NotImplementedError(kind)
         self.append(True)
+        return MARK
 
 
 marked = Marks()
+MARK = CollectiveMark()
 
 
 class CollectiveArgs(msgspec.Struct, gc=False):
@@ -89,14 +95,23 @@ def with_collectives(events: list, text) -> Block:
 def collective_columns(args: list[CollectiveArgs | None]) -> dict[str, np.ndarray]:
     """The :data:`COLLECTIVE` columns of a block's rows (one :class:`CollectiveArgs` or None each):
     counts as int64 (``NO_ID`` where absent), the rest as text (a list of ranks or split sizes
-    written ``"[0, 1]"``, as PyTorch writes it), None where absent."""
+    written ``"[0, 1]"``, as PyTorch writes it), None where absent. Only the rows with
+    arguments are looked at (a few collectives among thousands of kernels); the others keep
+    the fill."""
+    present = [i for i, a in enumerate(args) if a is not None]
+    held = [args[i] for i in present]
     out = {}
     for key, dtype in COLLECTIVE.items():
-        values = [None if a is None else getattr(a, key) for a in args]
+        values = [getattr(a, key) for a in held]
         if dtype is object:
-            out[key] = np.array([arg_text(v) for v in values], dtype=object)
+            column = np.full(len(args), None, dtype=object)
+            texts = np.empty(len(held), dtype=object)
+            texts[:] = [arg_text(v) for v in values]
+            column[present] = texts
         else:
-            out[key] = np.array([int_or(v) for v in values], dtype=np.int64)
+            column = np.full(len(args), NO_ID, dtype=np.int64)
+            column[present] = [int_or(v) for v in values]
+        out[key] = column
     return out
 
 
