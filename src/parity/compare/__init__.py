@@ -8,8 +8,9 @@ bootstrap and numpy) nor the store.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parity.model.lazy import lazy_names
 
 if TYPE_CHECKING:
     from parity.compare.audit_values import AuditEntry
@@ -26,7 +27,4 @@ _HOME = {
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"parity.compare.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'parity.compare' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)

@@ -7,8 +7,9 @@ ParityError`` (which every module does) then costs no more than the errors modul
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parity.model.lazy import lazy_names
 
 if TYPE_CHECKING:
     from parity.model.errors import ParityError
@@ -25,7 +26,4 @@ _HOME = {
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"parity.model.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'parity.model' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)

@@ -36,7 +36,7 @@ from typing import Any
 from parity.model.errors import ParityError
 from parity.stats.checks import check_samples
 from parity.stats.summary import summarize
-from parity.timing.ranks import agreed_warmup, max_over_ranks
+from parity.timing.ranks import agreed_warmup, max_over_ranks, timed_at_barrier
 from parity.timing.timed import Timed
 
 CHUNK_S = 0.25  # wall seconds between two agreements on whether to stop
@@ -92,16 +92,9 @@ class ForDuration:
             n = chunk_size(budget, per_iteration, limit=self.max_iterations - len(times))
             opened = time.perf_counter()
             for _ in range(n):
-                device.synchronize()
-                if group is not None:
-                    barrier(group, timeout_s=self.barrier_timeout_s)
-                timer = device.event_timer()
-                begin = time.perf_counter()
-                timer.start()
-                call()
-                timer.stop()
-                device.synchronize()
-                times.append(timer.elapsed_s())
+                begin, seconds = timed_at_barrier(call, device=device, group=group,
+                                                  barrier_timeout_s=self.barrier_timeout_s)
+                times.append(seconds)
                 starts.append(begin - t0)
             now = time.perf_counter()
             elapsed, per_iteration = _agreed_max([now - t0, (now - opened) / n], group=group)

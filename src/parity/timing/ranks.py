@@ -119,16 +119,8 @@ def time_iterations_over_ranks(
         raise ParityError(f"cannot time {iterations} iterations; ask for 1 or more")
     for _ in range(warmup):
         fn()
-    times: list[float] = []
-    for _ in range(iterations):
-        device.synchronize()
-        barrier(group, timeout_s=barrier_timeout_s)
-        timer = device.event_timer()
-        timer.start()
-        fn()
-        timer.stop()
-        device.synchronize()
-        times.append(timer.elapsed_s())
+    times = [timed_at_barrier(fn, device=device, group=group, barrier_timeout_s=barrier_timeout_s)[1]
+             for _ in range(iterations)]
     return max_over_ranks(
         times,
         group=group,
@@ -136,6 +128,25 @@ def time_iterations_over_ranks(
         resolution_s=device.timer_resolution_s(),
         warmup_calls=warmup,
     )
+
+
+def timed_at_barrier(fn: Callable[[], Any], *, device: Any, group: RankGroup | None,
+                     barrier_timeout_s: float) -> tuple[float, float]:
+    """One iteration of ``fn``: the device queue drained, a barrier of ``group`` (none when
+    ``group`` is None), then ``fn`` timed by the device's timer; (host clock when it started,
+    its time in seconds)."""
+    import time
+
+    device.synchronize()
+    if group is not None:
+        barrier(group, timeout_s=barrier_timeout_s)
+    timer = device.event_timer()
+    begin = time.perf_counter()
+    timer.start()
+    fn()
+    timer.stop()
+    device.synchronize()
+    return begin, timer.elapsed_s()
 
 
 def measure_over_ranks(
