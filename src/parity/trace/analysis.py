@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -54,16 +55,24 @@ MAX_OVERLAP_STREAMS = 16  # pairwise overlap among the busiest streams only (S²
 UNMATCHED_WARN_FRACTION = 0.10
 
 
+def clip_to_spans(start: np.ndarray, end: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows that reach into ``[lo, hi)`` (a zero-length row when it starts inside), and
+    their starts and ends clipped to it: ``(mask, start, end)``. ``lo`` and ``hi`` are one span
+    or one per row. Example: rows [0, 10) and [20, 20) in span [5, 25) give both, clipped to
+    [5, 10) and [20, 20)."""
+    inside = (end > lo) & (start < hi) | ((start == end) & (start >= lo) & (start < hi))
+    lo_in = lo[inside] if np.ndim(lo) else lo
+    hi_in = hi[inside] if np.ndim(hi) else hi
+    return inside, np.maximum(start[inside], lo_in), np.minimum(end[inside], hi_in)
+
+
 class _Clipped:
     """One rank's device rows in its window: clipped starts/ends plus codes, computed once."""
 
     def __init__(self, table: ActivityTable, rows: np.ndarray, window: Window, cats: Categorization):
-        lo, hi = window.start_ns, window.end_ns
-        s, e = table.start_ns[rows], table.end_ns[rows]
-        inside = (e > lo) & (s < hi) | ((s == e) & (s >= lo) & (s < hi))
+        inside, self.start, self.end = clip_to_spans(table.start_ns[rows], table.end_ns[rows],
+                                                     window.start_ns, window.end_ns)
         self.rows = rows[inside]
-        self.start = np.maximum(s[inside], lo)
-        self.end = np.minimum(e[inside], hi)
         pairs = table.device[self.rows].astype(np.int64) << 40 | (table.stream[self.rows] & ((1 << 40) - 1))
         self.stream_keys, self.stream_code = np.unique(pairs, return_inverse=True)
         self.stream_code = self.stream_code.reshape(-1)
@@ -179,12 +188,8 @@ def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray]
     "communication rows": on Ascend they are the profiler's Computing (operator tasks) and
     Communication (HCCL operators), so that exposed communication is the step table's
     Communication(Not Overlapped)."""
-    if sets is None:
-        comm_mask = c.cat == cats.code(COMMUNICATION)
-        compute_mask = cats.compute_codes()[c.cat]
-    else:
-        comm_mask = sets[1][c.rows]
-        compute_mask = sets[0][c.rows] & ~comm_mask
+    compute_rows, comm_rows = compute_comm_rows(cats, sets)
+    compute_mask, comm_mask = compute_rows[c.rows], comm_rows[c.rows]
     if not comm_mask.any():  # no communication (one device, most traces): nothing to overlap
         compute = union_length(c.start[compute_mask], c.end[compute_mask])
         return CommOverlap(compute_ns=compute, communication_ns=0, overlap_ns=0,
@@ -200,6 +205,16 @@ def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray]
         overlap_ns=overlap,
         exposed_communication_ns=metrics.exposed_ns(int(both[1, 1]), overlap),
     )
+
+
+def compute_comm_rows(cats: Categorization, sets: tuple[np.ndarray, np.ndarray] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """``(compute, communication)`` masks over every row of the table: the rows of compute
+    categories and of the communication category, or with ``sets`` (:func:`_ascend_sets`) the
+    profiler's Computing rows that are not Communication, and its Communication rows."""
+    if sets is None:
+        return cats.compute_codes()[cats.codes], cats.codes == cats.code(COMMUNICATION)
+    return sets[0] & ~sets[1], sets[1]
 
 
 def _ascend_sets(table: ActivityTable, cats: Categorization) -> tuple[np.ndarray, np.ndarray]:

@@ -31,9 +31,9 @@ import numpy as np
 
 # the analysis's own compute/communication sets, so a step's figures are those of
 # ``parity trace analyze --steps N-N``
-from parity.trace.analysis import _ascend_sets, analyze
+from parity.trace.analysis import _ascend_sets, analyze, clip_to_spans, compute_comm_rows
 from parity.trace.ascend_steps import is_ascend
-from parity.trace.categories import COMMUNICATION, Categorization, Rules, categorize, load_rules
+from parity.trace.categories import Categorization, Rules, categorize, load_rules
 from parity.trace.fleet.collectives import collective_rows
 from parity.trace.fleet.tables import MAP_TABLES, arrow_schema
 from parity.trace.intervals import grouped_union_lengths
@@ -84,21 +84,16 @@ def step_rows(table: ActivityTable, cats: Categorization, rank: int,
     table.
 
     Every step at once: each step's rows clipped to its span as the analysis clips a window
-    (:class:`parity.trace.analysis._Clipped`), then four union lengths per step from one
+    (:func:`parity.trace.analysis.clip_to_spans`), the compute and communication rows the
+    analysis's (:func:`parity.trace.analysis.compute_comm_rows`), then four union lengths per step from one
     grouped merge: all rows (busy), compute ``K``, communication ``C`` and ``K ∪ C``, with
     ``|K ∩ C| = |K| + |C| - |K ∪ C|`` (exact in integer ns), so the figures are
     :func:`parity.trace.analysis._comm`'s for each span."""
     steps, starts, ends = step_spans(table, device_steps(table))
-    if sets is None:
-        comm_row = cats.codes == cats.code(COMMUNICATION)
-        compute_row = cats.compute_codes()[cats.codes]
-    else:
-        comm_row, compute_row = sets[1], sets[0] & ~sets[1]
+    compute_row, comm_row = compute_comm_rows(cats, sets)
     step, rows = _step_candidates(table, starts, ends)
-    lo, hi = starts[step], ends[step]
-    s, e = table.start_ns[rows], table.end_ns[rows]
-    inside = (e > lo) & (s < hi) | ((s == e) & (s >= lo) & (s < hi))
-    step, rows, s, e = step[inside], rows[inside], np.maximum(s[inside], lo[inside]), np.minimum(e[inside], hi[inside])
+    inside, s, e = clip_to_spans(table.start_ns[rows], table.end_ns[rows], starts[step], ends[step])
+    step, rows = step[inside], rows[inside]
     compute, comm = compute_row[rows], comm_row[rows]
     members = [np.ones(len(rows), dtype=bool), compute, comm, compute | comm]  # busy, K, C, K ∪ C
     groups = np.concatenate([step[m] * 4 + i for i, m in enumerate(members)])
