@@ -74,15 +74,22 @@ def test_repeated_levels_are_kept_apart_with_no_cache_hits_and_a_shared_prefix_s
         assert "cache-reuse" in codes, doc["levels"][0]["server"]
 
 
+def _sweep_until_one_level_stored(url: str, concurrency: str, db: Path) -> subprocess.Popen:
+    """A ``decode online`` sweep started in its own process, returned once its first level is in
+    the store (or after 120 s)."""
+    proc = subprocess.Popen(_cmd("decode", "online", "--url", url, "--concurrency", concurrency, "--num-requests", "4",
+                                 "--output-tokens", "10", db=db), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_cases(db)[1]) < 1:
+        time.sleep(0.05)
+    return proc
+
+
 def test_sigterm_after_level_one_keeps_it_and_resume_measures_only_the_rest(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     with scripted_server("--ttft-ms", "20", "--gap-ms", "20") as (url, _):
-        proc = subprocess.Popen(_cmd("decode", "online", "--url", url, "--concurrency", "1,2,4", "--num-requests", "4",
-                                     "--output-tokens", "10", db=db), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(_cases(db)[1]) < 1:
-            time.sleep(0.05)
+        proc = _sweep_until_one_level_stored(url, "1,2,4", db)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
@@ -109,12 +116,7 @@ def test_sigterm_after_level_one_keeps_it_and_resume_measures_only_the_rest(tmp_
 def test_a_dead_server_ends_the_sweep_naming_the_level_and_a_failed_level_says_so(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     with scripted_server("--ttft-ms", "20", "--gap-ms", "20") as (url, server):
-        proc = subprocess.Popen(_cmd("decode", "online", "--url", url, "--concurrency", "1,1,1", "--num-requests", "4",
-                                     "--output-tokens", "10", db=db), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(_cases(db)[1]) < 1:
-            time.sleep(0.05)
+        proc = _sweep_until_one_level_stored(url, "1,1,1", db)
         server.kill()
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err

@@ -71,7 +71,7 @@ class ForDuration:
                                      min_samples=max(1, work.min_samples))
         samples = max_over_ranks(times, group=group, rank_method="device-events" if device.has_events else "host-clock",
                                  resolution_s=device.timer_resolution_s(), warmup_calls=warmup)
-        samples = replace(samples, meta={**samples.meta, "start_s": _max_over_ranks(starts, group=group),
+        samples = replace(samples, meta={**samples.meta, "start_s": _agreed_max(starts, group=group),
                                          "duration_s": self.duration_s, "chunk_s": self.chunk_s})
         return Timed(samples={"main": samples}, summary=summarize(samples.values_s),
                      findings=tuple(check_samples(samples)),
@@ -122,7 +122,3 @@ def _agreed_max(values: list[float], *, group: Any) -> list[float]:
     tensor = torch.tensor(values, dtype=torch.float64)
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=group.control)
     return [float(v) for v in tensor.tolist()]
-
-
-def _max_over_ranks(values: list[float], *, group: Any) -> list[float]:
-    return _agreed_max(values, group=group) if values else []
