@@ -39,6 +39,8 @@ SUBNET = "198.18.0"
 """The first three octets of the node addresses: node i is ``198.18.0.(i+1)/24``."""
 PREFIX = "pnode"
 """Namespace names start with this; a set is ``pnode<pid>x<n>`` plus ``-br`` and ``-<i>``."""
+BURST_FLOOR_BYTES = 128 * 1024
+"""The least tbf bucket (bytes) at any rate: above the largest packet (see :func:`tbf_args`)."""
 _BRIDGE = "br0"
 _COMMAND_TIMEOUT_S = 20.0
 _counter = itertools.count()
@@ -68,12 +70,20 @@ def _run(argv: Sequence[str]) -> None:
 
 
 def tbf_args(rate_bit: float) -> list[str]:
-    """The ``tc`` tbf arguments for ``rate_bit`` bit/s: the bucket holds 1 ms at that rate (at
-    least 64 KiB, so a burst is never shorter than one segmentation-offload packet) and the queue
-    holds 100 ms of packets before dropping, enough for TCP to keep the link full."""
+    """The ``tc`` tbf arguments for ``rate_bit`` bit/s: the bucket holds 1 ms at that rate, and at
+    least :data:`BURST_FLOOR_BYTES`; the queue holds 100 ms of packets before dropping, enough for
+    TCP to keep the link full.
+
+    The floor is above the largest packet tbf can hold: a 64 KiB segmentation-offload packet
+    counts its payload plus every segment's headers (about 68 KiB). tbf admits a packet up to the
+    bucket of the moment, and a rate change (``replace`` changes the tbf in place, its queue
+    kept) does not look at the packets queued: one larger than the new bucket can never be sent.
+    TCP does not retransmit a segment still queued on its host, so the connection backs off to
+    its 120 s maximum and the ranks wait on it until their timeout. With a bucket that always
+    holds the largest packet, a reshape only slows the queue."""
     if rate_bit <= 0:
         raise ValueError(f"rate {rate_bit!r} bit/s is not positive; give a rate such as 1e9")
-    burst_bytes = max(64 * 1024, int(rate_bit / 8 * 1e-3))
+    burst_bytes = max(BURST_FLOOR_BYTES, int(rate_bit / 8 * 1e-3))
     return ["tbf", "rate", f"{int(rate_bit)}bit", "burst", str(burst_bytes), "latency", "100ms"]
 
 

@@ -46,8 +46,9 @@ def _transfer(nodes: Nodes, size: int) -> tuple[int, float]:
 
 
 def test_tbf_arguments_hold_one_millisecond_at_the_rate() -> None:
-    assert tbf_args(1e9) == ["tbf", "rate", "1000000000bit", "burst", "125000", "latency", "100ms"]
-    assert tbf_args(1e8)[4] == str(64 * 1024)  # 12.5 kB at 100 Mbit/s is below the 64 KiB floor
+    assert tbf_args(1e10) == ["tbf", "rate", "10000000000bit", "burst", "1250000", "latency", "100ms"]
+    assert tbf_args(1e9)[4] == str(128 * 1024)  # 125 kB at 1 Gbit/s is below the 128 KiB floor
+    assert tbf_args(2.5e8)[4] == tbf_args(1e9)[4]  # a reshape down keeps a bucket that holds any queued packet
     with pytest.raises(ValueError, match="not positive"):
         tbf_args(0)
 
