@@ -36,6 +36,8 @@ NOT_RUN = (
     (r"^parity run --quick$", "measures every suite: many minutes on a CPU"),
     (r"^parity gemm --quick", "the quick catalog takes minutes on a CPU"),
 )
+# The error of a case whose timing other work disturbed (families/latency/suite.py).
+DISTURBED = "other work disturbed the timing"
 # Commands that read stored runs: run after the ones that make them.
 READERS = ("parity runs", "parity compare", "parity report")
 
@@ -123,6 +125,28 @@ def test_examples_run_as_written(tmp_path: Path) -> None:
     for example in ordered:
         argv = [sys.executable, "-m", "parity", *shlex.split(example)[1:]]
         done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        if done.returncode == 1 and _only_disturbed(tmp_path / "results.sqlite"):
+            # A case refused as disturbed by other work is the run's declared outcome on a busy
+            # host (exit 1, the case stored with its reason); the example is run once more, as a
+            # user would. A wrong result or any other error fails at once.
+            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             failed.append(f"{example}: exit {done.returncode}: {done.stderr.strip()[-400:]}")
     assert not failed, "\n".join(failed)
+
+
+def _only_disturbed(db: Path) -> bool:
+    """Whether the newest stored run failed only by cases refused as disturbed (their error
+    holds :data:`DISTURBED`) and holds at least one such case."""
+    from parity.store import Store
+
+    if not db.exists():
+        return False
+    with Store.open(db, read_only=True) as store:
+        runs = store.list_runs(limit=1)
+        if not runs:
+            return False
+        cases = store.cases(runs[0].run_id)
+    errors = [c.error for c in cases if c.error is not None]
+    failed = [c for c in cases if c.error is None and c.ok is False]
+    return bool(errors) and not failed and all(DISTURBED in e for e in errors)
