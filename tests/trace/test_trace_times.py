@@ -72,3 +72,30 @@ def test_any_mix_of_plain_numbers_is_exact(values):
 def test_a_time_just_past_the_int64_range_is_refused_by_name():
     with pytest.raises(ParityError, match="out of range"):
         _ns([b"1.5", b"9000000000000000.1"])
+
+
+def _ns_text(values: list) -> list[int]:
+    return times_to_ns(values, path=PATH, first=0, what="ts", index=np.arange(len(values))).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.integers(0, int(MAX_US) - 1), st.integers(0, 6), st.integers(0, 999_999)).map(
+        lambda v: f"{v[0]}.{v[2]:06d}"[: len(str(v[0])) + 1 + v[1]] if v[1] else str(v[0])),
+    st.sampled_from([" 12.5", "-3.25", "1e3", "12.", "+7", "0.0005"]),
+), min_size=1, max_size=40))
+def test_decimal_strings_read_as_texts_equal_the_one_by_one_reading(texts):
+    """Ascend writes ``ts`` as decimal strings: read a block at a time, every value is the one
+    :func:`parse_us_text` gives (padded, signed, exponent and long forms go one by one)."""
+    from parity.trace.readers.times import parse_us_text
+
+    assert _ns_text(texts) == [parse_us_text(t) for t in texts]
+
+
+def test_a_bad_string_among_decimal_strings_is_named_as_written():
+    with pytest.raises(ParityError, match=r"event 1 has ts 'abc'"):
+        _ns_text(["1736408883688177.930", "abc", "1736408883688333.350"])
+    with pytest.raises(ParityError, match=r"event 1 has ts 'µs'"):  # not ASCII: one by one
+        _ns_text(["1.5", "µs"])
+    with pytest.raises(ParityError, match=r"event 1 has ts 2.5j"):  # not all strings: one by one
+        _ns_text(["1.5", 2.5j])

@@ -32,6 +32,10 @@ def times_to_ns(values: list, *, path: Path, first: int, what: str, index=None) 
         return np.empty(0, dtype=np.int64)
     if isinstance(values[0], (bytes, msgspec.Raw)):
         return _texts_to_ns(values, path=path, first=first, what=what, index=index)
+    if isinstance(values[0], str):
+        texts = _ascii(values)
+        if texts is not None:  # decimal strings (Ascend's ts) read as texts; the rest as themselves
+            return _texts_to_ns(texts, values, path=path, first=first, what=what, index=index)
     us = _plain_us(values)
     if us is not None:
         return us_to_ns(us)
@@ -63,26 +67,36 @@ def parse_us_text(text: str) -> int:
     return -ns if text.startswith("-") else ns
 
 
-def _texts_to_ns(texts: list, **where) -> np.ndarray:
+def _ascii(values: list) -> list[bytes] | None:
+    """The ASCII bytes of ``values`` when every one is a string of ASCII characters, else None."""
+    try:
+        return [v.encode("ascii") for v in values]
+    except (AttributeError, UnicodeEncodeError):  # not a string, or not a number's text
+        return None
+
+
+def _texts_to_ns(texts: list, values: list | None = None, **where) -> np.ndarray:
     """Texts joined with a comma after each (no number holds one), cut at the commas into one
-    byte matrix per width (:func:`_digits_ns`); a width that is not plain digits goes one by one."""
+    byte matrix per width (:func:`_digits_ns`); a width that is not plain digits goes one by one,
+    from ``values`` (what the texts were made from; the texts themselves by default)."""
+    values = texts if values is None else values
     n = len(texts)
     chars = np.frombuffer(b",".join(texts) + b",", dtype=np.uint8)
     ends = np.flatnonzero(chars == _COMMA)
     if len(ends) != n:  # a comma inside a text: no number
-        return _one_by_one(texts, **where)
+        return _one_by_one(values, **where)
     starts = np.concatenate(([0], ends[:-1] + 1))
     widths = ends - starts
     if (widths == widths[0]).all():  # the usual block: the matrix is a view of the text
         ns = _digits_ns(chars.reshape(n, -1)[:, :-1])
-        return ns if ns is not None else _one_by_one(texts, **where)
+        return ns if ns is not None else _one_by_one(values, **where)
     out = np.empty(n, dtype=np.int64)
     for width in np.unique(widths).tolist():
         rows = np.flatnonzero(widths == width)
         ns = _digits_ns(chars[starts[rows, None] + np.arange(width)])
         if ns is None:
             index = rows if where["index"] is None else np.asarray(where["index"])[rows]
-            ns = _one_by_one([texts[i] for i in rows.tolist()], **{**where, "index": index})
+            ns = _one_by_one([values[i] for i in rows.tolist()], **{**where, "index": index})
         out[rows] = ns
     return out
 
