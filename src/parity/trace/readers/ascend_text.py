@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Union
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -36,6 +38,51 @@ EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np
 COLLECTIVE = dict(dtype=object, hccl_count=np.int64, process_group_name=object)
 
 
+class TaskArgs(msgspec.Struct, gc=False):
+    """The ``args`` keys the reader uses, values as decoded; the other keys are skipped unbuilt."""
+
+    name: Any = None  # a metadata event's process or thread name
+    task_type: Any = msgspec.field(default=None, name="Task Type")  # a hardware task's
+    connection_id: Any = None
+    plane_stream: Any = msgspec.field(default=None, name="stream id")  # an HCCL plane task's
+    plane_task: Any = msgspec.field(default=None, name="task type")
+    src_rank: Any = msgspec.field(default=None, name="src rank")
+    dst_rank: Any = msgspec.field(default=None, name="dst rank")
+    size: Any = msgspec.field(default=None, name="size(Byte)")
+    link_type: Any = msgspec.field(default=None, name="link type")
+    data_type: Any = None  # an HCCL operation's
+    count: Any = None
+
+
+NO_ARGS = TaskArgs()
+
+
+class Event(msgspec.Struct, gc=False):
+    """One entry of the event array, the keys the reader uses as decoded (a ``name`` that is
+    absent is :data:`msgspec.UNSET`, told from a ``null`` one)."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = msgspec.UNSET
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: Union[TaskArgs, None, bool, int, float, str, list] = None  # noqa: UP007 - msgspec reads the union
+
+
+# an entry that is not an object decodes as itself (it is counted and skipped)
+DECODER = msgspec.json.Decoder(list[Union[Event, None, bool, int, float, str, list]])  # noqa: UP007
+
+
+def decode_events(text) -> list | None:
+    """A block's entries (:class:`Event` for each object), or None when the text is not JSON."""
+    try:
+        return DECODER.decode(text)
+    except msgspec.DecodeError:  # its ValidationError too: a number beyond a float's range
+        return None
+
+
 def read_ascend_text(path: Path, *, progress: Progress | None = None) -> ActivityTable:
     """Read one rank's Ascend text output (folder, its ``trace_view.json``, or a standalone
     Ascend timeline under any name)."""
@@ -44,7 +91,7 @@ def read_ascend_text(path: Path, *, progress: Progress | None = None) -> Activit
     if not trace.is_file():
         raise ParityError(missing_timeline(path, folder))
     beside = trace.name == TRACE_VIEW or folder.name == OUTPUT  # the CSVs belong to this timeline
-    stream = EventStream(trace)
+    stream = EventStream(trace, decode=decode_events)
     events: list = []
     for _first, block in stream:
         events.extend(block)
@@ -80,35 +127,36 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
     """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
     process, thread = {}, {}  # pid -> process name, (pid, tid) -> thread name
     for e in events:
-        if type(e) is dict and e.get("ph") == "M" and isinstance(e.get("args"), dict):
-            if isinstance(e.get("pid"), (list, dict)) or isinstance(e.get("tid"), (list, dict)):
+        if type(e) is Event and e.ph == "M" and type(e.args) is TaskArgs:
+            if isinstance(e.pid, (list, dict)) or isinstance(e.tid, (list, dict)):
                 continue  # a malformed lane id names no lane (its rows are refused)
-            name = e["args"].get("name")
-            if e.get("name") == "process_name" and isinstance(name, str):
-                process[e.get("pid")] = name
-            elif e.get("name") == "thread_name" and isinstance(name, str):
-                thread[(e.get("pid"), e.get("tid"))] = name
+            name = e.args.name
+            if e.name == "process_name" and isinstance(name, str):
+                process[e.pid] = name
+            elif e.name == "thread_name" and isinstance(name, str):
+                thread[(e.pid, e.tid)] = name
     rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
-    hccl: dict[int, dict] = {}  # row -> args of an HCCL operation
+    hccl: dict[int, TaskArgs] = {}  # row -> args of an HCCL operation
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
     skipped = 0
     for i, e in enumerate(events):
-        if type(e) is not dict:
+        if type(e) is not Event:
             skipped += 1
             continue
-        if e.get("ph") != "X":
+        if e.ph != "X":
             continue
+        name = "" if e.name is msgspec.UNSET else e.name
         try:
-            lane_process = process.get(e.get("pid"), "")
+            lane_process = process.get(e.pid, "")
             if lane_process == "Overlap Analysis":
-                lane = thread.get((e.get("pid"), e.get("tid")), str(e.get("name", "")))
-                overlap.setdefault(lane, []).append((i, e.get("ts"), e.get("dur")))
+                lane = thread.get((e.pid, e.tid), str(name))
+                overlap.setdefault(lane, []).append((i, e.ts, e.dur))
                 continue
             kind, stream, task_type, plane_stream = _classify(e, lane_process, thread)
         except (TypeError, AttributeError, ValueError) as exc:
             raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        corr = args.get("connection_id")  # an int, or its text
+        args = e.args if type(e.args) is TaskArgs else NO_ARGS
+        corr = args.connection_id  # an int, or its text
         if type(corr) is not int:
             corr = int(corr) if isinstance(corr, str) and corr.strip().isdigit() else NO_ID
         if plane_stream is not None:
@@ -116,10 +164,10 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         if task_type == "HCCL":
             hccl[len(rows)] = args
         rows.append((
-            int(kind), str(e.get("name", "")), e.get("ts"), e.get("dur"),
+            int(kind), str(name), e.ts, e.dur,
             0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
-            e.get("name") if kind == Kind.SYNC else None, int_or(e.get("pid")), int_or(e.get("tid")), i,
-            _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
+            (None if e.name is msgspec.UNSET else e.name) if kind == Kind.SYNC else None, int_or(e.pid),
+            int_or(e.tid), i, _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
         ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
@@ -140,14 +188,14 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
     return lanes_ns
 
 
-def add_operation_args(cols: Columns, hccl: dict[int, dict]) -> None:
+def add_operation_args(cols: Columns, hccl: dict[int, TaskArgs]) -> None:
     """The ``dtype`` and ``hccl_count`` columns of the HCCL operations (rows of the one block
     added): their ``data_type`` and element ``count``."""
     dtype = np.full(cols.rows, None, dtype=object)
     count = np.full(cols.rows, NO_ID, dtype=np.int64)
     for row, args in hccl.items():
-        dtype[row] = args.get("data_type") if isinstance(args.get("data_type"), str) else None
-        count[row] = int_or(args.get("count"))
+        dtype[row] = args.data_type if isinstance(args.data_type, str) else None
+        count[row] = int_or(args.count)
     cols.add_sparse(0, dtype=dtype, hccl_count=count)
 
 
@@ -181,26 +229,26 @@ def add_groups(cols: Columns, groups: dict[str, str]) -> None:
         cols.add_sparse(0, process_group_name=column)
 
 
-def _classify(e: dict, process: str, thread: dict):
+def _classify(e: Event, process: str, thread: dict):
     """``(kind, stream, task_type, plane_stream)`` of one complete event."""
-    pid, tid, name = e.get("pid"), e.get("tid"), e.get("name")
-    args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    pid, tid, name = e.pid, e.tid, e.name
+    args = e.args if type(e.args) is TaskArgs else NO_ARGS
     if process == "Ascend Hardware":
-        task_type = args.get("Task Type") if isinstance(args.get("Task Type"), str) else None
+        task_type = args.task_type if isinstance(args.task_type, str) else None
         number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
         stream = int_or(int(number.group(1))) if number else int_or(tid)
         return TASK_KIND.get(name, Kind.KERNEL), stream, task_type, None
     if process == "HCCL":
         if thread.get((pid, tid), "").endswith("Communication"):
             return Kind.KERNEL, NO_ID, "HCCL", None
-        plane, task = args.get("stream id"), args.get("task type")
+        plane, task = args.plane_stream, args.plane_task
         plane = int_or(plane) if type(plane) is int else None
         return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
     if process == "CANN":
         return Kind.RUNTIME, int_or(tid), None, None
     if isinstance(name, str) and PROFILER_STEP.match(name):
         return Kind.STEP, int_or(tid), None, None
-    return Kind.CPU_OP if e.get("cat") == "cpu_op" else Kind.OTHER, int_or(tid), None, None
+    return Kind.CPU_OP if e.cat == "cpu_op" else Kind.OTHER, int_or(tid), None, None
 
 
 def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
@@ -215,12 +263,12 @@ def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
     return start, start + dur
 
 
-def _link(args: dict) -> tuple[int, int, int, str] | None:
+def _link(args: TaskArgs) -> tuple[int, int, int, str] | None:
     """``(src rank, dst rank, size in bytes, link type)`` of an HCCL plane task, or None."""
-    src, dst, size = args.get("src rank"), args.get("dst rank"), args.get("size(Byte)")
+    src, dst, size = args.src_rank, args.dst_rank, args.size
     if type(src) is not int or type(dst) is not int or type(size) is not int:
         return None
-    link = args.get("link type")
+    link = args.link_type
     return src, dst, size, link if isinstance(link, str) else ""
 
 
