@@ -138,7 +138,7 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
     rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
     hccl: dict[int, TaskArgs] = {}  # row -> args of an HCCL operation
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
-    skipped = 0
+    skipped, streams = 0, {}  # streams: (pid, tid) -> stream id of a hardware lane
     for i, e in enumerate(events):
         if type(e) is not Event:
             skipped += 1
@@ -152,7 +152,7 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
                 lane = thread.get((e.pid, e.tid), str(name))
                 overlap.setdefault(lane, []).append((i, e.ts, e.dur))
                 continue
-            kind, stream, task_type, plane_stream = _classify(e, lane_process, thread)
+            kind, stream, task_type, plane_stream = _classify(e, lane_process, thread, streams)
         except (TypeError, AttributeError, ValueError) as exc:
             raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
         args = e.args if type(e.args) is TaskArgs else NO_ARGS
@@ -229,14 +229,17 @@ def add_groups(cols: Columns, groups: dict[str, str]) -> None:
         cols.add_sparse(0, process_group_name=column)
 
 
-def _classify(e: Event, process: str, thread: dict):
-    """``(kind, stream, task_type, plane_stream)`` of one complete event."""
+def _classify(e: Event, process: str, thread: dict, streams: dict):
+    """``(kind, stream, task_type, plane_stream)`` of one complete event; ``streams`` caches the
+    stream of each hardware lane (its thread name, ``Stream N``, read once)."""
     pid, tid, name = e.pid, e.tid, e.name
     args = e.args if type(e.args) is TaskArgs else NO_ARGS
     if process == "Ascend Hardware":
         task_type = args.task_type if isinstance(args.task_type, str) else None
-        number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
-        stream = int_or(int(number.group(1))) if number else int_or(tid)
+        stream = streams.get((pid, tid))
+        if stream is None:
+            number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
+            stream = streams[(pid, tid)] = int_or(int(number.group(1))) if number else int_or(tid)
         return TASK_KIND.get(name, Kind.KERNEL), stream, task_type, None
     if process == "HCCL":
         if thread.get((pid, tid), "").endswith("Communication"):
