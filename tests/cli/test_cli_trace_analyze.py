@@ -87,3 +87,14 @@ def test_bad_rules_file(traces_dir: Path, tmp_path: Path, capsys) -> None:
     rules.write_text('[[rules]]\ncategory = "matrix"\npatterns = ["("]\n')
     code, _, err = run(["trace", "analyze", str(traces_dir / KINETO), "--rules", str(rules)], capsys)
     assert code == 2 and "bad pattern" in err
+
+
+def test_a_kernel_name_that_looks_like_console_markup_is_printed_as_written(tmp_path: Path, capsys) -> None:
+    name = "reduce_kernel[bold]<float>[anon]"
+    events = [{"ph": "X", "cat": "kernel", "name": name if i % 2 else "gemm_kernel", "pid": 0, "tid": 7,
+               "ts": 10.0 * i, "dur": 5.0, "args": {"device": 0, "stream": 7, "correlation": i}} for i in range(8)]
+    path = tmp_path / "rank0.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    code, out, _ = run(["trace", "analyze", str(path), "--window", "span"], capsys)
+    assert code == 0
+    assert name in out

@@ -143,3 +143,23 @@ def test_gpu_against_ascend_compares_categories_only_with_a_caveat() -> None:
     assert not [a for a in doc["audit"] if a["condition"].startswith("workload")]
     same_family = _compare(_analysis(fmt="kineto"), _analysis(fmt="nsys"))
     assert {c["suite"] for c in same_family["cases"]} == {"category", "stream", "compute-communication", "device"}
+
+
+def test_names_that_look_like_console_markup_are_printed_as_written() -> None:
+    """A kernel named ``...[anon]...[bold]`` (rich's markup syntax) keeps its brackets in the
+    terminal table, as in the JSON and Markdown."""
+    import io
+
+    from rich.console import Console
+
+    from parity.report.comparison import render_comparison
+
+    name = "void at::native::[anon]::reduce[bold]_kernel"
+    analyses = [_analysis(), _analysis(compute=200.0)]
+    for analysis in analyses:  # a category named as a user's rules may name one
+        analysis["ranks"][0]["categories"][0]["category"] = name
+    doc = _compare(*analyses)
+    assert any(c["key"] == name for c in doc["cases"])
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None).print(render_comparison(doc))
+    assert name in out.getvalue()

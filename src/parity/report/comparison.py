@@ -91,8 +91,8 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
                   title_justify="left", box=box.SIMPLE_HEAD)
     for name in header:
         table.add_column(name, justify="left" if name in ("suite", "kind", "case", "marked") else "right")
-    for row_cells, marked in zip(rows, marks):
-        table.add_row(*row_cells, style="yellow" if marked else None)
+    for row_cells, marked in zip(rows, marks):  # cells as Text: a name's "[...]" is not markup
+        table.add_row(*map(Text, row_cells), style="yellow" if marked else None)
     parts.append(table)
     for title, columns, cells in (("summary", ("figure", "value", "scope", "note"), _summary_cells(doc)),
                                   ("fairness audit", ("condition", "values", "why it matters", ""), _audit_cells(doc))):
@@ -101,7 +101,7 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
             for name in columns:
                 extra_table.add_column(name)
             for row in cells:
-                extra_table.add_row(*row)
+                extra_table.add_row(*map(Text, row))
             parts.append(extra_table)
     if not doc.get("audit"):
         parts.append(Text("fairness audit: no condition differs"))

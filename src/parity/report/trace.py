@@ -90,7 +90,7 @@ def kernels_table(rank: RankAnalysis, limit: int = 10) -> Table:
         table.add_column(col, justify="left" if col in ("kernel", "category") else "right")
     for k in rank.top_kernels[:limit]:
         name = k.name if len(k.name) <= MAX_KERNEL_NAME else k.name[: MAX_KERNEL_NAME - 1] + "…"
-        table.add_row(name, k.category, f"{k.count:,}", format_us(k.total_ns / 1e3),
+        table.add_row(Text(name), Text(k.category), f"{k.count:,}", format_us(k.total_ns / 1e3),  # names: no markup
                       format_us(k.total_ns / 1e3 / k.count), _pct(k.share_of_summed))
     return table
 
