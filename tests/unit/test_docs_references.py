@@ -21,7 +21,8 @@ def _text_files() -> list[Path]:
     files = [ROOT / "README.md"]
     for folder in SCANNED:
         for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix in {".py", ".md", ".sh", ".toml"} and path.is_file():
+            hidden = any(part.startswith(".") for part in path.relative_to(ROOT).parts)  # a local venv, caches
+            if path.suffix in {".py", ".md", ".sh", ".toml"} and not hidden and path.is_file():
                 files.append(path)
     return files
 

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import msgspec
+
 from parity.compare.audit_values import AuditEntry
 from parity.compare.trace_match import (
     CROSS_FAMILY_CAVEAT,
@@ -38,8 +40,7 @@ from parity.model.figure import Figure
 from parity.model.schema import SCHEMA_VERSION
 
 
-@dataclass(frozen=True, kw_only=True)
-class TraceInput:
+class TraceInput(msgspec.Struct, frozen=True, kw_only=True):
     """One analysis to compare: a label, where it came from, and its analysis document."""
 
     label: str

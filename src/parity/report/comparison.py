@@ -6,8 +6,9 @@ the document's numbers in humans' units.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from rich import box
 from rich.console import Group
@@ -150,8 +151,7 @@ READINGS = ("faster", "slower", NO_DIFFERENCE, "no CI", "not comparable", "force
 WITHIN_RUN = "within-run"
 
 
-@dataclass(frozen=True, kw_only=True)
-class ComparedRun:
+class ComparedRun(msgspec.Struct, frozen=True, kw_only=True):
     """One run of a comparison: its id and the name legends and headings use."""
 
     id: str
@@ -159,8 +159,7 @@ class ComparedRun:
     device: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class CaseRatio:
+class CaseRatio(msgspec.Struct, frozen=True, kw_only=True):
     """One per-case ratio of run ``against`` to the first run, with its CI, the reading a reader
     takes from it, and where it sorts (``order``: suite, the words that group its cases, then size
     or intensity, then key)."""
@@ -179,8 +178,7 @@ class CaseRatio:
     size: float | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class ComparisonPage:
+class ComparisonPage(msgspec.Struct, frozen=True, kw_only=True):
     """What the report draws of a comparison: runs, per-case ratios, the CI kind and warnings."""
 
     runs: tuple[ComparedRun, ...]

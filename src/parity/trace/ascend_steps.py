@@ -24,8 +24,7 @@ are never Computing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from parity.trace.categories import COMMUNICATION, Categorization
@@ -48,8 +47,7 @@ VAGUE_TASK_TYPES = frozenset({None, "", "Other", "OTHER"})  # task types that na
 TOLERANCE_US = 2.0  # how close the rebuild must be to the profiler's own figures
 
 
-@dataclass(frozen=True, kw_only=True)
-class AscendStep:
+class AscendStep(msgspec.Struct, frozen=True, kw_only=True):
     """One step's figures in µs, and the profiler's own figures when the trace carries them."""
 
     step: int

@@ -23,8 +23,8 @@ collective of one operation type (``op = "<type>-total"``, the type being the wo
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from parity.trace.table import ActivityTable, KindCode, distinct_sorted
@@ -35,8 +35,7 @@ INVALID_RANK = 4294967295
 NOTIFY_TASKS = frozenset({"Notify_Record", "Notify_Wait", "Notify Record", "Notify Wait"})
 
 
-@dataclass(frozen=True, kw_only=True)
-class LinkFigure:
+class LinkFigure(msgspec.Struct, frozen=True, kw_only=True):
     """One link of one collective (or a total) in one step."""
 
     step: int

@@ -14,8 +14,7 @@ same answers): there a handful of list operations costs less than numpy's per-ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 MIN_IDENTICAL_FRACTION = 0.8  # share of segments that must equal the most common segment
@@ -23,8 +22,7 @@ MAX_CANDIDATES = 12  # distinct occurrence counts tried, most common first (at m
 SMALL = 512  # sequences up to this many items are searched with Python lists (faster below ~600)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Repeat:
+class Repeat(msgspec.Struct, frozen=True, kw_only=True):
     """A block repeated in a sequence: ``starts[i]`` is the index where repetition ``i`` begins.
 
     Repetition ``i`` spans ``starts[i] .. starts[i+1]-1``; the last one spans ``length`` items.

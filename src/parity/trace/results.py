@@ -1,13 +1,16 @@
 """Result records of a trace analysis: frozen, plain data, ``to_dict()`` for JSON.
 
 Times are integer ns inside (``*_ns``); ``to_dict`` gives µs (``*_us``) because that is the
-unit trace viewers and profiler CSVs show.
+unit trace viewers and profiler CSVs show. The records are frozen msgspec structs (keyword
+arguments, compared and hashed by value, as frozen dataclasses): every trace command defines
+them, and a struct class is made in C where a dataclass compiles its methods at import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from parity.model.findings import Finding
 from parity.trace.ascend_steps import AscendStep
@@ -21,8 +24,7 @@ def _us(ns: int) -> float:
     return ns / 1e3
 
 
-@dataclass(frozen=True, kw_only=True)
-class StreamStats:
+class StreamStats(msgspec.Struct, frozen=True, kw_only=True):
     """One device stream in the window."""
 
     rank: int
@@ -47,8 +49,7 @@ class StreamStats:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class DeviceStats:
+class DeviceStats(msgspec.Struct, frozen=True, kw_only=True):
     """All streams of one rank together in the window."""
 
     window_ns: int
@@ -70,8 +71,7 @@ class DeviceStats:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class CategoryStats:
+class CategoryStats(msgspec.Struct, frozen=True, kw_only=True):
     """One category: its union time over all streams, its summed kernel time, its count."""
 
     category: str
@@ -90,8 +90,7 @@ class CategoryStats:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class StreamOverlap:
+class StreamOverlap(msgspec.Struct, frozen=True, kw_only=True):
     """Time two streams of one rank are busy together in the window."""
 
     stream_a: int
@@ -102,8 +101,7 @@ class StreamOverlap:
         return {"stream_a": self.stream_a, "stream_b": self.stream_b, "overlap_us": _us(self.overlap_ns)}
 
 
-@dataclass(frozen=True, kw_only=True)
-class CommOverlap:
+class CommOverlap(msgspec.Struct, frozen=True, kw_only=True):
     """Compute (not communication, not memory) against communication in the window."""
 
     compute_ns: int
@@ -121,8 +119,7 @@ class CommOverlap:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class KernelStats:
+class KernelStats(msgspec.Struct, frozen=True, kw_only=True):
     """One kernel name: how often it ran in the window and its summed time there."""
 
     name: str
@@ -142,8 +139,7 @@ class KernelStats:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class BlockStats:
+class BlockStats(msgspec.Struct, frozen=True, kw_only=True):
     """A repeated block of kernels (a layer) on one stream: how long each repetition took."""
 
     stream: int
@@ -166,8 +162,7 @@ class BlockStats:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class RankAnalysis:
+class RankAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """Everything measured for one rank inside its window."""
 
     rank: int
@@ -206,8 +201,7 @@ class RankAnalysis:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class RankSpread:
+class RankSpread(msgspec.Struct, frozen=True, kw_only=True):
     """How ranks differ: the slowest rank is the one with the most compute time in its window
     (the others wait for it in collectives), a straggler when it exceeds the median by more
     than ``threshold``."""
@@ -232,8 +226,7 @@ class RankSpread:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class TraceAnalysis:
+class TraceAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """The result of :func:`parity.trace.analyze`: one :class:`RankAnalysis` per rank."""
 
     source: str
@@ -241,9 +234,9 @@ class TraceAnalysis:
     rules: str
     ranks: tuple[RankAnalysis, ...]
     spread: RankSpread | None
-    findings: tuple[Finding, ...] = field(default_factory=tuple)
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-    comm_matrix: tuple[LinkFigure, ...] = field(default_factory=tuple)  # Ascend HCCL links
+    findings: tuple[Finding, ...] = ()
+    warnings: tuple[str, ...] = ()
+    comm_matrix: tuple[LinkFigure, ...] = ()  # Ascend HCCL links
 
     @property
     def first(self) -> RankAnalysis:

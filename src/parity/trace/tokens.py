@@ -24,8 +24,9 @@ user's rules that need one; the default rules have none.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ANONYMOUS = "(anonymous namespace)"
@@ -55,8 +56,7 @@ def name_tokens(name: str) -> tuple[str, ...]:
     return tuple(t.lower() for t in _TOKEN.findall(signature_head(name)))
 
 
-@dataclass(frozen=True, kw_only=True)
-class Term:
+class Term(msgspec.Struct, frozen=True, kw_only=True):
     """One term of a pattern: the text a run of tokens must spell, and its anchors."""
 
     text: str
@@ -115,8 +115,7 @@ class NameTokens:
         return False
 
 
-@dataclass(frozen=True, kw_only=True)
-class TokenPattern:
+class TokenPattern(msgspec.Struct, frozen=True, kw_only=True):
     """A parsed pattern: every term must be found (no terms: always matches), or a regex."""
 
     source: str

@@ -24,9 +24,9 @@ table's ``step`` column when the reader filled it, else through its launching ru
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+import msgspec
 import numpy as np
 
 from parity.model.errors import ParityError
@@ -38,8 +38,7 @@ DETECTED_COVERAGE = 0.5  # a detected step must explain half the busiest stream'
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Window:
+class Window(msgspec.Struct, frozen=True, kw_only=True):
     """A half-open span ``[start_ns, end_ns)`` on the trace clock and how it was chosen."""
 
     start_ns: int
