@@ -31,6 +31,11 @@ ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on 
 })  # fmt: skip
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
 TASK_KIND = {"MEMCPY_ASYNC": Kind.MEMCPY, "EVENT_RECORD": Kind.SYNC, "EVENT_WAIT": Kind.SYNC}  # else a kernel
+KIND_CODE = {kind: int(kind) for kind in Kind}  # a look-up: int() of an enum member costs more
+# an enum member read from its class costs a look-up each time: the reader's loop uses these
+_KERNEL, _MEMCPY, _SYNC, _OTHER, _RUNTIME, _STEP, _CPU_OP = (
+    Kind.KERNEL, Kind.MEMCPY, Kind.SYNC, Kind.OTHER, Kind.RUNTIME, Kind.STEP, Kind.CPU_OP)
+ON_DEVICE = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.SYNC})  # rows with a device (0)
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
 # what an HCCL operation records (its ``data_type`` and element ``count``; its group from
@@ -126,8 +131,9 @@ def missing_timeline(path: Path, folder: Path) -> str:
 def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
     """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
     process, thread = {}, {}  # pid -> process name, (pid, tid) -> thread name
-    for e in events:
-        if type(e) is Event and e.ph == "M" and type(e.args) is TaskArgs:
+    objects = [(i, e) for i, e in enumerate(events) if type(e) is Event]  # the rest are counted, skipped
+    for _, e in objects:
+        if e.ph == "M" and type(e.args) is TaskArgs:
             if isinstance(e.pid, (list, dict)) or isinstance(e.tid, (list, dict)):
                 continue  # a malformed lane id names no lane (its rows are refused)
             name = e.args.name
@@ -138,13 +144,8 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
     rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
     hccl: dict[int, TaskArgs] = {}  # row -> args of an HCCL operation
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
-    skipped, streams = 0, {}  # streams: (pid, tid) -> stream id of a hardware lane
-    for i, e in enumerate(events):
-        if type(e) is not Event:
-            skipped += 1
-            continue
-        if e.ph != "X":
-            continue
+    skipped, streams = len(events) - len(objects), {}  # streams: (pid, tid) -> stream id of a hardware lane
+    for i, e in [(i, e) for i, e in objects if e.ph == "X"]:
         name = "" if e.name is msgspec.UNSET else e.name
         try:
             lane_process = process.get(e.pid, "")
@@ -164,10 +165,10 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         if task_type == "HCCL":
             hccl[len(rows)] = args
         rows.append((
-            int(kind), str(name), e.ts, e.dur,
-            0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
-            (None if e.name is msgspec.UNSET else e.name) if kind == Kind.SYNC else None, int_or(e.pid),
-            int_or(e.tid), i, _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
+            KIND_CODE[kind], str(name), e.ts, e.dur,
+            0 if kind in ON_DEVICE else NO_ID, stream, int_or(corr), task_type,
+            (None if e.name is msgspec.UNSET else e.name) if kind is _SYNC else None, int_or(e.pid),
+            int_or(e.tid), i, _link(args) if kind is _OTHER and lane_process == "HCCL" else None,
         ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
@@ -240,18 +241,18 @@ def _classify(e: Event, process: str, thread: dict, streams: dict):
         if stream is None:
             number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
             stream = streams[(pid, tid)] = int_or(int(number.group(1))) if number else int_or(tid)
-        return TASK_KIND.get(name, Kind.KERNEL), stream, task_type, None
+        return TASK_KIND.get(name, _KERNEL), stream, task_type, None
     if process == "HCCL":
         if thread.get((pid, tid), "").endswith("Communication"):
-            return Kind.KERNEL, NO_ID, "HCCL", None
+            return _KERNEL, NO_ID, "HCCL", None
         plane, task = args.plane_stream, args.plane_task
         plane = int_or(plane) if type(plane) is int else None
-        return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
+        return _OTHER, int_or(tid), task if isinstance(task, str) else None, plane
     if process == "CANN":
-        return Kind.RUNTIME, int_or(tid), None, None
+        return _RUNTIME, int_or(tid), None, None
     if isinstance(name, str) and PROFILER_STEP.match(name):
-        return Kind.STEP, int_or(tid), None, None
-    return Kind.CPU_OP if e.cat == "cpu_op" else Kind.OTHER, int_or(tid), None, None
+        return _STEP, int_or(tid), None, None
+    return _CPU_OP if e.cat == "cpu_op" else _OTHER, int_or(tid), None, None
 
 
 def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
