@@ -11,15 +11,19 @@ pip compiled HTA's modules when it installed them, and parity's are compiled her
 run with ``PYTHONDONTWRITEBYTECODE=1`` would otherwise compile every module in every process
 (about 0.1 s). The load average is printed before and after: other work on the machine slows
 both tools, the shorter one relatively more. Bar: ratio >= 10 on ``df_index_resolver`` (the
-goal; 7 is where it stood).
+goal; 7 is where it stood). ``--parity-python`` runs parity from the interpreter of its own
+environment, as HTA runs from its own (``python -m venv /tmp/parity-venv &&
+/tmp/parity-venv/bin/pip install -e '.[fast]'``); this interpreter by default. A shared
+interpreter may cost more at start-up (a ``.pth`` file that imports a package at every start),
+so each interpreter's bare start-up (``python -c pass``, median wall) is printed beside the ratio.
 
-    python benchmarks/trace_vs_hta_process.py --rounds 5 --traces df_index_resolver
+    python benchmarks/trace_vs_hta_process.py --rounds 5 --traces df_index_resolver \
+        --parity-python /tmp/parity-venv/bin/python
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -40,11 +44,19 @@ def whole_process(command: list[str], env: dict | None = None) -> float:
     return time.perf_counter() - begin
 
 
-def compile_parity() -> Path:
-    """parity's package folder, its modules compiled to bytecode beside the sources."""
-    package = Path(importlib.util.find_spec("parity").submodule_search_locations[0])
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
+def compile_parity(python: str) -> Path:
+    """parity's package folder (as ``python`` imports it), its modules compiled to bytecode
+    beside the sources by that interpreter."""
+    found = subprocess.run([python, "-c", "import parity, os; print(os.path.dirname(parity.__file__))"],
+                           check=True, capture_output=True, text=True)
+    package = Path(found.stdout.strip())
+    subprocess.run([python, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
     return package
+
+
+def bare_start(python: str, runs: int = 5) -> float:
+    """Median wall seconds of ``python -c pass``: the interpreter's own start-up."""
+    return statistics.median(whole_process([python, "-c", "pass"]) for _ in range(runs))
 
 
 def load_average() -> str:
@@ -56,14 +68,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--traces", default="df_index_resolver", help="comma-separated folders under kineto/hta")
     parser.add_argument("--hta-python", default=str(HERE / ".venv-hta" / "bin" / "python"))
+    parser.add_argument("--parity-python", default=sys.executable,
+                        help="the Python of the environment parity is installed in (this one by default)")
     args = parser.parse_args()
     env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1")
-    print(f"parity's bytecode compiled first (as pip install does): {compile_parity()}")
+    print(f"parity's bytecode compiled first (as pip install does): {compile_parity(args.parity_python)}")
+    print(f"bare start-up (python -c pass, median wall): parity's interpreter {bare_start(args.parity_python):.3f} s, "
+          f"HTA's {bare_start(args.hta_python):.3f} s")
     for name in args.traces.split(","):
         trace = next(p for p in sorted((TRACES / name).glob("*.json*")))
         load_before = load_average()
         with tempfile.TemporaryDirectory() as tmp:
-            parity = [sys.executable, "-m", "parity", "trace", "analyze", str(trace), "--json", str(Path(tmp) / "out.json")]
+            parity = [args.parity_python, "-m", "parity", "trace", "analyze", str(trace), "--json", str(Path(tmp) / "out.json")]
             hta = [args.hta_python, str(HERE / "hta_breakdown.py"), str(trace), "1"]
             whole_process(parity), whole_process(hta, env)  # left out: disk cache, first imports
             times: dict[str, list[float]] = {"parity": [], "hta": []}

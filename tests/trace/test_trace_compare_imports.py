@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import parity
 
 KINETO = "kineto/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"  # one process reads it
@@ -75,9 +77,11 @@ def test_a_trace_comparison_loads_no_run_side_no_store_and_no_torch(traces_dir: 
     assert json.loads((tmp_path / "c.json").read_text())["kind"]
 
 
-def test_numpy_loads_with_one_blas_thread_and_the_environment_is_left_as_it_was(traces_dir: Path,
-                                                                                 tmp_path: Path) -> None:
-    argv = ["trace", "compare", str(traces_dir / KINETO), str(traces_dir / KINETO), "--window", "span"]
+@pytest.mark.parametrize("command", ["compare", "analyze"])
+def test_numpy_loads_with_one_blas_thread_and_the_environment_is_left_as_it_was(traces_dir: Path, tmp_path: Path,
+                                                                                 command: str) -> None:
+    argv = ["trace", command, str(traces_dir / KINETO), *([str(traces_dir / KINETO)] if command == "compare" else []),
+            "--window", "span"]  # fmt: skip
     report = probe(argv, tmp_path)
     assert report["openblas"] is None  # set only while numpy loaded
     if report["threads"] is not None and _openblas():
