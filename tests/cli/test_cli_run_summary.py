@@ -122,3 +122,14 @@ def test_headline_reads_the_suites_figures_in_human_units() -> None:
     ]
     assert figure_headline(figures, suite="gemm") == \
         "ceiling 1.25 TFLOP/s; median_efficiency.compute-bound 41.5%; membw.copy.fixed_cost 2.5 us"
+
+
+def test_a_case_key_that_looks_like_console_markup_is_printed_as_written() -> None:
+    from parity.report.cases import case_table
+
+    case = CaseResult(suite="plugin[red]", key="ops/[bold]fused[/bold]/n=4", metrics={"median_s": 0.001},
+                      check={"passed": True})
+    console = Console(width=200, color_system=None, record=True)
+    console.print(case_table([case]))
+    text = console.export_text()
+    assert "plugin[red]" in text and "ops/[bold]fused[/bold]/n=4" in text

@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from parity.cli.output import json_option, write_json
 from parity.model.errors import ParityError
@@ -148,7 +149,7 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
             str(run.config.get("device", "?")),
             ",".join(run.config.get("suites", [])),
             mode,
-            " ".join(f"{k}={v}" for k, v in distinguishing_options(run.config).items()),
+            Text(" ".join(f"{k}={v}" for k, v in distinguishing_options(run.config).items())),  # not markup
             str(total),
             str(failed),
             style=None if failed == 0 else "red",

@@ -15,6 +15,7 @@ from typing import Any
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from parity.model.result import CaseResult
 
@@ -68,10 +69,10 @@ def case_table(cases: list[CaseResult], *, limit: int = MAX_CASE_ROWS) -> Table:
     for name, justify in (("suite", "left"), ("case", "left"), ("status", "left"), ("median", "right"),
                           ("IQR/median", "right"), ("rate", "right"), ("findings", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for case in cases[:limit]:
+    for case in cases[:limit]:  # suite and key as Text: a name's "[...]" is not markup
         m = case.metrics
         median_s, iqr_s = m.get("median_s"), m.get("iqr_s")
         spread = f"{100 * iqr_s / median_s:.0f}%" if median_s and iqr_s is not None else "-"
-        table.add_row(case.suite, case.key, status_text(case), duration(median_s), spread, rate_text(m),
+        table.add_row(Text(case.suite), Text(case.key), status_text(case), duration(median_s), spread, rate_text(m),
                       ",".join(f.code for f in case.findings) or "", style=None if case.ok else "red")
     return table
