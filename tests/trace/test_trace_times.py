@@ -99,3 +99,10 @@ def test_a_bad_string_among_decimal_strings_is_named_as_written():
         _ns_text(["1.5", "µs"])
     with pytest.raises(ParityError, match=r"event 1 has ts 2.5j"):  # not all strings: one by one
         _ns_text(["1.5", 2.5j])
+
+
+def test_a_boolean_among_numbers_is_refused_by_name():
+    # array("d") reads True as 1.0; the type check at the values 0 and 1 finds it
+    with pytest.raises(ParityError, match=r"event 2 has dur True"):
+        times_to_ns([0.0, 5.5, True, 1.0], path=PATH, first=0, what="dur", index=np.arange(4))
+    assert times_to_ns([0.0, 1.0, 1, 0], path=PATH, first=0, what="dur", index=None).tolist() == [0, 1000, 1000, 0]
