@@ -36,8 +36,6 @@ NOT_RUN = (
     (r"^parity run --quick$", "measures every suite: many minutes on a CPU"),
     (r"^parity gemm --quick", "the quick catalog takes minutes on a CPU"),
 )
-# The error of a case whose timing other work disturbed (families/latency/suite.py).
-DISTURBED = "other work disturbed the timing"
 # Commands that read stored runs: run after the ones that make them.
 READERS = ("parity runs", "parity compare", "parity report")
 
@@ -137,7 +135,8 @@ def test_examples_run_as_written(tmp_path: Path) -> None:
 
 def _only_disturbed(db: Path) -> bool:
     """Whether the newest stored run failed only by cases refused as disturbed (their error
-    holds :data:`DISTURBED`) and holds at least one such case."""
+    holds the latency suite's :data:`DISTURBED`) and holds at least one such case."""
+    from parity.families.latency.suite import DISTURBED
     from parity.store import Store
 
     if not db.exists():

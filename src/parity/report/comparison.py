@@ -9,7 +9,6 @@ import re
 from typing import Any
 
 import msgspec
-
 from rich import box
 from rich.console import Group
 from rich.table import Table

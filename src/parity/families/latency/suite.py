@@ -68,6 +68,7 @@ MIN_SAMPLES, BLOCKS_MIN_SAMPLES = 15, 7
 # minimum a better chance at an undisturbed one (lmbench-style references repeat about 50 times).
 PAST_CACHE_MIN_SAMPLES = 51
 SLOPE_ATTEMPTS = 3  # measurements of a case before a non-positive slope becomes an error row
+DISTURBED = "other work disturbed the timing"  # the error row's reason, as a caller can look for it
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
 PROBE_REPEATS = 3
 HUGE_SHARE_EXPECTED = 0.9
@@ -202,8 +203,8 @@ class LatencySuite(SuiteBase):
             return CaseResult(
                 suite=self.name, key=case.key, params=dict(p), samples=chains,
                 error=(f"the chase slope was not positive in {SLOPE_ATTEMPTS} attempts "
-                       f"({ns:.3g} ns median, {ns_min:.3g} ns min): other work disturbed the "
-                       "timing; rerun on a quieter machine or raise target_s"),
+                       f"({ns:.3g} ns median, {ns_min:.3g} ns min): {DISTURBED}; "
+                       "rerun on a quieter machine or raise target_s"),
             )
         check = work.check()  # after timing: the timed chases are checked too
         huge = rings.memory.huge_fraction() if hasattr(rings, "memory") else None

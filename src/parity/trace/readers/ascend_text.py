@@ -31,11 +31,6 @@ ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on 
 })  # fmt: skip
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
 TASK_KIND = {"MEMCPY_ASYNC": Kind.MEMCPY, "EVENT_RECORD": Kind.SYNC, "EVENT_WAIT": Kind.SYNC}  # else a kernel
-KIND_CODE = {kind: int(kind) for kind in Kind}  # a look-up: int() of an enum member costs more
-# an enum member read from its class costs a look-up each time: the reader's loop uses these
-_KERNEL, _MEMCPY, _SYNC, _OTHER, _RUNTIME, _STEP, _CPU_OP = (
-    Kind.KERNEL, Kind.MEMCPY, Kind.SYNC, Kind.OTHER, Kind.RUNTIME, Kind.STEP, Kind.CPU_OP)
-ON_DEVICE = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.SYNC})  # rows with a device (0)
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
 # what an HCCL operation records (its ``data_type`` and element ``count``; its group from
@@ -165,10 +160,10 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
         if task_type == "HCCL":
             hccl[len(rows)] = args
         rows.append((
-            KIND_CODE[kind], str(name), e.ts, e.dur,
-            0 if kind in ON_DEVICE else NO_ID, stream, int_or(corr), task_type,
-            (None if e.name is msgspec.UNSET else e.name) if kind is _SYNC else None, int_or(e.pid),
-            int_or(e.tid), i, _link(args) if kind is _OTHER and lane_process == "HCCL" else None,
+            int(kind), str(name), e.ts, e.dur,
+            0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
+            (None if e.name is msgspec.UNSET else e.name) if kind == Kind.SYNC else None, int_or(e.pid),
+            int_or(e.tid), i, _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
         ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
@@ -241,18 +236,18 @@ def _classify(e: Event, process: str, thread: dict, streams: dict):
         if stream is None:
             number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
             stream = streams[(pid, tid)] = int_or(int(number.group(1))) if number else int_or(tid)
-        return TASK_KIND.get(name, _KERNEL), stream, task_type, None
+        return TASK_KIND.get(name, Kind.KERNEL), stream, task_type, None
     if process == "HCCL":
         if thread.get((pid, tid), "").endswith("Communication"):
-            return _KERNEL, NO_ID, "HCCL", None
+            return Kind.KERNEL, NO_ID, "HCCL", None
         plane, task = args.plane_stream, args.plane_task
         plane = int_or(plane) if type(plane) is int else None
-        return _OTHER, int_or(tid), task if isinstance(task, str) else None, plane
+        return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
     if process == "CANN":
-        return _RUNTIME, int_or(tid), None, None
+        return Kind.RUNTIME, int_or(tid), None, None
     if isinstance(name, str) and PROFILER_STEP.match(name):
-        return _STEP, int_or(tid), None, None
-    return _CPU_OP if e.cat == "cpu_op" else _OTHER, int_or(tid), None, None
+        return Kind.STEP, int_or(tid), None, None
+    return Kind.CPU_OP if e.cat == "cpu_op" else Kind.OTHER, int_or(tid), None, None
 
 
 def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
