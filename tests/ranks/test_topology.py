@@ -139,3 +139,15 @@ def test_moe_bytes_split_into_scale_up_and_out_on_a_declared_topology(tmp_path: 
     for row in summary["rows"]:
         moved = {c["name"]: c["bytes"] for c in row["conventions"]}
         assert (moved["scale_up"], moved["scale_out"]) == (SCALE_UP_BYTES, SCALE_OUT_BYTES)
+
+
+def test_a_barrier_broken_by_a_killed_peer_names_its_ranks_and_node() -> None:
+    # a killed rank's kernel resets its connections: gloo fails the barrier at once with the
+    # peer's address, before any rank misses the timeout
+    topology = launcher_topology(["h/netns:1", "h/netns:1", "h/netns:2", "h/netns:2"],
+                                 ["198.18.0.1", "198.18.0.1", "198.18.0.2", "198.18.0.2"])
+    message = "[pair.cc:537] Read error [198.18.0.2]:3770: Connection reset by peer. This is typically caused by"
+    line = barrier_failure(message, rank=0, timeout_s=15, node_of=topology.node_of, peer_of=topology.peer_in)
+    assert line.startswith("barrier failed on rank 0 on node h/netns:1: the connection to ranks 2, 3 on node "
+                           "h/netns:2 (198.18.0.2) broke: it died or hangs")
+    assert barrier_failure(message, rank=0, timeout_s=15) == f"barrier failed on rank 0: {message}"

@@ -54,16 +54,20 @@ def barrier(group: RankGroup, *, timeout_s: float) -> None:
     except RuntimeError as exc:
         topology = getattr(group, "topology", None)  # nodes are named where there are several
         node_of = getattr(group, "node_of", None) if topology is not None and topology.nodes > 1 else None
-        raise ParityError(barrier_failure(str(exc), rank=group.rank, timeout_s=timeout_s, node_of=node_of)) from None
+        raise ParityError(barrier_failure(str(exc), rank=group.rank, timeout_s=timeout_s, node_of=node_of,
+                                          peer_of=getattr(group, "explain", None))) from None
 
 
-def barrier_failure(message: str, *, rank: int, timeout_s: float,
-                    node_of: Callable[[int], str] | None = None) -> str:
+def barrier_failure(message: str, *, rank: int, timeout_s: float, node_of: Callable[[int], str] | None = None,
+                    peer_of: Callable[[str], str | None] | None = None) -> str:
     """One line from gloo's monitored-barrier error: which ranks failed, seen from which rank,
     each with its node when ``node_of`` names it (``rank 3 on node h/netns:402``).
 
     Rank 0 reports ``Ranks 1, 3 failed to pass monitoredBarrier``; the others report an error
-    ``from rank 0`` when rank 0 itself is gone. Anything else is kept, on one line.
+    ``from rank 0`` when rank 0 itself is gone. A killed peer may instead reset the connection
+    before the timeout (``Read error [198.18.0.2]:3770: Connection reset by peer``): ``peer_of``
+    (the group's :meth:`explain`) names the ranks and node behind that address. Anything else
+    is kept, on one line.
     """
     missing = _MISSING.search(message)
     if missing:
@@ -80,7 +84,12 @@ def barrier_failure(message: str, *, rank: int, timeout_s: float,
             f"rank {_placed(int(peer.group(1)), node_of)} stopped answering at a barrier (seen from rank "
             f"{_placed(rank, node_of)}, timeout {timeout_s:g} s): it died or hangs; see its log"
         )
-    return f"barrier failed on rank {rank}: {' '.join(message.split())[:300]}"
+    text = " ".join(message.split())[:300]
+    broken = peer_of(message) if peer_of is not None else None
+    if broken is not None:
+        return (f"barrier failed on rank {_placed(rank, node_of)}: the connection to {broken} broke: it died or "
+                f"hangs; see its log ({text})")
+    return f"barrier failed on rank {rank}: {text}"
 
 
 def _placed(rank: int, node_of: Callable[[int], str] | None) -> str:
