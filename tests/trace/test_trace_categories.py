@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from parity.model.errors import ParityError
+from parity.trace import categories as categories_module
 from parity.trace.builder import build_table
 from parity.trace.categories import (
     NOT_DEVICE,
@@ -79,6 +80,27 @@ def test_categorize_table_maps_every_row() -> None:
     assert cats.of_rows().tolist() == ["matrix", "vector", "matrix", "communication", "host", "unmatched"]
     assert cats.compute_mask().tolist() == [True, True, True, False, False, True]
     assert cats.mask("communication").sum() == 1
+
+
+def test_one_rules_object_matches_each_name_once_across_tables(tmp_path: Path, monkeypatch) -> None:
+    """A fleet worker categorises rank after rank with one Rules: a (name, kind, core, task
+    type) it decided before is not matched again, and gets the same category."""
+    user = tmp_path / "rules.toml"
+    user.write_text('[[rules]]\ncategory = "moe"\npatterns = ["grouped_?gemm"]\n')
+    rules = load_rules(user)  # a fresh Rules: nothing decided yet
+    rows = [dict(name="cutlass_grouped_gemm_kernel", start_ns=0, end_ns=10, accelerator_core=None),
+            dict(name="MatMulV2", start_ns=10, end_ns=20, accelerator_core="AI_VECTOR_CORE"),
+            dict(name="odd", start_ns=20, end_ns=30, accelerator_core=None)]
+    first = categorize(build_table(rows), rules).of_rows().tolist()
+    calls = []
+    real = categories_module.first_match
+    monkeypatch.setattr(categories_module, "first_match", lambda *a: calls.append(a) or real(*a))
+    again = categorize(build_table(rows[::-1]), rules).of_rows().tolist()
+    assert first == ["moe", "vector", UNMATCHED] and again == first[::-1]
+    assert calls == []  # every combination was decided by the first table
+    extra = [dict(name="ncclKernel_AllReduce_RING_LL_Sum_float", start_ns=0, end_ns=5, accelerator_core=None)]
+    assert categorize(build_table(rows + extra), rules).of_rows().tolist()[-1] == "communication"
+    assert [c[1] for c in calls] == ["ncclKernel_AllReduce_RING_LL_Sum_float"]  # only the new name
 
 
 def test_user_rules_come_first_and_can_replace(tmp_path: Path) -> None:

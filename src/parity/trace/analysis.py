@@ -256,7 +256,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
     if len(streams):
         busiest = max(streams, key=lambda s: s.busy_ns)
         blocks = find_blocks(table, kernel_rows, busiest.stream, row_steps)
-    ascend = is_ascend(table)
+    profiler_sets = _ascend_sets(table, cats) if is_ascend(table) else None  # Computing, Communication
     return RankAnalysis(
         rank=rank,
         window=chosen,
@@ -266,10 +266,10 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
         overlaps=tuple(_overlaps(c, busy, sets, device.streams_at_once_ns)),
-        comm=_comm(c, cats, _ascend_sets(table, cats) if ascend else None),
+        comm=_comm(c, cats, profiler_sets),
         kernels=tuple(_kernels(table, c, cats)),
         blocks=blocks,
-        ascend_steps=tuple(ascend_steps(table, cats)) if ascend else (),
+        ascend_steps=tuple(ascend_steps(table, cats, profiler_sets)) if profiler_sets is not None else (),
         trace_start_ns=int(table.start_ns.min()) if len(table) else 0,
     )
 

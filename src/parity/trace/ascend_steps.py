@@ -122,23 +122,37 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
     """
     mask = (table.kind == KindCode.KERNEL) & ~cats.mask(COMMUNICATION)
     hccl_streams = distinct_sorted(table.stream[communication_op_mask(table, cats)])
-    mask &= ~np.isin(table.stream, hccl_streams)
+    if len(hccl_streams):
+        mask &= ~np.isin(table.stream, hccl_streams)
     types = table.extra.get("task_type")
     cores = table.extra.get("accelerator_core")
-    has_core = (np.array([isinstance(c, str) and c != "" for c in cores], dtype=bool)
-                if cores is not None else np.zeros(len(table), dtype=bool))
-    runtime_ids = [i for i, name in enumerate(table.names) if name in RUNTIME_TASK_NAMES]
+    has_core = (_tested(*_encoded(cores), lambda c: isinstance(c, str) and c != "")
+                if cores is not None else np.zeros(len(table), dtype=bool))  # fmt: skip
+    runtime = np.fromiter((name in RUNTIME_TASK_NAMES for name in table.names), bool, len(table.names))[table.name_id]
     if types is not None:
         types = np.asarray(types, dtype=object)
         # a task the profiler has no operator for is named after its task type (db exports)
         named = np.array(table.names, dtype=object)[table.name_id] != types
         # older releases type every AI-core task "Other": such a task is an operator unless it
         # is named like a runtime task
-        vague = np.array([t in VAGUE_TASK_TYPES for t in types.tolist()], dtype=bool) & ~np.isin(table.name_id, runtime_ids)
-        return mask & named & (has_core | np.isin(types, list(COMPUTE_TASK_TYPES)) | vague)
+        distinct = _encoded(types)
+        vague = _tested(*distinct, lambda t: t in VAGUE_TASK_TYPES) & ~runtime
+        return mask & named & (has_core | _tested(*distinct, lambda t: t in COMPUTE_TASK_TYPES) | vague)
     if has_core[mask].any():
         return mask & has_core
-    return mask & ~np.isin(table.name_id, runtime_ids)
+    return mask & ~runtime
+
+
+def _encoded(column: np.ndarray) -> tuple[list, np.ndarray]:
+    """An object column of strings and None as ``(distinct values, per-row index into them)``."""
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in column.tolist()), np.intp, len(column))
+    return list(index), codes
+
+
+def _tested(values: list, codes: np.ndarray, test) -> np.ndarray:
+    """Per row, ``test`` of its value, called once per distinct value."""
+    return np.fromiter((bool(test(v)) for v in values), bool, len(values))[codes]
 
 
 _REFERENCE_KEYS = {
@@ -245,14 +259,15 @@ def _step_figures(step: int, comp: tuple, comm: tuple, reference: dict | None, l
     )
 
 
-def ascend_steps(table: ActivityTable, cats: Categorization) -> list[AscendStep]:
+def ascend_steps(table: ActivityTable, cats: Categorization,
+                 sets: tuple[np.ndarray, np.ndarray] | None = None) -> list[AscendStep]:
     """Per-step Computing/Communication/Overlapped/Free of one rank's table, per the module's rule.
 
     Only steps with device activity are reported; rows outside every step are ignored.
+    ``sets``: ``(operator_task_mask, communication_op_mask)`` when the caller has them.
     """
     row_steps = device_steps(table)
-    compute = operator_task_mask(table, cats)
-    comm = communication_op_mask(table, cats)
+    compute, comm = sets if sets is not None else (operator_task_mask(table, cats), communication_op_mask(table, cats))
     receive = comm & receive_mask(table)
     references = reference_steps(table.meta)
     markers = dict(zip(*[a.tolist() for a in step_markers(table)[:2]]))

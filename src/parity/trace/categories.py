@@ -96,6 +96,10 @@ class Rules:
     rules: tuple[Rule, ...]
     accelerator_core: dict[str, str]
     source: str
+    # (name, kind, core, task type) -> category, filled by _device_category: the rules never
+    # change once built, so a process that categorises many traces with one Rules (a fleet
+    # worker's ranks share their kernel names) matches each name once
+    _decided: dict[tuple, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -127,7 +131,14 @@ class Rules:
 
     def _device_category(self, name: str, kind: int, core: str | None, task_type: str | None) -> str:
         """:meth:`category_of` for a device kind (``categorize`` calls it once per distinct
-        name, kind, core and task type)."""
+        name, kind, core and task type; each combination is matched once per Rules)."""
+        key = (name, kind, core, task_type)
+        decided = self._decided.get(key)
+        if decided is None:
+            decided = self._decided[key] = self._decide(name, kind, core, task_type)
+        return decided
+
+    def _decide(self, name: str, kind: int, core: str | None, task_type: str | None) -> str:
         first = self.rule_of(name, kind, task_type)
         if first is not None and first.category == COMMUNICATION:
             return COMMUNICATION
