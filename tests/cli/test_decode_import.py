@@ -157,3 +157,36 @@ def test_compare_refuses_an_offline_decode_run_beside_an_imported_online_result(
             compare_runs(store, ids)
         audit = compare_runs(store, ids, force=True).to_dict()["audit"]
     assert any(e["condition"] == "offline vs online" and e["refused"] for e in audit)
+
+
+def test_label_and_availability_of_served_runs_reach_the_audit(tmp_path: Path) -> None:
+    """A served model's run carries the user's --label and --availability (decode online and
+    decode import alike); compare names the runs by label and audits the two categories."""
+    from serving_script import scripted_server
+
+    from parity.compare import compare_runs
+    from parity.store import Store
+
+    db = str(tmp_path / "r.sqlite")
+    runner = CliRunner()
+    with scripted_server("--ttft-ms", "5", "--gap-ms", "1") as (url, _):
+        online = runner.invoke(cli, ["decode", "online", "--url", url, "--num-requests", "2", "--output-tokens", "4",
+                                     "--label", "eager build", "--availability", "rd", "--db", db],
+                               catch_exceptions=False)  # fmt: skip
+    assert online.exit_code == 0, online.output
+    imported = runner.invoke(cli, ["decode", "import", str(_write(tmp_path / "v.json", VLLM)), "--format", "vllm",
+                                   "--label", "released build", "--availability", "available", "--db", db])
+    assert imported.exit_code == 0, imported.output
+    with Store.open(db) as store:
+        runs = sorted(store.list_runs(), key=lambda r: r.created_at)
+        assert [(r.config.get("label"), r.config.get("availability")) for r in runs] == [
+            ("eager build", "rd"), ("released build", "available")]
+        doc = compare_runs(store, [r.run_id for r in runs], force=True).to_dict()
+    (entry,) = [e for e in doc["audit"] if e["condition"] == "availability"]
+    assert entry["values"] == ["RDI (declared)", "Available (declared)"] and entry["applies"], entry
+    assert {"eager build", "released build"} <= {r.get("user_label") or r["label"] for r in doc["runs"]}
+    refused = runner.invoke(cli, ["decode", "online", "--resume", runs[0].run_id, "--label", "other", "--db", db])
+    assert refused.exit_code != 0 and "drop --label" in str(refused.exception)
+    empty = runner.invoke(cli, ["decode", "import", str(tmp_path / "v.json"), "--format", "vllm", "--label", " ",
+                                "--db", db])
+    assert empty.exit_code != 0 and "--label is empty" in str(empty.exception)

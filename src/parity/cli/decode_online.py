@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from parity.cli.option_flags import AVAILABILITY_CHOICE, AVAILABILITY_HELP, LABEL_HELP
 from parity.cli.output import json_option, write_json
 from parity.cli.runs import db_option, stdout_console
 from parity.model.errors import ParityError
@@ -66,7 +67,7 @@ def api_key(api_key_env: str | None) -> str | None:
 
 SWEEP_FLAGS = ("model", "endpoint_type", "concurrency", "request_rate", "burstiness", "num_requests", "output_tokens",
                "input_tokens", "shared_prefix", "dataset", "cards", "slo", "tpot_ms", "tpot_stat", "search",
-               "client_procs", "seed", "ignore_eos", "timeout_s", "server_metrics")
+               "client_procs", "seed", "ignore_eos", "timeout_s", "server_metrics", "label")
 
 
 class Interrupted(Exception):
@@ -101,6 +102,8 @@ class Interrupted(Exception):
 @click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True, help="Ask the server (vLLM, SGLang) to generate the full output length.")
 @click.option("--request-timeout", "timeout_s", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds a request may wait for its next chunk.")
 @click.option("--server-metrics/--no-server-metrics", default=True, show_default=True, help="Sample the server's Prometheus /metrics during each level.")
+@click.option("--availability", type=AVAILABILITY_CHOICE, default=None, help=AVAILABILITY_HELP)
+@click.option("--label", default=None, metavar="TEXT", help=LABEL_HELP)
 @click.option("--resume", "resume_id", default=None, metavar="RUN_ID", help="Continue a stored sweep: measure only the levels it lacks, with its stored settings.")
 @db_option
 @json_option
@@ -109,8 +112,8 @@ def online(ctx: click.Context, url: str | None, model: str | None, api_key_env: 
            concurrency: str | None, request_rate: str | None, burstiness: float, num_requests: int, output_tokens: int,
            input_tokens: str, shared_prefix: int, dataset: str | None, cards: int, slo: str | None,
            tpot_ms: str | None, tpot_stat: str, search: bool, client_procs: int, seed: int, ignore_eos: bool,
-           timeout_s: float, server_metrics: bool, resume_id: str | None, db_path: str | None,
-           json_path: str | None) -> int:
+           timeout_s: float, server_metrics: bool, availability: str | None, label: str | None,
+           resume_id: str | None, db_path: str | None, json_path: str | None) -> int:
     """Drive an OpenAI-compatible streaming server (vLLM, SGLang, TGI) level by level and report,
     per level, TTFT, TPOT, ITL and E2E (mean, median, p90, p99) with vLLM's definitions and field
     names, throughput (per card with --cards), goodput under --slo, both interactivity
@@ -128,6 +131,7 @@ def online(ctx: click.Context, url: str | None, model: str | None, api_key_env: 
       parity decode online --url http://127.0.0.1:8000 --request-rate 2,8 --burstiness 0.5 \\
           --endpoint-type chat --slo ttft_ms=500,tpot_ms=50 --tpot-ms 20,50 --cards 8
       parity decode online --url http://127.0.0.1:8000 --tpot-ms 10 --search --num-requests 64
+      parity decode online --url http://127.0.0.1:8000 --label 'vLLM 0.11 eager' --availability available
       parity decode online --resume 20261203-160418-364a
     """
     from parity.families.decode.serving.prompts import parse_length
@@ -138,7 +142,8 @@ def online(ctx: click.Context, url: str | None, model: str | None, api_key_env: 
                  if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
         if given:
             raise ParityError(f"--resume continues run {resume_id} with its stored settings; drop {', '.join(given)}")
-        return _resume(resume_id, url=url, api_key_env=api_key_env, db_path=db_path, json_path=json_path)
+        return _resume(resume_id, url=url, api_key_env=api_key_env, db_path=db_path, json_path=json_path,
+                       tags=_tags(availability, label))
     if url is None:
         raise ParityError("give --url (the server to measure) or --resume RUN_ID")
     rates = parse_numbers(request_rate, option="--request-rate", kind=float, allow_inf=True) or (math.inf,)
@@ -159,7 +164,17 @@ def online(ctx: click.Context, url: str | None, model: str | None, api_key_env: 
                             search=search)
     asked = {"targets_ms": list(targets), "tpot_stat": tpot_stat, "output_tokens": output_tokens,
              "input_tokens": "dataset" if dataset else _length_setting(input_tokens)}
-    return _sweep(url, model, api_key_env, options, asked, db_path=db_path, json_path=json_path, resume_id=None)
+    return _sweep(url, model, api_key_env, options, asked, db_path=db_path, json_path=json_path, resume_id=None,
+                  tags=_tags(availability, label))
+
+
+def _tags(availability: str | None, label: str | None) -> dict[str, Any]:
+    """The user's ``--label`` and ``--availability`` as config entries, as the family commands
+    store them (``--resume`` refuses ``--label``: the run keeps its name; an availability
+    describes the stack, not the sweep, so it may be given then too)."""
+    from parity.harness.run_record import run_tags
+
+    return {**run_tags(label=label), **({"availability": availability} if availability else {})}
 
 
 def _length_setting(text: str) -> int | str:
@@ -168,7 +183,7 @@ def _length_setting(text: str) -> int | str:
 
 
 def _resume(resume_id: str, *, url: str | None, api_key_env: str | None, db_path: str | None,
-            json_path: str | None) -> int:
+            json_path: str | None, tags: dict[str, Any]) -> int:
     """The stored sweep's settings, then the sweep with its stored levels kept."""
     from parity.families.decode.serving.sweep import OnlineOptions
     from parity.store import Store
@@ -186,13 +201,16 @@ def _resume(resume_id: str, *, url: str | None, api_key_env: str | None, db_path
         raise ParityError(f"run {run.run_id} stores no server URL; give --url with --resume")
     return _sweep(str(url or endpoint.get("url")), endpoint.get("model"), api_key_env,
                   OnlineOptions.from_dict(stored["options"]), stored, db_path=db_path, json_path=json_path,
-                  resume_id=run.run_id)
+                  resume_id=run.run_id, tags=tags)
 
 
 def _sweep(url: str, model: str | None, api_key_env: str | None, options: Any, asked: dict[str, Any], *,
-           db_path: str | None, json_path: str | None, resume_id: str | None) -> int:
+           db_path: str | None, json_path: str | None, resume_id: str | None, tags: dict[str, Any] | None = None) -> int:
+    """Measure the sweep into a new run or into the resumed one; ``tags`` (:func:`_tags`) go into
+    its config before the first level."""
     from parity.families.decode.serving.at_target import throughput_at_tpot
     from parity.families.decode.serving.record import SUITE, finish_serving_run
+    from parity.harness.run_record import tag_run
     from parity.ranks.remote import probe_endpoint_blocking
     from parity.store import Store
 
@@ -210,6 +228,7 @@ def _sweep(url: str, model: str | None, api_key_env: str | None, options: Any, a
     with Store.open(db_path) as store:
         run_id, done = _open_run(store, endpoint=endpoint, options=options, asked=asked, resume_id=resume_id,
                                  usage=first.usage_output_tokens is not None)
+        tag_run(store, run_id, tags or {})
         note(f"run {run_id}: each level is stored as it ends")
         previous = signal.signal(signal.SIGTERM, _raise_interrupted)
         search_result = None
