@@ -162,8 +162,10 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=64, help="ranks of the replicated job")
     parser.add_argument("--parity", default=f"{sys.executable} -m parity", help="the parity command")
     args = parser.parse_args()
-    compile_parity()  # parity runs from bytecode, as an installed package does (the reference tools do)
     parity = args.parity.split()
+    # parity runs from bytecode, as an installed package does (the reference tools do), compiled
+    # by the interpreter of the parity command
+    compile_parity(parity[0] if parity[1:3] == ["-m", "parity"] else sys.executable)
     ok, ratios = True, []
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)

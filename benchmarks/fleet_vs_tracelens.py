@@ -205,8 +205,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="16x12,24x200,32x2", help="synthetic jobs, RANKSxSTEPS, comma-separated")
     parser.add_argument("--parity", default=f"{sys.executable} -m parity", help="the parity command")
     args = parser.parse_args()
-    compile_parity()  # parity runs from bytecode, as an installed package does (the reference tools do)
     parity = args.parity.split()
+    # parity runs from bytecode, as an installed package does (the reference tools do), compiled
+    # by the interpreter of the parity command
+    compile_parity(parity[0] if parity[1:3] == ["-m", "parity"] else sys.executable)
     from parity.trace.fleet.synthetic import write_fleet
 
     ok, ratios = True, []

@@ -112,3 +112,27 @@ def test_the_pool_forks_on_linux() -> None:
     from parity.trace.fleet.executor import start_method
 
     assert start_method() == ("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc (Linux)")
+def test_the_fleet_command_holds_no_other_thread_when_its_pool_forks() -> None:
+    """A process that forks must be single-threaded (Python 3.12 warns otherwise, and a child
+    may inherit a lock a vanished thread held): numpy comes without OpenBLAS's threads and
+    pyarrow without jemalloc's background thread, as ``parity trace fleet`` loads them."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import os\n"
+        "from parity.cli.numpy_load import import_numpy_single_threaded\n"
+        "import_numpy_single_threaded()\n"
+        "from parity.trace.fleet.executor import import_pyarrow_for_fork\n"
+        "import_pyarrow_for_fork()\n"
+        "import pyarrow.parquet, numpy\n"
+        "print(len(os.listdir('/proc/self/task')), 'JE_ARROW_MALLOC_CONF' in os.environ)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "JE_ARROW_MALLOC_CONF")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "False"], done.stdout  # one thread; the environment as it was

@@ -8,7 +8,8 @@ Two executors, chosen by the caller, writing the same files:
   are forked where the platform forks safely (Linux) once this module and pyarrow's Parquet
   writer are imported, so a worker starts with the analysis loaded instead of importing numpy,
   pyarrow and parity again (about a second of fixed cost on a small job); elsewhere they are
-  spawned. The caller holds only imported modules when it forks (no trace), so a worker holds
+  spawned. A process that forks must hold no other thread: ``parity trace fleet`` loads numpy
+  without OpenBLAS's threads and pyarrow without jemalloc's (:func:`import_pyarrow_for_fork`). The caller holds only imported modules when it forks (no trace), so a worker holds
   one rank at a time and memory is bounded by the largest rank times the workers.
 - ``"dask"``: the same tasks on a Dask distributed cluster: ``distributed.Client(scheduler)``
   for a scheduler address (the cluster's workers must reach the trace paths and ``out``: a
@@ -70,6 +71,24 @@ def own_resource_tracker():
             stop = getattr(tracker, "_stop", None)
             if stop is not None:
                 stop()
+
+
+def import_pyarrow_for_fork() -> None:
+    """Import pyarrow's Parquet module without the background thread of the jemalloc that
+    libarrow carries (``JE_ARROW_MALLOC_CONF=background_thread:false``, read once as the library
+    loads, then removed so that processes started later see the environment as it was), unless
+    pyarrow is loaded already or the user configured that jemalloc. The local pool forks this
+    process: a process holding other threads when it forks risks a child stuck on a lock one of
+    them held (Python 3.12 warns of it), and arrow's default memory pool is not jemalloc, so the
+    thread does nothing for the map."""
+    if "pyarrow" in sys.modules or "JE_ARROW_MALLOC_CONF" in os.environ:
+        import pyarrow.parquet  # noqa: F401
+        return
+    os.environ["JE_ARROW_MALLOC_CONF"] = "background_thread:false"
+    try:
+        import pyarrow.parquet  # noqa: F401
+    finally:
+        del os.environ["JE_ARROW_MALLOC_CONF"]
 
 
 def clear_map(out: str | Path) -> None:
@@ -170,7 +189,7 @@ def map_ranks(paths, out: str | Path, *, executor: str = "local", workers: int |
     if executor == "dask" and not scheduler:
         raise ParityError("the dask executor needs a scheduler address, or 'local' for a LocalCluster")
     try:
-        import pyarrow.parquet  # noqa: F401  (imported before the pool forks: its workers inherit it)
+        import_pyarrow_for_fork()  # before the pool forks: its workers inherit it
     except ImportError:
         raise ParityError("the fleet analysis writes Parquet and needs pyarrow; install parity's extra: "
                           "pip install 'parity[fleet]'") from None  # fmt: skip
