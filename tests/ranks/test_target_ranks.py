@@ -103,6 +103,21 @@ def hanging_at_barrier(folder: str) -> None:
         barrier(group, timeout_s=RUN_TIMEOUT_S)
 
 
+def hanging_while_timed(folder: str) -> None:
+    """Rank 1 stops answering between two timed iterations; the group's timeout is 3 s and
+    the timing loop is given none of its own."""
+    _mark_pid(folder)
+    with joined_group(device=FakeDevice(durations_s=(0.001,)), timeout_s=3) as group:
+        calls = []
+
+        def step() -> None:
+            calls.append(1)
+            if group.rank == 1 and len(calls) == 2:
+                time.sleep(600)
+
+        time_iterations_over_ranks(step, group=group, iterations=5, warmup=0)
+
+
 @pytest.fixture(scope="module")
 def healthy() -> list[dict]:
     return launch_local_ranks(2, healthy_rank, ("hello",), timeout_s=60)
@@ -197,3 +212,16 @@ def test_a_rank_that_hangs_at_a_barrier_is_named_by_rank0(tmp_path: Path) -> Non
     )
     assert "\n" not in str(caught.value)
     _assert_no_rank_left(tmp_path)
+
+
+def test_a_rank_that_hangs_while_timed_is_named_within_the_groups_timeout(tmp_path: Path) -> None:
+    """The timing loop's barriers wait as long as the group does (``--rank-timeout``), not a
+    fixed minute of their own."""
+    begun = time.monotonic()
+    with pytest.raises(ParityError) as caught:
+        launch_local_ranks(2, hanging_while_timed, (str(tmp_path),), timeout_s=30)
+    assert str(caught.value).startswith(
+        "rank 0 of 2 stopped: rank 1 did not reach the barrier within 3 s (seen from rank 0)"
+    ), caught.value
+    _assert_no_rank_left(tmp_path)
+    assert time.monotonic() - begun < 50  # joining takes seconds; the barrier's own 60 s would exceed it

@@ -36,12 +36,11 @@ from typing import Any
 from parity.model.errors import ParityError
 from parity.stats.checks import check_samples
 from parity.stats.summary import summarize
-from parity.timing.ranks import agreed_warmup, max_over_ranks, timed_at_barrier
+from parity.timing.ranks import agreed_warmup, barrier_timeout, max_over_ranks, timed_at_barrier
 from parity.timing.timed import Timed
 
 CHUNK_S = 0.25  # wall seconds between two agreements on whether to stop
 MAX_CHUNK = 100_000  # iterations in one chunk, at most
-BARRIER_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +51,7 @@ class ForDuration:
     duration_s: float
     chunk_s: float = CHUNK_S
     max_iterations: int = 10_000_000
-    barrier_timeout_s: float = BARRIER_TIMEOUT_S
+    barrier_timeout_s: float | None = None  # None: the group's own timeout (timing.ranks.barrier_timeout)
 
     def __post_init__(self) -> None:
         if not self.duration_s > 0:
@@ -84,7 +83,7 @@ class ForDuration:
         times: list[float] = []
         starts: list[float] = []
         if group is not None:
-            barrier(group, timeout_s=self.barrier_timeout_s)
+            barrier(group, timeout_s=barrier_timeout(group, self.barrier_timeout_s))
         t0 = time.perf_counter()
         per_iteration = estimate  # the first chunk is a quarter of one, sized from the calls alone
         budget = self.chunk_s / 4

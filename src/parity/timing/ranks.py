@@ -97,13 +97,26 @@ def max_over_ranks(
     )
 
 
+FALLBACK_BARRIER_TIMEOUT_S = 60.0  # for a group that states no timeout of its own
+
+
+def barrier_timeout(group: Any, given: float | None) -> float:
+    """How long a timing loop's barrier waits for a missing rank: ``given``, else the group's
+    own timeout (``join_group(timeout_s=...)``: the commands' ``--rank-timeout``), so a rank
+    that dies mid-measurement is named within the time the user set, as at every other step."""
+    if given is not None:
+        return given
+    own = getattr(group, "timeout_s", None)
+    return float(own) if isinstance(own, (int, float)) and own > 0 else FALLBACK_BARRIER_TIMEOUT_S
+
+
 def time_iterations_over_ranks(
     fn: Callable[[], Any],
     *,
     group: RankGroup,
     iterations: int,
     warmup: int = 1,
-    barrier_timeout_s: float = 60.0,
+    barrier_timeout_s: float | None = None,
 ) -> Samples:
     """Time ``fn`` for ``iterations`` iterations on every rank of ``group``, each iteration
     started at a barrier and timed by the device's timer, then reduced by ``max_over_ranks``.
@@ -131,7 +144,7 @@ def time_iterations_over_ranks(
 
 
 def timed_at_barrier(fn: Callable[[], Any], *, device: Any, group: RankGroup | None,
-                     barrier_timeout_s: float) -> tuple[float, float]:
+                     barrier_timeout_s: float | None = None) -> tuple[float, float]:
     """One iteration of ``fn``: the device queue drained, a barrier of ``group`` (none when
     ``group`` is None), then ``fn`` timed by the device's timer; (host clock when it started,
     its time in seconds)."""
@@ -139,7 +152,7 @@ def timed_at_barrier(fn: Callable[[], Any], *, device: Any, group: RankGroup | N
 
     device.synchronize()
     if group is not None:
-        barrier(group, timeout_s=barrier_timeout_s)
+        barrier(group, timeout_s=barrier_timeout(group, barrier_timeout_s))
     timer = device.event_timer()
     begin = time.perf_counter()
     timer.start()
@@ -160,7 +173,7 @@ def measure_over_ranks(
     max_samples: int = 1000,
     flush_cache: bool = False,
     device: Any = None,
-    barrier_timeout_s: float = 60.0,
+    barrier_timeout_s: float | None = None,
 ) -> Any:
     """A ``parity.timing.Measurement`` of ``fn`` timed on every rank, max over ranks per call.
 
@@ -206,7 +219,7 @@ def agreed_warmup(
     group: RankGroup | None,
     device: Any,
     warmup_s: float,
-    barrier_timeout_s: float = 60.0,
+    barrier_timeout_s: float | None = None,
 ) -> tuple[int, float]:
     """Warm ``call`` up the same number of times on every rank; (calls made, the slowest rank's
     per-call estimate in seconds).
@@ -232,7 +245,7 @@ def agreed_warmup(
         return time.perf_counter() - begin
 
     def slowest(value: float) -> float:
-        return value if group is None else max(all_gather(value, group=group, timeout_s=barrier_timeout_s))
+        return value if group is None else max(all_gather(value, group=group, timeout_s=barrier_timeout(group, barrier_timeout_s)))
 
     times = [timed_call()]
     first = slowest(times[0])

@@ -35,7 +35,6 @@ from parity.model.findings import Finding
 from parity.model.samples import Samples
 from parity.timing.timed import Timed
 
-BARRIER_TIMEOUT_S = 60.0  # how long each run's barrier waits for a missing rank
 
 # What the caller makes of the medians: (metrics, findings).
 Derive = Callable[[Mapping[str, float]], tuple[Mapping[str, Any], tuple[Finding, ...]]]
@@ -50,7 +49,7 @@ class TogetherAndAlone:
     iterations: int
     names: tuple[str, str] = ("work", "companion")
     derive: Derive | None = None
-    barrier_timeout_s: float = BARRIER_TIMEOUT_S
+    barrier_timeout_s: float | None = None  # None: the group's own timeout (timing.ranks.barrier_timeout)
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -76,13 +75,14 @@ class TogetherAndAlone:
 
 def run_together_and_alone(work: Callable[[], Any], companion: Callable[[], Any], *, device: Any, group: Any,
                            iterations: int, names: tuple[str, str],
-                           barrier_timeout_s: float = BARRIER_TIMEOUT_S) -> dict[str, list[float]]:
+                           barrier_timeout_s: float | None = None) -> dict[str, list[float]]:
     """This rank's durations, s, of each series by name (``<a>_alone``, ``<b>_alone``, ``both``,
     ``<a>_together``, ``<b>_together``); an exception of either call is raised again here."""
     import threading
     import time
 
     from parity.ranks.gather import barrier
+    from parity.timing.ranks import barrier_timeout
 
     a, b = names
     mine: dict[str, list[float]] = {name: [] for name in
@@ -110,7 +110,7 @@ def run_together_and_alone(work: Callable[[], Any], companion: Callable[[], Any]
         for name, fn in ((f"{a}_alone", work), (f"{b}_alone", companion), ("both", both)):
             device.synchronize()
             if group is not None:
-                barrier(group, timeout_s=barrier_timeout_s)
+                barrier(group, timeout_s=barrier_timeout(group, barrier_timeout_s))
             timed(name, fn)
             if failure:
                 raise failure[0]
