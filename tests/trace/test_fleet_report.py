@@ -17,17 +17,15 @@ from parity.trace.fleet.folder import fleet_headline, read_fleet_folder
 from tests.fleet_report_rows import write_fleet_folder
 
 pytest.importorskip("pyarrow")
-# The README's query: the ten ranks that most often arrive last, and the step time they cost.
-DUCKDB_QUERY = """
-SELECT rank, node, times_last,
-       round(100 * share_last, 1)     AS pct_last,
-       round(100 * expected_share, 1) AS pct_expected,
-       step_cost_ns / 1e3             AS step_cost_us,
-       method
-FROM 'OUT/stragglers.parquet'
-ORDER BY times_last DESC, rank
-LIMIT 10
-"""
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_query() -> str:
+    """The README's DuckDB query (the ten ranks that most often arrive last, and the step time
+    they cost), read from the README itself: the ``sql`` block over ``stragglers.parquet``."""
+    blocks = README.read_text(encoding="utf-8").split("```sql\n")[1:]
+    (query,) = [b.split("```")[0] for b in blocks if "stragglers.parquet" in b]
+    return query
 
 
 @pytest.fixture(scope="module")
@@ -149,10 +147,12 @@ def test_the_cli_writes_the_fleet_report_and_refuses_a_folder_without_tables(
 
 def test_the_readme_duckdb_query_names_the_late_rank_and_its_cost(small: Path, large: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
-    rows = duckdb.sql(DUCKDB_QUERY.replace("OUT/", f"{small}/")).fetchall()
+    query = readme_query()
+    assert "FROM 'fleet/stragglers.parquet'" in query
+    rows = duckdb.sql(query.replace("'fleet/", f"'{small}/")).fetchall()
     assert rows[0] == (3, "node-1", 6, 100.0, 25.0, 39.96, "first-order")
     assert [r[0] for r in rows] == [3, 0, 1, 2]
-    top = duckdb.sql(DUCKDB_QUERY.replace("OUT/", f"{large}/")).fetchall()
+    top = duckdb.sql(query.replace("'fleet/", f"'{large}/")).fetchall()
     # 20 steps: L = 10..200 us, median 105 us; the latest other rank (1023) arrives 10.23 us in
     assert len(top) == 10 and top[0][:3] == (700, "node-87", 40) and top[0][5] == pytest.approx(2 * (105 - 10.23))
 
