@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,28 @@ from trace_vs_hta_process import compile_parity, load_average
 ASCEND = Path(__file__).resolve().parent.parent.parent / "shared/data/traces/ascend/msinsight"
 RECIPE = Path("cluster_analysis_output") / "SlowRankAnalysis"
 BAR = 5.0
+
+
+# What every parity trace fleet process does before it reads a rank: the interpreter and the
+# command's imports (numpy, pyarrow's Parquet writer, rich, click, the fleet modules).
+FLOOR_CODE = ("from parity.cli.numpy_load import import_numpy_single_threaded; import_numpy_single_threaded(); "
+              "import parity.cli.main, parity.cli.trace_fleet, parity.trace.fleet.reduce, parity.report.fleet; "
+              "import rich.console, rich.table; from parity.trace.fleet.executor import import_pyarrow_for_fork; "
+              "import_pyarrow_for_fork()")
+
+
+def start_floor(parity: list[str], runs: int = 5) -> float:
+    """Median wall seconds of a process that only starts as ``parity trace fleet`` does
+    (:data:`FLOOR_CODE`), on the parity command's interpreter: no fleet command can take less."""
+    python = parity[0] if parity[1:3] == ["-m", "parity"] else sys.executable
+    return statistics.median(whole_process([python, "-c", FLOOR_CODE]) for _ in range(runs))
+
+
+def floor_line(floor: float, times: dict[str, list[float]], theirs: str, bar: float) -> str:
+    """What the start-up floor allows: the reference's median over the floor, beside the bar."""
+    other = statistics.median(times[theirs])
+    return (f"  start-up floor: parity {floor:.3f} s before it reads a rank (interpreter and imports); "
+            f"{theirs} {other:.3f} s / floor = {other / floor:.2f}x at most, against the {bar:g}x bar")
 
 
 def msprof_command(msprof: str, folder: Path, out: Path) -> list[str]:
@@ -152,7 +175,8 @@ def run_job(name: str, folder: Path, ranks: list[Path], args, parity: list[str],
     times = alternate(runs, args.rounds)
     print(f"  load average: {before} before the rounds, {load_average()} after")
     agrees, lines = compare(tmp / f"{name}-msprof{args.rounds}", tmp / f"{name}-parity{args.rounds}")
-    return agrees, print_verdict(times, "msprof-analyze", BAR, agrees, lines)
+    return agrees, print_verdict(times, "msprof-analyze", BAR, agrees,
+                                 [*lines, floor_line(args.floor_s, times, "msprof-analyze", BAR)])
 
 
 def main() -> None:
@@ -166,6 +190,7 @@ def main() -> None:
     # parity runs from bytecode, as an installed package does (the reference tools do), compiled
     # by the interpreter of the parity command
     compile_parity(parity[0] if parity[1:3] == ["-m", "parity"] else sys.executable)
+    args.floor_s = start_floor(parity)
     ok, ratios = True, []
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)

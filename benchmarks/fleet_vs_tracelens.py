@@ -66,6 +66,7 @@ from collections import Counter
 from pathlib import Path
 
 from alternated import ProcessFailed, alternate, print_verdict, whole_process
+from fleet_vs_msprof_slow_rank import floor_line, start_floor
 from kineto_replica import replicate
 from trace_vs_hta_process import compile_parity, load_average
 
@@ -194,7 +195,8 @@ def run_job(name: str, paths: list[Path], glob: str, args, parity: list[str], tm
         print(f"  TraceLens fails: {failed}\n  parity: stragglers {named or 'none'}; nothing to compare\n")
         return True, float("nan")
     agrees, lines = compare(tmp / f"{name}-tl{args.rounds}", tmp / f"{name}-parity{args.rounds}")
-    return agrees, print_verdict(times, "TraceLens", BAR, agrees, lines, end="\n")
+    return agrees, print_verdict(times, "TraceLens", BAR, agrees,
+                                 [*lines, floor_line(args.floor_s, times, "TraceLens", BAR)], end="\n")
 
 
 def main() -> None:
@@ -209,6 +211,7 @@ def main() -> None:
     # parity runs from bytecode, as an installed package does (the reference tools do), compiled
     # by the interpreter of the parity command
     compile_parity(parity[0] if parity[1:3] == ["-m", "parity"] else sys.executable)
+    args.floor_s = start_floor(parity)
     from parity.trace.fleet.synthetic import write_fleet
 
     ok, ratios = True, []
