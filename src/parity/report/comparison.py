@@ -85,7 +85,7 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
                  if window else f"{run.get('mode')}, {'quick' if run.get('quick') else 'full'}")
         if run.get("mode") == "fleet":
             extra = f"{run.get('ranks')} ranks, {run.get('ranks_per_node') or '?'} per node, {run.get('out_dir')}"
-        parts.append(Text(f"{run['label']}  {run.get('id') or run.get('source')}  {extra}"))
+        parts.append(Text(f"{run['label']}  {run_ids(run)}  {extra}"))
     header, rows, marks = case_cells(doc, limit=limit)
     table = Table(title="cases" + (f" (first {limit} of {len(doc['cases'])})" if len(doc["cases"]) > limit else ""),
                   title_justify="left", box=box.SIMPLE_HEAD)
@@ -109,6 +109,17 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
     return Group(*parts)
 
 
+def run_ids(run: dict[str, Any]) -> str:
+    """What a side of the comparison is: its run id (or trace source), or for a side of several
+    runs its group and every run's id, so the header names each run the CIs were drawn over."""
+    ids = run.get("ids") or []
+    if len(ids) > 1:
+        named_group = str(run.get("spec") or "").startswith("group:") and run.get("group")
+        name = f"group {run['group']}" if named_group else "runs"
+        return f"{name} ({len(ids)} runs: {', '.join(ids)})"
+    return str(run.get("id") or run.get("source"))
+
+
 def _md_escape(text: str) -> str:
     return " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
 
@@ -122,7 +133,7 @@ def _md_table(header: list[str] | tuple[str, ...], rows: list[list[str]]) -> lis
 def comparison_markdown(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> str:
     """GitHub Markdown: the runs, the per-case table, the summary, the audit and the claims."""
     lines = [f"## parity compare ({doc['kind']})", ""]
-    runs = [[r["label"], str(r.get("id") or r.get("source")), str(r.get("mode")),
+    runs = [[r["label"], run_ids(r), str(r.get("mode")),
              f"{r.get('ranks')} ranks" if r.get("mode") == "fleet"
              else str((r.get("window") or {}).get("source", "quick" if r.get("quick") else "full"))] for r in doc["runs"]]
     lines += _md_table(["run", "id", "mode", "window or size"], runs) + [""]
