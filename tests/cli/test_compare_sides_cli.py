@@ -61,7 +61,7 @@ def test_repeat_groups_carry_label_group_and_index_and_compare_between_runs(caps
     assert text.startswith("## Claims") and "over 2 runs per side (between-run CI)" in text
     # the terminal and the Markdown name every run of a side, and the group a side was given as
     for side, group in zip(doc["runs"], (first["group"], second["group"])):
-        named = f"group {group} (2 runs: {', '.join(side['ids'])})"
+        named = f"group {group}, 2 runs: {', '.join(side['ids'])}"
         assert named in " ".join(out.split()) and named in text
     # the same sides written as comma lists give the same document
     ids = [",".join(r["ids"]) for r in doc["runs"]]
@@ -69,7 +69,7 @@ def test_repeat_groups_carry_label_group_and_index_and_compare_between_runs(caps
     assert status == 0, err
     again = orjson.loads((tmp_path / "lists.json").read_bytes())
     assert again["cases"] == doc["cases"] and again["summary"] == doc["summary"]
-    assert f"runs (2 runs: {ids[0].replace(',', ', ')})" in " ".join(lists_out.split())  # a list, not a group
+    assert f"a list, 2 runs: {ids[0].replace(',', ', ')}" in " ".join(lists_out.split())  # not a group
     # one run per side: the output says the CI is within-run only
     status, out, err = parity(capsys, "compare", doc["runs"][0]["ids"][0], doc["runs"][1]["ids"][0], "--json",
                               str(tmp_path / "one.json"))

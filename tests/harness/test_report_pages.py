@@ -135,14 +135,25 @@ def test_the_page_names_the_compared_runs_by_the_reports_labels() -> None:
                    {"id": "r-b", "label": "B: AMD EPYC", "device": "AMD EPYC"}]
     doc["claims"] = ["on these 1 shapes, B: AMD EPYC runs at 2.5x the speed of A: AMD EPYC"]
     data = report_data(comparison=doc, run_names={"r-a": "baseline", "r-b": "tuned"})
-    assert data["compared"] == [{"id": "r-a", "label": "baseline", "device": "AMD EPYC"},
-                                {"id": "r-b", "label": "tuned", "device": "AMD EPYC"}]
+    assert data["compared"] == [{"id": "r-a", "label": "baseline", "device": "AMD EPYC", "runs": "r-a"},
+                                {"id": "r-b", "label": "tuned", "device": "AMD EPYC", "runs": "r-b"}]
     assert {s["id"]: s["lines"] for s in data["sections"]}["compare"] == [
         "on these 1 shapes, tuned runs at 2.5x the speed of baseline"]
     page = render_page(data, library_js="")
-    assert "runs compared: baseline (r-a, AMD EPYC), tuned (r-b, AMD EPYC)" in page and "runs: none" not in page
+    assert "runs compared: baseline (r-a; AMD EPYC), tuned (r-b; AMD EPYC)" in page and "runs: none" not in page
     unlabelled = report_data(comparison=doc)  # no store at hand: the comparison's own names
     assert [r["label"] for r in unlabelled["compared"]] == ["A: AMD EPYC", "B: AMD EPYC"]
+
+
+def test_a_side_of_several_runs_is_named_with_its_group_and_every_run() -> None:
+    doc = comparison_dict(forced=False)
+    doc["runs"] = [{"id": "r-a1", "ids": ["r-a1", "r-a2", "r-a3"], "label": "A: before", "device": "AMD EPYC",
+                    "spec": "group:g-1", "group": "g-1"},
+                   {"id": "r-b1", "ids": ["r-b1", "r-b2"], "label": "B: after", "device": "AMD EPYC",
+                    "spec": "r-b1,r-b2", "group": "g-2"}]
+    page = render_page(report_data(comparison=doc), library_js="")
+    assert ("runs compared: A: before (group g-1, 3 runs: r-a1, r-a2, r-a3; AMD EPYC), "
+            "B: after (a list, 2 runs: r-b1, r-b2; AMD EPYC)") in page
 
 
 def test_relabelling_never_chains_one_name_into_another() -> None:

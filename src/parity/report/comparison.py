@@ -115,8 +115,8 @@ def run_ids(run: dict[str, Any]) -> str:
     ids = run.get("ids") or []
     if len(ids) > 1:
         named_group = str(run.get("spec") or "").startswith("group:") and run.get("group")
-        name = f"group {run['group']}" if named_group else "runs"
-        return f"{name} ({len(ids)} runs: {', '.join(ids)})"
+        name = f"group {run['group']}" if named_group else "a list"
+        return f"{name}, {len(ids)} runs: {', '.join(ids)}"
     return str(run.get("id") or run.get("source"))
 
 
@@ -162,11 +162,13 @@ WITHIN_RUN = "within-run"
 
 
 class ComparedRun(msgspec.Struct, frozen=True, kw_only=True):
-    """One run of a comparison: its id and the name legends and headings use."""
+    """One run of a comparison: its id and the name legends and headings use; ``runs`` names
+    every run of a side of several (:func:`run_ids`)."""
 
     id: str
     label: str
     device: str = ""
+    runs: str = ""
 
 
 class CaseRatio(msgspec.Struct, frozen=True, kw_only=True):
@@ -209,8 +211,8 @@ def compared_runs(doc: dict[str, Any], labels: dict[str, str] | None = None) -> 
         config = r["config"] if isinstance(r.get("config"), dict) else {}
         user = r.get("user_label") or config.get("label")
         names.append(str((labels or {}).get(rid) or user or r.get("label") or rid or "run"))
-    return tuple(ComparedRun(id=str(r.get("id") or r.get("source") or ""), label=name, device=str(r.get("device") or ""))
-                 for r, name in zip(runs, unique_names(names)))
+    return tuple(ComparedRun(id=str(r.get("id") or r.get("source") or ""), label=name, device=str(r.get("device") or ""),
+                             runs=run_ids(r)) for r, name in zip(runs, unique_names(names)))
 
 
 COUNTERS = ("index", "rounds", "repeats", "threads", "max_samples", "again_of")

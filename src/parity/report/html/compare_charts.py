@@ -23,10 +23,11 @@ ROW_STEP = 18  # pixels per case in the ratio chart
 
 
 def compared_runs(comparison: dict[str, Any] | None, labels: dict[str, str] | None = None) -> list[dict[str, str]]:
-    """The runs a comparison compares, for the page's header: ``id`` and ``label``."""
+    """The runs a comparison compares, for the page's header: ``id``, ``label``, ``device`` and
+    ``runs`` (every run of a side of several)."""
     if not comparison:
         return []
-    return [{"id": r.id, "label": r.label, "device": r.device} for r in _compared(comparison, labels)]
+    return [{"id": r.id, "label": r.label, "device": r.device, "runs": r.runs} for r in _compared(comparison, labels)]
 
 
 def _comparable(item: dict[str, Any]) -> str:

@@ -144,8 +144,8 @@ def _header(data: dict[str, Any]) -> str:
     """Title, what the report holds (runs, runs compared, traces, fleets; a kind it does not hold
     is left out) and the sections' links."""
     runs = ", ".join(f"{r['label']} ({r['run_id']}, {r['status']}, {r['cases']} cases)" for r in data["runs"])
-    compared = ", ".join(f"{r['label']} ({r['id']}" + (f", {r['device']}" if r.get("device") and r["device"] not in
-                                                         r["label"] else "") + ")" for r in data.get("compared") or [])
+    compared = ", ".join(f"{r['label']} ({r.get('runs') or r['id']}" + (f"; {r['device']}" if r.get("device") and
+                         r["device"] not in r["label"] else "") + ")" for r in data.get("compared") or [])
     traces = ", ".join(f"{t['path']} ({t['format']})" for t in data["traces"])
     fleets = ", ".join(f"{f['path']} ({f['ranks']} ranks)" for f in data.get("fleets") or [])
     held = [("compared", "runs compared", compared), ("", "runs", runs), ("", "traces", traces), ("", "fleets", fleets)]
