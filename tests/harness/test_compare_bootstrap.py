@@ -13,6 +13,7 @@ from parity.compare.bootstrap import (BETWEEN_RUN, WITHIN_RUN, bootstrap_medians
                                       expansion, hierarchical_log_ratios, median_interval, side_runs, t_975,
                                       welch_df)
 from parity.compare.wording import NO_DIFFERENCE, claim, verdict
+from parity.model.figure import format_value, ratio_number, ratio_text
 
 
 def test_t_quantiles_and_the_expansion_factor_hand_values() -> None:
@@ -127,3 +128,14 @@ def test_wording_follows_the_ci() -> None:
                            "the speed of A, over 3 runs per side (between-run CI)")
     held = claim(scope="these 4 cases", pair=("A", "B"), ratio=1.31, ci=(0.9, 1.40), runs=(1, 1), kind=WITHIN_RUN)
     assert NO_DIFFERENCE in held and " ran " not in held and "within-run CI only" in held
+
+
+def test_a_bound_near_one_keeps_the_digits_that_say_which_side_of_one_it_is() -> None:
+    # 3 significant digits, more only where 3 would print a value that is not 1 as "1"
+    assert ratio_number(1.31) == "1.31" and ratio_number(0.736) == "0.736" and ratio_number(1.0) == "1"
+    assert ratio_number(1.0004) == "1.0004" and ratio_number(0.9996) == "0.9996" and ratio_number(1.0049) == "1.005"
+    assert ratio_text(1.01, (1.0004, 1.03)) == "1.01x [1.0004, 1.03]"  # excludes 1: a difference, as printed
+    assert ratio_text(1.0, (0.9996, 1.004)) == "1x [0.9996, 1.004]"  # holds 1
+    assert format_value(1.0004, "x") == "1.0004 x" and format_value(2.5, "x") == "2.5 x"
+    faster = claim(scope="these 4 cases", pair=("A", "B"), ratio=1.01, ci=(1.0004, 1.03), runs=(3, 3), kind=BETWEEN_RUN)
+    assert "1.01x [1.0004, 1.03]" in faster and NO_DIFFERENCE not in faster

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from parity.compare.bootstrap import BETWEEN_RUN, holds_one
+from parity.model.figure import ratio_text
 
 NO_DIFFERENCE = "no difference measured"
 WITHIN_CAVEAT = "within-run CI only: a side has one run, run-to-run variation not measured"
@@ -26,11 +27,6 @@ def verdict(ratio: float, ci: tuple[float, float] | None) -> str:
     if holds_one(ci):
         return NO_DIFFERENCE
     return "faster" if ratio > 1 else "slower"
-
-
-def ratio_text(ratio: float, ci: tuple[float, float] | None) -> str:
-    """``1.31x [1.22, 1.40]`` (or ``1.31x`` with no CI)."""
-    return f"{ratio:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
 
 
 def runs_text(runs: tuple[int, int]) -> str:

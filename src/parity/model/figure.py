@@ -98,10 +98,36 @@ class Figure:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``."""
+    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``; a ratio
+    (``x``) as :func:`ratio_number` writes it."""
     if value is None:
         return "n/a"
     human, scale = UNITS[unit]
     shown = value / scale
-    text = f"{shown:.3g}" if abs(shown) < 1000 else f"{shown:,.0f}"
+    if unit == "x" and abs(shown) < 1000:
+        text = ratio_number(shown)
+    else:
+        text = f"{shown:.3g}" if abs(shown) < 1000 else f"{shown:,.0f}"
     return f"{text}{human}" if human == "%" else f"{text} {human}".rstrip()
+
+
+RATIO_DIGITS = 3  # significant digits of a ratio or a CI bound
+RATIO_MAX_DIGITS = 6
+
+
+def ratio_number(value: float) -> str:
+    """A ratio or a ratio's CI bound to 3 significant digits, with more (up to 6) when 3 would
+    print a value that is not 1 as ``1``: a bound of 1.0004 reads ``1.0004``, so a reader can tell
+    an interval that excludes 1 (``[1.0004, 1.03]``, a difference) from one that holds it
+    (``[0.9996, 1.03]``, none), which ``[1, 1.03]`` would hide."""
+    digits = RATIO_DIGITS
+    text = f"{value:.{digits}g}"
+    while value != 1 and float(text) == 1 and digits < RATIO_MAX_DIGITS:
+        digits += 1
+        text = f"{value:.{digits}g}"
+    return text
+
+
+def ratio_text(ratio: float, ci: tuple[float, float] | list[float] | None) -> str:
+    """``1.31x [1.22, 1.40]`` (``1.31x`` with no CI), each number by :func:`ratio_number`."""
+    return f"{ratio_number(ratio)}x" + (f" [{ratio_number(ci[0])}, {ratio_number(ci[1])}]" if ci else "")

@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from parity.model.figure import UNITS, format_value
+from parity.model.figure import UNITS, format_value, ratio_text
 
 MAX_ROWS = 200
 
@@ -30,9 +30,7 @@ def _value(value: Any, unit: str | None) -> str:
 
 
 def _ratio(ratio: Any, ci: Any) -> str:
-    if ratio is None:
-        return "-"
-    return f"{ratio:.3g}x" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+    return "-" if ratio is None else ratio_text(ratio, ci)
 
 
 def _share(value: Any) -> str:

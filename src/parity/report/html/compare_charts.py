@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity.model.figure import ratio_number
 from parity.report.comparison import READINGS, ComparisonPage, comparison_page
 from parity.report.comparison import compared_runs as _compared
 from parity.report.html.chart import RATIO, Chart, Column, Table, key_values, tables_only, vega_lite
@@ -101,7 +102,7 @@ def ratio_rows(page: ComparisonPage) -> list[dict[str, Any]]:
     order (a case without one is in the table only, read "no ratio")."""
     return [{"rank": i, "suite": r.suite, "case": r.key, "against": r.against, "ratio": r.ratio, "ratio_low": r.low,
              "ratio_high": r.high, "reading": r.reading, "size": r.size, "size_name": r.size_name,
-             "ci_kind": r.ci_kind, "text": "" if r.ratio is None else f"{r.ratio:.3g}x",
+             "ci_kind": r.ci_kind, "text": "" if r.ratio is None else f"{ratio_number(r.ratio)}x",
              "text_at": r.high if r.high is not None else r.ratio}
             for i, r in enumerate(r for r in page.ratios if r.ratio is not None)]
 
