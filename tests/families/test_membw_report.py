@@ -25,6 +25,7 @@ def test_units_are_formatted_for_humans() -> None:
     assert format_bytes(4 * 2**30) == "4 GiB"
     assert format_seconds(3.2e-6) == "3.2 us"
     assert format_seconds(0.0151) == "15.1 ms"
+    assert format_seconds(12.92) == "12.9 s" and format_seconds(12920.2) == "12,920 s"  # never 1.29e+04
 
 
 def test_a_single_size_curve_says_why_it_has_no_fit() -> None:

@@ -16,6 +16,7 @@ from parity.compare.trace_match import (
     stream_roles,
 )
 from parity.compare.traces import TraceInput, compare_traces, speed_ratios
+from parity.report.comparison import render_comparison
 
 
 def _stream(stream: int, busy: float, cats: dict[str, float], device: int = 0) -> dict[str, Any]:
@@ -163,3 +164,12 @@ def test_names_that_look_like_console_markup_are_printed_as_written() -> None:
     out = io.StringIO()
     Console(file=out, width=400, color_system=None).print(render_comparison(doc))
     assert name in out.getvalue()
+
+
+def test_window_lengths_read_in_their_unit_in_the_claim_and_the_header() -> None:
+    long = _analysis()
+    long["ranks"][0]["window"] = {"length_us": 12_920_244.0, "source": "user-span"}
+    doc = _compare(long, _analysis())
+    assert "of a 12.9 s user-span window" in doc["claims"][0] and "of a 1 ms steps window" in doc["claims"][0]
+    header = " ".join(str(t) for t in render_comparison(doc).renderables[:2])
+    assert "window 12.9 s (user-span)" in header and "window 1 ms (steps)" in header and "e+" not in header

@@ -36,7 +36,7 @@ from parity.compare.trace_match import (
     stream_name,
 )
 from parity.model.errors import ParityError
-from parity.model.figure import Figure
+from parity.model.figure import Figure, format_seconds
 from parity.model.schema import SCHEMA_VERSION
 
 
@@ -253,7 +253,7 @@ def _claim(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]]) -> s
     for run, device in zip(runs, devices):
         window = run["window"] or {}
         parts.append(f"{run['label']}: device busy {device.get('busy_fraction', 0.0):.1%} of a "
-                     f"{window.get('length_us', 0.0) / 1e3:.3g} ms {window.get('source')} window")
+                     f"{format_seconds(window.get('length_us', 0.0) / 1e6)} {window.get('source')} window")
     return ("in each trace's own window (rank shown), " + "; ".join(parts)
             + f"; each ratio is a speed relative to {runs[0]['label']}: its time / the other trace's time "
               "(> 1: less time spent there, as for runs)")

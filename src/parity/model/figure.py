@@ -131,3 +131,15 @@ def ratio_number(value: float) -> str:
 def ratio_text(ratio: float, ci: tuple[float, float] | list[float] | None) -> str:
     """``1.31x [1.22, 1.40]`` (``1.31x`` with no CI), each number by :func:`ratio_number`."""
     return f"{ratio_number(ratio)}x" + (f" [{ratio_number(ci[0])}, {ratio_number(ci[1])}]" if ci else "")
+
+
+def format_seconds(s: float | None) -> str:
+    """Seconds at a readable scale: ``3.2 us``, ``15.1 ms``, ``12.9 s`` (and ``1,234 s``, never a
+    power of ten), ``-`` for None."""
+    if s is None:
+        return "-"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if abs(s) >= scale or unit == "ns":
+            shown = s / scale
+            return f"{shown:.3g} {unit}" if abs(shown) < 1000 else f"{shown:,.0f} {unit}"
+    return f"{s:.3g} s"

@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from parity.model.figure import UNITS, format_value, ratio_text
+from parity.model.figure import UNITS, format_seconds, format_value, ratio_text
 
 MAX_ROWS = 200
 
@@ -79,7 +79,7 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
     parts: list[Any] = []
     for run in doc["runs"]:
         window = run.get("window")
-        extra = (f"window {window.get('length_us', 0) / 1e3:.3g} ms ({window.get('source')}), rank {run.get('rank')}"
+        extra = (f"window {format_seconds(window.get('length_us', 0) / 1e6)} ({window.get('source')}), rank {run.get('rank')}"
                  if window else f"{run.get('mode')}, {'quick' if run.get('quick') else 'full'}")
         if run.get("mode") == "fleet":
             extra = f"{run.get('ranks')} ranks, {run.get('ranks_per_node') or '?'} per node, {run.get('out_dir')}"

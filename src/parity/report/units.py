@@ -6,6 +6,8 @@ the same in every table.
 
 from __future__ import annotations
 
+from parity.model.figure import format_seconds  # noqa: F401 - one duration format for report and compare
+
 
 def format_bytes(n: float | None) -> str:
     """``1 KiB``, ``1.5 MiB``, ``4 GiB`` (binary prefixes, as cache and buffer sizes are)."""
@@ -17,16 +19,6 @@ def format_bytes(n: float | None) -> str:
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
         value /= 1024
     return f"{value:.3g} TiB"
-
-
-def format_seconds(s: float | None) -> str:
-    """Seconds at a readable scale: ``3.2 us``, ``15.1 ms``."""
-    if s is None:
-        return "-"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
-        if abs(s) >= scale or unit == "ns":
-            return f"{s / scale:.3g} {unit}"
-    return f"{s:.3g} s"
 
 
 def format_fraction(f: float | None) -> str:
