@@ -89,9 +89,13 @@ def test_compare_user_errors_are_one_line(capsys, db_path: Path, tmp_path: Path,
     trace = traces_dir / "kineto/hta/trace_compare/base/base.json.gz"
     for args, expected in ((["compare", "latest"], "at least two runs"),
                            (["compare", "latest", str(trace)], "runs or traces, not both"),
-                           (["compare", "latest~x", "latest"], "latest~N")):
-        status, _, err = parity(capsys, *args)
+                           (["compare", "latest~x", "latest"], "latest~N"),
+                           # a path that names nothing is said to be one, not looked up as a run
+                           (["compare", str(tmp_path / "gone.json.gz"), str(trace)], "gone.json.gz: no such file"),
+                           (["trace", "compare", str(trace), "rank0_ascend_pt"], "rank0_ascend_pt: no such file")):
+        status, out, err = parity(capsys, *args)
         assert status == 2 and expected in err and err.count("\n") == 1, err
+        assert "reading" not in err + out  # refused before the first trace is read
 
 
 def _analysis(capsys, path: Path, out: Path, *extra: str) -> dict:

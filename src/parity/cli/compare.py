@@ -13,10 +13,12 @@ from parity.model.errors import ParityError
 
 
 def _kind(source: str) -> str:
+    from parity.cli.trace_compare import refuse_missing_path
     from parity.compare.sides import GROUP_PREFIX
     from parity.store.fleet_analyses import is_fleet_analysis_id
     from parity.store.trace_analyses import is_trace_analysis_id
 
+    refuse_missing_path(source)
     if source.startswith(GROUP_PREFIX) or ("," in source and not Path(source).exists()):
         return "run"  # a side of several runs
     if (Path(source) / "fleet.json").is_file():

@@ -15,6 +15,20 @@ from parity.cli.numpy_load import import_numpy_single_threaded
 from parity.cli.output import json_option, write_json, write_text
 
 
+PATH_SUFFIXES = (".json", ".gz", ".sqlite", ".db", ".csv", ".parquet", ".nsys-rep", "_ascend_pt")
+
+
+def refuse_missing_path(source: str) -> None:
+    """A source written as a path (a folder separator, or a trace file's or folder's ending)
+    that names nothing on disk: a one-line error saying so, rather than a search of the store
+    for a run or analysis of that name."""
+    if ("/" in source or source.lower().endswith(PATH_SUFFIXES)) and not Path(source).exists():
+        from parity.model.errors import ParityError
+
+        raise ParityError(f"{source}: no such file or folder; check the path (stored runs and trace analyses "
+                          "are named by id, latest or trace:latest)")
+
+
 def trace_inputs(sources: tuple[str, ...] | list[str], *, db_path: str | None, window_text: str | None,
                  steps_text: str | None, rank: int | None) -> list[Any]:
     """One :class:`parity.compare.traces.TraceInput` per source: a trace file or folder is
@@ -24,6 +38,8 @@ def trace_inputs(sources: tuple[str, ...] | list[str], *, db_path: str | None, w
     from parity.compare.traces import TraceInput
     from parity.trace.digest import trace_digest
 
+    for source in sources:  # every source checked before the first is read
+        refuse_missing_path(source)
     inputs = []
     for source in sources:
         if Path(source).exists():
