@@ -21,6 +21,7 @@ from parity.harness.options import describe_options, option
 from parity.model.errors import ParityError
 from parity.store import Store
 from tiny_suites import TinySuite
+from verdicts import ok_or_contended, verdict_line
 
 PAYLOAD_KEYS = {"schema_version", "kind", "run_id", "suite", "ok", "quick", "device", "options", "summary",
                 "summary_error", "figures", "counts", "doubtful", "cases", "provenance"}
@@ -145,7 +146,7 @@ def test_one_json_shape_with_the_figures(tiny: click.Command, db_path: Path, tmp
     assert [f["name"] for f in doc["figures"]] == ["tiny.median_rate"] and doc["summary"]["measured"] == 3
     assert len(doc["cases"]) == 3 and doc["provenance"]
     assert f"run {doc['run_id']}" in result.stdout and "tiny.median_rate" in result.stdout
-    assert result.stdout.rstrip().endswith("3 cases, 0 failed - OK")
+    assert ok_or_contended(verdict_line(result.stdout, f"run {doc['run_id']}: 3 cases, 0 failed - "))
 
 
 def test_a_failed_check_is_failed_and_exit_1(tiny: click.Command, db_path: Path) -> None:
@@ -205,7 +206,7 @@ def test_membw_quick_json_holds_the_figures(db_path: Path, tmp_path: Path) -> No
     names = {f["name"] for f in doc["figures"]}
     assert "membw.ceiling" in names and all(f["unit"] for f in doc["figures"])
     assert doc["options"]["max_bytes"] == 16 * 1024 and doc["summary"]
-    assert f"run {doc['run_id']}" in result.stdout and result.stdout.rstrip().endswith("- OK")
+    assert ok_or_contended(verdict_line(result.stdout, f"run {doc['run_id']}: "))
 
 
 def test_ceiling_from_latest_counts_only_gemm_sweeps(db_path: Path) -> None:

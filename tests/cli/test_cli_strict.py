@@ -4,6 +4,7 @@ contended, say so in --json, and exit 1 for it only with --strict (the test-only
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -16,7 +17,19 @@ from parity.cli.suite_command import FamilyCommand, family_command
 from parity.harness import registry
 
 TESTS = Path(__file__).resolve().parents[1]
-LAST = "DOUBTFUL: 3 figures cannot be trusted: contended 3, invalid 1"
+LAST = re.compile(r"DOUBTFUL: (\d+) figures cannot be trusted: contended (\d+), invalid 1")
+
+
+def _doubtful_as_made(text: str) -> bool:
+    """The suite's verdict: its 3 doubtful figures (one contended case, one invalid figure), or
+    more where a busy machine made its other case contended too (every figure of it then counts)."""
+    found = LAST.search(text)
+    return found is not None and int(found[1]) >= 3 and int(found[2]) >= 3
+
+
+def _counts_as_made(doubtful: dict) -> bool:
+    return (doubtful["figures"] >= 3 and doubtful["by_reason"]["invalid"] == 1
+            and doubtful["by_reason"]["contended"] >= 3 and set(doubtful["by_reason"]) == {"contended", "invalid"})
 
 
 @pytest.fixture()
@@ -32,10 +45,11 @@ def test_run_ends_doubtful_and_strict_exits_one(plugin: None, tmp_path: Path, st
     result = CliRunner().invoke(cli, ["run", "--device", "fake", "--suite", "doubtful", "--set", "doubtful.cases=2",
                                       "--no-report", "--json", str(out), *strict], standalone_mode=False)
     assert result.exception is None and result.return_value == status, result.output
-    assert result.stdout.rstrip().splitlines()[-1].startswith(LAST)
+    assert result.stdout.rstrip().splitlines()[-1].startswith("DOUBTFUL: ")
+    assert _doubtful_as_made(result.stdout.rstrip().splitlines()[-1])
     assert "invalid: doubtful doubtful.fraction: the tiny rate is 250.0% of the measured ceiling P" in result.stdout
     doc = orjson.loads(out.read_bytes())
-    assert doc["ok"] is True and doc["doubtful"] == {"figures": 3, "by_reason": {"contended": 3, "invalid": 1}}
+    assert doc["ok"] is True and _counts_as_made(doc["doubtful"])
 
 
 @pytest.fixture()
@@ -54,10 +68,10 @@ def test_a_family_command_ends_doubtful_and_strict_exits_one(doubtful: click.Com
                                 standalone_mode=False)
     assert result.exception is None and result.return_value == 0, result.output
     last = result.stdout.rstrip().splitlines()[-1]
-    assert last.endswith(f"2 cases, 0 failed - {LAST}")
+    assert "2 cases, 0 failed - DOUBTFUL: " in last and _doubtful_as_made(last)
     assert "invalid: doubtful.fraction: the tiny rate is 250.0%" in result.stdout
     doc = orjson.loads(out.read_bytes())
-    assert doc["doubtful"] == {"figures": 3, "by_reason": {"contended": 3, "invalid": 1}}
+    assert _counts_as_made(doc["doubtful"])
     assert [g["code"] for f in doc["figures"] if f["name"] == "doubtful.fraction" for g in f["findings"]] == ["invalid"]
     strict = CliRunner().invoke(doubtful, ["--cases", "2", "--device", "fake", "--strict"], standalone_mode=False)
     assert strict.exception is None and strict.return_value == 1, strict.output

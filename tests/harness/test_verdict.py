@@ -17,6 +17,7 @@ from parity.store import Store
 from parity.store.figures import StoredFigure
 
 from tiny_suites import DoubtfulSuite, TinySuite, _device
+from verdicts import ok_or_contended
 
 CONTENDED = Finding(code="contended", severity=Severity.WARNING, message="others held 2 cores")
 INVALID = Finding(code="invalid", severity=Severity.INVALID, message="312% of P")
@@ -127,3 +128,12 @@ def test_a_run_counts_its_doubtful_figures_and_stores_them(store: Store) -> None
     assert [f.code for f in stored["doubtful.fraction"].findings] == ["invalid"]
     assert verdict_text(run, store.cases(run.run_id)).plain.startswith(
         "DOUBTFUL: 3 figures cannot be trusted: contended 3, invalid 1")
+
+
+def test_tests_take_ok_or_a_verdict_doubtful_for_contention_alone() -> None:
+    assert ok_or_contended("run r1: 3 cases, 0 failed - OK") and ok_or_contended("OK (3 cases, 0 not ok)")
+    assert ok_or_contended("run r1: 3 cases, 0 failed - DOUBTFUL: 2 figures cannot be trusted: contended 2")
+    assert ok_or_contended("DOUBTFUL: 1 figure cannot be trusted: contended 1 (3 cases, 0 not ok)")
+    assert not ok_or_contended("DOUBTFUL: 2 figures cannot be trusted: invalid 2 (3 cases, 0 not ok)")
+    assert not ok_or_contended("DOUBTFUL: 3 figures cannot be trusted: contended 2, invalid 1")
+    assert not ok_or_contended("run r1: 3 cases, 1 failed - FAILED") and not ok_or_contended("FAILED (3 cases, 1 not ok)")
