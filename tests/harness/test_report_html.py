@@ -95,6 +95,8 @@ def test_provenance_flattens_nested_records() -> None:
     assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x", "e": {}}) == [
         {"key": "a.b", "value": "1"}, {"key": "a.c", "value": "[1, 2]"}, {"key": "d", "value": "x"},
         {"key": "e", "value": "{}"}]
+    assert flatten({"vote": {"threshold": 8.764053269347762, "alpha": 0.01}}) == [
+        {"key": "vote.threshold", "value": "8.76405"}, {"key": "vote.alpha", "value": "0.01"}]
 
 
 def test_comparison_section_shows_ratios_marks_audit_and_claims() -> None:

@@ -111,10 +111,11 @@ def tables_only(datasets: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 def flatten(data: Any, prefix: str = "") -> list[dict[str, Any]]:
-    """Nested records as ``key.sub.leaf -> value`` rows (provenance, fleet.json); lists stay one JSON value."""
+    """Nested records as ``key.sub.leaf -> value`` rows (provenance, fleet.json); lists stay one
+    JSON value, a float reads to 6 significant digits (``8.76405``, not ``8.764053269347762``)."""
     if isinstance(data, dict) and data:
         return [row for key, value in data.items() for row in flatten(value, f"{prefix}.{key}" if prefix else str(key))]
-    text = data if isinstance(data, str) else json.dumps(data, default=str)
+    text = data if isinstance(data, str) else _plain(data) if isinstance(data, float) else json.dumps(data, default=str)
     return [{"key": prefix, "value": text}]
 
 
