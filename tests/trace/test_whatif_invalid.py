@@ -72,3 +72,20 @@ def test_the_terminal_shows_the_invalid_replay() -> None:
     assert "INVALID: outside the bounds" in text
     assert "invalid: replay speedup for matrix=2 1.000x lies outside its own bounds [1.323x, 1.323x]" in text
     assert "1.000x!" in text and "invalid: replay of matrix lies outside its own bounds" in text
+
+
+def test_speedups_near_one_are_printed_with_the_decimals_that_tell_them_apart(traces_dir) -> None:
+    # AlexNet's step is 99.5% idle: matrix=2 moves every method by about 0.03%, and the first
+    # order (the busiest stream's GEMMs) saves less than the bounds (GEMMs on two streams)
+    from parity.trace import load_trace
+
+    table = load_trace([traces_dir / "kineto/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"])
+    p = predict(table, [parse_scale("matrix=2")], with_sensitivity=False)
+    assert p.first_order.speedup < p.bounds.low and f"{p.first_order.speedup:.3f}" == f"{p.bounds.low:.3f}"
+    console = Console(width=250, record=True)
+    console.print(render_prediction(p))
+    first, *_ = console.export_text().splitlines()
+    fo, low, high = (f"{v:.5f}" for v in (p.first_order.speedup, p.bounds.low, p.bounds.high))
+    assert fo != low and f"first order {fo}x, bounds [{low}x, {high}x]" in first
+    (outside,) = [f for f in p.findings if f.code == "first-order-outside-bounds"]
+    assert f"first-order speedup {fo} lies outside the bounds [{low}, {high}]" in outside.message

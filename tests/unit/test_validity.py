@@ -12,7 +12,7 @@ from parity.metrics.validity import (
     outside_bounds,
     overlap_outside_unit,
 )
-from parity.model.figure import Figure
+from parity.model.figure import Figure, told_apart
 from parity.model.findings import INVALID, Finding, Severity, untrusted_codes
 
 
@@ -71,6 +71,16 @@ def test_a_replay_outside_its_bounds_is_invalid() -> None:
     assert _is_invalid(found)
     assert "0.975x" in found.message and "[1.312x, 1.860x]" in found.message
     assert _is_invalid(outside_bounds(1.9, 1.312, 1.860, what="replay"))
+
+
+def test_speedups_that_differ_never_print_alike() -> None:
+    # 3 decimals unless they would print different values alike; then as many as tell them apart
+    assert told_apart(0.975, 1.312, 1.860) == ["0.975", "1.312", "1.860"]
+    assert told_apart(1.00025, 1.00028, 1.00028) == ["1.00025", "1.00028", "1.00028"]
+    assert told_apart(1.0, 1.0) == ["1.000", "1.000"]
+    assert told_apart(1.0, 1.0 + 1e-12) == ["1.0000000", "1.0000000"]  # at most 7 decimals
+    found = outside_bounds(1.00005, 1.00028, 1.00028, what="replay speedup")
+    assert _is_invalid(found) and "1.0001x lies outside its own bounds [1.0003x, 1.0003x]" in found.message
 
 
 def test_a_replay_on_its_bound_up_to_rounding_is_not() -> None:

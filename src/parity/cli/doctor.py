@@ -12,6 +12,7 @@ from rich.table import Table
 
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
+from parity.cli.runs import stdout_console
 from parity.model.errors import ParityError
 
 SMOKE_STYLE = {"passed": "green", "failed": "red", "skipped": "yellow"}
@@ -232,7 +233,7 @@ def doctor(device_name: str | None, timeout_s: float, json_path: str | None) -> 
             )
 
         rows = check_stack(device, timeout_s=timeout_s, progress=progress)
-    console = Console(stderr=json_path == "-", highlight=False)
+    console = stdout_console(json_path)  # off a terminal as wide as the other commands' tables
     console.print(
         Group(
             host_table(provenance["host"]),

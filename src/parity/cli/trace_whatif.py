@@ -9,6 +9,7 @@ from rich.console import Console
 
 from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
+from parity.cli.trace_analyze import PIPE_WIDTH
 
 
 def _progress(renderer: ProgressRenderer):
@@ -74,5 +75,7 @@ def whatif(paths: tuple[str, ...], scale_texts: tuple[str, ...], method: str, wi
                              rules=rules_path, with_sensitivity=not no_sensitivity,
                              progress=_progress(renderer))
     console = Console(highlight=False, stderr=json_path == "-")
+    if not console.is_terminal:
+        console.width = PIPE_WIDTH  # as trace analyze: logs and pipes get tables that do not wrap
     console.print(render_prediction(prediction))
     write_json(json_path, "trace-whatif", prediction.to_dict())

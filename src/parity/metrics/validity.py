@@ -32,6 +32,7 @@ Rules (one function each):
 from __future__ import annotations
 
 from parity.model.findings import INVALID, Finding, Severity
+from parity.model.figure import told_apart
 
 BOUNDS_TOLERANCE = 1e-9  # relative slack for a prediction that sits on its bound up to rounding
 
@@ -94,7 +95,8 @@ def outside_bounds(value: float | None, low: float, high: float, *, what: str,
         return None
     if low * (1 - tolerance) <= value <= high * (1 + tolerance):
         return None
-    return invalid(f"{what} {value:.3f}x lies outside its own bounds [{low:.3f}x, {high:.3f}x]",
+    shown, low_text, high_text = told_apart(value, low, high)
+    return invalid(f"{what} {shown}x lies outside its own bounds [{low_text}x, {high_text}x]",
                    "the prediction breaks an assumption the bounds rest on (idle gaps fixed, the device "
                    "waiting on the host); do not quote it: quote the bounds")
 

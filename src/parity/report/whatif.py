@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from parity.model.figure import told_apart
 from parity.model.findings import Finding, Severity
 from parity.trace.whatif.prediction import Prediction
 from parity.trace.whatif.sensitivity import Sensitivity
@@ -27,15 +28,19 @@ def format_k(k: float) -> str:
 
 
 def summary_line(prediction: Prediction) -> Text:
-    """``matrix=2: first order 1.320x, bounds [1.050x, 1.410x], replay 1.210x``."""
+    """``matrix=2: first order 1.320x, bounds [1.050x, 1.410x], replay 1.210x``, with more
+    decimals where 3 would print different speedups alike (``told_apart``)."""
+    fo, bd, rp = prediction.first_order, prediction.bounds, prediction.replay
+    present = [v for v in (fo and fo.speedup, bd and bd.low, bd and bd.high, rp and rp.speedup) if v]
+    text = dict(zip(present, told_apart(*present)))
     parts = []
-    if prediction.first_order:
-        parts.append(f"first order {prediction.first_order.speedup:.3f}x")
-    if prediction.bounds:
-        parts.append(f"bounds [{prediction.bounds.low:.3f}x, {prediction.bounds.high:.3f}x]")
-    if prediction.replay:
+    if fo:
+        parts.append(f"first order {text[fo.speedup]}x")
+    if bd:
+        parts.append(f"bounds [{text[bd.low]}x, {text[bd.high]}x]")
+    if rp:
         mark = " (invalid: outside its bounds)" if _replay_invalid(prediction) else ""
-        parts.append(f"replay {prediction.replay.speedup:.3f}x{mark}")
+        parts.append(f"replay {text[rp.speedup]}x{mark}")
     elif prediction.replay_error:
         parts.append("replay not available")
     scales = ", ".join(s.label for s in prediction.scales)

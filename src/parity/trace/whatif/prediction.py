@@ -16,6 +16,7 @@ import numpy as np
 from parity.metrics.validity import outside_bounds
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
+from parity.model.figure import told_apart
 from parity.trace.categories import Rules, load_rules
 from parity.trace.intervals import clip_intervals, union_length
 from parity.trace.table import ActivityTable, KindCode
@@ -186,9 +187,10 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
                    hint="quote the bounds, or the method whose assumptions hold for this trace")
            for text in disagreement(fo, bd, rp)]
     if fo and bd and not (bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9):
+        speedup, low, high = told_apart(fo.speedup, bd.low, bd.high)
         out.append(Finding(code="first-order-outside-bounds", severity=Severity.WARNING,
-                           message=f"first-order speedup {fo.speedup:.3f} lies outside the bounds "
-                                   f"[{bd.low:.3f}, {bd.high:.3f}]: the scaled work runs exposed off the busiest "
+                           message=f"first-order speedup {speedup} lies outside the bounds "
+                                   f"[{low}, {high}]: the scaled work runs exposed off the busiest "
                                    "lane, so the first order misses it",
                            hint="quote the bounds or the replay"))
     found = None

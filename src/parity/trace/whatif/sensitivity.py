@@ -17,6 +17,7 @@ import numpy as np
 
 from parity.metrics.validity import invalid, outside_bounds
 from parity.model.findings import Finding
+from parity.model.figure import told_apart
 from parity.trace.whatif.bounds import bounds
 from parity.trace.whatif.first_order import first_order
 from parity.trace.whatif.graph import DependencyGraph
@@ -109,6 +110,6 @@ def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
     ks = ", ".join("inf" if math.isinf(r["k"]) else f"{r['k']:g}" for r in bad)
     k = "inf" if math.isinf(worst["k"]) else f"{worst['k']:g}"
     return invalid(f"replay of {category} lies outside its own bounds at k = {ks} (k = {k}: "
-                   f"{worst['replay']:.3f}x, bounds [{worst['low']:.3f}x, {worst['high']:.3f}x])",
+                   "{}x, bounds [{}x, {}x])".format(*told_apart(worst["replay"], worst["low"], worst["high"])),
                    "the replay breaks an assumption the bounds rest on (idle gaps fixed, the device "
                    "waiting on the host); do not quote those points: quote the bounds")
