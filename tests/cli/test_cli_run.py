@@ -300,3 +300,23 @@ def test_ctrl_c_keeps_the_run_resumable_and_says_how(capsys, db_path: Path) -> N
     status, out, _ = parity(capsys, "runs", "show", run_id)
     assert status == 0
     assert f"INCOMPLETE (2 cases, 0 not ok); continue with parity run --resume {run_id}" in out
+
+
+def test_every_suite_on_one_rank_leaves_out_the_pair_preflight_and_says_so(
+        capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db_path: Path) -> None:
+    # "parity run --quick" (no --suite) takes every registered suite; here tiny and the
+    # preflight, which times pairs of ranks: on one rank it is left out, not the run's end
+    from parity.harness import registry
+
+    monkeypatch.setattr(registry, "names", lambda: ["tiny", "preflight"])
+    status, out, err = parity(capsys, "run", "--device", "fake", "--quick", "--no-report",
+                              "--json", str(tmp_path / "run.json"))
+    assert status == 0, err
+    why = "it needs 2 ranks or more and this run has 1 (parity run --ranks 2 --suite preflight)"
+    assert f"parity: preflight left out: {why}" in err
+    assert f"left out: preflight: {why}" in " ".join(out.split())
+    doc = _json(tmp_path / "run.json")
+    assert doc["run"]["config"]["suites"] == ["tiny"] and doc["run"]["config"]["left_out"] == {"preflight": why}
+    # named on one rank, it is the user's request: refused with the reason
+    status, _, err = parity(capsys, "run", "--device", "fake", "--quick", "--no-report", "--suite", "preflight")
+    assert status == 2 and "the preflight times pairs of ranks and found 1" in err

@@ -227,7 +227,14 @@ def run(
             endpoint_url = endpoint_url or stored_endpoint.get("url")
             model = model or stored_endpoint.get("model")
         suites = resolve(list(suite_names))
+        left_out: dict[str, str] = {}
+        if not suite_names and not join:  # every suite: those this run has too few ranks for are left out
+            suites, left_out = suites_for_ranks(suites, ranks or 1)
         options = _check_settings(options, selected=[s.name for s in suites])
+        for name, reason in left_out.items():
+            click.echo(f"parity: {name} left out: {reason}", err=True)
+        if left_out:
+            tags["left_out"] = left_out
         if "gemm" in options:
             from parity.families.gemm.stored_ceiling import attach_stored_ceiling
 
@@ -254,6 +261,16 @@ def run(
                    "group:OTHER", err=True)
         write_json(json_path, "runs", {"group": group_id, "runs": payloads, "ok": not any(statuses)})
     return max(statuses)
+
+
+def suites_for_ranks(suites: list[Any], ranks: int) -> tuple[list[Any], dict[str, str]]:
+    """``suites`` a run of ``ranks`` ranks measures, and the others (a suite's ``min_ranks``
+    above ``ranks``) as name -> why it is left out and the command that measures it."""
+    kept = [s for s in suites if getattr(s, "min_ranks", 1) <= ranks]
+    left_out = {s.name: f"it needs {s.min_ranks} ranks or more and this run has {ranks} "
+                        f"(parity run --ranks {s.min_ranks} --suite {s.name})"
+                for s in suites if getattr(s, "min_ranks", 1) > ranks}
+    return kept, left_out
 
 
 def _measure_once(db: str, *, suites: list[Any], quick: bool, options: dict[str, Any], device_name: str | None,

@@ -73,7 +73,10 @@ class Suite(Protocol):
 
 
 class SuiteBase:
-    """Defaults for the optional parts of the contract: no state, no teardown, no recheck."""
+    """Defaults for the optional parts of the contract: no state, no teardown, no recheck, and
+    one rank enough (``min_ranks``: the fewest ranks the suite measures anything on)."""
+
+    min_ranks = 1
 
     def setup(self, *, device: Any, options: Any) -> Any:
         return None

@@ -219,6 +219,9 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
             style=style,
         )
     parts: list[RenderableType] = [table]
+    left_out = run.config.get("left_out") or {}
+    if isinstance(left_out, dict) and left_out:
+        parts.append(Text("\n".join(f"left out: {name}: {why}" for name, why in left_out.items()), style="yellow"))
     failed = [c for c in cases if not c.ok]
     if failed:
         lines = Text()

@@ -51,6 +51,7 @@ class PreflightSuite(SuiteBase):
 
     name = "preflight"
     description = "link preflight: p2p bandwidth and latency of every pair of ranks, slow links named"
+    min_ranks = 2  # it times pairs of ranks
     options_type = PreflightOptions
 
     def setup(self, *, device: Any, options: PreflightOptions) -> PreflightState:
