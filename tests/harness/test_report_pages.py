@@ -180,6 +180,16 @@ def test_a_suites_contended_cases_are_said_beside_its_first_chart() -> None:
     assert any(f["code"] == "contended" for f in first["findings"])
 
 
+def test_a_suite_the_run_left_out_is_a_warning_of_the_whole_run() -> None:
+    run = _run("x-1")
+    why = "it needs 2 ranks or more and this run has 1 (parity run --ranks 2 --suite preflight)"
+    run = replace(run, config={**run.config, "left_out": {"preflight": why}})
+    (left,) = case_warnings(run, [], "baseline")
+    assert left == {"code": "left-out", "severity": "warning", "hint": "",
+                    "message": f"baseline: suite preflight left out: {why}"}
+    assert case_warnings(run, [], "baseline", "membw") == []  # a suite's own panel: not its finding
+
+
 def test_scope_reads_as_key_value_pairs() -> None:
     assert key_values({"dtype": "bf16", "cases": 15, "runs": ["A", "B"], "shape": {"m": 1}}) == \
         "dtype: bf16, cases: 15, runs: A, B, shape: {m: 1}"

@@ -106,6 +106,10 @@ def case_warnings(run: RunRecord, cases: list[CaseResult], label: str,
         first = found[0][1]
         out.append({**first, "message": f"{label}: {len(keys)} {name} case(s) {code} ({shown}); first: "
                                         f"{first.get('message')}"})
+    left_out = run.config.get("left_out") if suite is None else None
+    for name, why in (left_out.items() if isinstance(left_out, dict) else ()):
+        out.append({"code": "left-out", "severity": "warning", "message": f"{label}: suite {name} left out: {why}",
+                    "hint": ""})
     return sorted(out, key=lambda f: (f.get("code") != CONTENDED, str(f.get("message"))))
 
 
