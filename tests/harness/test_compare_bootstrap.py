@@ -137,5 +137,8 @@ def test_a_bound_near_one_keeps_the_digits_that_say_which_side_of_one_it_is() ->
     assert ratio_text(1.01, (1.0004, 1.03)) == "1.01x [1.0004, 1.03]"  # excludes 1: a difference, as printed
     assert ratio_text(1.0, (0.9996, 1.004)) == "1x [0.9996, 1.004]"  # holds 1
     assert format_value(1.0004, "x") == "1.0004 x" and format_value(2.5, "x") == "2.5 x"
+    # a time reads at its scale: an L1 load is 1.08 ns, not 0.00108 us
+    assert format_value(1.08e-9, "s") == "1.08 ns" and format_value(17.1e-6, "s") == "17.1 us"
+    assert format_value(5.7e-3, "s") == "5.7 ms" and format_value(None, "s") == "n/a"
     faster = claim(scope="these 4 cases", pair=("A", "B"), ratio=1.01, ci=(1.0004, 1.03), runs=(3, 3), kind=BETWEEN_RUN)
     assert "1.01x [1.0004, 1.03]" in faster and NO_DIFFERENCE not in faster

@@ -98,10 +98,13 @@ class Figure:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``; a ratio
-    (``x``) as :func:`ratio_number` writes it."""
+    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``; a time at
+    its scale (``1.08 ns``, ``17.1 us``, ``5.7 ms``: :func:`format_seconds`); a ratio (``x``) as
+    :func:`ratio_number` writes it."""
     if value is None:
         return "n/a"
+    if unit == "s":
+        return format_seconds(value)
     human, scale = UNITS[unit]
     shown = value / scale
     if unit == "x" and abs(shown) < 1000:
