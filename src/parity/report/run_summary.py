@@ -191,6 +191,12 @@ def failure_reason(case: CaseResult) -> str:
     return "; ".join(codes) or "not ok"
 
 
+def left_out_suites(run: RunRecord) -> dict[str, str]:
+    """The suites ``parity run`` left out of ``run`` (too few ranks), name -> why; {} when none."""
+    left_out = run.config.get("left_out")
+    return {str(k): str(v) for k, v in left_out.items()} if isinstance(left_out, dict) else {}
+
+
 def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableType:
     """The summary table, the failed cases (up to 10) and the verdict line."""
     device = run.config.get("device", "?")
@@ -219,8 +225,7 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
             style=style,
         )
     parts: list[RenderableType] = [table]
-    left_out = run.config.get("left_out") or {}
-    if isinstance(left_out, dict) and left_out:
+    if left_out := left_out_suites(run):
         parts.append(Text("\n".join(f"left out: {name}: {why}" for name, why in left_out.items()), style="yellow"))
     failed = [c for c in cases if not c.ok]
     if failed:

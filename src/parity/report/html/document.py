@@ -24,6 +24,7 @@ from parity.report.html.colours import colour_runs
 from parity.report.html.compare_charts import compared_runs, comparison_charts
 from parity.report.html.fleet_charts import fleet_charts
 from parity.report.html.trace_charts import TraceInput, trace_charts
+from parity.report.run_summary import left_out_suites
 from parity.report.views import RunData, View, suite_view
 from parity.trace.fleet.folder import FleetFolder
 
@@ -106,8 +107,7 @@ def case_warnings(run: RunRecord, cases: list[CaseResult], label: str,
         first = found[0][1]
         out.append({**first, "message": f"{label}: {len(keys)} {name} case(s) {code} ({shown}); first: "
                                         f"{first.get('message')}"})
-    left_out = run.config.get("left_out") if suite is None else None
-    for name, why in (left_out.items() if isinstance(left_out, dict) else ()):
+    for name, why in (left_out_suites(run).items() if suite is None else ()):
         out.append({"code": "left-out", "severity": "warning", "message": f"{label}: suite {name} left out: {why}",
                     "hint": ""})
     return sorted(out, key=lambda f: (f.get("code") != CONTENDED, str(f.get("message"))))
