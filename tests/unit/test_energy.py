@@ -221,6 +221,7 @@ def test_amdgpu_hwmon_power_of_the_only_card(tmp_path: Path) -> None:
 
     hwmon = tmp_path / "class/drm/card0/device/hwmon/hwmon3"
     hwmon.mkdir(parents=True)
+    (hwmon.parent.parent / "vendor").write_text("0x1002\n")
     (hwmon / "name").write_text("amdgpu\n")
     (hwmon / "power1_average").write_text("312000000\n")
 
@@ -229,4 +230,4 @@ def test_amdgpu_hwmon_power_of_the_only_card(tmp_path: Path) -> None:
 
     (source,) = amdgpu_sensors(_Rocm(), sys_root=tmp_path).sources
     assert source.kind == "power" and source.read() == pytest.approx(312.0)  # µW -> W
-    assert "no amdgpu" in amdgpu_sensors(_Rocm(), sys_root=tmp_path / "none").unavailable
+    assert "no AMD card" in amdgpu_sensors(_Rocm(), sys_root=tmp_path / "none").unavailable

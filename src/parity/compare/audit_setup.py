@@ -109,7 +109,8 @@ def per_rank(run: RunRecord, show: Callable[[Any], str]) -> str:
 
 
 def show_links(setup: Any) -> str:
-    """``NVLink 18 of 18 links active; PCIe gen 5 x16``, none on a CPU device, or not read."""
+    """``NVLink 18 of 18 links active; PCIe gen 5 x16`` (NVML), ``XGMI 7 link(s) in hive 0x...;
+    PCIe gen 5 x16`` (amdgpu), none on a CPU device, or not read."""
     if isinstance(setup, dict) and setup.get("device") == "the host's":
         return "none: the CPU is the device (ranks meet in host memory or over the network)"
     value = _setting(setup, "interconnect")
@@ -118,6 +119,11 @@ def show_links(setup: Any) -> str:
     pcie = value.get("pcie") or {}
     link = (f"PCIe gen {pcie.get('generation')} x{pcie.get('width')}" if isinstance(pcie, dict)
             and isinstance(pcie.get("generation"), int) else "PCIe not readable")
+    if "xgmi_links" in value:
+        hive = value.get("xgmi_hive")
+        xgmi = (f"XGMI {value['xgmi_links']} link(s)" + (f" in hive {hive}" if hive else "")
+                if isinstance(value["xgmi_links"], int) else f"XGMI {_text(value['xgmi_links'])}")
+        return f"{xgmi}; {link}"
     return f"NVLink {value.get('nvlink_active')} of {value.get('nvlink_links')} links active; {link}"
 
 
@@ -138,7 +144,8 @@ def _preflight(run: RunRecord) -> str:
 
 
 def show_power_cap(setup: Any) -> str:
-    """NVML's management limit against its default (W); RAPL's constraints on a CPU."""
+    """The management limit against its default (W: NVML's, or amdgpu's hwmon power1_cap);
+    RAPL's constraints on a CPU."""
     value = _setting(setup, "power_cap")
     if isinstance(value, dict) and "limit_w" in value:
         return f"{_text(value.get('limit_w'))} W (default {_text(value.get('default_w'))} W)"
@@ -154,15 +161,19 @@ def energy_method(run: RunRecord) -> str:
 
 
 def show_ecc(setup: Any) -> str:
-    """ECC: NVML's mode, EDAC's controllers on a CPU, or not readable."""
+    """ECC: NVML's mode, amdgpu RAS on the GPU's memory, EDAC's controllers on a CPU, or not
+    readable (error counts are recorded, not compared: they move between runs)."""
     value = _setting(setup, "ecc")
+    if isinstance(value, dict) and value.get("source") == "amdgpu ras":
+        return f"{value.get('memory')} (amdgpu RAS on the GPU's memory; feature mask {value.get('feature_mask')})"
     if isinstance(value, dict):
         return f"{value.get('controllers')} EDAC memory controller(s) (ECC memory)"
     return _text(value)
 
 
 def show_partition(setup: Any) -> str:
-    """MIG mode or instance, or the cgroup's CPU quota and memory limit on a CPU device."""
+    """MIG mode or instance (NVML), the compute and memory partition (amdgpu), or the cgroup's
+    CPU quota and memory limit on a CPU device."""
     value = _setting(setup, "partition")
     if isinstance(value, dict):
         cpus, memory = value.get("cpu_quota"), value.get("memory_limit_bytes")
@@ -173,12 +184,15 @@ def show_partition(setup: Any) -> str:
 
 
 def show_clock_lock(setup: Any) -> str:
-    """Applications clocks and auto boost (NVML), or governor, lock and boost (cpufreq)."""
+    """Applications clocks and auto boost (NVML), the lock and performance level (amdgpu), or
+    governor, lock and boost (cpufreq)."""
     value = _setting(setup, "clocks")
     if not isinstance(value, dict):
         return _text(value)
     if "governor" in value:
         return f"governor {value.get('governor')}; {value.get('lock')}; boost {value.get('boost')}"
+    if "performance_level" in value:
+        return f"{value.get('lock')}; performance level {value.get('performance_level')}"
     return f"{value.get('lock')}; auto boost {value.get('auto_boost')}"
 
 

@@ -6,7 +6,8 @@ Read once per run for provenance (``setup``), from sysfs, ``/proc`` and NVML onl
 subprocess, nothing that can hang. A fact that cannot be read is recorded as ``not readable:
 why``, never guessed. The host's settings are always read (they are the device's on a CPU run
 and decide launch and copy overheads on an accelerator); an NVIDIA device adds its own through
-NVML (``parity.device.nvml_conditions``); other accelerators say that no reader exists.
+NVML (``parity.device.nvml_conditions``), an AMD one through the amdgpu driver's sysfs files
+(``parity.device.amdgpu_sysfs``); other accelerators say that no reader exists.
 
 - clock policy (``cpu_clock_policy``): the ``scaling_governor`` of the CPUs this process may
   use, the scaling limits against the hardware's (``scaling_min_freq == scaling_max_freq`` is a
@@ -184,12 +185,17 @@ def host_conditions() -> dict[str, Any]:
 
 
 def device_conditions(device: Device | None) -> dict[str, Any] | str:
-    """The accelerator's own settings: NVML on NVIDIA; "the host's" on the CPU; else not readable."""
+    """The accelerator's own settings: NVML on NVIDIA, the amdgpu driver's sysfs on AMD, "the
+    host's" on the CPU; else not readable."""
     if device is None:
         return not_readable("no device selected")
     if device.type in ("cpu", "fake"):
         return "the host's"
-    if device.type == "cuda" and not getattr(device, "is_rocm", False):
+    if device.type == "cuda" and getattr(device, "is_rocm", False):
+        from parity.device.amdgpu_sysfs import amdgpu_conditions
+
+        return amdgpu_conditions(device)
+    if device.type == "cuda":
         from parity.device.nvml_conditions import nvml_conditions
 
         return nvml_conditions(device)

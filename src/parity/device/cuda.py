@@ -107,11 +107,9 @@ class CudaDevice(TorchAcceleratorDevice):
 
     def telemetry_sources(self) -> list[Any]:
         if self.is_rocm:
-            from parity.device.telemetry import UnavailableTelemetry
+            from parity.device.amdgpu_sysfs import AmdgpuTelemetry
 
-            return [
-                UnavailableTelemetry(name="rocm", reason="AMD telemetry (amdsmi) is not read yet")
-            ]
+            return [AmdgpuTelemetry(device=self)]
         from parity.device.nvml import NvmlTelemetry
 
         return [NvmlTelemetry(device=self)]

@@ -151,38 +151,22 @@ class HwmonPower:
 
 
 def amdgpu_sensors(device: Any, *, sys_root: Path = Path("/sys")) -> PowerSensors:
-    """The amdgpu hwmon power file of a ROCm device, matched by PCI bus where torch gives it,
-    else the only amdgpu card; or why none."""
-    cards = []
-    for hwmon in sorted(sys_root.glob("class/drm/card*/device/hwmon/hwmon*")):
-        if _read_text(hwmon / "name") != "amdgpu":
-            continue
-        power = next((hwmon / f for f in ("power1_average", "power1_input") if (hwmon / f).exists()), None)
-        if power is not None:
-            cards.append((hwmon.parent.parent.resolve().name, power))
-    if not cards:
-        return PowerSensors(unavailable="no amdgpu hwmon power file under /sys/class/drm")
-    bus = _pci_bus(device)
-    chosen = [c for c in cards if bus is not None and c[0].lower().endswith(bus)] or (cards if len(cards) == 1 else [])
-    if not chosen:
-        return PowerSensors(unavailable=f"{len(cards)} amdgpu cards and no PCI bus id to tell which is {device.name}")
-    source = HwmonPower(chosen[0][1], label=chosen[0][0])
+    """The amdgpu hwmon power file of a ROCm device's card (``parity.device.amdgpu_sysfs.card_of``:
+    matched by PCI address where torch gives it, else the only AMD card); or why none."""
+    from parity.device.amdgpu_sysfs import amd_cards, card_of, pci_address
+
+    card = card_of(pci_address(device), amd_cards(sys_root=sys_root), name=str(device.name))
+    if isinstance(card, str):
+        return PowerSensors(unavailable=card)
+    address, folder = card
+    power = next((h / f for h in sorted(folder.glob("hwmon/hwmon*")) if _read_text(h / "name") == "amdgpu"
+                  for f in ("power1_average", "power1_input") if (h / f).exists()), None)
+    if power is None:
+        return PowerSensors(unavailable=f"no amdgpu hwmon power file under {folder}")
+    source = HwmonPower(power, label=address)
     if source.read() is None:
-        return PowerSensors(unavailable=f"{chosen[0][1]} is not readable")
+        return PowerSensors(unavailable=f"{power} is not readable")
     return PowerSensors(sources=(source,))
-
-
-def _pci_bus(device: Any) -> str | None:
-    """``bb:dd.f``-style suffix of the device's PCI address where torch reports its bus, else None."""
-    try:
-        import torch
-
-        props = torch.cuda.get_device_properties(device.index or 0)
-    except Exception:  # noqa: BLE001
-        return None
-    bus = getattr(props, "pci_bus_id", None)
-    dev = getattr(props, "pci_device_id", None)
-    return f"{int(bus):02x}:{int(dev):02x}.0" if bus is not None and dev is not None else None
 
 
 NPU_SMI_POWER = re.compile(r"^(npu\s*real-time\s*)?power(\s*dissipation)?\s*\(w\)\s*:\s*([0-9.]+)", re.I | re.M)

@@ -7,7 +7,8 @@ summarises each metric as min/median/max. Anything no source could read is liste
 
 Metric names carry their units: ``clock_mhz`` (compute clock), ``memory_clock_mhz``,
 ``power_w``, ``temperature_c``; ``throttle_reasons`` is the set of reasons seen at any reading.
-Vendor readers live beside their backends (``nvml.py``, ``npu.py``); the CPU reader is here.
+Vendor readers live beside their backends (``nvml.py``, ``amdgpu_sysfs.py``, ``npu.py``); the CPU
+reader is here.
 """
 
 from __future__ import annotations
