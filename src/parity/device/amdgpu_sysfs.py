@@ -26,6 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from parity.device.conditions import not_readable, read_sysfs
+
 SYS = Path("/sys")
 AMD_VENDOR = "0x1002"
 UMC_BIT = 1 << 0  # AMDGPU_RAS_BLOCK__UMC: ECC of the GPU's memory
@@ -46,18 +48,6 @@ FORCED = {
 }
 
 
-def not_readable(why: str) -> str:
-    """The recorded form of a fact that could not be read (as ``parity.device.conditions``)."""
-    return f"not readable: {why}"
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def amd_cards(*, sys_root: Path = SYS) -> list[tuple[str, Path]]:
     """``(PCI address, device folder)`` of every AMD display card (vendor 0x1002), in card order."""
     drm = sys_root / "class" / "drm"
@@ -66,7 +56,7 @@ def amd_cards(*, sys_root: Path = SYS) -> list[tuple[str, Path]]:
     found = []
     for card in cards:
         device = card / "device"
-        if _read(device / "vendor") == AMD_VENDOR:
+        if read_sysfs(device / "vendor") == AMD_VENDOR:
             found.append((device.resolve().name, device))
     return found
 
@@ -140,12 +130,12 @@ def od_sclk(text: str | None) -> tuple[tuple[int, int] | None, tuple[int, int] |
 
 def clocks(folder: Path) -> dict[str, Any] | str:
     """The performance level, the SCLK and MCLK levels and the clock lock they add up to."""
-    level = _read(folder / "power_dpm_force_performance_level")
+    level = read_sysfs(folder / "power_dpm_force_performance_level")
     if level is None:
         return not_readable(f"no {folder}/power_dpm_force_performance_level")
-    sclk, _ = dpm_levels(_read(folder / "pp_dpm_sclk"))
-    mclk, _ = dpm_levels(_read(folder / "pp_dpm_mclk"))
-    chosen, allowed = od_sclk(_read(folder / "pp_od_clk_voltage"))
+    sclk, _ = dpm_levels(read_sysfs(folder / "pp_dpm_sclk"))
+    mclk, _ = dpm_levels(read_sysfs(folder / "pp_dpm_mclk"))
+    chosen, allowed = od_sclk(read_sysfs(folder / "pp_od_clk_voltage"))
     return {"performance_level": level, "sclk_levels_mhz": sclk, "mclk_levels_mhz": mclk,
             "od_sclk_mhz": list(chosen) if chosen else None, "lock": clock_lock(level, sclk, chosen, allowed)}
 
@@ -166,13 +156,13 @@ def clock_lock(level: str, sclk: list[int], chosen: tuple[int, int] | None,
 
 def ecc(folder: Path) -> dict[str, Any] | str:
     """Whether RAS covers the memory (``ras/features`` bit 0, UMC) and its error counts."""
-    features = _read(folder / "ras" / "features")
+    features = read_sysfs(folder / "ras" / "features")
     match = re.search(r"0x([0-9a-f]+)", features or "", re.IGNORECASE)
     if match is None:
         return not_readable(f"no {folder}/ras/features (the driver exposes no RAS here; amdgpu.ras_enable=0 "
                             "or a card without it)")
     mask = int(match.group(1), 16)
-    counts = dict(re.findall(r"^\s*(\w+):\s*(\d+)\s*$", _read(folder / "ras" / "umc_err_count") or "", re.MULTILINE))
+    counts = dict(re.findall(r"^\s*(\w+):\s*(\d+)\s*$", read_sysfs(folder / "ras" / "umc_err_count") or "", re.MULTILINE))
     return {"source": "amdgpu ras", "memory": "on" if mask & UMC_BIT else "off", "feature_mask": f"0x{mask:x}",
             "uncorrected": int(counts["ue"]) if "ue" in counts else None,
             "corrected": int(counts["ce"]) if "ce" in counts else None}
@@ -180,8 +170,8 @@ def ecc(folder: Path) -> dict[str, Any] | str:
 
 def partition(folder: Path) -> str:
     """``compute SPX, memory NPS1``; ``not partitioned`` where the card has no partition files."""
-    compute = _read(folder / "current_compute_partition")
-    memory = _read(folder / "current_memory_partition")
+    compute = read_sysfs(folder / "current_compute_partition")
+    memory = read_sysfs(folder / "current_memory_partition")
     if compute is None and memory is None:
         return "not partitioned (no current_compute_partition or current_memory_partition)"
     return f"compute {compute or 'not readable'}, memory {memory or 'not readable'}"
@@ -194,7 +184,7 @@ def power_cap(folder: Path) -> dict[str, Any] | str:
         return not_readable(f"no hwmon power1_cap under {folder}")
     out: dict[str, Any] = {}
     for key, name in (("limit_w", "power1_cap"), ("default_w", "power1_cap_default"), ("max_w", "power1_cap_max")):
-        text = _read(hwmon / name)
+        text = read_sysfs(hwmon / name)
         out[key] = int(text) / 1e6 if text and text.isdigit() else not_readable(f"no {hwmon.name}/{name}")
     return out
 
@@ -211,18 +201,18 @@ def _width(text: str | None) -> int | None:
 
 def interconnect(folder: Path, address: str, kfd: Path) -> dict[str, Any]:
     """XGMI links and hive, and the PCIe link (current and maximum generation and width)."""
-    pcie = {"generation": pcie_generation(_read(folder / "current_link_speed")),
-            "width": _width(_read(folder / "current_link_width")),
-            "max_generation": pcie_generation(_read(folder / "max_link_speed")),
-            "max_width": _width(_read(folder / "max_link_width"))}
-    hive = _read(folder / "xgmi_hive_info" / "xgmi_hive_id")
+    pcie = {"generation": pcie_generation(read_sysfs(folder / "current_link_speed")),
+            "width": _width(read_sysfs(folder / "current_link_width")),
+            "max_generation": pcie_generation(read_sysfs(folder / "max_link_speed")),
+            "max_width": _width(read_sysfs(folder / "max_link_width"))}
+    hive = read_sysfs(folder / "xgmi_hive_info" / "xgmi_hive_id")
     return {"xgmi_links": xgmi_links(kfd, address), "xgmi_hive": hive if hive and hive != "0" else None,
             "pcie": pcie}
 
 
 def _properties(path: Path) -> dict[str, str]:
     """A KFD ``properties`` file: one ``name value`` a line."""
-    pairs = (line.split(None, 1) for line in (_read(path) or "").splitlines())
+    pairs = (line.split(None, 1) for line in (read_sysfs(path) or "").splitlines())
     return {p[0]: p[1].strip() for p in pairs if len(p) == 2}
 
 
@@ -273,14 +263,14 @@ class AmdgpuTelemetry:
             self._reasons = {metric: card for metric in METRICS}
             return
         self._folder = card[1]
-        self._hwmon = next((h for h in sorted(self._folder.glob("hwmon/hwmon*")) if _read(h / "name") == "amdgpu"),
+        self._hwmon = next((h for h in sorted(self._folder.glob("hwmon/hwmon*")) if read_sysfs(h / "name") == "amdgpu"),
                            None)
         self._temperature = self._temperature_file()
 
     def _temperature_file(self) -> Path | None:
         if self._hwmon is None:
             return None
-        labels = {_read(p): p.with_name(p.name.replace("_label", "_input")) for p in self._hwmon.glob("temp*_label")}
+        labels = {read_sysfs(p): p.with_name(p.name.replace("_label", "_input")) for p in self._hwmon.glob("temp*_label")}
         for label in ("junction", "edge"):
             if label in labels:
                 return labels[label]
@@ -293,16 +283,16 @@ class AmdgpuTelemetry:
         out: dict[str, Any] = {}
         for metric, hz_file, levels in (("clock_mhz", "freq1_input", "pp_dpm_sclk"),
                                         ("memory_clock_mhz", "freq2_input", "pp_dpm_mclk")):
-            hz = _read(self._hwmon / hz_file) if self._hwmon is not None else None
-            mhz = int(hz) / 1e6 if hz and hz.isdigit() else dpm_levels(_read(self._folder / levels))[1]
+            hz = read_sysfs(self._hwmon / hz_file) if self._hwmon is not None else None
+            mhz = int(hz) / 1e6 if hz and hz.isdigit() else dpm_levels(read_sysfs(self._folder / levels))[1]
             if mhz is not None:
                 out[metric] = float(mhz)
         hwmon = self._hwmon
-        power = next((_read(hwmon / f) for f in ("power1_average", "power1_input") if (hwmon / f).exists()),
+        power = next((read_sysfs(hwmon / f) for f in ("power1_average", "power1_input") if (hwmon / f).exists()),
                      None) if hwmon is not None else None
         if power and power.isdigit():
             out["power_w"] = int(power) / 1e6
-        temperature = _read(self._temperature) if self._temperature is not None else None
+        temperature = read_sysfs(self._temperature) if self._temperature is not None else None
         if temperature and temperature.lstrip("-").isdigit():
             out["temperature_c"] = int(temperature) / 1000.0
         return out

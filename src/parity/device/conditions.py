@@ -47,7 +47,8 @@ def not_readable(why: str) -> str:
     return f"not readable: {why}"
 
 
-def _read(path: Path) -> str | None:
+def read_sysfs(path: Path) -> str | None:
+    """A sysfs file's text, stripped; None when it is absent or unreadable."""
     try:
         return path.read_text().strip()
     except (OSError, UnicodeDecodeError):
@@ -55,7 +56,7 @@ def _read(path: Path) -> str | None:
 
 
 def _int(path: Path) -> int | None:
-    text = _read(path)
+    text = read_sysfs(path)
     try:
         return int(text) if text is not None else None
     except ValueError:
@@ -70,7 +71,7 @@ def cpu_clock_policy(cpus: Iterable[int] | None = None, *, root: Path = SYS_CPU)
     limits: set[tuple[int | None, ...]] = set()
     for cpu in chosen:
         folder = root / f"cpu{cpu}" / "cpufreq"
-        governor = _read(folder / "scaling_governor")
+        governor = read_sysfs(folder / "scaling_governor")
         if governor is not None:
             governors[governor] += 1
         limits.add(tuple(_int(folder / name) for name in
@@ -104,10 +105,10 @@ def _lock(limits: set[tuple[int | None, ...]]) -> str:
 
 
 def _boost(root: Path) -> str:
-    boost = _read(root / "cpufreq" / "boost")
+    boost = read_sysfs(root / "cpufreq" / "boost")
     if boost in ("0", "1"):
         return "on" if boost == "1" else "off"
-    no_turbo = _read(root / "intel_pstate" / "no_turbo")
+    no_turbo = read_sysfs(root / "intel_pstate" / "no_turbo")
     if no_turbo in ("0", "1"):
         return "off" if no_turbo == "1" else "on"
     return not_readable("no cpufreq/boost or intel_pstate/no_turbo")
@@ -139,16 +140,16 @@ def _cgroup_paths(text: str) -> dict[str, str]:
 
 def cgroup_partition(*, root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> dict[str, Any] | str:
     """The cgroup's CPU quota (CPUs, None for none) and memory limit (B, None for none)."""
-    text = _read(proc_cgroup)
+    text = read_sysfs(proc_cgroup)
     if text is None:
         return not_readable(f"no {proc_cgroup}")
     paths = _cgroup_paths(text)
     v2 = root / paths.get("", "/").lstrip("/")
     if (v2 / "cpu.max").exists() or (root / "cpu.max").exists():
         folder = v2 if (v2 / "cpu.max").exists() else root
-        quota, _, period = (_read(folder / "cpu.max") or "max").partition(" ")
+        quota, _, period = (read_sysfs(folder / "cpu.max") or "max").partition(" ")
         cpus = int(quota) / int(period) if quota.isdigit() and period.isdigit() and int(period) else None
-        memory = _read(folder / "memory.max")
+        memory = read_sysfs(folder / "memory.max")
         limit = int(memory) if memory and memory.isdigit() else None
         return {"source": "cgroup v2", "cpu_quota": cpus, "memory_limit_bytes": limit}
     cpu_dir = root / "cpu" / paths.get("cpu", "/").lstrip("/")
@@ -166,13 +167,13 @@ def rapl_power_caps(*, root: Path = SYS_POWERCAP) -> dict[str, Any] | str:
     zones = sorted(root.glob("intel-rapl:*")) if root.is_dir() else []
     caps: dict[str, dict[str, float]] = {}
     for zone in zones:
-        name = _read(zone / "name") or zone.name
+        name = read_sysfs(zone / "name") or zone.name
         constraints = {}
         for index in range(4):
             limit = _int(zone / f"constraint_{index}_power_limit_uw")
             if limit is None:
                 continue
-            constraints[_read(zone / f"constraint_{index}_name") or f"constraint_{index}"] = limit / 1e6
+            constraints[read_sysfs(zone / f"constraint_{index}_name") or f"constraint_{index}"] = limit / 1e6
         if constraints:
             caps[name] = constraints
     return caps or not_readable(f"no RAPL power limit readable in {root}")
