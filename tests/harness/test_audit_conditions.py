@@ -189,6 +189,11 @@ def test_communication_variables_by_backend_and_by_rank() -> None:
                              {"rank": 1, "communication_env": {"NCCL_ALGO": "Tree"}},
                              {"rank": 2, "communication_env": {}}])
     assert comm_environment(split) == {"NCCL_ALGO": "Ring on rank 0; Tree on rank 1; unset on rank 2"}
+    assert library_of("CCL_ATL_TRANSPORT") == ("oneCCL", frozenset({"xccl", "ccl"}))
+    ofi = [{"rank": r, "communication_env": {"CCL_ATL_TRANSPORT": "ofi", "FI_PROVIDER": "cxi"}} for r in range(2)]
+    xccl = _audit(_run("a", ranks=two, backend="xccl"), _run("b", ranks=ofi, backend="xccl"))
+    assert xccl["environment CCL_ATL_TRANSPORT"].applies and xccl["environment FI_PROVIDER"].applies
+    assert not _audit(_run("a", ranks=two), _run("b", ranks=ofi))["environment CCL_ATL_TRANSPORT"].applies
     single = _audit(_run("a", environment={"NCCL_ALGO": "Ring", "PATH": "/x"}), _run("b"))["environment NCCL_ALGO"]
     assert single.values == ("Ring", "unset") and not single.applies
     assert "more than one rank" in single.matters

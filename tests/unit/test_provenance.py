@@ -124,10 +124,19 @@ def test_environment_keeps_relevant_variables_and_redacts_secrets() -> None:
         "PATH": "/bin",
         "VLLM_API_KEY": "hunter2",
         "ASCEND_RT_VISIBLE_DEVICES": "3",
+        "TASK_QUEUE_ENABLE": "2",  # torch_npu's launch queue
+        "ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE",  # an Intel GPU's tiles as one device or several
+        "MIOPEN_FIND_MODE": "3",
+        "CCL_ATL_TRANSPORT": "ofi",  # oneCCL, torch's xccl backend
+        "TASKSET": "no",
     }
     kept = relevant_environment(env)
     assert kept == {
         "ASCEND_RT_VISIBLE_DEVICES": "3",
+        "CCL_ATL_TRANSPORT": "ofi",
+        "MIOPEN_FIND_MODE": "3",
+        "TASK_QUEUE_ENABLE": "2",
+        "ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE",
         "CUDA_VISIBLE_DEVICES": "0,1",
         "HCCL_BUFFSIZE": "200",
         "NCCL_DEBUG": "INFO",

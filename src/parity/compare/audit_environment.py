@@ -18,14 +18,16 @@ from parity.compare.audit_values import AuditEntry, get, rank_records, ranks_tex
 from parity.model.result import RunRecord
 
 # (library, variable prefixes, torch.distributed backends that read them). RCCL reads NCCL_*;
-# DeepEP's kernels read NVSHMEM_* beside an nccl group; NCCL's libfabric plugin and MPI read FI_*.
+# DeepEP's kernels read NVSHMEM_* beside an nccl group; NCCL's libfabric plugin, MPI and oneCCL
+# (torch's xccl backend on Intel GPUs, or the ccl bindings) read FI_*.
 COMM_LIBRARIES: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
     ("NCCL", ("NCCL_", "TORCH_NCCL_", "RCCL_", "MSCCL_", "MSCCLPP_"), frozenset({"nccl"})),
     ("NVSHMEM", ("NVSHMEM_", "DEEP_EP_"), frozenset({"nccl"})),
     ("HCCL", ("HCCL_",), frozenset({"hccl"})),
     ("gloo", ("GLOO_", "TORCH_GLOO_"), frozenset({"gloo"})),
     ("UCX/UCC", ("UCX_", "UCC_", "TORCH_UCC_"), frozenset({"ucc", "mpi"})),
-    ("libfabric", ("FI_",), frozenset({"nccl", "mpi", "ucc"})),
+    ("oneCCL", ("CCL_", "TORCH_XCCL_"), frozenset({"xccl", "ccl"})),
+    ("libfabric", ("FI_",), frozenset({"nccl", "mpi", "ucc", "xccl", "ccl"})),
     ("MPI", ("OMPI_MCA_", "I_MPI_"), frozenset({"mpi"})),
 )
 UNSET = "unset"
