@@ -20,9 +20,9 @@ from parity.device.amdgpu_sysfs import (
     dpm_levels,
     location_id,
     od_sclk,
-    pcie_generation,
     read_card,
 )
+from parity.device.sysfs import pcie_generation
 from parity.device.power import amdgpu_sensors
 from parity.model.result import CaseResult, RunRecord
 

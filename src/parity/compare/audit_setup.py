@@ -110,7 +110,7 @@ def per_rank(run: RunRecord, show: Callable[[Any], str]) -> str:
 
 def show_links(setup: Any) -> str:
     """``NVLink 18 of 18 links active; PCIe gen 5 x16`` (NVML), ``XGMI 7 link(s) in hive 0x...;
-    PCIe gen 5 x16`` (amdgpu), none on a CPU device, or not read."""
+    PCIe gen 5 x16`` (amdgpu), the PCIe link alone (Intel), none on a CPU device, or not read."""
     if isinstance(setup, dict) and setup.get("device") == "the host's":
         return "none: the CPU is the device (ranks meet in host memory or over the network)"
     value = _setting(setup, "interconnect")
@@ -124,6 +124,8 @@ def show_links(setup: Any) -> str:
         xgmi = (f"XGMI {value['xgmi_links']} link(s)" + (f" in hive {hive}" if hive else "")
                 if isinstance(value["xgmi_links"], int) else f"XGMI {_text(value['xgmi_links'])}")
         return f"{xgmi}; {link}"
+    if "nvlink_links" not in value:
+        return link
     return f"NVLink {value.get('nvlink_active')} of {value.get('nvlink_links')} links active; {link}"
 
 
@@ -144,8 +146,8 @@ def _preflight(run: RunRecord) -> str:
 
 
 def show_power_cap(setup: Any) -> str:
-    """The management limit against its default (W: NVML's, or amdgpu's hwmon power1_cap);
-    RAPL's constraints on a CPU."""
+    """The management limit against its default (W: NVML's, amdgpu's hwmon power1_cap, i915/xe's
+    power1_max); RAPL's constraints on a CPU."""
     value = _setting(setup, "power_cap")
     if isinstance(value, dict) and "limit_w" in value:
         return f"{_text(value.get('limit_w'))} W (default {_text(value.get('default_w'))} W)"
@@ -172,8 +174,8 @@ def show_ecc(setup: Any) -> str:
 
 
 def show_partition(setup: Any) -> str:
-    """MIG mode or instance (NVML), the compute and memory partition (amdgpu), or the cgroup's
-    CPU quota and memory limit on a CPU device."""
+    """MIG mode or instance (NVML), the compute and memory partition (amdgpu), the tiles (Intel),
+    or the cgroup's CPU quota and memory limit on a CPU device."""
     value = _setting(setup, "partition")
     if isinstance(value, dict):
         cpus, memory = value.get("cpu_quota"), value.get("memory_limit_bytes")
@@ -184,13 +186,15 @@ def show_partition(setup: Any) -> str:
 
 
 def show_clock_lock(setup: Any) -> str:
-    """Applications clocks and auto boost (NVML), the lock and performance level (amdgpu), or
-    governor, lock and boost (cpufreq)."""
+    """Applications clocks and auto boost (NVML), the lock and performance level (amdgpu), the GT
+    frequency range's lock (i915/xe), or governor, lock and boost (cpufreq)."""
     value = _setting(setup, "clocks")
     if not isinstance(value, dict):
         return _text(value)
     if "governor" in value:
         return f"governor {value.get('governor')}; {value.get('lock')}; boost {value.get('boost')}"
+    if "gt_mhz" in value:
+        return f"{value.get('lock')} (GT frequency range)"
     if "performance_level" in value:
         return f"{value.get('lock')}; performance level {value.get('performance_level')}"
     return f"{value.get('lock')}; auto boost {value.get('auto_boost')}"

@@ -26,14 +26,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from parity.device.conditions import not_readable, read_sysfs
+from parity.device.sysfs import drm_cards, hwmon_watts, not_readable, pcie_link, read_sysfs
 
 SYS = Path("/sys")
 AMD_VENDOR = "0x1002"
 UMC_BIT = 1 << 0  # AMDGPU_RAS_BLOCK__UMC: ECC of the GPU's memory
 XGMI_LINK_TYPE = 11  # CRAT_IOLINK_TYPE_XGMI in the KFD topology's io_links
-PCIE_GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}  # GT/s per lane -> generation
-CARD = re.compile(r"card\d+$")
 LEVEL = re.compile(r"^\s*\d+:\s*(\d+)\s*mhz\s*(\*)?\s*$", re.IGNORECASE)
 FORCED = {
     "auto": "not locked",
@@ -49,16 +47,8 @@ FORCED = {
 
 
 def amd_cards(*, sys_root: Path = SYS) -> list[tuple[str, Path]]:
-    """``(PCI address, device folder)`` of every AMD display card (vendor 0x1002), in card order."""
-    drm = sys_root / "class" / "drm"
-    cards = sorted((p for p in drm.glob("card*") if CARD.match(p.name)),
-                   key=lambda p: int(p.name[4:])) if drm.is_dir() else []
-    found = []
-    for card in cards:
-        device = card / "device"
-        if read_sysfs(device / "vendor") == AMD_VENDOR:
-            found.append((device.resolve().name, device))
-    return found
+    """``(PCI address, device folder)`` of every AMD card (vendor 0x1002), in card order."""
+    return [(address, card / "device") for address, card in drm_cards(AMD_VENDOR, sys_root=sys_root)]
 
 
 def pci_address(device: Any) -> str | None:
@@ -177,34 +167,17 @@ def partition(folder: Path) -> str:
     return f"compute {compute or 'not readable'}, memory {memory or 'not readable'}"
 
 
-def power_cap(folder: Path) -> dict[str, Any] | str:
+def power_cap(folder: Path) -> dict[str, float | str] | str:
     """The hwmon's power cap and its default (W), and the highest the card allows."""
     hwmon = next((h for h in sorted(folder.glob("hwmon/hwmon*")) if (h / "power1_cap").exists()), None)
     if hwmon is None:
         return not_readable(f"no hwmon power1_cap under {folder}")
-    out: dict[str, Any] = {}
-    for key, name in (("limit_w", "power1_cap"), ("default_w", "power1_cap_default"), ("max_w", "power1_cap_max")):
-        text = read_sysfs(hwmon / name)
-        out[key] = int(text) / 1e6 if text and text.isdigit() else not_readable(f"no {hwmon.name}/{name}")
-    return out
-
-
-def pcie_generation(speed: str | None) -> int | None:
-    """PCIe generation of a link speed as sysfs writes it (``32.0 GT/s PCIe``, ``8 GT/s``)."""
-    match = re.match(r"\s*([\d.]+)\s*GT/s", speed or "")
-    return PCIE_GENERATIONS.get(float(match.group(1))) if match else None
-
-
-def _width(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return hwmon_watts(hwmon, {"limit_w": "power1_cap", "default_w": "power1_cap_default", "max_w": "power1_cap_max"})
 
 
 def interconnect(folder: Path, address: str, kfd: Path) -> dict[str, Any]:
     """XGMI links and hive, and the PCIe link (current and maximum generation and width)."""
-    pcie = {"generation": pcie_generation(read_sysfs(folder / "current_link_speed")),
-            "width": _width(read_sysfs(folder / "current_link_width")),
-            "max_generation": pcie_generation(read_sysfs(folder / "max_link_speed")),
-            "max_width": _width(read_sysfs(folder / "max_link_width"))}
+    pcie = pcie_link(folder)
     hive = read_sysfs(folder / "xgmi_hive_info" / "xgmi_hive_id")
     return {"xgmi_links": xgmi_links(kfd, address), "xgmi_hive": hive if hive and hive != "0" else None,
             "pcie": pcie}

@@ -7,7 +7,8 @@ subprocess, nothing that can hang. A fact that cannot be read is recorded as ``n
 why``, never guessed. The host's settings are always read (they are the device's on a CPU run
 and decide launch and copy overheads on an accelerator); an NVIDIA device adds its own through
 NVML (``parity.device.nvml_conditions``), an AMD one through the amdgpu driver's sysfs files
-(``parity.device.amdgpu_sysfs``); other accelerators say that no reader exists.
+(``parity.device.amdgpu_sysfs``), an Intel one through the i915 or xe driver's
+(``parity.device.intel_sysfs``); other accelerators say that no reader exists.
 
 - clock policy (``cpu_clock_policy``): the ``scaling_governor`` of the CPUs this process may
   use, the scaling limits against the hardware's (``scaling_min_freq == scaling_max_freq`` is a
@@ -29,6 +30,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parity.device.sysfs import clock_lock, not_readable, read_sysfs
+
 if TYPE_CHECKING:  # pragma: no cover
     from parity.device.base import Device
 
@@ -40,19 +43,6 @@ SYS_POWERCAP = Path("/sys/class/powercap")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_CGROUP = Path("/proc/self/cgroup")
 UNLIMITED_BYTES = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1
-
-
-def not_readable(why: str) -> str:
-    """The recorded form of a fact that could not be read."""
-    return f"not readable: {why}"
-
-
-def read_sysfs(path: Path) -> str | None:
-    """A sysfs file's text, stripped; None when it is absent or unreadable."""
-    try:
-        return path.read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _int(path: Path) -> int | None:
@@ -81,27 +71,12 @@ def cpu_clock_policy(cpus: Iterable[int] | None = None, *, root: Path = SYS_CPU)
         return {"governor": not_readable(why), "lock": not_readable(why), "boost": _boost(root)}
     return {"governor": ", ".join(f"{g} x{n}" for g, n in sorted(governors.items())) if len(governors) > 1
             else next(iter(governors)),
-            "lock": _lock(limits), "boost": _boost(root)}
+            "lock": clock_lock(limits), "boost": _boost(root)}
 
 
 def _usable_cpus() -> set[int]:
     getter = getattr(os, "sched_getaffinity", None)
     return set(getter(0)) if getter is not None else set(range(os.cpu_count() or 1))
-
-
-def _lock(limits: set[tuple[int | None, ...]]) -> str:
-    """``locked at 2400 MHz``, ``capped at 2000 MHz (hardware 3500 MHz)``, ``not locked
-    (800-3500 MHz)``, or not readable; ``differs between CPUs`` when they disagree."""
-    if len(limits) > 1:
-        return "differs between CPUs: " + "; ".join(_lock({one}) for one in sorted(limits, key=repr))
-    low, high, hw_low, hw_high = next(iter(limits)) if limits else (None,) * 4
-    if low is None or high is None:
-        return not_readable("no scaling_min_freq/scaling_max_freq")
-    if low == high:
-        return f"locked at {low / 1000:.0f} MHz"
-    if hw_high is not None and high < hw_high:
-        return f"capped at {high / 1000:.0f} MHz (hardware {hw_high / 1000:.0f} MHz)"
-    return f"not locked ({low / 1000:.0f}-{high / 1000:.0f} MHz)"
 
 
 def _boost(root: Path) -> str:
@@ -186,8 +161,8 @@ def host_conditions() -> dict[str, Any]:
 
 
 def device_conditions(device: Device | None) -> dict[str, Any] | str:
-    """The accelerator's own settings: NVML on NVIDIA, the amdgpu driver's sysfs on AMD, "the
-    host's" on the CPU; else not readable."""
+    """The accelerator's own settings: NVML on NVIDIA, the amdgpu driver's sysfs on AMD, the i915
+    or xe driver's on Intel, "the host's" on the CPU; else not readable."""
     if device is None:
         return not_readable("no device selected")
     if device.type in ("cpu", "fake"):
@@ -200,6 +175,10 @@ def device_conditions(device: Device | None) -> dict[str, Any] | str:
         from parity.device.nvml_conditions import nvml_conditions
 
         return nvml_conditions(device)
+    if device.type == "xpu":
+        from parity.device.intel_sysfs import intel_conditions
+
+        return intel_conditions(device)
     return not_readable(f"no reader of clocks, ECC, partitioning or interconnect for {device.type} devices yet")
 
 

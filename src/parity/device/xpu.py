@@ -11,7 +11,8 @@ from parity.device.base import DeviceProperties, register_backend
 @register_backend
 class XpuDevice(TorchAcceleratorDevice):
     """``xpu:N``: device events from ``torch.xpu``, collectives through XCCL where torch has it
-    (gloo otherwise, with the reason); telemetry is not read on this backend."""
+    (gloo otherwise, with the reason); telemetry reads the card's clock from sysfs
+    (``parity.device.intel_sysfs``)."""
 
     type = "xpu"
 
@@ -52,6 +53,6 @@ class XpuDevice(TorchAcceleratorDevice):
         )
 
     def telemetry_sources(self) -> list[Any]:
-        from parity.device.telemetry import UnavailableTelemetry
+        from parity.device.intel_sysfs import IntelGpuTelemetry
 
-        return [UnavailableTelemetry(name="xpu", reason="Intel GPU telemetry is not read yet")]
+        return [IntelGpuTelemetry()]
