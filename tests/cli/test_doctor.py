@@ -105,3 +105,35 @@ def test_tables_show_data_with_brackets_literally() -> None:
     console = Console(record=True, width=120)
     console.print(environment_table({"PYTORCH_X": "[bold]not markup[/bold]"}))
     assert "[bold]not markup[/bold]" in console.export_text()
+
+
+def test_settings_are_shown_as_the_audit_words_them() -> None:
+    from rich.console import Console
+
+    from parity.cli.doctor import settings_table
+
+    cpu = {"host": {"clocks": {"governor": "performance", "lock": "locked at 2400 MHz", "boost": "off"},
+                    "ecc": "not readable: no EDAC memory controller in /x", "power_cap": {"package-0": {"long_term": 125.0}},
+                    "partition": {"source": "cgroup v2", "cpu_quota": 2.0, "memory_limit_bytes": None}},
+           "device": "the host's"}
+    console = Console(record=True, width=200)
+    console.print(settings_table(cpu))
+    text = console.export_text()
+    for shown in ("governor performance; locked at 2400 MHz; boost off", "not readable: no EDAC memory controller",
+                  "cgroup v2: CPU quota 2 CPUs, no memory limit", "package-0: long_term 125 W",
+                  "none: the CPU is the device"):
+        assert shown in text, text
+    assert "host clocks" not in text
+    gpu = {"host": cpu["host"], "device": {"clocks": {"performance_level": "profile_peak", "lock": "fixed peak clocks "
+                                                      "(profile_peak)"}, "ecc": "not readable: [no ras]"}}
+    console = Console(record=True, width=200)
+    console.print(settings_table(gpu))
+    text = console.export_text()
+    assert "fixed peak clocks (profile_peak); performance level profile_peak" in text
+    assert "not readable: [no ras]" in text  # bracketed text is data, not markup
+    assert "host clocks" in text and "locked at 2400 MHz" in text
+    hidden = "not readable: no cpufreq in /sys (a VM)"
+    vm = {"host": {"clocks": {"governor": hidden, "lock": hidden, "boost": "on"}}, "device": "the host's"}
+    console = Console(record=True, width=200)
+    console.print(settings_table(vm))
+    assert f"governor and lock {hidden}; boost on" in console.export_text()

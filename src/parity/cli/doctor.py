@@ -177,6 +177,21 @@ def environment_table(env: dict[str, str]) -> Table:
     return table
 
 
+def settings_table(setup: Any) -> Table:
+    """The settings a run records and the audit compares (clock locks, ECC, partitioning, power
+    cap, interconnect), worded as the audit words them; the host's clocks too beside an
+    accelerator (they decide launch and copy overheads)."""
+    from parity.compare.audit_setup import show_clock_lock, show_ecc, show_links, show_partition, show_power_cap
+
+    table = _table("Settings that decide results (recorded by every run, compared by the audit)")
+    for name, show in (("clock locks", show_clock_lock), ("ECC", show_ecc), ("partitioning", show_partition),
+                       ("power cap", show_power_cap), ("interconnect", show_links)):
+        table.add_row(name, escape(show(setup)))
+    if isinstance(setup, dict) and setup.get("device") != "the host's":
+        table.add_row("host clocks", escape(show_clock_lock({"device": "the host's", "host": setup.get("host")})))
+    return table
+
+
 @click.command()
 @click.option(
     "--device",
@@ -196,7 +211,8 @@ def environment_table(env: dict[str, str]) -> Table:
 @json_option
 def doctor(device_name: str | None, timeout_s: float, json_path: str | None) -> int:
     """Report this machine (CPU, architecture, cores, flags, affinity, OS, torch, drivers,
-    device) and a readiness matrix of the accelerator stack: for torch's backends, DeepSeek's
+    device), the settings that decide results (clock locks, ECC, partitioning, power cap,
+    interconnect, as every run records them) and a readiness matrix of the accelerator stack: for torch's backends, DeepSeek's
     six libraries (tilelang, deep_gemm, deep_ep, tile_kernels, flash_mla, deep_select) and
     torch_npu, vllm, vllm_ascend, sglang and triton, whether each is installed (version),
     importable (the error in one line when not), and passes a smoke test of one real kernel
@@ -241,6 +257,8 @@ def doctor(device_name: str | None, timeout_s: float, json_path: str | None) -> 
             software_table(provenance),
             "",
             device_table(provenance["device"], error),
+            "",
+            settings_table(provenance.get("setup")),
             "",
             environment_table(provenance["environment"]),
             "",

@@ -192,7 +192,10 @@ def show_clock_lock(setup: Any) -> str:
     if not isinstance(value, dict):
         return _text(value)
     if "governor" in value:
-        return f"governor {value.get('governor')}; {value.get('lock')}; boost {value.get('boost')}"
+        governor, lock = value.get("governor"), value.get("lock")
+        if governor == lock:  # one reason why neither was read (a VM hides cpufreq)
+            return f"governor and lock {governor}; boost {value.get('boost')}"
+        return f"governor {governor}; {lock}; boost {value.get('boost')}"
     if "gt_mhz" in value:
         return f"{value.get('lock')} (GT frequency range)"
     if "performance_level" in value:
