@@ -124,3 +124,17 @@ def test_an_idle_gt_reads_zero_not_nothing(tmp_path: Path, layout: str) -> None:
     files = _xe(act=0) if layout == "xe" else {"gt_max_freq_mhz": "1100", "gt_act_freq_mhz": "0"}
     _card(tmp_path, 0, "0000:3a:00.0", files)
     assert IntelGpuTelemetry(sys_root=tmp_path).read() == {"clock_mhz": 0.0}
+
+
+def test_energy_counter_of_the_only_card(tmp_path: Path) -> None:
+    from parity.device.power import intel_gpu_sensors
+
+    card = _card(tmp_path, 0, "0000:3a:00.0", _xe())
+    assert "no hwmon energy1_input" in intel_gpu_sensors(sys_root=tmp_path).unavailable
+    _write(card / "device", {"hwmon/hwmon2/energy1_input": "123456789012"})
+    (source,) = intel_gpu_sensors(sys_root=tmp_path).sources
+    assert source.kind == "energy" and source.read() == pytest.approx(123456.789012)  # µJ -> J
+    assert source.name == "intel-hwmon:0000:3a:00.0"
+    _card(tmp_path, 1, "0000:9a:00.0", _xe())
+    assert "2 Intel GPUs" in intel_gpu_sensors(sys_root=tmp_path).unavailable
+    assert "no Intel GPU" in intel_gpu_sensors(sys_root=tmp_path / "none").unavailable

@@ -10,6 +10,8 @@ integrates the readings. Readers, by device:
   (the whole platform) are not summed, so nothing is counted twice.
 - NVIDIA: NVML's total energy counter (mJ, Volta and later), else its power reading (mW).
 - AMD: the amdgpu hwmon of the card (``power1_average`` or ``power1_input``, µW).
+- Intel GPU: the i915 or xe hwmon's energy counter (``energy1_input``, µJ) of the only Intel card
+  (torch.xpu reports no PCI address to choose among several).
 - Ascend: ``npu-smi info -t power`` (W; a process per read, so readings are ~0.1 s apart).
 
 ``PowerSensors.unavailable`` says why a device has none. No figure is ever derived from a TDP or
@@ -166,6 +168,40 @@ def amdgpu_sensors(device: Any, *, sys_root: Path = Path("/sys")) -> PowerSensor
     source = HwmonPower(power, label=address)
     if source.read() is None:
         return PowerSensors(unavailable=f"{power} is not readable")
+    return PowerSensors(sources=(source,))
+
+
+class HwmonEnergy:
+    """An Intel GPU's energy counter from its i915 or xe hwmon (``energy1_input``, µJ), in joules."""
+
+    kind = "energy"
+    wrap_j: float | None = None  # a 64-bit counter
+
+    def __init__(self, path: Path, *, label: str) -> None:
+        self.path = path
+        self.name = f"intel-hwmon:{label}"
+
+    def read(self) -> float | None:
+        text = _read_text(self.path)
+        return int(text) * 1e-6 if text and text.isdigit() else None
+
+
+def intel_gpu_sensors(*, sys_root: Path = Path("/sys")) -> PowerSensors:
+    """The energy counter of the only Intel GPU's hwmon, or why none."""
+    from parity.device.intel_sysfs import intel_cards
+
+    cards = intel_cards(sys_root=sys_root)
+    if len(cards) != 1:
+        return PowerSensors(unavailable="no Intel GPU (vendor 0x8086) under /sys/class/drm" if not cards else
+                            f"{len(cards)} Intel GPUs, and torch.xpu reports no PCI address to tell which is measured")
+    address, card = cards[0]
+    counter = next((h / "energy1_input" for h in sorted(card.glob("device/hwmon/hwmon*"))
+                    if (h / "energy1_input").exists()), None)
+    if counter is None:
+        return PowerSensors(unavailable=f"no hwmon energy1_input under {card}/device")
+    source = HwmonEnergy(counter, label=address)
+    if source.read() is None:
+        return PowerSensors(unavailable=f"{counter} is not readable (root only on some kernels)")
     return PowerSensors(sources=(source,))
 
 

@@ -52,6 +52,12 @@ class XpuDevice(TorchAcceleratorDevice):
             extra={"driver_version": getattr(props, "driver_version", None)},
         )
 
+    def power_sensors(self) -> Any:
+        """The only Intel card's hwmon energy counter (``parity.device.power.intel_gpu_sensors``)."""
+        from parity.device.power import intel_gpu_sensors
+
+        return intel_gpu_sensors()
+
     def telemetry_sources(self) -> list[Any]:
         from parity.device.intel_sysfs import IntelGpuTelemetry
 
