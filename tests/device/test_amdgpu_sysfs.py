@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parity.compare.audit import audit_runs
 from parity.device import amdgpu_sysfs
@@ -20,6 +22,7 @@ from parity.device.amdgpu_sysfs import (
     dpm_levels,
     location_id,
     od_sclk,
+    parse_properties,
     read_card,
 )
 from parity.device.sysfs import pcie_generation
@@ -84,6 +87,7 @@ def test_the_parsers_on_what_the_driver_writes() -> None:
                                          "Unknown", None)] == [1, 3, 4, 5, None, None]
     assert location_id("0000:c1:00.0") == (0, 0xC100) and location_id("0001:03:1f.7") == (1, 0x3FF)
     assert location_id("device") is None
+    assert parse_properties("gpu_id 4242\nlocation_id 49408\n\nbad\n") == {"gpu_id": "4242", "location_id": "49408"}
 
 
 def test_clock_lock_wording() -> None:
@@ -217,3 +221,19 @@ def test_telemetry_of_the_card_during_a_measurement(tmp_path: Path, monkeypatch:
     none = AmdgpuTelemetry(device=Gpu(), sys_root=tmp_path / "none")
     assert none.read() == {} and set(none.unavailable().values()) == \
         {"no AMD card (vendor 0x1002) under /sys/class/drm"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("0123456789:*. MHzGT/sxabcdefOD_SCLKRANGE\n\t-")), max_size=120))
+def test_the_sysfs_parsers_take_any_text_without_raising(text: str) -> None:
+    """Whatever a driver or a broken file writes, each parser returns its empty answer or a
+    well-formed one, never an exception."""
+    levels, current = dpm_levels(text)
+    assert all(isinstance(m, int) for m in levels) and (current is None or current in levels)
+    chosen, allowed = od_sclk(text)
+    assert chosen is None or chosen[0] <= chosen[1]
+    assert allowed is None or len(allowed) == 2
+    assert pcie_generation(text) in (None, 1, 2, 3, 4, 5, 6)
+    assert location_id(text) is None or len(location_id(text)) == 2
+    assert clock_lock(text, levels, chosen, allowed)
+    assert all(k and " " not in k for k in parse_properties(text))

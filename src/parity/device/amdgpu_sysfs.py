@@ -183,9 +183,9 @@ def interconnect(folder: Path, address: str, kfd: Path) -> dict[str, Any]:
             "pcie": pcie}
 
 
-def _properties(path: Path) -> dict[str, str]:
-    """A KFD ``properties`` file: one ``name value`` a line."""
-    pairs = (line.split(None, 1) for line in (read_sysfs(path) or "").splitlines())
+def parse_properties(text: str | None) -> dict[str, str]:
+    """A KFD ``properties`` file's text: one ``name value`` a line."""
+    pairs = (line.split(None, 1) for line in (text or "").splitlines())
     return {p[0]: p[1].strip() for p in pairs if len(p) == 2}
 
 
@@ -205,13 +205,13 @@ def xgmi_links(kfd: Path, address: str) -> int | str:
     if where is None or not nodes:
         return not_readable(f"no KFD topology node for {address} under {kfd}")
     for properties in nodes:
-        node = _properties(properties)
+        node = parse_properties(read_sysfs(properties))
         if node.get("gpu_id", "0") == "0" or node.get("location_id") != str(where[1]):
             continue
         if node.get("domain", "0") != str(where[0]):
             continue
         links = sorted(properties.parent.glob("io_links/*/properties"))
-        return sum(1 for link in links if _properties(link).get("type") == str(XGMI_LINK_TYPE))
+        return sum(1 for link in links if parse_properties(read_sysfs(link)).get("type") == str(XGMI_LINK_TYPE))
     return not_readable(f"no KFD topology node for {address} under {kfd}")
 
 
