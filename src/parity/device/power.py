@@ -137,15 +137,15 @@ def nvml_sensors(device: Any) -> PowerSensors:
     return PowerSensors(sources=(source,))
 
 
-class HwmonPower:
-    """An amdgpu card's power from its hwmon (``power1_average`` or ``power1_input``, µW)."""
+class HwmonSensor:
+    """One hwmon file in micro-units: a card's power (``power1_average`` / ``power1_input``, µW,
+    ``kind="power"``) or its energy counter (``energy1_input``, µJ, ``kind="energy"``; 64 bits,
+    no wrap), read in W or J."""
 
-    kind = "power"
     wrap_j: float | None = None
 
-    def __init__(self, path: Path, *, label: str) -> None:
-        self.path = path
-        self.name = f"amdgpu-hwmon:{label}"
+    def __init__(self, path: Path, *, name: str, kind: str) -> None:
+        self.path, self.name, self.kind = path, name, kind
 
     def read(self) -> float | None:
         text = _read_text(self.path)
@@ -163,27 +163,8 @@ def amdgpu_sensors(device: Any, *, sys_root: Path = Path("/sys")) -> PowerSensor
     address, folder = card
     power = next((h / f for h in sorted(folder.glob("hwmon/hwmon*")) if _read_text(h / "name") == "amdgpu"
                   for f in ("power1_average", "power1_input") if (h / f).exists()), None)
-    if power is None:
-        return PowerSensors(unavailable=f"no amdgpu hwmon power file under {folder}")
-    source = HwmonPower(power, label=address)
-    if source.read() is None:
-        return PowerSensors(unavailable=f"{power} is not readable")
-    return PowerSensors(sources=(source,))
-
-
-class HwmonEnergy:
-    """An Intel GPU's energy counter from its i915 or xe hwmon (``energy1_input``, µJ), in joules."""
-
-    kind = "energy"
-    wrap_j: float | None = None  # a 64-bit counter
-
-    def __init__(self, path: Path, *, label: str) -> None:
-        self.path = path
-        self.name = f"intel-hwmon:{label}"
-
-    def read(self) -> float | None:
-        text = _read_text(self.path)
-        return int(text) * 1e-6 if text and text.isdigit() else None
+    return _hwmon_sensors(power, missing=f"no amdgpu hwmon power file under {folder}",
+                          name=f"amdgpu-hwmon:{address}", kind="power")
 
 
 def intel_gpu_sensors(*, sys_root: Path = Path("/sys")) -> PowerSensors:
@@ -197,11 +178,17 @@ def intel_gpu_sensors(*, sys_root: Path = Path("/sys")) -> PowerSensors:
     address, card = cards[0]
     counter = next((h / "energy1_input" for h in sorted(card.glob("device/hwmon/hwmon*"))
                     if (h / "energy1_input").exists()), None)
-    if counter is None:
-        return PowerSensors(unavailable=f"no hwmon energy1_input under {card}/device")
-    source = HwmonEnergy(counter, label=address)
+    return _hwmon_sensors(counter, missing=f"no hwmon energy1_input under {card}/device",
+                          name=f"intel-hwmon:{address}", kind="energy")
+
+
+def _hwmon_sensors(path: Path | None, *, missing: str, name: str, kind: str) -> PowerSensors:
+    """One hwmon file as the device's sensor, or why none: ``missing`` when it is absent."""
+    if path is None:
+        return PowerSensors(unavailable=missing)
+    source = HwmonSensor(path, name=name, kind=kind)
     if source.read() is None:
-        return PowerSensors(unavailable=f"{counter} is not readable (root only on some kernels)")
+        return PowerSensors(unavailable=f"{path} is not readable (some kernels let only root read it)")
     return PowerSensors(sources=(source,))
 
 
