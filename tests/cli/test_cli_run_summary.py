@@ -124,6 +124,27 @@ def test_headline_reads_the_suites_figures_in_human_units() -> None:
         "ceiling 1.25 TFLOP/s; median_efficiency.compute-bound 41.5%; membw.copy.fixed_cost 2.5 us"
 
 
+def test_a_name_given_to_several_figures_says_which_each_is() -> None:
+    from parity.model.figure import Figure
+    from parity.report.run_summary import figure_headline, scope_tags
+
+    def fig(name: str, value: float, unit: str, **scope: object) -> Figure:
+        return Figure(name=name, value=value, unit=unit, method="m", scope=scope)
+
+    overlap = [fig("overlap.exchange_slowdown", 1.07, "count", case="dispatch+gemm", world_size=1),
+               fig("overlap.overlap_fraction", 0.25, "1", case="dispatch+gemm", world_size=1),
+               fig("overlap.exchange_slowdown", 7.0, "count", case="dispatch+copy", world_size=1)]
+    assert figure_headline([f.to_dict() for f in overlap], suite="overlap") == (
+        "exchange_slowdown [dispatch+gemm] 1.07; overlap_fraction 25%; exchange_slowdown [dispatch+copy] 7")
+    # no case, or cases that repeat: the scope values that differ among the figures of the name
+    kernels = [fig("kernels.fp8_gemm.flop_per_s", 3.81e10, "FLOP/s", op="fp8_gemm", shape="128x256x512"),
+               fig("kernels.fp8_gemm.flop_per_s", 8.57e8, "FLOP/s", op="fp8_gemm", shape="1x512x1024")]
+    assert scope_tags(kernels) == ["128x256x512", "1x512x1024"]
+    same_case = [fig("x.rate", 1.0, "B/s", case="c", dtype="fp8"), fig("x.rate", 2.0, "B/s", case="c", dtype="bf16")]
+    assert scope_tags(same_case) == ["fp8", "bf16"]
+    assert scope_tags([fig("x.rate", 1.0, "B/s", case="c")]) == [""]
+
+
 def test_a_case_key_that_looks_like_console_markup_is_printed_as_written() -> None:
     from parity.report.cases import case_table
 

@@ -123,18 +123,41 @@ def _numeric_leaves(
 
 def figure_headline(figures: list[dict[str, Any]], *, suite: str, limit: int = MAX_HEADLINE_FIGURES) -> str:
     """A suite's first figures that have a value, ``name value unit`` in humans' units; the
-    suite's own prefix (``gemm.``) is dropped from each name."""
+    suite's own prefix (``gemm.``) is dropped from each name, and a name the suite gives to
+    several figures (one per case, shape or dtype) carries what tells them apart
+    (:func:`scope_tags`): ``exchange_slowdown [dispatch+gemm] 1.07``."""
     from parity.model.figure import Figure, format_value as format_figure
 
+    valued = [f for f in (Figure.from_dict(data) for data in figures) if f.value is not None]
+    tags = scope_tags(valued)
     shown = []
-    for data in figures:
-        figure = Figure.from_dict(data)
-        if figure.value is None:
-            continue
-        name = figure.name.removeprefix(f"{suite}.")
+    for figure, tag in zip(valued, tags, strict=True):
+        name = figure.name.removeprefix(f"{suite}.") + (f" [{tag}]" if tag else "")
         mark = " (invalid)" if any(f.code == INVALID for f in figure.findings) else ""
         shown.append(f"{name} {format_figure(figure.value, figure.unit)}{mark}")
     return "; ".join(shown[:limit])
+
+
+def scope_tags(figures: list[Any]) -> list[str]:
+    """Per figure, what tells it apart from the figures sharing its name: its case where the
+    cases differ (``dispatch+gemm``, ``low-latency/fp8/dispatch``), else the values of its scope
+    that differ among them (``128x256x512``), joined by ``, ``; "" for a name given once."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for figure in figures:
+        by_name.setdefault(figure.name, []).append(figure.scope or {})
+    tags = []
+    for figure in figures:
+        scopes, scope = by_name[figure.name], figure.scope or {}
+        if len(scopes) == 1:
+            tags.append("")
+            continue
+        cases = [repr(s.get("case")) for s in scopes]
+        if "case" in scope and len(set(cases)) == len(cases):
+            tags.append(str(scope["case"]))
+            continue
+        differing = [k for k in sorted({k for s in scopes for k in s}) if len({repr(s.get(k)) for s in scopes}) > 1]
+        tags.append(", ".join(str(scope.get(k)) for k in differing))
+    return tags
 
 
 def _suite_headline(name: str, entry: dict[str, Any]) -> str:

@@ -16,14 +16,16 @@ METHOD = ("medians of the max over ranks per iteration; "
 
 
 def overlap_figures(summary: OverlapSummary) -> list[Figure]:
-    """``overlap.<name>`` (a ratio, unit ``count``) per case, for each value it has."""
+    """``overlap.<name>`` per case, for each value it has: the slowdowns are ratios of two times
+    (unit ``count``), the overlap achieved a fraction of the shorter work (unit ``1``, shown in %)."""
     figures = []
     for row in summary.rows:
         scope = {"case": row.key, "world_size": summary.world_size, "backend": summary.backend}
         for name in NAMES:
             value = getattr(row, name)
             if value is not None:
-                figures.append(Figure(name=f"overlap.{name}", value=value, unit="count", method=METHOD, scope=scope,
+                unit = "1" if name == "overlap_fraction" else "count"
+                figures.append(Figure(name=f"overlap.{name}", value=value, unit=unit, method=METHOD, scope=scope,
                                       ci95=row.interval(name), findings=figure_findings(row, name)))
     return figures
 
