@@ -163,6 +163,17 @@ def test_implausible_ceiling_hand_computed() -> None:
     assert implausible_finding(1.4e9, None, None) is None
 
 
+def test_a_ceiling_above_the_peak_says_the_peak_understates_the_device() -> None:
+    from parity.families.gemm.raised import above_peak_finding
+
+    # 420.6 GFLOP/s against a 332.8 GFLOP/s Zen 4 bf16 peak (64 x 2 cores x 2.6 GHz): 126%.
+    finding = above_peak_finding(420.6e9, 332.8e9, "AVX-512 BF16 on AMD Zen 4")
+    assert finding is not None and finding.code == "ceiling-above-peak" and "126%" in finding.message
+    assert "clock" in finding.hint and "--peak-tflops" in finding.hint
+    assert above_peak_finding(332.8e9, 332.8e9, "x") is None  # at the peak: not above it
+    assert above_peak_finding(420.6e9, None, None) is None
+
+
 def test_a_shape_above_p_within_the_cis_floors_p_at_its_rate() -> None:
     from parity.families.gemm.raised import floor_at_sweep
 

@@ -31,6 +31,22 @@ def test_the_best_instruction_set_the_cpu_has_wins() -> None:
     assert isa_peak(flags=AMX, dtype="bf16", cores=None, clock_hz=2.1e9) is None
 
 
+def test_a_part_that_runs_an_isa_narrower_gets_its_own_peak() -> None:
+    # AMD Zen 4 (family 25) runs AVX-512 on two 256-bit pipes: fp32 2 x 8 x 2 = 32, bf16 2 x 16 x 2 = 64
+    # FLOP/cycle/core, not the generic entries' 64 and 128.
+    zen4 = {"avx512f", "avx512_bf16", "avx2", "fma"}
+    fp32 = isa_peak(flags=zen4, dtype="fp32", cores=2, clock_hz=2.6e9, cpu=("AuthenticAMD", 25))
+    assert fp32["flops"] == pytest.approx(32 * 2 * 2.6e9) and "Zen 4" in fp32["derived"]
+    bf16 = isa_peak(flags=zen4, dtype="bf16", cores=2, clock_hz=2.6e9, cpu=("AuthenticAMD", 25))
+    assert bf16["flops"] == pytest.approx(64 * 2 * 2.6e9) and "Zen 4" in bf16["source"]
+    # Zen 5 (family 26), an Intel part, or no part known: the generic entries
+    for cpu in (("AuthenticAMD", 26), ("GenuineIntel", 6), None):
+        assert isa_peak(flags=zen4, dtype="fp32", cores=2, clock_hz=2.6e9, cpu=cpu)["flops"] == \
+            pytest.approx(64 * 2 * 2.6e9)
+    # flags still decide: without avx512_bf16 no entry gives bf16
+    assert isa_peak(flags={"avx512f"}, dtype="bf16", cores=2, clock_hz=2.6e9, cpu=("AuthenticAMD", 25)) is None
+
+
 def test_every_isa_entry_has_a_source() -> None:
     table = load_isa_table()
     assert {"amx-bf16", "avx512", "avx2"} <= set(table)

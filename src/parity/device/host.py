@@ -219,6 +219,14 @@ def cpu_flags() -> set[str]:
     return set(text.split())
 
 
+def cpu_part() -> tuple[str, int] | None:
+    """``(vendor_id, cpu family)`` from ``/proc/cpuinfo`` (``("AuthenticAMD", 25)``), or None
+    where either is missing (Arm, off Linux)."""
+    info = cpuinfo_fields()
+    vendor, family = info.get("vendor_id"), info.get("cpu family", "")
+    return (vendor, int(family)) if vendor and family.strip().isdigit() else None
+
+
 def architecture() -> str:
     """``x86-64``, ``arm64`` or the machine string as given, from ``platform.machine()``."""
     machine = platform.machine().lower()

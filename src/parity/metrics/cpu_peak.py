@@ -33,6 +33,14 @@ class IsaEntry:
     flags: tuple[str, ...]
     flop_per_cycle: dict[str, float]
     source: str
+    vendor: str | None = None  # /proc/cpuinfo vendor_id the entry is for; None: any
+    cpu_families: tuple[int, ...] = ()  # its "cpu family" values
+
+    def applies(self, flags: set[str], cpu: tuple[str, int] | None) -> bool:
+        """The CPU has every flag and, for a part-specific entry, is that part."""
+        if not set(self.flags) <= flags:
+            return False
+        return self.vendor is None or (cpu is not None and cpu[0] == self.vendor and cpu[1] in self.cpu_families)
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,7 +53,8 @@ def load_isa_table() -> dict[str, IsaEntry]:
         try:
             out[key] = IsaEntry(key=key, name=str(entry["name"]), flags=tuple(entry["flags"]),
                                 flop_per_cycle={k: float(v) for k, v in entry["flop_per_cycle"].items()},
-                                source=str(entry["source"]))
+                                source=str(entry["source"]), vendor=entry.get("vendor"),
+                                cpu_families=tuple(int(f) for f in entry.get("cpu_families", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise ParityError(f"cpu_isa.toml: isa.{key} is malformed ({exc}); it needs name, flags, "
                               "flop_per_cycle and source") from None
@@ -62,10 +71,13 @@ def cpu_peak_flops(*, flop_per_cycle: float, cores: int, clock_hz: float) -> flo
 
 
 def isa_peak(*, flags: set[str], dtype: str, cores: int | None, clock_hz: float | None,
-             table: dict[str, IsaEntry] | None = None) -> dict[str, Any] | None:
-    """The derived peak of ``dtype`` on a CPU with ``flags``: the best entry whose flags are all
-    present, as ``{"flops", "source", "derived"}``; None without an entry, cores or clock."""
-    entries = [e for e in (table or load_isa_table()).values() if dtype in e.flop_per_cycle and set(e.flags) <= flags]
+             table: dict[str, IsaEntry] | None = None, cpu: tuple[str, int] | None = None) -> dict[str, Any] | None:
+    """The derived peak of ``dtype`` on a CPU with ``flags`` (and ``cpu``: its vendor_id and cpu
+    family): the best entry for that part where one applies, else the best generic entry whose
+    flags are all present, as ``{"flops", "source", "derived"}``; None without an entry, cores or
+    clock."""
+    usable = [e for e in (table or load_isa_table()).values() if dtype in e.flop_per_cycle and e.applies(flags, cpu)]
+    entries = [e for e in usable if e.vendor is not None] or usable
     if not entries or not cores or not clock_hz:
         return None
     best = max(entries, key=lambda e: e.flop_per_cycle[dtype])

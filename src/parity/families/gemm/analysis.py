@@ -28,6 +28,8 @@ from parity.families.gemm.summary import GemmSummary
 from parity.harness.recheck import settle_rechecks
 from parity.families.gemm.measure_case import ceiling_findings
 from parity.families.gemm.raised import (
+    PEAK_FINDINGS,
+    above_peak_finding,
     bandwidth_interval,
     ceiling_interval,
     efficiency_interval,
@@ -193,9 +195,9 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
     cm = floor_at_sweep(raise_ceiling(cm, results), results)
     peak = float(cm["ceiling_flops"]) if _ok_value(ceiling_case, "ceiling_flops") else None
     sheet = cm.get("datasheet_flops")
-    implausible = implausible_finding(peak, sheet, cm.get("datasheet_derived") or cm.get("datasheet_source"))
-    cm["findings"] = [f for f in cm.get("findings", ()) if f.code != "ceiling-implausible"] + (
-        [implausible] if implausible else [])
+    source = cm.get("datasheet_derived") or cm.get("datasheet_source")
+    judged = [f for f in (implausible_finding(peak, sheet, source), above_peak_finding(peak, sheet, source)) if f]
+    cm["findings"] = [f for f in cm.get("findings", ()) if f.code not in PEAK_FINDINGS] + judged
     rows = shape_rows(results, peak=peak, bandwidth=bandwidth, sheet=sheet,
                       ceiling_ci=ceiling_interval(cm, peak) if peak else None,
                       bandwidth_ci=bandwidth_interval(bandwidth_case.metrics, bandwidth)
@@ -203,7 +205,7 @@ def gemm_summary(results: list[CaseResult]) -> GemmSummary:
     shape_results = [r for r in results if r.params.get("kind") == "shape"]
     ceiling_codes = [f.code for f in cm.get("findings", ())]
     sweep_findings = [f.to_dict() for f in cm.pop("sweep_findings", ())] + [
-        f.to_dict() for f in cm.pop("findings", ()) if f.code in ("ceiling-raised", "ceiling-kept", "ceiling-implausible")]
+        f.to_dict() for f in cm.pop("findings", ()) if f.code in ("ceiling-raised", "ceiling-kept", *PEAK_FINDINGS)]
     dtype = next((r.params.get("dtype") for r in results if r.params.get("dtype")), None)
     return GemmSummary(
         ceiling_flops=peak,

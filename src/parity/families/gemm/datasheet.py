@@ -24,12 +24,12 @@ def reference_peak(*, device: Any, dtype: str, given_tflops: float | None) -> di
     sheet = peak_flops(props.name, dtype)
     if sheet is not None or device.type != "cpu":
         return sheet
-    from parity.device.host import cpu_flags
+    from parity.device.host import cpu_flags, cpu_part
 
     physical = (props.extra or {}).get("physical_cores")
     cores = min(c for c in (physical, props.compute_units) if c) if (physical or props.compute_units) else None
     clock = props.clock_max_mhz * 1e6 if props.clock_max_mhz else None
-    return isa_peak(flags=cpu_flags(), dtype=dtype, cores=cores, clock_hz=clock)
+    return isa_peak(flags=cpu_flags(), dtype=dtype, cores=cores, clock_hz=clock, cpu=cpu_part())
 
 
 def with_given_peak(metrics: dict[str, Any], given_tflops: float | None) -> dict[str, Any]:

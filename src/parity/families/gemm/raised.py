@@ -34,6 +34,7 @@ from parity.model.result import CaseResult
 TERA = 1e12
 # A P under this share (a twentieth) of the datasheet or ISA peak is implausible for a dedicated search.
 IMPLAUSIBLE_FRACTION = 0.05
+PEAK_FINDINGS = ("ceiling-implausible", "ceiling-above-peak")  # P judged against the device's peak
 # The search around a challenger gets this share of the ceiling search's budget.
 RAISE_BUDGET_SHARE = 0.5
 RAISE_STATISTIC = "raised after the sweep"
@@ -227,6 +228,20 @@ def implausible_finding(peak: float | None, sheet: float | None, source: str | N
         message=(f"P = {peak / TERA:.4g} TFLOP/s is {100 * peak / sheet:.2g}% of the device's peak "
                  f"{sheet / TERA:.4g} TFLOP/s ({source or 'datasheet'}), under {IMPLAUSIBLE_FRACTION:.0%}"),
         hint="other work held the device while the ceiling was searched, or the dtype is emulated; run idle")
+
+
+def above_peak_finding(peak: float | None, sheet: float | None, source: str | None) -> Finding | None:
+    """``ceiling-above-peak`` (a warning) when P exceeds the device's peak (FLOP/s): the peak's
+    inputs understate the device (a derived CPU peak's clock most often), so fractions of it are
+    not to be quoted."""
+    if not peak or not sheet or peak <= sheet:
+        return None
+    return Finding(
+        code="ceiling-above-peak", severity=Severity.WARNING,
+        message=(f"P = {peak / TERA:.4g} TFLOP/s is {100 * peak / sheet:.3g}% of the device's peak "
+                 f"{sheet / TERA:.4g} TFLOP/s ({source or 'datasheet'}): the peak understates this device"),
+        hint=("a derived CPU peak uses the highest clock the CPU reports, and a CPU that boosts above it (a VM "
+              "hides the boost clock) beats it; quote fractions of P, or give the peak with --peak-tflops"))
 
 
 def _dims(shape: dict[str, Any]) -> str:
