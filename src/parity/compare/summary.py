@@ -195,6 +195,8 @@ def _figure_ratios(suite: str, data: PairData) -> list[tuple[Figure, RatioRecord
             continue  # a figure of no sign (a fitted offset of zero): nothing to divide
         note = "" if check.comparable else (f"forced: not comparable: {check.reason}" if data.force
                                             else f"not comparable: {check.reason}")
+        if check.comparable and ci is not None and ci[0] <= 1.0 <= ci[1]:
+            note = NO_DIFFERENCE  # said beside the ratio, as for the medians
         scope = {"suite": suite, "figure": name, "runs": list(data.pair), "runs_per_side": list(data.runs),
                  "comparable": check.comparable}
         figure = Figure(name=f"{name}.ratio", value=value, unit="x", ci95=ci, note=note, scope=scope,

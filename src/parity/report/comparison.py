@@ -56,15 +56,25 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
     return header, rows, marks
 
 
+NAME_WIDTH = 52  # the widest a figure's name or a condition is kept on one line
+
+
 def _summary_cells(doc: dict[str, Any]) -> list[list[str]]:
     out = []
     for figure in doc.get("summary") or []:
         scope = figure.get("scope") or {}
-        where = ", ".join(f"{k}={v}" for k, v in scope.items() if k not in ("runs",))
+        said = {"runs", "comparable"}  # the run ids head the page; a ratio not comparable says so in its note
+        if figure["name"] == f"{scope.get('figure')}.ratio":
+            said |= {"figure", "suite"}  # the name says them
+        where = ", ".join(f"{k}={v}" for k, v in scope.items() if k not in said)
         ci = figure.get("ci95")
-        value = format_value(figure.get("value"), figure["unit"]) if figure["unit"] in UNITS else str(figure.get("value"))
-        if ci:
-            value += f" [{format_value(ci[0], figure['unit'])}, {format_value(ci[1], figure['unit'])}]"
+        if figure["unit"] == "x" and figure.get("value") is not None:  # a ratio, written as the cases' are
+            value = ratio_text(figure["value"], ci)
+        else:
+            value = (format_value(figure.get("value"), figure["unit"]) if figure["unit"] in UNITS
+                     else str(figure.get("value")))
+            if ci:
+                value += f" [{format_value(ci[0], figure['unit'])}, {format_value(ci[1], figure['unit'])}]"
         out.append([figure["name"], value, where, figure.get("note") or ""])
     return out
 
@@ -88,18 +98,25 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
     table = Table(title="cases" + (f" (first {limit} of {len(doc['cases'])})" if len(doc["cases"]) > limit else ""),
                   title_justify="left", box=box.SIMPLE_HEAD)
     for name in header:
-        table.add_column(name, justify="left" if name in ("suite", "kind", "case", "marked") else "right")
+        table.add_column(name, justify="left" if name in ("suite", "kind", "case", "marked") else "right",
+                         overflow="fold")  # a long case key or figure name wraps, never cut to "..."
     for row_cells, marked in zip(rows, marks):  # cells as Text: a name's "[...]" is not markup
         table.add_row(*map(Text, row_cells), style="yellow" if marked else None)
     parts.append(table)
-    for title, columns, cells in (("summary", ("figure", "value", "scope", "note"), _summary_cells(doc)),
-                                  ("fairness audit", ("condition", "values", "why it matters", ""), _audit_cells(doc))):
-        if cells:
+    summary = [[Text(name) + Text("\n" + scope if scope else "", style="dim"), Text(value), Text(note)]
+               for name, value, scope, note in _summary_cells(doc)]  # the scope under its figure's name
+    audit = [list(map(Text, row)) for row in _audit_cells(doc)]
+    tables: list[tuple[str, tuple[str, ...], list[list[Text]]]] = [
+        ("summary", ("figure (scope)", "value", "note"), summary),
+        ("fairness audit", ("condition", "values", "why it matters", ""), audit)]
+    for title, columns, cell_rows in tables:
+        if cell_rows:
             extra_table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-            for name in columns:
-                extra_table.add_column(name)
-            for row in cells:
-                extra_table.add_row(*map(Text, row))
+            longest = max(len(row[0].plain.split("\n")[0]) for row in cell_rows)
+            for index, name in enumerate(columns):  # a figure's name on its line where it fits; nothing cut to "..."
+                extra_table.add_column(name, overflow="fold", min_width=min(longest, NAME_WIDTH) if index == 0 else None)
+            for row in cell_rows:
+                extra_table.add_row(*row)
             parts.append(extra_table)
     if not doc.get("audit"):
         parts.append(Text("fairness audit: no condition differs"))
