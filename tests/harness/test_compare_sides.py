@@ -46,6 +46,8 @@ def test_two_runs_a_side_hand_case(tmp_path: Path) -> None:
     assert ceiling["value"] == pytest.approx(1.0) and ceiling["ci95"] == pytest.approx([1.0, 1.0])
     record = next(r for r in doc["ratios"] if r["level"] == "figure" and r["name"] == "gemm.ceiling")
     assert record["comparable"] and record["verdict"] == "no difference measured"
+    assert ceiling["note"] == "no difference measured"  # said beside the figure too, as for the medians
+    assert bound["note"] == ""  # [2, 2] holds no 1: a difference, no such note
 
 
 def _figure(**scope: object) -> StoredFigure:
