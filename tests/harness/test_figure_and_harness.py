@@ -27,7 +27,10 @@ def test_figure_round_trip_and_validation() -> None:
 @pytest.mark.parametrize(
     ("value", "unit", "text"),
     [(1.5e12, "FLOP/s", "1.5 TFLOP/s"), (2.5e10, "B/s", "25 GB/s"), (3e-6, "s", "3 us"),
-     (0.415, "1", "41.5%"), (4096.0, "count", "4,096"), (None, "s", "n/a"), (2**30, "B", "1,024 MiB")],
+     (0.415, "1", "41.5%"), (4096.0, "count", "4,096"), (None, "s", "n/a"), (2**30, "B", "1,024 MiB"),
+     # a rate under 1 of its usual unit in the next smaller one; zero stays in the usual unit
+     (3.81e10, "FLOP/s", "38.1 GFLOP/s"), (8.57e8, "FLOP/s", "857 MFLOP/s"), (6e7, "B/s", "60 MB/s"),
+     (512.0, "B/s", "512 B/s"), (0.0, "FLOP/s", "0 TFLOP/s"), (4.8e12, "B/s", "4,800 GB/s")],
 )
 def test_format_value_makes_humans_units_at_the_edge(value: float | None, unit: str, text: str) -> None:
     assert format_value(value, unit) == text

@@ -98,8 +98,9 @@ class Figure:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``; a time at
-    its scale (``1.08 ns``, ``17.1 us``, ``5.7 ms``: :func:`format_seconds`); a ratio (``x``) as
+    """``value`` (SI) in the human unit of ``unit``: 1.2e12 FLOP/s -> ``1.20 TFLOP/s``, a rate
+    under 1 of it in a smaller unit (:data:`SMALLER_RATES`: ``38.1 GFLOP/s``); a time at its
+    scale (``1.08 ns``, ``17.1 us``, ``5.7 ms``: :func:`format_seconds`); a ratio (``x``) as
     :func:`ratio_number` writes it."""
     if value is None:
         return "n/a"
@@ -107,12 +108,23 @@ def format_value(value: float | None, unit: str) -> str:
         return format_seconds(value)
     human, scale = UNITS[unit]
     shown = value / scale
+    for smaller, smaller_scale in SMALLER_RATES.get(unit, ()):  # 0.0381 TFLOP/s reads 38.1 GFLOP/s
+        if 0 < abs(shown) < 1:
+            human, scale = smaller, smaller_scale
+            shown = value / scale
     if unit == "x" and abs(shown) < 1000:
         text = ratio_number(shown)
     else:
         text = f"{shown:.3g}" if abs(shown) < 1000 else f"{shown:,.0f}"
     return f"{text}{human}" if human == "%" else f"{text} {human}".rstrip()
 
+
+# A rate under 1 of its usual unit is written in the next smaller one, in turn (never for a
+# value of zero): a CPU's 0.0381 TFLOP/s is 38.1 GFLOP/s, a slow link's 0.06 GB/s 60 MB/s.
+SMALLER_RATES: dict[str, tuple[tuple[str, float], ...]] = {
+    "FLOP/s": (("GFLOP/s", 1e9), ("MFLOP/s", 1e6), ("FLOP/s", 1.0)),
+    "B/s": (("MB/s", 1e6), ("kB/s", 1e3), ("B/s", 1.0)),
+}
 
 RATIO_DIGITS = 3  # significant digits of a ratio or a CI bound
 RATIO_MAX_DIGITS = 6
