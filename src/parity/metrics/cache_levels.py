@@ -10,7 +10,8 @@ sits in the reported hierarchy, the same way on every run and on resume:
   ``C`` bytes on about ``C/W`` of its loads, so at ``2C`` at most half the loads are cache hits.
   Memory's latency is the median of the curve from there on; its span extends down over the
   plateaus just before it whose latency agrees within 5% (a flat stretch across the reported last-level
-  size: a cache that holds less in practice than reported);
+  size: a cache that holds less in practice than reported), or that sit near it after a large
+  step (:func:`climbs_to_memory`: the climb to memory past a cache that holds far less);
 - a cache plateau after the level whose size region ``(previous level, level]`` holds its
   geometric mid-size (:func:`level_index`); neighbouring plateaus in one region that agree in
   latency are one level split by noise and are merged; when they disagree, the widest takes the
@@ -41,6 +42,13 @@ MEMORY_FACTOR = 2.0
 # whose latency is under twice memory's (a 300 MiB L3 at 140 ns before 260 ns DRAM) leaves a
 # slope, not a step, and a looser rule would swallow the cache into memory.
 MEMORY_AGREEMENT = 0.05
+# A plateau just before memory is memory too, whatever the 5% rule says, when it sits near memory
+# (memory at most NEAR_MEMORY times its latency) after a step from the plateau before it of at
+# least MEMORY_STEP: the curve has left a cache that holds less than its reported size (a VM's
+# share of a shared L3) and climbs towards memory while a few loads still hit. A cache step is
+# some 3-4x (L1 to L2 to L3); the 300 MiB L3 above, at 140 ns before 260 ns DRAM, is not near.
+NEAR_MEMORY = 1.25
+MEMORY_STEP = 4.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,9 +212,19 @@ def memory_run(sizes: np.ndarray, lat: np.ndarray, inner: Sequence[Run], *, llc_
     latency = float(np.median(lat[cut:]))
     start = int(sizes[cut])
     caches = list(inner)
-    while caches and latencies_agree(caches[-1][2], latency, tolerance=tolerance):
+    while caches and (latencies_agree(caches[-1][2], latency, tolerance=tolerance) or climbs_to_memory(caches, latency)):
         start = caches.pop()[0]
     return (start, int(sizes[-1]), latency, int(sizes.size - cut)), caches
+
+
+def climbs_to_memory(caches: Sequence[Run], memory_ns: float) -> bool:
+    """The last of ``caches`` is the climb to memory, not a cache: ``memory <= NEAR_MEMORY · its
+    latency`` and its latency ``>= MEMORY_STEP ·`` the plateau before it (13.6 ns, then 131 ns
+    against 147 ns memory: a 6 MiB share of a reported 32 MiB L3). Needs a plateau before it."""
+    if len(caches) < 2:
+        return False
+    latency, before = caches[-1][2], caches[-2][2]
+    return memory_ns <= NEAR_MEMORY * latency and latency >= MEMORY_STEP * before
 
 
 def _merge_regions(runs: Sequence[tuple[Run, int]], sizes: np.ndarray, lat: np.ndarray,
