@@ -110,7 +110,9 @@ def test_summary_reads_cache_sizes_from_huge_pages_and_marks_page_walks() -> Non
     assert [(p["level"], p["size_bytes"]) for p in summary["plateaus"]] == [
         ("L1", 32 * KIB), ("L2", 512 * KIB), ("L3", 4 * MIB), ("DRAM", 2**27)]
     assert [f["code"] for f in summary["findings"]] == ["cache-size-mismatch"]
-    assert "L3" in summary["findings"][0]["message"] and "huge pages" in summary["findings"][0]["hint"]
+    assert "huge pages" in summary["findings"][0]["hint"]
+    assert summary["findings"][0]["message"].startswith("the L3 plateau ends at 4 MiB (capacity ")  # sizes read
+    assert "0.15x the 32 MiB the device reports" in summary["findings"][0]["message"]
     assert "hypervisor" not in summary["findings"][0]["hint"]
     for row in rows:
         row.params["hypervisor"] = True

@@ -14,20 +14,9 @@ from parity.cli.output import json_option, write_json
 from parity.cli.progress import ProgressRenderer
 from parity.cli.runs import stdout_console
 from parity.model.errors import ParityError
+from parity.report.units import format_bytes
 
 SMOKE_STYLE = {"passed": "green", "failed": "red", "skipped": "yellow"}
-
-
-def format_bytes(value: int | None) -> str:
-    """``33554432`` -> ``32 MiB``; ``-`` when unknown (binary prefixes, as caches are sized)."""
-    if value is None:
-        return "-"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if size == int(size) else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{value} B"
 
 
 def _table(title: str) -> Table:

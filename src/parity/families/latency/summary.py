@@ -35,6 +35,7 @@ from parity.metrics.page_walks import label_page_walks
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
+from parity.report.units import format_bytes
 from parity.stats.trend import off_trend
 
 ESTIMATORS = {"median": "ns_per_load", "min": "ns_per_load_min"}
@@ -99,16 +100,16 @@ def cache_size_findings(plateaus: list[Plateau], *, reported: list[dict[str, Any
             continue
         out.append(Finding(
             code="cache-size-mismatch", severity=Severity.WARNING,
-            message=(f"the {p.level} plateau ends at {p.size_bytes} B (capacity {p.capacity_bytes or p.size_bytes} B) "
-                     f"with {page} pages, {p.size_ratio:.2g}x the {p.reported_bytes} B the device reports "
-                     f"(more than {SIZE_AGREEMENT_FACTOR:g}x off)"),
+            message=(f"the {p.level} plateau ends at {format_bytes(p.size_bytes)} (capacity "
+                     f"{format_bytes(p.capacity_bytes or p.size_bytes)}) with {page} pages, {p.size_ratio:.2g}x the "
+                     f"{format_bytes(p.reported_bytes)} the device reports (more than {SIZE_AGREEMENT_FACTOR:g}x off)"),
             hint=why))
     named = {p.level for p in plateaus}
     for level in reported:
         if level["level"] not in named:
             out.append(Finding(
                 code="cache-level-not-found", severity=Severity.WARNING,
-                message=(f"no plateau matches the reported {level['level']} ({level['size_bytes']} B) "
+                message=(f"no plateau matches the reported {level['level']} ({format_bytes(level['size_bytes'])}) "
                          f"on the {page} curve"),
                 hint="the level is too small or too shared to hold a flat stretch; " + why))
     return out
