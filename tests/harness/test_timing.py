@@ -203,11 +203,12 @@ def test_input_rotation_of_real_tensors_exceeds_the_cpu_cache() -> None:
 
 def test_rotation_that_fits_in_cache_without_flush_is_flagged() -> None:
     device = FakeDevice(durations_s=[1 * MS])
-    rotation = InputRotation(sets=(0, 1), bytes_per_set=10, cache_bytes=1000)
+    rotation = InputRotation(sets=(0, 1), bytes_per_set=3 * 2**19, cache_bytes=32 * 2**20)
     m = measure(
         lambda _: None, device=device, inputs=rotation, warmup_s=0, budget_s=0, flush_cache=False
     )
-    assert "inputs-fit-in-cache" in {f.code for f in m.findings}
+    (found,) = [f for f in m.findings if f.code == "inputs-fit-in-cache"]
+    assert found.message == "2 input sets of 1.5 MiB fit in the 32 MiB cache and the cache is not flushed"
     m = measure(lambda _: None, device=device, inputs=rotation, warmup_s=0, budget_s=0)
     assert "inputs-fit-in-cache" not in {f.code for f in m.findings}
 

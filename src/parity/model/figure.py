@@ -148,6 +148,18 @@ def ratio_text(ratio: float, ci: tuple[float, float] | list[float] | None) -> st
     return f"{ratio_number(ratio)}x" + (f" [{ratio_number(ci[0])}, {ratio_number(ci[1])}]" if ci else "")
 
 
+def format_bytes(n: float | None) -> str:
+    """``1 KiB``, ``1.5 MiB``, ``4 GiB`` (binary prefixes, as cache and buffer sizes are)."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:.3g} TiB"
+
+
 def format_seconds(s: float | None) -> str:
     """Seconds at a readable scale: ``3.2 us``, ``15.1 ms``, ``12.9 s`` (and ``1,234 s``, never a
     power of ten), ``-`` for None."""

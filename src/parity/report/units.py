@@ -6,19 +6,7 @@ the same in every table.
 
 from __future__ import annotations
 
-from parity.model.figure import format_seconds  # noqa: F401 - one duration format for report and compare
-
-
-def format_bytes(n: float | None) -> str:
-    """``1 KiB``, ``1.5 MiB``, ``4 GiB`` (binary prefixes, as cache and buffer sizes are)."""
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:.3g} TiB"
+from parity.model.figure import format_bytes, format_seconds  # noqa: F401 - one format each for report and compare
 
 
 def format_fraction(f: float | None) -> str:

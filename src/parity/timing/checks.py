@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.device.base import Device
+from parity.model.figure import format_bytes
 from parity.model.findings import Finding, Severity
 from parity.timing.rotation import InputRotation
 
@@ -66,8 +67,8 @@ def rotation_findings(inputs: InputRotation, flush: bool) -> list[Finding]:
             code="inputs-fit-in-cache",
             severity=Severity.WARNING,
             message=(
-                f"{len(inputs)} input sets of {inputs.bytes_per_set} B fit in the "
-                f"{inputs.cache_bytes} B cache and the cache is not flushed"
+                f"{len(inputs)} input sets of {format_bytes(inputs.bytes_per_set)} fit in the "
+                f"{format_bytes(inputs.cache_bytes)} cache and the cache is not flushed"
             ),
             hint="raise max_sets or enable the cache flush; inputs are likely served from cache",
         )

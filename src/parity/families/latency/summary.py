@@ -33,9 +33,9 @@ from parity.metrics.latency import find_knees
 from parity.harness.recheck import settle_rechecks
 from parity.metrics.page_walks import label_page_walks
 from parity.model.errors import ParityError
+from parity.model.figure import format_bytes
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult
-from parity.report.units import format_bytes
 from parity.stats.trend import off_trend
 
 ESTIMATORS = {"median": "ns_per_load", "min": "ns_per_load_min"}
