@@ -119,8 +119,16 @@ def test_points_over_the_ceiling_are_a_finding() -> None:
     rows = [_ceiling_row(2 * 2**28 / 20e9), _row("triad", size, 3 * size / 34.8e9), _row("triad", 2**28, 3 * 2**28 / 15e9)]
     summary = _summary(rows)
     (finding,) = summary["findings"]
-    assert finding["code"] == "over-ceiling" and "triad 16777216 B at 174%" in finding["message"]
-    assert "last-level cache" not in finding["message"]  # 16 MiB is larger than this LLC (1 MiB)
+    assert finding["code"] == "over-ceiling" and finding["severity"] == "warning"
+    assert finding["message"].startswith("1 point(s) beyond the last-level cache exceed the measured ceiling "
+                                         "(triad 16 MiB at 174%): memory beat the memory ceiling")  # LLC 1 MiB
+    # a point in the cache beside it is counted; alone, cache points are a note, not a warning
+    cached = [_row("copy", 2**19, 2 * 2**19 / 40e9)]
+    (both,) = _summary(rows + cached)["findings"]
+    assert both["severity"] == "warning" and both["message"].endswith("; 1 more fit in the last-level cache and measure it")
+    (alone,) = _summary([rows[0], *cached])["findings"]
+    assert alone["severity"] == "info" and "copy 512 KiB at 200%" in alone["message"]
+    assert "measures the cache, not memory" in alone["message"]
     from rich.console import Console
 
     from parity.families.membw.views import render_membw

@@ -20,6 +20,7 @@ from typing import Any
 from parity.harness.recheck import settle_rechecks
 from parity.metrics.bandwidth import STREAM_CONVENTION, fit_fixed_cost, utilization
 from parity.model.errors import ParityError
+from parity.model.figure import format_bytes
 from parity.model.result import CaseResult
 from parity.stats.trend import off_trend
 
@@ -68,18 +69,33 @@ def measured_ceiling(results: list[CaseResult]) -> dict[str, Any] | None:
 
 
 def over_ceiling_finding(curves: list[dict[str, Any]], llc_bytes: int | None) -> dict[str, Any] | None:
-    """An ``over-ceiling`` warning (a dict, as summaries hold) naming every point whose GB/s
-    exceeds the measured ceiling (``utilization_ceiling > 1``); None when there is none."""
+    """The points whose GB/s exceed the measured ceiling (``utilization_ceiling > 1``), as a
+    finding (a dict, as summaries hold); None when there is none. Points beyond the last-level
+    cache (every point when its size is unknown) are an ``over-ceiling`` warning: memory beat the
+    memory ceiling, so the ceiling copy or the point was disturbed. Points that fit in the cache
+    measure the cache: alone they are an ``over-ceiling`` note (info), beside the others a count."""
     over = [(c["op"], p) for c in curves for p in c["points"] if (p.get("utilization_ceiling") or 0) > 1.0]
     if not over:
         return None
-    shown = ", ".join(f"{op} {p['operand_bytes']} B at {p['utilization_ceiling']:.0%}" for op, p in over[:8])
-    cached = llc_bytes and all(p["operand_bytes"] <= llc_bytes for _, p in over)
-    why = ("every one fits in the last-level cache, so it measures the cache, not memory" if cached
-           else "a point beats the memory ceiling: the ceiling copy was disturbed, or the point was")
+    cached = [(op, p) for op, p in over if llc_bytes and p["operand_bytes"] <= llc_bytes]
+    beyond = [(op, p) for op, p in over if not (llc_bytes and p["operand_bytes"] <= llc_bytes)]
+
+    def listed(points: list[tuple[str, dict[str, Any]]]) -> str:
+        shown = ", ".join(f"{op} {format_bytes(p['operand_bytes'])} at {p['utilization_ceiling']:.0%}"
+                          for op, p in points[:8])
+        return shown + (", ..." if len(points) > 8 else "")
+
+    if not beyond:
+        return {"code": "over-ceiling", "severity": "info",
+                "message": (f"{len(cached)} point(s) exceed the measured ceiling ({listed(cached)}); every one fits "
+                            "in the last-level cache, so it measures the cache, not memory"),
+                "hint": "read those points as cache bandwidth"}
+    where = " beyond the last-level cache" if llc_bytes else ""
+    more = f"; {len(cached)} more fit in the last-level cache and measure it" if cached else ""
     return {"code": "over-ceiling", "severity": "warning",
-            "message": f"{len(over)} point(s) exceed the measured ceiling ({shown}{', ...' if len(over) > 8 else ''}); {why}",
-            "hint": "read those points as cache bandwidth, or measure again on an idle machine"}
+            "message": (f"{len(beyond)} point(s){where} exceed the measured ceiling ({listed(beyond)}): memory beat "
+                        f"the memory ceiling, so the ceiling copy was disturbed, or the point was{more}"),
+            "hint": "measure again on an idle machine; until then the ceiling may understate memory bandwidth"}
 
 
 def datasheet_peak(device_name: str | None) -> dict[str, Any]:
