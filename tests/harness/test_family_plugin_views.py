@@ -19,7 +19,7 @@ from parity.model.result import CaseResult, RunRecord
 from parity.model.samples import Samples
 from parity.report.html.chart import Chart, tables_only
 from parity.report.html.document import report_data, suites_present
-from parity.report.views import GenericView, RunData, case_headline, render_suite_details, suite_view, view_for
+from parity.report.views import GenericView, RunData, case_headline, print_view, suite_details, suite_view, view_for
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin_family"
 
@@ -134,10 +134,20 @@ def test_generic_terminal_lists_the_summary_two_levels_deep() -> None:
 def test_runs_show_draws_each_suite_with_its_view(demo: Family) -> None:
     run, _ = _demo_run("20261201-000000-aaaa")
     console = Console(width=100, record=True)
-    console.print(render_suite_details(run))
+    for drawn in suite_details(run):
+        print_view(console, drawn)
     text = console.export_text()
     assert "demo: 2 sizes" in text and "0.4" in text  # the demo view: 4e8 FLOP/s as 0.4 GFLOP/s
     assert "ghost" in text and "widgets" in text  # the generic view
+
+
+def test_a_view_drawn_as_text_is_printed_as_written() -> None:
+    """The collectives' nccl-tests layout: rows wider than the terminal stay one line each, and a
+    dimension in brackets is text, not console markup."""
+    row = "# all_to_all [scale-up]" + " " * 40 + "out-of-place" + " " * 40 + "in-place  #wrong"
+    console = Console(width=80, record=True)
+    print_view(console, row + "\n" + "1024  256  fp32  [bold]")
+    assert console.export_text().splitlines() == [row, "1024  256  fp32  [bold]"]
 
 
 def test_a_chart_in_a_section_no_view_names_still_appears(monkeypatch: pytest.MonkeyPatch) -> None:

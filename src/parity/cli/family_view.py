@@ -12,12 +12,14 @@ from typing import Any
 def print_family(console: Any, payload: dict[str, Any], *, db: str, extra: dict[str, Any]) -> None:
     """Print ``payload`` (``family_payload``'s document) on ``console``; ``extra`` are the
     command's own display flags, given to the view's ``terminal`` where it takes them."""
+    from parity.report.views import print_view
+
     name, run_id = payload["suite"], payload["run_id"]
     console.print(f"{name} on {payload['device']} (run {run_id}, store {db})")
     if payload["summary_error"]:
         console.print(f"summary failed: {payload['summary_error']}", style="red")
     elif payload["summary"] or payload["figures"]:
-        console.print(family_renderable(name, payload["summary"], payload["figures"], extra=extra))
+        print_view(console, family_renderable(name, payload["summary"], payload["figures"], extra=extra))
     for line in invalid_lines(payload["figures"]):
         console.print(line, style="magenta", markup=False)
     counts = payload["counts"]

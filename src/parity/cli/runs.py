@@ -182,7 +182,7 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
     """
     from parity.report.cases import case_table
     from parity.report.run_summary import render_run_summary
-    from parity.report.views import render_suite_details
+    from parity.report.views import print_view, suite_details
 
     with Store.open(db_path, read_only=True) as store:
         run = store.get_run(run_id)
@@ -194,9 +194,8 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
                       f"{resume_command(run)} {run.run_id}" if state == "interrupted" else f"run {run.run_id}: {state}",
                       style="yellow")
     console.print(render_run_summary(run, cases))
-    details = render_suite_details(run)
-    if details.renderables:
-        console.print(details)
+    for drawn in suite_details(run):
+        print_view(console, drawn)
     if cases:
         console.print(case_table(cases, limit=limit))
     console.print(_provenance_line(run.provenance), style="dim")

@@ -6,7 +6,7 @@ The report and compare call these and name no family; a family without a view is
 generic view (its figures and cases as tables).
 
     view = view_for("gemm")
-    console.print(view.terminal(summary))
+    print_view(console, view.terminal(summary))
     charts = view.charts([RunData(label=..., run=run, summary=..., figures=..., cases=...)])
 """
 
@@ -22,7 +22,7 @@ from parity.model.errors import ParityError
 from parity.model.result import CaseResult, RunRecord
 
 if TYPE_CHECKING:
-    from rich.console import Group, RenderableType
+    from rich.console import RenderableType
 
     from parity.report.html.chart import Chart
 
@@ -86,16 +86,23 @@ def suite_view(name: str) -> View:
     return view if view is not None else GenericView(name)
 
 
-def render_suite_details(run: RunRecord) -> Group:
+def suite_details(run: RunRecord) -> list[RenderableType]:
     """Each stored suite summary of ``run`` drawn by its view (:func:`suite_view`), for
     ``parity runs show``; a suite whose summary failed or is empty is left out (the run
-    summary's row says why)."""
-    from rich.console import Group
-
+    summary's row says why). Print each with :func:`print_view`."""
     stored = run.summary.get("suites", {}) if isinstance(run.summary, dict) else {}
-    parts = [suite_view(name).terminal(dict(entry["summary"])) for name, entry in stored.items()
-             if isinstance(entry, dict) and entry.get("summary") and not entry.get("summary_error")]
-    return Group(*parts)
+    return [suite_view(name).terminal(dict(entry["summary"])) for name, entry in stored.items()
+            if isinstance(entry, dict) and entry.get("summary") and not entry.get("summary_error")]
+
+
+def print_view(console: Any, drawn: RenderableType) -> None:
+    """Print what a view's ``terminal`` drew. A view may draw plain text (the collectives'
+    nccl-tests layout): it is printed as written, lines as wide as they are (never wrapped
+    mid-row) and ``[scale-up]`` as text, not console markup."""
+    if isinstance(drawn, str):
+        console.print(drawn, markup=False, highlight=False, soft_wrap=True)
+    else:
+        console.print(drawn)
 
 
 def _slug(name: str) -> str:
