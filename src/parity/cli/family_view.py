@@ -15,9 +15,9 @@ def print_family(console: Any, payload: dict[str, Any], *, db: str, extra: dict[
     from parity.report.views import print_view
 
     name, run_id = payload["suite"], payload["run_id"]
-    console.print(f"{name} on {payload['device']} (run {run_id}, store {db})")
+    console.print(f"{name} on {payload['device']} (run {run_id}, store {db})", markup=False)
     if payload["summary_error"]:
-        console.print(f"summary failed: {payload['summary_error']}", style="red")
+        console.print(f"summary failed: {payload['summary_error']}", style="red", markup=False)
     elif payload["summary"] or payload["figures"]:
         print_view(console, family_renderable(name, payload["summary"], payload["figures"], extra=extra))
     for line in invalid_lines(payload["figures"]):

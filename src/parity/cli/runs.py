@@ -158,7 +158,7 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
     if records:
         console.print(table)
     else:
-        console.print(f"no runs in {path} yet; start one with: parity run --quick")
+        console.print(f"no runs in {path} yet; start one with: parity run --quick", markup=False)
     write_json(json_path, "run-list", {"db": str(path), "runs": entries})
 
 
@@ -192,7 +192,7 @@ def show_run(run_id: str, limit: int, db_path: str | None, json_path: str | None
     if state != run.status:
         console.print(f"run {run.run_id} is {state}: its process is gone; continue it with "
                       f"{resume_command(run)} {run.run_id}" if state == "interrupted" else f"run {run.run_id}: {state}",
-                      style="yellow")
+                      style="yellow", markup=False)
     console.print(render_run_summary(run, cases))
     for drawn in suite_details(run):
         print_view(console, drawn)

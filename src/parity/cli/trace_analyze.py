@@ -84,19 +84,20 @@ def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | N
         stored = store_analysis(paths, document, db_path=db_path, label=label,
                                 options={"steps": steps_text, "window": window_text, "rules": rules_path})
         document = {**document, "stored": {"id": stored.analysis_id, "sha256": stored.sha256}}
-        console.print(f"stored trace analysis {stored.analysis_id} (sha256 {stored.sha256[:12]}...)", style="dim")
+        console.print(f"stored trace analysis {stored.analysis_id} (sha256 {stored.sha256[:12]}...)", style="dim",
+                      markup=False)
     write_json(json_path, "trace-analysis", document)
     if csv_dir:
         from parity.trace.export import write_csv
 
         for path in write_csv(result, csv_dir):
-            console.print(f"wrote {path}", style="dim")
+            console.print(f"wrote {path}", style="dim", markup=False)
     if chrome_path:
         from parity.trace.categories import categorize
         from parity.trace.export import write_chrome_trace
 
         path = write_chrome_trace(result, table, categorize(table, rules), chrome_path)
-        console.print(f"wrote {path} (open it in Perfetto)", style="dim")
+        console.print(f"wrote {path} (open it in Perfetto)", style="dim", markup=False)
 
 
 def analyse_paths(paths: tuple[str, ...] | list[str], *, steps_text: str | None = None,
