@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from parity.families.kernels.summary import KernelRow, KernelsSummary, LibraryStatus
+from parity.model.figure import format_value
 from parity.report.html.chart import RATIO, Chart, Column, Table, log_axis, series_color, vega_lite
 from parity.report.units import format_fraction, format_seconds
 from parity.report.views import RunData
@@ -23,53 +26,57 @@ def _rate(value: float | None, scale: float) -> str:
     return "-" if value is None else f"{value / scale:.3g}"
 
 
-def _check(row: KernelRow) -> str:
+def _check(row: KernelRow) -> Text:
     check = row.check
     if check.value is None:
-        return "[red]not checked[/red]" if not row.ok else "-"
-    mark = "[green]ok[/green]" if check.passed else "[red]WRONG[/red]"
-    return f"{mark} {check.value:.1e}"
+        return Text("not checked", style="red") if not row.ok else Text("-")
+    mark = Text("ok", style="green") if check.passed else Text("WRONG", style="red")
+    return mark + Text(f" {check.value:.1e}")
 
 
 def operations_table(rows: tuple[KernelRow, ...]) -> RichTable:
+    """One row per operation case; cells are text as written (a shape or an error's ``[...]`` is
+    not console markup) and a long one wraps, never cut to "..."."""
     table = RichTable(title="operations (FLOP and bytes as declared: valid rows only, causal mask counted)",
-                      title_justify="left")
+                      title_justify="left", box=box.SIMPLE_HEAD)
     columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
-        ("op", "left"), ("impl", "left"), ("shape", "left"), ("median", "right"), ("GFLOP/s", "right"),
-        ("GB/s", "right"), ("AI FLOP/B", "right"), ("P", "left"), ("efficiency", "right"), ("class", "left"),
+        ("op (impl) / shape", "left"), ("median", "right"), ("GFLOP/s", "right"),
+        ("GB/s", "right"), ("AI FLOP/B", "right"), ("P", "left"), ("eff.", "right"), ("class", "left"),
         ("vs torch", "right"), ("check (error)", "left"))
     for name, justify in columns:
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify, overflow="fold")
     for row in rows:
         speed = row.speedup_vs_torch
-        table.add_row(
-            row.op, row.impl, row.shape, format_seconds(row.median_s),
-            _rate(row.flop_per_s, 1e9), _rate(row.bytes_per_s, 1e9),
-            "-" if row.arithmetic_intensity is None else f"{row.arithmetic_intensity:.3g}",
-            row.ceiling_dtype or "-", format_fraction(row.efficiency), row.roofline_class or "-",
-            f"{speed.ratio:.2f}x [{speed.ci95[0]:.2f}, {speed.ci95[1]:.2f}]" if speed else "-",
-            _check(row) if row.error is None else f"[red]{row.error}[/red]")
+        table.add_row(  # the shape under its op: narrow enough that neither is cut at 120 columns
+            Text(f"{row.op} ({row.impl})") + Text(f"\n{row.shape}", style="dim"),
+            *map(Text, (format_seconds(row.median_s),
+                        _rate(row.flop_per_s, 1e9), _rate(row.bytes_per_s, 1e9),
+                        "-" if row.arithmetic_intensity is None else f"{row.arithmetic_intensity:.3g}",
+                        row.ceiling_dtype or "-", format_fraction(row.efficiency),
+                        (row.roofline_class or "-").removesuffix("-bound"),
+                        f"{speed.ratio:.2f}x [{speed.ci95[0]:.2f}, {speed.ci95[1]:.2f}]" if speed else "-")),
+            _check(row) if row.error is None else Text(row.error, style="red"))
     return table
 
 
 def libraries_table(entries: tuple[LibraryStatus, ...]) -> RichTable:
-    table = RichTable(title="library kernels on the same inputs", title_justify="left")
+    table = RichTable(title="library kernels on the same inputs", title_justify="left", box=box.SIMPLE_HEAD)
     for name in ("op", "library", "status", "why not"):
         table.add_column(name, overflow="fold")
     for entry in entries:
-        status = "[green]measured[/green]" if entry.status == "measured" else "[yellow]not run[/yellow]"
-        table.add_row(entry.op, entry.library, status, entry.reason)
+        status = Text("measured", style="green") if entry.status == "measured" else Text("not run", style="yellow")
+        table.add_row(Text(entry.op), Text(entry.library), status, Text(entry.reason))
     return table
 
 
 def render_kernels(summary: dict[str, Any]) -> RenderableType:
     """The ceilings line, the operations table and the libraries table."""
     s = KernelsSummary.from_dict(summary)
-    peaks = ", ".join(f"P({dtype}) {value / 1e12:.3g} TFLOP/s" for dtype, value in s.ceilings_flops.items())
-    head = (f"ceilings: {peaks or 'none measured'}; B {s.bandwidth_bps / 1e9:.3g} GB/s" if s.bandwidth_bps
+    peaks = ", ".join(f"P({dtype}) {format_value(value, 'FLOP/s')}" for dtype, value in s.ceilings_flops.items())
+    head = (f"ceilings: {peaks or 'none measured'}; B {format_value(s.bandwidth_bps, 'B/s')}" if s.bandwidth_bps
             else f"ceilings: {peaks or 'none measured'}; no bandwidth ceiling")
     errors = "; ".join(f"{k}: {v}" for k, v in s.ceiling_errors.items())
-    return Group(head + (f" ({errors})" if errors else ""), operations_table(s.rows), libraries_table(s.libraries))
+    return Group(Text(head + (f" ({errors})" if errors else "")), operations_table(s.rows), libraries_table(s.libraries))
 
 
 # ----------------------------------------------------------------------------------------- charts
