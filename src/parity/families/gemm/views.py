@@ -165,9 +165,9 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
         f", first {limit} of {len(rows)} (all in --json)" if len(rows) > limit else "")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
                   caption=SHAPE_CAPTION, caption_justify="left")
-    for name, justify in (("shape", "left"), ("M x N x K", "right"), ("AI", "right"), ("class", "left")):
-        table.add_column(name, justify=justify, no_wrap=True, max_width=22 if name == "shape" else None,
-                         overflow="ellipsis")
+    table.add_column("shape", justify="left", overflow="fold")  # the name whole, wrapped where the row is too wide
+    for name, justify in (("M x N x K", "right"), ("AI", "right"), ("class", "left")):
+        table.add_column(name, justify=justify, no_wrap=True)
     for name in backends:
         table.add_column(name if several else unit, justify="right", no_wrap=True)
     columns = (["best"] if several else []) + ["median (IQR)", "of P", "eff.", "rel.err", "flags"]
@@ -178,9 +178,9 @@ def shape_table(summary: dict[str, Any], *, limit: int = MAX_SHAPE_ROWS) -> Tabl
         best_name = row.get("best_backend")
         best = per.get(best_name) if best_name else None
         kind = {"compute-bound": "comp", "memory-bound": "mem"}.get(row.get("class", ""), "-")
-        cells = [row.get("name", ""), f"{row['m']}x{row['n']}x{row['k']}",
-                 f"{row['arithmetic_intensity']:.4g}" if row.get("arithmetic_intensity") else "-",
-                 kind + ("~" if row.get("near_ridge") else "")]
+        cells: list[Any] = [Text(str(row.get("name", ""))), f"{row['m']}x{row['n']}x{row['k']}",
+                            f"{row['arithmetic_intensity']:.4g}" if row.get("arithmetic_intensity") else "-",
+                            kind + ("~" if row.get("near_ridge") else "")]
         cells += [tflops(per[b].get("achieved_flops"), scale) if b in per and not per[b].get("error") else
                   ("error" if b in per else "") for b in backends]
         if best:
