@@ -85,7 +85,10 @@ def categories_table(rank: RankAnalysis) -> Table:
 
 def kernels_table(rank: RankAnalysis, limit: int = 10) -> Table:
     shown = min(limit, len(rank.kernels))
-    table = Table(title=f"rank {rank.rank}: top {shown} of {len(rank.kernels):,} kernels", title_justify="left")
+    cut = any(len(k.name) > MAX_KERNEL_NAME for k in rank.top_kernels[:limit])
+    table = Table(title=f"rank {rank.rank}: top {shown} of {len(rank.kernels):,} kernels"
+                        + (f" (names cut at {MAX_KERNEL_NAME} characters: whole in --csv and --json)" if cut else ""),
+                  title_justify="left")
     for col in ("kernel", "category", "count", "total", "mean", "share"):
         table.add_column(col, justify="left" if col in ("kernel", "category") else "right")
     for k in rank.top_kernels[:limit]:
