@@ -224,3 +224,26 @@ def test_off_trend_point_is_measured_again_and_flagged_only_if_it_stays() -> Non
     (finding,) = stays["findings"]
     assert finding["code"] == "off-trend" and "triad/524288 0.2 GB/s then 0.25 GB/s" in finding["message"]
     assert suite.recheck(rows + [_again(rows[1])], options=MembwOptions())[0].key == "triad/524288/again"
+
+
+def test_the_ceiling_is_never_below_a_copy_that_streamed_from_memory() -> None:
+    # The dedicated 256 MiB copy read 20 GB/s; the sweep's cold copy of 4 MiB (4x this 1 MiB LLC)
+    # read 25 GB/s: B is 25 GB/s, said as a note. A 1.5 MiB copy at 40 GB/s (under 2x the LLC,
+    # partly cached) raises nothing and stays over the ceiling.
+    def llc(row: CaseResult) -> CaseResult:
+        row.params["llc_bytes"] = 2**20
+        return row
+
+    streamed = llc(_row("copy", 4 * 2**20, 2 * 4 * 2**20 / 25e9))
+    partly_cached = llc(_row("copy", 3 * 2**19, 2 * 3 * 2**19 / 40e9))
+    summary = _summary([_ceiling_row(2 * 2**28 / 20e9), streamed, partly_cached])
+    assert summary["ceiling"]["bps"] == pytest.approx(25e9)
+    assert summary["ceiling"]["raised_from_bps"] == pytest.approx(20e9)
+    assert summary["ceiling"]["operand_bytes"] == 4 * 2**20 and "raised to the sweep's cold copy of 4 MiB" in \
+        summary["ceiling"]["method"]
+    raised, over = summary["findings"]
+    assert raised["code"] == "ceiling-raised" and raised["severity"] == "info"
+    assert raised["message"].startswith("B raised from 20 GB/s to 25 GB/s: the sweep's cold copy of 4 MiB")
+    assert over["code"] == "over-ceiling" and "copy 1.5 MiB at 160%" in over["message"]
+    slower = _summary([_ceiling_row(2 * 2**28 / 30e9), llc(_row("copy", 4 * 2**20, 2 * 4 * 2**20 / 25e9))])
+    assert slower["ceiling"]["bps"] == pytest.approx(30e9) and "raised_from_bps" not in slower["ceiling"]
