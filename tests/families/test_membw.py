@@ -239,8 +239,9 @@ def test_the_ceiling_is_never_below_a_copy_that_streamed_from_memory() -> None:
     summary = _summary([_ceiling_row(2 * 2**28 / 20e9), streamed, partly_cached])
     assert summary["ceiling"]["bps"] == pytest.approx(25e9)
     assert summary["ceiling"]["raised_from_bps"] == pytest.approx(20e9)
-    assert summary["ceiling"]["operand_bytes"] == 4 * 2**20 and "raised to the sweep's cold copy of 4 MiB" in \
+    assert summary["ceiling"]["raised_at_bytes"] == 4 * 2**20 and "raised to the sweep's cold copy of 4 MiB" in \
         summary["ceiling"]["method"]
+    assert summary["ceiling"]["operand_bytes"] == 2**28  # the dedicated copy's size: the condition asked
     raised, over = summary["findings"]
     assert raised["code"] == "ceiling-raised" and raised["severity"] == "info"
     assert raised["message"].startswith("B raised from 20 GB/s to 25 GB/s: the sweep's cold copy of 4 MiB")

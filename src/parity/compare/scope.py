@@ -20,7 +20,7 @@ from parity.store.figures import StoredFigure
 
 # Scope entries that record what a run found, not a condition it was measured under.
 FOUND_SCOPE = frozenset({"device", "shape", "best_shape", "timings", "points", "measured_in", "ceiling_from",
-                         "run", "runs", "case", "rounds", "samples"})
+                         "run", "runs", "case", "rounds", "samples", "raised_at_bytes"})
 
 
 @dataclass(frozen=True, kw_only=True)

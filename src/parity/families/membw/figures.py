@@ -25,6 +25,7 @@ def membw_figures(summary: MembwSummary) -> list[Figure]:
         method=f"{ceiling['method']}, {STREAM_CONVENTION}" if ceiling else STREAM_CONVENTION,
         scope={"device": device, "op": "copy",
                "operand_bytes": ceiling["operand_bytes"] if ceiling else None,
+               "raised_at_bytes": ceiling.get("raised_at_bytes") if ceiling else None,
                "measured_in": (ceiling.get("source") or {}).get("measured_in") if ceiling else None},
         note=bandwidth_source_note(ceiling.get("source")) if ceiling else "no copy measured")]
     for curve in summary.curves:

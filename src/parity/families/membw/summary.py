@@ -86,8 +86,7 @@ def floor_at_sweep(ceiling: dict[str, Any] | None, results: list[CaseResult],
     if best is None or best.metrics["gbps"] * GIGA <= ceiling["bps"]:
         return ceiling, None
     bps, size = best.metrics["gbps"] * GIGA, best.metrics["operand_bytes"]
-    raised = {**ceiling, "bps": bps, "operand_bytes": size, "median_s": best.metrics.get("median_s"),
-              "raised_from_bps": ceiling["bps"],
+    raised = {**ceiling, "bps": bps, "raised_from_bps": ceiling["bps"], "raised_at_bytes": size,
               "method": (f"{ceiling['method']}, raised to the sweep's cold copy of {format_bytes(size)}, "
                          f"which streams from memory (at least {MEMORY_FACTOR:g}x the last-level cache)")}
     finding = {"code": "ceiling-raised", "severity": "info",
@@ -280,8 +279,8 @@ class MembwSummary:
 
     ``headline``: ``ceiling_bps`` and the copy's ``copy_asymptotic_bps``, warm and cold fixed
     cost (s) and n½ (B). ``ceiling``: ``bps``, ``op``, ``operand_bytes``, ``median_s``,
-    ``convention``, ``method``, and ``raised_from_bps`` when the sweep raised it (None when no copy
-    was measured). ``datasheet``: ``bps`` (None
+    ``convention``, ``method`` (the dedicated copy's size and time), and ``raised_from_bps`` and
+    ``raised_at_bytes`` when a copy of the sweep raised it (None when no copy was measured). ``datasheet``: ``bps`` (None
     with a ``note`` when the device has no entry), ``device``, ``source``. ``curves``: one per
     operation and regime, each with ``op``, ``regime``, ``label``, ``convention``, ``points``
     (``operand_bytes``, ``bytes_moved``, ``median_s``, ``iqr_s``, ``bandwidth_bps``,
