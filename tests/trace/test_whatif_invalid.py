@@ -84,8 +84,11 @@ def test_speedups_near_one_are_printed_with_the_decimals_that_tell_them_apart(tr
     assert p.first_order.speedup < p.bounds.low and f"{p.first_order.speedup:.3f}" == f"{p.bounds.low:.3f}"
     console = Console(width=250, record=True)
     console.print(render_prediction(p))
-    first, *_ = console.export_text().splitlines()
+    first, *rest = console.export_text().splitlines()
     fo, low, high = (f"{v:.5f}" for v in (p.first_order.speedup, p.bounds.low, p.bounds.high))
     assert fo != low and f"first order {fo}x, bounds [{low}x, {high}x]" in first
+    # the methods table too: the measured step reads 1.00000x and no method reads it alike
+    rows = {line.split("│")[1].strip(): line.split("│")[3].strip() for line in rest if line.count("│") >= 4}
+    assert rows["measured"] == "1.00000x" and rows["first order"] == f"{fo}x" and rows["bound (low)"] == f"{low}x"
     (outside,) = [f for f in p.findings if f.code == "first-order-outside-bounds"]
     assert f"first-order speedup {fo} lies outside the bounds [{low}, {high}]" in outside.message

@@ -68,21 +68,23 @@ def methods_table(prediction: Prediction) -> Table:
     table.add_column("speedup", justify="right")
     table.add_column("how")
     step = prediction.window.length_ns / prediction.window.n_steps
-    table.add_row("measured", format_ms(step), "1.000x", prediction.window.source)
     fo, bd, rp = prediction.first_order, prediction.bounds, prediction.replay
+    present = [1.0] + [v for v in (fo and fo.speedup, bd and bd.low, bd and bd.high, rp and rp.speedup) if v]
+    text = dict(zip(present, told_apart(*present)))  # 1.00025x is not printed as the measured 1.000x
+    table.add_row("measured", format_ms(step), f"{text[1.0]}x", prediction.window.source)
     if fo:
-        table.add_row("first order", format_ms(fo.new_step_ns), f"{fo.speedup:.3f}x",
+        table.add_row("first order", format_ms(fo.new_step_ns), f"{text[fo.speedup]}x",
                       f"T_c on {fo.critical_lane}")
     if bd:
-        table.add_row("bound (low)", format_ms(step / bd.low), f"{bd.low:.3f}x",
+        table.add_row("bound (low)", format_ms(step / bd.low), f"{text[bd.low]}x",
                       "only exposed scaled time saves")
-        table.add_row("bound (high)", format_ms(step / bd.high), f"{bd.high:.3f}x",
+        table.add_row("bound (high)", format_ms(step / bd.high), f"{text[bd.high]}x",
                       "all scaled time saves")
     if rp:
         how = f"dependency graph; k=1 off by {rp.reproduction_error:.2%}"
         if _replay_invalid(prediction):
             how += "; INVALID: outside the bounds"
-        table.add_row("replay", format_ms(rp.new_step_ns), f"{rp.speedup:.3f}x", how,
+        table.add_row("replay", format_ms(rp.new_step_ns), f"{text[rp.speedup]}x", how,
                       style="magenta" if _replay_invalid(prediction) else None)
     elif prediction.replay_error:
         table.add_row("replay", "-", "-", prediction.replay_error)
@@ -106,7 +108,9 @@ def sensitivity_table(sens: Sensitivity) -> Table:
             if all(v is None for v in values):
                 continue
             flags = [bool(r.get("invalid")) for r in sens.rows if r["category"] == c]
-            cells = ["-" if v is None else f"{v:.3f}x" + ("!" if key == "replay" and bad else "")
+            shown = dict(zip([1.0, *(v for v in values if v is not None)],
+                             told_apart(1.0, *(v for v in values if v is not None))))  # a value not 1 never reads 1.000
+            cells = ["-" if v is None else f"{shown[v]}x" + ("!" if key == "replay" and bad else "")
                      for v, bad in zip(values, flags)]
             table.add_row(c if key == "first_order" else "", label, *cells,
                           end_section=key == "replay")
