@@ -189,7 +189,7 @@ def test_the_audit_tells_two_cards_set_up_otherwise(tmp_path: Path) -> None:
     unread = _run("c", {"host": {}, "device": "not readable: no AMD card"})
     shown = {e.condition: e.values for e in audit_runs([runs[0], unread], [[case], [case]], [], [[], []])[0]}
     assert shown["ECC"][0] == "on (amdgpu RAS on the GPU's memory; feature mask 0x3fff)"
-    assert shown["power cap"][0] == "650.0 W (default 750.0 W)"
+    assert shown["power cap"][0] == "650 W (default 750 W)"
 
 
 def test_telemetry_of_the_card_during_a_measurement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,7 +105,7 @@ def test_the_audit_words_an_intel_cards_settings(tmp_path: Path) -> None:
     assert set(got) == {"clock locks"}
     unread = _run("c", "not readable: no Intel GPU")
     shown = {e.condition: e.values for e in audit_runs([runs[0], unread], [[case], [case]], [], [[], []])[0]}
-    assert shown["power cap"][0] == "450.0 W (default 600.0 W)"
+    assert shown["power cap"][0] == "450 W (default 600 W)"
     assert shown["partitioning"][0].startswith("2 tiles")
 
 

@@ -111,7 +111,7 @@ def test_topology_and_interconnect_matter_only_where_ranks_communicate() -> None
 def test_power_cap_and_energy_method() -> None:
     capped = _with(_run("b"), ("setup", "device", "power_cap", "limit_w"), 500.0)
     entry = _audit(_run("a"), capped)["power cap"]
-    assert entry.values == ("700.0 W (default 700.0 W)", "500.0 W (default 700.0 W)") and entry.applies
+    assert entry.values == ("700 W (default 700 W)", "500 W (default 700 W)") and entry.applies
     rapl = dict(CPU_SETUP, host={**CPU_SETUP["host"], "power_cap": {"package-0": {"long_term": 125.0}}})
     assert _audit(_run("a", setup=CPU_SETUP), _run("b", setup=rapl))["power cap"].values[1] == \
         "package-0: long_term 125 W"
@@ -225,7 +225,7 @@ def test_a_node_set_up_otherwise_is_named_by_its_ranks() -> None:
     same = [{"rank": r, "setup": copy.deepcopy(NVML_SETUP)} for r in range(4)]
     split = same[:2] + [{"rank": r, "setup": copy.deepcopy(capped)} for r in (2, 3)]
     got = _audit(_run("a", ranks=same), _run("b", ranks=split))
-    assert got["power cap"].values == ("700.0 W (default 700.0 W)",
-                                       "700.0 W (default 700.0 W) on ranks 0-1; 450.0 W (default 700.0 W) on ranks 2-3")
+    assert got["power cap"].values == ("700 W (default 700 W)",
+                                       "700 W (default 700 W) on ranks 0-1; 450 W (default 700 W) on ranks 2-3")
     assert got["ECC"].values == ("on", "on on ranks 0-1; off on ranks 2-3")
     assert "clock locks" not in got and "interconnect" not in got  # the same on every rank

@@ -32,6 +32,8 @@ def _text(value: Any) -> str:
         return NOT_RECORDED
     if isinstance(value, dict):
         return ", ".join(f"{k} {_text(v)}" for k, v in value.items()) or NOT_RECORDED
+    if isinstance(value, float):
+        return f"{value:g}"  # a power limit of 650.0 W reads 650 W
     return str(value)
 
 
