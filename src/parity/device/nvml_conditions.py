@@ -19,14 +19,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from parity.device.sysfs import not_readable
+
 log = logging.getLogger(__name__)
 
 MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS in nvml.h (18 on Hopper)
-
-
-def not_readable(why: str) -> str:
-    """The recorded form of a fact that could not be read (as ``parity.device.conditions``)."""
-    return f"not readable: {why}"
 
 
 def nvml_conditions(device: Any) -> dict[str, Any] | str:

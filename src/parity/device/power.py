@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from parity.device.sysfs import read_sysfs
+
 log = logging.getLogger(__name__)
 
 NPU_SMI_TIMEOUT_S = 5.0
@@ -58,13 +60,6 @@ class PowerSensors:
         return f"no power sensor readable: {self.unavailable or 'no reader for this device'}"
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
 class RaplDomain:
     """One RAPL package's energy counter (``energy_uj``, µJ) in joules."""
 
@@ -72,12 +67,12 @@ class RaplDomain:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.name = f"rapl:{_read_text(path / 'name') or path.name}"
-        span = _read_text(path / "max_energy_range_uj")
+        self.name = f"rapl:{read_sysfs(path / 'name') or path.name}"
+        span = read_sysfs(path / "max_energy_range_uj")
         self.wrap_j: float | None = (int(span) + 1) * 1e-6 if span and span.isdigit() else None
 
     def read(self) -> float | None:
-        text = _read_text(self.path / "energy_uj")
+        text = read_sysfs(self.path / "energy_uj")
         return int(text) * 1e-6 if text and text.isdigit() else None
 
 
@@ -87,7 +82,7 @@ def rapl_sensors(*, sys_root: Path = Path("/sys")) -> PowerSensors:
     if not powercap.is_dir():
         return PowerSensors(unavailable=f"no {powercap} (no RAPL powercap driver, or a VM that hides it)")
     tops = [p for p in sorted(powercap.glob("intel-rapl:*")) if p.name.count(":") == 1]
-    tops = [p for p in tops if (_read_text(p / "name") or "") != "psys"]
+    tops = [p for p in tops if (read_sysfs(p / "name") or "") != "psys"]
     if not tops:
         return PowerSensors(unavailable=f"no RAPL package domain in {powercap}")
     domains = [RaplDomain(p) for p in tops]
@@ -148,7 +143,7 @@ class HwmonSensor:
         self.path, self.name, self.kind = path, name, kind
 
     def read(self) -> float | None:
-        text = _read_text(self.path)
+        text = read_sysfs(self.path)
         return int(text) * 1e-6 if text and text.isdigit() else None
 
 
@@ -161,7 +156,7 @@ def amdgpu_sensors(device: Any, *, sys_root: Path = Path("/sys")) -> PowerSensor
     if isinstance(card, str):
         return PowerSensors(unavailable=card)
     address, folder = card
-    power = next((h / f for h in sorted(folder.glob("hwmon/hwmon*")) if _read_text(h / "name") == "amdgpu"
+    power = next((h / f for h in sorted(folder.glob("hwmon/hwmon*")) if read_sysfs(h / "name") == "amdgpu"
                   for f in ("power1_average", "power1_input") if (h / f).exists()), None)
     return _hwmon_sensors(power, missing=f"no amdgpu hwmon power file under {folder}",
                           name=f"amdgpu-hwmon:{address}", kind="power")

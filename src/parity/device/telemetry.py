@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from parity.device.sysfs import read_sysfs
+
 log = logging.getLogger(__name__)
 
 METRICS = ("clock_mhz", "memory_clock_mhz", "power_w", "temperature_c", "throttle_reasons")
@@ -196,11 +198,11 @@ class CpuTelemetry:
     def _find_temperature_files(self) -> list[Path]:
         files = []
         for zone in self.sys.glob("class/thermal/thermal_zone*"):
-            kind = _read_text(zone / "type") or ""
+            kind = read_sysfs(zone / "type") or ""
             if any(k in kind.lower() for k in ("x86_pkg_temp", "cpu", "soc", "k10temp")):
                 files.append(zone / "temp")
         for mon in self.sys.glob("class/hwmon/hwmon*"):
-            if (_read_text(mon / "name") or "") in (
+            if (read_sysfs(mon / "name") or "") in (
                 "coretemp",
                 "k10temp",
                 "zenpower",
@@ -214,7 +216,7 @@ class CpuTelemetry:
         clock = self._clock_mhz()
         if clock is not None:
             out["clock_mhz"] = clock
-        temps = [int(t) / 1000.0 for f in self._temp_files if (t := _read_text(f)) is not None]
+        temps = [int(t) / 1000.0 for f in self._temp_files if (t := read_sysfs(f)) is not None]
         if temps:
             out["temperature_c"] = max(temps)
         power = self._power_w()
@@ -227,13 +229,13 @@ class CpuTelemetry:
         return out
 
     def _clock_mhz(self) -> float | None:
-        khz = [int(t) for f in self._freq_files if (t := _read_text(f)) is not None]
+        khz = [int(t) for f in self._freq_files if (t := read_sysfs(f)) is not None]
         if khz:
             return max(khz) / 1000.0
         return _cpuinfo_mhz(self.cpus)
 
     def _power_w(self) -> float | None:
-        energies = [_read_text(d / "energy_uj") for d in self._rapl]
+        energies = [read_sysfs(d / "energy_uj") for d in self._rapl]
         if not self._rapl:
             return None
         if any(e is None or not e.isdigit() for e in energies):
@@ -249,11 +251,11 @@ class CpuTelemetry:
         return sum(d for d in delta if d is not None) * 1e-6 / (now[0] - last[0])
 
     def _rapl_range_uj(self, domain: Path) -> int | None:
-        text = _read_text(domain / "max_energy_range_uj")
+        text = read_sysfs(domain / "max_energy_range_uj")
         return int(text) if text and text.isdigit() else None
 
     def _throttle_total(self) -> int:
-        return sum(int(t) for f in self._throttle_files if (t := _read_text(f)) is not None)
+        return sum(int(t) for f in self._throttle_files if (t := read_sysfs(f)) is not None)
 
     def unavailable(self) -> dict[str, str]:
         reasons = {"memory_clock_mhz": "the memory clock is not exposed to user space on CPUs"}
@@ -276,16 +278,9 @@ def rapl_delta_uj(now_uj: int, last_uj: int, range_uj: int | None) -> int | None
     return None if range_uj is None else now_uj + range_uj + 1 - last_uj
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
 def _cpuinfo_mhz(cpus: list[int]) -> float | None:
     """Highest ``cpu MHz`` over ``cpus`` from ``/proc/cpuinfo``; None where the field is absent."""
-    text = _read_text(Path("/proc/cpuinfo"))
+    text = read_sysfs(Path("/proc/cpuinfo"))
     if not text:
         return None
     wanted = set(cpus)
