@@ -18,7 +18,7 @@ from parity.device.amdgpu_sysfs import (
     amd_cards,
     amdgpu_conditions,
     card_of,
-    clock_lock,
+    dpm_lock,
     dpm_levels,
     location_id,
     od_sclk,
@@ -90,15 +90,15 @@ def test_the_parsers_on_what_the_driver_writes() -> None:
     assert parse_properties("gpu_id 4242\nlocation_id 49408\n\nbad\n") == {"gpu_id": "4242", "location_id": "49408"}
 
 
-def test_clock_lock_wording() -> None:
-    assert clock_lock("auto", [500, 1300, 2100], (500, 2100), (500, 2100)) == "not locked (SCLK 500-2100 MHz)"
-    assert clock_lock("auto", [500, 2100], (500, 1500), (500, 2100)) == \
+def test_dpm_lock_wording() -> None:
+    assert dpm_lock("auto", [500, 1300, 2100], (500, 2100), (500, 2100)) == "not locked (SCLK 500-2100 MHz)"
+    assert dpm_lock("auto", [500, 2100], (500, 1500), (500, 2100)) == \
         "SCLK capped at 1500 MHz (allowed 500-2100 MHz)"
-    assert clock_lock("manual", [500, 2100], (1500, 1500), (500, 2100)) == \
+    assert dpm_lock("manual", [500, 2100], (1500, 1500), (500, 2100)) == \
         "SCLK held at 1500-1500 MHz (allowed 500-2100 MHz); levels chosen by hand"
-    assert clock_lock("profile_peak", [500, 2100], None, None) == "fixed peak clocks (profile_peak)"
-    assert clock_lock("perf_determinism", [], None, None).startswith("determinism mode")
-    assert clock_lock("something_new", [], None, None) == "performance level something_new"
+    assert dpm_lock("profile_peak", [500, 2100], None, None) == "fixed peak clocks (profile_peak)"
+    assert dpm_lock("perf_determinism", [], None, None).startswith("determinism mode")
+    assert dpm_lock("something_new", [], None, None) == "performance level something_new"
 
 
 def test_a_cards_settings_from_its_sysfs_and_kfd_node(tmp_path: Path) -> None:
@@ -235,5 +235,5 @@ def test_the_sysfs_parsers_take_any_text_without_raising(text: str) -> None:
     assert allowed is None or len(allowed) == 2
     assert pcie_generation(text) in (None, 1, 2, 3, 4, 5, 6)
     assert location_id(text) is None or len(location_id(text)) == 2
-    assert clock_lock(text, levels, chosen, allowed)
+    assert dpm_lock(text, levels, chosen, allowed)
     assert all(k and " " not in k for k in parse_properties(text))

@@ -127,11 +127,11 @@ def clocks(folder: Path) -> dict[str, Any] | str:
     mclk, _ = dpm_levels(read_sysfs(folder / "pp_dpm_mclk"))
     chosen, allowed = od_sclk(read_sysfs(folder / "pp_od_clk_voltage"))
     return {"performance_level": level, "sclk_levels_mhz": sclk, "mclk_levels_mhz": mclk,
-            "od_sclk_mhz": list(chosen) if chosen else None, "lock": clock_lock(level, sclk, chosen, allowed)}
+            "od_sclk_mhz": list(chosen) if chosen else None, "lock": dpm_lock(level, sclk, chosen, allowed)}
 
 
-def clock_lock(level: str, sclk: list[int], chosen: tuple[int, int] | None,
-               allowed: tuple[int, int] | None) -> str:
+def dpm_lock(level: str, sclk: list[int], chosen: tuple[int, int] | None,
+             allowed: tuple[int, int] | None) -> str:
     """``not locked (SCLK 500-2100 MHz)``, ``SCLK capped at 1500 MHz (allowed 500-2100 MHz)``,
     ``fixed peak clocks (profile_peak)``, or the forced level as the driver names it."""
     text = FORCED.get(level, f"performance level {level}")
@@ -232,6 +232,7 @@ class AmdgpuTelemetry:
                                                              "gpu_metrics table, which parity does not read"}
         self._folder: Path | None = None
         self._hwmon: Path | None = None
+        self._temperature: Path | None = None
         if isinstance(card, str):
             self._reasons = {metric: card for metric in METRICS}
             return

@@ -36,6 +36,19 @@ def intel_cards(*, sys_root: Path = SYS) -> list[tuple[str, Path]]:
     return drm_cards(INTEL_VENDOR, sys_root=sys_root)
 
 
+NO_CARD = "no Intel GPU (vendor 0x8086) under /sys/class/drm"
+
+
+def only_intel_card(*, sys_root: Path = SYS) -> tuple[str, Path] | str:
+    """``(PCI address, card folder)`` of the host's only Intel GPU, or why none is chosen (none,
+    or several: torch.xpu reports no PCI address to tell which is measured). Telemetry and
+    energy read this card; the settings also take several cards that agree."""
+    cards = intel_cards(sys_root=sys_root)
+    if len(cards) == 1:
+        return cards[0]
+    return NO_CARD if not cards else f"{len(cards)} Intel GPUs, and torch.xpu reports no PCI address to tell which is measured"
+
+
 def _mhz(path: Path) -> int | None:
     text = read_sysfs(path)
     return int(text) if text and text.isdigit() else None
@@ -63,7 +76,7 @@ def clocks(card: Path) -> dict[str, Any] | str:
     khz = {tuple(v * 1000 if v is not None else None for v in one) for one in limits.values()}
     return {"gt_mhz": {gt: dict(zip(("min", "max", "hardware_min", "hardware_max"), v, strict=True))
                        for gt, v in limits.items()},
-            "lock": clock_lock(khz, units="GTs")}
+            "lock": clock_lock(khz, units="GTs", missing="no GT min/max frequency file")}
 
 
 def tiles(card: Path) -> str:
@@ -91,7 +104,7 @@ def intel_conditions(device: Any, *, sys_root: Path = SYS) -> dict[str, Any] | s
     """The settings of the Intel GPU measured: the only card's, or those every card shares."""
     cards = intel_cards(sys_root=sys_root)
     if not cards:
-        return not_readable("no Intel GPU (vendor 0x8086) under /sys/class/drm")
+        return not_readable(NO_CARD)
     readings = [read_card(folder) for _, folder in cards]
     if len(cards) == 1:
         return {"card": cards[0][0], **readings[0]}
@@ -99,6 +112,13 @@ def intel_conditions(device: Any, *, sys_root: Path = SYS) -> dict[str, Any] | s
         return {"card": f"all {len(cards)} alike", **readings[0]}
     return not_readable(f"{len(cards)} Intel GPUs set up otherwise, and torch.xpu reports no PCI address to tell "
                         f"which is {getattr(device, 'name', device)}")
+
+
+def _actual_frequency_file(card: Path) -> Path | None:
+    """The first GT's actual frequency (MHz) in whichever layout the driver writes."""
+    found = [*sorted(card.glob("device/tile*/gt*/freq0/act_freq")), *sorted(card.glob("gt/gt*/rps_act_freq_mhz")),
+             *([card / "gt_act_freq_mhz"] if (card / "gt_act_freq_mhz").exists() else [])]
+    return found[0] if found else None
 
 
 class IntelGpuTelemetry:
@@ -111,20 +131,12 @@ class IntelGpuTelemetry:
     def __init__(self, *, sys_root: Path = SYS) -> None:
         from parity.device.telemetry import METRICS
 
-        cards = intel_cards(sys_root=sys_root)
-        why = ("no Intel GPU (vendor 0x8086) under /sys/class/drm" if not cards else
-               f"{len(cards)} Intel GPUs, and torch.xpu reports no PCI address to tell which is measured")
+        chosen = only_intel_card(sys_root=sys_root)
         self._reasons = {m: "not read on Intel GPUs" for m in METRICS if m != "clock_mhz"}
-        self._file: Path | None = None
-        if len(cards) == 1:
-            card = cards[0][1]
-            self._file = next(iter([*sorted(card.glob("device/tile*/gt*/freq0/act_freq")),
-                                    *sorted(card.glob("gt/gt*/rps_act_freq_mhz")),
-                                    *([card / "gt_act_freq_mhz"] if (card / "gt_act_freq_mhz").exists() else [])]),
-                              None)
-            why = f"no actual-frequency file under {card}"
+        self._file = None if isinstance(chosen, str) else _actual_frequency_file(chosen[1])
         if self._file is None:
-            self._reasons["clock_mhz"] = why
+            self._reasons["clock_mhz"] = (chosen if isinstance(chosen, str) else
+                                          f"no actual-frequency file under {chosen[1]}")
 
     def read(self) -> dict[str, Any]:
         mhz = _mhz(self._file) if self._file is not None else None

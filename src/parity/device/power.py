@@ -164,13 +164,12 @@ def amdgpu_sensors(device: Any, *, sys_root: Path = Path("/sys")) -> PowerSensor
 
 def intel_gpu_sensors(*, sys_root: Path = Path("/sys")) -> PowerSensors:
     """The energy counter of the only Intel GPU's hwmon, or why none."""
-    from parity.device.intel_sysfs import intel_cards
+    from parity.device.intel_sysfs import only_intel_card
 
-    cards = intel_cards(sys_root=sys_root)
-    if len(cards) != 1:
-        return PowerSensors(unavailable="no Intel GPU (vendor 0x8086) under /sys/class/drm" if not cards else
-                            f"{len(cards)} Intel GPUs, and torch.xpu reports no PCI address to tell which is measured")
-    address, card = cards[0]
+    chosen = only_intel_card(sys_root=sys_root)
+    if isinstance(chosen, str):
+        return PowerSensors(unavailable=chosen)
+    address, card = chosen
     counter = next((h / "energy1_input" for h in sorted(card.glob("device/hwmon/hwmon*"))
                     if (h / "energy1_input").exists()), None)
     return _hwmon_sensors(counter, missing=f"no hwmon energy1_input under {card}/device",

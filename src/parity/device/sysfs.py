@@ -40,15 +40,17 @@ def pcie_link(folder: Path) -> dict[str, int | None]:
             "max_generation": pcie_generation(read_sysfs(folder / "max_link_speed")), "max_width": width("max_link_width")}
 
 
-def clock_lock(limits: set[tuple[int | None, ...]], *, units: str = "CPUs") -> str:
+def clock_lock(limits: set[tuple[int | None, ...]], *, units: str = "CPUs",
+               missing: str = "no scaling_min_freq/scaling_max_freq") -> str:
     """``locked at 2400 MHz``, ``capped at 2000 MHz (hardware 3500 MHz)``, ``not locked
-    (800-3500 MHz)``, or not readable, from ``(min, max, hardware min, hardware max)`` in kHz;
-    ``differs between CPUs`` (``units``) when they disagree."""
+    (800-3500 MHz)``, or not readable (``missing`` says which files), from ``(min, max, hardware
+    min, hardware max)`` in kHz; ``differs between CPUs`` (``units``) when they disagree."""
     if len(limits) > 1:
-        return f"differs between {units}: " + "; ".join(clock_lock({one}) for one in sorted(limits, key=repr))
+        return f"differs between {units}: " + "; ".join(clock_lock({one}, missing=missing)
+                                                         for one in sorted(limits, key=repr))
     low, high, hw_low, hw_high = next(iter(limits)) if limits else (None,) * 4
     if low is None or high is None:
-        return not_readable("no scaling_min_freq/scaling_max_freq")
+        return not_readable(missing)
     if low == high:
         return f"locked at {low / 1000:.0f} MHz"
     if hw_high is not None and high < hw_high:
