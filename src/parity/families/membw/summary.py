@@ -107,8 +107,9 @@ def over_ceiling_finding(curves: list[dict[str, Any]], llc_bytes: int | None) ->
     over = [(c["op"], p) for c in curves for p in c["points"] if (p.get("utilization_ceiling") or 0) > 1.0]
     if not over:
         return None
-    cached = [(op, p) for op, p in over if llc_bytes and p["operand_bytes"] <= llc_bytes]
-    beyond = [(op, p) for op, p in over if not (llc_bytes and p["operand_bytes"] <= llc_bytes)]
+    in_cache = [bool(llc_bytes) and p["operand_bytes"] <= llc_bytes for _, p in over]
+    cached = [point for point, inside in zip(over, in_cache) if inside]
+    beyond = [point for point, inside in zip(over, in_cache) if not inside]
 
     def listed(points: list[tuple[str, dict[str, Any]]]) -> str:
         shown = ", ".join(f"{op} {format_bytes(p['operand_bytes'])} at {p['utilization_ceiling']:.0%}"
