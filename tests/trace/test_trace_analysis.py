@@ -121,9 +121,25 @@ def test_multi_rank_spread() -> None:
 
 
 def test_no_device_activity_is_a_clear_error() -> None:
-    table = build_table([dict(kind=Kind.CPU_OP, name="aten::mm", start_ns=0, end_ns=5)])
-    with pytest.raises(ParityError, match="no device activity"):
+    table = build_table([dict(kind=Kind.CPU_OP, name="aten::mm", start_ns=0, end_ns=5),
+                         dict(kind=Kind.CPU_OP, name="aten::add", start_ns=5, end_ns=9),
+                         dict(kind=Kind.RUNTIME, name="cudaLaunchKernel", start_ns=1, end_ns=2)])
+    with pytest.raises(ParityError, match=r"no device activity .* \(it holds 1 runtime call, 2 CPU ops\); profile"):
         analyze(table)
+
+
+def test_a_range_profiler_trace_says_its_kernels_are_ranges(traces_dir) -> None:
+    """HTA's CUPTI range-profiler trace: every kernel is a ``cuda_profiler_range`` with counters
+    (77 of them), no kernel activity; the refusal says so rather than only 'no device activity'."""
+    from parity.trace import load_trace
+
+    table = load_trace([traces_dir / "kineto/hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"])
+    assert any(w.startswith("77 kernels appear only as CUPTI range-profiler ranges") for w in table.meta["warnings"])
+    with pytest.raises(ParityError) as refused:
+        analyze(table)
+    message = str(refused.value)
+    assert "1,862 runtime calls, 375 CPU ops" in message and "77 kernels appear only as CUPTI" in message
+    assert "\n" not in message
 
 
 def test_inputs_untouched() -> None:

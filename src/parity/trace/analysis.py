@@ -45,7 +45,7 @@ from parity.trace.results import (
     StreamStats,
     TraceAnalysis,
 )
-from parity.trace.table import ActivityTable, KindCode, distinct_sorted
+from parity.trace.table import ActivityTable, Kind, KindCode, distinct_sorted
 from parity.trace.window import Window, choose_window, device_steps
 
 log = logging.getLogger(__name__)
@@ -289,6 +289,22 @@ def _split_ranks(table: ActivityTable, cats: Categorization, progress: Callable 
         yield int(r), sub, Categorization(codes=cats.codes[mask], labels=cats.labels, source=cats.source)
 
 
+HOST_KINDS = {Kind.RUNTIME: "runtime call", Kind.CPU_OP: "CPU op", Kind.SYNC: "sync", Kind.STEP: "step span",
+              Kind.OTHER: "other host event"}  # fmt: skip
+
+
+def no_device_activity(table: ActivityTable) -> str:
+    """The refusal of a trace without kernels, copies or sets: what it holds instead (rows by
+    kind) and what its reader noticed (a CUPTI range-profiler trace says so)."""
+    source = table.meta.get("source", "the trace")
+    counts = np.bincount(table.kind.astype(np.int64), minlength=len(Kind)) if len(table) else np.zeros(len(Kind))
+    held = ", ".join(f"{int(counts[k]):,} {what}{'s' if counts[k] > 1 else ''}"
+                     for k, what in HOST_KINDS.items() if counts[k])  # fmt: skip
+    notes = "".join(f"; {w}" for w in table.meta.get("warnings", []) or [])
+    return (f"{source} has no device activity (kernels, copies or sets) to analyse"
+            f"{f' (it holds {held})' if held else ''}; profile with the device activities enabled{notes}")
+
+
 def analyze(
     table: ActivityTable,
     *,
@@ -308,9 +324,7 @@ def analyze(
     if not isinstance(rules, Rules):
         rules = load_rules(rules)
     if len(table) == 0 or not table.device_mask().any():
-        source = table.meta.get("source", "the trace")
-        raise ParityError(f"{source} has no device activity (kernels, copies or sets) to analyse; "
-                          "profile with the device activities enabled")
+        raise ParityError(no_device_activity(table))
     cats = categorize(table, rules) if cats is None else cats
     results, guessed = [], []
     for r, sub, sub_cats in _split_ranks(table, cats, progress):

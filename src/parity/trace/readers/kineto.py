@@ -20,7 +20,7 @@ from parity.trace.readers import parallel
 from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.kineto_events import CAT_CODE, COLLECTIVE, DEVICE_CODES, EXTRA, GPU_ANNOTATION, ON_STREAM, SKIP
-from parity.trace.readers.kineto_events import UNKNOWN, ScanState, decode_events, scan_block
+from parity.trace.readers.kineto_events import PROFILER_RANGE, UNKNOWN, ScanState, decode_events, scan_block
 from parity.trace.readers.times import times_to_ns
 from parity.trace.steps import step_numbers_by_name
 from parity.trace.table import NO_ID, ActivityTable, Kind
@@ -70,6 +70,11 @@ def _finish(path: Path, cols: Columns, state: ScanState, header: dict) -> Activi
                           "activities enabled or pick another file")  # fmt: skip
     warnings = [f"{state.non_objects} entries of the event array are not objects; skipped"] if state.non_objects else []
     warnings += [pairs_warning] if pairs_warning else []
+    if state.profiler_ranges:
+        warnings.append(f"{state.profiler_ranges:,} kernels appear only as CUPTI range-profiler ranges "
+                        f"({PROFILER_RANGE}): replayed one by one to read counters, they are not timed "
+                        "as they ran and are not device activity; profile without the range profiler "
+                        "for kernel times")
     rank, rank_source = _rank(path, header)
     fmt = "kineto" if state.known_cat or any(k in header for k in _KINETO_KEYS) else "chrome"
     meta = {

@@ -40,6 +40,9 @@ CAT_KIND: dict = {
     "cuda_profiler_range": Kind.OTHER, "cpu_instant_event": Kind.OTHER, "Trace": SKIP,
 }  # fmt: skip
 CAT_CODE = {k: int(v) for k, v in CAT_KIND.items()}
+# the CUPTI range profiler's kernel ranges: each kernel replayed (serialised) to read its counters,
+# on no stream, so its time is not the kernel's time as it ran; kept as other host rows
+PROFILER_RANGE = "cuda_profiler_range"
 DEVICE_CODES = (KindCode.KERNEL, KindCode.MEMCPY, KindCode.MEMSET, KindCode.SYNC)  # on a stream
 # ON_STREAM[kind]: rows drawn on a device stream (device kinds, syncs, GPU annotations), a
 # look-up of the kind codes 0 .. UNKNOWN: one pass where np.isin costs a dozen
@@ -176,6 +179,7 @@ class ScanState:
         self.marks: list[tuple] = []  # (ph, name, cat, pid, tid, ts text, event index)
         self.non_objects = 0
         self.known_cat = False
+        self.profiler_ranges = 0  # CUPTI range profiler's kernel ranges (cat cuda_profiler_range)
 
     def add_lane(self, kind, pid, tid, name, labels) -> None:
         """Record ``process_name``, ``process_labels`` or ``thread_name`` metadata."""
@@ -196,6 +200,7 @@ class ScanState:
         self.marks.extend((*mark[:6], mark[6] + first) for mark in other.marks)
         self.non_objects += other.non_objects
         self.known_cat = self.known_cat or other.known_cat
+        self.profiler_ranges += other.profiler_ranges
 
 
 def scan_block(events: list, first: int, cols: Columns, state: ScanState) -> None:
@@ -213,7 +218,9 @@ def scan_block(events: list, first: int, cols: Columns, state: ScanState) -> Non
         is_complete = list(map(is_, types, repeat(Complete)))
         where = list(compress(range(len(types)), is_complete))
         xs = list(compress(events, is_complete))
-    kinds = list(map(CAT_CODE.get, [e.cat for e in xs], repeat(UNKNOWN, len(xs))))
+    cats = [e.cat for e in xs]
+    kinds = list(map(CAT_CODE.get, cats, repeat(UNKNOWN, len(xs))))
+    state.profiler_ranges += cats.count(PROFILER_RANGE)
     if SKIP in kinds:
         keep = [kind != SKIP for kind in kinds]
         where, xs, kinds = list(compress(where, keep)), list(compress(xs, keep)), list(compress(kinds, keep))
