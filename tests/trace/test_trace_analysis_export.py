@@ -63,6 +63,20 @@ def test_report_renders_window_and_unmatched() -> None:
     assert "window" in text and "span" in text and "unmatched" in text and "stream" in text
 
 
+def test_report_prints_reader_warnings_and_counts_the_rest() -> None:
+    from msgspec.structs import replace
+
+    _, result = _result()
+    console = Console(record=True, width=200)
+    console.print(render_analysis(replace(result, warnings=("3 device activities overlap; kept as recorded",))))
+    assert "reader warning: 3 device activities overlap; kept as recorded" in console.export_text()
+    console = Console(record=True, width=200)
+    console.print(render_analysis(replace(result, warnings=tuple(f"warning {i}" for i in range(7)))))
+    text = console.export_text()
+    assert "reader warning: warning 4" in text and "warning 5" not in text
+    assert "and 2 more reader warnings (see --json)" in text
+
+
 def test_format_us() -> None:
     assert format_us(812) == "812 us"
     assert format_us(12_400) == "12.4 ms"

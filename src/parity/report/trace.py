@@ -15,6 +15,7 @@ from parity.trace.results import RankAnalysis, TraceAnalysis
 
 MAX_STREAMS = 24
 MAX_KERNEL_NAME = 60
+SHOWN_WARNINGS = 5  # reader warnings printed one a line; the rest are counted (all are in --json)
 
 
 def format_us(us: float) -> str:
@@ -182,6 +183,8 @@ def render_analysis(result: TraceAnalysis, *, all_ranks: bool = False) -> Render
     for f in result.findings:
         style = {Severity.ERROR: "red", Severity.WARNING: "yellow"}.get(f.severity, "dim")
         parts.append(Text(f"{f.severity.value}: {f.message}" + (f" ({f.hint})" if f.hint else ""), style=style))
-    if result.warnings:
-        parts.append(Text(f"reader warnings: {len(result.warnings)} (see --json)", style="yellow"))
+    for w in result.warnings[:SHOWN_WARNINGS]:
+        parts.append(Text(f"reader warning: {w}", style="yellow"))
+    if len(result.warnings) > SHOWN_WARNINGS:
+        parts.append(Text(f"and {len(result.warnings) - SHOWN_WARNINGS} more reader warnings (see --json)", style="yellow"))
     return Group(*parts)
