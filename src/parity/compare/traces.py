@@ -232,7 +232,7 @@ def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None]) -> li
          "time is not its peers'; compare the same rank, or say why not"),
         ("window choice", lambda r: (r["window"] or {}).get("source"),
          "a steady-state window and a whole span include different warm-up and idle time"),
-        ("window length", lambda r: (r["window"] or {}).get("length_us"),
+        ("window length", lambda r: _length_text((r["window"] or {}).get("length_us")),
          "busy fractions are over each trace's own window; times are not per step unless the windows are steps"),
     ):
         values = tuple(read(r) for r in runs)
@@ -246,6 +246,12 @@ def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None]) -> li
                                           "the first trace: probably not the same workload, so its times are of "
                                           "other work"))
     return entries
+
+
+def _length_text(length_us: float | None) -> str | None:
+    """A window's length as the audit shows it (``389 ms``); the number stays in each trace's
+    window (``length_us``)."""
+    return None if length_us is None else format_seconds(length_us / 1e6)
 
 
 def _claim(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]]) -> str:
