@@ -173,3 +173,5 @@ def test_window_lengths_read_in_their_unit_in_the_claim_and_the_header() -> None
     assert "of a 12.9 s user-span window" in doc["claims"][0] and "of a 1 ms steps window" in doc["claims"][0]
     header = " ".join(str(t) for t in render_comparison(doc).renderables[:2])
     assert "window 12.9 s (user-span)" in header and "window 1 ms (steps)" in header and "e+" not in header
+    length = next(a for a in doc["audit"] if a["condition"] == "window length")
+    assert length["values"] == ["12.9 s", "1 ms"]
