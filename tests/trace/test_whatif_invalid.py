@@ -92,3 +92,34 @@ def test_speedups_near_one_are_printed_with_the_decimals_that_tell_them_apart(tr
     assert rows["measured"] == "1.00000x" and rows["first order"] == f"{fo}x" and rows["bound (low)"] == f"{low}x"
     (outside,) = [f for f in p.findings if f.code == "first-order-outside-bounds"]
     assert f"first-order speedup {fo} lies outside the bounds [{low}, {high}]" in outside.message
+
+
+def _exposed_communication_off_the_busiest_stream():
+    """stream 7 (busiest): matrix [0,60); stream 9: an all-reduce [60,80) after it, nothing else.
+
+    Window [0,80). communication=2: the first order looks at stream 7 only, so 1.000x; the
+    all-reduce is all exposed, so both bounds save 10 ns: 80/70 = 1.143x.
+    """
+    return build_table([
+        {"kind": Kind.STEP, "stream": 100, "name": "ProfilerStep#1", "start_ns": 0, "end_ns": 80},
+        {"stream": 7, "name": MATRIX, "start_ns": 0, "end_ns": 60},
+        {"stream": 9, "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "start_ns": 60, "end_ns": 80},
+    ])
+
+
+def test_sensitivity_marks_a_first_order_outside_its_bounds() -> None:
+    p = predict(_exposed_communication_off_the_busiest_stream(), [parse_scale("matrix=2")])
+    rows = [r for r in p.sensitivity.to_dict()["rows"] if r["category"] == "communication"]
+    assert [r["first_order"] for r in rows] == [1.0] * 5
+    assert rows[2]["k"] == 2 and rows[2]["low"] == pytest.approx(80 / 70) and rows[2]["high"] == pytest.approx(80 / 70)
+    assert [r["first_order_outside"] for r in rows] == [True] * 5
+    matrix = [r for r in p.sensitivity.to_dict()["rows"] if r["category"] == "matrix"]
+    assert not any(r["first_order_outside"] for r in matrix)
+    (warning,) = [f for f in p.sensitivity.findings if f.code == "first-order-outside-bounds"]
+    assert warning.severity is Severity.WARNING and warning.message.startswith(
+        "first order of communication lies outside its bounds at k = 1.25, 1.5, 2, 4, inf (k = inf: 1.000x, "
+        "bounds [1.333x, 1.333x])")
+    console = Console(width=250, record=True)
+    console.print(render_prediction(p))
+    text = console.export_text()
+    assert "1.000x*" in text and "warning: first order of communication lies outside its bounds" in text

@@ -93,7 +93,8 @@ def methods_table(prediction: Prediction) -> Table:
 
 def sensitivity_table(sens: Sensitivity) -> Table:
     """Speedup against k: one row per (category, method), one column per k; a replayed speedup
-    outside its bounds ends in ``!`` (its ``invalid`` finding is printed below the table)."""
+    outside its bounds ends in ``!``, a first order outside them in ``*`` (their findings are
+    printed below the table)."""
     table = Table(title="sensitivity: speedup when one category runs k times faster",
                   title_justify="left")
     table.add_column("category")
@@ -107,10 +108,12 @@ def sensitivity_table(sens: Sensitivity) -> Table:
             values = sens.series(c, key)
             if all(v is None for v in values):
                 continue
-            flags = [bool(r.get("invalid")) for r in sens.rows if r["category"] == c]
+            flag = "invalid" if key == "replay" else "first_order_outside" if key == "first_order" else None
+            marks = {"invalid": "!", "first_order_outside": "*"}.get(flag or "", "")
+            flags = [bool(flag and r.get(flag)) for r in sens.rows if r["category"] == c]
             shown = dict(zip([1.0, *(v for v in values if v is not None)],
                              told_apart(1.0, *(v for v in values if v is not None))))  # a value not 1 never reads 1.000
-            cells = ["-" if v is None else f"{shown[v]}x" + ("!" if key == "replay" and bad else "")
+            cells = ["-" if v is None else f"{shown[v]}x" + (marks if bad else "")
                      for v, bad in zip(values, flags)]
             table.add_row(c if key == "first_order" else "", label, *cells,
                           end_section=key == "replay")

@@ -188,7 +188,8 @@ def sensitivity_chart(index: int, trace: TraceInput) -> Chart | None:
             Column(field="first_order", title="first order", unit=NUMBER),
             Column(field="low", title="bound low", unit=NUMBER), Column(field="high", title="bound high", unit=NUMBER),
             Column(field="replay", title="replay", unit=NUMBER),
-            Column(field="invalid", title="replay outside bounds"))),),
+            Column(field="invalid", title="replay outside bounds"),
+            Column(field="first_order_outside", title="first order outside bounds"))),),
         findings=tuple([*(trace.whatif or {}).get("findings", []), *table.get("findings", [])]))
 
 

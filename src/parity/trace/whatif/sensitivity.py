@@ -4,7 +4,9 @@ For each category with compute time in the window and each ``k`` in :data:`FACTO
 (``1.25, 1.5, 2, 4, inf``): the first-order speedup, the bounds, and the replayed speedup when
 a dependency graph is given. One replay per (category, k) point. A replayed point outside its
 own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding
-(``parity.metrics.validity.outside_bounds``).
+(``parity.metrics.validity.outside_bounds``); a first-order point outside them is marked
+(``first_order_outside``) with a warning: the scaled work runs off the busiest lane, where the
+first order does not look (communication on its own stream).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.metrics.validity import invalid, outside_bounds
-from parity.model.findings import Finding
+from parity.model.findings import Finding, Severity
 from parity.model.figure import told_apart
 from parity.trace.whatif.bounds import bounds
 from parity.trace.whatif.first_order import first_order
@@ -89,11 +91,35 @@ def sensitivity(
                   if graph is not None else None)
             found = outside_bounds(rp, bd.low, bd.high, what="replay speedup")
             rows.append({"category": c, "k": k, "first_order": fo.speedup, "low": bd.low,
-                         "high": bd.high, "replay": rp, "invalid": found is not None})
+                         "high": bd.high, "replay": rp, "invalid": found is not None,
+                         "first_order_outside": not bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9})
             if progress:
                 progress("sensitivity", len(rows), total)
-    findings = [f for f in (replay_outside_bounds(rows, c) for c in cats) if f is not None]
+    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), first_order_outside_bounds(rows, c))
+                if f is not None]
     return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows), findings=tuple(findings))
+
+
+def first_order_outside_bounds(rows: list[dict], category: str) -> Finding | None:
+    """One warning naming every ``k`` at which ``category``'s first order lies outside its
+    bounds (marked ``*`` in the terminal table), with the farthest point; None when none does."""
+    bad = [r for r in rows if r["category"] == category and r.get("first_order_outside")]
+    if not bad:
+        return None
+    worst = max(bad, key=lambda r: max(r["low"] - r["first_order"], r["first_order"] - r["high"]))
+    return Finding(code="first-order-outside-bounds", severity=Severity.WARNING,
+                   message=f"first order of {category} lies outside its bounds at k = {_ks(bad)} (k = {_k(worst)}: "
+                           "{}x, bounds [{}x, {}x]): its scaled work runs exposed off the busiest lane, so the "
+                           "first order misses it".format(*told_apart(worst["first_order"], worst["low"], worst["high"])),
+                   hint="quote the bounds or the replay for this category")
+
+
+def _k(row: dict) -> str:
+    return "inf" if math.isinf(row["k"]) else f"{row['k']:g}"
+
+
+def _ks(rows: list[dict]) -> str:
+    return ", ".join(_k(r) for r in rows)
 
 
 def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
@@ -107,9 +133,7 @@ def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
         return max(r["low"] - r["replay"], r["replay"] - r["high"]) / r["low"]
 
     worst = max(bad, key=miss)
-    ks = ", ".join("inf" if math.isinf(r["k"]) else f"{r['k']:g}" for r in bad)
-    k = "inf" if math.isinf(worst["k"]) else f"{worst['k']:g}"
-    return invalid(f"replay of {category} lies outside its own bounds at k = {ks} (k = {k}: "
+    return invalid(f"replay of {category} lies outside its own bounds at k = {_ks(bad)} (k = {_k(worst)}: "
                    "{}x, bounds [{}x, {}x])".format(*told_apart(worst["replay"], worst["low"], worst["high"])),
                    "the replay breaks an assumption the bounds rest on (idle gaps fixed, the device "
                    "waiting on the host); do not quote those points: quote the bounds")
