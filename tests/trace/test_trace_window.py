@@ -141,3 +141,13 @@ def test_detection_looks_at_the_busiest_stream(other_ns: int, stream: int) -> No
         assert w.source == "detected" and "on stream 7" in w.detail
     else:  # stream 3 is busier and does not repeat
         assert w.source == "span"
+
+
+def test_window_text_is_what_parse_window_reads_back() -> None:
+    from parity.trace.window import window_text
+
+    # epoch microseconds with ns: 19 digits, more than a float keeps; a negative start; whole us
+    for start, end, text in [(1661203462674792123, 1661203463063919500, "1661203462674792.123:1661203463063919.5"),
+                             (-1500, 2000, "-1.5:2"), (0, 1, "0:0.001")]:
+        assert window_text(start, end) == text
+        assert parse_window(text) == (start, end)

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from parity.model.findings import Severity
 from parity.trace.results import RankAnalysis, TraceAnalysis
+from parity.trace.window import window_text
 
 MAX_STREAMS = 24
 MAX_KERNEL_NAME = 60
@@ -36,7 +37,7 @@ def window_line(rank: RankAnalysis) -> Text:
     offset = (w.start_ns - rank.trace_start_ns) / 1e3
     return Text.assemble(
         ("window ", "bold"),
-        f"{w.start_ns / 1e3:,.3f} .. {w.end_ns / 1e3:,.3f} us ({format_us(w.length_ns / 1e3)}, "
+        f"{window_text(w.start_ns, w.end_ns)} us ({format_us(w.length_ns / 1e3)}, "
         f"from {format_us(offset)} after the trace start), ",
         (w.source, "cyan"),
         f": {w.detail}",

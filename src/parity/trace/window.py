@@ -100,6 +100,17 @@ def parse_window(text: str) -> tuple[int, int]:
     return int((start_us * 1000).to_integral_value()), int((end_us * 1000).to_integral_value())
 
 
+def window_text(start_ns: int, end_ns: int) -> str:
+    """``"START_US:END_US"`` of a window, exact to the ns and as :func:`parse_window` reads it
+    back (``1661203462674792:1661203463063919.5``): a user pastes it into ``--window``."""
+    return f"{_us_text(int(start_ns))}:{_us_text(int(end_ns))}"
+
+
+def _us_text(ns: int) -> str:
+    whole, frac = divmod(abs(ns), 1000)
+    return ("-" if ns < 0 else "") + str(whole) + (f".{frac:03d}".rstrip("0") if frac else "")
+
+
 def step_markers(table: ActivityTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step numbers with their marker spans ``(steps, start_ns, end_ns)``, sorted by start.
 

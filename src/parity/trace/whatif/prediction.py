@@ -27,6 +27,7 @@ from parity.trace.whatif.replay import Replay, baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, choose_window, scale_factors
 from parity.trace.whatif.sensitivity import Sensitivity, sensitivity
 from parity.trace.whatif.timeline import Timeline, build_timeline
+from parity.trace.window import window_text
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def predict(
     scale_factors(timeline, scales)  # refuses overlapping selections before any method runs
     offset_ms = (win.start_ns - int(table.start_ns.min())) / 1e6 if len(table) else 0.0
     notes = [(f"window: {win.source}, {win.length_ns / 1e6:.3f} ms over {win.n_steps} step(s), "
-              f"{win.start_ns / 1e3:,.3f} .. {win.end_ns / 1e3:,.3f} us, from {offset_ms:.3f} ms after the trace start")]
+              f"--window {window_text(win.start_ns, win.end_ns)}, from {offset_ms:.3f} ms after the trace start")]
     fo = bd = None
     if method in ("first-order", "all"):
         fo = first_order(timeline, win, scales)
