@@ -87,13 +87,16 @@ def faster_together(together_ci95: tuple[float, float] | None, alone_ci95: tuple
                    "run again with more iterations on a quiet machine")
 
 
+def within_bounds(value: float, low: float, high: float, tolerance: float = BOUNDS_TOLERANCE) -> bool:
+    """Whether ``value`` lies in ``[low, high]`` up to ``tolerance`` relative to the bound."""
+    return low * (1 - tolerance) <= value <= high * (1 + tolerance)
+
+
 def outside_bounds(value: float | None, low: float, high: float, *, what: str,
                    tolerance: float = BOUNDS_TOLERANCE) -> Finding | None:
     """``invalid`` when ``value`` lies outside ``[low, high]``, the bounds computed with it,
     by more than ``tolerance`` relative to the bound."""
-    if value is None:
-        return None
-    if low * (1 - tolerance) <= value <= high * (1 + tolerance):
+    if value is None or within_bounds(value, low, high, tolerance):
         return None
     shown, low_text, high_text = told_apart(value, low, high)
     return invalid(f"{what} {shown}x lies outside its own bounds [{low_text}x, {high_text}x]",

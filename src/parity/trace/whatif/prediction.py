@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parity.metrics.validity import outside_bounds
+from parity.metrics.validity import outside_bounds, within_bounds
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.model.figure import told_apart
@@ -187,7 +187,7 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
     out = [Finding(code="methods-disagree", severity=Severity.WARNING, message=text,
                    hint="quote the bounds, or the method whose assumptions hold for this trace")
            for text in disagreement(fo, bd, rp)]
-    if fo and bd and not (bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9):
+    if fo and bd and not within_bounds(fo.speedup, bd.low, bd.high):
         speedup, low, high = told_apart(fo.speedup, bd.low, bd.high)
         out.append(Finding(code="first-order-outside-bounds", severity=Severity.WARNING,
                            message=f"first-order speedup {speedup} lies outside the bounds "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.metrics.validity import invalid, outside_bounds
+from parity.metrics.validity import invalid, outside_bounds, within_bounds
 from parity.model.findings import Finding, Severity
 from parity.model.figure import told_apart
 from parity.trace.whatif.bounds import bounds
@@ -92,7 +92,7 @@ def sensitivity(
             found = outside_bounds(rp, bd.low, bd.high, what="replay speedup")
             rows.append({"category": c, "k": k, "first_order": fo.speedup, "low": bd.low,
                          "high": bd.high, "replay": rp, "invalid": found is not None,
-                         "first_order_outside": not bd.low - 1e-9 <= fo.speedup <= bd.high + 1e-9})
+                         "first_order_outside": not within_bounds(fo.speedup, bd.low, bd.high)})
             if progress:
                 progress("sensitivity", len(rows), total)
     findings = [f for c in cats for f in (replay_outside_bounds(rows, c), first_order_outside_bounds(rows, c))
