@@ -57,3 +57,16 @@ def test_reference_rows_from_csv_or_db_names() -> None:
     assert ref[50]["computing_us"] == pytest.approx(8843.91)
     assert ref[50]["communication_not_overlapped_us"] == pytest.approx(85881.122)
     assert reference_steps({"step_trace": STEP_TRACE})[1]["free_us"] == pytest.approx(0.010)
+
+
+def test_receive_rows_are_named_by_a_receive_token_and_kept_within_the_rows_asked() -> None:
+    import numpy as np
+
+    from parity.trace.ascend_steps import receive_mask
+
+    rows = [dict(stream=1000, name=name, start_ns=i * 10, end_ns=i * 10 + 5) for i, name in enumerate(
+        ["hcom_receive__1_0_1", "HcomRecv", "hcom_send__1_0_1", "receiver_kernel", "hcom_receive__1_0_1"])]
+    table = build_table(rows, meta={"format": "ascend-text", "source": "<built>"})
+    assert receive_mask(table).tolist() == [True, True, False, False, True]  # "receiver" is another word
+    among = np.array([True, False, True, True, False])
+    assert receive_mask(table, among).tolist() == [True, False, False, False, False]

@@ -11,6 +11,7 @@ import click
 
 from parity import __version__
 from parity.cli.lazy import LazyGroup
+from parity.cli.numpy_load import own_process
 from parity.model.errors import ParityError
 
 COMMANDS = {
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> None:
 
     Set ``PARITY_DEBUG=1`` to see the traceback of an unexpected error.
     """
+    if argv is None:  # the process's own command line: the process ends with the command
+        own_process()
     try:
         status = cli.main(args=argv, prog_name="parity", standalone_mode=False)
     except click.exceptions.Abort:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from parity.cli.numpy_load import import_numpy_single_threaded
+from parity.cli.numpy_load import load_modules
 from parity.cli.output import json_option, write_json, write_text
 
 
@@ -88,7 +88,8 @@ def compare(sources: tuple[str, ...], window_text: str | None, steps_text: str |
       parity trace compare h100_rank0.json.gz ASCEND_PROFILER_OUTPUT/ --window span
       parity trace compare trace-20261201-1012-ab12 trace:latest --json cmp.json
     """
-    import_numpy_single_threaded()
+    load_modules("parity.compare.traces", "parity.report.comparison", "parity.cli.trace_analyze", "parity.trace",
+                 "parity.trace.digest")
     from parity.compare.traces import compare_traces
     from parity.report.comparison import comparison_markdown, render_comparison
 

@@ -93,9 +93,9 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
       duckdb -c "SELECT rank, times_last, step_cost_ns FROM 'fleet/stragglers.parquet' ORDER BY times_last DESC LIMIT 10"
       parity trace fleet traces/ --out fleet/ --store --label ep32-step40
     """
-    from parity.cli.numpy_load import import_numpy_single_threaded
+    from parity.cli.numpy_load import load_modules
 
-    import_numpy_single_threaded()  # first, what follows loads numpy: no OpenBLAS threads when the pool forks
+    load_modules("parity.trace.fleet.executor")  # numpy first: no OpenBLAS threads when the pool forks
     from parity.trace.fleet.executor import map_ranks
 
     executor = "dask" if scheduler else "local"

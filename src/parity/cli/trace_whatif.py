@@ -61,6 +61,9 @@ def whatif(paths: tuple[str, ...], scale_texts: tuple[str, ...], method: str, wi
       parity trace whatif rank0.json.gz --scale matrix=2 --scale comm=1.5 --json out.json
       parity trace whatif trace.json --scale 'name:sgemm=inf' --method replay --steps 3-8
     """
+    from parity.cli.numpy_load import load_modules
+
+    load_modules("parity.report.whatif", "parity.trace", "parity.trace.whatif", "parity.trace.window")
     from parity.report.whatif import render_prediction
     from parity.trace import load_trace
     from parity.trace.whatif import parse_scale, predict

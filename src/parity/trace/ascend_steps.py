@@ -268,7 +268,7 @@ def ascend_steps(table: ActivityTable, cats: Categorization,
     """
     row_steps = device_steps(table)
     compute, comm = sets if sets is not None else (operator_task_mask(table, cats), communication_op_mask(table, cats))
-    receive = comm & receive_mask(table)
+    receive = receive_mask(table, comm)
     references = reference_steps(table.meta)
     markers = dict(zip(*[a.tolist() for a in step_markers(table)[:2]]))
     out = []
@@ -288,10 +288,14 @@ def ascend_steps(table: ActivityTable, cats: Categorization,
     return out
 
 
-def receive_mask(table: ActivityTable) -> np.ndarray:
-    """Rows named as receive operators (a ``receive`` or ``recv`` token: ``hcom_receive_..``)."""
-    ids = [i for i, name in enumerate(table.names) if {"receive", "recv"} & set(name_tokens(name))]
-    return np.isin(table.name_id, ids)
+def receive_mask(table: ActivityTable, among: np.ndarray | None = None) -> np.ndarray:
+    """Rows named as receive operators (a ``receive`` or ``recv`` token: ``hcom_receive_..``),
+    of the rows ``among`` (a mask; every row when None): only their names are tokenised."""
+    rows = table.name_id if among is None else table.name_id[among]
+    names = table.names
+    ids = [i for i in distinct_sorted(rows).tolist() if {"receive", "recv"} & set(name_tokens(names[i]))]
+    found = np.isin(table.name_id, ids)
+    return found if among is None else found & among
 
 
 def is_ascend(table: ActivityTable) -> bool:

@@ -30,6 +30,7 @@ import msgspec
 
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ANONYMOUS = "(anonymous namespace)"
+_BRACKETS = re.compile(r"[<>(]")
 _TERM_TEXT = re.compile(r"[^0-9a-z]")
 REGEX_PREFIX = "re:"
 
@@ -37,23 +38,32 @@ REGEX_PREFIX = "re:"
 def signature_head(name: str) -> str:
     """``name`` without its argument list: up to the first ``(`` outside ``<...>`` (kept whole
     when that ``(`` opens the name)."""
-    name = name.replace(_ANONYMOUS, "")
-    depth = 0
-    for i, char in enumerate(name):
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth = max(depth - 1, 0)
-        elif char == "(" and depth == 0:
-            return name[:i] if name[:i].strip() else name
-    return name
+    if _ANONYMOUS in name:
+        name = name.replace(_ANONYMOUS, "")
+    paren = name.find("(")
+    if paren < 0:
+        return name
+    if "<" in name[:paren]:  # template brackets first: the first ( outside them
+        depth = 0
+        for match in _BRACKETS.finditer(name):
+            char = match.group()
+            if char == "<":
+                depth += 1
+            elif char == ">":
+                depth = max(depth - 1, 0)
+            elif depth == 0:
+                paren = match.start()
+                break
+        else:
+            return name
+    return name[:paren] if name[:paren].strip() else name
 
 
 @lru_cache(maxsize=1 << 16)
 def name_tokens(name: str) -> tuple[str, ...]:
     """The lowercased tokens of a kernel name (see the module docstring); remembered per name,
     since a process reading many ranks of one job meets the same names in every rank."""
-    return tuple(t.lower() for t in _TOKEN.findall(signature_head(name)))
+    return tuple(map(str.lower, _TOKEN.findall(signature_head(name))))
 
 
 class Term(msgspec.Struct, frozen=True, kw_only=True):

@@ -126,9 +126,16 @@ def missing_timeline(path: Path, folder: Path) -> str:
 def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str, list[list[int]]]:
     """Add the timeline's rows to ``cols``; return the Overlap Analysis lanes."""
     process, thread = {}, {}  # pid -> process name, (pid, tid) -> thread name
-    objects = [(i, e) for i, e in enumerate(events) if type(e) is Event]  # the rest are counted, skipped
-    for _, e in objects:
-        if e.ph == "M" and type(e.args) is TaskArgs:
+    complete, metadata, skipped = [], [], 0  # (index, event) of the X and M events; entries not objects
+    for i, e in enumerate(events):
+        if type(e) is not Event:
+            skipped += 1  # counted, skipped
+        elif e.ph == "X":
+            complete.append((i, e))
+        elif e.ph == "M":
+            metadata.append(e)
+    for e in metadata:
+        if type(e.args) is TaskArgs:
             if isinstance(e.pid, (list, dict)) or isinstance(e.tid, (list, dict)):
                 continue  # a malformed lane id names no lane (its rows are refused)
             name = e.args.name
@@ -139,19 +146,27 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
     rows, plane_streams = [], []  # plane_streams: (row, stream id) of HCCL plane tasks
     hccl: dict[int, TaskArgs] = {}  # row -> args of an HCCL operation
     overlap: dict[str, list] = {}  # Overlap Analysis lane -> (index, ts, dur) as written
-    skipped, streams = len(events) - len(objects), {}  # streams: (pid, tid) -> stream id of a hardware lane
-    for i, e in [(i, e) for i, e in objects if e.ph == "X"]:
+    lanes: dict[tuple, _Lane] = {}  # (pid, tid) -> what the lane's rows share, read once
+    append = rows.append
+    for i, e in complete:
         name = "" if e.name is msgspec.UNSET else e.name
         try:
-            lane_process = process.get(e.pid, "")
-            if lane_process == "Overlap Analysis":
-                lane = thread.get((e.pid, e.tid), str(name))
-                overlap.setdefault(lane, []).append((i, e.ts, e.dur))
+            key = (type(e.pid), e.pid, type(e.tid), e.tid)  # 1, 1.0 and True are one key otherwise
+            try:
+                lane = lanes.get(key)
+            except TypeError:  # a list or object as an id: read as the lane it names, if any
+                lane = _lane(e.pid, e.tid, process, thread)
+            else:
+                if lane is None:
+                    lane = lanes[key] = _lane(e.pid, e.tid, process, thread)
+            if lane.overlap:
+                label = lane.overlap_name if lane.overlap_name is not None else str(name)
+                overlap.setdefault(label, []).append((i, e.ts, e.dur))
                 continue
-            kind, stream, task_type, plane_stream = _classify(e, lane_process, thread, streams)
+            args = e.args if type(e.args) is TaskArgs else NO_ARGS
+            kind, stream, task_type, plane_stream = _classify(e, name, args, lane)
         except (TypeError, AttributeError, ValueError) as exc:
             raise ParityError(f"{trace}: event {i} is malformed ({one_line(exc)}); the trace is corrupt") from None
-        args = e.args if type(e.args) is TaskArgs else NO_ARGS
         corr = args.connection_id  # an int, or its text
         if type(corr) is not int:
             corr = int(corr) if isinstance(corr, str) and corr.strip().isdigit() else NO_ID
@@ -159,11 +174,10 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             plane_streams.append((len(rows), plane_stream))
         if task_type == "HCCL":
             hccl[len(rows)] = args
-        rows.append((
-            int(kind), str(name), e.ts, e.dur,
-            0 if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC) else NO_ID, stream, int_or(corr), task_type,
-            (None if e.name is msgspec.UNSET else e.name) if kind == Kind.SYNC else None, int_or(e.pid),
-            int_or(e.tid), i, _link(args) if kind == Kind.OTHER and lane_process == "HCCL" else None,
+        append((
+            kind, name if type(name) is str else str(name), e.ts, e.dur, 0 if kind in _DEVICE_ID_KINDS else NO_ID,
+            stream, int_or(corr), task_type, (None if e.name is msgspec.UNSET else e.name) if kind == _SYNC else None,
+            lane.pid, lane.tid, i, _link(args) if kind == _OTHER and lane.hccl else None,
         ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
@@ -225,29 +239,57 @@ def add_groups(cols: Columns, groups: dict[str, str]) -> None:
         cols.add_sparse(0, process_group_name=column)
 
 
-def _classify(e: Event, process: str, thread: dict, streams: dict):
-    """``(kind, stream, task_type, plane_stream)`` of one complete event; ``streams`` caches the
-    stream of each hardware lane (its thread name, ``Stream N``, read once)."""
-    pid, tid, name = e.pid, e.tid, e.name
-    args = e.args if type(e.args) is TaskArgs else NO_ARGS
+_KERNEL, _OTHER, _SYNC = KindCode.KERNEL, KindCode.OTHER, KindCode.SYNC
+_DEVICE_ID_KINDS = frozenset({KindCode.KERNEL, KindCode.MEMCPY, KindCode.SYNC})  # rows with a device id (0)
+_TASK_CODE = {name: int(kind) for name, kind in TASK_KIND.items()}
+
+
+class _Lane(msgspec.Struct, gc=False):
+    """What every row of one ``(pid, tid)`` lane shares: its process, and the stream of a
+    hardware lane (its thread name, ``Stream N``)."""
+
+    process: str
+    pid: int
+    tid: int
+    stream: int = NO_ID
+    overlap: bool = False  # an Overlap Analysis lane: its rows are the profiler's own figures
+    overlap_name: str | None = None  # the lane's thread name (else each row's name names it)
+    hccl: bool = False  # the HCCL process's lane
+    communication: bool = False  # its "... Communication" thread: the HCCL operations
+
+
+def _lane(pid, tid, process: dict, thread: dict) -> _Lane:
+    """The :class:`_Lane` of ``(pid, tid)``; a TypeError where an id that is not hashable (a
+    list or an object) must name a process or thread (the event is refused as malformed)."""
+    name = process.get(pid, "")
+    lane = _Lane(process=name, pid=int_or(pid), tid=int_or(tid))
+    if name == "Overlap Analysis":
+        lane.overlap, lane.overlap_name = True, thread.get((pid, tid))
+    elif name == "Ascend Hardware":
+        number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
+        lane.stream = int_or(int(number.group(1))) if number else int_or(tid)
+    elif name == "HCCL":
+        lane.hccl, lane.communication = True, thread.get((pid, tid), "").endswith("Communication")
+    return lane
+
+
+def _classify(e: Event, name, args: TaskArgs, lane: _Lane):
+    """``(kind code, stream, task_type, plane_stream)`` of one complete event of ``lane``."""
+    process = lane.process
     if process == "Ascend Hardware":
         task_type = args.task_type if isinstance(args.task_type, str) else None
-        stream = streams.get((pid, tid))
-        if stream is None:
-            number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
-            stream = streams[(pid, tid)] = int_or(int(number.group(1))) if number else int_or(tid)
-        return TASK_KIND.get(name, Kind.KERNEL), stream, task_type, None
-    if process == "HCCL":
-        if thread.get((pid, tid), "").endswith("Communication"):
-            return Kind.KERNEL, NO_ID, "HCCL", None
+        return _TASK_CODE.get(name, _KERNEL), lane.stream, task_type, None
+    if lane.hccl:
+        if lane.communication:
+            return _KERNEL, NO_ID, "HCCL", None
         plane, task = args.plane_stream, args.plane_task
         plane = int_or(plane) if type(plane) is int else None
-        return Kind.OTHER, int_or(tid), task if isinstance(task, str) else None, plane
+        return _OTHER, lane.tid, task if isinstance(task, str) else None, plane
     if process == "CANN":
-        return Kind.RUNTIME, int_or(tid), None, None
+        return KindCode.RUNTIME, lane.tid, None, None
     if isinstance(name, str) and PROFILER_STEP.match(name):
-        return Kind.STEP, int_or(tid), None, None
-    return Kind.CPU_OP if e.cat == "cpu_op" else Kind.OTHER, int_or(tid), None, None
+        return KindCode.STEP, lane.tid, None, None
+    return KindCode.CPU_OP if e.cat == "cpu_op" else _OTHER, lane.tid, None, None
 
 
 def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
