@@ -6,6 +6,7 @@ core and step, joined to the timeline's tasks by name and start), with what a cu
 from __future__ import annotations
 
 import csv
+from bisect import bisect_left
 from dataclasses import replace
 from pathlib import Path
 
@@ -148,19 +149,23 @@ class _TaskLookup:
 
     def __init__(self, table: ActivityTable) -> None:
         rows = np.flatnonzero(np.isin(table.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.SYNC)))
-        groups: dict[str, list[int]] = {}
-        for row in rows[np.argsort(table.start_ns[rows], kind="stable")].tolist():
-            groups.setdefault(table.names[table.name_id[row]], []).append(row)
-        self.by_name = {name: (table.start_ns[members], np.array(members)) for name, members in groups.items()}
+        ordered = rows[np.argsort(table.start_ns[rows], kind="stable")]
+        groups: dict[str, tuple[list[int], list[int]]] = {}  # name -> (starts, rows), by start
+        names, name_ids = table.names, table.name_id[ordered].tolist()
+        for row, name_id, start in zip(ordered.tolist(), name_ids, table.start_ns[ordered].tolist()):
+            starts, members = groups.setdefault(names[name_id], ([], []))
+            starts.append(start)
+            members.append(row)
+        self.by_name = groups
         self.used: set[int] = set()
 
     def find(self, name: str, start_ns: int) -> int | None:
         if name not in self.by_name:
             return None
         starts, rows = self.by_name[name]
-        pos = int(np.searchsorted(starts, start_ns))
-        near = [(abs(int(starts[j]) - start_ns), int(rows[j])) for j in (pos - 1, pos, pos + 1)
-                if 0 <= j < len(starts) and int(rows[j]) not in self.used]  # fmt: skip
+        pos = bisect_left(starts, start_ns)
+        near = [(abs(starts[j] - start_ns), rows[j]) for j in (pos - 1, pos, pos + 1)
+                if 0 <= j < len(starts) and rows[j] not in self.used]  # fmt: skip
         best = min([c for c in near if c[0] <= JOIN_TOLERANCE_NS], key=lambda c: c[0], default=None)
         if best is None:
             return None
