@@ -145,9 +145,10 @@ def operator_task_mask(table: ActivityTable, cats: Categorization) -> np.ndarray
 
 def _encoded(column: np.ndarray) -> tuple[list, np.ndarray]:
     """An object column of strings and None as ``(distinct values, per-row index into them)``."""
-    index: dict = {}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in column.tolist()), np.intp, len(column))
-    return list(index), codes
+    values = column.tolist()
+    distinct = list(dict.fromkeys(values))  # in order of first appearance
+    index = {v: i for i, v in enumerate(distinct)}
+    return distinct, np.fromiter(map(index.__getitem__, values), np.intp, len(values))
 
 
 def _tested(values: list, codes: np.ndarray, test) -> np.ndarray:
