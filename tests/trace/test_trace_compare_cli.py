@@ -48,3 +48,14 @@ def test_kineto_against_ascend_by_category_only(capsys, tmp_path: Path, traces_d
                          traces_dir / "ascend/msinsight/text/level1/rank0_ascend_pt")
     assert {c["suite"] for c in doc["cases"]} == {"category"}
     assert doc["caveats"] and "category only" in text
+
+
+def test_one_source_is_refused_before_anything_is_read(capsys, tmp_path: Path, traces_dir: Path) -> None:
+    trace = traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz"
+    with pytest.raises(SystemExit) as info:
+        main(["trace", "compare", str(trace)])
+    _, err = capsys.readouterr()
+    assert info.value.code == 2
+    assert err.strip().splitlines() == [  # one line, no progress: the trace was not read
+        f"parity: trace compare needs at least two traces or stored trace analyses (got 1: {trace}); "
+        "name a second one"]

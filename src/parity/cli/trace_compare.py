@@ -38,6 +38,11 @@ def trace_inputs(sources: tuple[str, ...] | list[str], *, db_path: str | None, w
     from parity.compare.traces import TraceInput
     from parity.trace.digest import trace_digest
 
+    if len(sources) < 2:  # before anything is read
+        from parity.model.errors import ParityError
+
+        raise ParityError(f"trace compare needs at least two traces or stored trace analyses (got {len(sources)}: "
+                          f"{', '.join(sources) or 'none'}); name a second one")
     for source in sources:  # every source checked before the first is read
         refuse_missing_path(source)
     inputs = []
