@@ -26,3 +26,9 @@ def test_no_straggler_is_said_plainly() -> None:
                 "straggler_ranks": [], "ops": []}
     assert fleet_lines(headline, {}) == ["2 ranks, 0 matched collectives; arrival skew median -, p99 -; total wait 0 us",
                                          "stragglers by arrival order: none named"]
+
+
+def test_one_rank_is_counted_in_the_singular() -> None:
+    headline = {"ranks": 1, "collectives": 0, "skew_median_ns": None, "skew_p99_ns": None, "wait_total_ns": 0,
+                "straggler_ranks": [], "ops": []}
+    assert fleet_lines(headline, {})[0] == "1 rank, 0 matched collectives; arrival skew median -, p99 -; total wait 0 us"

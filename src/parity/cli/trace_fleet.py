@@ -10,7 +10,8 @@ import click
 
 from parity.cli.fleet_store import store_after_fleet, store_options
 from parity.cli.output import json_option, write_json
-from parity.cli.progress import ProgressRenderer, format_duration
+from parity.cli.progress import ProgressRenderer
+from parity.model.figure import format_seconds
 
 
 def _eta_callback(renderer: ProgressRenderer, started: float | None = None):
@@ -108,8 +109,9 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
 
     summary = reduce_fleet(out_dir, ranks_per_node=ranks_per_node)
     total_s = time.perf_counter() - started
-    click.echo(f"mapped {len(results)} ranks in {format_duration(mapped_s)} ({executor} executor); "
-               f"reduced in {format_duration(total_s - mapped_s)}: tables in {out_dir}", err=json_path == "-")
+    click.echo(f"mapped {len(results)} rank{'' if len(results) == 1 else 's'} in {format_seconds(mapped_s)} "
+               f"({executor} executor); reduced in {format_seconds(total_s - mapped_s)}: tables in {out_dir}",
+               err=json_path == "-")
     from parity.report.fleet import fleet_lines
     from parity.trace.fleet.folder import fleet_headline, read_fleet_folder
 

@@ -19,7 +19,8 @@ def _us(ns: Any) -> str:
 
 def fleet_lines(headline: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     """What ``parity trace fleet`` says once the tables are written."""
-    lines = [f"{headline['ranks']} ranks, {headline['collectives']:,} matched collectives; arrival skew median "
+    ranks = headline["ranks"]
+    lines = [f"{ranks} rank{'' if ranks == 1 else 's'}, {headline['collectives']:,} matched collectives; arrival skew median "
              f"{_us(headline['skew_median_ns'])}, p99 {_us(headline['skew_p99_ns'])}; total wait "
              f"{_us(headline['wait_total_ns'])}"]
     for op in headline.get("ops") or []:
