@@ -12,13 +12,14 @@ other declared work. Each strategy is defined, and documented, in its ``parity.t
 - ``TogetherAndAlone``: the work alone, a companion alone, and both at once, on every rank;
 - ``ForDuration``: the work repeated for a wall-clock duration, every iteration's start stamped.
 
-The clocks never make a sample: ``Stopwatch`` (a search's budget, a build's cost, progress),
-``StreamClock`` (an online client's stamps of one streamed request) and ``LoopMeter`` (a load
-generator's send schedule and its own load).
+The clocks never make a sample: ``Stopwatch`` (a build's cost, progress), ``SearchClock`` (a
+search's budget, the device's cache flushes left out), ``StreamClock`` (an online client's
+stamps of one streamed request) and ``LoopMeter`` (a load generator's send schedule and its own
+load).
 """
 
 from parity.timing.calls_per_sample import CallsPerSample
-from parity.timing.clock import Stopwatch
+from parity.timing.clock import SearchClock, Stopwatch
 from parity.timing.duration import ForDuration
 from parity.timing.fallback import ReplayFallback
 from parity.timing.loop_load import LoopMeter
@@ -28,5 +29,5 @@ from parity.timing.slope import TwoLengthSlope
 from parity.timing.stream import StreamClock
 from parity.timing.together import TogetherAndAlone
 
-__all__ = ["BestOf", "CallsPerSample", "ForDuration", "LoopMeter", "PairedRounds", "ReplayFallback", "Stopwatch", "StreamClock",
+__all__ = ["BestOf", "CallsPerSample", "ForDuration", "LoopMeter", "PairedRounds", "ReplayFallback", "SearchClock", "Stopwatch", "StreamClock",
            "TogetherAndAlone", "TwoLengthSlope"]

@@ -22,7 +22,7 @@ from parity.families.gemm.evaluator import FLUSHED_SETS, gemm_rate_evaluator
 from parity.families.gemm.raised import implausible_finding
 from parity.families.gemm.inputs import bytes_per_set, free_memory_bytes, rotation_for
 from parity.harness.measure import time_work
-from parity.harness.strategies import ReplayFallback, Stopwatch
+from parity.harness.strategies import ReplayFallback, SearchClock
 from parity.harness.suite import CaseSpec
 from parity.harness.work import Work
 from parity.metrics.ceiling import CeilingRounds
@@ -81,7 +81,8 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
     kept: dict[tuple[int, int, int], Samples] = {}
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, keep=kept,
                                    flush=bool(case.params.get("flush", True)))
-    result = search_ceiling(evaluate, plan, clock=Stopwatch())
+    clock = SearchClock(device)
+    result = search_ceiling(evaluate, plan, clock=clock)
     device_name = device.properties().name
     m, n, k = result.dims
     check = check_backend(backend, device=device, dtype=dtype, m=m, n=n, k=k)
@@ -105,6 +106,7 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
             "ceiling_shape": {"m": m, "n": n, "k": k},
             "emulation_note": emulated,
             "search": result.to_dict(),
+            "search_flush_s": clock.flushed_s(),  # wall time beside the budget: the cache flushes
             "plan": {"min_dim": plan.min_dim, "max_dim": plan.max_dim, "align": plan.align,
                      "budget_s": plan.budget_s, "max_elements": plan.max_elements,
                      "reference_flops": plan.reference_flops},
@@ -188,7 +190,7 @@ def measure_ceiling_raise(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
     evaluate = gemm_rate_evaluator(device=device, backend=backend, dtype=dtype, flush=bool(p.get("flush", True)))
     found = search_around(evaluate, challenger=tuple(int(p["challenger"][d]) for d in "mnk"),  # type: ignore[arg-type]
                           incumbent=tuple(int(p["incumbent"][d]) for d in "mnk"),  # type: ignore[arg-type]
-                          plan=plan, clock=Stopwatch())
+                          plan=plan, clock=SearchClock(device))
     metrics: dict[str, Any] = {"raise": found.to_dict()}
     if found.confirm_rates:
         metrics["raise_rounds"] = ceiling_rounds(found.confirm_rates).to_dict()
