@@ -35,7 +35,8 @@ class GemmOptions:
                                     minimum=0.0, exclusive_minimum=True)
     budget_s: float | None = option(None, help="timed calls per shape, s (0.08 quick, 0.15 full)",
                                     minimum=0.0, exclusive_minimum=True)
-    ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s (20 quick, 60 full)",
+    ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s of its timed calls, cache "
+                                                       "flushes not counted (20 quick, 60 full)",
                                             minimum=0.0, exclusive_minimum=True, aliases=("--ceiling-budget",))
     flush: bool = option(True, help="flush the last-level cache before every timed call")
     telemetry: bool = option(True, help="sample clocks, power and throttle reasons while timing")

@@ -16,7 +16,8 @@ class KernelsOptions:
     ops: tuple[str, ...] = option(OPS, help="operations: " + ", ".join(OPS))
     libraries: bool = option(True, help="also time the installed library kernels on the same inputs")
     seed: int = option(0, help="seed of the inputs, group sizes and sequence lengths")
-    ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s (3 quick / 20 full on a CPU)",
+    ceiling_budget_s: float | None = option(None, help="compute-ceiling search, s of its timed calls, cache "
+                                                       "flushes not counted (3 quick / 20 full on a CPU)",
                                             minimum=0.0, exclusive_minimum=True, aliases=("--ceiling-budget",))
 
     def __post_init__(self) -> None:
