@@ -92,7 +92,7 @@ def _sysfs_cache_sizes() -> dict[int, int]:
 
 @pytest.mark.torch
 @pytest.mark.skipif(not SYS_CACHE.is_dir(), reason="no sysfs cache information on this host")
-def test_cpu_properties_report_this_machines_caches() -> None:
+def test_cpu_properties_report_this_machines_caches(reported_llc: None) -> None:
     """Compared with what this host itself says (sysfs caches, affinity, total RAM, machine
     type), never with fixed sizes: it holds on a 32 MiB or a 300 MiB LLC, on any core count and
     any architecture torch runs on."""
@@ -343,3 +343,34 @@ def test_cpu_telemetry_on_a_sysfs_tree(tmp_path: Path, monkeypatch: pytest.Monke
     assert second["power_w"] == pytest.approx(80.0)
     assert second["throttle_reasons"] == {"thermal"}
     assert source.unavailable()["memory_clock_mhz"]
+
+
+@pytest.mark.torch
+def test_a_given_last_level_cache_sizes_the_runs_and_both_sizes_are_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PARITY_CPU_LLC_BYTES (for a VM that reports its host's whole L3) replaces the size runs
+    are sized by, and the properties keep the size the system reported and say where the one
+    used came from."""
+    from parity.device.host import cache_sizes
+
+    monkeypatch.setenv("PARITY_CPU_LLC_BYTES", str(3 << 20))
+    device = get_device("cpu")
+    props = device.properties()
+    assert props.llc_bytes == 3 << 20 and device.flush_bytes() == 6 << 20
+    assert props.extra["llc_source"] == "PARITY_CPU_LLC_BYTES"
+    assert props.extra["llc_reported_bytes"] == cache_sizes()["llc_bytes"]
+    monkeypatch.delenv("PARITY_CPU_LLC_BYTES")
+    unset = device.properties()
+    assert unset.llc_bytes == cache_sizes()["llc_bytes"] and "llc_source" not in unset.extra
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("value", ["32MiB", "-1", "0", "1.5e6", "lots"])
+def test_a_given_last_level_cache_that_is_no_byte_count_is_one_line_naming_it(
+        monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from parity.model.errors import ParityError
+
+    monkeypatch.setenv("PARITY_CPU_LLC_BYTES", value)
+    with pytest.raises(ParityError) as info:
+        get_device("cpu").properties()
+    assert str(info.value).startswith(f"PARITY_CPU_LLC_BYTES={value!r}: not a size in bytes")
+    assert "\n" not in str(info.value)

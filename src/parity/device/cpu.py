@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from parity.device import host
 from parity.device.base import Device, DeviceProperties, module_available, register_backend
+from parity.model.errors import ParityError
+
+LLC_ENV = "PARITY_CPU_LLC_BYTES"  # the last-level cache to size flushes and sweeps by, where the OS misreports it
+
+
+def llc_override() -> int | None:
+    """The last-level cache size given in :data:`LLC_ENV` (bytes, a whole number > 0), None when
+    unset or empty; a ParityError naming the variable and its value otherwise."""
+    text = os.environ.get(LLC_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) <= 0:
+        raise ParityError(f"{LLC_ENV}={text!r}: not a size in bytes; give a whole number of bytes "
+                          f"(33554432 for 32 MiB) or unset it to use the cache the system reports")
+    return int(text)
 
 
 @register_backend
@@ -13,7 +29,11 @@ class CpuDevice(Device):
     """``cpu``: work runs synchronously on the calling thread (and torch's intra-op pool).
 
     Timing uses the host clock; ``synchronize`` has nothing to wait for. The cache flush writes
-    twice the last-level cache size read from sysfs. Collectives run through gloo.
+    twice the last-level cache size read from sysfs, or given in ``PARITY_CPU_LLC_BYTES`` where
+    the system misreports it (a VM may report its host's whole L3: 480 MiB to 2 vCPUs), which
+    sizes the bandwidth copy and the latency sweep too; the properties then record the size the
+    system reported (``extra.llc_reported_bytes``) and where the one used came from
+    (``extra.llc_source``). Collectives run through gloo.
     """
 
     type = "cpu"
@@ -56,6 +76,11 @@ class CpuDevice(Device):
         threads = _torch_threads()
         if threads is not None:
             extra["torch_threads"] = threads
+        llc = caches["llc_bytes"]
+        given = llc_override()
+        if given is not None:
+            extra.update(llc_reported_bytes=llc, llc_source=LLC_ENV)
+            llc = given
         return DeviceProperties(
             name=host.cpu_model(),
             vendor=_vendor(),
@@ -65,7 +90,7 @@ class CpuDevice(Device):
             memory_bytes=host.memory_bytes(),
             l1_bytes=caches["l1_bytes"],
             l2_bytes=caches["l2_bytes"],
-            llc_bytes=caches["llc_bytes"],
+            llc_bytes=llc,
             clock_max_mhz=host.max_clock_mhz(),
             extra=extra,
         )
