@@ -70,7 +70,7 @@ def analyze(paths: tuple[str, ...], steps_text: str | None, window_text: str | N
       parity trace analyze ASCEND_PROFILER_OUTPUT/ --window 1000:5000 --chrome-trace annotated.json
       parity trace analyze rank0.json.gz --window span --store --label h100-step
     """
-    load_modules("parity.report.trace", "parity.trace", "parity.trace.categories", "parity.trace.window")
+    load_modules("parity.report.trace", "parity.trace")
     from parity.report.trace import render_analysis
 
     result, table, rules = analyse_paths(paths, steps_text=steps_text, window_text=window_text,

@@ -63,7 +63,7 @@ def whatif(paths: tuple[str, ...], scale_texts: tuple[str, ...], method: str, wi
     """
     from parity.cli.numpy_load import load_modules
 
-    load_modules("parity.report.whatif", "parity.trace", "parity.trace.whatif", "parity.trace.window")
+    load_modules("parity.report.whatif", "parity.trace", "parity.trace.whatif")
     from parity.report.whatif import render_prediction
     from parity.trace import load_trace
     from parity.trace.whatif import parse_scale, predict

@@ -154,9 +154,7 @@ class Device(abc.ABC):
 
         began = time.perf_counter()
         if self._flush_buffer is None:
-            llc = self.properties().llc_bytes
-            size = FLUSH_FACTOR * llc if llc else DEFAULT_FLUSH_BYTES
-            self._flush_buffer = torch.empty(size // 4, dtype=torch.int32, device=self.torch_device)
+            self._flush_buffer = torch.empty(self.flush_bytes() // 4, dtype=torch.int32, device=self.torch_device)
         self._flush_value = (self._flush_value + 1) % 1024
         self._flush_buffer.fill_(self._flush_value)
         self.flushed_s += time.perf_counter() - began

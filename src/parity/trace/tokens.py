@@ -38,25 +38,18 @@ REGEX_PREFIX = "re:"
 def signature_head(name: str) -> str:
     """``name`` without its argument list: up to the first ``(`` outside ``<...>`` (kept whole
     when that ``(`` opens the name)."""
-    if _ANONYMOUS in name:
-        name = name.replace(_ANONYMOUS, "")
-    paren = name.find("(")
-    if paren < 0:
-        return name
-    if "<" in name[:paren]:  # template brackets first: the first ( outside them
-        depth = 0
-        for match in _BRACKETS.finditer(name):
-            char = match.group()
-            if char == "<":
-                depth += 1
-            elif char == ">":
-                depth = max(depth - 1, 0)
-            elif depth == 0:
-                paren = match.start()
-                break
-        else:
-            return name
-    return name[:paren] if name[:paren].strip() else name
+    depth = 0
+    name = name.replace(_ANONYMOUS, "")
+    for match in _BRACKETS.finditer(name):  # only the brackets are visited
+        char = match.group()
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            head = name[: match.start()]
+            return head if head.strip() else name
+    return name
 
 
 @lru_cache(maxsize=1 << 16)

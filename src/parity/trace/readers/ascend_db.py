@@ -16,7 +16,7 @@ from parity.trace.readers.ascend_csv import step_rows
 from parity.trace.readers.ascend_text import TASK_KIND
 from parity.trace.readers.columns import Columns
 from parity.trace.steps import PROFILER_STEP
-from parity.trace.table import NO_ID, ActivityTable, Kind
+from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
 
 _CORE_OF_TASK = {"KERNEL_AIVEC": "AI_VECTOR_CORE", "KERNEL_AICORE": "AI_CORE", "KERNEL_MIX_AIC": "MIX_AIC",
                  "KERNEL_MIX_AIV": "MIX_AIV", "KERNEL_AICPU": "AI_CPU"}  # fmt: skip
@@ -128,7 +128,7 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
                           "the export is corrupt")  # fmt: skip
     task_type = [strings.get(t) for t in ttype]
     names = [(strings.get(n) if n is not None else t) or "" for t, n in zip(task_type, op_name)]
-    kinds = [TASK_KIND.get(n, Kind.KERNEL) for n in names]
+    kinds = [TASK_KIND.get(n, KindCode.KERNEL) for n in names]
     cores = [strings.get(c) if c is not None else None for c in op_core]
     cores = [c if c in _CORE_OF_TASK.values() else _CORE_OF_TASK.get(t) for c, t in zip(cores, task_type)]
     cols.add(

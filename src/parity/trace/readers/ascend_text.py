@@ -21,7 +21,7 @@ from parity.trace.readers.columns import Columns, Progress, int_or
 from parity.trace.readers.jsonstream import EventStream
 from parity.trace.readers.times import times_to_ns
 from parity.trace.steps import PROFILER_STEP
-from parity.trace.table import NO_ID, ActivityTable, Kind, KindCode
+from parity.trace.table import NO_ID, ActivityTable, KindCode
 
 _NUMBER = re.compile(r"(\d+)\s*$")
 _RANK_DIR = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -30,7 +30,7 @@ ASCEND_CONCURRENT_TASKS = frozenset({  # HCCL ops and their tasks, which run on 
     "Reduce Inline", "Reduce_Inline", "RDMA", "Memcpy",
 })  # fmt: skip
 COMM_TASK_TYPES = ASCEND_CONCURRENT_TASKS - {"HCCL"}  # hardware tasks of collectives
-TASK_KIND = {"MEMCPY_ASYNC": Kind.MEMCPY, "EVENT_RECORD": Kind.SYNC, "EVENT_WAIT": Kind.SYNC}  # else a kernel
+TASK_KIND = {"MEMCPY_ASYNC": KindCode.MEMCPY, "EVENT_RECORD": KindCode.SYNC, "EVENT_WAIT": KindCode.SYNC}  # else a kernel
 EXTRA = dict(task_type=object, accelerator_core=object, sync_type=object, pid=np.int64,
              tid=np.int64, link=object)  # fmt: skip
 # what an HCCL operation records (its ``data_type`` and element ``count``; its group from
@@ -159,8 +159,8 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             else:
                 if lane is None:
                     lane = lanes[key] = _lane(e.pid, e.tid, process, thread)
-            if lane.overlap:
-                label = lane.overlap_name if lane.overlap_name is not None else str(name)
+            if lane.process == "Overlap Analysis":
+                label = lane.thread if lane.thread is not None else str(name)
                 overlap.setdefault(label, []).append((i, e.ts, e.dur))
                 continue
             args = e.args if type(e.args) is TaskArgs else NO_ARGS
@@ -176,8 +176,8 @@ def _rows(trace: Path, events: list, cols: Columns, warnings: list) -> dict[str,
             hccl[len(rows)] = args
         append((
             kind, name if type(name) is str else str(name), e.ts, e.dur, 0 if kind in _DEVICE_ID_KINDS else NO_ID,
-            stream, int_or(corr), task_type, (None if e.name is msgspec.UNSET else e.name) if kind == _SYNC else None,
-            lane.pid, lane.tid, i, _link(args) if kind == _OTHER and lane.hccl else None,
+            stream, int_or(corr), task_type, (None if e.name is msgspec.UNSET else e.name) if kind == KindCode.SYNC else None,
+            lane.pid, lane.tid, i, _link(args) if kind == KindCode.OTHER and lane.process == "HCCL" else None,
         ))  # fmt: skip
     if skipped:
         warnings.append(f"{skipped} entries of the event array are not objects; skipped")
@@ -239,9 +239,7 @@ def add_groups(cols: Columns, groups: dict[str, str]) -> None:
         cols.add_sparse(0, process_group_name=column)
 
 
-_KERNEL, _OTHER, _SYNC = KindCode.KERNEL, KindCode.OTHER, KindCode.SYNC
 _DEVICE_ID_KINDS = frozenset({KindCode.KERNEL, KindCode.MEMCPY, KindCode.SYNC})  # rows with a device id (0)
-_TASK_CODE = {name: int(kind) for name, kind in TASK_KIND.items()}
 
 
 class _Lane(msgspec.Struct, gc=False):
@@ -251,11 +249,9 @@ class _Lane(msgspec.Struct, gc=False):
     process: str
     pid: int
     tid: int
-    stream: int = NO_ID
-    overlap: bool = False  # an Overlap Analysis lane: its rows are the profiler's own figures
-    overlap_name: str | None = None  # the lane's thread name (else each row's name names it)
-    hccl: bool = False  # the HCCL process's lane
-    communication: bool = False  # its "... Communication" thread: the HCCL operations
+    stream: int = NO_ID  # a hardware lane's
+    thread: str | None = None  # an Overlap Analysis lane's thread name (else each row's name names it)
+    communication: bool = False  # an HCCL lane's "... Communication" thread: the HCCL operations
 
 
 def _lane(pid, tid, process: dict, thread: dict) -> _Lane:
@@ -264,12 +260,12 @@ def _lane(pid, tid, process: dict, thread: dict) -> _Lane:
     name = process.get(pid, "")
     lane = _Lane(process=name, pid=int_or(pid), tid=int_or(tid))
     if name == "Overlap Analysis":
-        lane.overlap, lane.overlap_name = True, thread.get((pid, tid))
+        lane.thread = thread.get((pid, tid))
     elif name == "Ascend Hardware":
         number = _NUMBER.search(thread.get((pid, tid), ""))  # "Stream N"
         lane.stream = int_or(int(number.group(1))) if number else int_or(tid)
     elif name == "HCCL":
-        lane.hccl, lane.communication = True, thread.get((pid, tid), "").endswith("Communication")
+        lane.communication = thread.get((pid, tid), "").endswith("Communication")
     return lane
 
 
@@ -278,18 +274,18 @@ def _classify(e: Event, name, args: TaskArgs, lane: _Lane):
     process = lane.process
     if process == "Ascend Hardware":
         task_type = args.task_type if isinstance(args.task_type, str) else None
-        return _TASK_CODE.get(name, _KERNEL), lane.stream, task_type, None
-    if lane.hccl:
+        return TASK_KIND.get(name, KindCode.KERNEL), lane.stream, task_type, None
+    if process == "HCCL":
         if lane.communication:
-            return _KERNEL, NO_ID, "HCCL", None
+            return KindCode.KERNEL, NO_ID, "HCCL", None
         plane, task = args.plane_stream, args.plane_task
         plane = int_or(plane) if type(plane) is int else None
-        return _OTHER, lane.tid, task if isinstance(task, str) else None, plane
+        return KindCode.OTHER, lane.tid, task if isinstance(task, str) else None, plane
     if process == "CANN":
         return KindCode.RUNTIME, lane.tid, None, None
     if isinstance(name, str) and PROFILER_STEP.match(name):
         return KindCode.STEP, lane.tid, None, None
-    return KindCode.CPU_OP if e.cat == "cpu_op" else _OTHER, lane.tid, None, None
+    return KindCode.CPU_OP if e.cat == "cpu_op" else KindCode.OTHER, lane.tid, None, None
 
 
 def _spans(trace: Path, where, ts, durs) -> tuple[np.ndarray, np.ndarray]:
