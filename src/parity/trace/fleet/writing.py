@@ -29,7 +29,8 @@ def read_map_table(root: Path, table: str, columns: list[str] | None = None, dic
         parts = []
         for path in files:
             handle = pq.ParquetFile(path, read_dictionary=list(dictionary))
-            missing = [n for n in names if n not in handle.schema_arrow.names]
+            present = set(handle.schema_arrow.names)  # the property builds the schema again at each use
+            missing = [n for n in names if n not in present]
             if missing:
                 raise ParityError(f"the map table {folder} lacks the columns {', '.join(missing)}; "
                                   f"run the map again with this version of parity")
