@@ -49,7 +49,7 @@ VLLM_RATES = ("duration", "request_throughput", "request_goodput", "output_throu
               "burstiness", "max_output_tokens_per_s")
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2el")
 STAT_PREFIXES = ("mean", "median", "std", "p")
-SOURCE_META = {"source": "vllm bench serve (time.perf_counter per streamed chunk)"}
+SOURCE_META = {"source": "vllm bench serve (its client's monotonic performance counter, read per streamed chunk)"}
 
 
 @dataclass(frozen=True, kw_only=True)
