@@ -171,8 +171,11 @@ def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path
                            (foreign, "'trace-analysis' document, not a 'run-export'")):
         status, _, err = parity(capsys, "runs", "import", str(path), "--db", str(other))
         assert status == 2 and str(path) in err and expected in err and err.count("\n") == 1, err
-    js = tmp_path / "self.json"
-    assert parity(capsys, "compare", imported["run_id"], imported["run_id"], "--db", str(other), "--json", str(js))[0] == 0
+    status, out, err = parity(capsys, "runs", "import", str(exported), "--as-new", "--db", str(other), "--json", "-")
+    assert status == 0, err
+    copy = orjson.loads(out)["run_id"]
+    js = tmp_path / "self.json"  # the import and its copy: the same measurement under two ids
+    assert parity(capsys, "compare", imported["run_id"], copy, "--db", str(other), "--json", str(js))[0] == 0
     doc = orjson.loads(js.read_bytes())
     assert doc["audit"] == [] and all(c["ratio"] == pytest.approx(1.0) for c in doc["cases"] if c["ratio"])
 

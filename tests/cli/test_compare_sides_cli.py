@@ -84,6 +84,8 @@ def test_bad_sides_are_one_line_errors(capsys, tmp_path: Path, db_path: Path) ->
     for args, expected in ((["compare", "group:nope", "latest"], "no repeat group"),
                            (["compare", "group:latest", "latest"], "no stored run belongs to a repeat group"),
                            (["compare", "latest,latest", "latest"], "names one run twice"),
+                           (["compare", "latest", "latest"], "is on side A (latest) and on side B (latest): a run "
+                                                             "compared with itself is 1x by construction"),
                            (["compare", "latest,", "latest"], "empty run id"),
                            (["run", "--repeat", "2", "--resume", "latest"], "--repeat makes new runs"),
                            (["run", "--label", " ", "--suite", "membw"], "--label is empty")):

@@ -59,3 +59,19 @@ def test_one_source_is_refused_before_anything_is_read(capsys, tmp_path: Path, t
     assert err.strip().splitlines() == [  # one line, no progress: the trace was not read
         f"parity: trace compare needs at least two traces or stored trace analyses (got 1: {trace}); "
         "name a second one"]
+
+
+def test_a_trace_against_itself_or_its_copy_is_refused(capsys, tmp_path: Path, traces_dir: Path) -> None:
+    """The same bytes analysed the same way are 1x by construction: refused in one line, under
+    the same name or another; the same trace over two windows is a comparison."""
+    trace = traces_dir / "kineto/hta/trace_filter/sampled_rank-0.json.gz"
+    copy = tmp_path / "copy.json.gz"
+    copy.write_bytes(trace.read_bytes())
+    for second in (trace, copy):
+        with pytest.raises(SystemExit) as info:
+            main(["trace", "compare", str(trace), str(second), "--window", "span"])
+        _, err = capsys.readouterr()
+        lines = [line for line in err.splitlines() if line.startswith("parity:")]
+        assert info.value.code == 2 and len(lines) == 1, err
+        assert (f"{trace.name} and {second.name} are the same trace analysed the same way" in lines[0]
+                and "1x by construction" in lines[0])

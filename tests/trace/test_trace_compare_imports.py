@@ -80,7 +80,7 @@ def test_a_trace_comparison_loads_no_run_side_no_store_and_no_torch(traces_dir: 
 @pytest.mark.parametrize("command", ["compare", "analyze"])
 def test_numpy_loads_with_one_blas_thread_and_the_environment_is_left_as_it_was(traces_dir: Path, tmp_path: Path,
                                                                                  command: str) -> None:
-    argv = ["trace", command, str(traces_dir / KINETO), *([str(traces_dir / KINETO)] if command == "compare" else []),
+    argv = ["trace", command, str(traces_dir / KINETO), *([str(traces_dir / ASCEND)] if command == "compare" else []),
             "--window", "span"]  # fmt: skip
     report = probe(argv, tmp_path)
     assert report["openblas"] is None  # set only while numpy loaded

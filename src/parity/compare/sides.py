@@ -3,8 +3,10 @@
 A side is written as one run (an id, a unique prefix, ``latest``, ``latest~N``), several runs
 joined by commas (``A1,A2,A3``), or a repeat group, ``group:ID``: the runs of one ``parity run
 --repeat N`` (``config["group"]``; ID whole or a unique prefix, or ``group:latest``, the group of
-the newest run that has one). The runs of one side must be distinct; a side is labelled with
-its runs' ``--label`` (``config["label"]``) when they share one, else with its device.
+the newest run that has one). The runs of one side must be distinct, and no run may be on two
+sides (a run against itself is 1x by construction, and sides sharing runs are not independent);
+a side is labelled with its runs' ``--label`` (``config["label"]``) when they share one, else
+with its device.
 """
 
 from __future__ import annotations
@@ -90,14 +92,30 @@ def side_run_ids(store: Store, spec: str) -> list[str]:
 
 
 def load_sides(store: Store, specs: list[str]) -> list[Side]:
-    """Every side's runs, cases and figures, read from the store."""
+    """Every side's runs, cases and figures, read from the store; a ParityError when a run is
+    on two sides (before any case is read)."""
+    resolved = [side_run_ids(store, spec) for spec in specs]
+    seen: dict[str, int] = {}  # run id -> the first side naming it (a side names a run once)
+    for index, ids in enumerate(resolved):
+        for run_id in ids:
+            if run_id in seen:
+                first = seen[run_id]
+                raise ParityError(f"run {run_id} is on side {_side_name(first, specs)} and on side "
+                                  f"{_side_name(index, specs)}: a run compared with itself is 1x by construction, "
+                                  "not a measurement; compare different runs (latest~1 latest), or see one run with "
+                                  "parity runs show")
+            seen[run_id] = index
     sides = []
-    for spec in specs:
-        ids = side_run_ids(store, spec)
+    for spec, ids in zip(specs, resolved):
         runs = tuple(store.get_run(i) for i in ids)
         sides.append(Side(spec=spec, runs=runs, cases=tuple(tuple(store.cases(i)) for i in ids),
                           figures=tuple(tuple(store.figures(i)) for i in ids)))
     return sides
+
+
+def _side_name(index: int, specs: list[str]) -> str:
+    """``A (latest)``: a side's letter in the comparison and its spelling as given."""
+    return f"{'ABCDEFGHIJKLMNOPQRSTUVWXYZ'[index % 26]} ({specs[index]})"
 
 
 def describe_side(side: Side, *, letter: str, cases: int, device: Any) -> dict[str, Any]:

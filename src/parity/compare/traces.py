@@ -173,6 +173,7 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
     """Per category, per stream role and for the device: busy and share side by side."""
     if len(analyses) < 2:
         raise ParityError("compare needs at least two traces or stored trace analyses")
+    refuse_repeated(analyses)
     ranks = [_rank_of(a) for a in analyses]
     runs = tuple(_describe(a, r) for a, r in zip(analyses, ranks))
     one_family = len({run["family"] for run in runs}) == 1
@@ -193,6 +194,24 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
     return TraceComparison(runs=runs, cases=tuple(rows), audit=tuple(audit), claims=tuple(claims),
                            summary=tuple(_figures(runs, devices, comm, overlaps)), workload=workload,
                            caveats=caveats)
+
+
+def refuse_repeated(analyses: Sequence[TraceInput]) -> None:
+    """A ParityError when two inputs are one analysis of one trace: the same digest (a file and
+    its copy too) and the same analysis but for where it was read (``source``). Compared with
+    itself, a trace is 1x by construction."""
+    def figures(item: TraceInput) -> dict[str, Any]:
+        return {k: v for k, v in item.analysis.items() if k != "source"}
+
+    for index, item in enumerate(analyses):
+        if item.sha256 is None:
+            continue  # nothing tells what it was read from
+        for earlier in analyses[:index]:
+            if (earlier.sha256, earlier.rank) == (item.sha256, item.rank) and figures(earlier) == figures(item):
+                raise ParityError(f"{earlier.label} and {item.label} are the same trace analysed the same way "
+                                  f"(sha256 {item.sha256[:12]}...): a trace compared with itself is 1x by "
+                                  "construction, not a measurement; compare different traces, or one trace over "
+                                  "different windows as stored analyses (parity trace analyze --window ... --store)")
 
 
 def _overlaps(ranks: Sequence[dict[str, Any]]) -> list[float | None]:
