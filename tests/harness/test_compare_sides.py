@@ -65,6 +65,12 @@ def test_scopes_compare_on_conditions_not_on_what_a_run_found() -> None:
     check = figure_comparability([_figure(cases=2), _figure(cases=2)], sets)
     assert not check.comparable and "different case sets (1 case(s)" in check.reason
     assert figure_comparability([_figure(), _figure()], sets).comparable  # not a figure over cases
+    plateaus = [StoredFigure.of("latency", Figure(name="latency.DRAM", value=v, unit="s", method="m", scope={
+        "page": "base", "level": "DRAM", "from_bytes": start, "to_bytes": end, "memory": True}))
+        for v, start, end in ((9e-8, 16 << 20, 1 << 30), (1.1e-7, 23724032, 2 << 30))]
+    assert figure_comparability(plateaus, [frozenset({"a"})] * 2).comparable  # where each found its DRAM
+    plateaus[1].scope["page"] = "thp"
+    assert figure_comparability(plateaus, [frozenset({"a"})] * 2).reason == "scope differs: page: base vs thp"
 
 
 def _with_dtype(store: Store, run_id: str, dtype: str) -> None:

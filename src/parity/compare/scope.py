@@ -18,9 +18,11 @@ from typing import Any
 
 from parity.store.figures import StoredFigure
 
-# Scope entries that record what a run found, not a condition it was measured under.
+# Scope entries that record what a run found, not a condition it was measured under (a latency
+# plateau's extent, ``from_bytes``/``to_bytes``, is where that device's cache level was found: an
+# L2 against an L2 of another size, or the same L2 whose edge moved a step with the noise).
 FOUND_SCOPE = frozenset({"device", "shape", "best_shape", "timings", "points", "measured_in", "ceiling_from",
-                         "run", "runs", "case", "rounds", "samples", "raised_at_bytes"})
+                         "run", "runs", "case", "rounds", "samples", "raised_at_bytes", "from_bytes", "to_bytes"})
 
 
 @dataclass(frozen=True, kw_only=True)
