@@ -59,6 +59,15 @@ def test_reference_rows_from_csv_or_db_names() -> None:
     assert reference_steps({"step_trace": STEP_TRACE})[1]["free_us"] == pytest.approx(0.010)
 
 
+def test_reference_cells_that_are_no_numbers_are_not_compared() -> None:
+    """A text cell (``N/A`` in an optional column, as a CSV keeps it), a value beyond a float
+    or a step that is no step number: that figure, or that row, is left out; nothing raises."""
+    rows = [{"Step": "7", "Computing": 10.0, "Stage": "N/A", "Bubble": "inf", "Free": None, "Preparing": "1e400"},
+            {"Step": "1e400", "Computing": 1.0}, {"Step": "2.5", "Computing": 1.0}, {"Step": None, "Computing": 1.0},
+            {"Step": 3, "Computing": "x"}]  # fmt: skip
+    assert reference_steps({"step_trace": rows}) == {7: {"computing_us": 10.0}}
+
+
 def test_receive_rows_are_named_by_a_receive_token_and_kept_within_the_rows_asked() -> None:
     import numpy as np
 

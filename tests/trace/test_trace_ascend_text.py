@@ -100,6 +100,31 @@ def test_a_kernel_table_cut_mid_row_is_a_counted_warning(tmp_path: Path) -> None
     assert categories_by_name(table)["LayerNorm"] == "vector"  # unknown core: the name decides
 
 
+def test_kernel_table_cells_beyond_range_are_skipped_or_warned(tmp_path: Path) -> None:
+    """A Step Id past the int32 step column, a Unicode digit, a start beyond a float: the rows
+    lose their step or match (counted), the read goes on."""
+    rank = write_rank(tmp_path)
+    details = rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    lines = details.read_text().splitlines()
+    lines[1] = "99999999999999999999999" + lines[1][lines[1].index(","):]
+    lines[2] = "\u00b2" + lines[2][lines[2].index(","):]
+    details.write_text("\n".join(lines) + "\n")
+    table = load_trace(rank)
+    warnings = " ".join(table.meta["warnings"])
+    assert "2 rows of kernel_details.csv have a Step Id that is no step number" in warnings
+    assert categories_by_name(table)["LayerNorm"] == "vector"  # the core still joined
+    lines[1] = lines[1].replace(lines[1].split(",")[4], "1e400")
+    details.write_text("\n".join(lines) + "\n")
+    assert "1 rows of kernel_details.csv match no task" in " ".join(load_trace(rank).meta["warnings"])
+
+
+@pytest.mark.parametrize("step", ["1e400", "99999999999", "1.5", "-1"])
+def test_a_step_row_whose_step_is_no_step_number_is_skipped(tmp_path: Path, step: str) -> None:
+    table = load_trace(write_rank(tmp_path, step_trace={**STEP_TRACE, "Step": step}))
+    assert "1 of 1 rows of step_trace_time.csv are cut short or not numbers" in " ".join(table.meta["warnings"])
+    assert table.meta["step_trace"] == []
+
+
 def test_a_step_table_lacking_a_column_is_a_counted_warning(tmp_path: Path) -> None:
     partial = {k: v for k, v in STEP_TRACE.items() if k != "Free"}
     table = load_trace(write_rank(tmp_path, step_trace=partial))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,8 @@ from parity.trace.load import load_trace
 from parity.trace.table import ActivityTable
 
 KINETO = "kineto/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
-ASCEND = "ascend/msinsight/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"
+ASCEND_DIR = "ascend/msinsight/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"
+ASCEND = f"{ASCEND_DIR}/trace_view.json"
 NSYS = "nsys/extrap/con_kernel.sqlite"
 ASCEND_DB = "ascend/msinsight/db/level0/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db"
 FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
@@ -120,6 +122,47 @@ def test_ascend_keys_deleted_or_retyped(ascend_events: list, tmp_path: Path, dat
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "trace_view.json").write_bytes(orjson.dumps(mutate(ascend_events, data)))
     check(folder.parent)
+
+
+SIDECARS = ("kernel_details.csv", "step_trace_time.csv", "communication.json")
+CELLS = ["", "N/A", "-1", "1e400", "-1e400", "nan", "inf", "abc", '"', "1.2.3", "\u00b2", "99999999999999999999999"]
+
+
+@FUZZ
+@given(which=st.sampled_from(SIDECARS), data=st.data())
+def test_ascend_sidecar_files_mangled(traces_dir: Path, ascend_events: list, tmp_path: Path, which: str, data) -> None:
+    """The real CSVs and communication.json beside a (small) timeline, one of them cut short,
+    its bytes flipped or one cell replaced; then analysed, as their step figures are used there."""
+    from parity.trace.analysis import analyze
+
+    source = traces_dir / ASCEND_DIR
+    folder = Path(tempfile.mkdtemp(dir=tmp_path)) / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    folder.mkdir(parents=True)
+    (folder / "trace_view.json").write_bytes(orjson.dumps(ascend_events))
+    for name in SIDECARS:
+        (folder / name).write_bytes((source / name).read_bytes())
+    raw = (folder / which).read_bytes()
+    mode = data.draw(st.sampled_from(["cut", "flip", "cell"]))
+    if mode == "cut":
+        raw = raw[: int(len(raw) * data.draw(st.floats(0.0, 1.0)))]
+    elif mode == "flip":
+        flipped = bytearray(raw)
+        for where in data.draw(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)):
+            flipped[min(int(where * len(flipped)), len(flipped) - 1)] = data.draw(st.integers(0, 255))
+        raw = bytes(flipped)
+    else:
+        lines = raw.decode().splitlines()
+        row = data.draw(st.integers(0, len(lines) - 1))
+        cells = lines[row].split(",")
+        cells[data.draw(st.integers(0, len(cells) - 1))] = data.draw(st.sampled_from(CELLS))
+        lines[row] = ",".join(cells)
+        raw = "\n".join(lines).encode() + b"\n"
+    (folder / which).write_bytes(raw)
+    check(folder.parent)
+    try:
+        analyze(load_trace(folder.parent))
+    except ParityError as exc:
+        assert str(exc) and "\n" not in str(exc)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True,

@@ -461,6 +461,10 @@ def test_parse_us_text() -> None:
     assert parse_us_text("-1.5") == -1500
     with pytest.raises(ValueError):
         parse_us_text("12:30")
+    assert parse_us_text("1.5e3") == 1_500_000
+    for beyond in ("1e400", "-1e400"):  # beyond a float: a ValueError as for any other text, not an overflow
+        with pytest.raises(ValueError):
+            parse_us_text(beyond)
 
 
 @pytest.mark.parametrize("header_bytes", [10, 20_000, 200_000])  # within the first look, the second, the 1 MB head

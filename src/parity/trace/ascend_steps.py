@@ -24,6 +24,8 @@ are never Computing.
 
 from __future__ import annotations
 
+import math
+
 import msgspec
 import numpy as np
 
@@ -178,17 +180,28 @@ def reference_steps(meta: dict) -> dict[int, dict[str, float]]:
     for row in meta.get("step_trace") or []:
         lowered = {str(k).strip().lower(): v for k, v in dict(row).items()}
         step = lowered.get("step", lowered.get("step id", lowered.get("id")))
-        try:
-            number = int(float(str(step)))
-        except (TypeError, ValueError):
-            continue
+        number = _finite(step)
+        if number is None or number != int(number):
+            continue  # no step number: nothing to line the figures up with
+        number = int(number)
         figures = {}
         for key, ours in _REFERENCE_KEYS.items():
-            if key in lowered and lowered[key] not in (None, ""):
-                figures[ours] = float(lowered[key])
+            value = _finite(lowered.get(key))
+            if value is not None:
+                figures[ours] = value
         if figures:
             out[number] = figures
     return out
+
+
+def _finite(value) -> float | None:
+    """A reference cell as a finite float; None for an absent, empty or non-number cell (``N/A``:
+    that figure of the step is not compared)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 _LANE_KEYS = {

@@ -19,6 +19,7 @@ from parity.trace.table import UNKNOWN_CORE, ActivityTable, Kind, KindCode
 STEP_FIGURES = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free")
 UNIT_NAMING_TYPES = {"AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}  # not AI_CORE
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
+STEP_MAX = np.iinfo(np.int32).max  # the table's step column is int32
 
 
 def csv_rows(path: Path) -> tuple[list[str], list[dict]]:
@@ -62,12 +63,21 @@ def _step_row(record: dict) -> dict | None:
             return None  # more fields than the header
         name, value = key.strip(), value.strip() if isinstance(value, str) else value
         try:
-            row[name] = int(float(value)) if name == "Step" else float(value)
+            row[name] = _step_number(value) if name == "Step" else float(value)
         except (TypeError, ValueError):
             if name == "Step" or name in STEP_FIGURES:
                 return None
             row[name] = value
     return row
+
+
+def _step_number(value) -> int:
+    """A ``Step`` cell as the step number it writes (``"3"``, ``"3.0"``); ``ValueError`` for
+    anything else, a fraction or a number beyond :data:`STEP_MAX` included."""
+    number = float(value)
+    if not (0 <= number <= STEP_MAX) or number != int(number):
+        raise ValueError(f"not a step number: {value!r}")
+    return int(number)
 
 
 def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[str]) -> ActivityTable:
@@ -84,7 +94,7 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
             warnings.append(f"{path.name} ends mid-row (no final line break): the file is cut short; its last "
                             "row is skipped, so that task's core and step are unknown")
         lookup = _TaskLookup(table)
-        unmatched = cut = 0
+        unmatched = cut = no_step = 0
         for record in records:
             if None in record.values():  # cut short
                 cut += 1
@@ -102,13 +112,18 @@ def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[
             elif types[row] not in UNIT_NAMING_TYPES:
                 cores[row] = UNKNOWN_CORE  # an operator whose unit the profiler did not record
             step_id = (record.get("Step Id") or "").strip()
-            if step_id.isdigit():
+            if step_id.isascii() and step_id.isdigit() and int(step_id) <= STEP_MAX:
                 step[row] = int(step_id)
+            elif step_id not in ("", "N/A"):
+                no_step += 1
         if cut:
             warnings.append(f"{cut} of {len(records)} rows of {path.name} are cut short (fewer fields than "
                             "its header); skipped, so their cores and steps are unknown")
         if unmatched:
             warnings.append(f"{unmatched} rows of {path.name} match no task in the timeline")
+        if no_step:
+            warnings.append(f"{no_step} rows of {path.name} have a Step Id that is no step number (0 to {STEP_MAX}); "
+                            "their steps come from the timeline's markers")
         after = tasks_after_the_table(table, types, lookup.used)
         if after:
             warnings.append(f"{path.name} stops before the timeline does: {after} kernel tasks after its last row "

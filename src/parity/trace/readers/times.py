@@ -9,6 +9,7 @@ passes, numbers one float64 array, the rest one by one; a bad value is a ParityE
 
 from __future__ import annotations
 
+import math
 import re
 from array import array
 from pathlib import Path
@@ -59,7 +60,10 @@ def parse_us_text(text: str) -> int:
     whole, dot, frac = text.lstrip("+-").partition(".")
     if not whole.isdigit() or (frac and not frac.isdigit()) or (dot and not (whole or frac)):
         if "e" in text.lower():
-            return int(round(float(text) * 1000.0))
+            value = float(text) * 1000.0
+            if not math.isfinite(value):  # 1e400: beyond a float
+                raise ValueError(f"not a finite number: {text!r}")
+            return int(round(value))
         raise ValueError(f"not a number: {text!r}")
     ns = int(whole) * 1000 + int((frac + "000")[:3])
     if len(frac) > 3 and frac[3] >= "5":
