@@ -7,7 +7,9 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from parity.model.errors import ParityError
 from parity.trace import analyze, load_trace
 from parity.trace.categories import categorize
 
@@ -102,3 +104,46 @@ def test_no_link_column_without_ranks(tmp_path: Path) -> None:
     """Profiler level 0 records no ranks or sizes: no link column, and no matrix."""
     table = load_trace(write_db(tmp_path))
     assert "link" not in table.extra and not analyze(table).comm_matrix
+
+
+@pytest.mark.parametrize(("update", "says"), [
+    ("UPDATE TASK SET startNs = NULL WHERE globalTaskId = 2", "TASK.startNs holds None"),
+    ("UPDATE TASK SET endNs = 'abc' WHERE globalTaskId = 1", "TASK.endNs holds 'abc'"),
+    ("UPDATE COMMUNICATION_OP SET startNs = 1.5", "COMMUNICATION_OP.startNs holds 1.5"),
+    ("UPDATE TASK SET startNs = '12:30' WHERE globalTaskId = 1", "TASK.startNs holds '12:30'"),
+    ("UPDATE COMMUNICATION_OP SET endNs = 0", "COMMUNICATION_OP row 0 ends before it starts"),
+    ("UPDATE STEP_TIME SET endNs = NULL", "STEP_TIME.endNs holds None"),
+    ("UPDATE COMMUNICATION_OP SET startNs = -9223372036854775808", "a time is out of place"),
+])  # fmt: skip
+def test_a_time_that_is_no_integer_ns_or_out_of_place_is_refused_in_one_line(tmp_path: Path, update: str,
+                                                                            says: str) -> None:
+    """SQLite keeps any value in any column: a NULL, text or real time, an operation ending
+    before it starts, a time near the int64 limit (whose differences overflow) are refused with
+    the table and column named, never a numpy error."""
+    rank = write_db(tmp_path)
+    with sqlite3.connect(rank / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db") as db:
+        db.execute(update)
+    with pytest.raises(ParityError) as caught:
+        load_trace(rank)
+    message = str(caught.value)
+    assert says in message and "\n" not in message and "ascend_pytorch_profiler_0.db" in message
+
+
+def test_times_written_as_decimal_text_or_integral_reals_read_as_integers(tmp_path: Path) -> None:
+    """torch_npu writes PYTORCH_API times as text; a real holding an integer reads as that integer."""
+    rank = write_db(tmp_path)
+    expected = load_trace(rank)
+    with sqlite3.connect(rank / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db") as db:
+        db.execute("UPDATE TASK SET startNs = CAST(startNs AS TEXT), endNs = CAST(endNs AS REAL)")
+        db.execute("UPDATE STEP_TIME SET endNs = ' ' || CAST(endNs AS TEXT)")
+    table = load_trace(rank)
+    assert table.start_ns.tolist() == expected.start_ns.tolist() and table.end_ns.tolist() == expected.end_ns.tolist()
+
+
+def test_a_rank_beyond_the_rank_column_is_refused_in_one_line(tmp_path: Path) -> None:
+    rank = write_db(tmp_path)
+    with sqlite3.connect(rank / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db") as db:
+        db.execute("CREATE TABLE RANK_DEVICE_MAP (rankId INTEGER, deviceId INTEGER)")
+        db.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?, 0)", (2**40,))
+    with pytest.raises(ParityError, match=r"rank 1099511627776 \(from RANK_DEVICE_MAP/file name\) is no rank number"):
+        load_trace(rank)

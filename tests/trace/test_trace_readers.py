@@ -572,3 +572,17 @@ def test_loose_events_read_as_the_structs_read_them(tmp_path: Path) -> None:
     events[0]["name"] = ["a", "list"]
     with pytest.raises(ParityError, match="event 0 is malformed"):
         load_each(tmp_path, {"bad.json": [*events, 5]})
+
+
+def test_times_spanning_beyond_int64_differences_are_refused(tmp_path: Path) -> None:
+    """Each time within ±9e15 µs reads, but two at the ends span more than int64 holds: every
+    window and busy-time difference would overflow, so the trace is refused in one line."""
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": ts, "dur": 1,
+               "args": {"device": 0, "stream": 7}} for ts in (-8.9e15, 8.9e15)]  # fmt: skip
+    path = tmp_path / "far.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    with pytest.raises(ParityError, match=r"far\.json: its times run from .* a time is out of place"):
+        load_trace(path)
+    events[0]["ts"], events[1]["ts"] = 1.0, 4.0e15  # 4e18 ns apart: within the span a table holds (2**62)
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    assert len(load_trace(path)) == 2

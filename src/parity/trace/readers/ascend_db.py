@@ -5,6 +5,7 @@ formats); an operator-less task holding a collective on its stream carries it (c
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from pathlib import Path
@@ -57,11 +58,11 @@ def read_ascend_db(path: Path, *, progress=None) -> ActivityTable:
             raise ParityError(f"{path}: no {', '.join(missing)} table; not an Ascend profiler export")
         cols = Columns(EXTRA, COLLECTIVE)
         try:
-            strings = dict(db.execute("SELECT id, value FROM STRING_IDS"))
+            strings = dict(db.execute("SELECT id, CAST(value AS TEXT) FROM STRING_IDS"))
             task_ids = _tasks(db, tables, strings, cols, path)
             links = task_links(db, tables, task_ids)
-            _comm_ops(db, tables, cols)
-            _host(db, tables, strings, cols)
+            _comm_ops(db, tables, cols, path)
+            _host(db, tables, strings, cols, path)
             rank = _rank(db, tables, path)
         except SQLITE_ERRORS as exc:
             raise ParityError(f"{path}: unreadable Ascend tables ({one_line(exc)}); export it again") from None
@@ -119,10 +120,7 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
     if not rows:
         return ()
     start, end, device, conn, stream, ttype, task_ids, op_name, op_core = zip(*rows)
-    try:
-        start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        raise ParityError(f"{path}: TASK.startNs or endNs has a non-integer value; export it again") from None
+    start, end = ns_column(start, path, "TASK.startNs"), ns_column(end, path, "TASK.endNs")
     if (end < start).any():
         raise ParityError(f"{path}: TASK row {int(np.flatnonzero(end < start)[0])} ends before it starts; "
                           "the export is corrupt")  # fmt: skip
@@ -139,6 +137,43 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
         sync_type=np.asarray([n if k == Kind.SYNC else None for n, k in zip(names, kinds)], object),
     )  # fmt: skip
     return task_ids
+
+
+def ns_column(values: tuple, path: Path, column: str) -> np.ndarray:
+    """A column of nanosecond times as int64: integers, their decimal text (torch_npu writes
+    ``PYTORCH_API`` times as text) or integral reals; a ParityError naming ``column`` for any
+    other value (NULL, other text, a fraction, beyond int64: SQLite keeps any value in any column)."""
+    array = np.array(values)
+    if array.dtype == np.int64 or not len(values):
+        return array.astype(np.int64, copy=False)
+    try:
+        return np.fromiter(map(_ns_value, values), np.int64, len(values))
+    except (TypeError, ValueError, OverflowError):
+        bad = next(v for v in values if not _is_ns(v))
+        raise ParityError(f"{path}: {column} holds {bad!r}, not a time in integer ns; the export is corrupt, "
+                          "export it again") from None
+
+
+def _ns_value(value) -> int:
+    """One time cell as int (:func:`ns_column`); TypeError, ValueError or OverflowError otherwise."""
+    if type(value) is str and not (value.isascii() and value.strip().lstrip("-").isdigit()):
+        raise ValueError(value)
+    if type(value) is float and not (math.isfinite(value) and value == int(value)):
+        raise ValueError(value)
+    if type(value) not in (int, str, float):
+        raise TypeError(value)
+    number = int(value)
+    if not -(2**63) <= number < 2**63:
+        raise OverflowError(value)
+    return number
+
+
+def _is_ns(value) -> bool:
+    try:
+        _ns_value(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 def task_links(db, tables: set[str], task_ids) -> np.ndarray | None:
@@ -161,7 +196,7 @@ def task_links(db, tables: set[str], task_ids) -> np.ndarray | None:
     return np.fromiter(map(by_task.get, task_ids), object, len(task_ids))  # one object a task: a tuple or None
 
 
-def _comm_ops(db, tables: set[str], cols: Columns) -> None:
+def _comm_ops(db, tables: set[str], cols: Columns, path: Path) -> None:
     """Collectives, on the stream of their first task."""
     if "COMMUNICATION_OP" not in tables:
         return
@@ -173,8 +208,9 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     types = "ENUM_HCCL_DATA_TYPE" in tables and "dataType" in present
     described = {"groupName", "count"} <= present
     rows = db.execute(
-        f"SELECT o.startNs, o.endNs, o.connectionId, s.value, {stream_of}, (SELECT deviceId FROM TASK LIMIT 1), "
-        + ("g.value, o.count, " if described else "NULL, NULL, ")
+        f"SELECT o.startNs, o.endNs, o.connectionId, CAST(s.value AS TEXT), {stream_of}, "
+        + "(SELECT deviceId FROM TASK LIMIT 1), "
+        + ("CAST(g.value AS TEXT), o.count, " if described else "NULL, NULL, ")
         + ("(SELECT name FROM ENUM_HCCL_DATA_TYPE WHERE id = o.dataType) " if types else "NULL ")
         + "FROM COMMUNICATION_OP o LEFT JOIN STRING_IDS s ON s.id = o.opName "
         + ("LEFT JOIN STRING_IDS g ON g.id = o.groupName " if described else "")
@@ -184,11 +220,15 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
         return
     start, end, conn, name, stream, device, group, count, dtype = zip(*rows)
     n, first_row = len(rows), cols.rows
+    start_ns, end_ns = ns_column(start, path, "COMMUNICATION_OP.startNs"), ns_column(end, path, "COMMUNICATION_OP.endNs")
+    if (end_ns < start_ns).any():
+        raise ParityError(f"{path}: COMMUNICATION_OP row {int(np.flatnonzero(end_ns < start_ns)[0])} ends before it "
+                          "starts; the export is corrupt")  # fmt: skip
     cols.add(
         device=np.asarray([d or 0 for d in device], np.int32),
         stream=np.asarray([s if s is not None else 0 for s in stream], np.int64),
         kind=np.full(n, int(Kind.KERNEL), np.int8), name_id=cols.name_ids([x or "" for x in name]),
-        start_ns=np.asarray(start, np.int64), end_ns=np.asarray(end, np.int64),
+        start_ns=start_ns, end_ns=end_ns,
         correlation=np.asarray([c if c is not None else NO_ID for c in conn], np.int64),
         task_type=np.full(n, "HCCL", dtype=object), accelerator_core=np.full(n, "HCCL", dtype=object),
     )  # fmt: skip
@@ -201,28 +241,28 @@ def _comm_ops(db, tables: set[str], cols: Columns) -> None:
     )  # fmt: skip
 
 
-def _host(db, tables: set[str], strings: dict[int, str], cols: Columns) -> None:
+def _host(db, tables: set[str], strings: dict[int, str], cols: Columns, path: Path) -> None:
     """CANN API calls (runtime), PyTorch ops and step markers (from ``STEP_TIME`` without them).
 
     Column by column: a name (a ``STRING_IDS`` id, or text) and its kind are worked out once
     per distinct value, not once per row."""
-    blocks = []  # (startNs, endNs, globalTid, connectionId, name, runtime), one tuple per column
+    blocks = []  # (startNs, endNs, globalTid, connectionId, name, runtime, table), one tuple per column
     for table, runtime in (("CANN_API", True), ("PYTORCH_API", False)):
         if table in tables:
             rows = db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name FROM {table}").fetchall()
             if rows:
-                blocks.append((*zip(*rows), runtime))
+                blocks.append((*zip(*rows), runtime, table))
     if "STEP_TIME" in tables and not any(PROFILER_STEP.match(strings.get(n) or "")
                                          for b in blocks if not b[5] for n in set(b[4])):
         steps = db.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall()
         if steps:
             ids, start, end = zip(*steps)
             blocks.append((start, end, (0,) * len(ids), (None,) * len(ids),
-                           tuple(f"ProfilerStep#{step}" for step in ids), False))  # fmt: skip
+                           tuple(f"ProfilerStep#{step}" for step in ids), False, "STEP_TIME"))  # fmt: skip
     if not blocks:
         return
     names, kinds, start, end, stream, correlation = [], [], [], [], [], []
-    for b_start, b_end, tid, conn, name, runtime in blocks:
+    for b_start, b_end, tid, conn, name, runtime, table in blocks:
         n = len(name)
         text_of = {v: v if isinstance(v, str) else (strings.get(v) or "") for v in set(name)}
         text = list(map(text_of.__getitem__, name))
@@ -234,9 +274,9 @@ def _host(db, tables: set[str], strings: dict[int, str], cols: Columns) -> None:
             kind_of = {t: int(Kind.STEP if PROFILER_STEP.match(t) else Kind.CPU_OP) for t in text_of.values()}
             kinds.append(np.fromiter(map(kind_of.__getitem__, text), np.int8, n))
             correlation.append(np.full(n, NO_ID, np.int64))
-        first = np.fromiter(map(int, b_start), np.int64, n)
+        first = ns_column(b_start, path, f"{table}.startNs")
         start.append(first)
-        end.append(np.maximum(np.fromiter(map(int, b_end), np.int64, n), first))
+        end.append(np.maximum(ns_column(b_end, path, f"{table}.endNs"), first))
         stream.append(np.fromiter(((t or 0) & 0xFFFFFFFF for t in tid), np.int64, n))
     cols.add(
         stream=np.concatenate(stream), kind=np.concatenate(kinds), name_id=cols.name_ids(names),

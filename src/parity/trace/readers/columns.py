@@ -8,12 +8,15 @@ from itertools import repeat
 
 import numpy as np
 
+from parity.model.errors import ParityError
 from parity.trace.table import NO_ID, ActivityTable
 
 CORE_DTYPES = dict(
     device=np.int32, stream=np.int64, kind=np.int8, name_id=np.int32,
     start_ns=np.int64, end_ns=np.int64, correlation=np.int64, step=np.int32,
 )  # fmt: skip
+RANK_MAX = 2**31 - 1  # the rank column is int32
+MAX_SPAN_NS = 2**62  # the widest span of row times a table holds: differences of two fit int64
 Progress = Callable[[int, int, str], None]  # progress(done, total, label), bytes of input
 _CORE_FILL = dict(device=(NO_ID, np.int32), correlation=(NO_ID, np.int64),
                   step=(-1, np.int32))  # fmt: skip
@@ -97,10 +100,27 @@ class Columns:
         """The table, every row of the rank ``meta["ranks"][0]``, with the extra columns some
         block added; steps are placed when it is loaded (:func:`parity.trace.steps.place_steps`)."""
         core = {c: self.column(c, d) for c, d in CORE_DTYPES.items()}
-        core["rank"] = np.full(self.rows, meta["ranks"][0], dtype=np.int32)
+        source, rank = meta.get("source", "the trace"), meta["ranks"][0]
+        refuse_span(core["start_ns"], core["end_ns"], source)
+        if not 0 <= rank <= RANK_MAX:
+            raise ParityError(f"{source}: rank {rank} (from {meta.get('rank_source', 'the trace')}) is no rank number "
+                              f"(0 to {RANK_MAX}); the trace is corrupt")
+        core["rank"] = np.full(self.rows, rank, dtype=np.int32)
         extra = {k: self.column(k, d) for k, d in self.extra.items() if k in self.blocks}
         extra.update({k: self.sparse_column(k, d) for k, d in self.sparse.items() if self.sparse_parts.get(k)})
         return ActivityTable(**core, names=tuple(self.names), extra=extra, meta=meta)
+
+
+def refuse_span(start_ns: np.ndarray, end_ns: np.ndarray, source: str) -> None:
+    """A ParityError when the rows' times span more than :data:`MAX_SPAN_NS` (about 146 years):
+    a time out of place (an id read as a time, a value near the int64 limit) that would
+    overflow every difference the analysis takes."""
+    if len(start_ns) == 0:
+        return
+    first, last = int(start_ns.min()), int(max(end_ns.max(), start_ns.max()))
+    if last - first > MAX_SPAN_NS:
+        raise ParityError(f"{source}: its times run from {first} to {last} ns, a span of "
+                          f"{(last - first) / 3.156e16:.0f} years; a time is out of place, the trace is corrupt")
 
 
 def int_or(value, default: int = NO_ID) -> int:

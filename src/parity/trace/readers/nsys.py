@@ -37,7 +37,7 @@ def read_nsys(path: Path, *, progress=None) -> ActivityTable:
     try:
         if not any(t.startswith("CUPTI_ACTIVITY") for t in tables):
             raise ParityError(f"{path}: no CUPTI_ACTIVITY_KIND_* table; not an Nsight Systems export")
-        strings = dict(db.execute("SELECT id, value FROM StringIds")) if "StringIds" in tables else {}
+        strings = dict(db.execute("SELECT id, CAST(value AS TEXT) FROM StringIds")) if "StringIds" in tables else {}
         _device(db, tables, strings, cols, path, warnings)
         device_rows = cols.rows
         _host(db, tables, strings, cols, path, warnings)
