@@ -178,3 +178,46 @@ def test_mangled_sqlite(traces_dir: Path, tmp_path: Path, source: str, cut: floa
     path = tmp_path / "ascend_pytorch_profiler_0.db"
     path.write_bytes(bytes(data))
     check(path)
+
+
+DB_TABLES = {  # the tables the readers query, and their time, id and name columns
+    ASCEND_DB: {"TASK": ("startNs", "endNs", "streamId", "taskType", "globalTaskId"),
+                "COMMUNICATION_OP": ("startNs", "endNs", "opName", "groupName", "count", "dataType"),
+                "STRING_IDS": ("id", "value"), "PYTORCH_API": ("startNs", "endNs", "name", "globalTid"),
+                "CANN_API": ("startNs", "endNs", "name", "connectionId"), "STEP_TIME": ("id", "startNs", "endNs"),
+                "RANK_DEVICE_MAP": ("rankId",), "COMPUTE_TASK_INFO": ("name", "taskType")},
+    NSYS: {"CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "streamId", "shortName", "correlationId"),
+           "CUPTI_ACTIVITY_KIND_MEMCPY": ("start", "end", "bytes"), "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end"),
+           "StringIds": ("id", "value")},
+}  # fmt: skip
+DB_VALUES = [None, "", "abc", "12:30", "N/A", -1, -(2**63), 2**63 - 1, 1.5, 1e308, b"\x00\xff", 0]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(source=st.sampled_from(sorted(DB_TABLES)), data=st.data())
+def test_sqlite_cells_of_strange_types(traces_dir: Path, tmp_path: Path, source: str, data) -> None:
+    """SQLite keeps any value in any column: NULLs, text, reals, blobs and int64 extremes in the
+    columns the readers query, in one row or a whole column; then analysed."""
+    import sqlite3
+
+    from parity.trace.analysis import analyze
+
+    path = Path(tempfile.mkdtemp(dir=tmp_path)) / Path(source).name
+    path.write_bytes((traces_dir / source).read_bytes())
+    with sqlite3.connect(path) as db:
+        present = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        table = data.draw(st.sampled_from(sorted(set(DB_TABLES[source]) & present)))
+        column = data.draw(st.sampled_from(DB_TABLES[source][table]))
+        value = data.draw(st.sampled_from(DB_VALUES))
+        where = "" if data.draw(st.booleans()) else f" WHERE rowid = (SELECT min(rowid) FROM {table})"
+        try:
+            db.execute(f"UPDATE {table} SET {column} = ?{where}", (value,))
+        except sqlite3.DatabaseError:
+            return  # a constraint of the file's own schema
+    check(path)
+    try:
+        analyze(load_trace(path))
+    except ParityError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
