@@ -53,3 +53,13 @@ def test_schema_envelope_and_version_check() -> None:
         check_version({"schema_version": SCHEMA_VERSION + 1}, source="x.json")
     with pytest.raises(ParityError, match="x.json"):
         check_version({}, source="x.json")
+
+
+def test_a_parity_error_is_one_line_whoever_wrote_its_text() -> None:
+    """Another library's error quoted in a message (pyarrow's are several lines) is joined."""
+    quoted = "Couldn't deserialize thrift: TProtocolException: Invalid data\nDeserializing page header failed.\n"
+    error = ParityError(f"x.parquet: cannot read it ({quoted}); run it again")
+    assert str(error) == ("x.parquet: cannot read it (Couldn't deserialize thrift: TProtocolException: Invalid data "
+                          "Deserializing page header failed. ); run it again")
+    assert str(ParityError("a\r\n  b")) == "a b" and str(ParityError("one  line")) == "one  line"
+    assert str(ParityError()) == "" and ParityError("a", 1).args == ("a", 1)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.model.errors import ParityError
+from parity.model.errors import ParityError, one_line
 from parity.trace.fleet.tables import FLEET_TABLES
 
 # the tables the report, the store and compare read (``arrivals`` only for waits and lateness)
@@ -134,7 +134,7 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
     except ParityError:
         raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise ParityError(f"{path}: cannot read it as Parquet ({exc}); run parity trace fleet again") from exc
+        raise ParityError(f"{path}: cannot read it as Parquet ({one_line(exc)}); run parity trace fleet again") from exc
     return {c: table.column(c).to_numpy() for c in table.column_names}
 
 
