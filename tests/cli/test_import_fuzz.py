@@ -54,11 +54,11 @@ def mutate(document: Any, rng: random.Random) -> bytes:
         parent, key = _parent(changed, path), path[-1]
         action = rng.choice(("replace", "replace", "replace", "delete", "add", "negate", "duplicate"))
         if action == "replace":
-            parent[key] = rng.choice(ODD_VALUES)
+            parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
         elif action == "delete":
             del parent[key]
         elif action == "add" and isinstance(parent, dict):
-            parent[rng.choice(("extra", "colour", str(key) + "_x"))] = rng.choice(ODD_VALUES)
+            parent[rng.choice(("extra", "colour", str(key) + "_x"))] = copy.deepcopy(rng.choice(ODD_VALUES))
         elif action == "negate" and isinstance(parent[key], (int, float)) and not isinstance(parent[key], bool):
             parent[key] = -parent[key] if parent[key] else -1
         elif action == "duplicate" and isinstance(parent[key], list) and parent[key]:
