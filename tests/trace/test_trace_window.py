@@ -104,9 +104,10 @@ def test_parse_steps_errors(text: str) -> None:
 
 def test_parse_window() -> None:
     assert parse_window("1000:5000.5") == (1_000_000, 5_000_500)
-    for bad in ["1000", "5:1", "x:y"]:
+    for bad in ["1000", "5:1", "x:y", "9e18:9.1e18", "1e400:5", "-1e16:0", "-9e15:9e15"]:
         with pytest.raises(ParityError, match="--window"):
             parse_window(bad)
+    assert parse_window("-9e15:-5e15") == (-9 * 10**18, -5 * 10**18)  # times near the bound, 4e18 ns apart
 
 
 def test_rows_the_reader_left_unplaced_are_placed_by_their_launch() -> None:
