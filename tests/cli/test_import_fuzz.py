@@ -1,5 +1,6 @@
-"""The import paths fuzzed: random mutations of a valid run export (``parity runs import``) and of
-valid vllm and InferenceX results (``parity decode import``), run through the command line.
+"""The import paths fuzzed: random mutations of a valid run export (``parity runs import``), of
+valid vllm and InferenceX results (``parity decode import``) and of a comparison file (``parity
+report --comparison``), run through the command line.
 Every outcome is a clean import (exit 0, exactly one run more, with all its cases) or one line
 ``parity: ...`` with exit 2 and the store as it was: never a traceback, an internal error or a
 partial write. Seeded, with a bounded count and time."""
@@ -120,6 +121,33 @@ def test_decode_import_fuzz(tmp_path: Path, capsys: pytest.CaptureFixture[str], 
     document = VLLM if fmt == "vllm" else INFERENCEX
     outcomes = _fuzz(tmp_path, capsys, document, ["decode", "import", "--format", fmt])
     assert outcomes["refused"] > 0 and sum(outcomes.values()) >= 50, outcomes
+
+
+def test_report_comparison_fuzz(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``parity report --comparison FILE`` on mutants of a comparison file: a report, or one line
+    naming what the file lacks; never an error from inside the drawing."""
+    from report_rows import comparison_dict
+
+    rng = random.Random(SEED)
+    document = {"schema_version": 1, "kind": "compare", **comparison_dict()}
+    path, out = tmp_path / "mutant.json", tmp_path / "report.html"
+    outcomes = {"drawn": 0, "refused": 0}
+    started = time.perf_counter()
+    for index in range(MUTANTS):
+        if time.perf_counter() - started > TIME_LIMIT_S:
+            break
+        path.write_bytes(mutate(document, rng))
+        with pytest.raises(SystemExit) as info:
+            main(["report", "--comparison", str(path), "-o", str(out)])
+        err = capsys.readouterr().err
+        where = f"mutant {index} (seed {SEED}): {path.read_bytes()[:300]!r}"
+        if info.value.code in (0, None):
+            outcomes["drawn"] += 1
+        else:
+            assert info.value.code == 2 and err.startswith("parity: ") and err.count("\n") == 1, f"{where}: {err}"
+            assert "internal error" not in err, f"{where}: {err}"
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0 and outcomes["drawn"] > 0, outcomes
 
 
 def test_the_mutations_are_seeded() -> None:

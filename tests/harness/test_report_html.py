@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from parity.cli.main import cli
+from parity.model.errors import ParityError
 from parity.report.html.chart import Column, Table
 from parity.report.html.compare_charts import FORCED_MARK
 from parity.report.html.document import figure_rows, flatten, report_data
@@ -212,6 +213,35 @@ def test_cli_draws_a_comparison_file_and_refuses_a_wrong_one(tmp_path: Path) -> 
     with pytest.raises(SystemExit) as exit_info:
         main(["report", "--comparison", str(bad), "-o", str(out)])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize(("path", "value", "says"), [
+    (("cases", 1, "ratio"), "2.5", "$.cases[1].ratio"),
+    (("runs", 0), "run-a", "$.runs[0]"),
+    (("audit", 0, "values"), {"a": 1}, "$.audit[0].values"),
+    (("summary", 0, "ci95"), [1, 2, 3], "$.summary[0].ci95"),
+    (("claims",), [1], "$.claims[0]"),
+])  # fmt: skip
+def test_a_comparison_file_field_of_the_wrong_type_is_named(tmp_path: Path, path: tuple, value: object,
+                                                            says: str) -> None:
+    """A field the pages read holding the wrong type: one line naming its path, before drawing."""
+    from parity.cli.report import read_comparison
+
+    document = {"schema_version": 1, "kind": "compare", **comparison_dict()}
+    read_comparison(str(_write(tmp_path / "good.json", document)))
+    parent = document
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    with pytest.raises(ParityError) as caught:
+        read_comparison(str(_write(tmp_path / "bad.json", document)))
+    message = str(caught.value)
+    assert message.startswith(f"--comparison {tmp_path / 'bad.json'}: ") and says in message and "\n" not in message
+
+
+def _write(path: Path, document: object) -> Path:
+    path.write_text(json.dumps(document))
+    return path
 
 
 def test_roofline_draws_each_shape_under_the_roof_min_p_ai_b() -> None:

@@ -40,6 +40,7 @@ def read_comparison(path: str) -> dict[str, Any]:
     import orjson
 
     from parity.model.schema import check_version
+    from parity.report.comparison_file import check_comparison
 
     try:
         data = orjson.loads(Path(path).read_bytes())
@@ -49,6 +50,7 @@ def read_comparison(path: str) -> dict[str, Any]:
         raise ParityError(f"--comparison {path}: no runs, cases and audit lists; give a parity compare --json file")
     if "schema_version" in data:
         check_version(data, source=path)
+    check_comparison(data, source=path)
     return data
 
 

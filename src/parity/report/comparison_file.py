@@ -1,0 +1,104 @@
+"""What a comparison file (``parity compare --json``) must hold for the report to draw it: the
+fields the pages read, with their types. A file is checked against these types as it is read
+(:func:`check_comparison`), so a field of the wrong type is one line naming the field's path
+(``$.cases[3].ratio``) rather than an error in the middle of drawing. Fields the pages do not
+read are not checked (a newer writer may add some); a field the pages index directly is
+required.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import msgspec
+
+from parity.model.errors import ParityError
+
+Number = Optional[float]  # msgspec reads a JSON integer as a float too
+Interval = Optional[tuple[Number, Number]]  # a CI: [low, high], either bound null where unknown
+
+
+class _Window(msgspec.Struct):
+    length_us: float = 0.0
+    source: Optional[str] = None
+
+
+class _Run(msgspec.Struct):
+    label: str
+    id: Optional[str] = None
+    source: Optional[str] = None
+    device: Any = None
+    user_label: Optional[str] = None
+    config: Any = None
+    window: Optional[_Window] = None
+    mode: Optional[str] = None
+    ids: list[Any] = []
+    spec: Any = None
+    group: Any = None
+
+
+class _Case(msgspec.Struct):
+    suite: str
+    key: str
+    values: list[Number]
+    params: dict[str, Any] = {}
+    unit: Optional[str] = None
+    ratio: Number = None
+    ratio_ci95: Interval = None
+    ratios: Optional[list[Number]] = None
+    ratios_ci95: Optional[list[Interval]] = None
+    shares: Optional[list[Number]] = None
+    marked: bool = False
+    comparable: bool = True
+    reason: Optional[str] = None
+    ci_kind: Optional[str] = None
+
+
+class _Figure(msgspec.Struct):
+    name: str
+    unit: str
+    value: Number = None
+    ci95: Interval = None
+    method: Optional[str] = None
+    note: Optional[str] = None
+    scope: dict[str, Any] = {}
+    comparable: bool = True
+    reason: Optional[str] = None
+    ci_kind: Optional[str] = None
+
+
+class _Audit(msgspec.Struct):
+    condition: str
+    values: list[Any]
+    matters: Union[str, bool, None]
+    refused: bool = False
+
+
+class _NotComparable(msgspec.Struct):
+    name: Optional[str] = None
+    suite: Optional[str] = None
+    key: Optional[str] = None
+    comparable: bool = False
+    reason: Optional[str] = None
+
+
+class _Comparison(msgspec.Struct):
+    runs: list[_Run]
+    cases: list[_Case]
+    audit: list[_Audit]
+    kind: str = "runs"
+    summary: list[_Figure] = []
+    not_comparable: list[_NotComparable] = []
+    claims: list[str] = []
+    notes: list[str] = []
+    forced: bool = False
+    ci_kind: Optional[str] = None
+
+
+def check_comparison(data: Any, *, source: str) -> None:
+    """A ParityError naming ``source``, the field and what it holds when ``data`` does not hold
+    what the report reads (:class:`_Comparison`)."""
+    try:
+        msgspec.convert(data, _Comparison)
+    except msgspec.ValidationError as exc:
+        raise ParityError(f"--comparison {source}: {exc}; give a parity compare --json file") from None
