@@ -146,6 +146,11 @@ def ns_column(values: tuple, path: Path, column: str) -> np.ndarray:
     array = np.array(values)
     if array.dtype == np.int64 or not len(values):
         return array.astype(np.int64, copy=False)
+    if array.dtype.kind == "U":  # decimal text (ints among it read as text too): numpy parses it
+        try:
+            return array.astype(np.int64)
+        except (ValueError, OverflowError):
+            pass  # a cell that is no integer's text: found and named below
     try:
         return np.fromiter(map(_ns_value, values), np.int64, len(values))
     except (TypeError, ValueError, OverflowError):
