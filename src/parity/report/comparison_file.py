@@ -1,9 +1,9 @@
 """What a comparison file (``parity compare --json``) must hold for the report to draw it: the
 fields the pages read, with their types. A file is checked against these types as it is read
 (:func:`check_comparison`), so a field of the wrong type is one line naming the field's path
-(``$.cases[3].ratio``) rather than an error in the middle of drawing. Fields the pages do not
-read are not checked (a newer writer may add some); a field the pages index directly is
-required.
+(``$.cases[3].ratio``) rather than an error in the middle of drawing. The pages read every
+field with a default where it is absent, so only the three lists are required; fields the
+pages do not read are not checked (a newer writer may add some).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class _Window(msgspec.Struct):
 
 
 class _Run(msgspec.Struct):
-    label: str
+    label: Optional[str] = None
     id: Optional[str] = None
     source: Optional[str] = None
     device: Any = None
@@ -38,9 +38,9 @@ class _Run(msgspec.Struct):
 
 
 class _Case(msgspec.Struct):
-    suite: str
-    key: str
-    values: list[Number]
+    suite: Optional[str] = None
+    key: Optional[str] = None
+    values: list[Number] = []
     params: dict[str, Any] = {}
     unit: Optional[str] = None
     ratio: Number = None
@@ -55,8 +55,8 @@ class _Case(msgspec.Struct):
 
 
 class _Figure(msgspec.Struct):
-    name: str
-    unit: str
+    name: Optional[str] = None
+    unit: Optional[str] = None
     value: Number = None
     ci95: Interval = None
     method: Optional[str] = None
@@ -68,9 +68,9 @@ class _Figure(msgspec.Struct):
 
 
 class _Audit(msgspec.Struct):
-    condition: str
-    values: list[Any]
-    matters: Union[str, bool, None]
+    condition: Optional[str] = None
+    values: list[Any] = []
+    matters: Union[str, bool, None] = None
     refused: bool = False
 
 

@@ -31,13 +31,13 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.readers.columns import MAX_SPAN_NS
+from parity.trace.readers.times import MAX_US
 from parity.trace.repeats import find_repeats
 from parity.trace.table import NO_ID, ActivityTable, KindCode
 
 _STEP_NUMBER = re.compile(r"(\d+)\s*$")
 DETECTED_COVERAGE = 0.5  # a detected step must explain half the busiest stream's kernels
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
-WINDOW_MAX_US = Decimal("9e15")  # a window's ends in int64 ns, as the readers bound a time
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,8 +97,8 @@ def parse_window(text: str) -> tuple[int, int]:
             raise InvalidOperation
     except (AttributeError, InvalidOperation):
         raise ParityError(f"bad --window {text!r}; write START_US:END_US, e.g. 1000:5000") from None
-    if max(abs(start_us), abs(end_us)) > WINDOW_MAX_US:
-        raise ParityError(f"bad --window {text!r}: a trace time is within ±{WINDOW_MAX_US:.0e} us (int64 "
+    if max(abs(start_us), abs(end_us)) > MAX_US:  # as the readers bound a time
+        raise ParityError(f"bad --window {text!r}: a trace time is within ±{MAX_US:.0e} us (int64 "
                           "nanoseconds); write START_US:END_US on the trace's clock")
     if not end_us > start_us:
         raise ParityError(f"bad --window {text!r}: the end must be after the start")

@@ -151,12 +151,14 @@ def ns_column(values: tuple, path: Path, column: str) -> np.ndarray:
             return array.astype(np.int64)
         except (ValueError, OverflowError):
             pass  # a cell that is no integer's text: found and named below
-    try:
-        return np.fromiter(map(_ns_value, values), np.int64, len(values))
-    except (TypeError, ValueError, OverflowError):
-        bad = next(v for v in values if not _is_ns(v))
-        raise ParityError(f"{path}: {column} holds {bad!r}, not a time in integer ns; the export is corrupt, "
-                          "export it again") from None
+    out = np.empty(len(values), np.int64)
+    for row, value in enumerate(values):
+        try:
+            out[row] = _ns_value(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ParityError(f"{path}: {column} holds {value!r}, not a time in integer ns; the export is corrupt, "
+                              "export it again") from None
+    return out
 
 
 def _ns_value(value) -> int:
@@ -171,14 +173,6 @@ def _ns_value(value) -> int:
     if not -(2**63) <= number < 2**63:
         raise OverflowError(value)
     return number
-
-
-def _is_ns(value) -> bool:
-    try:
-        _ns_value(value)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return True
 
 
 def task_links(db, tables: set[str], task_ids) -> np.ndarray | None:
