@@ -149,6 +149,33 @@ def test_foreign_and_corrupt_files_are_refused_in_one_line(tmp_path: Path) -> No
         Store.open(tmp_path)
 
 
+def test_a_store_another_process_creates_while_it_is_checked_is_not_foreign(tmp_path: Path) -> None:
+    """The check reads the file's ids and its tables as one snapshot: a store another process
+    (a rank on another node, sharing the path) creates between two reads was taken for another
+    application's database, its ids read before the creation and its tables after it."""
+    from parity.store.schema import check_compatible
+
+    path = tmp_path / "runs.sqlite"
+
+    class Racing(sqlite3.Connection):
+        statements = 0
+
+        def execute(self, *args, **kwargs):  # the other process creates the store before the 3rd statement
+            Racing.statements += 1
+            if Racing.statements == 3:
+                with Store.open(path):
+                    pass
+            return super().execute(*args, **kwargs)
+
+    conn = sqlite3.connect(path, factory=Racing, isolation_level=None)
+    try:
+        for _ in range(3):  # before, during and after the creation
+            assert check_compatible(conn, source=str(path)) in (0, STORE_VERSION)
+    finally:
+        conn.close()
+
+
+
 def test_exports_json_csv_parquet(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         run = store.create_run(config={"device": "cpu"}, provenance={})

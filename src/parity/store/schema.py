@@ -146,22 +146,22 @@ _V4 = [
 MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
 
 
-def read_version(conn: sqlite3.Connection) -> tuple[int, int]:
-    """``(application_id, user_version)`` of an open database."""
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    return int(app_id), int(version)
-
-
-def _has_tables(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()
-    return bool(row[0])
+def read_header(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """``(application_id, user_version, number of tables)`` of an open database, read in one
+    statement: one snapshot of the file. Read one statement each, outside a transaction, a
+    store another process was creating could show its ids from before the creation and its
+    tables from after it, and be taken for another application's database."""
+    app_id, version, tables = conn.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+    ).fetchone()
+    return int(app_id), int(version), int(tables)
 
 
 def check_compatible(conn: sqlite3.Connection, *, source: str) -> int:
     """Refuse foreign or newer files; return the file's schema version (0: empty file)."""
-    app_id, version = read_version(conn)
-    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and version == 0 and _has_tables(conn)):
+    app_id, version, tables = read_header(conn)
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and version == 0 and tables):
         raise ParityError(
             f"{source} is an sqlite database but not a parity results store; "
             "pass --db with another path"
