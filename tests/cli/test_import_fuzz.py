@@ -11,6 +11,7 @@ import copy
 import json
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +82,22 @@ def _counts(db: Path) -> tuple[int, int]:
         return store.query("SELECT count(*) FROM runs")[0][0], store.query("SELECT count(*) FROM cases")[0][0]
 
 
-def _fuzz(tmp_path: Path, capsys: pytest.CaptureFixture[str], document: Any, command: list[str]) -> dict[str, int]:
-    """Import ``MUTANTS`` mutants of ``document`` with ``command`` (its PATH last); the outcomes."""
+def _mutants(document: Any) -> Iterator[tuple[int, bytes]]:
+    """``(index, text)`` of up to ``MUTANTS`` seeded mutants of ``document``, until ``TIME_LIMIT_S``."""
     rng = random.Random(SEED)
-    db, path = tmp_path / "fuzz.sqlite", tmp_path / "mutant.json"
-    outcomes = {"imported": 0, "refused": 0}
     started = time.perf_counter()
     for index in range(MUTANTS):
         if time.perf_counter() - started > TIME_LIMIT_S:
-            break
-        path.write_bytes(mutate(document, rng))
+            return
+        yield index, mutate(document, rng)
+
+
+def _fuzz(tmp_path: Path, capsys: pytest.CaptureFixture[str], document: Any, command: list[str]) -> dict[str, int]:
+    """Import ``MUTANTS`` mutants of ``document`` with ``command`` (its PATH last); the outcomes."""
+    db, path = tmp_path / "fuzz.sqlite", tmp_path / "mutant.json"
+    outcomes = {"imported": 0, "refused": 0}
+    for index, text in _mutants(document):
+        path.write_bytes(text)
         before = _counts(db)
         with pytest.raises(SystemExit) as info:
             main([*command, str(path), "--db", str(db)])
@@ -128,15 +135,11 @@ def test_report_comparison_fuzz(tmp_path: Path, capsys: pytest.CaptureFixture[st
     naming what the file lacks; never an error from inside the drawing."""
     from report_rows import comparison_dict
 
-    rng = random.Random(SEED)
     document = {"schema_version": 1, "kind": "compare", **comparison_dict()}
     path, out = tmp_path / "mutant.json", tmp_path / "report.html"
     outcomes = {"drawn": 0, "refused": 0}
-    started = time.perf_counter()
-    for index in range(MUTANTS):
-        if time.perf_counter() - started > TIME_LIMIT_S:
-            break
-        path.write_bytes(mutate(document, rng))
+    for index, text in _mutants(document):
+        path.write_bytes(text)
         with pytest.raises(SystemExit) as info:
             main(["report", "--comparison", str(path), "-o", str(out)])
         err = capsys.readouterr().err
