@@ -32,6 +32,7 @@ import numpy as np
 from parity.trace.categories import COMMUNICATION, Categorization
 from parity.trace.intervals import merge_intervals
 from parity.trace.metrics import free_ns, overlap_ns
+from parity.trace.readers.columns import step_number
 from parity.trace.table import ActivityTable, KindCode, distinct_sorted
 from parity.trace.tokens import name_tokens
 from parity.trace.window import device_steps, step_markers
@@ -180,10 +181,10 @@ def reference_steps(meta: dict) -> dict[int, dict[str, float]]:
     for row in meta.get("step_trace") or []:
         lowered = {str(k).strip().lower(): v for k, v in dict(row).items()}
         step = lowered.get("step", lowered.get("step id", lowered.get("id")))
-        number = _finite(step)
-        if number is None or number != int(number):
+        try:
+            number = step_number(step)
+        except (TypeError, ValueError):
             continue  # no step number: nothing to line the figures up with
-        number = int(number)
         figures = {}
         for key, ours in _REFERENCE_KEYS.items():
             value = _finite(lowered.get(key))

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 
 from parity.model.errors import ParityError, one_line
+from parity.trace.readers.columns import STEP_MAX, step_number
 from parity.trace.readers.times import parse_us_text
 from parity.trace.table import UNKNOWN_CORE, ActivityTable, Kind, KindCode
 
 STEP_FIGURES = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free")
 UNIT_NAMING_TYPES = {"AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}  # not AI_CORE
 JOIN_TOLERANCE_NS = 1000  # kernel_details.csv vs trace_view.json start rounding
-STEP_MAX = np.iinfo(np.int32).max  # the table's step column is int32
 
 
 def csv_rows(path: Path) -> tuple[list[str], list[dict]]:
@@ -63,21 +63,12 @@ def _step_row(record: dict) -> dict | None:
             return None  # more fields than the header
         name, value = key.strip(), value.strip() if isinstance(value, str) else value
         try:
-            row[name] = _step_number(value) if name == "Step" else float(value)
+            row[name] = step_number(value) if name == "Step" else float(value)
         except (TypeError, ValueError):
             if name == "Step" or name in STEP_FIGURES:
                 return None
             row[name] = value
     return row
-
-
-def _step_number(value) -> int:
-    """A ``Step`` cell as the step number it writes (``"3"``, ``"3.0"``); ``ValueError`` for
-    anything else, a fraction or a number beyond :data:`STEP_MAX` included."""
-    number = float(value)
-    if not (0 <= number <= STEP_MAX) or number != int(number):
-        raise ValueError(f"not a step number: {value!r}")
-    return int(number)
 
 
 def join_kernel_details(table: ActivityTable, path: Path | None, warnings: list[str]) -> ActivityTable:

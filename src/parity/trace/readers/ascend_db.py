@@ -120,10 +120,7 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
     if not rows:
         return ()
     start, end, device, conn, stream, ttype, task_ids, op_name, op_core = zip(*rows)
-    start, end = ns_column(start, path, "TASK.startNs"), ns_column(end, path, "TASK.endNs")
-    if (end < start).any():
-        raise ParityError(f"{path}: TASK row {int(np.flatnonzero(end < start)[0])} ends before it starts; "
-                          "the export is corrupt")  # fmt: skip
+    start, end = ns_span(start, end, path, "TASK")
     task_type = [strings.get(t) for t in ttype]
     names = [(strings.get(n) if n is not None else t) or "" for t, n in zip(task_type, op_name)]
     kinds = [TASK_KIND.get(n, KindCode.KERNEL) for n in names]
@@ -137,6 +134,16 @@ def _tasks(db, tables: set[str], strings: dict[int, str], cols: Columns, path: P
         sync_type=np.asarray([n if k == Kind.SYNC else None for n, k in zip(names, kinds)], object),
     )  # fmt: skip
     return task_ids
+
+
+def ns_span(start: tuple, end: tuple, path: Path, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """A table's ``startNs`` and ``endNs`` columns (:func:`ns_column`); a ParityError naming the
+    first row that ends before it starts."""
+    start_ns, end_ns = ns_column(start, path, f"{table}.startNs"), ns_column(end, path, f"{table}.endNs")
+    if (end_ns < start_ns).any():
+        raise ParityError(f"{path}: {table} row {int(np.flatnonzero(end_ns < start_ns)[0])} ends before it starts; "
+                          "the export is corrupt")  # fmt: skip
+    return start_ns, end_ns
 
 
 def ns_column(values: tuple, path: Path, column: str) -> np.ndarray:
@@ -219,10 +226,7 @@ def _comm_ops(db, tables: set[str], cols: Columns, path: Path) -> None:
         return
     start, end, conn, name, stream, device, group, count, dtype = zip(*rows)
     n, first_row = len(rows), cols.rows
-    start_ns, end_ns = ns_column(start, path, "COMMUNICATION_OP.startNs"), ns_column(end, path, "COMMUNICATION_OP.endNs")
-    if (end_ns < start_ns).any():
-        raise ParityError(f"{path}: COMMUNICATION_OP row {int(np.flatnonzero(end_ns < start_ns)[0])} ends before it "
-                          "starts; the export is corrupt")  # fmt: skip
+    start_ns, end_ns = ns_span(start, end, path, "COMMUNICATION_OP")
     cols.add(
         device=np.asarray([d or 0 for d in device], np.int32),
         stream=np.asarray([s if s is not None else 0 for s in stream], np.int64),

@@ -15,7 +15,8 @@ CORE_DTYPES = dict(
     device=np.int32, stream=np.int64, kind=np.int8, name_id=np.int32,
     start_ns=np.int64, end_ns=np.int64, correlation=np.int64, step=np.int32,
 )  # fmt: skip
-RANK_MAX = 2**31 - 1  # the rank column is int32
+RANK_MAX = int(np.iinfo(np.int32).max)  # the rank column is int32
+STEP_MAX = int(np.iinfo(CORE_DTYPES["step"]).max)
 MAX_SPAN_NS = 2**62  # the widest span of row times a table holds: differences of two fit int64
 Progress = Callable[[int, int, str], None]  # progress(done, total, label), bytes of input
 _CORE_FILL = dict(device=(NO_ID, np.int32), correlation=(NO_ID, np.int64),
@@ -121,6 +122,15 @@ def refuse_span(start_ns: np.ndarray, end_ns: np.ndarray, source: str) -> None:
     if last - first > MAX_SPAN_NS:
         raise ParityError(f"{source}: its times run from {first} to {last} ns, a span of "
                           f"{(last - first) / 3.156e16:.0f} years; a time is out of place, the trace is corrupt")
+
+
+def step_number(value) -> int:
+    """A ``Step`` cell as the step number it writes (``"3"``, ``"3.0"``); ``ValueError`` for
+    anything else, a fraction or a number beyond :data:`STEP_MAX` included."""
+    number = float(value)
+    if not (0 <= number <= STEP_MAX) or number != int(number):
+        raise ValueError(f"not a step number: {value!r}")
+    return int(number)
 
 
 def int_or(value, default: int = NO_ID) -> int:
