@@ -225,18 +225,45 @@ def test_progress_plain_lines_carry_eta() -> None:
     ]
 
 
-def test_plain_updates_are_throttled_but_failures_and_the_end_show() -> None:
-    stream = io.StringIO()
-    with ProgressRenderer(label="reading", stream=stream, tty=False, min_interval_s=3600) as p:
+class _Clock:
+    """Seconds that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_updates_of_short_work_print_only_failures() -> None:
+    stream, clock = io.StringIO(), _Clock()
+    with ProgressRenderer(label="reading", stream=stream, tty=False, min_interval_s=2.0, clock=clock) as p:
         for done in range(1, 101):
+            clock.now += 0.01  # one second in all: under the interval
             p.update(done=done, total=100, label="trace.json", ok=False if done == 50 else None)
     lines = stream.getvalue().splitlines()
-    assert [line.split("]")[0] for line in lines] == [
-        "[  1/100   1%",
-        "[ 50/100  50%",
-        "[100/100 100%",
+    assert [line.split("]")[0] for line in lines] == ["[ 50/100  50%"]
+    assert "FAILED" in lines[0]
+
+
+def test_plain_updates_of_long_work_are_throttled_and_the_end_shows() -> None:
+    stream, clock = io.StringIO(), _Clock()
+    with ProgressRenderer(label="reading", stream=stream, tty=False, min_interval_s=2.0, clock=clock) as p:
+        for done in range(1, 11):
+            clock.now += 0.75  # 7.5 s in all: lines at 2.25 s, 4.5 s, 6.75 s and the end
+            p.update(done=done, total=10, label="trace.json")
+    assert [line.split("]")[0] for line in stream.getvalue().splitlines()] == [
+        "[ 3/10  30%", "[ 6/10  60%", "[ 9/10  90%", "[10/10 100%",
     ]
-    assert "FAILED" in lines[1]
+
+
+def test_plain_update_after_a_long_silence_prints_the_end() -> None:
+    stream, clock = io.StringIO(), _Clock()
+    with ProgressRenderer(label="reading", stream=stream, tty=False, min_interval_s=2.0, clock=clock) as p:
+        p.update(done=1, total=2, label="trace.json")
+        clock.now += 5.0
+        p.update(done=2, total=2, label="trace.json")
+    assert [line.split("]")[0] for line in stream.getvalue().splitlines()] == ["[2/2 100%"]
 
 
 def test_plain_updates_print_a_repeated_count_once() -> None:

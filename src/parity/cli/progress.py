@@ -9,8 +9,9 @@ object with ``phase``, ``done``, ``total`` and optionally ``suite``, ``key``, ``
         run_suites(..., progress=progress)
 
 Code without such events can call :meth:`ProgressRenderer.update` directly; off a terminal those
-anonymous steps print at most once per ``min_interval_s`` (plus failures and the last step),
-while a run's named cases each get their line.
+anonymous steps print only once the work has lasted ``min_interval_s`` (a read over in a fraction
+of a second leaves a log untouched), then at most once per ``min_interval_s`` and at the last
+step; failures always print, and a run's named cases each get their line.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class ProgressRenderer:
     """Render progress events on ``stream`` (standard error by default).
 
     ``tty`` forces the rich bar (True) or plain lines (False); by default the stream decides.
+    ``clock`` gives seconds (``time.perf_counter``; tests pass their own).
     """
 
     def __init__(
@@ -92,8 +94,10 @@ class ProgressRenderer:
         stream: TextIO | None = None,
         tty: bool | None = None,
         min_interval_s: float = PLAIN_INTERVAL_S,
+        clock: Any = time.perf_counter,
     ) -> None:
         self.label = label
+        self._clock = clock
         self.min_interval_s = min_interval_s
         self._last_line = -math.inf
         self._last_count: tuple[int, int | None] | None = None
@@ -102,10 +106,11 @@ class ProgressRenderer:
         self.tty = self._console.is_terminal if tty is None else tty
         self._progress: Any = None  # the rich bar while it is shown
         self._task: Any = None
-        self._started = time.perf_counter()
+        self._started = clock()
+        self._printed_anonymous = False  # an anonymous step has had its line
 
     def __enter__(self) -> ProgressRenderer:
-        self._started = time.perf_counter()
+        self._started = self._clock()
         if self.tty:
             self._progress = _rich_bar(self._console)
             self._progress.start()
@@ -137,7 +142,7 @@ class ProgressRenderer:
                 suite="",
                 ok=ok,
                 eta_s=eta_s,
-                elapsed_s=time.perf_counter() - self._started,
+                elapsed_s=self._clock() - self._started,
                 skipped=0,
             )
         )
@@ -181,20 +186,23 @@ class ProgressRenderer:
             self._write(f"{self.label}: summarising")
 
     def _due(self, event: Any) -> bool:
-        """Plain lines: every named case (a run's log lists each one), every failure and the
-        last step; anonymous ``update`` steps at most once per ``min_interval_s``, and never the
+        """Plain lines: every named case (a run's log lists each one) and every failure; an
+        anonymous ``update`` step once the work has lasted ``min_interval_s``, then at most once
+        per ``min_interval_s``, and the last step when an earlier one had its line; never the
         same count twice (a reader and its caller may both report the end)."""
-        now = time.perf_counter()
+        now = self._clock()
         total = event.total
         named = bool(getattr(event, "suite", ""))
+        failed = getattr(event, "ok", None) is False
         if not named and (event.done, total) == self._last_count:
             return False
-        due = (
-            named
-            or getattr(event, "ok", None) is False
-            or (total is not None and event.done >= total)
-            or now - self._last_line >= self.min_interval_s
-        )
+        if named or failed:
+            due = True
+        else:
+            last = total is not None and event.done >= total
+            long = now - self._started >= self.min_interval_s
+            due = long and (now - self._last_line >= self.min_interval_s or (last and self._printed_anonymous))
+            self._printed_anonymous = self._printed_anonymous or due
         if due:
             self._last_line = now
             self._last_count = (event.done, total)
