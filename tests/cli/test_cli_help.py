@@ -6,12 +6,16 @@ command without an ``Example:`` block or without ``--json`` fails here.
 
 from __future__ import annotations
 
+import ast
 import re
+import subprocess
+import sys
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from parity.cli.lazy import LazyGroup
 from parity.cli.main import cli
 
 
@@ -100,3 +104,36 @@ def test_the_root_command_has_an_example() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
     assert any(line.startswith("parity ") for line in _example_block(result.output))
+
+
+def _groups() -> list[tuple[tuple[str, ...], click.Group]]:
+    """The groups whose subcommands load lazily (the root, trace, decode)."""
+    ctx = click.Context(cli, info_name="parity")
+    found: list[tuple[tuple[str, ...], click.Group]] = [((), cli)]
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        if isinstance(command, LazyGroup):
+            found.append(((name,), command))
+    return found
+
+
+@pytest.mark.parametrize("path,group", _groups(), ids=lambda p: " ".join(p) if isinstance(p, tuple) else "")
+def test_a_group_lists_each_subcommand_by_the_start_of_its_own_help(path, group) -> None:
+    lines = group.lazy_help
+    assert lines, f"parity {' '.join(path)} lists no lazy subcommand"
+    ctx = click.Context(group, info_name="parity")
+    for name, line in lines.items():
+        own = group.get_command(ctx, name).get_short_help_str(limit=10**6)
+        assert own.startswith(line), f"parity {' '.join((*path, name))}: listed as {line!r}, its help says {own!r}"
+    listed = CliRunner().invoke(cli, [*path, "--help"], terminal_width=100).output.split("Commands:")[1]
+    assert [row.split()[0] for row in listed.strip().splitlines()] == sorted(lines)
+
+
+def test_the_root_help_imports_no_subcommand() -> None:
+    code = ("import sys; from parity.cli.main import main; sys.argv = ['parity', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('parity.cli.') or m in ('numpy', 'torch')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert set(loaded) <= {"parity.cli.main", "parity.cli.lazy", "parity.cli.numpy_load"}, loaded
+    assert "Commands:" in done.stdout and "trace" in done.stdout

@@ -13,9 +13,9 @@ import click
 from parity.cli.lazy import LazyGroup
 
 SUBCOMMANDS = {
-    "offline": "parity.cli.decode_offline:offline",
-    "online": "parity.cli.decode_online:online",
-    "import": "parity.cli.decode_import:import_results",
+    "offline": ("parity.cli.decode_offline:offline", "Offline decode: one engine step of a decoder built from a model config"),
+    "online": ("parity.cli.decode_online:online", "Drive an OpenAI-compatible streaming server (vLLM, SGLang, TGI) level by level"),
+    "import": ("parity.cli.decode_import:import_results", "Store a vllm bench serve or InferenceX result as a run"),
 }
 
 

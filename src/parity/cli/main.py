@@ -14,20 +14,20 @@ from parity.cli.lazy import LazyGroup
 from parity.cli.numpy_load import own_process
 from parity.model.errors import ParityError
 
-COMMANDS = {
-    "run": "parity.cli.run:run",
-    "runs": "parity.cli.runs:runs",
-    "doctor": "parity.cli.doctor:doctor",
-    "gemm": "parity.cli.gemm:gemm",
-    "kernels": "parity.cli.kernels:kernels",
-    "membw": "parity.cli.membw:membw",
-    "latency": "parity.cli.latency:latency",
-    "trace": "parity.cli.trace:trace",
-    "comm": "parity.cli.comm:comm",
-    "export": "parity.cli.export:export",
-    "decode": "parity.cli.decode:decode",
-    "report": "parity.cli.report:report",
-    "compare": "parity.cli.compare:compare",
+COMMANDS = {  # name -> (where it lives, the start of its short help: parity --help imports none)
+    "run": ("parity.cli.run:run", "Measure the registered benchmarks on one device, store every case as it is measured"),
+    "runs": ("parity.cli.runs:runs", "List, show and export the runs in the results store."),
+    "doctor": ("parity.cli.doctor:doctor", "Report this machine (CPU, architecture, cores, flags, affinity, OS, torch"),
+    "gemm": ("parity.cli.gemm:gemm", "Time matmul over the shape catalog: TFLOP/s per shape, the measured compute"),
+    "kernels": ("parity.cli.kernels:kernels", "Block-scaled fp8 GEMM (A per 1x128 group, B per 128x128 block, e4m3)"),
+    "membw": ("parity.cli.membw:membw", "Memory bandwidth against transfer size: copy, read (a reduction), write"),
+    "latency": ("parity.cli.latency:latency", "Pointer-chase latency: ns per dependent load through a random"),
+    "trace": ("parity.cli.trace:trace", "Analyse real profiler traces: streams, overlap, idle and what-if predictions."),
+    "comm": ("parity.cli.comm:comm", "Communication over torch.distributed: collectives by nccl-tests' conventions"),
+    "export": ("parity.cli.export:export", "Measured inputs for simulators, from stored runs, with their provenance"),
+    "decode": ("parity.cli.decode:decode", "LLM decode: tokens/s per card at a time-per-output-token target"),
+    "report": ("parity.cli.report:report", "Write one self-contained HTML report (opens offline, no network request"),
+    "compare": ("parity.cli.compare:compare", "Compare runs, stored trace analyses, trace files or fleet analyses"),
 }
 
 

@@ -10,10 +10,13 @@ from parity.cli.lazy import LazyGroup
 @click.group(
     cls=LazyGroup,
     lazy_commands={
-        "analyze": "parity.cli.trace_analyze:analyze",
-        "whatif": "parity.cli.trace_whatif:whatif",
-        "fleet": "parity.cli.trace_fleet:fleet",
-        "compare": "parity.cli.trace_compare:compare",
+        "analyze": ("parity.cli.trace_analyze:analyze",
+                    "Per-stream busy time, overlap and idle in the steady-state window of profiler traces."),
+        "whatif": ("parity.cli.trace_whatif:whatif",
+                   "Predict a step's speedup when some work runs K times faster, from a profiler trace."),
+        "fleet": ("parity.cli.trace_fleet:fleet",
+                  "Analyse every rank of a job: collectives matched across ranks, arrival skew and stragglers."),
+        "compare": ("parity.cli.trace_compare:compare", "Compare traces side by side: categories, streams matched by role"),
     },
 )
 def trace() -> None:
