@@ -50,12 +50,13 @@ def estimate_eta_s(*, elapsed_s: float, done_cost: float, remaining_cost: float)
 def estimate_run_eta_s(
     *, spent: dict[str, tuple[float, float]], remaining: dict[str, float]
 ) -> float | None:
-    """Seconds left over several suites, whose ``cost`` units may differ (seconds, FLOP, 1.0).
+    """Seconds left over several suites, whose costs are expected seconds
+    (:class:`parity.harness.suite.CaseSpec`).
 
     ``spent[s] = (T_s, D_s)``: seconds taken by suite ``s``'s measured cases and their summed
-    cost. ``eta = sum_s remaining[s] * r_s`` with ``r_s = T_s / D_s``, each suite's own rate;
-    a suite not started yet uses the pooled rate ``sum T / sum D``. None before any cost has
-    been timed.
+    cost. ``eta = sum_s remaining[s] * r_s`` with ``r_s = T_s / D_s``, each suite's own rate
+    (how far its expectation was off on this device); a suite not started yet uses the pooled
+    rate ``sum T / sum D``. None before any cost has been timed.
     """
     pooled = estimate_eta_s(
         elapsed_s=sum(t for t, _ in spent.values()),

@@ -28,8 +28,10 @@ from parity.model.result import CaseResult
 @dataclass(frozen=True, kw_only=True)
 class CaseSpec:
     """One case to measure. ``key`` is unique within the suite and stable across runs
-    (``--resume`` matches on it); ``params`` are JSON-serialisable; ``cost`` is a relative
-    estimate of its run time used for the ETA (1.0 when unknown)."""
+    (``--resume`` matches on it); ``params`` are JSON-serialisable; ``cost`` is the seconds the
+    case is expected to take on a CPU (its timing budget, warm-up and set-up), for the ETA: the
+    runner rescales each suite's costs by the time its measured cases took, and a suite not yet
+    started by the rate of those measured so far, so costs must share that unit across suites."""
 
     suite: str
     key: str

@@ -30,7 +30,8 @@ class DemoSuite(SuiteBase):
     options_type = DemoOptions
 
     def cases(self, *, device: Any, quick: bool, options: DemoOptions) -> list[CaseSpec]:
-        return [CaseSpec(suite=self.name, key=f"sum-{n}", params={"n": n}, cost=n / SIZES[0])
+        # cost: expected seconds (the pause, the 2 ms budget, a few ms to build the list)
+        return [CaseSpec(suite=self.name, key=f"sum-{n}", params={"n": n}, cost=options.pause_s + 0.002 + n * 1e-7)
                 for n in SIZES[: min(options.cases, len(SIZES))]]
 
     def measure(self, case: CaseSpec, *, device: Any, options: DemoOptions, state: Any) -> Work:

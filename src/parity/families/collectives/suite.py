@@ -28,6 +28,9 @@ from parity.model.result import CaseResult
 from parity.ranks.gather import agree
 from parity.ranks.group import close_group, joined_topology, open_group
 
+# ETA: expected seconds of a sized case on a CPU (CaseSpec.cost; 0.05-0.07 s measured with gloo
+# on a 2-core host), growing with the bytes; a duration case costs its duration
+CASE_S = 0.05
 CHUNK_S = 0.25  # a duration case agrees whether to stop at least this often (wall seconds)
 
 CONVENTION = "nccl-tests: S bytes per rank as nccl-tests counts them"
@@ -77,7 +80,7 @@ class CollectivesSuite(SuiteBase):
                             key = case_key(dimension, f"{op}/{dtype}/{placement}/{size}")
                             specs.append(CaseSpec(suite=self.name, key=key,
                                                   params={"op": op, "dtype": dtype, "placement": placement,
-                                                          "size_bytes": size, **extra}, cost=1.0 + size / 2**20))
+                                                          "size_bytes": size, **extra}, cost=CASE_S * (1.0 + size / 2**20)))
         return specs
 
     def _duration_cases(self, options: CollectivesOptions) -> list[CaseSpec]:

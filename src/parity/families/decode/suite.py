@@ -44,6 +44,9 @@ from parity.model.result import CaseResult
 BUDGET_S, QUICK_BUDGET_S = 0.1, 0.04
 # The layers' weights may take at most this share of the free memory (caches and the step need the rest).
 ROOM_SHARE = 0.8
+# ETA: expected seconds of a batch size on a CPU (CaseSpec.cost; 0.1-0.2 s measured on a 2-core
+# host for the quick config), growing with the batch
+CASE_S = 0.1
 TENSOR_BYTES = "tensor bytes: weights and filled paged KV caches of the layers run (exact)"
 
 
@@ -80,7 +83,7 @@ class DecodeSuite(SuiteBase):
                   "accepted_tokens_per_step": accepted, "mode": MODE, "device": device.name, "quick": bool(quick),
                   "layers_run": {k: r for k, (r, _) in runs.items()},
                   "layers_total": {k: t for k, (_, t) in runs.items()}, "scaling": SCALING}
-        return [CaseSpec(suite=self.name, key=f"batch={b}", params={**common, "batch": b}, cost=1.0 + b / 16)
+        return [CaseSpec(suite=self.name, key=f"batch={b}", params={**common, "batch": b}, cost=CASE_S * (1.0 + b / 16))
                 for b in options.batches]
 
     def setup(self, *, device: Any, options: DecodeOptions) -> dict[str, Any]:

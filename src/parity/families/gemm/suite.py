@@ -52,13 +52,14 @@ from parity.model.result import CaseResult
 log = logging.getLogger(__name__)
 
 SUITE = "gemm"
-# ETA weights are predicted seconds: a shape's fixed time (warm-up, budget, inputs, flushes,
-# check) plus about eight calls at a rough rate for the device kind; the ceiling its budget.
-# The runner rescales them by the time actually spent, so only their ratios matter.
-ROUGH_FLOPS = {"cpu": 1e9}
+# ETA costs are expected seconds (CaseSpec.cost): a shape's fixed time (warm-up, budget, inputs,
+# flushes, check) plus about eight calls at a rough rate for the device kind (a quick CPU sweep:
+# 0.1-0.3 s a shape on a 2-core host doing 0.9 TFLOP/s bf16); the ceiling its budget.
+ROUGH_FLOPS = {"cpu": 1e11}
 ROUGH_FLOPS_ACCELERATOR = 2e14
-SHAPE_OVERHEAD_S = 0.5
+SHAPE_OVERHEAD_S = 0.1
 CALLS_PER_SHAPE = 8
+BANDWIDTH_S = 0.5  # the shared bandwidth ceiling (0.6 s measured on a 2-core host)
 # The options every shape case records and is timed by (``measure_case``).
 TIMING_KEYS = ("warmup_s", "budget_s", "flush", "telemetry", "check", "graph", "max_call_s", "max_samples")
 # With --quick, tuned backends are measured only on shapes of at most this much work.
@@ -137,7 +138,7 @@ class GemmSuite(SuiteBase):
                      params={"kind": "ceiling", "dtype": opts.dtype, "backend": opts.backends[0],
                              "ceiling_budget_s": opts.ceiling_budget_s, "ceiling_from": opts.ceiling_from,
                              "peak_tflops": opts.peak_tflops, "flush": opts.flush}),
-            CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}),
+            CaseSpec(suite=SUITE, key="bandwidth", cost=BANDWIDTH_S, params={"kind": "bandwidth"}),
         ]
         subsets = {spec: tuned_subset(load_backend(spec), shapes, quick=quick) for spec in opts.backends[1:]}
         baseline = opts.backends[0]

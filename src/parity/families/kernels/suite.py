@@ -27,6 +27,9 @@ from parity.model.result import CaseResult
 
 SUITE = "kernels"
 TIMING = {True: {"warmup_s": 0.01, "budget_s": 0.05}, False: {"warmup_s": 0.025, "budget_s": 0.2}}
+# ETA: a case's expected seconds (CaseSpec.cost) are its warm-up and budget plus set-up and check
+CASE_OVERHEAD_S = 0.05
+BANDWIDTH_S = 0.5  # the shared bandwidth ceiling (read once a process)
 CEILING_BUDGET_S = {("cpu", True): 3.0, ("cpu", False): 20.0, ("accel", True): 10.0, ("accel", False): 30.0}
 
 
@@ -48,7 +51,7 @@ class KernelsSuite(SuiteBase):
         cases = [CaseSpec(suite=SUITE, key=f"ceiling/{dtype}", cost=budget,
                           params={"kind": "ceiling", "dtype": dtype, "backend": "matmul", "ceiling_budget_s": budget})
                  for dtype in ceiling_dtypes(device.type)]
-        cases.append(CaseSpec(suite=SUITE, key="bandwidth", cost=2.0, params={"kind": "bandwidth"}))
+        cases.append(CaseSpec(suite=SUITE, key="bandwidth", cost=BANDWIDTH_S, params={"kind": "bandwidth"}))
         for op in options.ops:
             for shape in (QUICK if quick else FULL)[op]:
                 cases += self._op_cases(op, shape, device=device, options=options, quick=quick)
@@ -58,6 +61,7 @@ class KernelsSuite(SuiteBase):
                   quick: bool) -> list[CaseSpec]:
         tag = shape_tag(op, shape)
         base = {"kind": "op", "op": op, "seed": options.seed, **shape, **TIMING[quick]}
+        cost = TIMING[quick]["warmup_s"] + TIMING[quick]["budget_s"] + CASE_OVERHEAD_S
         if op == "mla_decode":
             base["value_dim"] = 512
         reasons: dict[str, str] = {}
@@ -68,10 +72,10 @@ class KernelsSuite(SuiteBase):
             if why is None:
                 key = f"{op}/{kernel.library}/{tag}"
                 reasons[kernel.library] = f"measured as {key}"
-                extra.append(CaseSpec(suite=SUITE, key=key, params={**base, "impl": kernel.library}))
+                extra.append(CaseSpec(suite=SUITE, key=key, cost=cost, params={**base, "impl": kernel.library}))
             else:
                 reasons[kernel.library] = why
-        torch_case = CaseSpec(suite=SUITE, key=f"{op}/torch/{tag}",
+        torch_case = CaseSpec(suite=SUITE, key=f"{op}/torch/{tag}", cost=cost,
                               params={**base, "impl": "torch", "libraries": reasons})
         return [torch_case, *extra]
 

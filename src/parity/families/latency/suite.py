@@ -71,6 +71,9 @@ SLOPE_ATTEMPTS = 3  # measurements of a case before a non-positive slope becomes
 DISTURBED = "other work disturbed the timing"  # the error row's reason, as a caller can look for it
 PROBE_LOADS, MIN_LOADS, MAX_LOADS = 1 << 12, 1 << 14, 1 << 28
 PROBE_REPEATS = 3
+# ETA: expected seconds of a case on a CPU (CaseSpec.cost; 0.15-1 s measured on a 2-core host),
+# growing with the working set
+CASE_S = 0.25
 HUGE_SHARE_EXPECTED = 0.9
 
 
@@ -158,10 +161,10 @@ class LatencySuite(SuiteBase):
         cases = []
         for page in page_sizes(device, options):
             for size in working_sets(max_bytes=top, per_octave=options.per_octave):
-                cases.append(CaseSpec(suite=self.name, key=f"size/{page}/{size}", cost=1.0 + size / (64 * MIB),
+                cases.append(CaseSpec(suite=self.name, key=f"size/{page}/{size}", cost=CASE_S * (1.0 + size / (64 * MIB)),
                                       params={**common, "curve": "size", "page": page, "working_set_bytes": size, "blocks": 1}))
             for n in block_counts(props.compute_units or 1, quick=quick):
-                cases.append(CaseSpec(suite=self.name, key=f"blocks/{page}/{n}", cost=1.0,
+                cases.append(CaseSpec(suite=self.name, key=f"blocks/{page}/{n}", cost=CASE_S,
                                       params={**common, "curve": "blocks", "page": page,
                                               "working_set_bytes": BLOCK_REGION, "blocks": n}))
         return cases

@@ -67,6 +67,9 @@ WARM_BATCH_BYTES = 64 * KIB
 WARM_MAX_CALLS = 64
 # The dedicated copy that gives the bandwidth ceiling B, whatever the sweep's range.
 CEILING_KEY = "ceiling/copy"
+# ETA: expected seconds of a small case on a CPU (CaseSpec.cost; 0.13-0.55 s measured on a 2-core
+# host), growing with the bytes a call moves
+CASE_S = 0.2
 
 
 def transfer_sizes(*, min_bytes: int, max_bytes: int, per_octave: int) -> list[int]:
@@ -142,14 +145,14 @@ class MembwSuite(SuiteBase):
             "pages": host_page_policy() if device.type == "cpu" else "device-default",
         }
         ceiling_bytes = bandwidth_copy_bytes(device)
-        cases = [CaseSpec(suite=self.name, key=CEILING_KEY, cost=1.0 + 2 * ceiling_bytes / 2**28,
+        cases = [CaseSpec(suite=self.name, key=CEILING_KEY, cost=CASE_S * (1.0 + 2 * ceiling_bytes / 2**28),
                           params={**common, "kind": "ceiling", "op": "copy", "target_bytes": ceiling_bytes})]
         cap = top
         for op in _ops(device, options):
             cap = top if free is None else min(top, int(free * FREE_MEMORY_SHARE / operand_count(op)))
             sizes = transfer_sizes(min_bytes=bottom, max_bytes=max(cap, bottom), per_octave=per_octave)
             for size in sizes:
-                cost = 1.0 + bytes_moved(base_op(op), size) / 2**28
+                cost = CASE_S * (1.0 + bytes_moved(base_op(op), size) / 2**28)
                 regime = "cold" if options.flush else "warm"
                 cases.append(CaseSpec(suite=self.name, key=f"{op}/{size}",
                                       params={**common, "op": op, "bytes": size, "regime": regime}, cost=cost))

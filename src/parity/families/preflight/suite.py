@@ -83,7 +83,7 @@ class PreflightSuite(SuiteBase):
                 specs.append(CaseSpec(suite=self.name, key=f"{kind}/{a}-{b}",
                                       params={"a": a, "b": b, "kind": kind, "size_bytes": nbytes,
                                               "budget_s": per_case_s},
-                                      cost=1.0))
+                                      cost=per_case_s + min(0.01, per_case_s / 4)))  # its budget and warm-up, s
         return specs
 
     def measure(self, case: CaseSpec, *, device: Any, options: PreflightOptions, state: PreflightState) -> Work:
