@@ -45,7 +45,7 @@ READ_BUFFER_BYTES = 16 * 1024 * 1024
 FINISH_S = 1.0  # what follows [DONE] (the stream's end) is awaited this long, then the connection dropped
 ENDPOINT_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 TOKENS_FROM_USAGE = "usage.completion_tokens"
-TOKENS_FROM_CHUNKS = "content chunks (server sent no usage)"
+TOKENS_FROM_CHUNKS = "content chunks (the server sent no usage count)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,4 +223,7 @@ async def _finish(response: Any) -> None:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A usage count as the server sent it, or None where it is no count (text, a fraction, a
+    boolean, a negative number): the tokens are then counted from the content chunks, and the
+    level's ``token_count_source`` says so."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
