@@ -128,3 +128,21 @@ def test_no_report_or_export_file_named_by_a_stored_id_leaves_its_folder(tmp_pat
     err = capsys.readouterr().err
     assert info.value.code == 2 and "cannot name a file" in err and "--output" in err
     assert not (tmp_path.parent / "evil.json").exists() and not list(tmp_path.parent.glob("parity-*evil*"))
+
+
+def test_a_run_with_findings_of_every_severity_goes_out_and_back(tmp_path: Path) -> None:
+    """A figure that cannot be true (``invalid``, as any CPU quick run's negative overlap) was
+    refused by the import of parity's own export."""
+    from parity.model.figure import Figure
+    from parity.model.findings import Finding, Severity
+
+    findings = tuple(Finding(code=f"code-{s.value}", severity=s, message=f"a {s.value} finding") for s in Severity)
+    with Store.open(tmp_path / "source.sqlite") as store:
+        run_id = stored_run(store)
+        store.add_figures(run_id, "demo", [Figure(name="share", value=-14.5, unit="1", method="(a + b - both) / min(a, b)",
+                                                  scope={"case": "case/1"}, findings=findings)])
+        exported = store.export(run_id, "json", tmp_path / "run.json")
+    with Store.open(tmp_path / "target.sqlite") as store:
+        import_run(store, exported)
+        stored = store.query("SELECT findings FROM figures WHERE name = 'share'")
+    assert [f["severity"] for f in orjson.loads(stored[0][0])] == [s.value for s in Severity]

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from parity.model.errors import ParityError
+from parity.model.findings import Severity
 from parity.model.ids import ID_RULE, is_id
 
 DOCUMENT_FIELDS = frozenset({"schema_version", "kind", "run", "cases", "figures"})
@@ -35,7 +36,7 @@ CASE_FIELDS = frozenset({"suite", "key", "params", "samples", "metrics", "check"
                          "error", "ok"})
 SAMPLE_FIELDS = frozenset({"values_s", "method", "resolution_s", "calls_per_sample", "warmup_calls", "meta"})
 FINDING_FIELDS = frozenset({"code", "severity", "message", "hint"})
-SEVERITIES = ("info", "warning", "error")
+SEVERITIES = tuple(s.value for s in Severity)  # every severity a run can store, "invalid" too
 TIME_SUFFIXES = ("_s", "_ms", "_us", "_ns")
 UNIT_SUFFIXES = TIME_SUFFIXES + ("_bytes", "_flops", "gbps", "_bps", "_per_s", "_w", "_mhz", "_j")
 HEADLINE = "headline_metric"
