@@ -229,3 +229,20 @@ def test_a_node_set_up_otherwise_is_named_by_its_ranks() -> None:
                                        "700 W (default 700 W) on ranks 0-1; 450 W (default 700 W) on ranks 2-3")
     assert got["ECC"].values == ("on", "on on ranks 0-1; off on ranks 2-3")
     assert "clock locks" not in got and "interconnect" not in got  # the same on every rank
+
+
+def test_case_parameters_count_only_for_cases_that_give_a_ratio() -> None:
+    """A GEMM ceiling's sentinel rounds carry the shape each run's search found and no
+    headline: they are compared on nothing, so their shapes are no differing setting; a timed
+    case measured with another budget is one."""
+    from parity.compare.join import join_cases
+
+    def case(key: str, run: int, **params: Any) -> CaseResult:
+        metrics = {"median_s": 0.002} if key == "timed" else {"rounds_flops": [8e11 + run]}
+        return CaseResult(suite="gemm", key=key, params=params, metrics=metrics, check={"passed": True})
+
+    per_run = [[case("sentinel", 0, m=5824, n=192, k=5824), case("timed", 0, budget_s=0.1)],
+               [case("sentinel", 1, m=8192, n=1024, k=2048), case("timed", 1, budget_s=0.2)]]
+    joined, only = join_cases(per_run)
+    entries, _ = audit_runs([_run("a"), _run("b")], per_run, joined, only)
+    assert {e.condition for e in entries if e.condition.startswith("case parameter")} == {"case parameter budget_s"}

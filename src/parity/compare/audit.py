@@ -24,7 +24,7 @@ from typing import Any
 from parity.compare.audit_environment import environment_entries
 from parity.compare.audit_setup import setup_entries
 from parity.compare.audit_values import AuditEntry, run_mode
-from parity.compare.join import IGNORED_PARAMS, JoinedCase, byte_convention, timing_method
+from parity.compare.join import IGNORED_PARAMS, JoinedCase, byte_convention, headline, timing_method
 from parity.model.result import CaseResult, RunRecord
 
 CLOCK_TOLERANCE = 0.02  # maximum clocks within 2% are the same setting read twice
@@ -212,9 +212,14 @@ def _key(value: Any) -> str:
 
 
 def _case_params(entries: list[AuditEntry], joined: list[JoinedCase]) -> None:
-    """Parameters of joined cases that differ between runs (a flush, a budget, a placement)."""
+    """Parameters of joined cases that differ between runs (a flush, a budget, a placement),
+    among the cases that give a ratio (a headline on every side): a case without one is
+    compared on nothing, so its parameters decide nothing (a GEMM ceiling's sentinel rounds
+    carry the shape each run's search found)."""
     differing: dict[str, list[set[str]]] = {}
     for j in joined:
+        if any(headline(c) is None for c in j.cases):
+            continue
         names = set().union(*(c.params for c in j.cases)) - IGNORED_PARAMS
         for name in names:
             values = [repr(c.params.get(name)) for c in j.cases]
