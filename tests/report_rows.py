@@ -45,7 +45,12 @@ def synthetic_run() -> tuple[RunRecord, list[CaseResult]]:
         "collectives": {"summary": collectives, "figures": [_figure("collectives.avg_busbw", 3.2e9, "B/s")]},
         "latency": {"summary": latency, "figures": [_figure("latency.L1", 1.2e-9, "s")]},
         "newfamily": {"summary": {"anything": 1}, "figures": [
-            _figure("newfamily.widgets_per_s", 12345.678, "count", subset=KERNEL_NAME)]},
+            _figure("newfamily.widgets_per_s", 12345.678, "count", subset=KERNEL_NAME),
+            # wide: long unspaced names and long text in every text column (a page must still fit)
+            {**_figure("newfamily.widgets_per_s.compute_bound.intersection_of_every_run_compared", 2.5, "count",
+                       **{f"condition_{i}": f"a_value_without_spaces_{i}_" * 4 for i in range(6)}),
+             "method": "widgets counted per second over every configuration_of_the_sweep_and_its_repeats " * 3,
+             "note": "raised_after_the_sweep_because_the_search_budget_was_short_of_the_best_shape " * 2}]},
     }
     run = RunRecord(run_id="20261201-000000-test", created_at="2026-12-01T00:00:00+00:00",
                     config={"device": "fake", "suites": list(suites)},

@@ -137,6 +137,10 @@ def _open(browser: Any, path: Path, shots: Path) -> dict[str, Any]:
         "cells": page.evaluate(CELLS_JS),
         "scripts": page.eval_on_selector_all("script", "es => es.length"),
         "texts": page.eval_on_selector_all("td", "es => es.map(e => e.textContent)"),
+        # tables wider than their panel (a screenshot would cut their last columns)
+        "overflowing": page.eval_on_selector_all(
+            ".scroll", "es => es.filter(e => e.scrollWidth > e.clientWidth + 1)"
+                       ".map(e => (e.closest('figure') || {}).id || e.querySelector('caption')?.textContent || '?')"),
     }
     page.close()
     return result
@@ -173,6 +177,7 @@ def _check_page(shown: dict[str, Any], expect_charts: set[str]) -> None:
     assert sorted(v[0] for v in shown["vis"]) == sorted(f"vis-{i}" for i in drawn)
     assert all(rendered == "true" and marks > 0 for _, rendered, marks in shown["vis"]), shown["vis"]
     assert shown["scripts"] == 3  # the data block, the chart library, the drawing script
+    assert shown["overflowing"] == [], shown["overflowing"]  # every column shows at 1,400 px
     assert _check_numbers(shown) > 0
 
 

@@ -84,9 +84,10 @@ def test_a_family_without_report_code_still_shows_its_figures() -> None:
     run, cases = synthetic_run()
     rows = figure_rows(run)
     new = [r for r in rows if r["suite"] == "newfamily"]
-    assert new == [{"suite": "newfamily", "name": "newfamily.widgets_per_s", "value": 12345.678, "unit": "count",
-                    "ci_low": None, "ci_high": None, "best": None, "method": "method of newfamily.widgets_per_s",
-                    "scope": f"subset: {KERNEL_NAME}", "note": "", "findings": ""}]  # key: value, not JSON
+    assert new[0] == {"suite": "newfamily", "name": "newfamily.widgets_per_s", "value": 12345.678, "unit": "count",
+                      "ci_low": None, "ci_high": None, "best": None, "method": "method of newfamily.widgets_per_s",
+                      "scope": f"subset: {KERNEL_NAME}", "note": "", "findings": ""}  # key: value, not JSON
+    assert len(new) == 2 and new[1]["scope"].startswith("condition_0: a_value_without_spaces_0_")
     page = render_page(report_data(runs=[(run, cases)]), library_js="")
     assert "newfamily.widgets_per_s" in page and "12,346" in page
     assert KERNEL_NAME not in page.split('<script type="application/json"')[0]

@@ -9,6 +9,7 @@ Text from runs and traces is data: table cells are HTML-escaped, and the JSON bl
 from __future__ import annotations
 
 import html
+import re
 from importlib import resources
 from typing import Any
 
@@ -29,6 +30,10 @@ COLUMN_SCALES: dict[str, tuple[tuple[float, str, float], ...]] = {
 SCREEN_ROWS = 400  # a longer table scrolls in its own box on screen (never in print); 0: never
 WIDE_TABLE_COLUMNS = 7  # a chart with a wider table shows it below the chart, not beside it
 PLAIN_UNITS = {NUMBER: "", INTENSITY: "FLOP/B", RATIO: "x", "count": "", "tok/s": "tok/s"}
+# Where a long name may wrap in a narrow column: after a dot (not a decimal point), underscore or
+# slash between word characters (gemm.bandwidth_ceiling, copy/1024/warm); the page breaks
+# elsewhere (report.css: overflow-wrap anywhere) only as a last resort.
+_NAME_BREAK = re.compile(r"(?<=\w)([_/]|\.(?=[^\W\d]))(?=\w)")  # a number's decimal point stays whole
 
 
 def significant(value: float) -> str:
@@ -58,7 +63,13 @@ def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
     if scale is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         shown = significant(value / scale) + (f" {suffix}" if suffix else "")
         return f'<td class="num" data-scale="{scale!r}">{html.escape(shown)}</td>'
-    return f'<td class="text"><span class="clamp">{html.escape(str(value))}</span></td>'
+    return f'<td class="text"><span class="clamp">{breakable(str(value))}</span></td>'
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped for HTML with a line-break opportunity (``<wbr>``, copied as nothing)
+    after each dot, underscore or slash inside a name, so a table of long names fits its page."""
+    return _NAME_BREAK.sub(r"\1<wbr>", html.escape(text))
 
 
 def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_rows: int = SCREEN_ROWS) -> str:
