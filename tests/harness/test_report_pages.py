@@ -265,3 +265,16 @@ def test_three_runs_draw_two_ratios_per_case_in_two_colours() -> None:
     colour = chart.spec["vconcat"][0]["layer"][2]["encoding"]["color"]["scale"]
     assert colour["domain"] == ["H100 · run-b", "MI300 · run-c"] and len(set(colour["range"])) == 2
     assert "yOffset" in chart.spec["vconcat"][0]["layer"][2]["encoding"]  # side by side, not on top
+
+
+def test_a_summary_figure_that_is_not_comparable_says_so_in_its_column() -> None:
+    """A summary figure keeps ``comparable`` in its scope: the page's column read it as yes."""
+    from parity.report.html.compare_charts import summary_rows
+
+    summary = [{"name": "gemm.median_efficiency.compute-bound.ratio", "value": None, "unit": "x",
+                "note": "not comparable: scope differs: cases: 13 vs 15", "scope": {"comparable": False}},
+               {"name": "gemm.ceiling.ratio", "value": 1.02, "unit": "x", "note": "", "scope": {"comparable": True}},
+               {"name": "membw.ceiling.ratio", "value": 1.8, "unit": "x", "note": "forced: not comparable: dtype differs",
+                "scope": {"comparable": False}}]
+    assert [r["comparable"] for r in summary_rows({"summary": summary})] == [
+        "no: scope differs: cases: 13 vs 15", "yes", "no: dtype differs"]

@@ -32,9 +32,13 @@ def compared_runs(comparison: dict[str, Any] | None, labels: dict[str, str] | No
 
 
 def _comparable(item: dict[str, Any]) -> str:
-    if item.get("comparable", True) is not False:
+    """``yes``, or ``no`` with the reason: a case says it at its top level, a summary figure in
+    its scope (its note gives the reason)."""
+    scope = item.get("scope") if isinstance(item.get("scope"), dict) else {}
+    if item.get("comparable", scope.get("comparable", True)) is not False:
         return "yes"
-    return "no" + (f": {item['reason']}" if item.get("reason") else "")
+    reason = item.get("reason") or str(item.get("note") or "").removeprefix("forced: ").removeprefix("not comparable: ")
+    return "no" + (f": {reason}" if reason else "")
 
 
 def comparison_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
