@@ -26,14 +26,20 @@ async def _answer(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _five_requests() -> tuple[list, int]:
+async def _serve_on_loopback(handler) -> tuple[web.AppRunner, int]:
+    """An aiohttp server answering POST /v1/completions with ``handler`` on a free loopback
+    port: its runner (to clean up) and the port."""
     app = web.Application()
-    app.router.add_post("/v1/completions", _answer)
+    app.router.add_post("/v1/completions", handler)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+async def _five_requests() -> tuple[list, int]:
+    runner, port = await _serve_on_loopback(_answer)
     opened: list[int] = []
     tracing = sent_tracing()
 
@@ -78,13 +84,7 @@ async def _serve(bodies: list[tuple[int, bytes]]) -> list:
         await response.write_eof()
         return response
 
-    app = web.Application()
-    app.router.add_post("/v1/completions", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await _serve_on_loopback(answer)
     try:
         async with aiohttp.ClientSession() as session:
             return [await asyncio.wait_for(stream_request(session, url=f"http://127.0.0.1:{port}/v1/completions?i={i}",
