@@ -177,7 +177,10 @@ def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path
     js = tmp_path / "self.json"  # the import and its copy: the same measurement under two ids
     assert parity(capsys, "compare", imported["run_id"], copy, "--db", str(other), "--json", str(js))[0] == 0
     doc = orjson.loads(js.read_bytes())
-    assert doc["audit"] == [] and all(c["ratio"] == pytest.approx(1.0) for c in doc["cases"] if c["ratio"])
+    # nothing differs; contention is listed whenever a side was measured on a busy machine (this
+    # test's run is, when other tests run beside it), equal shares or not
+    assert [e for e in doc["audit"] if e["condition"] != "contention"] == []
+    assert all(c["ratio"] == pytest.approx(1.0) for c in doc["cases"] if c["ratio"])
 
 
 def test_report_compare_draws_the_comparison_of_two_stored_runs(tmp_path: Path) -> None:

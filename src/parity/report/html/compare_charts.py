@@ -34,7 +34,8 @@ def compared_runs(comparison: dict[str, Any] | None, labels: dict[str, str] | No
 def _comparable(item: dict[str, Any]) -> str:
     """``yes``, or ``no`` with the reason: a case says it at its top level, a summary figure in
     its scope (its note gives the reason)."""
-    scope = item.get("scope") if isinstance(item.get("scope"), dict) else {}
+    raw = item.get("scope")
+    scope = raw if isinstance(raw, dict) else {}
     if item.get("comparable", scope.get("comparable", True)) is not False:
         return "yes"
     reason = item.get("reason") or str(item.get("note") or "").removeprefix("forced: ").removeprefix("not comparable: ")
