@@ -67,3 +67,25 @@ def test_the_reduce_findings_become_finding_dicts() -> None:
     assert f["message"].startswith("2 collectives recorded by fewer ranks than their group has; ")
     assert finding_dict("p2p_not_matched", {"count": 6, "ranks": 2})["severity"] == "info"
     assert finding_dict("something_new", 3)["message"] == "3 something new"
+
+
+def test_a_finding_reads_in_words_with_its_examples_and_how_many_more() -> None:
+    details = {"count": 6, "ranks": 5, "examples": [{"rank": r, "ops": 2, "max_early_end_ns": 1_750_000} for r in range(5)]}
+    f = finding_dict("clock_offset_suspected", details)
+    assert f["severity"] == "warning" and "{" not in f["message"] and f["hint"]
+    assert f["message"].startswith("6 ops ended more than 1 us before the last member of their collective arrived")
+    assert f["message"].endswith("; ranks 5; rank 0, ops 2, max_early_end_ns 1750000; rank 1, ops 2, "
+                                 "max_early_end_ns 1750000; rank 2, ops 2, max_early_end_ns 1750000; 2 more")
+
+
+def test_real_ranks_without_sizes_give_no_bytes_median(traces_dir: Path, tmp_path: Path) -> None:
+    """The shared two-rank Kineto job's send/recv record no size (bytes -1): the per-op
+    median is none, not -1 B."""
+    from parity.trace.fleet.executor import map_ranks
+    from parity.trace.fleet.reduce import reduce_fleet
+
+    ranks = sorted(str(p) for p in (traces_dir / "kineto/hta/trace_filter").glob("*.json.gz"))
+    map_ranks(ranks, str(tmp_path / "out"), executor="local", workers=1)
+    reduce_fleet(str(tmp_path / "out"))
+    (op,) = fleet_headline(read_fleet_folder(tmp_path / "out"))["ops"]
+    assert op["op"] == "sendrecv" and op["bytes_median"] is None and op["collectives"] == 10

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.report.trace import format_us
-
-MAX_EXAMPLES = 3
+from parity.trace.fleet.folder import finding_details
 
 
 def _us(ns: Any) -> str:
@@ -32,8 +31,6 @@ def fleet_lines(headline: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     lines.append("stragglers by arrival order: " + (", ".join(f"rank {r}" for r in named) if named else "none named"))
     for code, finding in sorted((summary.get("findings") or {}).items()):
         count = finding.get("count") if isinstance(finding, dict) else finding
-        examples = finding.get("examples", []) if isinstance(finding, dict) else []
-        shown = "; ".join(", ".join(f"{k} {v}" for k, v in example.items()) if isinstance(example, dict)
-                          else str(example) for example in examples[:MAX_EXAMPLES])
+        shown = finding_details(finding)
         lines.append(f"finding {code}: {count}" + (f" ({shown})" if shown else ""))
     return lines

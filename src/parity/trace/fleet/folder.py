@@ -83,18 +83,34 @@ FINDING_TEXT = {
                       "add their trace files to the PATHs"),
     "group_ranks_disagree": ("warning", "process groups whose ranks recorded different member lists", ""),
     "p2p_not_matched": ("info", "point-to-point ops (send/recv) were counted, not matched as collectives", ""),
+    "clock_offset_suspected": ("warning", "ops ended more than 1 us before the last member of their collective "
+                                          "arrived: those ranks' clocks are probably offset, and their arrival "
+                                          "figures with them", "take the ranks' traces on one synchronised clock"),
 }
+MAX_EXAMPLES = 3  # examples of a finding written out in its message
 
 
 def finding_dict(code: str, details: Any) -> dict[str, Any]:
     """One of the reduce's findings (``code: {count, examples or ranks}``) as a finding dict."""
     severity, text, hint = FINDING_TEXT.get(code, ("warning", code.replace("_", " "), ""))
     details = details if isinstance(details, dict) else {"count": details}
-    extra = {k: v for k, v in details.items() if k != "count"}
-    example = json.dumps(extra, separators=(", ", ": "), default=str)
-    example = example if len(example) <= 240 else example[:237] + "..."
-    message = f"{details.get('count', '?')} {text}" + (f"; {example}" if extra else "")
+    shown = finding_details(details)
+    message = f"{details.get('count', '?')} {text}" + (f"; {shown}" if shown else "")
     return {"code": code, "severity": severity, "message": message, "hint": hint}
+
+
+def finding_details(details: Any) -> str:
+    """A reduce finding's details in words, as the terminal and the report write them: its
+    other counts (``ranks 2``), then up to :data:`MAX_EXAMPLES` examples, each ``key value``
+    (``rank 0, ops 4, max_early_end_ns 116539000``), and how many more there are."""
+    if not isinstance(details, dict):
+        return ""
+    counts = [f"{k} {v}" for k, v in details.items() if k not in ("count", "examples")]
+    examples = details.get("examples") if isinstance(details.get("examples"), list) else []
+    shown = ["; ".join(", ".join(f"{k} {v}" for k, v in e.items()) if isinstance(e, dict) else str(e)
+                       for e in examples[:MAX_EXAMPLES])] if examples else []
+    more = [f"{len(examples) - MAX_EXAMPLES} more"] if len(examples) > MAX_EXAMPLES else []
+    return "; ".join(counts + shown + more)
 
 
 def read_fleet_folder(out_dir: str | Path) -> FleetFolder:
@@ -185,11 +201,13 @@ def op_rows(folder: FleetFolder) -> list[dict[str, Any]]:
         skew = coll["skew_ns"][mask].astype(np.float64)
         busbw = coll["busbw_bps"][mask].astype(np.float64)
         busbw = busbw[np.isfinite(busbw) & (busbw > 0)]
+        sizes = coll["bytes"][mask].astype(np.float64)
+        sizes = sizes[sizes >= 0]  # -1: the trace recorded no size
         rows.append({"op": op, "collectives": int(mask.sum()), "skew_median_ns": median(skew),
                      "skew_p99_ns": percentile(skew, 99.0), "skew_max_ns": float(skew.max()),
                      "wait_total_ns": int(waits[mask].sum()),
                      "comm_median_ns": median(coll["comm_ns"][mask].astype(np.float64)),
-                     "bytes_median": median(coll["bytes"][mask].astype(np.float64)),
+                     "bytes_median": median(sizes),
                      "busbw_median_bps": median(busbw)})
     return rows
 
