@@ -206,6 +206,10 @@ def test_a_timeline_axis_is_in_the_unit_of_its_window() -> None:
     assert bars["encoding"]["x"]["title"] == "time in the window (ms)"
     assert {"calculate": "datum.start_s / 0.001", "as": "start_in_unit"} in bars["transform"]
     assert bars["encoding"]["x"]["axis"]["format"] != "~s"  # never "50m" under a title that says seconds
+    assert timeline_chart(0, trace).note.startswith("Window 50.4 ms (steps")
+    long = TraceInput(path="t.json", analysis={**analysis, "window": {"length_us": 12_920_244.0, "source": "span"}},
+                      whatif=None, segments=trace.segments)
+    assert timeline_chart(0, long).note.startswith("Window 12.9 s (span")  # was "1.292e+04 ms"
 
 
 def test_a_replay_outside_its_bounds_is_marked_on_the_chart() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.report.html.chart import NUMBER, Chart, Column, Table, vega_lite
+from parity.report.trace import format_us
 from parity.report.units import time_scale
 from parity.trace.table import ActivityTable
 
@@ -142,7 +143,7 @@ def timeline_chart(index: int, trace: TraceInput) -> Chart:
     return Chart(
         id=f"trace-{index}-timeline", section="traces", title=f"Timeline of the window: {Path(trace.path).name}",
         spec=spec,
-        note=(f"Window {window.get('length_us', 0) / 1e3:.4g} ms ({window.get('source', '?')}: "
+        note=(f"Window {format_us(window.get('length_us', 0))} ({window.get('source', '?')}: "
               f"{window.get('detail', '')}). Busy fraction = union of the stream's intervals / window."),
         tables=(Table(dataset="streams", title="streams", columns=(
                     Column(field="lane", title="stream"), Column(field="kernels", title="activities", unit=NUMBER),
