@@ -38,19 +38,15 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The ``Commands`` section as click writes it, a lazy subcommand's line from
         :attr:`lazy_help` (the others asked as click asks them)."""
-        rows: list[tuple[str, str | None]] = []
+        rows: list[tuple[str, str | click.Command]] = []  # (name, its lazy line or the command)
         for name in self.list_commands(ctx):
-            if name in self.lazy_help:
-                rows.append((name, self.lazy_help[name]))
-                continue
-            command = super().get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, None))
+            what = self.lazy_help.get(name) or super().get_command(ctx, name)
+            if what is not None and not getattr(what, "hidden", False):
+                rows.append((name, what))
         if not rows:
             return
         limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-        lines = [(name, make_default_short_help(line, limit) if line is not None
-                  else super(LazyGroup, self).get_command(ctx, name).get_short_help_str(limit))
-                 for name, line in rows]  # fmt: skip
+        lines = [(name, make_default_short_help(what, limit) if isinstance(what, str) else what.get_short_help_str(limit))
+                 for name, what in rows]
         with formatter.section("Commands"):
             formatter.write_dl(lines)

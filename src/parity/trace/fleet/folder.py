@@ -107,8 +107,8 @@ def finding_details(details: Any) -> str:
         return ""
     counts = [f"{k} {v}" for k, v in details.items() if k not in ("count", "examples")]
     examples = details.get("examples") if isinstance(details.get("examples"), list) else []
-    shown = ["; ".join(", ".join(f"{k} {v}" for k, v in e.items()) if isinstance(e, dict) else str(e)
-                       for e in examples[:MAX_EXAMPLES])] if examples else []
+    shown = [", ".join(f"{k} {v}" for k, v in e.items()) if isinstance(e, dict) else str(e)
+             for e in examples[:MAX_EXAMPLES]]
     more = [f"{len(examples) - MAX_EXAMPLES} more"] if len(examples) > MAX_EXAMPLES else []
     return "; ".join(counts + shown + more)
 
