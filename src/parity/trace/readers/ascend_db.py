@@ -249,38 +249,43 @@ def _host(db, tables: set[str], strings: dict[int, str], cols: Columns, path: Pa
 
     Column by column: a name (a ``STRING_IDS`` id, or text) and its kind are worked out once
     per distinct value, not once per row."""
-    blocks = []  # (startNs, endNs, globalTid, connectionId, name, runtime, table), one tuple per column
-    for table, runtime in (("CANN_API", True), ("PYTORCH_API", False)):
-        if table in tables:
-            rows = db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name FROM {table}").fetchall()
-            if rows:
-                blocks.append((*zip(*rows), runtime, table))
-    if "STEP_TIME" in tables and not any(PROFILER_STEP.match(strings.get(n) or "")
-                                         for b in blocks if not b[5] for n in set(b[4])):
-        steps = db.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall()
-        if steps:
-            ids, start, end = zip(*steps)
-            blocks.append((start, end, (0,) * len(ids), (None,) * len(ids),
-                           tuple(f"ProfilerStep#{step}" for step in ids), False, "STEP_TIME"))  # fmt: skip
-    if not blocks:
-        return
     names, kinds, start, end, stream, correlation = [], [], [], [], [], []
-    for b_start, b_end, tid, conn, name, runtime, table in blocks:
+
+    def add(b_start, b_end, tid, conn, name, runtime: bool, table: str) -> bool:
+        """Append one table's columns; whether a row of it is a step marker."""
         n = len(name)
         text_of = {v: v if isinstance(v, str) else (strings.get(v) or "") for v in set(name)}
         text = list(map(text_of.__getitem__, name))
-        names += text
+        names.extend(text)
+        marked = False
         if runtime:
             kinds.append(np.full(n, int(Kind.RUNTIME), np.int8))
             correlation.append(np.fromiter((NO_ID if c is None else c for c in conn), np.int64, n))
         else:
             kind_of = {t: int(Kind.STEP if PROFILER_STEP.match(t) else Kind.CPU_OP) for t in text_of.values()}
+            marked = int(Kind.STEP) in kind_of.values()
             kinds.append(np.fromiter(map(kind_of.__getitem__, text), np.int8, n))
             correlation.append(np.full(n, NO_ID, np.int64))
         first = ns_column(b_start, path, f"{table}.startNs")
         start.append(first)
         end.append(np.maximum(ns_column(b_end, path, f"{table}.endNs"), first))
         stream.append(np.fromiter(((t or 0) & 0xFFFFFFFF for t in tid), np.int64, n))
+        return marked
+
+    marked = False
+    for table, runtime in (("CANN_API", True), ("PYTORCH_API", False)):
+        if table in tables:
+            rows = db.execute(f"SELECT startNs, endNs, globalTid, connectionId, name FROM {table}").fetchall()
+            if rows:
+                marked = add(*zip(*rows), runtime, table) or marked
+    if "STEP_TIME" in tables and not marked:
+        steps = db.execute("SELECT id, startNs, endNs FROM STEP_TIME").fetchall()
+        if steps:
+            ids, step_start, step_end = zip(*steps)
+            add(step_start, step_end, (0,) * len(ids), (None,) * len(ids),
+                tuple(f"ProfilerStep#{step}" for step in ids), False, "STEP_TIME")
+    if not names:
+        return
     cols.add(
         stream=np.concatenate(stream), kind=np.concatenate(kinds), name_id=cols.name_ids(names),
         start_ns=np.concatenate(start), end_ns=np.concatenate(end), correlation=np.concatenate(correlation),
