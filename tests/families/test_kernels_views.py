@@ -62,6 +62,16 @@ def test_several_runs_are_one_series_per_run_and_implementation() -> None:
     assert VIEW.charts([]) == []
 
 
+def test_the_table_names_the_run_only_when_there_are_several() -> None:
+    """The implementation has a column of its own; the run has one only when runs differ (one
+    run's table once showed the implementation twice)."""
+    (one,) = VIEW.charts([_run("a")])
+    (two,) = VIEW.charts([_run("a"), _run("b")])
+    fields = [c.field for c in one.tables[0].columns]
+    assert "run" not in fields and "series" not in fields and fields.count("impl") == 1
+    assert [c.field for c in two.tables[0].columns] == ["run", *fields]
+
+
 def test_the_terminal_shows_ceilings_rows_and_library_reasons() -> None:
     console = Console(width=200, record=True)
     console.print(VIEW.terminal({"run_id": "x", **SUMMARY.to_dict()}))

@@ -58,6 +58,18 @@ def test_table_escapes_text_and_shows_numbers_in_the_columns_unit() -> None:
     assert ">3000 GB/s<" in text
 
 
+def test_a_column_blank_in_every_row_is_left_out_and_named() -> None:
+    table = Table(dataset="d", title="cases", columns=(Column(field="name", title="case"),
+                                                       Column(field="speedup", title="vs torch", unit="x"),
+                                                       Column(field="t", title="time", unit="s")))
+    text = render_table(table.to_dict(), [{"name": "a", "speedup": None, "t": 1e-3}, {"name": "b", "speedup": "", "t": 2e-3}])
+    assert "vs torch" not in text.split("</caption>")[1] and 'data-fields="name t"' in text
+    assert "<caption>cases (no value in any row: vs torch)</caption>" in text
+    text = render_table(table.to_dict(), [{"name": "a", "speedup": 1.5, "t": 1e-3}, {"name": "b", "t": 2e-3}])
+    assert 'data-fields="name speedup t"' in text and "no value" not in text  # one value keeps the column
+    assert 'data-fields="name speedup t"' in render_table(table.to_dict(), [])  # no row: every heading
+
+
 def test_every_family_is_drawn_from_stored_rows() -> None:
     run, cases = synthetic_run()
     charts = _charts(report_data(runs=[(run, cases)]))

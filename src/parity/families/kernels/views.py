@@ -82,8 +82,8 @@ def render_kernels(summary: dict[str, Any]) -> RenderableType:
 # ----------------------------------------------------------------------------------------- charts
 
 RATE_COLUMNS = (
-    Column(field="series", title="run · implementation"), Column(field="op", title="operation"),
-    Column(field="shape", title="shape"), Column(field="impl", title="implementation"),
+    Column(field="op", title="operation"), Column(field="shape", title="shape"),
+    Column(field="impl", title="implementation"),
     Column(field="median_s", title="median call", unit="s"),
     Column(field="flop_per_s", title="achieved", unit="FLOP/s"),
     Column(field="torch_flop_per_s", title="torch reference", unit="FLOP/s"),
@@ -134,7 +134,8 @@ def kernels_charts(runs: list[RunData]) -> list[Chart]:
         height=max(120, 28 * len({r["case"] for r in rows})))
     return [Chart(
         id="kernels-rates", section="kernels", title="Kernel libraries: achieved rate against the torch reference",
-        spec=spec, tables=(Table(dataset="rates", title="operation cases", columns=RATE_COLUMNS),),
+        spec=spec, tables=(Table(dataset="rates", title="operation cases",
+                                 columns=((Column(field="run", title="run"),) if many else ()) + RATE_COLUMNS),),
         note="Achieved rate = the operation's declared FLOP (valid rows only, causal mask counted) over the median "
              "call. A library kernel runs on the same inputs as its torch reference; vs torch is the ratio of "
              "medians torch/library with a 95% bootstrap CI (> 1: the library is faster). Efficiency: achieved / "

@@ -76,9 +76,10 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_ro
     """One table of a chart's dataset: a heading per column with its unit, a cell per value. The
     table is flat (every row on the page, in screenshots and in print) unless it has more than
     ``screen_rows`` rows (0: no limit): then on screen only it scrolls in a box of its own."""
+    columns, blank = _columns_with_values(table["columns"], rows)
     head: list[str] = []
     scales: list[tuple[str, float | None] | None] = []  # None: each row has its own unit
-    for col in table["columns"]:
+    for col in columns:
         if col["unit_field"]:
             head.append(html.escape(col["title"]))
             scales.append(None)
@@ -92,7 +93,7 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_ro
     body = []
     for row in rows:
         cells = []
-        for col, sc in zip(table["columns"], scales):
+        for col, sc in zip(columns, scales):
             value = row.get(col["field"])
             if sc is None:  # one unit per row: its scale from this value alone
                 human, scale = column_scale(row.get(col["unit_field"]) or "count", [value])
@@ -100,13 +101,24 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_ro
             else:
                 cells.append(_cell(value, sc[1]))
         body.append("<tr>" + "".join(cells) + "</tr>")
-    fields = " ".join(html.escape(c["field"]) for c in table["columns"])
-    caption = f"<caption>{html.escape(table['title'])}</caption>" if table["title"] else ""
+    fields = " ".join(html.escape(c["field"]) for c in columns)
+    title = table["title"] + (f" (no value in any row: {', '.join(blank)})" if blank else "")
+    caption = f"<caption>{html.escape(title.strip())}</caption>" if title else ""
     empty = "" if rows else f'<tr><td class="empty" colspan="{len(head)}">none</td></tr>'
     long = " long" if screen_rows and len(rows) > screen_rows else ""
     return (f'<div class="scroll{long}"><table data-dataset="{html.escape(table["dataset"])}" data-fields="{fields}">'
             f"{caption}<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(body) + empty + "</tbody></table></div>")
+
+
+def _columns_with_values(columns: list[dict[str, Any]], rows: list[dict[str, Any]]) -> tuple[list, list[str]]:
+    """The columns that hold a value in some row, and the titles of those left out (none when
+    there is no row: an empty table keeps its headings). A column blank in every row (a speedup
+    over torch in a run where torch is the only implementation) would only widen the table."""
+    if not rows:
+        return list(columns), []
+    kept = [c for c in columns if any(r.get(c["field"]) not in (None, "") for r in rows)]
+    return kept, [c["title"] for c in columns if c not in kept]
 
 
 def render_findings(findings: list[dict[str, Any]]) -> str:
@@ -126,7 +138,8 @@ def render_chart(chart: dict[str, Any], *, screen_rows: int = SCREEN_ROWS) -> st
     vis = (f'<div class="vis" id="vis-{html.escape(chart["id"])}" data-rendered="false"></div>'
            if chart["draw"] else "")
     findings = render_findings(chart.get("findings") or [])
-    wide = max((len(t["columns"]) for t in chart["tables"]), default=0) > WIDE_TABLE_COLUMNS
+    shown = (_columns_with_values(t["columns"], datasets.get(t["dataset"], []))[0] for t in chart["tables"])
+    wide = max((len(columns) for columns in shown), default=0) > WIDE_TABLE_COLUMNS
     return (f'<figure class="chart" id="chart-{html.escape(chart["id"])}" data-draw="{str(chart["draw"]).lower()}">'
             f"<h3>{html.escape(chart['title'])}</h3><div class=\"pair{' stacked' if wide else ''}\">{vis}"
             f"<div class=\"tables\">{findings}{tables}"
