@@ -33,7 +33,7 @@ TRACE = "kineto/hta/timeline_analysis/sampled_rank-0.json.gz"
 CELLS_JS = """() => Array.from(document.querySelectorAll('figure.chart')).map(fig => ({
   chart: fig.id.slice('chart-'.length),
   tables: Array.from(fig.querySelectorAll('table')).map(t => ({
-    dataset: t.dataset.dataset,
+    dataset: t.dataset.dataset, fields: t.dataset.fields.split(' '),
     rows: Array.from(t.tBodies[0].rows).filter(r => !r.querySelector('td.empty')).map(r =>
       Array.from(r.cells).map(c => [c.textContent, c.dataset.scale || null]))}))}))"""
 
@@ -155,8 +155,14 @@ def _check_numbers(shown: dict[str, Any]) -> int:
         for table, cells in zip(chart["tables"], fig["tables"]):
             rows = chart["spec"]["datasets"][table["dataset"]]
             assert cells["dataset"] == table["dataset"] and len(cells["rows"]) == len(rows), fig["chart"]
+            # the columns on the page: those with a value in some row (the caption names the others)
+            columns = [c for c in table["columns"] if c["field"] in cells["fields"]]
+            left_out = [c["field"] for c in table["columns"] if c not in columns]
+            assert all(r.get(f) in (None, "") for r in rows for f in left_out), (fig["chart"], left_out)
+            assert [c["field"] for c in columns] == cells["fields"], fig["chart"]
             for row, shown_row in zip(rows, cells["rows"]):
-                for column, (text, scale) in zip(table["columns"], shown_row):
+                assert len(shown_row) == len(columns), fig["chart"]
+                for column, (text, scale) in zip(columns, shown_row):
                     value = row.get(column["field"])
                     if value is None or value == "":
                         assert text == "", (fig["chart"], column["field"], text)
