@@ -222,6 +222,12 @@ def test_a_replay_outside_its_bounds_is_marked_on_the_chart() -> None:
     assert ring["transform"] == [{"filter": "datum.invalid === true"}] and ring["mark"]["color"] == "#b3261e"
     inside = sensitivity_chart(0, replace(trace, whatif={"sensitivity": {"rows": [{**row, "invalid": False}]}}))
     assert inside is not None and len(inside.spec["spec"]["layer"]) == 2  # no empty layer
+    waits = {**row, "replay": 1.05, "invalid": False, "waits_elsewhere": True}  # between 1 and the bounds
+    explained = sensitivity_chart(0, replace(trace, whatif={"sensitivity": {"rows": [waits]}}))
+    assert explained is not None and len(explained.spec["spec"]["layer"]) == 3
+    amber = explained.spec["spec"]["layer"][-1]
+    assert amber["transform"] == [{"filter": "datum.waits_elsewhere === true"}] and amber["mark"]["color"] == "#c77c02"
+    assert "amber ring" in explained.note
 
 
 def test_tables_are_flat_on_screen_and_in_print() -> None:

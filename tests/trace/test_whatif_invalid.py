@@ -1,6 +1,8 @@
-"""A what-if replay outside its own bounds is an ``invalid`` finding: in the prediction, its
-JSON, the sensitivity table and the terminal view (a hand-built trace whose device waits on
-the host, so scaling the GEMM saves nothing in the replay while the bounds promise 1.323x)."""
+"""A what-if replay outside its own bounds: ``invalid`` when nothing in the trace explains it, a
+warning naming the ops that waited for work elsewhere when they do (in the prediction, its JSON,
+the sensitivity table and the terminal view). The hand-built trace's device waits on the host,
+so scaling the GEMM saves nothing in the replay while the bounds, which hold idle gaps fixed,
+promise 1.323x."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ from parity.report.whatif import render_prediction
 from parity.trace.builder import build_table
 from parity.trace.table import Kind
 from parity.trace.whatif import parse_scale, predict
+from parity.trace.whatif.graph import DependencyGraph, Waits, build_graph
+from parity.trace.whatif.timeline import build_timeline
 
 MATRIX = "sgemm_128x64_nn"
 VECTOR = "vectorized_elementwise_kernel"
+WAITED = ("1 of 2 ops in the window waited for work elsewhere (1 for their launch on the host), so time saved "
+          "before them turns into idle time; the replay follows those waits, the bounds hold idle gaps fixed")
 
 
 def _device_waits_on_host():
@@ -34,36 +40,84 @@ def _device_waits_on_host():
     ])
 
 
-def test_a_replay_outside_its_bounds_is_invalid() -> None:
+@pytest.fixture
+def no_waits(monkeypatch):
+    """The same trace as if no op had waited for work elsewhere: nothing explains the replay."""
+    monkeypatch.setattr(DependencyGraph, "waits", lambda self, start_ns, end_ns: Waits(ops=2, launch=0, elsewhere=0))
+
+
+def test_the_graph_counts_the_op_that_waited_for_its_launch() -> None:
+    table = _device_waits_on_host()
+    graph = build_graph(table, build_timeline(table, None))
+    # K1 is its stream's first op (it follows nothing there); K2 follows K1 (ended at 45) but
+    # starts at 67, after its launch at 60: it waited for the host
+    assert graph.waits(5, 87) == Waits(ops=2, launch=1, elsewhere=0)
+    assert graph.waits(5, 60) == Waits(ops=1, launch=0, elsewhere=0)  # K2 starts outside
+
+
+def test_a_replay_the_host_holds_back_is_a_warning_that_names_the_waits() -> None:
     p = predict(_device_waits_on_host(), [parse_scale("matrix=2")], with_sensitivity=False)
     assert p.bounds.low == pytest.approx(82 / 62) and p.bounds.high == pytest.approx(82 / 62)
     assert p.replay.speedup == pytest.approx(1.0)
+    assert not [f for f in p.findings if f.severity is Severity.INVALID]
+    (waits,) = [f for f in p.findings if f.code == "replay-waits-elsewhere"]
+    assert waits.severity is Severity.WARNING
+    assert waits.message == f"replay speedup for matrix=2 1.000x lies between 1 and its bounds [1.323x, 1.323x]: {WAITED}"
+    assert waits.to_dict() in p.to_dict()["findings"]
+
+
+def test_without_waits_a_replay_outside_its_bounds_is_invalid(no_waits) -> None:
+    p = predict(_device_waits_on_host(), [parse_scale("matrix=2")], with_sensitivity=False)
     (invalid,) = [f for f in p.findings if f.code == "invalid"]
     assert invalid.severity is Severity.INVALID
     assert invalid.message == "replay speedup for matrix=2 1.000x lies outside its own bounds [1.323x, 1.323x]"
     assert {"code": "invalid", "severity": "invalid", "message": invalid.message, "hint": invalid.hint} in \
         p.to_dict()["findings"]
+    assert not [f for f in p.findings if f.code == "replay-waits-elsewhere"]
 
 
-def test_a_replay_inside_its_bounds_is_not() -> None:
+def test_a_replay_inside_its_bounds_is_neither() -> None:
     # vector=2: K2 [67,77), nothing waits behind it: 82/72 by every method
     p = predict(_device_waits_on_host(), [parse_scale("vector=2")], with_sensitivity=False)
     assert p.replay.speedup == pytest.approx(82 / 72)
-    assert not [f for f in p.findings if f.code == "invalid"]
+    assert not [f for f in p.findings if f.code in ("invalid", "replay-waits-elsewhere")]
 
 
-def test_sensitivity_marks_each_point_outside_and_says_so_once_per_category() -> None:
+def test_sensitivity_marks_each_point_and_says_so_once_per_category() -> None:
+    p = predict(_device_waits_on_host(), [parse_scale("vector=2")])
+    rows = p.sensitivity.to_dict()["rows"]
+    assert [r["waits_elsewhere"] for r in rows if r["category"] == "matrix"] == [True] * 5
+    assert not any(r["invalid"] for r in rows) and not any(r["waits_elsewhere"] for r in rows if r["category"] == "vector")
+    (finding,) = p.sensitivity.findings
+    assert finding.code == "replay-waits-elsewhere" and finding.severity is Severity.WARNING
+    assert finding.message == ("replay of matrix lies between 1 and its bounds at k = 1.25, 1.5, 2, 4, inf "
+                               f"(k = inf: 1.000x, bounds [1.952x, 1.952x]): {WAITED}")
+    assert p.sensitivity.to_dict()["findings"] == [finding.to_dict()]
+
+
+def test_sensitivity_without_waits_marks_the_points_invalid(no_waits) -> None:
     p = predict(_device_waits_on_host(), [parse_scale("vector=2")])
     rows = p.sensitivity.to_dict()["rows"]
     assert [r["invalid"] for r in rows if r["category"] == "matrix"] == [True] * 5
     assert [r["invalid"] for r in rows if r["category"] == "vector"] == [False] * 5
+    assert not any(r["waits_elsewhere"] for r in rows)
     (finding,) = p.sensitivity.findings
     assert finding.code == "invalid" and finding.message.startswith(
         "replay of matrix lies outside its own bounds at k = 1.25, 1.5, 2, 4, inf (k = inf: 1.000x")
-    assert p.sensitivity.to_dict()["findings"] == [finding.to_dict()]
 
 
-def test_the_terminal_shows_the_invalid_replay() -> None:
+def test_the_terminal_shows_the_replay_the_host_holds_back() -> None:
+    p = predict(_device_waits_on_host(), [parse_scale("matrix=2")])
+    console = Console(width=300, record=True)
+    console.print(render_prediction(p))
+    text = console.export_text()
+    assert "replay 1.000x (between 1 and its bounds: ops wait for work elsewhere)" in text.splitlines()[0]
+    assert "between 1 and the bounds: ops wait for work elsewhere" in text and "INVALID" not in text
+    assert "warning: replay speedup for matrix=2 1.000x lies between 1 and its bounds" in text
+    assert "1.000x~" in text and "1.000x!" not in text
+
+
+def test_the_terminal_shows_the_invalid_replay(no_waits) -> None:
     p = predict(_device_waits_on_host(), [parse_scale("matrix=2")])
     console = Console(width=250, record=True)
     console.print(render_prediction(p))

@@ -11,6 +11,7 @@ from parity.metrics.validity import (
     non_positive_rate,
     outside_bounds,
     overlap_outside_unit,
+    replay_against_bounds,
 )
 from parity.model.figure import Figure, told_apart
 from parity.model.findings import INVALID, Finding, Severity, untrusted_codes
@@ -71,6 +72,22 @@ def test_a_replay_outside_its_bounds_is_invalid() -> None:
     assert _is_invalid(found)
     assert "0.975x" in found.message and "[1.312x, 1.860x]" in found.message
     assert _is_invalid(outside_bounds(1.9, 1.312, 1.860, what="replay"))
+
+
+def test_a_replay_between_one_and_its_bounds_is_a_warning_only_where_ops_waited() -> None:
+    why = "2 of 5 ops in the window waited for work elsewhere"
+    found = replay_against_bounds(1.1, 1.312, 1.860, waited=2, why=why, what="replay speedup")
+    assert found.code == "replay-waits-elsewhere" and found.severity is Severity.WARNING
+    assert found.message == f"replay speedup 1.100x lies between 1 and its bounds [1.312x, 1.860x]: {why}"
+    assert _is_invalid(replay_against_bounds(1.1, 1.312, 1.860, waited=0, why="", what="replay"))  # nothing explains it
+    assert _is_invalid(replay_against_bounds(0.975, 1.312, 1.860, waited=2, why=why, what="replay"))  # slower: never
+    assert _is_invalid(replay_against_bounds(1.9, 1.312, 1.860, waited=2, why=why, what="replay"))  # saves too much
+    assert replay_against_bounds(1.5, 1.312, 1.860, waited=2, why=why, what="replay") is None
+    assert replay_against_bounds(None, 1.312, 1.860, waited=2, why=why, what="replay") is None
+    # a slowdown (k < 1): bounds [0.6, 0.8]; 0.9 loses less than they say (toward 1), 1.05 gains
+    assert replay_against_bounds(0.9, 0.6, 0.8, waited=1, why=why, what="replay").severity is Severity.WARNING
+    assert _is_invalid(replay_against_bounds(1.05, 0.6, 0.8, waited=1, why=why, what="replay"))
+    assert replay_against_bounds(1.0, 1.312, 1.860, waited=1, why=why, what="replay").severity is Severity.WARNING
 
 
 def test_speedups_that_differ_never_print_alike() -> None:

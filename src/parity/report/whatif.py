@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from parity.metrics.validity import REPLAY_WAITS_ELSEWHERE
 from parity.model.figure import told_apart
 from parity.model.findings import Finding, Severity
 from parity.trace.whatif.prediction import Prediction
@@ -39,7 +40,8 @@ def summary_line(prediction: Prediction) -> Text:
     if bd:
         parts.append(f"bounds [{text[bd.low]}x, {text[bd.high]}x]")
     if rp:
-        mark = " (invalid: outside its bounds)" if _replay_invalid(prediction) else ""
+        mark = (" (invalid: outside its bounds)" if _replay_invalid(prediction)
+                else " (between 1 and its bounds: ops wait for work elsewhere)" if _replay_waits(prediction) else "")
         parts.append(f"replay {text[rp.speedup]}x{mark}")
     elif prediction.replay_error:
         parts.append("replay not available")
@@ -49,6 +51,10 @@ def summary_line(prediction: Prediction) -> Text:
 
 def _replay_invalid(prediction: Prediction) -> bool:
     return any(f.severity is Severity.INVALID and "replay" in f.message for f in prediction.findings)
+
+
+def _replay_waits(prediction: Prediction) -> bool:
+    return any(f.code == REPLAY_WAITS_ELSEWHERE for f in prediction.findings)
 
 
 def finding_line(finding: Finding, *, hint: bool = True) -> Text:
@@ -84,6 +90,8 @@ def methods_table(prediction: Prediction) -> Table:
         how = f"dependency graph; k=1 off by {rp.reproduction_error:.2%}"
         if _replay_invalid(prediction):
             how += "; INVALID: outside the bounds"
+        elif _replay_waits(prediction):
+            how += "; between 1 and the bounds: ops wait for work elsewhere"
         table.add_row("replay", format_ms(rp.new_step_ns), f"{text[rp.speedup]}x", how,
                       style="magenta" if _replay_invalid(prediction) else None)
     elif prediction.replay_error:
@@ -91,10 +99,13 @@ def methods_table(prediction: Prediction) -> Table:
     return table
 
 
+MARKS = {"invalid": "!", "waits_elsewhere": "~", "first_order_outside": "*"}  # a point's flag in the table
+
+
 def sensitivity_table(sens: Sensitivity) -> Table:
     """Speedup against k: one row per (category, method), one column per k; a replayed speedup
-    outside its bounds ends in ``!``, a first order outside them in ``*`` (their findings are
-    printed below the table)."""
+    outside its bounds ends in ``!`` (``~`` where ops waiting for work elsewhere explain it), a
+    first order outside them in ``*`` (their findings are printed below the table)."""
     table = Table(title="sensitivity: speedup when one category runs k times faster",
                   title_justify="left")
     table.add_column("category")
@@ -108,13 +119,11 @@ def sensitivity_table(sens: Sensitivity) -> Table:
             values = sens.series(c, key)
             if all(v is None for v in values):
                 continue
-            flag = "invalid" if key == "replay" else "first_order_outside" if key == "first_order" else None
-            marks = {"invalid": "!", "first_order_outside": "*"}.get(flag or "", "")
-            flags = [bool(flag and r.get(flag)) for r in sens.rows if r["category"] == c]
+            flags = {"replay": ("invalid", "waits_elsewhere"), "first_order": ("first_order_outside",)}.get(key, ())
+            marks = [next((MARKS[f] for f in flags if r.get(f)), "") for r in sens.rows if r["category"] == c]
             shown = dict(zip([1.0, *(v for v in values if v is not None)],
                              told_apart(1.0, *(v for v in values if v is not None))))  # a value not 1 never reads 1.000
-            cells = ["-" if v is None else f"{shown[v]}x" + (marks if bad else "")
-                     for v, bad in zip(values, flags)]
+            cells = ["-" if v is None else f"{shown[v]}x{mark}" for v, mark in zip(values, marks)]
             table.add_row(c if key == "first_order" else "", label, *cells,
                           end_section=key == "replay")
     return table

@@ -183,29 +183,32 @@ def sensitivity_chart(index: int, trace: TraceInput) -> Chart | None:
         spec=spec, note="Band: the lowest and highest speedups consistent with the trace (hidden time may save "
                         "nothing, exposed time saves fully); lines: first order (critical stream) and replay "
                         "of the dependency graph; a red ring: a replay outside its own bounds (invalid, see the "
-                        "finding beside the chart).",
+                        "finding beside the chart); an amber ring: a replay between 1 and its bounds where ops "
+                        "waited for work elsewhere (their launch on the host, another stream), which the bounds "
+                        "leave out.",
         tables=(Table(dataset="rows", title="speedup", columns=(
             Column(field="category", title="category"), Column(field="k_label", title="k"),
             Column(field="first_order", title="first order", unit=NUMBER),
             Column(field="low", title="bound low", unit=NUMBER), Column(field="high", title="bound high", unit=NUMBER),
             Column(field="replay", title="replay", unit=NUMBER),
             Column(field="invalid", title="replay outside bounds"),
+            Column(field="waits_elsewhere", title="replay between 1 and bounds, ops wait elsewhere"),
             Column(field="first_order_outside", title="first order outside bounds"))),),
         findings=tuple([*(trace.whatif or {}).get("findings", []), *table.get("findings", [])]))
 
 
 def _outside_bounds_layer(rows: list[dict[str, Any]], x: dict[str, Any], speedup: dict[str, Any]) -> list[dict[str, Any]]:
-    """A red ring on each replayed speedup outside its own bounds (none when every one is inside:
-    an empty layer makes Vega warn)."""
-    if not any(r.get("invalid") for r in rows):
-        return []
-    return [{"transform": [{"filter": "datum.invalid === true"}],
+    """A ring on each replayed speedup outside its own bounds: red where it is invalid, amber
+    where ops waiting for work elsewhere explain it (no layer for a flag no row has: an empty
+    layer makes Vega warn)."""
+    return [{"transform": [{"filter": f"datum.{flag} === true"}],
              "mark": {"type": "point", "shape": "circle", "filled": False, "size": 220, "strokeWidth": 2.5,
-                      "color": "#b3261e"},
+                      "color": colour},
              "encoding": {"x": x, "y": {**speedup, "field": "replay"},
                           "tooltip": [{"field": "category"}, {"field": "k_label", "title": "k"},
                                       {"field": "replay", "format": ".3f"}, {"field": "low", "format": ".3f"},
-                                      {"field": "high", "format": ".3f"}]}}]
+                                      {"field": "high", "format": ".3f"}]}}
+            for flag, colour in (("invalid", "#b3261e"), ("waits_elsewhere", "#c77c02")) if any(r.get(flag) for r in rows)]
 
 
 def trace_charts(traces: list[TraceInput]) -> list[Chart]:

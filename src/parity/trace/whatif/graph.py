@@ -90,6 +90,29 @@ HOST_WALL_TIME = ("host ops are timed on the wall clock of their thread: time a 
 
 
 @dataclass(frozen=True, kw_only=True)
+class Waits:
+    """Of the ``ops`` compute ops starting in a window, how many waited for work elsewhere rather
+    than their own lane's previous work: ``launch`` for their launch call (the device waits on
+    the host), ``elsewhere`` for another stream, thread or rank (``DependencyGraph.waits``)."""
+
+    ops: int
+    launch: int
+    elsewhere: int
+
+    @property
+    def waited(self) -> int:
+        return self.launch + self.elsewhere
+
+    def text(self) -> str:
+        """Why a replay saves less than bounds that hold idle gaps fixed."""
+        parts = [f"{self.launch} for their launch on the host" if self.launch else "",
+                 f"{self.elsewhere} for another stream, thread or rank" if self.elsewhere else ""]
+        return (f"{self.waited} of {self.ops} ops in the window waited for work elsewhere "
+                f"({', '.join(p for p in parts if p)}), so time saved before them turns into idle time; "
+                "the replay follows those waits, the bounds hold idle gaps fixed")
+
+
+@dataclass(frozen=True, kw_only=True)
 class DependencyGraph:
     """Edges between node points, per-node slack and own duration, and a topological order.
 
@@ -140,6 +163,34 @@ class DependencyGraph:
             out.append(HOST_WALL_TIME)
         out.append("gaps no edge explains are kept as fixed delays (k = 1 reproduces the trace)")
         return out
+
+    def waits(self, start_ns: int, end_ns: int) -> Waits:
+        """How the compute ops starting in ``[start_ns, end_ns)`` were started: each op's latest
+        start constraint is its own lane's previous work, or work elsewhere (its launch call on
+        the host; another stream, thread or rank). An op that follows work on its lane yet
+        waited for work elsewhere starts no sooner when the work before it shrinks: the time
+        saved turns into idle time there, which bounds that hold idle gaps fixed do not see. The
+        first op of a lane follows nothing there and is not counted as waiting."""
+        tl = self.timeline
+        n = len(tl)
+        inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns) & tl.compute
+        if not n:
+            return Waits(ops=0, launch=0, elsewhere=0)
+        points = np.empty(2 * n, dtype=np.float64)
+        points[0::2], points[1::2] = tl.start_ns - self.origin_ns, tl.end_ns - self.origin_ns
+        into_start = self.dst % 2 == 0
+        lane = into_start & (self.kind == EdgeKind.LANE)
+        launch = into_start & (self.kind == EdgeKind.LAUNCH)
+        other = into_start & ~lane & ~launch
+        by_lane = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, lane)[0::2]
+        by_launch = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, launch)[0::2]
+        by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
+        latest = np.maximum(by_lane, np.maximum(by_launch, by_other))
+        eps = 1e-6
+        follows = inside & np.isfinite(by_lane)
+        for_launch = follows & np.isfinite(by_launch) & (by_launch >= latest - eps)
+        for_other = follows & ~for_launch & np.isfinite(by_other) & (by_other >= latest - eps)
+        return Waits(ops=int(inside.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()))
 
     def to_dict(self) -> dict:
         return {"nodes": len(self.timeline), "edges": dict(self.edge_counts),

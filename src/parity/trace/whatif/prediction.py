@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parity.metrics.validity import outside_bounds, within_bounds
+from parity.metrics.validity import replay_against_bounds, within_bounds
 from parity.model.errors import ParityError
 from parity.model.findings import Finding, Severity
 from parity.model.figure import told_apart
@@ -22,7 +22,7 @@ from parity.trace.intervals import clip_intervals, union_length
 from parity.trace.table import ActivityTable, KindCode
 from parity.trace.whatif.bounds import Bounds, bounds
 from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_ns
-from parity.trace.whatif.graph import build_graph
+from parity.trace.whatif.graph import Waits, build_graph
 from parity.trace.whatif.replay import Replay, baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, choose_window, scale_factors
 from parity.trace.whatif.sensitivity import Sensitivity, sensitivity
@@ -106,7 +106,8 @@ def predict(
         rp, graph, error = _run_replay(table, timeline, win, scales, progress)
         if graph is not None:
             notes += graph.assumptions()
-    findings = _findings(fo, bd, rp, scales)
+    waits = graph.waits(win.start_ns, win.end_ns) if rp is not None and graph is not None else None
+    findings = _findings(fo, bd, rp, scales, waits=waits)
     sens = None
     if with_sensitivity:
         sens = sensitivity(timeline, win, graph if rp else None, progress=progress)
@@ -180,10 +181,11 @@ AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to di
 
 
 def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
-              rp_scales: list[Scale]) -> list[Finding]:
+              rp_scales: list[Scale], *, waits: Waits | None = None) -> list[Finding]:
     """What the methods say about each other: a disagreement and a first order outside the
     bounds are warnings (each has a known cause in the trace); a replay outside the bounds is
-    ``invalid`` (``parity.metrics.validity.outside_bounds``): not to be quoted."""
+    ``invalid`` (not to be quoted) unless ops that waited for work elsewhere (``waits``)
+    explain it (``parity.metrics.validity.replay_against_bounds``): then a warning."""
     out = [Finding(code="methods-disagree", severity=Severity.WARNING, message=text,
                    hint="quote the bounds, or the method whose assumptions hold for this trace")
            for text in disagreement(fo, bd, rp)]
@@ -194,14 +196,12 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
                                    f"[{low}, {high}]: the scaled work runs exposed off the busiest "
                                    "lane, so the first order misses it",
                            hint="quote the bounds or the replay"))
-    found = None
     if rp and bd:
-        found = outside_bounds(rp.speedup, bd.low, bd.high,
-                               what=f"replay speedup for {', '.join(s.label for s in rp_scales)}")
-    if found is not None:
-        out.append(Finding(code=found.code, severity=found.severity, message=found.message,
-                           hint="in the replay idle gaps are not fixed (the device waits on the host, or threads "
-                                "wait on each other), which the bounds assume; quote the bounds, not the replay"))
+        found = replay_against_bounds(rp.speedup, bd.low, bd.high, waited=waits.waited if waits else 0,
+                                      why=waits.text() if waits else "",
+                                      what=f"replay speedup for {', '.join(s.label for s in rp_scales)}")
+        if found is not None:
+            out.append(found)
     return out
 
 

@@ -3,8 +3,10 @@
 For each category with compute time in the window and each ``k`` in :data:`FACTORS`
 (``1.25, 1.5, 2, 4, inf``): the first-order speedup, the bounds, and the replayed speedup when
 a dependency graph is given. One replay per (category, k) point. A replayed point outside its
-own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding
-(``parity.metrics.validity.outside_bounds``); a first-order point outside them is marked
+own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding, unless it lies
+between 1 and the bounds while ops in the window waited for work elsewhere: then it is
+marked ``waits_elsewhere`` with a warning (``parity.metrics.validity.replay_against_bounds``: the
+bounds' fixed idle gaps do not hold there); a first-order point outside them is marked
 (``first_order_outside``) with a warning: the scaled work runs off the busiest lane, where the
 first order does not look (communication on its own stream).
 """
@@ -17,12 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.metrics.validity import invalid, outside_bounds, within_bounds
+from parity.metrics.validity import (
+    REPLAY_WAITS_ELSEWHERE,
+    invalid,
+    replay_against_bounds,
+    within_bounds,
+)
 from parity.model.findings import Finding, Severity
 from parity.model.figure import told_apart
 from parity.trace.whatif.bounds import bounds
 from parity.trace.whatif.first_order import first_order
-from parity.trace.whatif.graph import DependencyGraph
+from parity.trace.whatif.graph import DependencyGraph, Waits
 from parity.trace.whatif.replay import baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, scale_factors
 from parity.trace.whatif.timeline import Timeline
@@ -33,8 +40,9 @@ FACTORS = (1.25, 1.5, 2.0, 4.0, math.inf)
 @dataclass(frozen=True, kw_only=True)
 class Sensitivity:
     """``rows``: one dict per (category, k) with ``first_order``, ``low``, ``high``, ``replay``
-    and ``invalid`` (the replay lies outside the bounds); ``findings``: one ``invalid`` finding
-    per category with such rows."""
+    and ``invalid`` (the replay lies outside the bounds, unexplained) or ``waits_elsewhere`` (between
+    1 and the bounds, explained by waits for work elsewhere); ``findings``: one finding per category and kind
+    of such rows."""
 
     factors: tuple[float, ...]
     categories: tuple[str, ...]
@@ -80,6 +88,7 @@ def sensitivity(
     """The speedup table over ``categories x factors``."""
     cats = categories_present(timeline, window)
     base = baseline_steps(graph, window) if graph is not None else None
+    waits = graph.waits(window.start_ns, window.end_ns) if graph is not None else None
     rows: list[dict] = []
     total = len(cats) * len(factors)
     for c in cats:
@@ -89,13 +98,17 @@ def sensitivity(
             bd = bounds(timeline, window, scale)
             rp = (replay(graph, window, scale_factors(timeline, scale), baseline=base).speedup
                   if graph is not None else None)
-            found = outside_bounds(rp, bd.low, bd.high, what="replay speedup")
+            found = replay_against_bounds(rp, bd.low, bd.high, waited=waits.waited if waits else 0,
+                                          why=waits.text() if waits else "", what="replay speedup")
             rows.append({"category": c, "k": k, "first_order": fo.speedup, "low": bd.low,
-                         "high": bd.high, "replay": rp, "invalid": found is not None,
+                         "high": bd.high, "replay": rp,
+                         "invalid": found is not None and found.code != REPLAY_WAITS_ELSEWHERE,
+                         "waits_elsewhere": found is not None and found.code == REPLAY_WAITS_ELSEWHERE,
                          "first_order_outside": not within_bounds(fo.speedup, bd.low, bd.high)})
             if progress:
                 progress("sensitivity", len(rows), total)
-    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), first_order_outside_bounds(rows, c))
+    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), replay_waits_elsewhere(rows, c, waits),
+                                          first_order_outside_bounds(rows, c))
                 if f is not None]
     return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows), findings=tuple(findings))
 
@@ -135,5 +148,20 @@ def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
     worst = max(bad, key=miss)
     return invalid(f"replay of {category} lies outside its own bounds at k = {_ks(bad)} (k = {_k(worst)}: "
                    "{}x, bounds [{}x, {}x])".format(*told_apart(worst["replay"], worst["low"], worst["high"])),
-                   "the replay breaks an assumption the bounds rest on (idle gaps fixed, the device "
-                   "waiting on the host); do not quote those points: quote the bounds")
+                   "no wait in the trace explains it: the dependency graph does not fit these points; "
+                   "do not quote them: quote the bounds")
+
+
+def replay_waits_elsewhere(rows: list[dict], category: str, waits: Waits | None) -> Finding | None:
+    """One warning naming every ``k`` at which ``category``'s replay lies between 1 and its
+    bounds because ops waited for work elsewhere (marked ``~`` in the terminal table), with
+    the farthest point; None when there is none."""
+    bad = [r for r in rows if r["category"] == category and r.get("waits_elsewhere")]
+    if not bad:
+        return None
+    worst = max(bad, key=lambda r: abs(r["low"] - r["replay"]) / r["low"])
+    return Finding(code=REPLAY_WAITS_ELSEWHERE, severity=Severity.WARNING,
+                   message=f"replay of {category} lies between 1 and its bounds at k = {_ks(bad)} (k = {_k(worst)}: "
+                           "{}x, bounds [{}x, {}x]): ".format(*told_apart(worst["replay"], worst["low"], worst["high"]))
+                           + (waits.text() if waits else ""),
+                   hint="where ops wait for work elsewhere the replay is the figure to quote")
