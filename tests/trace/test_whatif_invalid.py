@@ -130,7 +130,8 @@ def test_the_terminal_shows_the_invalid_replay(no_waits) -> None:
 
 def test_speedups_near_one_are_printed_with_the_decimals_that_tell_them_apart(traces_dir) -> None:
     # AlexNet's step is 99.5% idle: matrix=2 moves every method by about 0.03%, and the first
-    # order (the busiest stream's GEMMs) saves less than the bounds (GEMMs on two streams)
+    # order (the busiest stream's GEMMs) saves less than the bounds (GEMMs on two streams); the
+    # figures differ in the fifth decimal, so they are printed with it
     from parity.trace import load_trace
 
     table = load_trace([traces_dir / "kineto/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"])
@@ -144,8 +145,8 @@ def test_speedups_near_one_are_printed_with_the_decimals_that_tell_them_apart(tr
     # the methods table too: the measured step reads 1.00000x and no method reads it alike
     rows = {line.split("│")[1].strip(): line.split("│")[3].strip() for line in rest if line.count("│") >= 4}
     assert rows["measured"] == "1.00000x" and rows["first order"] == f"{fo}x" and rows["bound (low)"] == f"{low}x"
-    (outside,) = [f for f in p.findings if f.code == "first-order-outside-bounds"]
-    assert f"first-order speedup {fo} lies outside the bounds [{low}, {high}]" in outside.message
+    # below the bounds by 0.003% of the step: within AGREEMENT (1%), so no warning
+    assert not [f for f in p.findings if f.code == "first-order-outside-bounds"]
 
 
 def _exposed_communication_off_the_busiest_stream():

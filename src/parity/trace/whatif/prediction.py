@@ -25,7 +25,7 @@ from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_n
 from parity.trace.whatif.graph import Waits, build_graph
 from parity.trace.whatif.replay import Replay, baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, choose_window, scale_factors
-from parity.trace.whatif.sensitivity import Sensitivity, sensitivity
+from parity.trace.whatif.sensitivity import AGREEMENT, Sensitivity, sensitivity
 from parity.trace.whatif.timeline import Timeline, build_timeline
 from parity.trace.window import window_text
 
@@ -177,19 +177,19 @@ def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
     return {k: sorted(set(v)) for k, v in out.items()} or None
 
 
-AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to disagree
 
 
 def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
               rp_scales: list[Scale], *, waits: Waits | None = None) -> list[Finding]:
     """What the methods say about each other: a disagreement and a first order outside the
-    bounds are warnings (each has a known cause in the trace); a replay outside the bounds is
-    ``invalid`` (not to be quoted) unless ops that waited for work elsewhere (``waits``)
-    explain it (``parity.metrics.validity.replay_against_bounds``): then a warning."""
+    bounds (by more than :data:`AGREEMENT`) are warnings (each has a known cause in the trace);
+    a replay outside the bounds is ``invalid`` (not to be quoted) unless ops that waited for
+    work elsewhere (``waits``) explain it (``parity.metrics.validity.replay_against_bounds``):
+    then a warning."""
     out = [Finding(code="methods-disagree", severity=Severity.WARNING, message=text,
                    hint="quote the bounds, or the method whose assumptions hold for this trace")
            for text in disagreement(fo, bd, rp)]
-    if fo and bd and not within_bounds(fo.speedup, bd.low, bd.high):
+    if fo and bd and not within_bounds(fo.speedup, bd.low, bd.high, AGREEMENT):
         speedup, low, high = told_apart(fo.speedup, bd.low, bd.high)
         out.append(Finding(code="first-order-outside-bounds", severity=Severity.WARNING,
                            message=f"first-order speedup {speedup} lies outside the bounds "
