@@ -17,7 +17,7 @@ from parity.model.errors import ParityError
 from parity.report.html.chart import Column, Table
 from parity.report.html.compare_charts import FORCED_MARK
 from parity.report.html.document import figure_rows, flatten, report_data
-from parity.report.html.page import column_scale, json_block, render_page, render_table, significant
+from parity.report.html.page import column_scale, json_block, ratio_text, render_page, render_table, significant
 from parity.report.html.trace_charts import timeline_segments
 from parity.store import Store
 from parity.trace.table import ActivityTable
@@ -56,6 +56,15 @@ def test_table_escapes_text_and_shows_numbers_in_the_columns_unit() -> None:
     assert "t&lt;i&gt;" in text and "<th>time (us)</th>" in text
     assert '<td class="num" data-scale="1e-06">2.5</td>' in text
     assert ">3000 GB/s<" in text
+
+
+def test_a_ratio_near_one_never_reads_one() -> None:
+    assert ratio_text(1.00003) == "1.00003" and ratio_text(0.99997) == "0.99997"
+    assert ratio_text(1.0) == "1" and ratio_text(1.31) == "1.31" and ratio_text(1.00025) == "1.0003"
+    table = Table(dataset="d", title="", columns=(Column(field="replay", title="replay", unit="x"),
+                                                  Column(field="n", title="n", unit="number")))
+    text = render_table(table.to_dict(), [{"replay": 1.00003, "n": 1.00003}])
+    assert ">1.00003<" in text and ">1<" in text  # a plain number keeps 4 significant digits
 
 
 def test_a_column_blank_in_every_row_is_left_out_and_named() -> None:

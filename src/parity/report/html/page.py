@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from parity.model.figure import UNITS
+from parity.model.figure import UNITS, told_apart
 from parity.model.schema import json_default
 from parity.report.html.chart import INTENSITY, NUMBER, RATIO, TEXT
 
@@ -43,6 +43,15 @@ def significant(value: float) -> str:
     return f"{value:.4g}"
 
 
+def ratio_text(value: float) -> str:
+    """A ratio (a speedup) with 4 significant digits, or as many decimals as tell it from 1 when
+    those would print it as 1: a replay of 1.00005x reads ``1.00005``, never ``1``."""
+    shown = significant(value)
+    if value != 1.0 and float(shown.replace(",", "")) == 1.0:
+        return told_apart(1.0, value)[1]
+    return shown
+
+
 def column_scale(unit: str, values: list[Any]) -> tuple[str, float]:
     """The human suffix and scale for a column of ``unit``: chosen from its median magnitude,
     so one column reads in one unit (``us`` throughout, not ``ms`` here and ``ns`` there)."""
@@ -57,11 +66,11 @@ def column_scale(unit: str, values: list[Any]) -> tuple[str, float]:
     return unit, 1.0
 
 
-def _cell(value: Any, scale: float | None, suffix: str = "") -> str:
+def _cell(value: Any, scale: float | None, suffix: str = "", *, ratio: bool = False) -> str:
     if value is None or value == "":
         return '<td class="text"></td>'
     if scale is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        shown = significant(value / scale) + (f" {suffix}" if suffix else "")
+        shown = (ratio_text(value / scale) if ratio else significant(value / scale)) + (f" {suffix}" if suffix else "")
         return f'<td class="num" data-scale="{scale!r}">{html.escape(shown)}</td>'
     return f'<td class="text"><span class="clamp">{breakable(str(value))}</span></td>'
 
@@ -99,7 +108,7 @@ def render_table(table: dict[str, Any], rows: list[dict[str, Any]], *, screen_ro
                 human, scale = column_scale(row.get(col["unit_field"]) or "count", [value])
                 cells.append(_cell(value, scale, human))
             else:
-                cells.append(_cell(value, sc[1]))
+                cells.append(_cell(value, sc[1], ratio=col["unit"] == RATIO))
         body.append("<tr>" + "".join(cells) + "</tr>")
     fields = " ".join(html.escape(c["field"]) for c in columns)
     title = table["title"] + (f" (no value in any row: {', '.join(blank)})" if blank else "")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from parity.model.errors import ParityError
-from parity.report.html.chart import NUMBER, Chart, Column, Table, vega_lite
+from parity.report.html.chart import NUMBER, RATIO, Chart, Column, Table, vega_lite
 from parity.report.trace import format_us
 from parity.report.units import time_scale
 from parity.trace.table import ActivityTable
@@ -188,9 +188,9 @@ def sensitivity_chart(index: int, trace: TraceInput) -> Chart | None:
                         "leave out.",
         tables=(Table(dataset="rows", title="speedup", columns=(
             Column(field="category", title="category"), Column(field="k_label", title="k"),
-            Column(field="first_order", title="first order", unit=NUMBER),
-            Column(field="low", title="bound low", unit=NUMBER), Column(field="high", title="bound high", unit=NUMBER),
-            Column(field="replay", title="replay", unit=NUMBER),
+            Column(field="first_order", title="first order", unit=RATIO),
+            Column(field="low", title="bound low", unit=RATIO), Column(field="high", title="bound high", unit=RATIO),
+            Column(field="replay", title="replay", unit=RATIO),
             Column(field="invalid", title="replay outside bounds"),
             Column(field="waits_elsewhere", title="replay between 1 and bounds, ops wait elsewhere"),
             Column(field="first_order_outside", title="first order outside bounds"))),),
