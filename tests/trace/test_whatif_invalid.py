@@ -19,8 +19,9 @@ from parity.trace.whatif.timeline import build_timeline
 
 MATRIX = "sgemm_128x64_nn"
 VECTOR = "vectorized_elementwise_kernel"
-WAITED = ("1 of 2 ops in the window waited for work elsewhere (1 for their launch on the host), so time saved "
-          "before them turns into idle time; the replay follows those waits, the bounds hold idle gaps fixed")
+WAITED = ("1 of 1 ops following the scaled work on their lanes waited for work elsewhere (1 for their launch on "
+          "the host), so time saved before them turns into idle time; the replay follows those waits, the bounds "
+          "hold idle gaps fixed")
 
 
 def _device_waits_on_host():
@@ -43,16 +44,38 @@ def _device_waits_on_host():
 @pytest.fixture
 def no_waits(monkeypatch):
     """The same trace as if no op had waited for work elsewhere: nothing explains the replay."""
-    monkeypatch.setattr(DependencyGraph, "waits", lambda self, start_ns, end_ns: Waits(ops=2, launch=0, elsewhere=0))
+    monkeypatch.setattr(DependencyGraph, "waits", lambda self, start_ns, end_ns, scaled: Waits(ops=1, launch=0, elsewhere=0))
 
 
-def test_the_graph_counts_the_op_that_waited_for_its_launch() -> None:
+def test_the_graph_counts_the_op_that_waited_for_its_launch_after_the_scaled_work() -> None:
     table = _device_waits_on_host()
-    graph = build_graph(table, build_timeline(table, None))
-    # K1 is its stream's first op (it follows nothing there); K2 follows K1 (ended at 45) but
-    # starts at 67, after its launch at 60: it waited for the host
-    assert graph.waits(5, 87) == Waits(ops=2, launch=1, elsewhere=0)
-    assert graph.waits(5, 60) == Waits(ops=1, launch=0, elsewhere=0)  # K2 starts outside
+    timeline = build_timeline(table, None)
+    graph = build_graph(table, timeline)
+    matrix, vector = (parse_scale(f"{c}=2").mask(timeline) for c in ("matrix", "vector"))
+    # K2 follows the GEMM K1 (ended at 45) on stream 7 but starts at 67, after its launch at 60:
+    # it waited for the host
+    assert graph.waits(5, 87, matrix) == Waits(ops=1, launch=1, elsewhere=0)
+    assert graph.waits(5, 60, matrix) == Waits(ops=0, launch=0, elsewhere=0)  # K2 starts outside
+    assert graph.waits(5, 87, vector) == Waits(ops=0, launch=0, elsewhere=0)  # nothing follows K2
+
+
+def test_waits_on_another_lane_than_the_scaled_work_explain_nothing() -> None:
+    """stream 7: GEMM [0,40); stream 9: K [10,20) launched at 8, K' [30,50) launched at 28 (it
+    waited for its launch, after K on its stream). Scaling the GEMM: nothing after it on stream
+    7, so no wait counts; scaling stream 9's vector work: K' waited, after K."""
+    host = {"kind": Kind.RUNTIME, "stream": 100}
+    table = build_table([
+        dict(host, name="cudaLaunchKernel", start_ns=0, end_ns=1, correlation=1),
+        dict(host, name="cudaLaunchKernel", start_ns=8, end_ns=9, correlation=2),
+        dict(host, name="cudaLaunchKernel", start_ns=28, end_ns=29, correlation=3),
+        {"stream": 7, "name": MATRIX, "start_ns": 0, "end_ns": 40, "correlation": 1},
+        {"stream": 9, "name": VECTOR, "start_ns": 10, "end_ns": 20, "correlation": 2},
+        {"stream": 9, "name": VECTOR, "start_ns": 30, "end_ns": 50, "correlation": 3},
+    ])
+    timeline = build_timeline(table, None)
+    graph = build_graph(table, timeline)
+    assert graph.waits(0, 50, parse_scale("matrix=2").mask(timeline)) == Waits(ops=0, launch=0, elsewhere=0)
+    assert graph.waits(0, 50, parse_scale("vector=2").mask(timeline)) == Waits(ops=1, launch=1, elsewhere=0)
 
 
 def test_a_replay_the_host_holds_back_is_a_warning_that_names_the_waits() -> None:

@@ -91,9 +91,10 @@ HOST_WALL_TIME = ("host ops are timed on the wall clock of their thread: time a 
 
 @dataclass(frozen=True, kw_only=True)
 class Waits:
-    """Of the ``ops`` compute ops starting in a window, how many waited for work elsewhere rather
-    than their own lane's previous work: ``launch`` for their launch call (the device waits on
-    the host), ``elsewhere`` for another stream, thread or rank (``DependencyGraph.waits``)."""
+    """Of the ``ops`` compute ops starting in a window after scaled work on their own lane, how
+    many waited for work elsewhere rather than their lane's previous work: ``launch`` for their
+    launch call (the device waits on the host), ``elsewhere`` for another stream, thread or rank
+    (``DependencyGraph.waits``)."""
 
     ops: int
     launch: int
@@ -107,7 +108,7 @@ class Waits:
         """Why a replay saves less than bounds that hold idle gaps fixed."""
         parts = [f"{self.launch} for their launch on the host" if self.launch else "",
                  f"{self.elsewhere} for another stream, thread or rank" if self.elsewhere else ""]
-        return (f"{self.waited} of {self.ops} ops in the window waited for work elsewhere "
+        return (f"{self.waited} of {self.ops} ops following the scaled work on their lanes waited for work elsewhere "
                 f"({', '.join(p for p in parts if p)}), so time saved before them turns into idle time; "
                 "the replay follows those waits, the bounds hold idle gaps fixed")
 
@@ -164,18 +165,19 @@ class DependencyGraph:
         out.append("gaps no edge explains are kept as fixed delays (k = 1 reproduces the trace)")
         return out
 
-    def waits(self, start_ns: int, end_ns: int) -> Waits:
-        """How the compute ops starting in ``[start_ns, end_ns)`` were started: each op's latest
-        start constraint is its own lane's previous work, or work elsewhere (its launch call on
-        the host; another stream, thread or rank). An op that follows work on its lane yet
-        waited for work elsewhere starts no sooner when the work before it shrinks: the time
-        saved turns into idle time there, which bounds that hold idle gaps fixed do not see. The
-        first op of a lane follows nothing there and is not counted as waiting."""
+    def waits(self, start_ns: int, end_ns: int, scaled: np.ndarray) -> Waits:
+        """Of the compute ops starting in ``[start_ns, end_ns)`` after scaled work (``scaled``, a
+        node mask) on their own lane, those that waited for work elsewhere: their latest start
+        constraint is their launch call on the host, or an edge from another stream, thread or
+        rank, not their lane's previous work. The scaled work before such an op finishing
+        sooner cannot start it sooner: the time saved turns into idle time there, which bounds
+        that hold idle gaps fixed do not see. Ties count as waits."""
         tl = self.timeline
         n = len(tl)
-        inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns) & tl.compute
         if not n:
             return Waits(ops=0, launch=0, elsewhere=0)
+        inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns)
+        after = inside & tl.compute & _after_scaled(tl.lane, tl.start_ns, inside & scaled)
         points = np.empty(2 * n, dtype=np.float64)
         points[0::2], points[1::2] = tl.start_ns - self.origin_ns, tl.end_ns - self.origin_ns
         into_start = self.dst % 2 == 0
@@ -187,10 +189,9 @@ class DependencyGraph:
         by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
         latest = np.maximum(by_lane, np.maximum(by_launch, by_other))
         eps = 1e-6
-        follows = inside & np.isfinite(by_lane)
-        for_launch = follows & np.isfinite(by_launch) & (by_launch >= latest - eps)
-        for_other = follows & ~for_launch & np.isfinite(by_other) & (by_other >= latest - eps)
-        return Waits(ops=int(inside.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()))
+        for_launch = after & np.isfinite(by_launch) & (by_launch >= latest - eps)
+        for_other = after & ~for_launch & np.isfinite(by_other) & (by_other >= latest - eps)
+        return Waits(ops=int(after.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()))
 
     def to_dict(self) -> dict:
         return {"nodes": len(self.timeline), "edges": dict(self.edge_counts),
@@ -264,6 +265,19 @@ def _assemble(sets, points):
     return (np.concatenate(src_parts).astype(np.int64), np.concatenate(dst_parts).astype(np.int64),
             np.concatenate(lat_parts).astype(np.float64), np.concatenate(kind_parts),
             counts, dropped)
+
+
+def _after_scaled(lane: np.ndarray, start: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """Nodes that start after a ``scaled`` node of their own lane has started (lanes run one
+    thing at a time, so after it), in observed order."""
+    order = np.lexsort((start, lane))
+    lanes, flags = lane[order], scaled[order].astype(np.int64)
+    before = np.cumsum(flags) - flags  # scaled nodes earlier in the sorted order
+    first = np.r_[True, lanes[1:] != lanes[:-1]]
+    base = np.maximum.accumulate(np.where(first, before, 0))  # the count where this lane began
+    out = np.zeros(len(lane), dtype=bool)
+    out[order] = (before - base) > 0
+    return out
 
 
 def _incoming_max(src, dst, lat, points, n_points, mask):

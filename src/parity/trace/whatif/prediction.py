@@ -106,7 +106,9 @@ def predict(
         rp, graph, error = _run_replay(table, timeline, win, scales, progress)
         if graph is not None:
             notes += graph.assumptions()
-    waits = graph.waits(win.start_ns, win.end_ns) if rp is not None and graph is not None else None
+    waits = None
+    if rp is not None and graph is not None:
+        waits = graph.waits(win.start_ns, win.end_ns, scale_factors(timeline, scales) != 1)
     findings = _findings(fo, bd, rp, scales, waits=waits)
     sens = None
     if with_sensitivity:

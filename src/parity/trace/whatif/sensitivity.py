@@ -4,9 +4,10 @@ For each category with compute time in the window and each ``k`` in :data:`FACTO
 (``1.25, 1.5, 2, 4, inf``): the first-order speedup, the bounds, and the replayed speedup when
 a dependency graph is given. One replay per (category, k) point. A replayed point outside its
 own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding, unless it lies
-between 1 and the bounds while ops in the window waited for work elsewhere: then it is
-marked ``waits_elsewhere`` with a warning (``parity.metrics.validity.replay_against_bounds``: the
-bounds' fixed idle gaps do not hold there); a first-order point outside them is marked
+between 1 and the bounds while ops following the scaled work on their lanes waited for work
+elsewhere: then it is marked ``waits_elsewhere`` with a warning
+(``parity.metrics.validity.replay_against_bounds``: the bounds' fixed idle gaps do not hold
+there); a first-order point outside them is marked
 (``first_order_outside``, by more than :data:`AGREEMENT`) with a warning: the scaled work runs off
 the busiest lane, where the first order does not look (communication on its own stream).
 """
@@ -91,10 +92,12 @@ def sensitivity(
     """The speedup table over ``categories x factors``."""
     cats = categories_present(timeline, window)
     base = baseline_steps(graph, window) if graph is not None else None
-    waits = graph.waits(window.start_ns, window.end_ns) if graph is not None else None
     rows: list[dict] = []
     total = len(cats) * len(factors)
+    waits_of: dict[str, Waits | None] = {}
     for c in cats:
+        waits = graph.waits(window.start_ns, window.end_ns, Scale(selector=c, k=2.0).mask(timeline)) if graph else None
+        waits_of[c] = waits
         for k in factors:
             scale = [Scale(selector=c, k=k)]
             fo = first_order(timeline, window, scale)
@@ -110,7 +113,7 @@ def sensitivity(
                          "first_order_outside": not within_bounds(fo.speedup, bd.low, bd.high, AGREEMENT)})
             if progress:
                 progress("sensitivity", len(rows), total)
-    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), replay_waits_elsewhere(rows, c, waits),
+    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), replay_waits_elsewhere(rows, c, waits_of[c]),
                                           first_order_outside_bounds(rows, c))
                 if f is not None]
     return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows), findings=tuple(findings))
