@@ -178,20 +178,31 @@ class DependencyGraph:
             return Waits(ops=0, launch=0, elsewhere=0)
         inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns)
         after = inside & tl.compute & _after_scaled(tl.lane, tl.start_ns, inside & scaled)
-        points = np.empty(2 * n, dtype=np.float64)
-        points[0::2], points[1::2] = tl.start_ns - self.origin_ns, tl.end_ns - self.origin_ns
-        into_start = self.dst % 2 == 0
-        lane = into_start & (self.kind == EdgeKind.LANE)
-        launch = into_start & (self.kind == EdgeKind.LAUNCH)
-        other = into_start & ~lane & ~launch
-        by_lane = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, lane)[0::2]
-        by_launch = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, launch)[0::2]
-        by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
-        latest = np.maximum(by_lane, np.maximum(by_launch, by_other))
-        eps = 1e-6
-        for_launch = after & np.isfinite(by_launch) & (by_launch >= latest - eps)
-        for_other = after & ~for_launch & np.isfinite(by_other) & (by_other >= latest - eps)
+        waited_launch, waited_other = self._waited()
+        for_launch, for_other = after & waited_launch, after & waited_other
         return Waits(ops=int(after.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()))
+
+    def _waited(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, whether its observed start was bound by its launch, or else by an edge from
+        another lane (not its lane's previous work); computed once per graph."""
+        cached = self.cache.get("waited")
+        if cached is None:
+            tl = self.timeline
+            n = len(tl)
+            points = np.empty(2 * n, dtype=np.float64)
+            points[0::2], points[1::2] = tl.start_ns - self.origin_ns, tl.end_ns - self.origin_ns
+            into_start = self.dst % 2 == 0
+            lane = into_start & (self.kind == EdgeKind.LANE)
+            launch = into_start & (self.kind == EdgeKind.LAUNCH)
+            other = into_start & ~lane & ~launch
+            by_lane = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, lane)[0::2]
+            by_launch = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, launch)[0::2]
+            by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
+            latest = np.maximum(by_lane, np.maximum(by_launch, by_other)) - 1e-6  # ties count as waits
+            waited_launch = np.isfinite(by_launch) & (by_launch >= latest)
+            cached = (waited_launch, ~waited_launch & np.isfinite(by_other) & (by_other >= latest))
+            self.cache["waited"] = cached
+        return cached
 
     def to_dict(self) -> dict:
         return {"nodes": len(self.timeline), "edges": dict(self.edge_counts),
