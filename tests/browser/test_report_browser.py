@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from parity.report.html.page import CLAMP_CHARS
 from tests.report_rows import KERNEL_NAME, comparison_dict, synthetic_run
 
 CHROMIUM = shutil.which("chromium")
@@ -137,6 +138,11 @@ def _open(browser: Any, path: Path, shots: Path) -> dict[str, Any]:
         "cells": page.evaluate(CELLS_JS),
         "scripts": page.eval_on_selector_all("script", "es => es.length"),
         "texts": page.eval_on_selector_all("td", "es => es.map(e => e.textContent)"),
+        # text cut on screen (only names over page.CLAMP_CHARS may be)
+        "cut": page.eval_on_selector_all(
+            "td.text", "es => es.filter(e => e.scrollHeight > e.clientHeight + 1 || "
+                       "[...e.querySelectorAll('.clamp')].some(c => c.scrollHeight > c.clientHeight + 1))"
+                       ".map(e => e.textContent)"),
         # tables wider than their panel (a screenshot would cut their last columns)
         "overflowing": page.eval_on_selector_all(
             ".scroll", "es => es.filter(e => e.scrollWidth > e.clientWidth + 1)"
@@ -184,6 +190,7 @@ def _check_page(shown: dict[str, Any], expect_charts: set[str]) -> None:
     assert all(rendered == "true" and marks > 0 for _, rendered, marks in shown["vis"]), shown["vis"]
     assert shown["scripts"] == 3  # the data block, the chart library, the drawing script
     assert shown["overflowing"] == [], shown["overflowing"]  # every column shows at 1,400 px
+    assert [t for t in shown["cut"] if len(t) <= CLAMP_CHARS] == []  # a method, a scope: never cut
     assert _check_numbers(shown) > 0
 
 

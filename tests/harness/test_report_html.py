@@ -17,7 +17,15 @@ from parity.model.errors import ParityError
 from parity.report.html.chart import Column, Table
 from parity.report.html.compare_charts import FORCED_MARK
 from parity.report.html.document import figure_rows, flatten, report_data
-from parity.report.html.page import column_scale, json_block, ratio_text, render_page, render_table, significant
+from parity.report.html.page import (
+    CLAMP_CHARS,
+    column_scale,
+    json_block,
+    ratio_text,
+    render_page,
+    render_table,
+    significant,
+)
 from parity.report.html.trace_charts import timeline_segments
 from parity.store import Store
 from parity.trace.table import ActivityTable
@@ -56,6 +64,14 @@ def test_table_escapes_text_and_shows_numbers_in_the_columns_unit() -> None:
     assert "t&lt;i&gt;" in text and "<th>time (us)</th>" in text
     assert '<td class="num" data-scale="1e-06">2.5</td>' in text
     assert ">3000 GB/s<" in text
+
+
+def test_only_a_very_long_text_is_clamped_on_screen() -> None:
+    table = Table(dataset="d", title="", columns=(Column(field="scope", title="scope"),))
+    scope = "dtype: bf16, device: AMD EPYC, shape: {m: 8192, n: 1024, k: 2048}, ceiling_from: None " * 3
+    assert len(scope) <= CLAMP_CHARS and "clamp" not in render_table(table.to_dict(), [{"scope": scope}])
+    text = render_table(table.to_dict(), [{"scope": "x" * (CLAMP_CHARS + 1)}])
+    assert '<span class="clamp">' in text
 
 
 def test_a_ratio_near_one_never_reads_one() -> None:

@@ -28,6 +28,9 @@ COLUMN_SCALES: dict[str, tuple[tuple[float, str, float], ...]] = {
     "1": ((0.0, "%", 0.01),),
 }
 SCREEN_ROWS = 400  # a longer table scrolls in its own box on screen (never in print); 0: never
+# A text longer than this (a C++ kernel's template arguments: up to 5,000 characters) shows its
+# first 4 lines on screen; shorter text (a method, a scope: under 300) is shown whole
+CLAMP_CHARS = 400
 WIDE_TABLE_COLUMNS = 7  # a chart with a wider table shows it below the chart, not beside it
 PLAIN_UNITS = {NUMBER: "", INTENSITY: "FLOP/B", RATIO: "x", "count": "", "tok/s": "tok/s"}
 # Where a long name may wrap in a narrow column: after a dot (not a decimal point), underscore or
@@ -72,7 +75,10 @@ def _cell(value: Any, scale: float | None, suffix: str = "", *, ratio: bool = Fa
     if scale is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         shown = (ratio_text(value / scale) if ratio else significant(value / scale)) + (f" {suffix}" if suffix else "")
         return f'<td class="num" data-scale="{scale!r}">{html.escape(shown)}</td>'
-    return f'<td class="text"><span class="clamp">{breakable(str(value))}</span></td>'
+    text = str(value)
+    if len(text) > CLAMP_CHARS:
+        return f'<td class="text"><span class="clamp">{breakable(text)}</span></td>'
+    return f'<td class="text">{breakable(text)}</td>'
 
 
 def breakable(text: str) -> str:
