@@ -6,6 +6,7 @@ promise 1.323x."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -201,3 +202,13 @@ def test_sensitivity_marks_a_first_order_outside_its_bounds() -> None:
     console.print(render_prediction(p))
     text = console.export_text()
     assert "1.000x*" in text and "warning: first order of communication lies outside its bounds" in text
+
+
+def test_after_scaled_work_is_per_lane_and_in_start_order() -> None:
+    from parity.trace.whatif.graph import _after_scaled
+
+    lane = np.array([2, 1, 2, 1, 2, 1, 3])
+    start = np.array([5, 1, 1, 3, 9, 2, 0])
+    scaled = np.array([True, False, False, True, False, False, True])
+    # lane 2: [1] then the scaled [5] then [9]; lane 1's scaled op is its last; lane 3 has one op
+    assert _after_scaled(lane, start, scaled).tolist() == [False, False, False, False, True, False, False]
