@@ -29,12 +29,13 @@ Rules (one function each):
 - ``non_positive_rate``: a rate (FLOP/s, B/s, tok/s) ``<= 0`` is invalid. Example: -3 GB/s.
 
 One exception, a warning rather than ``invalid`` (``replay_against_bounds``): a what-if replay
-between 1 and its bounds (it saves less than the bounds say, in the same direction) when ops in
-the window waited for work elsewhere (their launch on the host, another stream, thread or rank).
-The bounds hold idle gaps fixed; where an op waits for work elsewhere, time saved before it
-becomes idle time, which the replay follows and the bounds do not, so there the replay is the
-likelier figure. Example: bounds [1.323, 1.323], replay 1.000 with one op that waited for its
-launch is that warning; replay 0.975 (slower when made faster) stays invalid.
+between 1 and its bounds (it saves less than the bounds say, in the same direction) when ops that
+follow the scaled work on its lanes waited for work elsewhere (their launch on the host, another
+stream, thread or rank). The bounds hold idle gaps fixed; where an op waits for work elsewhere,
+time saved before it becomes idle time, which the replay follows and the bounds do not, so there
+the replay is the likelier figure. Example: bounds [1.323, 1.323], replay 1.000 with one op that
+waited for its launch after the scaled work is that warning; replay 0.975 (slower when made
+faster) stays invalid.
 """
 
 from __future__ import annotations
@@ -108,9 +109,9 @@ def outside_bounds(value: float | None, low: float, high: float, *, what: str,
         return None
     shown, low_text, high_text = told_apart(value, low, high)
     return invalid(f"{what} {shown}x lies outside its own bounds [{low_text}x, {high_text}x]",
-                   "no wait in the trace explains it (slower when work gets faster, more saved than all "
-                   "the scaled time, or less saved with no op waiting for its launch): the dependency "
-                   "graph does not fit this trace; do not quote it: quote the bounds")
+                   "nothing in the trace explains it (slower when work gets faster, more saved than all "
+                   "the scaled time, or less saved with no wait after the scaled work): the dependency "
+                   "graph may lack a link (see its assumptions); do not quote it: quote the bounds")
 
 
 def toward_one(value: float, low: float, high: float, tolerance: float = BOUNDS_TOLERANCE) -> bool:
@@ -126,9 +127,9 @@ REPLAY_WAITS_ELSEWHERE = "replay-waits-elsewhere"
 def replay_against_bounds(value: float | None, low: float, high: float, *, waited: int, why: str,
                           what: str) -> Finding | None:
     """A replayed speedup against the bounds computed with it: None inside them; a warning
-    (``replay-waits-elsewhere``) when it lies between 1 and the bounds and ``waited`` ops in the
-    window waited for work elsewhere (``why`` says which: the bounds' fixed idle gaps do not
-    hold there); ``invalid`` (:func:`outside_bounds`) otherwise."""
+    (``replay-waits-elsewhere``) when it lies between 1 and the bounds and ``waited`` ops after
+    the scaled work waited for work elsewhere (``why`` says which: the bounds' fixed idle gaps
+    do not hold there); ``invalid`` (:func:`outside_bounds`) otherwise."""
     if value is None or within_bounds(value, low, high):
         return None
     if waited > 0 and toward_one(value, low, high):

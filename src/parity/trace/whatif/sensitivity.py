@@ -154,8 +154,9 @@ def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
     worst = max(bad, key=miss)
     return invalid(f"replay of {category} lies outside its own bounds at k = {_ks(bad)} (k = {_k(worst)}: "
                    "{}x, bounds [{}x, {}x])".format(*told_apart(worst["replay"], worst["low"], worst["high"])),
-                   "no wait in the trace explains it: the dependency graph does not fit these points; "
-                   "do not quote them: quote the bounds")
+                   "nothing in the trace explains it (no wait after the scaled work, or a replay slower "
+                   "than measured): the dependency graph may lack a link (see its assumptions); do not "
+                   "quote these points: quote the bounds")
 
 
 def replay_waits_elsewhere(rows: list[dict], category: str, waits: Waits | None) -> Finding | None:
