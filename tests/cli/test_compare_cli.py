@@ -152,6 +152,9 @@ def test_stored_trace_analyses_keep_path_digest_and_compare(capsys, tmp_path: Pa
     assert memory["values"] == [next(c["time_us"] for c in x["categories"] if c["category"] == "memory")
                                 for x in (first, second)]
     assert any(e["condition"] == "window choice" for e in doc["audit"])
+    status, _, err = parity(capsys, "compare", "trace:latest~1", "trace:latest", "--json", str(js))
+    assert status == 0, err  # trace:latest~1, as runs' latest~1
+    assert [r["label"] for r in orjson.loads(js.read_bytes())["runs"]] == ["base", "test.json.gz"]
 
 
 def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path, db_path: Path) -> None:

@@ -57,6 +57,12 @@ def test_store_fleet_keeps_the_headline_queryable(fleets: tuple[Path, Path], tmp
         again = store_fleet(db, a)  # default label: the folder's name; no map/ folder: no rank files known
         assert again.label == "a" and again.paths == ()
         assert get_fleet_analysis(store, "fleet:latest").analysis_id == again.analysis_id
+        assert get_fleet_analysis(store, "fleet:latest~0").analysis_id == again.analysis_id
+        assert get_fleet_analysis(store, "fleet:latest~1").analysis_id == stored.analysis_id  # as runs' latest~1
+        with pytest.raises(ParityError, match="holds 2 fleet analyses; there is no fleet:latest~2"):
+            get_fleet_analysis(store, "fleet:latest~2")
+        with pytest.raises(ParityError, match="write fleet:latest~N with N a number"):
+            get_fleet_analysis(store, "fleet:latest~x")
         assert get_fleet_analysis(store, stored.analysis_id).label == "job-a"
         assert [f.analysis_id for f in list_fleet_analyses(store)] == [again.analysis_id, stored.analysis_id]
         with pytest.raises(ParityError, match="no fleet analysis 'fleet-nope'") as info:
@@ -140,6 +146,10 @@ def test_compare_cli_on_stored_fleets_and_on_folders(capsys: pytest.CaptureFixtu
     assert [r["label"] for r in doc["runs"]] == ["before", "after"] and doc["runs"][0]["id"] == first.analysis_id
     assert "arrival skew, median" in out and "4 ranks, 2 per node" in out
     assert "| before |" in md.read_text() and "4 ranks" in md.read_text()
+    assert "each ratio is the figure of after over that of before, not a speed" in doc["claims"][0]
+    status, out, err = parity(capsys, "compare", "fleet:latest~1", "fleet:latest", "--json", str(js))
+    assert status == 0, err  # a fleet's latest~N is a fleet, not a run
+    assert [r["id"] for r in orjson.loads(js.read_bytes())["runs"]][0] == first.analysis_id
     status, _, err = parity(capsys, "compare", str(fleets[0]), str(fleets[1]), "--json", str(js))
     assert status == 0, err
     assert [r["label"] for r in orjson.loads(js.read_bytes())["runs"]] == ["a", "b"]

@@ -80,10 +80,10 @@ def compare(sources: tuple[str, ...], force: bool, markdown_path: str | None, wi
             steps_text: str | None, rank: int | None, limit: int, db_path: str | None, json_path: str | None) -> None:
     """Compare runs, stored trace analyses, trace files or fleet analyses side by side.
 
-    SOURCES are two or more sides of runs, stored trace
-    analyses (trace-... ids from parity trace analyze --store, or trace:latest), trace files
-    and folders, or fleet analyses (fleet-... ids from parity trace fleet --store,
-    fleet:latest, or fleet output folders), all of one kind. A side of runs is one run (an id, a
+    SOURCES are two or more sides of runs, stored trace analyses (trace-... ids from parity
+    trace analyze --store, trace:latest, trace:latest~1), trace files and folders, or fleet
+    analyses (fleet-... ids from parity trace fleet --store, fleet:latest, fleet:latest~1, or
+    fleet output folders), all of one kind. A side of runs is one run (an id, a
     unique prefix, latest, latest~1), several runs of one measurement joined by commas
     (A1,A2,A3), or a repeat group of parity run --repeat N (group:ID, group:latest). Runs:
     identical cases are joined (same suite and case key: shape, dtype, size, collective, model

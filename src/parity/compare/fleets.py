@@ -131,4 +131,6 @@ def _claim(fleets: list[FleetInput]) -> str:
         ranks = ", ".join(map(str, f.headline.get("straggler_ranks") or [])) or "none"
         parts.append(f"{f.label}: {f.headline.get('ranks')} ranks, median skew {format_value(skew, 's')}, "
                      f"stragglers {ranks}")
-    return "over each fleet's matched collectives; " + "; ".join(parts)
+    return ("over each fleet's matched collectives; " + "; ".join(parts)
+            + f"; each ratio is the figure of {fleets[-1].label} over that of {fleets[0].label}, not a speed "
+              "(for skew and wait < 1 is less, for busbw > 1 is more)")

@@ -92,7 +92,9 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
         extra = (f"window {format_seconds(window.get('length_us', 0) / 1e6)} ({window.get('source')}), rank {run.get('rank')}"
                  if window else f"{run.get('mode')}, {'quick' if run.get('quick') else 'full'}")
         if run.get("mode") == "fleet":
-            extra = f"{run.get('ranks')} ranks, {run.get('ranks_per_node') or '?'} per node, {run.get('out_dir')}"
+            per_node = run.get("ranks_per_node")
+            nodes = f"{per_node} per node" if per_node else "ranks per node not given"
+            extra = f"{run.get('ranks')} ranks, {nodes}, {run.get('out_dir')}"
         parts.append(Text(f"{run['label']}  {run_ids(run)}  {extra}"))
     header, rows, marks = case_cells(doc, limit=limit)
     table = Table(title="cases" + (f" (first {limit} of {len(doc['cases'])})" if len(doc["cases"]) > limit else ""),

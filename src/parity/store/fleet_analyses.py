@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.store.lookup import find_row
+from parity.store.lookup import find_row, is_latest
 from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "fleet-"
@@ -64,12 +64,12 @@ def add_fleet_analysis(store: Store, *, out_dir: str, paths: list[str], headline
 
 
 def is_fleet_analysis_id(text: str) -> bool:
-    """True for ids (or prefixes) of stored fleets: ``fleet-...`` or ``fleet:latest``."""
-    return text.startswith(ID_PREFIX) or text == LATEST
+    """True for ids (or prefixes) of stored fleets: ``fleet-...``, ``fleet:latest`` or ``fleet:latest~N``."""
+    return text.startswith(ID_PREFIX) or is_latest(text, LATEST)
 
 
 def get_fleet_analysis(store: Store, analysis_id: str) -> StoredFleetAnalysis:
-    """The stored fleet with this id, a unique prefix of it, or ``fleet:latest``."""
+    """The stored fleet with this id, a unique prefix of it, ``fleet:latest`` or ``fleet:latest~N``."""
     hint = "store one with parity trace fleet ... --store"
     return _from_row(find_row(store, table="fleet_analyses", columns=_COLUMNS, wanted=analysis_id, latest=LATEST,
                               what="fleet analysis", plural="fleet analyses", hint=hint))

@@ -10,13 +10,22 @@ from parity.store.database import Store
 
 def find_row(store: Store, *, table: str, columns: str, wanted: str, latest: str, what: str,
              plural: str, hint: str) -> tuple[Any, ...]:
-    """The row of ``table`` whose id is ``wanted``, starts with it (when only one does), or the
-    newest when ``wanted == latest``; otherwise a :class:`ParityError` naming ``what`` (an
-    unknown id, an ambiguous prefix) or ``plural`` (none stored), ending with ``hint``."""
-    if wanted == latest:
-        rows = store.query(f"SELECT {columns} FROM {table} ORDER BY created_at DESC, id DESC LIMIT 1")
-        if not rows:
+    """The row of ``table`` whose id is ``wanted``, starts with it (when only one does), the
+    newest when ``wanted == latest``, or the Nth before it for ``latest~N`` (``fleet:latest~1``,
+    as runs' ``latest~1``); otherwise a :class:`ParityError` naming ``what`` (an unknown id, an
+    ambiguous prefix, a ``latest~N`` past the oldest) or ``plural`` (none stored), ending with
+    ``hint``."""
+    if is_latest(wanted, latest):
+        back = wanted.removeprefix(latest).removeprefix("~") or "0"
+        if not back.isdigit():
+            raise ParityError(f"bad {what} {wanted!r}; write {latest}~N with N a number, e.g. {latest}~1")
+        rows = store.query(f"SELECT {columns} FROM {table} ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?",
+                           (int(back),))
+        if not rows and back == "0":
             raise ParityError(f"no {plural} in {store.path} yet; {hint}")
+        if not rows:
+            held = store.query(f"SELECT count(*) FROM {table}")[0][0]
+            raise ParityError(f"{store.path} holds {held} {plural if held != 1 else what}; there is no {wanted}")
         return rows[0]
     rows = store.query(f"SELECT {columns} FROM {table} WHERE id = ?", (wanted,))
     if not rows:
@@ -29,3 +38,8 @@ def find_row(store: Store, *, table: str, columns: str, wanted: str, latest: str
         raise ParityError(f"{what} id {wanted!r} is ambiguous ({', '.join(r[0] for r in rows[:5])}...); "
                           "give more of it")
     raise ParityError(f"no {what} {wanted!r} in {store.path}; {hint}")
+
+
+def is_latest(text: str, latest: str) -> bool:
+    """Whether ``text`` is ``latest`` (``fleet:latest``) or ``latest~N``."""
+    return text == latest or text.startswith(latest + "~")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.store.lookup import find_row
+from parity.store.lookup import find_row, is_latest
 from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "trace-"
@@ -65,12 +65,12 @@ def _default_label(paths: list[str]) -> str:
 
 
 def is_trace_analysis_id(text: str) -> bool:
-    """True for ids (or prefixes) of stored analyses: ``trace-...`` or ``trace:latest``."""
-    return text.startswith(ID_PREFIX) or text == "trace:latest"
+    """True for ids (or prefixes) of stored analyses: ``trace-...``, ``trace:latest`` or ``trace:latest~N``."""
+    return text.startswith(ID_PREFIX) or is_latest(text, "trace:latest")
 
 
 def get_trace_analysis(store: Store, analysis_id: str) -> StoredTraceAnalysis:
-    """The stored analysis with this id, a unique prefix of it, or ``trace:latest``."""
+    """The stored analysis with this id, a unique prefix of it, ``trace:latest`` or ``trace:latest~N``."""
     row = find_row(store, table="trace_analyses", columns=_COLUMNS, wanted=analysis_id, latest="trace:latest",
                    what="trace analysis", plural="trace analyses", hint="store one with parity trace analyze --store")
     return _from_row(row)
