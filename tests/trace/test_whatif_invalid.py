@@ -100,6 +100,15 @@ def test_without_waits_a_replay_outside_its_bounds_is_invalid(no_waits) -> None:
     assert not [f for f in p.findings if f.code == "replay-waits-elsewhere"]
 
 
+def test_a_slowdown_the_host_hides_says_the_time_added_fills_idle_time() -> None:
+    # matrix=0.5: K1 [5,85) overruns K2's launch at 60; bounds lose 40 ns: 82/122; the replay
+    # starts K2 after K1 instead of at 67: about 19 ns lost, about 0.81x, between 1 and the bounds
+    p = predict(_device_waits_on_host(), [parse_scale("matrix=0.5")], with_sensitivity=False)
+    assert p.bounds.high == pytest.approx(82 / 122) and 82 / 102 < p.replay.speedup < 82 / 99
+    (waits,) = [f for f in p.findings if f.code == "replay-waits-elsewhere"]
+    assert "so time added before them fills idle time there" in waits.message
+
+
 def test_a_replay_inside_its_bounds_is_neither() -> None:
     # vector=2: K2 [67,77), nothing waits behind it: 82/72 by every method
     p = predict(_device_waits_on_host(), [parse_scale("vector=2")], with_sensitivity=False)

@@ -104,13 +104,15 @@ class Waits:
     def waited(self) -> int:
         return self.launch + self.elsewhere
 
-    def text(self) -> str:
-        """Why a replay saves less than bounds that hold idle gaps fixed."""
+    def text(self, *, slower: bool = False) -> str:
+        """Why a replay saves less (``slower``: loses less) than bounds that hold idle gaps fixed."""
         parts = [f"{self.launch} for their launch on the host" if self.launch else "",
                  f"{self.elsewhere} for another stream, thread or rank" if self.elsewhere else ""]
+        effect = ("time added before them fills idle time there" if slower
+                  else "time saved before them turns into idle time")
         return (f"{self.waited} of {self.ops} ops following the scaled work on their lanes waited for work elsewhere "
-                f"({', '.join(p for p in parts if p)}), so time saved before them turns into idle time; "
-                "the replay follows those waits, the bounds hold idle gaps fixed")
+                f"({', '.join(p for p in parts if p)}), so {effect}; the replay follows those waits, the bounds "
+                "hold idle gaps fixed")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -200,7 +200,7 @@ def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
                            hint="quote the bounds or the replay"))
     if rp and bd:
         found = replay_against_bounds(rp.speedup, bd.low, bd.high, waited=waits.waited if waits else 0,
-                                      why=waits.text() if waits else "",
+                                      why=waits.text(slower=bd.high < 1) if waits else "",
                                       what=f"replay speedup for {', '.join(s.label for s in rp_scales)}")
         if found is not None:
             out.append(found)
