@@ -179,8 +179,6 @@ def step_boundaries(table: ActivityTable, timeline: Timeline) -> dict | None:
     return {k: sorted(set(v)) for k, v in out.items()} or None
 
 
-
-
 def _findings(fo: FirstOrder | None, bd: Bounds | None, rp: Replay | None,
               rp_scales: list[Scale], *, waits: Waits | None = None) -> list[Finding]:
     """What the methods say about each other: a disagreement and a first order outside the

@@ -7,9 +7,9 @@ own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding
 between 1 and the bounds while ops following the scaled work on their lanes waited for work
 elsewhere: then it is marked ``waits_elsewhere`` with a warning
 (``parity.metrics.validity.replay_against_bounds``: the bounds' fixed idle gaps do not hold
-there); a first-order point outside them is marked
-(``first_order_outside``, by more than :data:`AGREEMENT`) with a warning: the scaled work runs off
-the busiest lane, where the first order does not look (communication on its own stream).
+there). A first-order point outside them by more than :data:`AGREEMENT` is marked
+(``first_order_outside``) with a warning: the scaled work runs off the busiest lane, where the
+first order does not look (communication on its own stream).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ AGREEMENT = 0.01  # methods whose speedups differ by more than 1% are said to di
 @dataclass(frozen=True, kw_only=True)
 class Sensitivity:
     """``rows``: one dict per (category, k) with ``first_order``, ``low``, ``high``, ``replay``
-    and ``invalid`` (the replay lies outside the bounds, unexplained) or ``waits_elsewhere`` (between
-    1 and the bounds, explained by waits for work elsewhere); ``findings``: one finding per category and kind
-    of such rows."""
+    and ``invalid`` (the replay lies outside the bounds, unexplained) or ``waits_elsewhere``
+    (between 1 and the bounds, explained by waits for work elsewhere); ``findings``: one finding
+    per category and kind of such rows."""
 
     factors: tuple[float, ...]
     categories: tuple[str, ...]
@@ -96,8 +96,8 @@ def sensitivity(
     total = len(cats) * len(factors)
     waits_of: dict[str, Waits | None] = {}
     for c in cats:
-        waits = graph.waits(window.start_ns, window.end_ns, Scale(selector=c, k=2.0).mask(timeline)) if graph else None
-        waits_of[c] = waits
+        scaled = Scale(selector=c, k=2.0).mask(timeline)  # the category's nodes, whatever k
+        waits = waits_of[c] = graph.waits(window.start_ns, window.end_ns, scaled) if graph else None
         for k in factors:
             scale = [Scale(selector=c, k=k)]
             fo = first_order(timeline, window, scale)
