@@ -88,6 +88,7 @@ def test_a_replay_the_host_holds_back_is_a_warning_that_names_the_waits() -> Non
     assert waits.severity is Severity.WARNING
     assert waits.message == f"replay speedup for matrix=2 1.000x lies between 1 and its bounds [1.323x, 1.323x]: {WAITED}"
     assert waits.to_dict() in p.to_dict()["findings"]
+    assert p.to_dict()["waits"] == {"ops": 1, "launch": 1, "elsewhere": 0}
 
 
 def test_without_waits_a_replay_outside_its_bounds_is_invalid(no_waits) -> None:

@@ -104,6 +104,9 @@ class Waits:
     def waited(self) -> int:
         return self.launch + self.elsewhere
 
+    def to_dict(self) -> dict:
+        return {"ops": self.ops, "launch": self.launch, "elsewhere": self.elsewhere}
+
     def text(self, *, slower: bool = False) -> str:
         """Why a replay saves less (``slower``: loses less) than bounds that hold idle gaps fixed."""
         parts = [f"{self.launch} for their launch on the host" if self.launch else "",

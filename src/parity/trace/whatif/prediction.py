@@ -2,7 +2,8 @@
 
 ``predict(table, [parse_scale("matrix=2")])`` returns a :class:`Prediction` whose ``to_dict()``
 has the keys the CLI writes: ``first_order``, ``bounds`` (``low``, ``high``), ``replay`` (or
-``{"error": reason}``), ``assumptions``, ``sensitivity``, ``window`` and ``scales``.
+``{"error": reason}``), ``assumptions``, ``sensitivity``, ``window``, ``scales`` and ``waits``
+(the ops after the scaled work that waited for work elsewhere, with the replay).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Prediction:
     assumptions: tuple[str, ...]
     sensitivity: Sensitivity | None
     findings: tuple[Finding, ...] = field(default=())
+    waits: Waits | None = None  # ops after the scaled work that waited for work elsewhere (replay only)
 
     def to_dict(self) -> dict:
         return {
@@ -65,6 +67,7 @@ class Prediction:
             "assumptions": list(self.assumptions),
             "sensitivity": self.sensitivity.to_dict() if self.sensitivity else None,
             "findings": [f.to_dict() for f in self.findings],
+            "waits": self.waits.to_dict() if self.waits else None,
         }
 
 
@@ -116,7 +119,7 @@ def predict(
     return Prediction(scales=tuple(scales), mode=timeline.mode, window=win, first_order=fo,
                       bounds=bd, replay=rp, replay_error=error,
                       graph=graph.to_dict() if graph else None, assumptions=tuple(notes),
-                      sensitivity=sens, findings=tuple(findings))
+                      sensitivity=sens, findings=tuple(findings), waits=waits)
 
 
 def _check_selection(timeline: Timeline, scales: list[Scale]) -> None:
