@@ -1,12 +1,13 @@
 """What a what-if says about real traces: the finding codes of one prediction (with its
-sensitivity table) on every Kineto trace of the shared folder.
+sensitivity table) on every trace of the shared folder (Kineto files, Ascend ``*_ascend_pt``
+folders, Nsight Systems ``.sqlite`` exports).
 
 A finding that fires on most real traces is noise, however sound its rule: this census shows
 how often each code fires, per trace and in all, so a change to a rule is judged on the traces
 users bring. Traces where the scale selects nothing, or that do not load, are listed with the
 reason and not counted.
 
-    python benchmarks/whatif_findings.py                      # matrix=2 over every shared Kineto trace
+    python benchmarks/whatif_findings.py                      # matrix=2 over every shared trace
     python benchmarks/whatif_findings.py --scale vector=inf --json census.json
 """
 
@@ -19,7 +20,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KINETO = ROOT.parent / "shared/data/traces/kineto"
+TRACES = ROOT.parent / "shared/data/traces"
+
+
+def shared_traces(root: Path = TRACES) -> list[Path]:
+    """Every trace under ``root``: Kineto JSON files, Ascend rank folders, Nsight exports."""
+    kineto = [p for p in (root / "kineto").rglob("*.json*") if p.is_file()]
+    ascend = [p for p in (root / "ascend").rglob("*_ascend_pt") if p.is_dir()]
+    nsys = [p for p in (root / "nsys").rglob("*.sqlite") if p.is_file()]
+    return sorted(kineto + ascend + nsys)
 
 
 def census(paths: list[Path], scale: str) -> dict:
@@ -31,7 +40,7 @@ def census(paths: list[Path], scale: str) -> dict:
     traces: dict[str, dict] = {}
     totals: collections.Counter = collections.Counter()
     for path in paths:
-        name = str(path.relative_to(KINETO)) if path.is_relative_to(KINETO) else str(path)
+        name = str(path.relative_to(TRACES)) if path.is_relative_to(TRACES) else str(path)
         try:
             prediction = predict(load_trace([path]), [parse_scale(scale)])
         except ParityError as exc:
@@ -49,9 +58,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", default="matrix=2", help="the what-if scale (default matrix=2)")
     parser.add_argument("--json", dest="json_path", help="also write the census as JSON")
-    parser.add_argument("paths", nargs="*", type=Path, help="traces (default: every Kineto trace of the shared folder)")
+    parser.add_argument("paths", nargs="*", type=Path, help="traces (default: every trace of the shared folder)")
     args = parser.parse_args()
-    paths = args.paths or sorted(p for p in KINETO.rglob("*.json*") if p.is_file())
+    paths = args.paths or shared_traces()
     result = census(paths, args.scale)
     for name, codes in result["traces"].items():
         text = codes["skipped"] if "skipped" in codes else ", ".join(f"{c} {n}" for c, n in sorted(codes.items())) or "none"
