@@ -152,6 +152,8 @@ def _open(browser: Any, path: Path, shots: Path) -> dict[str, Any]:
              "legend": page.evaluate(LEGEND_JS, "vis-membw-bandwidth"),
              "legend_text": page.evaluate(SVG_TEXT_JS, "vis-membw-bandwidth"),
              "ratio_text": page.evaluate(SVG_TEXT_JS, "vis-compare-ratios")}
+    page.set_viewport_size({"width": 960, "height": 1000})  # half of a 1,920 px screen
+    shown["narrow_boxes"] = page.evaluate(BOXES_JS)
     page.emulate_media(media="print")
     page.set_viewport_size({"width": 1123, "height": 794})  # A4 landscape at 96 dpi, as printed
     shown["print_boxes"] = page.evaluate(BOXES_JS)
@@ -179,6 +181,7 @@ def test_the_comparison_report_shows_every_row_label_and_run(browser: Any, compa
     shown = _open(browser, compared["both"], artifacts / "both")
     assert shown["console"] == []
     assert _flat(shown["boxes"]) == [] and _flat(shown["print_boxes"]) == []
+    assert _flat(shown["narrow_boxes"]) == []  # every column also fits a 960 px window
     assert shown["outside"] == []  # every row lies inside its section's screenshot
     charts = {c["id"]: c for c in compared["data"]["charts"]}
     for table in shown["tables"]:  # every row of every table is on the page
