@@ -13,10 +13,11 @@ and slack is measured on the trace, a replay with nothing scaled reproduces ever
 
 Edges, by kind (:class:`EdgeKind`): order on a lane; host launch to device op (correlation ids,
 latency = the launch latency observed on kernels that waited for their launch); event record to
-stream wait across streams (Kineto ``cuda_sync`` "Stream Wait Event" rows); device work to the
-end of a blocking host synchronise; synchronous copies; the n-th collective of the same name on
-each rank; and, where the trace records no cross-thread events, host threads joining at step
-boundaries. Kinds marked *assumed* are reported as assumptions.
+stream wait across streams (Kineto ``cuda_sync`` "Stream Wait Event" rows; Ascend wait tasks that
+blocked, matched with the record that released them); device work to the end of a blocking host
+synchronise; synchronous copies; the n-th collective of the same name on each rank; and, where
+the trace records no cross-thread events, host threads joining at step boundaries. Kinds marked
+*assumed* are reported as assumptions.
 
 Edges that point backward in observed time (clock skew, a misattributed target) are dropped and
 counted. All edges go forward, so observed time order is a topological order; ties are resolved
@@ -36,6 +37,7 @@ from parity.trace.table import ActivityTable
 from parity.trace.whatif.graph_edges import (
     EdgeSet,
     collective_edges,
+    event_wait_edges,
     lane_edges,
     launch_edges,
     launch_map,
@@ -64,6 +66,7 @@ class EdgeKind(IntEnum):
     STEP_BARRIER = 7  # assumed: host threads join at step boundaries
     BLOCKED_CALL = 8  # inferred: a long host call returned right after a device op ended
     THREAD_WAKE = 9  # inferred: a thread resumed right after another thread's activity ended
+    EVENT_WAIT = 10  # inferred: a wait task that blocked -> the record that ended just before it
 
 
 ASSUMED = {
@@ -80,6 +83,8 @@ ASSUMED = {
                            "ended were taken as waiting for it (launch queue full, implicit sync)",
     EdgeKind.THREAD_WAKE: "a host thread resuming after a long gap right after another thread's "
                           "activity ended was taken as waiting for it",
+    EdgeKind.EVENT_WAIT: "stream wait tasks naming no event that blocked were taken to wait for the "
+                         "event recorded on another stream just before they ended",
 }
 
 
@@ -157,6 +162,14 @@ class DependencyGraph:
         if no_launch:
             out.append(f"{no_launch} device ops have no launch record; only stream order and "
                        "their observed delays place them")
+        loose = self.edge_counts.get("event_waits_not_blocking", 0)
+        if loose:
+            out.append(f"{loose} stream wait tasks naming no event did not block and were given no edge "
+                       "(a what-if that speeds up their stream may let it run ahead of the event)")
+        unmatched = self.edge_counts.get("event_waits_unmatched", 0)
+        if unmatched:
+            out.append(f"{unmatched} stream wait tasks that blocked ended with no record on another stream "
+                       "just before them and were given no edge")
         if self.unresolved:
             out.append(f"{self.unresolved} sync records named an event record not in the trace "
                        "and were ignored")
@@ -237,13 +250,17 @@ def build_graph(table: ActivityTable, timeline: Timeline, *,
     if timeline.mode == "device":
         launch_of = launch_map(table, timeline)
         waits, bad = stream_wait_edges(table, timeline, launch_of)
+        events, unmatched, loose = event_wait_edges(table, timeline)
         unresolved += bad
+        extra_counts["event_waits_unmatched"], extra_counts["event_waits_not_blocking"] = unmatched, loose
         waiting = np.zeros(n, dtype=bool)
         waiting[waits.dst // 2] = True
+        waiting[events.dst // 2] = True
         launch, latency, without = launch_edges(timeline, launch_of, waiting)
         extra_counts["device_ops_without_launch"] = without
         sets.append((EdgeKind.LAUNCH, launch))
         sets.append((EdgeKind.STREAM_WAIT, waits))
+        sets.append((EdgeKind.EVENT_WAIT, events))
         syncs, assumed_syncs, bad = host_sync_edges(table, timeline, launch_of, own)
         unresolved += bad
         sets.append((EdgeKind.HOST_SYNC, syncs))

@@ -177,6 +177,79 @@ def _extra_int(table: ActivityTable, column: str, rows: np.ndarray) -> np.ndarra
                     dtype=np.int64)
 
 
+BLOCKED_WAIT_NS = 1_000  # a wait task that held its stream longer than this waited for a record
+RELEASE_NS = 10_000  # a blocked wait ends at most this long after the record that released it
+
+
+def event_wait_edges(table: ActivityTable, timeline: Timeline) -> tuple[EdgeSet, int, int]:
+    """Stream waits recorded as device tasks that name no event (Ascend ``EVENT_WAIT`` and
+    ``EVENT_RECORD`` tasks): the work before a record on stream A -> the first op after a wait
+    on stream B.
+
+    A wait task that blocked (held its stream longer than :data:`BLOCKED_WAIT_NS`) ended when
+    the event it waited for was recorded, so it is matched with the record task on another
+    stream of its rank that ended last at or before the wait's end, no more than
+    :data:`RELEASE_NS` before it (in the shared Ascend traces 0.4 us before). A wait that did
+    not block constrained nothing in the trace and which record it waited for is not recorded:
+    it gets no edge. Returns the edges, the blocked waits with no such record, and the waits
+    that did not block. Kineto and Nsight waits, which name their record, are
+    :func:`stream_wait_edges`'s."""
+    types = table.extra.get("sync_type")
+    sync = np.flatnonzero(table.kind == KindCode.SYNC)
+    if types is None or "wait_on_event_corr" in table.extra or not len(sync):
+        return EdgeSet.of(_EMPTY, _EMPTY), 0, 0
+    text = [str(t).lower() for t in types[sync]]
+    waits = sync[np.array(["wait" in t for t in text], dtype=bool)]
+    records = sync[np.array(["record" in t for t in text], dtype=bool)]
+    blocked = waits[(table.end_ns[waits] - table.start_ns[waits]) > BLOCKED_WAIT_NS]
+    lanes = _StreamNodes(timeline)
+    src, dst, unmatched = [], [], 0
+    for w in blocked.tolist():
+        rank, stream, end = int(table.rank[w]), int(table.stream[w]), int(table.end_ns[w])
+        mine = records[(table.rank[records] == rank) & (table.stream[records] != stream)
+                       & (table.end_ns[records] <= end) & (table.end_ns[records] >= end - RELEASE_NS)]
+        if not len(mine):
+            unmatched += 1
+            continue
+        record = int(mine[np.argmax(table.end_ns[mine])])
+        awaited = lanes.last_ending_by(rank, int(table.stream[record]), int(table.start_ns[record]))
+        waiter = lanes.first_starting_from(rank, stream, end)
+        if awaited >= 0 and waiter >= 0:
+            src.append(2 * awaited + 1)
+            dst.append(2 * waiter)
+    return EdgeSet.of(src, dst), unmatched, len(waits) - len(blocked)
+
+
+class _StreamNodes:
+    """Device nodes of each ``(rank, stream)`` by their observed start and end."""
+
+    def __init__(self, timeline: Timeline):
+        device = np.flatnonzero(timeline.compute)
+        self.by_lane: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+        for lane in np.unique(timeline.lane[device]).tolist():
+            nodes = device[timeline.lane[device] == lane]
+            rank, _, stream = timeline.lane_keys[lane]
+            by_start, by_end = (nodes[np.argsort(v[nodes], kind="stable")]
+                                for v in (timeline.start_ns, timeline.end_ns))
+            self.by_lane[(rank, stream)] = (timeline.start_ns[by_start], by_start, timeline.end_ns[by_end], by_end)
+
+    def last_ending_by(self, rank: int, stream: int, t: int) -> int:
+        """The node of the stream that ended last at or before ``t`` (-1: none)."""
+        entry = self.by_lane.get((rank, stream))
+        if entry is None:
+            return -1
+        at = int(np.searchsorted(entry[2], t, side="right")) - 1
+        return int(entry[3][at]) if at >= 0 else -1
+
+    def first_starting_from(self, rank: int, stream: int, t: int) -> int:
+        """The node of the stream that started first at or after ``t`` (-1: none)."""
+        entry = self.by_lane.get((rank, stream))
+        if entry is None:
+            return -1
+        at = int(np.searchsorted(entry[0], t, side="left"))
+        return int(entry[1][at]) if at < len(entry[1]) else -1
+
+
 def stream_wait_edges(table: ActivityTable, timeline: Timeline, launch_of: np.ndarray):
     """Event record on stream A -> first op on stream B launched after B's wait on that event.
 
@@ -187,7 +260,7 @@ def stream_wait_edges(table: ActivityTable, timeline: Timeline, launch_of: np.nd
     """
     start, _ = _times(timeline)
     rows = _sync_rows(table, wait=True)
-    if not len(rows):
+    if not len(rows) or "wait_on_event_corr" not in table.extra:  # waits naming no record: event_wait_edges
         return EdgeSet.of(_EMPTY, _EMPTY), 0
     lookup = _runtime_index(table, timeline)
     lanes = _DeviceLanes(timeline, launch_of, start)

@@ -1,0 +1,84 @@
+"""Stream waits recorded as device tasks that name no event (Ascend EVENT_WAIT and EVENT_RECORD):
+a wait that blocked is matched with the record that ended just before it on another stream; a
+wait that did not block gets no edge (hand-built traces, times in us)."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.trace.builder import build_table
+from parity.trace.table import Kind
+from parity.trace.whatif import parse_scale, predict
+from parity.trace.whatif.graph import EdgeKind, build_graph
+from parity.trace.whatif.graph_edges import event_wait_edges
+from parity.trace.whatif.timeline import build_timeline
+
+US = 1_000
+HOST = {"kind": Kind.RUNTIME, "stream": 100}
+
+
+def _sync(name: str, stream: int, start_us: float, end_us: float, corr: int) -> dict:
+    return {"kind": Kind.SYNC, "device": 0, "stream": stream, "name": name, "sync_type": name,
+            "start_ns": int(start_us * US), "end_ns": int(end_us * US), "correlation": corr}
+
+
+def _compute_waits_for_a_collective():
+    """stream 2 (compute): a GEMM [0, 10), then an EVENT_WAIT [10, 60.4) that blocked until the
+    collective's record, then a copy [61, 71). stream 4 (communication): an all-reduce
+    [5, 60), its EVENT_RECORD [60, 60.01). A second EVENT_WAIT on stream 4 [2, 2.01) did not
+    block. Every op launched by the host at 0..1 us."""
+    return build_table([
+        dict(HOST, name="aclnnMatmul", start_ns=0, end_ns=100, correlation=1),
+        dict(HOST, name="hcom_allReduce_", start_ns=200, end_ns=300, correlation=2),
+        dict(HOST, name="aclnnInplaceCopy", start_ns=400, end_ns=500, correlation=3),
+        {"stream": 2, "name": "MatMul", "start_ns": 0, "end_ns": 10 * US, "correlation": 1},
+        {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 5 * US, "end_ns": 60 * US, "correlation": 2},
+        {"stream": 2, "name": "aclnnInplaceCopy_TensorMove", "start_ns": 61 * US, "end_ns": 71 * US, "correlation": 3},
+        _sync("EVENT_RECORD", 4, 60, 60.01, 4),
+        _sync("EVENT_WAIT", 2, 10, 60.4, 5),
+        _sync("EVENT_WAIT", 4, 2, 2.01, 6),
+    ])
+
+
+def test_a_blocked_wait_is_matched_with_the_record_that_released_it() -> None:
+    table = _compute_waits_for_a_collective()
+    timeline = build_timeline(table, None)
+    edges, unmatched, loose = event_wait_edges(table, timeline)
+    assert (unmatched, loose) == (0, 1)  # the wait on stream 4 did not block: no edge
+    names = [str(timeline.name[p // 2]) for p in (*edges.src, *edges.dst)]
+    assert names == ["hcom_allReduce__1_1", "aclnnInplaceCopy_TensorMove"]
+    assert edges.src[0] % 2 == 1 and edges.dst[0] % 2 == 0  # the collective's end -> the copy's start
+    graph = build_graph(table, timeline)
+    assert graph.edge_counts["event_wait"] == 1 and graph.edge_counts["event_waits_not_blocking"] == 1
+    assert any("did not block and were given no edge" in a for a in graph.assumptions())
+
+
+def test_a_faster_collective_lets_the_waiting_stream_go_on_sooner() -> None:
+    # communication=2: the all-reduce ends at 32.5 instead of 60, so the copy (1 us after it, as
+    # observed) starts 27.5 us sooner: the window [0, 71) becomes [0, 43.5). Without the edge the
+    # copy keeps its observed start and nothing is saved
+    p = predict(_compute_waits_for_a_collective(), [parse_scale("communication=2")], with_sensitivity=False)
+    assert p.replay.speedup == pytest.approx(71 / (71 - 27.5), rel=0.02)
+
+
+def test_a_blocked_wait_with_no_record_before_its_end_gets_no_edge() -> None:
+    table = build_table([
+        {"stream": 2, "name": "MatMul", "start_ns": 0, "end_ns": 10 * US},
+        {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 5 * US, "end_ns": 60 * US},
+        {"stream": 2, "name": "aclnnInplaceCopy_TensorMove", "start_ns": 61 * US, "end_ns": 71 * US},
+        _sync("EVENT_RECORD", 4, 30, 30.01, 4),  # 30 us before the wait ends: not what released it
+        _sync("EVENT_WAIT", 2, 10, 60.4, 5),
+    ])
+    edges, unmatched, loose = event_wait_edges(table, build_timeline(table, None))
+    assert (len(edges.src), unmatched, loose) == (0, 1, 0)
+
+
+def test_waits_that_name_their_record_are_left_to_the_kineto_rule() -> None:
+    table = build_table([
+        {"stream": 7, "name": "sgemm", "start_ns": 0, "end_ns": 10},
+        {"kind": Kind.SYNC, "device": 0, "stream": 8, "name": "Stream Wait Event", "start_ns": 8, "end_ns": 9000,
+         "correlation": 4, "sync_type": "Stream Wait Event", "wait_on_stream": 7, "wait_on_event_corr": 3},
+    ])
+    edges, unmatched, loose = event_wait_edges(table, build_timeline(table, None))
+    assert (len(edges.src), unmatched, loose) == (0, 0, 0)
+    assert EdgeKind.EVENT_WAIT.name == "EVENT_WAIT"
