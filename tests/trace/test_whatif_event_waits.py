@@ -1,6 +1,7 @@
-"""Stream waits recorded as device tasks that name no event (Ascend EVENT_WAIT and EVENT_RECORD):
-a wait that blocked is matched with the record that ended just before it on another stream; a
-wait that did not block gets no edge (hand-built traces, times in us)."""
+"""What-if edges of Ascend traces (hand-built, times in us unless said): stream waits recorded as
+device tasks that name no event (EVENT_WAIT, EVENT_RECORD), where a wait that blocked is matched
+with the record that ended just before it on another stream and one that did not block gets no
+edge; and a collective's row holding its tasks on its stream."""
 
 from __future__ import annotations
 
@@ -82,3 +83,30 @@ def test_waits_that_name_their_record_are_left_to_the_kineto_rule() -> None:
     edges, unmatched, loose = event_wait_edges(table, build_timeline(table, None))
     assert (len(edges.src), unmatched, loose) == (0, 0, 0)
     assert EdgeKind.EVENT_WAIT.name == "EVENT_WAIT"
+
+
+def test_a_collectives_tasks_follow_each_other_and_it_ends_with_the_last() -> None:
+    """stream 4: an all-reduce row [0, 100) holding its tasks: SDMA [10, 30), Notify Wait [30, 40),
+    SDMA [60, 100); then a kernel [100, 110). Each task follows the one before it inside the
+    all-reduce, and the all-reduce ends no earlier than its last task."""
+    table = build_table([
+        {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 0, "end_ns": 100},
+        {"stream": 4, "name": "SDMA", "start_ns": 10, "end_ns": 30},
+        {"stream": 4, "name": "Notify Wait", "start_ns": 30, "end_ns": 40},
+        {"stream": 4, "name": "SDMA", "start_ns": 60, "end_ns": 100},
+        {"stream": 4, "name": "vector_add", "start_ns": 100, "end_ns": 110},
+    ])
+    timeline = build_timeline(table, None)
+    graph = build_graph(table, timeline)
+    lane = graph.kind == EdgeKind.LANE
+    label = {i: f"{timeline.name[i]}@{timeline.start_ns[i]}" for i in range(len(timeline))}
+    edges = {(label[s // 2] + (".end" if s % 2 else ".start"), label[d // 2] + (".end" if d % 2 else ".start"))
+             for s, d in zip(graph.src[lane].tolist(), graph.dst[lane].tolist())}
+    assert ("hcom_allReduce__1_1@0.start", "SDMA@10.start") in edges  # the first task: tied to the start
+    assert ("SDMA@10.end", "Notify Wait@30.start") in edges and ("Notify Wait@30.end", "SDMA@60.start") in edges
+    assert {("SDMA@60.end", "hcom_allReduce__1_1@0.end"), ("Notify Wait@30.end", "hcom_allReduce__1_1@0.end")} <= edges
+    assert edges & {("hcom_allReduce__1_1@0.end", "vector_add@100.start"), ("SDMA@60.end", "vector_add@100.start")}
+    # communication=2: tasks 10, 5 and 20 ns long; the 20 ns gap before the last SDMA stays, so
+    # the kernel starts at 10 + 10 + 5 + 20 + 20 = 65 and the window [0, 110) becomes [0, 75)
+    p = predict(table, [parse_scale("communication=2")], with_sensitivity=False)
+    assert p.replay.speedup == pytest.approx(110 / 75)

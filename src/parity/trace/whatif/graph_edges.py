@@ -44,23 +44,72 @@ def lane_edges(timeline: Timeline) -> EdgeSet:
     The next node waits for the end of the node with the largest end so far on its lane (its
     running maximum), so a nested or overlapping pair does not let later work jump ahead. When
     the two overlap in observed time the edge ties the starts instead.
+
+    A container (a node holding the next node of its lane: an Ascend collective's row over its
+    tasks on its stream) is left out of that order: its tasks follow each other as any nodes
+    do, its start follows the lane's work before it and leads its first task, and it ends no
+    earlier than each task it holds. So a collective ends with its last task, rather than each
+    task keeping its offset from the collective's start.
     """
     n = len(timeline)
     if n < 2:
         return EdgeSet.of(_EMPTY, _EMPTY)
-    order = np.lexsort((timeline.end_ns, timeline.start_ns, timeline.lane))
+    holds = _containers(timeline)
+    src, dst = _running_order(timeline, np.flatnonzero(~holds))
+    parts_src, parts_dst = [src], [dst]
+    if holds.any():
+        into, lead = _running_order(timeline, np.arange(n), only_into=holds)  # work before each container
+        parts_src.append(into)
+        parts_dst.append(lead)
+        for c in np.flatnonzero(holds).tolist():
+            lane = timeline.lane == timeline.lane[c]
+            inner = np.flatnonzero(lane & ~holds & (timeline.start_ns >= timeline.start_ns[c])
+                                   & (timeline.end_ns <= timeline.end_ns[c]))
+            if len(inner):
+                first = inner[np.argmin(timeline.start_ns[inner])]
+                parts_src.append(np.r_[2 * c, 2 * inner + 1])
+                parts_dst.append(np.r_[2 * first, np.full(len(inner), 2 * c + 1)])
+    return EdgeSet.of(np.concatenate(parts_src), np.concatenate(parts_dst))
+
+
+def _containers(timeline: Timeline) -> np.ndarray:
+    """Nodes that hold the node after them on their lane (it starts in them, ends by their end
+    and is shorter)."""
+    order = np.lexsort((-timeline.end_ns, timeline.start_ns, timeline.lane))
+    start, end = timeline.start_ns[order], timeline.end_ns[order]
+    nxt = np.r_[order[1:], order[-1]]
+    same = np.r_[timeline.lane[order][1:] == timeline.lane[order][:-1], False]
+    held = same & (start <= timeline.start_ns[nxt]) & (timeline.start_ns[nxt] < end) \
+        & (timeline.end_ns[nxt] <= end) & ((timeline.end_ns[nxt] - timeline.start_ns[nxt]) < (end - start))
+    out = np.zeros(len(order), dtype=bool)
+    out[order[held]] = True
+    return out
+
+
+def _running_order(timeline: Timeline, nodes: np.ndarray, only_into: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Lane-order edges among ``nodes``: each waits for the end of the node with the largest end
+    so far on its lane (its start when they overlap). With ``only_into``, just the edges into
+    those nodes."""
+    if len(nodes) < 2:
+        return _EMPTY, _EMPTY
+    # at one start, a container before what it holds (it is led by nothing it holds)
+    ends = -timeline.end_ns[nodes] if only_into is not None else timeline.end_ns[nodes]
+    order = nodes[np.lexsort((ends, timeline.start_ns[nodes], timeline.lane[nodes]))]
     lane = timeline.lane[order].astype(np.int64)
     end = timeline.end_ns[order] - int(timeline.start_ns.min())
     span = int(end.max()) + 1
     key = end + lane * span
     running = np.maximum.accumulate(key)
-    owner = np.maximum.accumulate(np.where(key == running, np.arange(n), 0))
+    owner = np.maximum.accumulate(np.where(key == running, np.arange(len(order)), 0))
     same = lane[1:] == lane[:-1]
     prev = order[owner[:-1]][same]
     nxt = order[1:][same]
+    if only_into is not None:
+        keep = only_into[nxt]
+        prev, nxt = prev[keep], nxt[keep]
     overlap = timeline.end_ns[prev] > timeline.start_ns[nxt]
-    src = np.where(overlap, 2 * prev, 2 * prev + 1)
-    return EdgeSet.of(src, 2 * nxt)
+    return np.where(overlap, 2 * prev, 2 * prev + 1), 2 * nxt
 
 
 def _runtime_index(table: ActivityTable, timeline: Timeline):
