@@ -196,17 +196,24 @@ class _DeviceLanes:
 
     def last_before(self, rank: int, stream: int, t: float) -> int:
         entry = self.by_lane.get((rank, stream))
-        if entry is None:
-            return -1
-        at = int(np.searchsorted(entry[0], t, side="left")) - 1
-        return int(entry[1][at]) if at >= 0 else -1
+        return -1 if entry is None else _last(entry[0], entry[1], t, inclusive=False)
 
     def first_after(self, rank: int, stream: int, t: float) -> int:
         entry = self.by_lane.get((rank, stream))
-        if entry is None:
-            return -1
-        at = int(np.searchsorted(entry[0], t, side="right"))
-        return int(entry[1][at]) if at < len(entry[1]) else -1
+        return -1 if entry is None else _first(entry[0], entry[1], t, inclusive=False)
+
+
+def _last(times: np.ndarray, nodes: np.ndarray, t: float, *, inclusive: bool) -> int:
+    """The node of the latest time before ``t`` (at ``t`` too when ``inclusive``), -1: none;
+    ``times`` sorted, ``nodes`` in the same order."""
+    at = int(np.searchsorted(times, t, side="right" if inclusive else "left")) - 1
+    return int(nodes[at]) if at >= 0 else -1
+
+
+def _first(times: np.ndarray, nodes: np.ndarray, t: float, *, inclusive: bool) -> int:
+    """The node of the earliest time after ``t`` (at ``t`` too when ``inclusive``), -1: none."""
+    at = int(np.searchsorted(times, t, side="left" if inclusive else "right"))
+    return int(nodes[at]) if at < len(nodes) else -1
 
 
 def _sync_rows(table: ActivityTable, wait: bool) -> np.ndarray:
@@ -285,18 +292,12 @@ class _StreamNodes:
     def last_ending_by(self, rank: int, stream: int, t: int) -> int:
         """The node of the stream that ended last at or before ``t`` (-1: none)."""
         entry = self.by_lane.get((rank, stream))
-        if entry is None:
-            return -1
-        at = int(np.searchsorted(entry[2], t, side="right")) - 1
-        return int(entry[3][at]) if at >= 0 else -1
+        return -1 if entry is None else _last(entry[2], entry[3], t, inclusive=True)
 
     def first_starting_from(self, rank: int, stream: int, t: int) -> int:
         """The node of the stream that started first at or after ``t`` (-1: none)."""
         entry = self.by_lane.get((rank, stream))
-        if entry is None:
-            return -1
-        at = int(np.searchsorted(entry[0], t, side="left"))
-        return int(entry[1][at]) if at < len(entry[1]) else -1
+        return -1 if entry is None else _first(entry[0], entry[1], t, inclusive=True)
 
 
 def stream_wait_edges(table: ActivityTable, timeline: Timeline, launch_of: np.ndarray):
