@@ -5,6 +5,7 @@ edge; and a collective's row holding its tasks on its stream."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from parity.trace.builder import build_table
@@ -110,3 +111,27 @@ def test_a_collectives_tasks_follow_each_other_and_it_ends_with_the_last() -> No
     # the kernel starts at 10 + 10 + 5 + 20 + 20 = 65 and the window [0, 110) becomes [0, 75)
     p = predict(table, [parse_scale("communication=2")], with_sensitivity=False)
     assert p.replay.speedup == pytest.approx(110 / 75)
+
+
+def test_a_container_and_its_twin_of_the_same_span_replay_as_observed() -> None:
+    """A host API call and the launch node under it cover the same span (Ascend's
+    AscendCL@hcom_allReduce and Node@launch): the twin is not held by it, so no pair of tied
+    starts points both ways and nothing with k = 1 moves (it once moved 15.6 us earlier)."""
+    from parity.trace.whatif.replay import schedule
+
+    host = {"kind": Kind.RUNTIME, "stream": 100}
+    table = build_table([
+        dict(host, name="AscendCL@hcom_allReduce_", start_ns=1_000, end_ns=9_000, correlation=1),
+        dict(host, name="Node@launch", start_ns=1_000, end_ns=9_000),
+        dict(host, name="Hccl@Launch_Ffts", start_ns=6_000, end_ns=7_000),
+        {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 7_500, "end_ns": 20_000, "correlation": 1},
+        {"stream": 4, "name": "SDMA", "start_ns": 8_000, "end_ns": 20_000},
+    ])
+    timeline = build_timeline(table, None)
+    graph = build_graph(table, timeline)
+    position = np.empty(len(graph.order), dtype=np.int64)
+    position[graph.order] = np.arange(len(graph.order))
+    assert (position[graph.src] < position[graph.dst]).all()  # no two ties pointing both ways
+    start, end = schedule(graph, np.ones(len(timeline)))
+    assert start.tolist() == (timeline.start_ns - graph.origin_ns).astype(float).tolist()
+    assert end.tolist() == (timeline.end_ns - graph.origin_ns).astype(float).tolist()

@@ -61,10 +61,11 @@ def lane_edges(timeline: Timeline) -> EdgeSet:
         into, lead = _running_order(timeline, np.arange(n), only_into=holds)  # work before each container
         parts_src.append(into)
         parts_dst.append(lead)
+        length = timeline.end_ns - timeline.start_ns
         for c in np.flatnonzero(holds).tolist():
             lane = timeline.lane == timeline.lane[c]
             inner = np.flatnonzero(lane & ~holds & (timeline.start_ns >= timeline.start_ns[c])
-                                   & (timeline.end_ns <= timeline.end_ns[c]))
+                                   & (timeline.end_ns <= timeline.end_ns[c]) & (length < length[c]))
             if len(inner):
                 first = inner[np.argmin(timeline.start_ns[inner])]
                 parts_src.append(np.r_[2 * c, 2 * inner + 1])
