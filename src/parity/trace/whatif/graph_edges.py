@@ -62,10 +62,15 @@ def lane_edges(timeline: Timeline) -> EdgeSet:
         parts_src.append(into)
         parts_dst.append(lead)
         length = timeline.end_ns - timeline.start_ns
+        by_lane = np.lexsort((timeline.start_ns, timeline.lane))  # each lane's nodes by start
+        lanes, starts = timeline.lane[by_lane], timeline.start_ns[by_lane]
         for c in np.flatnonzero(holds).tolist():
-            lane = timeline.lane == timeline.lane[c]
-            inner = np.flatnonzero(lane & ~holds & (timeline.start_ns >= timeline.start_ns[c])
-                                   & (timeline.end_ns <= timeline.end_ns[c]) & (length < length[c]))
+            lo = np.searchsorted(lanes, timeline.lane[c], side="left")
+            hi = np.searchsorted(lanes, timeline.lane[c], side="right")
+            first_at = lo + np.searchsorted(starts[lo:hi], timeline.start_ns[c], side="left")
+            last_at = lo + np.searchsorted(starts[lo:hi], timeline.end_ns[c], side="right")
+            span = by_lane[first_at:last_at]  # nodes of the lane starting within the container
+            inner = np.sort(span[~holds[span] & (timeline.end_ns[span] <= timeline.end_ns[c]) & (length[span] < length[c])])
             if len(inner):
                 first = inner[np.argmin(timeline.start_ns[inner])]
                 parts_src.append(np.r_[2 * c, 2 * inner + 1])
@@ -182,15 +187,8 @@ class _DeviceLanes:
     """Device nodes of each ``(rank, stream)`` sorted by launch time, for "last launched before"."""
 
     def __init__(self, timeline: Timeline, launch_of: np.ndarray, start: np.ndarray):
-        device = np.flatnonzero(timeline.compute)
-        when = np.where(launch_of[device] >= 0, start[np.maximum(launch_of[device], 0)], start[device])
-        self.by_lane: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        keys = timeline.lane_keys
-        for lane in np.unique(timeline.lane[device]).tolist():
-            mine = timeline.lane[device] == lane
-            order = np.argsort(when[mine], kind="stable")
-            rank, _, stream = keys[lane]
-            self.by_lane[(rank, stream)] = (when[mine][order], device[mine][order])
+        when = np.where(launch_of >= 0, start[np.maximum(launch_of, 0)], start)
+        self.by_lane = _per_stream(timeline, when)
         self.ranks: dict[int, list[tuple[int, int]]] = {}
         for rank, stream in self.by_lane:
             self.ranks.setdefault(rank, []).append((rank, stream))
@@ -202,6 +200,19 @@ class _DeviceLanes:
     def first_after(self, rank: int, stream: int, t: float) -> int:
         entry = self.by_lane.get((rank, stream))
         return -1 if entry is None else _first(entry[0], entry[1], t, inclusive=False)
+
+
+def _per_stream(timeline: Timeline, when: np.ndarray) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    """Device nodes of each ``(rank, stream)`` sorted by ``when`` (a time per node):
+    ``(rank, stream) -> (sorted times, nodes in that order)``."""
+    device = np.flatnonzero(timeline.compute)
+    out = {}
+    for lane in np.unique(timeline.lane[device]).tolist():
+        nodes = device[timeline.lane[device] == lane]
+        nodes = nodes[np.argsort(when[nodes], kind="stable")]
+        rank, _, stream = timeline.lane_keys[lane]
+        out[(rank, stream)] = (when[nodes], nodes)
+    return out
 
 
 def _last(times: np.ndarray, nodes: np.ndarray, t: float, *, inclusive: bool) -> int:
@@ -251,15 +262,11 @@ def event_wait_edges(table: ActivityTable, timeline: Timeline) -> tuple[EdgeSet,
     it gets no edge. Returns the edges, the blocked waits with no such record, and the waits
     that did not block. Kineto and Nsight waits, which name their record, are
     :func:`stream_wait_edges`'s."""
-    types = table.extra.get("sync_type")
-    sync = np.flatnonzero(table.kind == KindCode.SYNC)
-    if types is None or "wait_on_event_corr" in table.extra or not len(sync):
+    if "wait_on_event_corr" in table.extra:
         return EdgeSet.of(_EMPTY, _EMPTY), 0, 0
-    text = [str(t).lower() for t in types[sync]]
-    waits = sync[np.array(["wait" in t for t in text], dtype=bool)]
-    records = sync[np.array(["record" in t for t in text], dtype=bool)]
+    waits, records = _sync_rows(table, wait=True), _sync_rows(table, wait=False)
     blocked = waits[(table.end_ns[waits] - table.start_ns[waits]) > BLOCKED_WAIT_NS]
-    lanes = _StreamNodes(timeline)
+    by_start, by_end = _per_stream(timeline, timeline.start_ns), _per_stream(timeline, timeline.end_ns)
     src, dst, unmatched = [], [], 0
     for w in blocked.tolist():
         rank, stream, end = int(table.rank[w]), int(table.stream[w]), int(table.end_ns[w])
@@ -269,36 +276,14 @@ def event_wait_edges(table: ActivityTable, timeline: Timeline) -> tuple[EdgeSet,
             unmatched += 1
             continue
         record = int(mine[np.argmax(table.end_ns[mine])])
-        awaited = lanes.last_ending_by(rank, int(table.stream[record]), int(table.start_ns[record]))
-        waiter = lanes.first_starting_from(rank, stream, end)
+        ended = by_end.get((rank, int(table.stream[record])))  # the record's stream: its work before it
+        after = by_start.get((rank, stream))  # the wait's stream: its work after it
+        awaited = -1 if ended is None else _last(*ended, int(table.start_ns[record]), inclusive=True)
+        waiter = -1 if after is None else _first(*after, end, inclusive=True)
         if awaited >= 0 and waiter >= 0:
             src.append(2 * awaited + 1)
             dst.append(2 * waiter)
     return EdgeSet.of(src, dst), unmatched, len(waits) - len(blocked)
-
-
-class _StreamNodes:
-    """Device nodes of each ``(rank, stream)`` by their observed start and end."""
-
-    def __init__(self, timeline: Timeline):
-        device = np.flatnonzero(timeline.compute)
-        self.by_lane: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
-        for lane in np.unique(timeline.lane[device]).tolist():
-            nodes = device[timeline.lane[device] == lane]
-            rank, _, stream = timeline.lane_keys[lane]
-            by_start, by_end = (nodes[np.argsort(v[nodes], kind="stable")]
-                                for v in (timeline.start_ns, timeline.end_ns))
-            self.by_lane[(rank, stream)] = (timeline.start_ns[by_start], by_start, timeline.end_ns[by_end], by_end)
-
-    def last_ending_by(self, rank: int, stream: int, t: int) -> int:
-        """The node of the stream that ended last at or before ``t`` (-1: none)."""
-        entry = self.by_lane.get((rank, stream))
-        return -1 if entry is None else _last(entry[2], entry[3], t, inclusive=True)
-
-    def first_starting_from(self, rank: int, stream: int, t: int) -> int:
-        """The node of the stream that started first at or after ``t`` (-1: none)."""
-        entry = self.by_lane.get((rank, stream))
-        return -1 if entry is None else _first(entry[0], entry[1], t, inclusive=True)
 
 
 def stream_wait_edges(table: ActivityTable, timeline: Timeline, launch_of: np.ndarray):
