@@ -242,14 +242,12 @@ class Store:
 
     def _run_row(self, run_id: str) -> tuple[Any, ...]:
         cols = "id, created_at, status, config, provenance, summary"
-        if run_id == "latest" or run_id.startswith("latest~"):
-            back = run_id.removeprefix("latest").removeprefix("~") or "0"
-            if not back.isdigit():
-                raise ParityError(f"bad run {run_id!r}; write latest~N with N a number, e.g. latest~1")
+        back = latest_back(run_id, "latest", what="run")
+        if back is not None:
             row = self._conn.execute(
-                f"SELECT {cols} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?", (int(back),)
+                f"SELECT {cols} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?", (back,)
             ).fetchone()
-            if row is None and back == "0":
+            if row is None and back == 0:
                 raise ParityError(f"no runs in {self.path} yet; start one with parity run")
             if row is None:
                 held = self._conn.execute("SELECT count(*) FROM runs").fetchone()[0]
@@ -379,3 +377,19 @@ class Store:
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` verdict (``ok`` when the file is sound)."""
         return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def latest_back(text: str, latest: str, *, what: str) -> int | None:
+    """How many back from the newest ``text`` names: 0 for ``latest``, N for ``latest~N``, None
+    when it is neither; a ParityError naming ``what`` for ``latest~`` without a number."""
+    if not is_latest(text, latest):
+        return None
+    back = text.removeprefix(latest).removeprefix("~") or "0"
+    if not back.isdigit():
+        raise ParityError(f"bad {what} {text!r}; write {latest}~N with N a number, e.g. {latest}~1")
+    return int(back)
+
+
+def is_latest(text: str, latest: str) -> bool:
+    """Whether ``text`` is ``latest`` (``latest``, ``fleet:latest``) or ``latest~N``."""
+    return text == latest or text.startswith(latest + "~")

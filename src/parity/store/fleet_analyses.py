@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.store.lookup import find_row, is_latest
-from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
+from parity.store.lookup import find_row
+from parity.store.database import Store, dump_json, is_latest, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "fleet-"
 LATEST = "fleet:latest"

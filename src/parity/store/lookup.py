@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.model.errors import ParityError
-from parity.store.database import Store
+from parity.store.database import Store, latest_back
 
 
 def find_row(store: Store, *, table: str, columns: str, wanted: str, latest: str, what: str,
@@ -15,13 +15,11 @@ def find_row(store: Store, *, table: str, columns: str, wanted: str, latest: str
     as runs' ``latest~1``); otherwise a :class:`ParityError` naming ``what`` (an unknown id, an
     ambiguous prefix, a ``latest~N`` past the oldest) or ``plural`` (none stored), ending with
     ``hint``."""
-    if is_latest(wanted, latest):
-        back = wanted.removeprefix(latest).removeprefix("~") or "0"
-        if not back.isdigit():
-            raise ParityError(f"bad {what} {wanted!r}; write {latest}~N with N a number, e.g. {latest}~1")
+    back = latest_back(wanted, latest, what=what)
+    if back is not None:
         rows = store.query(f"SELECT {columns} FROM {table} ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?",
-                           (int(back),))
-        if not rows and back == "0":
+                           (back,))
+        if not rows and back == 0:
             raise ParityError(f"no {plural} in {store.path} yet; {hint}")
         if not rows:
             held = store.query(f"SELECT count(*) FROM {table}")[0][0]
@@ -38,8 +36,3 @@ def find_row(store: Store, *, table: str, columns: str, wanted: str, latest: str
         raise ParityError(f"{what} id {wanted!r} is ambiguous ({', '.join(r[0] for r in rows[:5])}...); "
                           "give more of it")
     raise ParityError(f"no {what} {wanted!r} in {store.path}; {hint}")
-
-
-def is_latest(text: str, latest: str) -> bool:
-    """Whether ``text`` is ``latest`` (``fleet:latest``) or ``latest~N``."""
-    return text == latest or text.startswith(latest + "~")

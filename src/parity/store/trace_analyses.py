@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.store.lookup import find_row, is_latest
-from parity.store.database import Store, dump_json, load_json, now_utc, unused_run_id
+from parity.store.lookup import find_row
+from parity.store.database import Store, dump_json, is_latest, load_json, now_utc, unused_run_id
 
 ID_PREFIX = "trace-"
 _COLUMNS = "id, created_at, label, paths, sha256, format, window, options, analysis"
