@@ -107,10 +107,11 @@ def test_a_collectives_tasks_follow_each_other_and_it_ends_with_the_last() -> No
     assert ("SDMA@10.end", "Notify Wait@30.start") in edges and ("Notify Wait@30.end", "SDMA@60.start") in edges
     assert {("SDMA@60.end", "hcom_allReduce__1_1@0.end"), ("Notify Wait@30.end", "hcom_allReduce__1_1@0.end")} <= edges
     assert edges & {("hcom_allReduce__1_1@0.end", "vector_add@100.start"), ("SDMA@60.end", "vector_add@100.start")}
-    # communication=2: tasks 10, 5 and 20 ns long; the 20 ns gap before the last SDMA stays, so
-    # the kernel starts at 10 + 10 + 5 + 20 + 20 = 65 and the window [0, 110) becomes [0, 75)
+    # communication=2: the SDMAs take 10 and 20 ns, the Notify Wait (a wait for the peer, not
+    # scaled) its 10; the 20 ns gap before the last SDMA stays, so the kernel starts at
+    # 10 + 10 + 10 + 20 + 20 = 70 and the window [0, 110) becomes [0, 80)
     p = predict(table, [parse_scale("communication=2")], with_sensitivity=False)
-    assert p.replay.speedup == pytest.approx(110 / 75)
+    assert p.replay.speedup == pytest.approx(110 / 80)
 
 
 def test_a_container_and_its_twin_of_the_same_span_replay_as_observed() -> None:
@@ -135,3 +136,73 @@ def test_a_container_and_its_twin_of_the_same_span_replay_as_observed() -> None:
     start, end = schedule(graph, np.ones(len(timeline)))
     assert start.tolist() == (timeline.start_ns - graph.origin_ns).astype(float).tolist()
     assert end.tolist() == (timeline.end_ns - graph.origin_ns).astype(float).tolist()
+
+
+def test_a_notify_wait_is_a_wait_for_the_peer_unless_it_ends_an_rdma_transfer() -> None:
+    """HCCL's Notify Wait (by task type, else name; any spelling) waits for the peer and moves
+    no data; one whose two tasks before it on its stream are RDMASend, or whose four are
+    RDMASend, RDMASend, Notify Wait, RDMASend, completes an RDMA transfer (the vendor's own
+    split of wait and transit time), so only the first and last waits here are waits."""
+    from parity.trace.whatif.timeline import peer_waits
+
+    rows = [("Notify Wait", 0), ("RDMASend", 10), ("RDMASend", 20), ("Notify_Wait", 30), ("RDMASend", 40),
+            ("Notify Wait", 50), ("SDMA", 60), ("Notify_Wait", 70)]
+    table = build_table([{"stream": 4, "name": n, "start_ns": t, "end_ns": t + 5} for n, t in rows]
+                        + [{"stream": 5, "name": "RDMASend", "start_ns": 61, "end_ns": 62},
+                           {"stream": 5, "name": "RDMASend", "start_ns": 63, "end_ns": 64},
+                           {"stream": 4, "name": "kernel", "start_ns": 80, "end_ns": 90, "task_type": "Notify_Wait"}])
+    timeline = build_timeline(table, None)
+    waiting = dict(zip(zip(timeline.name.tolist(), timeline.start_ns.tolist()), timeline.waiting.tolist()))
+    assert [waiting[r] for r in rows] == [True, False, False, False, False, False, False, True]
+    assert waiting[("kernel", 80)]  # the task type decides over the name
+    rows_all = np.arange(len(table))
+    assert peer_waits(table, rows_all[:0], rows_all[:0], rows_all[:0]).tolist() == []
+
+
+def test_scaling_communication_leaves_a_wait_for_the_peer_and_counts_a_collective_through_its_tasks() -> None:
+    """stream 4: an all-reduce [0, 100) holding SDMA [10, 30), Notify Wait [30, 40), SDMA
+    [60, 100); a kernel [100, 110). communication=2 selects the all-reduce and the SDMAs, not
+    the wait; its time for the first order and the bounds is the SDMAs' (20 + 40 = 60 ns), not
+    the all-reduce's span (100): bounds 110 / (110 - 30) = 1.375 both, and the replay
+    (SDMAs halved, the wait and the 20 ns gap kept: the kernel ends at 80) lies on them."""
+    table = build_table([
+        {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 0, "end_ns": 100},
+        {"stream": 4, "name": "SDMA", "start_ns": 10, "end_ns": 30},
+        {"stream": 4, "name": "Notify Wait", "start_ns": 30, "end_ns": 40},
+        {"stream": 4, "name": "SDMA", "start_ns": 60, "end_ns": 100},
+        {"stream": 4, "name": "vector_add", "start_ns": 100, "end_ns": 110},
+    ])
+    timeline = build_timeline(table, None)
+    scale = parse_scale("communication=2")
+    names = lambda m: sorted(f"{timeline.name[i]}@{timeline.start_ns[i]}" for i in np.flatnonzero(m))  # noqa: E731
+    assert names(scale.mask(timeline)) == ["SDMA@10", "SDMA@60", "hcom_allReduce__1_1@0"]
+    assert names(scale.work(timeline)) == ["SDMA@10", "SDMA@60"]
+    p = predict(table, [scale], with_sensitivity=False)
+    assert p.bounds.union_ns["communication=2"] == 60 and p.bounds.exposed_ns["communication=2"] == 60
+    assert p.bounds.low == pytest.approx(110 / 80) and p.bounds.high == pytest.approx(110 / 80)
+    assert p.first_order.category_ns["communication=2"] == 60
+    assert p.replay.speedup == pytest.approx(110 / 80)
+    assert not [f for f in p.findings if f.severity == "invalid"]
+
+
+def test_a_task_started_beside_a_longer_one_follows_the_work_that_ended_before_it() -> None:
+    """One stream, several engines: SDMA P [0, 40), SDMA A [10, 45) on another engine, then a
+    Write Value X [42, 50) that starts after P ended while A still runs, and a kernel [50, 60).
+    X follows P's end (and keeps A's start before it): with communication=2, P ends at 20 and
+    X starts 2 ns later, at 22, instead of keeping its 32 ns offset from A's start."""
+    from parity.trace.whatif.replay import schedule
+    from parity.trace.whatif.selection import scale_factors
+
+    table = build_table([
+        {"stream": 4, "name": "SDMA", "start_ns": 0, "end_ns": 40},
+        {"stream": 4, "name": "SDMA", "start_ns": 10, "end_ns": 45},
+        {"stream": 4, "name": "Write Value", "start_ns": 42, "end_ns": 50},
+        {"stream": 4, "name": "vector_add", "start_ns": 50, "end_ns": 60},
+    ])
+    timeline = build_timeline(table, None)
+    graph = build_graph(table, timeline)
+    p, a, x = (int(np.flatnonzero(timeline.start_ns == t)[0]) for t in (0, 10, 42))
+    edges = set(zip(graph.src.tolist(), graph.dst.tolist()))
+    assert (2 * p + 1, 2 * x) in edges and (2 * a, 2 * x) in edges
+    start, _ = schedule(graph, scale_factors(timeline, [parse_scale("name:SDMA=2")]))
+    assert start[x] == 22

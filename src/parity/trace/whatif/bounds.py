@@ -2,7 +2,9 @@
 
 For each scaled selection ``c`` inside the window (all compute lanes together):
 
-- union time ``U_c = |C|``, where ``C`` is the union of ``c``'s intervals on every lane;
+- union time ``U_c = |C|``, where ``C`` is the union of ``c``'s intervals on every lane (a
+  container, a node holding others of its lane, counts through them; a wait for a peer rank
+  is not ``c``'s work: :meth:`Scale.work`);
 - exposed time ``E_c = |C \\ N| = |C ∪ N| - |N|``, where ``N`` is the union of all other compute
   work (every lane, every category but ``c``): the time ``c`` runs while nothing else does.
 
@@ -46,11 +48,15 @@ def _clipped(timeline: Timeline, mask: np.ndarray, window: Window) -> tuple[np.n
                           window.end_ns)
 
 
-def exposed_and_union_ns(timeline: Timeline, mask: np.ndarray, window: Window) -> tuple[int, int]:
-    """``(E_c, U_c)`` in ns for the selected compute nodes ``mask`` inside the window."""
+def exposed_and_union_ns(timeline: Timeline, mask: np.ndarray, window: Window,
+                         work: np.ndarray | None = None) -> tuple[int, int]:
+    """``(E_c, U_c)`` in ns for the selected compute nodes ``mask`` inside the window, their
+    time taken from ``work`` (the selected nodes that are not containers; default ``mask``).
+    Other work is every compute node not selected, waits for a peer included."""
     mask = mask & timeline.compute
     others = timeline.compute & ~mask
-    cs, ce = _clipped(timeline, mask, window)
+    work = mask if work is None else work & mask
+    cs, ce = _clipped(timeline, work, window)
     ns, ne = _clipped(timeline, others, window)
     union_c = union_length(cs, ce)
     busy_others = union_length(ns, ne)
@@ -63,7 +69,7 @@ def bounds(timeline: Timeline, window: Window, scales: list[Scale]) -> Bounds:
     exposed: dict[str, int] = {}
     union: dict[str, int] = {}
     for sc in scales:
-        exposed[sc.label], union[sc.label] = exposed_and_union_ns(timeline, sc.mask(timeline), window)
+        exposed[sc.label], union[sc.label] = exposed_and_union_ns(timeline, sc.mask(timeline), window, sc.work(timeline))
     low, high = speedup_bounds(
         float(window.length_ns), [(exposed[sc.label], union[sc.label], sc.k) for sc in scales]
     )

@@ -67,7 +67,7 @@ def first_order(timeline: Timeline, window: Window, scales: list[Scale]) -> Firs
     lane = critical_lane(timeline, window)
     busy = lane_busy_ns(timeline, window)
     steps = window.n_steps
-    per_scale = {sc.label: selection_time_ns(timeline, sc.mask(timeline), window, lane) for sc in scales}
+    per_scale = {sc.label: selection_time_ns(timeline, sc.work(timeline), window, lane) for sc in scales}
     step = window.length_ns / steps
     new = first_order_step_multi(step, [(per_scale[sc.label] / steps, sc.k) for sc in scales])
     return FirstOrder(step_ns=step, new_step_ns=new, speedup=speedup(step, new),

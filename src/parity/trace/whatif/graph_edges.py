@@ -54,11 +54,13 @@ def lane_edges(timeline: Timeline) -> EdgeSet:
     n = len(timeline)
     if n < 2:
         return EdgeSet.of(_EMPTY, _EMPTY)
-    holds = _containers(timeline)
+    holds = timeline.holds
     src, dst = _running_order(timeline, np.flatnonzero(~holds))
     parts_src, parts_dst = [src], [dst]
     if holds.any():
-        into, lead = _running_order(timeline, np.arange(n), only_into=holds)  # work before each container
+        # the work before each container: not a container around it, whose start would hold
+        # the container's offset in it fixed
+        into, lead = _running_order(timeline, np.arange(n), only_into=holds, owners=~holds)
         parts_src.append(into)
         parts_dst.append(lead)
         length = timeline.end_ns - timeline.start_ns
@@ -78,25 +80,12 @@ def lane_edges(timeline: Timeline) -> EdgeSet:
     return EdgeSet.of(np.concatenate(parts_src), np.concatenate(parts_dst))
 
 
-def _containers(timeline: Timeline) -> np.ndarray:
-    """Nodes that hold the node after them on their lane (it starts in them, ends by their end
-    and is shorter)."""
-    order = np.lexsort((-timeline.end_ns, timeline.start_ns, timeline.lane))
-    start, end = timeline.start_ns[order], timeline.end_ns[order]
-    nxt = np.r_[order[1:], order[-1]]
-    same = np.r_[timeline.lane[order][1:] == timeline.lane[order][:-1], False]
-    held = same & (start <= timeline.start_ns[nxt]) & (timeline.start_ns[nxt] < end) \
-        & (timeline.end_ns[nxt] <= end) & ((timeline.end_ns[nxt] - timeline.start_ns[nxt]) < (end - start))
-    out = np.zeros(len(order), dtype=bool)
-    out[order[held]] = True
-    return out
-
-
-def _running_order(timeline: Timeline, nodes: np.ndarray, only_into: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def _running_order(timeline: Timeline, nodes: np.ndarray, only_into: np.ndarray | None = None,
+                   owners: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Lane-order edges among ``nodes``: each waits for the end of the node with the largest end
     so far on its lane (its start when they overlap). With ``only_into``, just the edges into
-    those nodes."""
+    those nodes; with ``owners``, only those nodes lead others (any node leads while nothing
+    of ``owners`` has come before it on its lane)."""
     if len(nodes) < 2:
         return _EMPTY, _EMPTY
     # at one start, a container before what it holds (it is led by nothing it holds)
@@ -104,8 +93,10 @@ def _running_order(timeline: Timeline, nodes: np.ndarray, only_into: np.ndarray 
     order = nodes[np.lexsort((ends, timeline.start_ns[nodes], timeline.lane[nodes]))]
     lane = timeline.lane[order].astype(np.int64)
     end = timeline.end_ns[order] - int(timeline.start_ns.min())
-    span = int(end.max()) + 1
+    span = int(end.max()) + 2
     key = end + lane * span
+    if owners is not None:  # below every owner's key of the lane, above the lane before
+        key = np.where(owners[order], key, lane * span - 1)
     running = np.maximum.accumulate(key)
     owner = np.maximum.accumulate(np.where(key == running, np.arange(len(order)), 0))
     same = lane[1:] == lane[:-1]
@@ -115,7 +106,29 @@ def _running_order(timeline: Timeline, nodes: np.ndarray, only_into: np.ndarray 
         keep = only_into[nxt]
         prev, nxt = prev[keep], nxt[keep]
     overlap = timeline.end_ns[prev] > timeline.start_ns[nxt]
-    return np.where(overlap, 2 * prev, 2 * prev + 1), 2 * nxt
+    src, dst = np.where(overlap, 2 * prev, 2 * prev + 1), 2 * nxt
+    if overlap.any():  # a lane of several engines: also the latest work that ended before it
+        done, late = _ended_before(timeline, order, key if owners is None else np.where(owners[order], key, -1),
+                                   lane, span, nxt[overlap])
+        src, dst = np.r_[src, 2 * done + 1], np.r_[dst, 2 * late]
+    return src, dst
+
+
+def _ended_before(timeline: Timeline, order: np.ndarray, key: np.ndarray, lane: np.ndarray, span: int,
+                  nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``nodes`` (started while earlier work of its lane still ran: a stream whose
+    tasks run on several engines at once), the node of its lane that ended last at or before
+    its start, if any: ``(that node, the node)``. ``order``/``key``/``lane``: the lane order of
+    :func:`_running_order` (a key below the lane's range: not a leader)."""
+    origin = int(timeline.start_ns.min())
+    leads = key >= lane * span
+    by_end = np.argsort(key[leads], kind="stable")
+    ends, who = key[leads][by_end], order[leads][by_end]
+    target = timeline.lane[nodes].astype(np.int64) * span + (timeline.start_ns[nodes] - origin)
+    at = np.searchsorted(ends, target, side="right") - 1
+    ok = at >= 0
+    ok[ok] = (ends[at[ok]] // span) == timeline.lane[nodes[ok]]
+    return who[at[ok]], nodes[ok]
 
 
 def _runtime_index(table: ActivityTable, timeline: Timeline):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -49,7 +50,8 @@ class Timeline:
     ``start_ns``/``end_ns`` int64 observed times; ``lane`` indexes ``lane_keys`` (``(rank,
     device, stream_or_tid)``); ``compute`` marks work that can be scaled (device rows, host leaf
     segments in host mode); ``category`` is a label per node (``"host"`` for runtime calls);
-    ``row`` is the table row a node came from; ``names`` the node's name.
+    ``row`` is the table row a node came from; ``names`` the node's name; ``waiting`` marks
+    device tasks that only wait for a peer rank (:func:`peer_waits`: no scale shortens them).
     """
 
     mode: str
@@ -61,6 +63,11 @@ class Timeline:
     category: np.ndarray
     row: np.ndarray
     name: np.ndarray
+    waiting: np.ndarray = None  # type: ignore[assignment]  # None given: no node waits
+
+    def __post_init__(self) -> None:
+        if self.waiting is None:
+            object.__setattr__(self, "waiting", np.zeros(len(self.start_ns), dtype=bool))
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -68,6 +75,11 @@ class Timeline:
     @property
     def duration_ns(self) -> np.ndarray:
         return self.end_ns - self.start_ns
+
+    @cached_property
+    def holds(self) -> np.ndarray:
+        """Containers: nodes that hold the node after them on their lane (:func:`containers`)."""
+        return containers(self)
 
     def lane_label(self, lane: int) -> str:
         rank, device, stream = self.lane_keys[lane]
@@ -117,6 +129,53 @@ def _lanes(rank: np.ndarray, device: np.ndarray, stream: np.ndarray) -> tuple[np
     return lane, keys
 
 
+def containers(timeline: Timeline) -> np.ndarray:
+    """Nodes that hold the node after them on their lane (it starts in them, ends by their end
+    and is shorter): an Ascend collective's row over its tasks on its stream."""
+    order = np.lexsort((-timeline.end_ns, timeline.start_ns, timeline.lane))
+    start, end = timeline.start_ns[order], timeline.end_ns[order]
+    nxt = np.r_[order[1:], order[-1:]]
+    same = np.r_[timeline.lane[order][1:] == timeline.lane[order][:-1], False]
+    held = same & (start <= timeline.start_ns[nxt]) & (timeline.start_ns[nxt] < end) \
+        & (timeline.end_ns[nxt] <= end) & ((timeline.end_ns[nxt] - timeline.start_ns[nxt]) < (end - start))
+    out = np.zeros(len(order), dtype=bool)
+    out[order[held]] = True
+    return out
+
+
+def _task_word(text: object) -> str:
+    """A task type or name folded for matching: ``Notify_Wait``, ``Notify Wait`` -> ``notifywait``."""
+    return str(text).replace("_", "").replace(" ", "").lower()
+
+
+def peer_waits(table: ActivityTable, rows: np.ndarray, lane: np.ndarray, start_ns: np.ndarray) -> np.ndarray:
+    """Which of the device ``rows`` only wait for a peer rank: HCCL ``Notify Wait`` tasks (by
+    task type, else name), which move no data. A wait that completes an RDMA transfer is the
+    transfer's own time and does not count: one whose two tasks before it on its lane are
+    ``RDMASend``, or whose four are ``RDMASend, RDMASend, Notify Wait, RDMASend`` (RDMA's two
+    task patterns)."""
+    out = np.zeros(len(rows), dtype=bool)
+    if not len(rows):
+        return out
+    types = table.extra.get("task_type")
+    names = np.array(table.names, dtype=object) if table.names else np.empty(0, dtype=object)
+    label = names[table.name_id[rows]] if len(names) else np.full(len(rows), "", dtype=object)
+    if types is not None:
+        typed = types[rows]
+        label = np.where(np.array([t is not None and t == t for t in typed], dtype=bool), typed, label)
+    word = np.array([_task_word(x) for x in label], dtype=object)
+    wait = word == "notifywait"
+    if not wait.any():
+        return out
+    code = np.where(wait, "N", np.where(word == "rdmasend", "R", "O"))
+    order = np.lexsort((start_ns, lane))
+    seq, lanes = code[order], lane[order]
+    for i in np.flatnonzero(seq == "N").tolist():
+        before = "".join(seq[j] if lanes[j] == lanes[i] else "O" for j in range(max(0, i - 4), i)).rjust(4, "O")
+        out[order[i]] = not (before[2:] == "RR" or before == "RRNR")
+    return out
+
+
 def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:
     device_rows = np.flatnonzero(table.device_mask())
     runtime_rows = np.flatnonzero(table.kind == KindCode.RUNTIME)
@@ -125,12 +184,16 @@ def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:
     lane, keys = _lanes(table.rank[rows], np.where(np.isin(rows, device_rows), table.device[rows], -1),
                         table.stream[rows])
     names = np.array(table.names, dtype=object) if table.names else np.empty(0, dtype=object)
+    start_ns = table.start_ns[rows].astype(np.int64)
+    waiting = np.zeros(len(rows), dtype=bool)
+    waiting[:len(device_rows)] = peer_waits(table, device_rows, lane[:len(device_rows)], start_ns[:len(device_rows)])
     return Timeline(
         mode=DEVICE,
-        start_ns=table.start_ns[rows].astype(np.int64),
+        start_ns=start_ns,
         end_ns=table.end_ns[rows].astype(np.int64),
         lane=lane,
         lane_keys=keys,
+        waiting=waiting,
         compute=np.concatenate([np.ones(len(device_rows), bool), np.zeros(len(runtime_rows), bool)]),
         category=labels[rows],
         row=rows.astype(np.int64),
