@@ -163,3 +163,60 @@ def test_medians_over_the_compute_bound_intersection_hand_case(tmp_path: Path) -
     assert any(c.startswith("on these 2 compute-bound bf16 gemm shapes") and "32.5% on A" in c and "65.0% on B" in c
                for c in doc["claims"])
     assert doc["audit"] == []
+
+
+def _decode_case(tokens_per_s: float, *, declared: bool = True, key: str = "batch=4") -> CaseResult:
+    metrics = {"step_s": 4 / tokens_per_s, "tpot_s": 4 / tokens_per_s, "cards": 1, "tokens_per_s_per_card": tokens_per_s}
+    if declared:
+        metrics["headline_metric"] = "tokens_per_s_per_card"
+    return CaseResult(suite="decode", key=key, params={"config": "tiny", "batch": 4, "context": 1024, "cards": 1},
+                      check={"passed": True}, metrics=metrics)
+
+
+def _run_of(store: Store, cases: list[CaseResult]) -> str:
+    run = store.create_run(config={"device": "cpu", "suites": sorted({c.suite for c in cases})}, provenance={})
+    for case in cases:
+        store.add_case(run.run_id, case)
+    store.finish_run(run.run_id, status="complete", summary={"ok": True, "suites": {}})
+    return run.run_id
+
+
+def test_decode_cases_are_compared_by_tokens_per_second_per_card_and_a_case_without_a_figure_says_why(
+        tmp_path: Path) -> None:
+    """B decodes 1,000 tok/s per card where A does 800: ratio 1.25. A ceiling sentinel (no
+    headline: its rounds make P) and a case that failed in B get no ratio, each row says so,
+    and a note names them once per reason."""
+    sentinel = CaseResult(suite="gemm", key="ceiling/bf16/sentinel-1", check={"passed": True},
+                          params={"kind": "ceiling-sentinel", "dtype": "bf16"}, metrics={"median_flops": 1e12})
+    good = CaseResult(suite="membw", key="copy/1MiB", check={"passed": True}, params={"op": "copy"},
+                      samples={"main": Samples(values_s=(1e-3, 1e-3, 1e-3), method="host-clock")},
+                      metrics={"median_s": 1e-3, "bytes_per_s": 2e9})
+    failed = CaseResult(suite="membw", key="copy/1MiB", params={"op": "copy"}, error="out of memory\nat ...")
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _run_of(store, [_decode_case(800.0), sentinel, good])
+        b = _run_of(store, [_decode_case(1000.0), sentinel, failed])
+        doc = compare_runs(store, [a, b]).to_dict()
+    rows = {c["key"]: c for c in doc["cases"]}
+    assert rows["batch=4"]["ratio"] == pytest.approx(1.25) and rows["batch=4"]["unit"] == "tok/s"
+    assert rows["batch=4"]["comparable"] and rows["batch=4"]["reason"] == ""
+    assert not rows["ceiling/bf16/sentinel-1"]["comparable"] and "ceiling sentinel" in rows["ceiling/bf16/sentinel-1"]["reason"]
+    assert rows["copy/1MiB"]["ratio"] is None and f"in run {b} (failed: out of memory)" in rows["copy/1MiB"]["reason"]
+    assert any(n.startswith("1 case not compared (a ceiling sentinel") for n in doc["notes"])
+    assert any(n.startswith("1 case not compared (no bytes_per_s in run") for n in doc["notes"]), doc["notes"]
+
+
+def test_a_version_4_store_declares_its_decode_cases_headline(tmp_path: Path) -> None:
+    """Decode cases stored before schema 5 declared no headline, so compare gave them no
+    ratio; opening the store declares it (tokens/s per card) and leaves other cases alone."""
+    path = tmp_path / "v4.sqlite"
+    with Store.open(path) as store:
+        a = _run_of(store, [_decode_case(800.0, declared=False)])
+        b = _run_of(store, [_decode_case(1000.0, declared=False)])
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.cases(a)[0].metrics["headline_metric"] == "tokens_per_s_per_card"
+        doc = compare_runs(store, [a, b]).to_dict()
+    assert doc["cases"][0]["ratio"] == pytest.approx(1.25)

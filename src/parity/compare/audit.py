@@ -233,7 +233,8 @@ def _case_params(entries: list[AuditEntry], joined: list[JoinedCase]) -> None:
 
 
 def _conventions(entries: list[AuditEntry], joined: list[JoinedCase]) -> set[tuple[str, str]]:
-    """Byte conventions and timing methods of joined cases: refused where they differ."""
+    """Byte conventions and timing methods of joined cases: refused where they differ between
+    runs in which the case ran (a failed case has no figure, so no convention to mix)."""
     marked: set[tuple[str, str]] = set()
     for condition, read, matters in (
         ("byte conventions", byte_convention, "bytes counted another way give another GB/s for the same transfer"),
@@ -242,10 +243,11 @@ def _conventions(entries: list[AuditEntry], joined: list[JoinedCase]) -> set[tup
         per_run: list[set[str]] = [set() for _ in (joined[0].cases if joined else ())]
         for j in joined:
             values = [read(c) for c in j.cases]
-            if len(set(values)) > 1:
+            if len({v for v, c in zip(values, j.cases) if c.ok}) > 1:  # a failed case has no figure to mix
                 marked.add((j.suite, j.key))
-                for i, v in enumerate(values):
-                    per_run[i].add(str(v))
+                for i, (v, c) in enumerate(zip(values, j.cases)):
+                    if c.ok:
+                        per_run[i].add(str(v))
         if any(per_run):
             entries.append(AuditEntry(condition=condition, values=tuple(", ".join(sorted(s)) for s in per_run),
                                       matters=matters, refused=True))

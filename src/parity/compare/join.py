@@ -39,7 +39,7 @@ class Headline:
 # How a metric's name gives its unit (a name carries its unit when it is not SI), in the
 # order tried: (suffix or prefix, SI unit, scale from the stored value to SI).
 NAME_UNITS = (("gbps", "B/s", 1e9), ("bps", "B/s", 1.0), ("bytes_per_s", "B/s", 1.0), ("flops", "FLOP/s", 1.0),
-              ("flop_per_s", "FLOP/s", 1.0), ("tokens_per_s", "tok/s", 1.0), ("ns_", "s", 1e-9), ("_ns", "s", 1e-9),
+              ("flop_per_s", "FLOP/s", 1.0), ("tokens_per_s", "tok/s", 1.0), ("tokens_per_s_per_card", "tok/s", 1.0), ("ns_", "s", 1e-9), ("_ns", "s", 1e-9),
               ("us_", "s", 1e-6), ("_us", "s", 1e-6), ("ms_", "s", 1e-3), ("_ms", "s", 1e-3), ("_s", "s", 1.0))
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from parity.compare.audit import AuditEntry, audit_runs, run_mode
 from parity.compare.bootstrap import RatioDraws, case_interval, ci_kind, hierarchical_log_ratios, side_runs
-from parity.compare.join import JoinedCase, headline, headline_value, join_cases, main_times
+from parity.compare.join import Headline, JoinedCase, headline, headline_value, join_cases, main_times
 from parity.compare.ratio import speed_ratio
 from parity.compare.records import RatioRecord
 from parity.compare.sides import Side, describe_side, load_sides
@@ -125,10 +125,20 @@ def compare_runs(db: Store, sources: list[str], *, force: bool = False) -> Compa
         ratios += records
         claims += texts
     kinds = {ci_kind(len(sides[0].runs), len(s.runs)) for s in sides[1:]}
-    notes = [_ci_note(sides)] + within
+    notes = [_ci_note(sides)] + within + not_compared_notes(rows)
     return Comparison(runs=descs, cases=tuple(public_rows(rows)), summary=tuple(summary), audit=tuple(audit),
                       claims=tuple(claims), forced=bool(force and refused), notes=tuple(notes),
                       ratios=tuple(ratios), ci_kind=" / ".join(sorted(kinds)))
+
+
+def not_compared_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One note per reason a case got no ratio, naming its cases (the first three)."""
+    by_reason: dict[str, list[str]] = {}
+    for row in rows:
+        if row["reason"]:
+            by_reason.setdefault(row["reason"], []).append(f"{row['suite']} {row['key']}")
+    return [f"{len(keys)} case{'s' if len(keys) > 1 else ''} not compared ({reason}): {', '.join(keys[:3])}"
+            + (f" and {len(keys) - 3} more" if len(keys) > 3 else "") for reason, keys in by_reason.items()]
 
 
 def _ci_note(sides: list[Side]) -> str:
@@ -161,15 +171,34 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
     per_run = [headline_value(c, chosen) if chosen else None for c in j.cases]
     per_side = [per_run[start:start + len(s.runs)] for start, s in zip(starts, sides)]
     values = [_geometric_mean(v) for v in per_side]
+    reason = not_compared_reason(j, chosen, per_run, [r.run_id for side in sides for r in side.runs])
     return {"suite": j.suite, "key": j.key, "params": dict(j.cases[0].params), "values": values,
             "run_values": per_side, "unit": chosen.unit if chosen else None,
             "metric": chosen.metric if chosen else None,
             "higher_is_better": chosen.higher_is_better if chosen else None,
             "from_main_samples": bool(chosen and chosen.from_main_samples),
-            "ratio": None, "ratio_ci95": None, "ci_kind": None, "verdict": None, "comparable": True, "reason": "",
+            "ratio": None, "ratio_ci95": None, "ci_kind": None, "verdict": None, "comparable": not reason,
+            "reason": reason,
             "ratios": [None] * len(sides), "ratios_ci95": [None] * len(sides),
             "ok": [all(c.ok for c in j.cases[start:start + len(s.runs)]) for start, s in zip(starts, sides)],
             "marked": (j.suite, j.key) in marked, "_cases": j.cases}
+
+
+def not_compared_reason(j: JoinedCase, chosen: Headline | None, per_run: list[float | None],
+                        run_ids: list[str]) -> str:
+    """Why a joined case gets no ratio ('' when it gets one): no headline figure (a GEMM
+    ceiling's sentinels: their rounds make the ceiling ``P``, compared as the ceiling's own
+    case), or a run without a value (the case failed there)."""
+    if chosen is None:
+        if j.cases[0].params.get("kind") == "ceiling-sentinel":
+            return "a ceiling sentinel: its rounds make the ceiling P, compared as the ceiling's case"
+        return "no headline figure among its metrics"
+    missing = [i for i, v in enumerate(per_run) if v is None]
+    if missing:
+        error = next((j.cases[i].error for i in missing if j.cases[i].error), None)
+        why = f"failed: {error.splitlines()[0][:80]}" if error else "not ok, or no positive value"
+        return f"no {chosen.metric} in run {', '.join(run_ids[i] for i in missing)} ({why})"
+    return ""
 
 
 def _geometric_mean(values: list[float | None]) -> float | None:

@@ -50,7 +50,8 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
         cells = [case["suite"], case["key"], *(_value(v, case.get("unit")) for v in case["values"])]
         if traces:
             cells += [_share(s) for s in case.get("shares") or []]
-        cells += [_ratio(case.get("ratio"), case.get("ratio_ci95")), "MARKED" if case.get("marked") else ""]
+        cells += [_ratio(case.get("ratio"), case.get("ratio_ci95")),
+                  "MARKED" if case.get("marked") else "not compared" if case.get("comparable") is False else ""]
         rows.append(cells)
         marks.append(bool(case.get("marked")))
     return header, rows, marks

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures, with_case_findings
-from parity.store.headlines import declared_before
+from parity.store.headlines import declared_before, declared_decode
 from parity.store.rows import case_findings, dump_json
 
 
@@ -38,5 +38,15 @@ def figures_from_summaries(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
 
 
+def decode_headlines(conn: sqlite3.Connection) -> None:
+    """Schema 5: each offline decode case's headline, its tokens/s per card
+    (``parity.store.headlines.declared_decode``), which cases stored before did not declare."""
+    for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
+        metrics = _load(metrics_text)
+        added = declared_decode(metrics) if isinstance(metrics, dict) else {}
+        if added:
+            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
+
+
 # After the statements of MIGRATIONS[n] (version n to n + 1): the data step, if any.
-BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {3: figures_from_summaries}
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {3: figures_from_summaries, 4: decode_headlines}

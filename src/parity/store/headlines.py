@@ -10,6 +10,9 @@ ratio a CI); without a declaration compare takes the harness's canonical metrics
 exports of that time, declared nothing: until then compare chose the first metric of
 :data:`BEFORE_DECLARED` that the case held as a positive number. The migration to schema 4 and
 the import of an old export declare that choice where the canonical rule would not make it.
+Offline decode cases (``tokens_per_s_per_card``) declared nothing until schema 5, so compare
+gave them no ratio; the migration to schema 5 and the import of an export declare it for them
+(:func:`declared_decode`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,17 @@ BEFORE_DECLARED = (("achieved_flops", True), ("flop_per_s", True), ("ceiling_flo
 def positive(value: Any) -> TypeGuard[float]:
     """A number (not a bool) above zero."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+DECODE_HEADLINE = "tokens_per_s_per_card"  # offline decode, declared since schema 5
+
+
+def declared_decode(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The declaration an offline decode case stored before schema 5 lacks: its tokens/s per
+    card (derived from the step time, not from ``main`` samples); empty for any other case."""
+    if HEADLINE_METRIC in metrics or not positive(metrics.get(DECODE_HEADLINE)):
+        return {}
+    return {HEADLINE_METRIC: DECODE_HEADLINE}
 
 
 def declared_before(metrics: Mapping[str, Any]) -> dict[str, Any]:

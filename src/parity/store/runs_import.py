@@ -29,7 +29,7 @@ from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
 from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
 from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures, with_case_findings
-from parity.store.headlines import declared_before
+from parity.store.headlines import declared_before, declared_decode
 from parity.store.import_schema import check_document
 from parity.store.rows import INSERT_CASE, case_row, dump_json
 
@@ -113,7 +113,7 @@ def _legacy_figures(run: RunRecord, cases: list[CaseResult]) -> list[StoredFigur
 
 
 def _declare_headline(case: CaseResult) -> CaseResult:
-    added = declared_before(case.metrics)
+    added = declared_before(case.metrics) or declared_decode(case.metrics)
     return replace(case, metrics={**case.metrics, **added}) if added else case
 
 

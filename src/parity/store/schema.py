@@ -28,6 +28,8 @@ History:
     4: figures (id, run_id, suite, case_key, name, scope, value, unit, method, ci_low, ci_high,
        best, note, findings, created_at): every figure of a run's suites as a row
        (``parity.store.figures``); ``case_key`` is NULL for a figure over a suite's cases.
+    5: no new table: each offline decode case declares its headline, tokens/s per card
+       (``parity.store.backfill.decode_headlines``); stored before, compare gave them no ratio.
        Version 3 files get their runs' figures from the copies inside the run summaries, and
        their cases the headline compare chose for them then (``parity.store.headlines``).
 """
@@ -42,7 +44,7 @@ from parity.store.backfill import BACKFILLS
 # "PRTY" as a big-endian 32-bit integer: identifies a parity results file (``file`` shows it).
 APPLICATION_ID = 0x50525459
 
-STORE_VERSION = 4
+STORE_VERSION = 5
 
 _V1 = [
     """
@@ -143,7 +145,7 @@ _V4 = [
     "CREATE INDEX figures_by_run ON figures (run_id, suite, name)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
+MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: []}
 
 
 def read_header(conn: sqlite3.Connection) -> tuple[int, int, int]:

@@ -262,5 +262,6 @@ def batch_metrics(metrics: dict[str, Any], *, batch: int, options: EngineOptions
                            "call_output_method": CALL_OUTPUT_METHOD}
     if step > 0 and math.isfinite(step):
         tpot = offline_tpot_s(step, 1.0)
-        out.update(tpot_s=tpot, tokens_per_s_per_card=tokens_per_s_per_card(batch, tpot, options.cards))
+        out.update(tpot_s=tpot, tokens_per_s_per_card=tokens_per_s_per_card(batch, tpot, options.cards),
+                   headline_metric="tokens_per_s_per_card")  # compare's ratio, from the slope
     return out
