@@ -145,7 +145,7 @@ def test_stored_trace_analyses_keep_path_digest_and_compare(capsys, tmp_path: Pa
     status, _, err = parity(capsys, "compare", first["stored"]["id"], "trace:latest", "--json", str(js))
     assert status == 0, err
     doc = orjson.loads(js.read_bytes())
-    assert [r["label"] for r in doc["runs"]] == ["base", "test.json.gz"]
+    assert [r["label"] for r in doc["runs"]] == ["A: base", "B: test.json.gz"]
     assert [r["sha256"] for r in doc["runs"]] == [first["stored"]["sha256"], second["stored"]["sha256"]]
     assert doc["runs"][0]["paths"] == [str(a.resolve())]
     memory = next(c for c in doc["cases"] if c["key"] == "memory")
@@ -154,7 +154,7 @@ def test_stored_trace_analyses_keep_path_digest_and_compare(capsys, tmp_path: Pa
     assert any(e["condition"] == "window choice" for e in doc["audit"])
     status, _, err = parity(capsys, "compare", "trace:latest~1", "trace:latest", "--json", str(js))
     assert status == 0, err  # trace:latest~1, as runs' latest~1
-    assert [r["label"] for r in orjson.loads(js.read_bytes())["runs"]] == ["base", "test.json.gz"]
+    assert [r["label"] for r in orjson.loads(js.read_bytes())["runs"]] == ["A: base", "B: test.json.gz"]
 
 
 def test_runs_import_cli_round_trip_and_one_line_refusals(capsys, tmp_path: Path, db_path: Path) -> None:
@@ -209,3 +209,19 @@ def test_report_compare_draws_the_comparison_of_two_stored_runs(tmp_path: Path) 
     with pytest.raises(SystemExit) as refused:
         main(["report", a, "--compare", "--db", str(db), "-o", str(out)])
     assert refused.value.code == 2
+
+
+def test_traces_of_one_name_are_told_apart_by_their_folders() -> None:
+    """Two ranks' folders share a name (rank0_ascend_pt in db/level0 and text/level0): each
+    label grows its parent folders until they differ; every label gets its letter."""
+    from parity.compare.traces import TraceInput, side_labels
+
+    def of(path: str) -> TraceInput:
+        return TraceInput(label=path.rsplit("/", 1)[1], analysis={}, paths=(path,))
+
+    inputs = [of("/t/ascend/db/level0/rank0_ascend_pt"), of("/t/ascend/text/level0/rank0_ascend_pt"),
+              of("/t/kineto/rank0.json.gz")]
+    assert side_labels(inputs) == ["A: db/level0/rank0_ascend_pt", "B: text/level0/rank0_ascend_pt",
+                                   "C: rank0.json.gz"]
+    stored = [TraceInput(label="base", analysis={}), TraceInput(label="base", analysis={})]  # no path to grow
+    assert side_labels(stored) == ["A: base", "B: base"]

@@ -19,8 +19,10 @@ compared by category only, with the caveat stated.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, ClassVar
 
 import msgspec
@@ -103,8 +105,23 @@ def _rank_of(item: TraceInput) -> dict[str, Any]:
     raise ParityError(f"trace {item.label!r} has no rank {item.rank}; it has {[r.get('rank') for r in ranks]}")
 
 
-def _describe(item: TraceInput, rank: dict[str, Any]) -> dict[str, Any]:
-    return {"id": item.analysis_id, "label": item.label, "source": item.analysis.get("source"),
+def side_labels(analyses: Sequence[TraceInput]) -> list[str]:
+    """Each input's label as the comparison shows it: a letter, then its name (``A:
+    rank0_ascend_pt``); names that repeat (two ranks' folders of one name) grow their path's
+    parent folders until they differ (``A: db/level0/rank0_ascend_pt``)."""
+    names = [item.label for item in analyses]
+    parts = [PurePath(item.paths[0]).parts if len(item.paths) == 1 else () for item in analyses]
+    depth = 1
+    while len(set(names)) < len(names) and depth < max(len(p) for p in parts):
+        depth += 1
+        repeated = {n for n in names if names.count(n) > 1}
+        names = ["/".join(p[-depth:]) if n in repeated and len(p) >= depth else n for n, p in zip(names, parts)]
+    letters = string.ascii_uppercase
+    return [f"{letters[i % 26]}: {name}" for i, name in enumerate(names)]
+
+
+def _describe(item: TraceInput, rank: dict[str, Any], label: str) -> dict[str, Any]:
+    return {"id": item.analysis_id, "label": label, "source": item.analysis.get("source"),
             "format": item.analysis.get("format"), "family": family(item.analysis.get("format")),
             "rules": item.analysis.get("rules"), "paths": list(item.paths),
             "sha256": item.sha256, "rank": rank.get("rank"), "window": rank.get("window"),
@@ -175,7 +192,7 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
         raise ParityError("compare needs at least two traces or stored trace analyses")
     refuse_repeated(analyses)
     ranks = [_rank_of(a) for a in analyses]
-    runs = tuple(_describe(a, r) for a, r in zip(analyses, ranks))
+    runs = tuple(_describe(a, r, label) for a, r, label in zip(analyses, ranks, side_labels(analyses)))
     one_family = len({run["family"] for run in runs}) == 1
     rows = _category_rows(ranks)
     devices = [dict(r.get("device") or {}) for r in ranks]

@@ -39,8 +39,9 @@ def _share(value: Any) -> str:
 
 def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str], list[list[str]], list[bool]]:
     """Header, rows of text cells and which rows are marked, for both renderers."""
-    labels = [r["label"] for r in doc["runs"]]
     traces = doc["kind"] == "traces"
+    # a trace's label can be a path: its columns go by its letter, the lines above name it
+    labels = [r["label"].split(":", 1)[0] if traces else r["label"] for r in doc["runs"]]
     header = ["kind" if traces else "suite", "case", *labels]
     if traces:
         header += [f"share {label}" for label in labels]
