@@ -45,7 +45,7 @@ def _device_waits_on_host():
 @pytest.fixture
 def no_waits(monkeypatch):
     """The same trace as if no op had waited for work elsewhere: nothing explains the replay."""
-    monkeypatch.setattr(DependencyGraph, "waits", lambda self, start_ns, end_ns, scaled: Waits(ops=1, launch=0, elsewhere=0))
+    monkeypatch.setattr(DependencyGraph, "waits", lambda self, start_ns, end_ns, scaled, replayed=None: Waits(ops=1, launch=0, elsewhere=0))
 
 
 def test_the_graph_counts_the_op_that_waited_for_its_launch_after_the_scaled_work() -> None:
@@ -222,3 +222,49 @@ def test_after_scaled_work_is_per_lane_and_in_start_order() -> None:
     scaled = np.array([True, False, False, True, False, False, True])
     # lane 2: [1] then the scaled [5] then [9]; lane 1's scaled op is its last; lane 3 has one op
     assert _after_scaled(lane, start, scaled).tolist() == [False, False, False, False, True, False, False]
+
+
+def _backlogged_window():
+    """host: launches of W at 0, A at 1, B at 139. stream 7: warm-up GEMM W [0, 100), then, in
+    the window [100, 160): GEMM A [100, 140) (it waited behind W) and B [140, 160), launched at
+    139."""
+    host = {"kind": Kind.RUNTIME, "stream": 100}
+    return build_table([
+        dict(host, name="cudaLaunchKernel", start_ns=0, end_ns=1, correlation=1),
+        dict(host, name="cudaLaunchKernel", start_ns=1, end_ns=2, correlation=2),
+        dict(host, name="cudaLaunchKernel", start_ns=139, end_ns=140, correlation=3),
+        {"stream": 7, "name": MATRIX, "start_ns": 0, "end_ns": 100, "correlation": 1},
+        {"stream": 7, "name": MATRIX, "start_ns": 100, "end_ns": 140, "correlation": 2},
+        {"stream": 7, "name": VECTOR, "start_ns": 140, "end_ns": 160, "correlation": 3},
+    ])
+
+
+def test_work_before_the_window_runs_as_measured_so_the_window_never_grows() -> None:
+    """matrix=2 over [100, 160): scaling W too would start A at 50 while B still waits for its
+    launch at 139, a window of 110 ns for 60 measured (0.55x, slower when work gets faster).
+    Only the window's work is scaled: A [100, 120), B still behind its launch at 139: about
+    1.0x (60/59: the graph's launch latency), B having waited for its launch (a warning), and
+    never below 1 at any k."""
+    p = predict(_backlogged_window(), [parse_scale("matrix=2")], window=(100, 160))
+    assert 1.0 <= p.replay.speedup <= 60 / 59 + 1e-9
+    assert p.bounds.high == pytest.approx(60 / 40)
+    assert [f.code for f in p.findings if f.severity is Severity.INVALID] == []
+    assert "replay-waits-elsewhere" in [f.code for f in p.findings]
+    replays = [r["replay"] for r in p.sensitivity.to_dict()["rows"] if r["category"] == "matrix"]
+    assert all(r >= 1.0 - 1e-9 for r in replays) and replays == sorted(replays)
+
+
+def test_a_host_call_inside_a_device_window_does_not_end_it() -> None:
+    """A [100, 140) then B [140, 160), both launched early; a host poll [155, 165) that no edge
+    explains. The device window [100, 160) ends with the device: matrix=2 gives 60/40 = 1.5x
+    (with the poll as the window's last activity the end would stay at 165: 1.0x)."""
+    host = {"kind": Kind.RUNTIME, "stream": 100}
+    table = build_table([
+        dict(host, name="cudaLaunchKernel", start_ns=0, end_ns=1, correlation=2),
+        dict(host, name="cudaLaunchKernel", start_ns=1, end_ns=2, correlation=3),
+        dict(host, name="cudaStreamQuery", start_ns=155, end_ns=165),
+        {"stream": 7, "name": MATRIX, "start_ns": 100, "end_ns": 140, "correlation": 2},
+        {"stream": 7, "name": VECTOR, "start_ns": 140, "end_ns": 160, "correlation": 3},
+    ])
+    p = predict(table, [parse_scale("matrix=2")], window=(100, 160), with_sensitivity=False)
+    assert p.replay.speedup == pytest.approx(1.5)

@@ -183,13 +183,16 @@ class DependencyGraph:
         out.append("gaps no edge explains are kept as fixed delays (k = 1 reproduces the trace)")
         return out
 
-    def waits(self, start_ns: int, end_ns: int, scaled: np.ndarray) -> Waits:
+    def waits(self, start_ns: int, end_ns: int, scaled: np.ndarray,
+              replayed: tuple[np.ndarray, np.ndarray] | None = None) -> Waits:
         """Of the compute ops starting in ``[start_ns, end_ns)`` after scaled work (``scaled``, a
         node mask) on their own lane, those that waited for work elsewhere: their latest start
         constraint is their launch call on the host, or an edge from another stream, thread or
-        rank, not their lane's previous work. The scaled work before such an op finishing
-        sooner cannot start it sooner: the time saved turns into idle time there, which bounds
-        that hold idle gaps fixed do not see. Ties count as waits."""
+        rank, not their lane's previous work, as measured or, given ``replayed`` (the ``(start,
+        end)`` of a replay's schedule), in the replay (work made faster can leave an op waiting
+        for its launch that did not before). The scaled work before such an op finishing sooner
+        cannot start it sooner: the time saved turns into idle time there, which bounds that
+        hold idle gaps fixed do not see. Ties count as waits."""
         tl = self.timeline
         n = len(tl)
         if not n:
@@ -197,6 +200,10 @@ class DependencyGraph:
         inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns)
         after = inside & tl.compute & _after_scaled(tl.lane, tl.start_ns, inside & scaled)
         waited_launch, waited_other = self._waited()
+        if replayed is not None:
+            launch_then, other_then = self._waited_at(*replayed)
+            waited_launch = waited_launch | launch_then
+            waited_other = ~waited_launch & (waited_other | other_then)
         for_launch, for_other = after & waited_launch, after & waited_other
         return Waits(ops=int(after.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()))
 
@@ -206,21 +213,26 @@ class DependencyGraph:
         cached = self.cache.get("waited")
         if cached is None:
             tl = self.timeline
-            n = len(tl)
-            points = np.empty(2 * n, dtype=np.float64)
-            points[0::2], points[1::2] = tl.start_ns - self.origin_ns, tl.end_ns - self.origin_ns
-            into_start = self.dst % 2 == 0
-            lane = into_start & (self.kind == EdgeKind.LANE)
-            launch = into_start & (self.kind == EdgeKind.LAUNCH)
-            other = into_start & ~lane & ~launch
-            by_lane = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, lane)[0::2]
-            by_launch = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, launch)[0::2]
-            by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
-            latest = np.maximum(by_lane, np.maximum(by_launch, by_other)) - 1e-6  # ties count as waits
-            waited_launch = np.isfinite(by_launch) & (by_launch >= latest)
-            cached = (waited_launch, ~waited_launch & np.isfinite(by_other) & (by_other >= latest))
+            cached = self._waited_at((tl.start_ns - self.origin_ns).astype(np.float64),
+                                     (tl.end_ns - self.origin_ns).astype(np.float64))
             self.cache["waited"] = cached
         return cached
+
+    def _waited_at(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_waited` for a schedule's times (ns from ``origin_ns``)."""
+        n = len(self.timeline)
+        points = np.empty(2 * n, dtype=np.float64)
+        points[0::2], points[1::2] = start, end
+        into_start = self.dst % 2 == 0
+        lane = into_start & (self.kind == EdgeKind.LANE)
+        launch = into_start & (self.kind == EdgeKind.LAUNCH)
+        other = into_start & ~lane & ~launch
+        by_lane = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, lane)[0::2]
+        by_launch = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, launch)[0::2]
+        by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
+        latest = np.maximum(by_lane, np.maximum(by_launch, by_other)) - 1e-6  # ties count as waits
+        waited_launch = np.isfinite(by_launch) & (by_launch >= latest)
+        return waited_launch, ~waited_launch & np.isfinite(by_other) & (by_other >= latest)
 
     def to_dict(self) -> dict:
         return {"nodes": len(self.timeline), "edges": dict(self.edge_counts),

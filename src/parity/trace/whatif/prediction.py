@@ -111,7 +111,7 @@ def predict(
             notes += graph.assumptions()
     waits = None
     if rp is not None and graph is not None:
-        waits = graph.waits(win.start_ns, win.end_ns, scale_factors(timeline, scales) != 1)
+        waits = graph.waits(win.start_ns, win.end_ns, scale_factors(timeline, scales) != 1, replayed=rp.times)
     findings = _findings(fo, bd, rp, scales, waits=waits)
     sens = None
     if with_sensitivity:

@@ -13,13 +13,15 @@ builds the loop's plan, reused by later passes on the same graph).
 
 The step after scaling: with step markers, each step boundary moves with the first activity of
 the marker thread at or after it (or the last one before it, for the final boundary); without
-markers, the window moves with the first start and the last end of the activities in it.
+markers, the window moves with the first start and the last end of the work in it (device
+activities in device mode), and only work that starts inside the window is scaled
+(:func:`in_window`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,6 +40,7 @@ class Replay:
     speedup: float
     new_steps_ns: tuple[float, ...]
     reproduction_error: float  # |replayed with k = 1 - measured| / measured
+    times: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)  # (start, end)
 
     def to_dict(self) -> dict:
         return {"step_ns": self.step_ns, "new_step_ns": self.new_step_ns, "speedup": self.speedup,
@@ -113,7 +116,9 @@ def step_lengths(graph: DependencyGraph, window: Window, start: np.ndarray, end:
                 moved.append(_after_last(graph, lane, rel, obs_end, end))
         return np.diff(np.array(moved))
     lo, hi = float(window.start_ns - origin), float(window.end_ns - origin)
-    inside = (obs_start >= lo) & (obs_start < hi)
+    # the window is the work's (device time in device mode): a host call inside it (a polling
+    # loop whose gaps no edge explains) neither starts nor ends it
+    inside = (obs_start >= lo) & (obs_start < hi) & tl.compute
     if not inside.any():
         raise ParityError("no activity starts inside the window; choose a wider window")
     shift_lo = start[inside].min() - obs_start[inside].min()
@@ -146,11 +151,22 @@ def replay(graph: DependencyGraph, window: Window, factors: np.ndarray,
     if baseline is None:
         baseline = baseline_steps(graph, window)
     measured = window.length_ns / window.n_steps
-    new_steps = step_lengths(graph, window, *schedule(graph, factors))
+    times = schedule(graph, in_window(graph, window, factors))
+    new_steps = step_lengths(graph, window, *times)
     new = float(np.sum(new_steps)) / window.n_steps
     error = abs(float(np.sum(baseline)) / window.n_steps - measured) / measured
     return Replay(step_ns=measured, new_step_ns=new, speedup=speedup(measured, new),
-                  new_steps_ns=tuple(float(v) for v in new_steps), reproduction_error=error)
+                  new_steps_ns=tuple(float(v) for v in new_steps), reproduction_error=error, times=times)
+
+
+def in_window(graph: DependencyGraph, window: Window, factors: np.ndarray) -> np.ndarray:
+    """``factors`` for the work that starts inside the window, 1 for the rest: the what-if
+    makes the window's work faster, and work before it (a warm-up the window's first step
+    waited behind) runs as measured, so the window cannot start earlier than measured and grow
+    longer as its own work gets faster."""
+    tl = graph.timeline
+    inside = (tl.start_ns >= window.start_ns) & (tl.start_ns < window.end_ns)
+    return np.where(inside, factors, 1.0)
 
 
 def baseline_steps(graph: DependencyGraph, window: Window) -> np.ndarray:

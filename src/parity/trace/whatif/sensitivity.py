@@ -94,16 +94,17 @@ def sensitivity(
     base = baseline_steps(graph, window) if graph is not None else None
     rows: list[dict] = []
     total = len(cats) * len(factors)
-    waits_of: dict[str, Waits | None] = {}
+    waits_of: dict[tuple[str, float], Waits | None] = {}  # (category, k) -> waits, measured or in the replay
     for c in cats:
         scaled = Scale(selector=c, k=2.0).mask(timeline)  # the category's nodes, whatever k
-        waits = waits_of[c] = graph.waits(window.start_ns, window.end_ns, scaled) if graph else None
         for k in factors:
             scale = [Scale(selector=c, k=k)]
             fo = first_order(timeline, window, scale)
             bd = bounds(timeline, window, scale)
-            rp = (replay(graph, window, scale_factors(timeline, scale), baseline=base).speedup
-                  if graph is not None else None)
+            result = replay(graph, window, scale_factors(timeline, scale), baseline=base) if graph is not None else None
+            rp = result.speedup if result is not None else None
+            waits = waits_of[(c, k)] = (graph.waits(window.start_ns, window.end_ns, scaled, replayed=result.times)
+                                        if graph is not None and result is not None else None)
             found = replay_against_bounds(rp, bd.low, bd.high, waited=waits.waited if waits else 0,
                                           why=waits.text() if waits else "", what="replay speedup")
             rows.append({"category": c, "k": k, "first_order": fo.speedup, "low": bd.low,
@@ -113,7 +114,7 @@ def sensitivity(
                          "first_order_outside": not within_bounds(fo.speedup, bd.low, bd.high, AGREEMENT)})
             if progress:
                 progress("sensitivity", len(rows), total)
-    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), replay_waits_elsewhere(rows, c, waits_of[c]),
+    findings = [f for c in cats for f in (replay_outside_bounds(rows, c), replay_waits_elsewhere(rows, c, waits_of),
                                           first_order_outside_bounds(rows, c))
                 if f is not None]
     return Sensitivity(factors=tuple(factors), categories=tuple(cats), rows=tuple(rows), findings=tuple(findings))
@@ -159,14 +160,16 @@ def replay_outside_bounds(rows: list[dict], category: str) -> Finding | None:
                    "quote these points: quote the bounds")
 
 
-def replay_waits_elsewhere(rows: list[dict], category: str, waits: Waits | None) -> Finding | None:
+def replay_waits_elsewhere(rows: list[dict], category: str,
+                           waits_of: dict[tuple[str, float], Waits | None]) -> Finding | None:
     """One warning naming every ``k`` at which ``category``'s replay lies between 1 and its
     bounds because ops waited for work elsewhere (marked ``~`` in the terminal table), with
-    the farthest point; None when there is none."""
+    the farthest point and its waits; None when there is none."""
     bad = [r for r in rows if r["category"] == category and r.get("waits_elsewhere")]
     if not bad:
         return None
     worst = max(bad, key=lambda r: abs(r["low"] - r["replay"]) / r["low"])
+    waits = waits_of.get((category, worst["k"]))
     return Finding(code=REPLAY_WAITS_ELSEWHERE, severity=Severity.WARNING,
                    message=f"replay of {category} lies between 1 and its bounds at k = {_ks(bad)} (k = {_k(worst)}: "
                            "{}x, bounds [{}x, {}x]): ".format(*told_apart(worst["replay"], worst["low"], worst["high"]))
