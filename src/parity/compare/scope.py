@@ -22,7 +22,8 @@ from parity.store.figures import StoredFigure
 # plateau's extent, ``from_bytes``/``to_bytes``, is where that device's cache level was found: an
 # L2 against an L2 of another size, or the same L2 whose edge moved a step with the noise).
 FOUND_SCOPE = frozenset({"device", "shape", "best_shape", "timings", "points", "measured_in", "ceiling_from",
-                         "run", "runs", "case", "rounds", "samples", "raised_at_bytes", "from_bytes", "to_bytes"})
+                         "run", "runs", "case", "rounds", "samples", "raised_at_bytes", "from_bytes", "to_bytes",
+                         "tpot_ms"})  # a decode Pareto point's measured TPOT: its batch is the condition
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,8 @@ class Comparability:
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
     return "none" if value is None else str(value)
 
 

@@ -1,7 +1,8 @@
 """How a comparison words a ratio: what its CI allows a reader to claim, and with what scope.
 
 - A ratio whose CI holds 1 is "no difference measured", never a speed-up or a slow-down.
-- A ratio with no CI is stated as a value, "no CI".
+- A ratio with no CI is stated as a value, "no CI", saying that its noise is not measured (with
+  one run per side, a figure that is not a median of raw samples cannot show a difference).
 - Otherwise B ran ``r``x the speed of A, with the CI.
 
 Every claim names its cases (how many, which subset, which dtype), the runs per side and the
@@ -53,7 +54,8 @@ def claim(*, scope: str, pair: tuple[str, str], ratio: float, ci: tuple[float, f
     if ci is not None and holds_one(ci):
         text = f"on {scope}, {NO_DIFFERENCE} between {b} and {a}: {statistic}{value}, {over}"
     else:
-        no_ci = " (no CI)" if ci is None else ""
+        no_ci = (" (no CI: its run-to-run noise is not measured, so this shows no difference by itself; "
+                 "give several runs per side)") if ci is None and runs == (1, 1) else " (no CI)" if ci is None else ""
         text = f"on {scope}, {b} ran {statistic}{value} the speed of {a}{no_ci}, {over}"
     if ci is not None:
         text += " (between-run CI)" if kind == BETWEEN_RUN else f" ({WITHIN_CAVEAT})"

@@ -353,7 +353,10 @@ def comparison_warnings(doc: dict[str, Any], ci_kind: str) -> list[dict[str, Any
             out.append(_finding("audit", "warning", f"{a.get('condition')} differs: {values}"
                                 + (" (refused unless forced)" if a.get("refused") else "") + (f" ({why})" if why else "")))
     said: set[str] = set()
+    cases_said = " ".join(n for n in notes if " not compared (" in n)  # a run comparison groups its cases by reason
     for item in [*(doc.get("cases") or []), *(doc.get("summary") or []), *(doc.get("not_comparable") or [])]:
+        if "key" in item and item.get("reason") and f"not compared ({item['reason']})" in cases_said:
+            continue
         if isinstance(item, dict) and item.get("comparable") is False:
             what = item.get("name") or f"{item.get('suite')} {item.get('key')}"
             message = f"{what}: not comparable" + (f" ({item['reason']})" if item.get("reason") else "")
