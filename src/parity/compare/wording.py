@@ -54,7 +54,7 @@ def claim(*, scope: str, pair: tuple[str, str], ratio: float, ci: tuple[float, f
     if ci is not None and holds_one(ci):
         text = f"on {scope}, {NO_DIFFERENCE} between {b} and {a}: {statistic}{value}, {over}"
     else:
-        no_ci = (" (no CI: its run-to-run noise is not measured, so this shows no difference by itself; "
+        no_ci = (" (no CI: its run-to-run noise is not measured, so this alone does not establish a difference; "
                  "give several runs per side)") if ci is None and runs == (1, 1) else " (no CI)" if ci is None else ""
         text = f"on {scope}, {b} ran {statistic}{value} the speed of {a}{no_ci}, {over}"
     if ci is not None:
