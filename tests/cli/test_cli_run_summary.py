@@ -154,3 +154,21 @@ def test_a_case_key_that_looks_like_console_markup_is_printed_as_written() -> No
     console.print(case_table([case]))
     text = console.export_text()
     assert "plugin[red]" in text and "ops/[bold]fused[/bold]/n=4" in text
+
+
+def test_a_figure_tag_in_the_run_table_is_printed_as_written() -> None:
+    """The run table's headline is plain text: a tag that starts with a letter,
+    ``[dispatch+gemm]``, read as console markup, vanished from the terminal (a shape such as
+    ``[128x256x512]`` survived), leaving two figures of one name told apart by nothing."""
+    from parity.model.figure import Figure
+
+    figures = [Figure(name="overlap.exchange_slowdown", value=v, unit="count", method="m", scope={"case": c}).to_dict()
+               for c, v in (("dispatch+gemm", 1.22), ("dispatch+copy", 13.1))]
+    run = RunRecord(run_id="20261207-031213-59f0", created_at="2026-12-07T03:12:13Z", status="complete",
+                    config={"device": "cpu", "suites": ["overlap"]},
+                    summary={"suites": {"overlap": {"suite": "overlap", "figures": figures}}})
+    cases = [CaseResult(suite="overlap", key=k, metrics={}, check={"passed": True}) for k in ("dispatch+gemm", "dispatch+copy")]
+    console = Console(width=200, color_system=None, record=True)
+    console.print(render_run_summary(run, cases))
+    text = console.export_text()
+    assert "exchange_slowdown [dispatch+gemm] 1.22" in text and "exchange_slowdown [dispatch+copy] 13.1" in text

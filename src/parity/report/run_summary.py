@@ -238,13 +238,13 @@ def render_run_summary(run: RunRecord, cases: list[CaseResult]) -> RenderableTyp
     for row in suite_rows(run, cases):
         style = None if row.ok else "red"
         table.add_row(
-            row.suite,
+            Text(row.suite),
             str(row.cases),
             str(row.passed),
             str(row.failed),
             str(row.errors),
             str(row.warnings),
-            row.headline,
+            Text(row.headline),  # plain text: a tag such as "[dispatch+gemm]" is not markup
             style=style,
         )
     parts: list[RenderableType] = [table]
