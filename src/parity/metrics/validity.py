@@ -76,11 +76,17 @@ def overlap_outside_unit(overlap: float | None, ci95: tuple[float, float] | None
     in the message)."""
     if overlap is None or 0.0 <= overlap <= 1.0:
         return None
-    side = "above 1: more of the shorter work hidden than there was of it" if overlap > 1.0 else \
-        "below 0: both together took longer than one after the other"
-    return invalid(f"{what} {overlap:.1%}{_ci_text(ci95, '.1%')} is {side}",
-                   "the times alone and together were not measured under the same conditions "
-                   "(other load, too few iterations); run again with more iterations on a quiet machine")
+    if overlap > 1.0:
+        return invalid(f"{what} {overlap:.1%}{_ci_text(ci95, '.1%')} is above 1: more of the shorter work "
+                       "hidden than there was of it",
+                       "the times alone and together were not measured under the same conditions "
+                       "(other load, too few iterations); run again with more iterations on a quiet machine")
+    return invalid(f"{what} {overlap:.1%}{_ci_text(ci95, '.1%')} is below 0: both together took longer than one "
+                   "after the other",
+                   "the two works contend for the same cores, memory or links (see the slowdowns: on a CPU "
+                   "the exchange's threads and the compute share the cores), or the times alone and together "
+                   "were taken under different load; no overlap can be read from it: run again on a quiet "
+                   "machine, on a device whose exchange does not take the compute's cores")
 
 
 def faster_together(together_ci95: tuple[float, float] | None, alone_ci95: tuple[float, float] | None, *,
