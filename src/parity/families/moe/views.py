@@ -71,7 +71,8 @@ def moe_charts(runs: list[RunData]) -> list[Chart]:
     spec = vega_lite({"rates": points}, {
         "data": {"name": "rates"}, "mark": {"type": "bar"},
         "encoding": {"x": {"field": "case", "type": "nominal", "title": "exchange (preset/dtype/direction)",
-                           "sort": None, "axis": {"labelAngle": -30}},
+                           "sort": None,  # every bar named: preset, dtype and direction on lines of their own
+                           "axis": {"labelAngle": 0, "labelOverlap": False, "labelExpr": "split(datum.label, '/')"}},
                      "xOffset": {"field": "series", "type": "nominal", "sort": None},
                      "y": {"field": "bps", "type": "quantitative", "title": "rate (B/s)", "axis": {"format": "~s"}},
                      "color": series_color(title="convention"),
