@@ -20,7 +20,7 @@ from parity.trace.whatif.timeline import build_timeline
 
 MATRIX = "sgemm_128x64_nn"
 VECTOR = "vectorized_elementwise_kernel"
-WAITED = ("1 of 1 ops following the scaled work on their lanes waited for work elsewhere (1 for their launch on "
+WAITED = ("1 of 1 ops following the scaled work on their lanes or through its end waited for work elsewhere (1 for their launch on "
           "the host), so time saved before them turns into idle time; the replay follows those waits, the bounds "
           "hold idle gaps fixed")
 
@@ -63,7 +63,9 @@ def test_the_graph_counts_the_op_that_waited_for_its_launch_after_the_scaled_wor
 def test_waits_on_another_lane_than_the_scaled_work_explain_nothing() -> None:
     """stream 7: GEMM [0,40); stream 9: K [10,20) launched at 8, K' [30,50) launched at 28 (it
     waited for its launch, after K on its stream). Scaling the GEMM: nothing after it on stream
-    7, so no wait counts; scaling stream 9's vector work: K' waited, after K."""
+    7, so K' waiting for its launch counts for nothing; but nothing waits for the GEMM's end
+    before the window's work ends at 50 (it is unfollowed: what it saves is idle time). Scaling
+    stream 9's vector work: K' waited, after K."""
     host = {"kind": Kind.RUNTIME, "stream": 100}
     table = build_table([
         dict(host, name="cudaLaunchKernel", start_ns=0, end_ns=1, correlation=1),
@@ -75,7 +77,7 @@ def test_waits_on_another_lane_than_the_scaled_work_explain_nothing() -> None:
     ])
     timeline = build_timeline(table, None)
     graph = build_graph(table, timeline)
-    assert graph.waits(0, 50, parse_scale("matrix=2").mask(timeline)) == Waits(ops=0, launch=0, elsewhere=0)
+    assert graph.waits(0, 50, parse_scale("matrix=2").mask(timeline)) == Waits(ops=0, launch=0, elsewhere=0, unfollowed=1)
     assert graph.waits(0, 50, parse_scale("vector=2").mask(timeline)) == Waits(ops=1, launch=1, elsewhere=0)
 
 
@@ -88,7 +90,7 @@ def test_a_replay_the_host_holds_back_is_a_warning_that_names_the_waits() -> Non
     assert waits.severity is Severity.WARNING
     assert waits.message == f"replay speedup for matrix=2 1.000x lies between 1 and its bounds [1.323x, 1.323x]: {WAITED}"
     assert waits.to_dict() in p.to_dict()["findings"]
-    assert p.to_dict()["waits"] == {"ops": 1, "launch": 1, "elsewhere": 0}
+    assert p.to_dict()["waits"] == {"ops": 1, "launch": 1, "elsewhere": 0, "unfollowed": 0}
 
 
 def test_without_waits_a_replay_outside_its_bounds_is_invalid(no_waits) -> None:
@@ -268,3 +270,14 @@ def test_a_host_call_inside_a_device_window_does_not_end_it() -> None:
     ])
     p = predict(table, [parse_scale("matrix=2")], window=(100, 160), with_sensitivity=False)
     assert p.replay.speedup == pytest.approx(1.5)
+
+
+def test_the_waits_say_what_held_the_saving_back() -> None:
+    both = Waits(ops=3, launch=1, elsewhere=1, unfollowed=2)
+    assert both.waited == 4
+    assert both.text() == ("2 of 3 ops following the scaled work on their lanes or through its end waited for work "
+                           "elsewhere (1 for their launch on the host, 1 for another stream, thread or rank); 2 scaled "
+                           "ops ended with nothing later waiting for their end, so time saved before them turns into "
+                           "idle time; the replay follows those waits, the bounds hold idle gaps fixed")
+    assert Waits(ops=0, launch=0, elsewhere=0, unfollowed=1).text().startswith(
+        "1 scaled op ended with nothing later waiting for its end, so")

@@ -96,31 +96,40 @@ HOST_WALL_TIME = ("host ops are timed on the wall clock of their thread: time a 
 
 @dataclass(frozen=True, kw_only=True)
 class Waits:
-    """Of the ``ops`` compute ops starting in a window after scaled work on their own lane, how
-    many waited for work elsewhere rather than their lane's previous work: ``launch`` for their
-    launch call (the device waits on the host), ``elsewhere`` for another stream, thread or rank
+    """Of the ``ops`` compute ops starting in a window after scaled work on their own lane (or
+    on another lane, through an edge from its end), how many waited for work elsewhere rather
+    than that work: ``launch`` for their
+    launch call (the device waits on the host), ``elsewhere`` for another stream, thread or rank;
+    and ``unfollowed``: scaled ops that end before the window's work does with nothing waiting
+    for their end (no later op on their lane or elsewhere depends on it)
     (``DependencyGraph.waits``)."""
 
     ops: int
     launch: int
     elsewhere: int
+    unfollowed: int = 0
 
     @property
     def waited(self) -> int:
-        return self.launch + self.elsewhere
+        return self.launch + self.elsewhere + self.unfollowed
 
     def to_dict(self) -> dict:
-        return {"ops": self.ops, "launch": self.launch, "elsewhere": self.elsewhere}
+        return {"ops": self.ops, "launch": self.launch, "elsewhere": self.elsewhere, "unfollowed": self.unfollowed}
 
     def text(self, *, slower: bool = False) -> str:
         """Why a replay saves less (``slower``: loses less) than bounds that hold idle gaps fixed."""
         parts = [f"{self.launch} for their launch on the host" if self.launch else "",
                  f"{self.elsewhere} for another stream, thread or rank" if self.elsewhere else ""]
+        said = []
+        if self.launch or self.elsewhere:
+            said.append(f"{self.launch + self.elsewhere} of {self.ops} ops following the scaled work on their lanes "
+                        f"or through its end waited for work elsewhere ({', '.join(p for p in parts if p)})")
+        if self.unfollowed:
+            said.append(f"{self.unfollowed} scaled op{'s' if self.unfollowed > 1 else ''} ended with nothing later "
+                        "waiting for {}".format("their end" if self.unfollowed > 1 else "its end"))
         effect = ("time added before them fills idle time there" if slower
                   else "time saved before them turns into idle time")
-        return (f"{self.waited} of {self.ops} ops following the scaled work on their lanes waited for work elsewhere "
-                f"({', '.join(p for p in parts if p)}), so {effect}; the replay follows those waits, the bounds "
-                "hold idle gaps fixed")
+        return f"{'; '.join(said)}, so {effect}; the replay follows those waits, the bounds hold idle gaps fixed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,13 +208,24 @@ class DependencyGraph:
             return Waits(ops=0, launch=0, elsewhere=0)
         inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns)
         after = inside & tl.compute & _after_scaled(tl.lane, tl.start_ns, inside & scaled)
+        work = inside & tl.compute
+        last_end = tl.end_ns[work].max() if work.any() else end_ns
+        unfollowed = inside & scaled & tl.compute & (tl.end_ns < last_end) \
+            & ~np.isin(2 * np.arange(n) + 1, self.src)  # nothing depends on its end
+        # ops on other lanes that wait for the scaled work's end (an event, a collective's peer)
+        from_scaled = (self.src % 2 == 1) & (self.dst % 2 == 0) & np.isin(self.src // 2, np.flatnonzero(inside & scaled))
+        beside = np.zeros(n, dtype=bool)
+        beside[self.dst[from_scaled] // 2] = True
+        beside &= inside & tl.compute & ~after & ~scaled
         waited_launch, waited_other = self._waited()
         if replayed is not None:
             launch_then, other_then = self._waited_at(*replayed)
             waited_launch = waited_launch | launch_then
             waited_other = ~waited_launch & (waited_other | other_then)
-        for_launch, for_other = after & waited_launch, after & waited_other
-        return Waits(ops=int(after.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()))
+        # an op beside waits for the scaled work itself unless its launch came later
+        for_launch, for_other = (after | beside) & waited_launch, after & waited_other
+        return Waits(ops=int(after.sum() + beside.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()),
+                     unfollowed=int(unfollowed.sum()))
 
     def _waited(self) -> tuple[np.ndarray, np.ndarray]:
         """Per node, whether its observed start was bound by its launch, or else by an edge from

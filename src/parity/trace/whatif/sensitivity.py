@@ -4,8 +4,8 @@ For each category with compute time in the window and each ``k`` in :data:`FACTO
 (``1.25, 1.5, 2, 4, inf``): the first-order speedup, the bounds, and the replayed speedup when
 a dependency graph is given. One replay per (category, k) point. A replayed point outside its
 own bounds is marked (``invalid`` in its row) and carries an ``invalid`` finding, unless it lies
-between 1 and the bounds while ops following the scaled work on their lanes waited for work
-elsewhere: then it is marked ``waits_elsewhere`` with a warning
+between 1 and the bounds while ops following the scaled work waited for work elsewhere (or
+scaled ops ended with nothing waiting for them): then it is marked ``waits_elsewhere`` with a warning
 (``parity.metrics.validity.replay_against_bounds``: the bounds' fixed idle gaps do not hold
 there). A first-order point outside them by more than :data:`AGREEMENT` is marked
 (``first_order_outside``) with a warning: the scaled work runs off the busiest lane, where the
