@@ -15,7 +15,8 @@ from parity.report.whatif import render_prediction
 from parity.trace.builder import build_table
 from parity.trace.table import Kind
 from parity.trace.whatif import parse_scale, predict
-from parity.trace.whatif.graph import DependencyGraph, Waits, build_graph
+from parity.trace.whatif.graph import DependencyGraph, build_graph
+from parity.trace.whatif.waits import Waits
 from parity.trace.whatif.timeline import build_timeline
 
 MATRIX = "sgemm_128x64_nn"
@@ -217,7 +218,7 @@ def test_sensitivity_marks_a_first_order_outside_its_bounds() -> None:
 
 
 def test_after_scaled_work_is_per_lane_and_in_start_order() -> None:
-    from parity.trace.whatif.graph import _after_scaled
+    from parity.trace.whatif.waits import after_scaled as _after_scaled
 
     lane = np.array([2, 1, 2, 1, 2, 1, 3])
     start = np.array([5, 1, 1, 3, 9, 2, 0])

@@ -51,6 +51,7 @@ from parity.trace.whatif.host_edges import (
     wake_edges,
 )
 from parity.trace.whatif.timeline import Timeline
+from parity.trace.whatif.waits import Waits, graph_waits, incoming_max
 
 log = logging.getLogger(__name__)
 
@@ -92,44 +93,6 @@ HOST_WALL_TIME = ("host ops are timed on the wall clock of their thread: time a 
                   "preempted (other processes on its core) counts as its op's own work and "
                   "scales with it, and the preemption the faster step would meet is not in the "
                   "trace; profile on idle cores")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Waits:
-    """Of the ``ops`` compute ops starting in a window after scaled work on their own lane (or
-    on another lane, through an edge from its end), how many waited for work elsewhere rather
-    than that work: ``launch`` for their
-    launch call (the device waits on the host), ``elsewhere`` for another stream, thread or rank;
-    and ``unfollowed``: scaled ops that end before the window's work does with nothing waiting
-    for their end (no later op on their lane or elsewhere depends on it)
-    (``DependencyGraph.waits``)."""
-
-    ops: int
-    launch: int
-    elsewhere: int
-    unfollowed: int = 0
-
-    @property
-    def waited(self) -> int:
-        return self.launch + self.elsewhere + self.unfollowed
-
-    def to_dict(self) -> dict:
-        return {"ops": self.ops, "launch": self.launch, "elsewhere": self.elsewhere, "unfollowed": self.unfollowed}
-
-    def text(self, *, slower: bool = False) -> str:
-        """Why a replay saves less (``slower``: loses less) than bounds that hold idle gaps fixed."""
-        parts = [f"{self.launch} for their launch on the host" if self.launch else "",
-                 f"{self.elsewhere} for another stream, thread or rank" if self.elsewhere else ""]
-        said = []
-        if self.launch or self.elsewhere:
-            said.append(f"{self.launch + self.elsewhere} of {self.ops} ops following the scaled work on their lanes "
-                        f"or through its end waited for work elsewhere ({', '.join(p for p in parts if p)})")
-        if self.unfollowed:
-            said.append(f"{self.unfollowed} scaled op{'s' if self.unfollowed > 1 else ''} ended with nothing later "
-                        "waiting for {}".format("their end" if self.unfollowed > 1 else "its end"))
-        effect = ("time added before them fills idle time there" if slower
-                  else "time saved before them turns into idle time")
-        return f"{'; '.join(said)}, so {effect}; the replay follows those waits, the bounds hold idle gaps fixed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,65 +157,10 @@ class DependencyGraph:
 
     def waits(self, start_ns: int, end_ns: int, scaled: np.ndarray,
               replayed: tuple[np.ndarray, np.ndarray] | None = None) -> Waits:
-        """Of the compute ops starting in ``[start_ns, end_ns)`` after scaled work (``scaled``, a
-        node mask) on their own lane, those that waited for work elsewhere: their latest start
-        constraint is their launch call on the host, or an edge from another stream, thread or
-        rank, not their lane's previous work, as measured or, given ``replayed`` (the ``(start,
-        end)`` of a replay's schedule), in the replay (work made faster can leave an op waiting
-        for its launch that did not before). The scaled work before such an op finishing sooner
-        cannot start it sooner: the time saved turns into idle time there, which bounds that
-        hold idle gaps fixed do not see. Ties count as waits."""
-        tl = self.timeline
-        n = len(tl)
-        if not n:
-            return Waits(ops=0, launch=0, elsewhere=0)
-        inside = (tl.start_ns >= start_ns) & (tl.start_ns < end_ns)
-        after = inside & tl.compute & _after_scaled(tl.lane, tl.start_ns, inside & scaled)
-        work = inside & tl.compute
-        last_end = tl.end_ns[work].max() if work.any() else end_ns
-        unfollowed = inside & scaled & tl.compute & (tl.end_ns < last_end) \
-            & ~np.isin(2 * np.arange(n) + 1, self.src)  # nothing depends on its end
-        # ops on other lanes that wait for the scaled work's end (an event, a collective's peer)
-        from_scaled = (self.src % 2 == 1) & (self.dst % 2 == 0) & np.isin(self.src // 2, np.flatnonzero(inside & scaled))
-        beside = np.zeros(n, dtype=bool)
-        beside[self.dst[from_scaled] // 2] = True
-        beside &= inside & tl.compute & ~after & ~scaled
-        waited_launch, waited_other = self._waited()
-        if replayed is not None:
-            launch_then, other_then = self._waited_at(*replayed)
-            waited_launch = waited_launch | launch_then
-            waited_other = ~waited_launch & (waited_other | other_then)
-        # an op beside waits for the scaled work itself unless its launch came later
-        for_launch, for_other = (after | beside) & waited_launch, after & waited_other
-        return Waits(ops=int(after.sum() + beside.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()),
-                     unfollowed=int(unfollowed.sum()))
-
-    def _waited(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per node, whether its observed start was bound by its launch, or else by an edge from
-        another lane (not its lane's previous work); computed once per graph."""
-        cached = self.cache.get("waited")
-        if cached is None:
-            tl = self.timeline
-            cached = self._waited_at((tl.start_ns - self.origin_ns).astype(np.float64),
-                                     (tl.end_ns - self.origin_ns).astype(np.float64))
-            self.cache["waited"] = cached
-        return cached
-
-    def _waited_at(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_waited` for a schedule's times (ns from ``origin_ns``)."""
-        n = len(self.timeline)
-        points = np.empty(2 * n, dtype=np.float64)
-        points[0::2], points[1::2] = start, end
-        into_start = self.dst % 2 == 0
-        lane = into_start & (self.kind == EdgeKind.LANE)
-        launch = into_start & (self.kind == EdgeKind.LAUNCH)
-        other = into_start & ~lane & ~launch
-        by_lane = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, lane)[0::2]
-        by_launch = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, launch)[0::2]
-        by_other = _incoming_max(self.src, self.dst, self.lat, points, 2 * n, other)[0::2]
-        latest = np.maximum(by_lane, np.maximum(by_launch, by_other)) - 1e-6  # ties count as waits
-        waited_launch = np.isfinite(by_launch) & (by_launch >= latest)
-        return waited_launch, ~waited_launch & np.isfinite(by_other) & (by_other >= latest)
+        """What held the scaled work's saving back in ``[start_ns, end_ns)``
+        (:func:`parity.trace.whatif.waits.graph_waits`)."""
+        return graph_waits(self, start_ns, end_ns, scaled, lane_kind=EdgeKind.LANE, launch_kind=EdgeKind.LAUNCH,
+                           replayed=replayed)
 
     def to_dict(self) -> dict:
         return {"nodes": len(self.timeline), "edges": dict(self.edge_counts),
@@ -332,29 +240,10 @@ def _assemble(sets, points):
             counts, dropped)
 
 
-def _after_scaled(lane: np.ndarray, start: np.ndarray, scaled: np.ndarray) -> np.ndarray:
-    """Nodes that start after a ``scaled`` node of their own lane has started (lanes run one
-    thing at a time, so after it), in observed order."""
-    order = np.lexsort((start, lane))
-    lanes, flags = lane[order], scaled[order].astype(np.int64)
-    before = np.cumsum(flags) - flags  # scaled nodes earlier in the sorted order
-    first = np.r_[True, lanes[1:] != lanes[:-1]]
-    base = np.maximum.accumulate(np.where(first, before, 0))  # the count where this lane began
-    out = np.zeros(len(lane), dtype=bool)
-    out[order] = (before - base) > 0
-    return out
-
-
-def _incoming_max(src, dst, lat, points, n_points, mask):
-    best = np.full(n_points, -np.inf)
-    np.maximum.at(best, dst[mask], points[src[mask]] + lat[mask])
-    return best
-
-
 def _slack(src, dst, lat, points, n):
     """Observed start minus the latest start constraint (the start itself when there is none)."""
     into_start = dst % 2 == 0
-    best = _incoming_max(src, dst, lat, points, 2 * n, into_start)[0::2]
+    best = incoming_max(src, dst, lat, points, 2 * n, into_start)[0::2]
     starts = points[0::2]
     return np.where(np.isfinite(best), starts - best, starts)
 
@@ -362,7 +251,7 @@ def _slack(src, dst, lat, points, n):
 def _settle_own(src, dst, lat, points, own, n):
     """Own durations that reproduce every observed end: ``end = max(start + own, in-edges)``."""
     into_end = dst % 2 == 1
-    best = _incoming_max(src, dst, lat, points, 2 * n, into_end)[1::2]
+    best = incoming_max(src, dst, lat, points, 2 * n, into_end)[1::2]
     starts, ends = points[0::2], points[1::2]
     reproduced = np.maximum(starts + own, best)
     wrong = np.abs(reproduced - ends) > 1e-6

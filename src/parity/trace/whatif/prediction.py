@@ -23,7 +23,8 @@ from parity.trace.intervals import clip_intervals, union_length
 from parity.trace.table import ActivityTable, KindCode
 from parity.trace.whatif.bounds import Bounds, bounds
 from parity.trace.whatif.first_order import FirstOrder, first_order, lane_busy_ns
-from parity.trace.whatif.graph import Waits, build_graph
+from parity.trace.whatif.graph import build_graph
+from parity.trace.whatif.waits import Waits
 from parity.trace.whatif.replay import Replay, baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, choose_window, scale_factors
 from parity.trace.whatif.sensitivity import AGREEMENT, Sensitivity, sensitivity

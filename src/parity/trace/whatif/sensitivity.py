@@ -30,7 +30,8 @@ from parity.model.findings import Finding, Severity
 from parity.model.figure import told_apart
 from parity.trace.whatif.bounds import bounds
 from parity.trace.whatif.first_order import first_order
-from parity.trace.whatif.graph import DependencyGraph, Waits
+from parity.trace.whatif.graph import DependencyGraph
+from parity.trace.whatif.waits import Waits
 from parity.trace.whatif.replay import baseline_steps, replay
 from parity.trace.whatif.selection import Scale, Window, scale_factors
 from parity.trace.whatif.timeline import Timeline
