@@ -86,17 +86,23 @@ def test_waits_that_name_their_record_are_left_to_the_kineto_rule() -> None:
     assert EdgeKind.EVENT_WAIT.name == "EVENT_WAIT"
 
 
-def test_a_collectives_tasks_follow_each_other_and_it_ends_with_the_last() -> None:
-    """stream 4: an all-reduce row [0, 100) holding its tasks: SDMA [10, 30), Notify Wait [30, 40),
-    SDMA [60, 100); then a kernel [100, 110). Each task follows the one before it inside the
-    all-reduce, and the all-reduce ends no earlier than its last task."""
-    table = build_table([
+def _all_reduce_holding_its_tasks():
+    """stream 4: an all-reduce row [0, 100) holding SDMA [10, 30), Notify Wait [30, 40), SDMA
+    [60, 100); then a kernel [100, 110)."""
+    return build_table([
         {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 0, "end_ns": 100},
         {"stream": 4, "name": "SDMA", "start_ns": 10, "end_ns": 30},
         {"stream": 4, "name": "Notify Wait", "start_ns": 30, "end_ns": 40},
         {"stream": 4, "name": "SDMA", "start_ns": 60, "end_ns": 100},
         {"stream": 4, "name": "vector_add", "start_ns": 100, "end_ns": 110},
     ])
+
+
+def test_a_collectives_tasks_follow_each_other_and_it_ends_with_the_last() -> None:
+    """stream 4: an all-reduce row [0, 100) holding its tasks: SDMA [10, 30), Notify Wait [30, 40),
+    SDMA [60, 100); then a kernel [100, 110). Each task follows the one before it inside the
+    all-reduce, and the all-reduce ends no earlier than its last task."""
+    table = _all_reduce_holding_its_tasks()
     timeline = build_timeline(table, None)
     graph = build_graph(table, timeline)
     lane = graph.kind == EdgeKind.LANE
@@ -165,13 +171,7 @@ def test_scaling_communication_leaves_a_wait_for_the_peer_and_counts_a_collectiv
     the wait; its time for the first order and the bounds is the SDMAs' (20 + 40 = 60 ns), not
     the all-reduce's span (100): bounds 110 / (110 - 30) = 1.375 both, and the replay
     (SDMAs halved, the wait and the 20 ns gap kept: the kernel ends at 80) lies on them."""
-    table = build_table([
-        {"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 0, "end_ns": 100},
-        {"stream": 4, "name": "SDMA", "start_ns": 10, "end_ns": 30},
-        {"stream": 4, "name": "Notify Wait", "start_ns": 30, "end_ns": 40},
-        {"stream": 4, "name": "SDMA", "start_ns": 60, "end_ns": 100},
-        {"stream": 4, "name": "vector_add", "start_ns": 100, "end_ns": 110},
-    ])
+    table = _all_reduce_holding_its_tasks()
     timeline = build_timeline(table, None)
     scale = parse_scale("communication=2")
     names = lambda m: sorted(f"{timeline.name[i]}@{timeline.start_ns[i]}" for i in np.flatnonzero(m))  # noqa: E731
