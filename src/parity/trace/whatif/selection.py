@@ -40,14 +40,12 @@ class Scale:
     def mask(self, timeline: Timeline) -> np.ndarray:
         """Compute nodes this scale selects: never a wait for a peer (``timeline.waiting``),
         which no faster unit shortens."""
-        return self.hits(timeline) & timeline.compute & ~timeline.waiting
-
-    def hits(self, timeline: Timeline) -> np.ndarray:
-        """Nodes whose category (or name) the selector names, waits included."""
         if self.selector.startswith("name:"):
             regex = re.compile(self.selector[5:], re.IGNORECASE)
-            return np.array([regex.search(str(n)) is not None for n in timeline.name], dtype=bool)
-        return timeline.category == self.selector
+            hits = np.array([regex.search(str(n)) is not None for n in timeline.name], dtype=bool)
+        else:
+            hits = timeline.category == self.selector
+        return hits & timeline.compute & ~timeline.waiting
 
     def work(self, timeline: Timeline) -> np.ndarray:
         """The selected nodes whose time is the scaled work, for the first order and the bounds:

@@ -157,13 +157,15 @@ def peer_waits(table: ActivityTable, rows: np.ndarray, lane: np.ndarray, start_n
     out = np.zeros(len(rows), dtype=bool)
     if not len(rows):
         return out
+    # each distinct name folded once; a row's task type, where it has one, decides over its name
+    words = np.array([_task_word(n) for n in table.names] or [""], dtype=object)
+    word = words[table.name_id[rows]] if table.names else np.full(len(rows), "", dtype=object)
     types = table.extra.get("task_type")
-    names = np.array(table.names, dtype=object) if table.names else np.empty(0, dtype=object)
-    label = names[table.name_id[rows]] if len(names) else np.full(len(rows), "", dtype=object)
     if types is not None:
-        typed = types[rows]
-        label = np.where(np.array([t is not None and t == t for t in typed], dtype=bool), typed, label)
-    word = np.array([_task_word(x) for x in label], dtype=object)
+        folded: dict[object, str] = {}
+        for i, t in enumerate(types[rows].tolist()):
+            if isinstance(t, str):
+                word[i] = folded[t] if t in folded else folded.setdefault(t, _task_word(t))
     wait = word == "notifywait"
     if not wait.any():
         return out
