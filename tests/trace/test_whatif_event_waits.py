@@ -149,7 +149,7 @@ def test_a_notify_wait_is_a_wait_for_the_peer_unless_it_ends_an_rdma_transfer() 
     no data; one whose two tasks before it on its stream are RDMASend, or whose four are
     RDMASend, RDMASend, Notify Wait, RDMASend, completes an RDMA transfer (the vendor's own
     split of wait and transit time), so only the first and last waits here are waits."""
-    from parity.trace.whatif.timeline import peer_waits
+    from parity.trace.peer_waits import peer_wait_mask
 
     rows = [("Notify Wait", 0), ("RDMASend", 10), ("RDMASend", 20), ("Notify_Wait", 30), ("RDMASend", 40),
             ("Notify Wait", 50), ("SDMA", 60), ("Notify_Wait", 70)]
@@ -161,8 +161,7 @@ def test_a_notify_wait_is_a_wait_for_the_peer_unless_it_ends_an_rdma_transfer() 
     waiting = dict(zip(zip(timeline.name.tolist(), timeline.start_ns.tolist()), timeline.waiting.tolist()))
     assert [waiting[r] for r in rows] == [True, False, False, False, False, False, False, True]
     assert waiting[("kernel", 80)]  # the task type decides over the name
-    rows_all = np.arange(len(table))
-    assert peer_waits(table, rows_all[:0], rows_all[:0], rows_all[:0]).tolist() == []
+    assert peer_wait_mask(table).sum() == 3 and not peer_wait_mask(build_table([])).any()
 
 
 def test_scaling_communication_leaves_a_wait_for_the_peer_and_counts_a_collective_through_its_tasks() -> None:
@@ -206,3 +205,22 @@ def test_a_task_started_beside_a_longer_one_follows_the_work_that_ended_before_i
     assert (2 * p + 1, 2 * x) in edges and (2 * a, 2 * x) in edges
     start, _ = schedule(graph, scale_factors(timeline, [parse_scale("name:SDMA=2")]))
     assert start[x] == 22
+
+
+def test_the_analysis_says_how_much_of_the_communication_waits_for_a_peer() -> None:
+    """The all-reduce [0, 100) holding SDMA [10, 30), Notify Wait [30, 40), SDMA [60, 100) on
+    an Ascend rank: 10 ns of its 100 ns of communication wait for a peer. A trace of another
+    profiler records no such task: null, not 0."""
+    from parity.trace.analysis import analyze
+
+    table = _all_reduce_holding_its_tasks()
+    ascend = build_table([dict(r, task_type=t) for r, t in zip(
+        [{"stream": 4, "name": "hcom_allReduce__1_1", "start_ns": 0, "end_ns": 100},
+         {"stream": 4, "name": "SDMA", "start_ns": 10, "end_ns": 30},
+         {"stream": 4, "name": "Notify Wait", "start_ns": 30, "end_ns": 40},
+         {"stream": 4, "name": "SDMA", "start_ns": 60, "end_ns": 100},
+         {"stream": 4, "name": "aclnnAdd_AddAiCore_Add", "start_ns": 100, "end_ns": 110}],
+        ["HCCL", "SDMA", "Notify Wait", "SDMA", "AI_VECTOR_CORE"])], meta={"format": "ascend-text"})
+    comm = analyze(ascend).ranks[0].comm
+    assert comm.peer_wait_ns == 10 and comm.to_dict()["peer_wait_us"] == 0.01
+    assert analyze(table).ranks[0].comm.to_dict()["peer_wait_us"] is None

@@ -183,6 +183,10 @@ def _compute_communication_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[st
                    for c, b in zip(comm, busy)]
         rows.append(_row("compute-communication", name, entries, "time_us", "share_of_busy"))
     rows[2]["hidden_fraction"] = [c.get("hidden_fraction") for c in comm]  # overlap / communication
+    if any(c.get("peer_wait_us") for c in comm):  # Ascend: the part of communication spent waiting for a peer
+        entries = [{"time_us": c.get("peer_wait_us"), "share_of_busy": c["peer_wait_us"] / b
+                    if b and c.get("peer_wait_us") is not None else None} for c, b in zip(comm, busy)]
+        rows.append(_row("compute-communication", "waiting for a peer", entries, "time_us", "share_of_busy"))
     return rows
 
 

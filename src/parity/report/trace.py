@@ -71,6 +71,9 @@ def device_table(rank: RankAnalysis) -> Table:
     table.add_row("streams at once", hist or "-")
     table.add_row("compute / communication", f"{format_us(c.compute_ns / 1e3)} / {format_us(c.communication_ns / 1e3)}")
     table.add_row("overlap, exposed communication", f"{format_us(c.overlap_ns / 1e3)}, {format_us(c.exposed_communication_ns / 1e3)}")
+    if c.peer_wait_ns:
+        of = f"  {_pct(c.peer_wait_ns / c.communication_ns)} of it" if c.communication_ns else ""
+        table.add_row("communication waiting for a peer (Notify Wait)", f"{format_us(c.peer_wait_ns / 1e3)}{of}")
     return table
 
 

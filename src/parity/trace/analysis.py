@@ -34,6 +34,7 @@ from parity.trace.categories import (
 )
 from parity.trace.comm_matrix import communication_matrix
 from parity.trace.intervals import grouped_sets, grouped_union_lengths, union_length
+from parity.trace.peer_waits import peer_wait_mask
 from parity.trace.ranks import rank_spread
 from parity.trace.results import (
     CategoryStats,
@@ -180,18 +181,22 @@ def _overlaps(c: _Clipped, busy: np.ndarray, sets: list[tuple[np.ndarray, np.nda
             for x in range(len(top)) for y in range(x + 1, len(top))]
 
 
-def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray] | None = None) -> CommOverlap:
+def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray] | None = None,
+          waits: np.ndarray | None = None) -> CommOverlap:
     """Compute against communication in the window. ``sets`` (two masks over the table's rows:
     compute, communication) replaces "device rows neither communication nor memory" and
     "communication rows": on Ascend they are the profiler's Computing (operator tasks) and
     Communication (HCCL operators), so that exposed communication is the step table's
-    Communication(Not Overlapped)."""
+    Communication(Not Overlapped). ``waits`` (a mask over the table's rows,
+    :func:`parity.trace.peer_waits.peer_wait_mask`) gives the time spent waiting for a peer."""
     compute_rows, comm_rows = compute_comm_rows(cats, sets)
     compute_mask, comm_mask = compute_rows[c.rows], comm_rows[c.rows]
+    peer = waits[c.rows] if waits is not None else None
+    peer_wait = None if peer is None else union_length(c.start[peer], c.end[peer]) if peer.any() else 0
     if not comm_mask.any():  # no communication (one device, most traces): nothing to overlap
         compute = union_length(c.start[compute_mask], c.end[compute_mask])
         return CommOverlap(compute_ns=compute, communication_ns=0, overlap_ns=0,
-                           exposed_communication_ns=metrics.exposed_ns(0, 0))  # fmt: skip
+                           exposed_communication_ns=metrics.exposed_ns(0, 0), peer_wait_ns=peer_wait)  # fmt: skip
     keep = comm_mask | compute_mask
     # both sets from one grouped merge: compute rows are group 0, communication rows group 1
     (compute, comm), _ = grouped_sets(comm_mask[keep].astype(np.int64), c.start[keep], c.end[keep], 2)
@@ -202,6 +207,7 @@ def _comm(c: _Clipped, cats: Categorization, sets: tuple[np.ndarray, np.ndarray]
         communication_ns=int(both[1, 1]),
         overlap_ns=overlap,
         exposed_communication_ns=metrics.exposed_ns(int(both[1, 1]), overlap),
+        peer_wait_ns=peer_wait,
     )
 
 
@@ -264,7 +270,7 @@ def analyze_rank(table: ActivityTable, cats: Categorization, rank: int, *, windo
         device=device,
         categories=tuple(_categories(c, cats, device.busy_ns)),
         overlaps=tuple(_overlaps(c, busy, sets, device.streams_at_once_ns)),
-        comm=_comm(c, cats, profiler_sets),
+        comm=_comm(c, cats, profiler_sets, peer_wait_mask(table) if profiler_sets is not None else None),
         kernels=tuple(_kernels(table, c, cats)),
         blocks=blocks,
         ascend_steps=tuple(ascend_steps(table, cats, profiler_sets)) if profiler_sets is not None else (),

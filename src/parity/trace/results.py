@@ -108,6 +108,9 @@ class CommOverlap(msgspec.Struct, frozen=True, kw_only=True):
     communication_ns: int
     overlap_ns: int
     exposed_communication_ns: int  # communication minus compute
+    # of the communication, tasks that wait for a peer (HCCL's Notify Wait); None where the trace
+    # records no such task (an NCCL kernel's time holds its waits)
+    peer_wait_ns: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +119,7 @@ class CommOverlap(msgspec.Struct, frozen=True, kw_only=True):
             "overlap_us": _us(self.overlap_ns),
             "exposed_communication_us": _us(self.exposed_communication_ns),
             "hidden_fraction": self.overlap_ns / self.communication_ns if self.communication_ns else 0.0,
+            "peer_wait_us": None if self.peer_wait_ns is None else _us(self.peer_wait_ns),
         }
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from parity.model.errors import ParityError
 from parity.trace.categories import Rule, Rules, categorize, load_rules
+from parity.trace.peer_waits import peer_wait_mask
 from parity.trace.table import ActivityTable, Kind, KindCode
 
 DEVICE = "device"
@@ -51,7 +52,8 @@ class Timeline:
     device, stream_or_tid)``); ``compute`` marks work that can be scaled (device rows, host leaf
     segments in host mode); ``category`` is a label per node (``"host"`` for runtime calls);
     ``row`` is the table row a node came from; ``names`` the node's name; ``waiting`` marks
-    device tasks that only wait for a peer rank (:func:`peer_waits`: no scale shortens them).
+    device tasks that only wait for a peer rank (``parity.trace.peer_waits``: no scale shortens
+    them).
     """
 
     mode: str
@@ -143,41 +145,6 @@ def containers(timeline: Timeline) -> np.ndarray:
     return out
 
 
-def _task_word(text: object) -> str:
-    """A task type or name folded for matching: ``Notify_Wait``, ``Notify Wait`` -> ``notifywait``."""
-    return str(text).replace("_", "").replace(" ", "").lower()
-
-
-def peer_waits(table: ActivityTable, rows: np.ndarray, lane: np.ndarray, start_ns: np.ndarray) -> np.ndarray:
-    """Which of the device ``rows`` only wait for a peer rank: HCCL ``Notify Wait`` tasks (by
-    task type, else name), which move no data. A wait that completes an RDMA transfer is the
-    transfer's own time and does not count: one whose two tasks before it on its lane are
-    ``RDMASend``, or whose four are ``RDMASend, RDMASend, Notify Wait, RDMASend`` (RDMA's two
-    task patterns)."""
-    out = np.zeros(len(rows), dtype=bool)
-    if not len(rows):
-        return out
-    # each distinct name folded once; a row's task type, where it has one, decides over its name
-    words = np.array([_task_word(n) for n in table.names] or [""], dtype=object)
-    word = words[table.name_id[rows]] if table.names else np.full(len(rows), "", dtype=object)
-    types = table.extra.get("task_type")
-    if types is not None:
-        folded: dict[object, str] = {}
-        for i, t in enumerate(types[rows].tolist()):
-            if isinstance(t, str):
-                word[i] = folded[t] if t in folded else folded.setdefault(t, _task_word(t))
-    wait = word == "notifywait"
-    if not wait.any():
-        return out
-    code = np.where(wait, "N", np.where(word == "rdmasend", "R", "O"))
-    order = np.lexsort((start_ns, lane))
-    seq, lanes = code[order], lane[order]
-    for i in np.flatnonzero(seq == "N").tolist():
-        before = "".join(seq[j] if lanes[j] == lanes[i] else "O" for j in range(max(0, i - 4), i)).rjust(4, "O")
-        out[order[i]] = not (before[2:] == "RR" or before == "RRNR")
-    return out
-
-
 def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:
     device_rows = np.flatnonzero(table.device_mask())
     runtime_rows = np.flatnonzero(table.kind == KindCode.RUNTIME)
@@ -186,12 +153,10 @@ def _device_timeline(table: ActivityTable, rules: Rules) -> Timeline:
     lane, keys = _lanes(table.rank[rows], np.where(np.isin(rows, device_rows), table.device[rows], -1),
                         table.stream[rows])
     names = np.array(table.names, dtype=object) if table.names else np.empty(0, dtype=object)
-    start_ns = table.start_ns[rows].astype(np.int64)
-    waiting = np.zeros(len(rows), dtype=bool)
-    waiting[:len(device_rows)] = peer_waits(table, device_rows, lane[:len(device_rows)], start_ns[:len(device_rows)])
+    waiting = np.concatenate([peer_wait_mask(table)[device_rows], np.zeros(len(runtime_rows), bool)])
     return Timeline(
         mode=DEVICE,
-        start_ns=start_ns,
+        start_ns=table.start_ns[rows].astype(np.int64),
         end_ns=table.end_ns[rows].astype(np.int64),
         lane=lane,
         lane_keys=keys,
