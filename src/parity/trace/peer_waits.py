@@ -1,7 +1,7 @@
 """Device tasks that only wait for a peer rank: HCCL's ``Notify Wait`` (Ascend), which moves no
-data. Its time in a collective is the rank waiting for the others (their arrival, their notify),
-not a transfer a faster link would shorten; the analysis reports it beside communication and the
-what-if never scales it.
+data. Its time in a collective is the rank waiting for a notify from the others (their arrival,
+their progress, a first collective's link set-up), not a transfer a faster link would shorten;
+the analysis reports it beside communication and the what-if never scales it.
 
 A ``Notify Wait`` that completes an RDMA transfer is the transfer's own time and does not count:
 one whose two tasks before it on its stream are ``RDMASend``, or whose four are ``RDMASend,
