@@ -184,10 +184,13 @@ def _run_of(store: Store, cases: list[CaseResult]) -> str:
 def test_decode_cases_are_compared_by_tokens_per_second_per_card_and_a_case_without_a_figure_says_why(
         tmp_path: Path) -> None:
     """B decodes 1,000 tok/s per card where A does 800: ratio 1.25. A ceiling sentinel (no
-    headline: its rounds make P) and a case that failed in B get no ratio, each row says so,
-    and a note names them once per reason."""
+    headline: its rounds make P, as its metrics say) and a case that failed in B get no ratio,
+    each row says so, and a note names them once per reason."""
     sentinel = CaseResult(suite="gemm", key="ceiling/bf16/sentinel-1", check={"passed": True},
-                          params={"kind": "ceiling-sentinel", "dtype": "bf16"}, metrics={"median_flops": 1e12})
+                          params={"kind": "ceiling-sentinel", "dtype": "bf16"},
+                          metrics={"median_flops": 1e12,  # as the GEMM suite writes it: why it has no ratio
+                                   "not_compared": "a ceiling sentinel: its rounds make the ceiling P, compared as "
+                                                   "the ceiling's case"})
     good = CaseResult(suite="membw", key="copy/1MiB", check={"passed": True}, params={"op": "copy"},
                       samples={"main": Samples(values_s=(1e-3, 1e-3, 1e-3), method="host-clock")},
                       metrics={"median_s": 1e-3, "bytes_per_s": 2e9})

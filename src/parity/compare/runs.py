@@ -27,6 +27,7 @@ from parity.compare.sides import Side, describe_side, load_sides
 from parity.compare.summary import PairData, pair_summaries
 from parity.compare.wording import verdict
 from parity.model.errors import ParityError
+from parity.store.headlines import NOT_COMPARED
 from parity.model.figure import Figure
 from parity.model.result import RunRecord
 from parity.model.schema import SCHEMA_VERSION
@@ -186,13 +187,12 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
 
 def not_compared_reason(j: JoinedCase, chosen: Headline | None, per_run: list[float | None],
                         run_ids: list[str]) -> str:
-    """Why a joined case gets no ratio ('' when it gets one): no headline figure (a GEMM
-    ceiling's sentinels: their rounds make the ceiling ``P``, compared as the ceiling's own
-    case), or a run without a value (the case failed there)."""
+    """Why a joined case gets no ratio ('' when it gets one): no headline figure (in the case's
+    own words where it gives them, ``NOT_COMPARED``: a GEMM ceiling's sentinels), or a run
+    without a value (the case failed there)."""
     if chosen is None:
-        if j.cases[0].params.get("kind") == "ceiling-sentinel":
-            return "a ceiling sentinel: its rounds make the ceiling P, compared as the ceiling's case"
-        return "no headline figure among its metrics"
+        declared = j.cases[0].metrics.get(NOT_COMPARED)
+        return str(declared) if isinstance(declared, str) and declared else "no headline figure among its metrics"
     missing = [i for i, v in enumerate(per_run) if v is None]
     if missing:
         error = next((j.cases[i].error for i in missing if j.cases[i].error), None)

@@ -22,6 +22,9 @@ from typing import Any, TypeGuard
 
 HEADLINE_METRIC = "headline_metric"
 FROM_SAMPLES = "headline_from_samples"
+# a case with no headline may say why compare gives it no ratio (a GEMM ceiling's sentinels: their
+# rounds make the ceiling), in its own words
+NOT_COMPARED = "not_compared"
 CANONICAL = ("flop_per_s", "bytes_per_s", "median_s")  # the harness's own, derived from ``main``
 
 # (metric, derived from the main samples), in the order compare tried them before schema 4.

@@ -172,7 +172,11 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
                       metrics={"rounds_flops": rates, "median_flops": median(rates), "best_flops": max(rates),
                                "own_flops": own, "orders": orders, "round_budget_s": plan.confirm_budget_s,
                                "statistic": "median of the rounds, as P; own_flops: the median call of "
-                                            "each timing as a sweep shape"})
+                                            "each timing as a sweep shape",
+                               "not_compared": ("a ceiling sentinel: its rounds make the ceiling P"
+                                                if p.get("kind") == "ceiling-sentinel" else
+                                                "the ceiling's shape timed as a sweep shape, beside P's rounds")
+                                               + ", compared as the ceiling's case"})
 
 
 def measure_ceiling_raise(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
