@@ -128,6 +128,8 @@ def key_values(data: Any) -> str:
 
 
 def _plain(value: Any) -> str:
+    if value is None:
+        return "none"  # as an empty list reads, not Python's None
     if isinstance(value, dict):
         return "{" + key_values(value) + "}"
     if isinstance(value, (list, tuple)):
