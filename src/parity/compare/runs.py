@@ -27,10 +27,10 @@ from parity.compare.sides import Side, describe_side, load_sides
 from parity.compare.summary import PairData, pair_summaries
 from parity.compare.wording import verdict
 from parity.model.errors import ParityError
-from parity.store.headlines import NOT_COMPARED
 from parity.model.figure import Figure
 from parity.model.result import RunRecord
 from parity.model.schema import SCHEMA_VERSION
+from parity.store.headlines import NOT_COMPARED
 from parity.store.database import Store
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

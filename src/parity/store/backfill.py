@@ -31,19 +31,20 @@ def figures_from_summaries(conn: sqlite3.Connection) -> None:
         for suite in dict.fromkeys(f.suite for f in figures):
             of_suite = with_case_findings([f for f in figures if f.suite == suite], case_findings(conn, run_id, suite))
             conn.executemany(INSERT_FIGURE, [figure_row(run_id, f, updated, dump_json) for f in of_suite])
-    for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
-        metrics = _load(metrics_text)
-        added = declared_before(metrics) if isinstance(metrics, dict) else {}
-        if added:
-            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
+    _declare(conn, declared_before)
 
 
 def decode_headlines(conn: sqlite3.Connection) -> None:
     """Schema 5: each offline decode case's headline, its tokens/s per card
     (``parity.store.headlines.declared_decode``), which cases stored before did not declare."""
+    _declare(conn, declared_decode)
+
+
+def _declare(conn: sqlite3.Connection, declared: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Add to each case's metrics what ``declared`` gives for them (nothing: the row is left)."""
     for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
         metrics = _load(metrics_text)
-        added = declared_decode(metrics) if isinstance(metrics, dict) else {}
+        added = declared(metrics) if isinstance(metrics, dict) else {}
         if added:
             conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
 

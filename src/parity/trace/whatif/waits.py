@@ -90,10 +90,9 @@ def graph_waits(graph: Graph, start_ns: int, end_ns: int, scaled: np.ndarray, *,
     after = inside & tl.compute & after_scaled(tl.lane, tl.start_ns, inside & scaled)
     work = inside & tl.compute
     last_end = tl.end_ns[work].max() if work.any() else end_ns
-    unfollowed = inside & scaled & tl.compute & (tl.end_ns < last_end) \
-        & ~np.isin(2 * np.arange(n) + 1, graph.src)  # nothing depends on its end
+    unfollowed = inside & scaled & tl.compute & (tl.end_ns < last_end) & ~_end_followed(graph)
     # ops on other lanes that wait for the scaled work's end (an event, a collective's peer)
-    from_scaled = (graph.src % 2 == 1) & (graph.dst % 2 == 0) & np.isin(graph.src // 2, np.flatnonzero(inside & scaled))
+    from_scaled = (graph.src % 2 == 1) & (graph.dst % 2 == 0) & (inside & scaled)[graph.src // 2]
     beside = np.zeros(n, dtype=bool)
     beside[graph.dst[from_scaled] // 2] = True
     beside &= inside & tl.compute & ~after & ~scaled
@@ -107,6 +106,17 @@ def graph_waits(graph: Graph, start_ns: int, end_ns: int, scaled: np.ndarray, *,
     for_launch, for_other = (after | beside) & waited_launch, after & waited_other
     return Waits(ops=int(after.sum() + beside.sum()), launch=int(for_launch.sum()), elsewhere=int(for_other.sum()),
                  unfollowed=int(unfollowed.sum()))
+
+
+def _end_followed(graph: Graph) -> np.ndarray:
+    """Per node, whether an edge leaves its end (something waits for it); once per graph."""
+    cached = graph.cache.get("end_followed")
+    if cached is None:
+        cached = np.zeros(len(graph.timeline), dtype=bool)
+        ends = graph.src[graph.src % 2 == 1] // 2
+        cached[ends] = True
+        graph.cache["end_followed"] = cached
+    return cached
 
 
 def measured_waits(graph: Graph, lane_kind: int, launch_kind: int) -> tuple[np.ndarray, np.ndarray]:
