@@ -1,7 +1,8 @@
 """How often a comparison of identical runs says "no difference measured", as it should.
 
-Makes ``--runs`` identical quick CPU runs (``parity run --repeat``: GEMM on three small shapes
-and the bandwidth sweep from 4 KiB to 64 KiB, small budgets), then compares random disjoint
+Makes ``--runs`` identical quick CPU runs (``parity run --repeat``: GEMM on three small shapes,
+the bandwidth sweep from 4 KiB to 64 KiB and the latency chase to 64 KiB, whose slope is made of
+two chains' medians, small budgets), then compares random disjoint
 groups of 3 against 3 (``--splits`` times, seeded) and, as a drift check, consecutive groups of
 3 in the order they ran. Nothing differs between the runs, so every 95% CI should hold 1: it
 prints the share of per-case CIs, of median CIs and of suite-figure CIs that do (bar: 95%), and
@@ -29,9 +30,10 @@ from typing import Any
 import numpy as np
 
 BAR = 0.95
-SUITE_SETTINGS = ("--suite", "gemm,membw", "--set", "gemm.ceiling_budget_s=0.2", "--set", "gemm.budget_s=0.01",
+SUITE_SETTINGS = ("--suite", "gemm,membw,latency", "--set", "gemm.ceiling_budget_s=0.2", "--set", "gemm.budget_s=0.01",
                   "--set", "gemm.warmup_s=0.002", "--set", "membw.min_bytes=4096", "--set", "membw.max_bytes=65536",
-                  "--set", "membw.budget_s=0.005", "--set", "membw.warmup_s=0.002")
+                  "--set", "membw.budget_s=0.005", "--set", "membw.warmup_s=0.002", "--set", "latency.max_bytes=65536",
+                  "--set", "latency.pages=base", "--set", "latency.per_octave=1")
 
 
 def make_runs(db: Path, runs: int, folder: Path) -> list[str]:
@@ -71,6 +73,7 @@ class Tally:
         self.kinds: set[str] = set()
         self.misses: dict[str, int] = {}
         self.widths: dict[str, list[float]] = {}
+        self.suites: dict[str, list[int]] = {}  # per suite, case CIs: [held, total]
 
     def add(self, doc: dict[str, Any]) -> None:
         for record in doc["ratios"]:
@@ -79,6 +82,10 @@ class Tally:
             level = record["level"]
             self.total[level] = self.total.get(level, 0) + 1
             held = _holds(record["ci95"])
+            if level == "case":
+                counts = self.suites.setdefault(record["suite"], [0, 0])
+                counts[0] += held
+                counts[1] += 1
             self.widths.setdefault(level, []).append(record["ci95"][1] / record["ci95"][0])
             self.held[level] = self.held.get(level, 0) + held
             self.kinds.add(record["ci_kind"])
@@ -122,6 +129,9 @@ class Tally:
             share = sum(self.held.values()) / n_all
             out.append(f"  all      CIs holding 1: {sum(self.held.values())}/{n_all} = {share:.1%} "
                        f"({'meets' if share >= BAR else 'BELOW'} the 95% bar)")
+        if self.suites:
+            out.append("  case CIs holding 1 by suite: " + ", ".join(
+                f"{suite} {held}/{total} = {held / total:.1%}" for suite, (held, total) in sorted(self.suites.items())))
         out.append(f"  CI kinds stated: {', '.join(sorted(self.kinds)) or 'none'}")
         worst = sorted(self.misses.items(), key=lambda kv: -kv[1])[:5]
         if worst:
@@ -192,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"command: python benchmarks/compare_coverage.py {' '.join(argv if argv is not None else sys.argv[1:])}",
              f"runs made with: parity run --quick --device cpu {' '.join(SUITE_SETTINGS)} --set gemm.shapes=FILE "
              "(3 shapes: 32, 64, 128 cubed) --repeat N --label identical --no-report",
-             f"compare coverage: {len(ids)} identical quick CPU runs (gemm on 3 small shapes, membw 4 KiB..64 KiB), "
+             f"compare coverage: {len(ids)} identical quick CPU runs (gemm on 3 small shapes, membw 4 KiB..64 KiB, latency to 64 KiB), "
              f"{'reused' if args.reuse else f'made in {made_s:.0f} s'}; store {db}"]
     tally, _, per_compare = compare_all(db, random_splits(ids, args.splits, args.size, args.seed))
     lines += tally.lines(f"{args.size} runs against {args.size}, {args.splits} random disjoint splits "

@@ -9,6 +9,8 @@ import orjson
 import pytest
 
 from parity.cli.main import main
+from parity.compare.join import headline, headline_medians
+from parity.model.result import CaseResult
 from parity.report.views import view_for
 from verdicts import ok_or_contended, verdict_line
 
@@ -55,6 +57,11 @@ def test_offline_writes_points_pareto_and_targets_labelled_offline(capsys, tmp_p
     assert low["mode"] == "offline" and low["cards"] == 1
     assert "scaled" in doc["scaling"] or "x the config's layers" in doc["scaling"]
     case = doc["cases"][0]
+    # the declared medians give back tokens/s per card, so compare can resample each kind
+    stored = CaseResult.from_dict(case)
+    medians = headline_medians(stored, headline(stored))
+    assert medians is not None and 1 / medians.time() == pytest.approx(case["metrics"]["tokens_per_s_per_card"],
+                                                                      rel=1e-12)
     assert case["params"]["layers_run"] == {"dense": 2, "head": 1}
     assert case["params"]["layers_total"] == {"dense": 4, "head": 1}
     assert case["metrics"]["scaling"] == doc["scaling"] and case["check"]["passed"] is True

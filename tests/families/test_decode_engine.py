@@ -120,6 +120,9 @@ def test_batch_metrics_from_the_slope() -> None:
     assert m["step_s"] == 0.005 and m["tpot_s"] == 0.005
     assert m["tokens_per_s_per_card"] == pytest.approx(400.0)
     assert m["call_output_tok_s"] == pytest.approx(4 * 32 / 0.18)
+    # declared for compare's within-run CI: 2 / (4 x 30) x (180 ms - 30 ms) = 1 / 400
+    w = m["headline_medians"]
+    assert w["long"] == -w["short"] == pytest.approx(1 / 60) and 1 / (w["short"] * 0.03 + w["long"] * 0.18) == pytest.approx(400.0)
     assert "tpot_s" not in batch_metrics({"slope_s": -0.001, "long_median_s": 0.1}, batch=1, options=options)
 
 

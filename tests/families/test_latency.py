@@ -8,6 +8,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from parity.compare.join import headline, headline_medians
 from parity.families.latency.options import LatencyOptions
 from parity.families.latency.suite import LatencySuite, block_counts, working_sets
 from parity.families.latency.summary import summarize_latency
@@ -72,6 +73,9 @@ def test_real_cpu_cases_measure_both_curves() -> None:
         # slope, and a check that covered the timed chases.
         assert result.metrics["ns_per_load_min"] > 0 and result.metrics["ns_per_load"] > 0, result.metrics
         assert "every chase ended" in result.check["method"]
+        # the declared medians give back the slope, so compare can resample both chains
+        medians = headline_medians(result, headline(result))
+        assert medians is not None and medians.time() == pytest.approx(result.metrics["ns_per_load"], rel=1e-12)
 
 
 def _row(curve: str, x: int, ns: float, page: str = "base") -> CaseResult:

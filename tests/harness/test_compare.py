@@ -208,6 +208,37 @@ def test_decode_cases_are_compared_by_tokens_per_second_per_card_and_a_case_with
     assert any(n.startswith("1 case not compared (no bytes_per_s in run") for n in doc["notes"]), doc["notes"]
 
 
+def _slope_case(short: tuple[float, ...], long: tuple[float, ...], *, weight: float = 1e9 / 3000) -> CaseResult:
+    """A latency case as the suite stores it: ns per load from two chains' medians (1,000 and
+    4,000 loads), declared as their weighted sum."""
+    ns = (sorted(long)[len(long) // 2] - sorted(short)[len(short) // 2]) * 1e9 / 3000
+    return CaseResult(suite="latency", key="size/base/16384", params={"curve": "size", "working_set_bytes": 16384},
+                      check={"passed": True},
+                      samples={"short": Samples(values_s=short, method="host-clock"),
+                               "long": Samples(values_s=long, method="host-clock")},
+                      metrics={"ns_per_load": ns, "headline_metric": "ns_per_load", "short_loads": 1000,
+                               "long_loads": 4000, "headline_medians": {"short": -weight, "long": weight}})
+
+
+def test_a_headline_made_of_several_sets_medians_gets_a_within_run_ci(tmp_path: Path, caplog) -> None:
+    """One latency run a side: the slope (10 ns a load in A: (40 - 10) us / 3,000; 5 ns in B)
+    is resampled from both chains' samples, so B's 2x comes with a within-run CI that holds it.
+    A declaration whose weights do not give back the stored slope is logged and not resampled."""
+    a_short, a_long = (9e-6, 10e-6, 11e-6, 10.5e-6, 9.5e-6), (39e-6, 40e-6, 41e-6, 40.5e-6, 39.5e-6)
+    b_short, b_long = (4.5e-6, 5e-6, 5.5e-6, 5.2e-6, 4.8e-6), (19.5e-6, 20e-6, 20.5e-6, 20.2e-6, 19.8e-6)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _run_of(store, [_slope_case(a_short, a_long)])
+        b = _run_of(store, [_slope_case(b_short, b_long)])
+        wrong = _run_of(store, [_slope_case(b_short, b_long, weight=1e9 / 2000)])
+        row = compare_runs(store, [a, b]).to_dict()["cases"][0]
+        with caplog.at_level("WARNING"):
+            unresampled = compare_runs(store, [a, wrong]).to_dict()["cases"][0]
+    assert row["ratio"] == pytest.approx(2.0) and row["ci_kind"] == "within-run only"
+    low, high = row["ratio_ci95"]
+    assert low < 2.0 < high and row["verdict"] == "faster"
+    assert unresampled["ratio_ci95"] is None and "no within-run CI" in caplog.text
+
+
 def test_a_version_4_store_declares_its_decode_cases_headline(tmp_path: Path) -> None:
     """Decode cases stored before schema 5 declared no headline, so compare gave them no
     ratio; opening the store declares it (tokens/s per card) and leaves other cases alone."""

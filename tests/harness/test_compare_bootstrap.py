@@ -9,9 +9,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from parity.compare.bootstrap import (BETWEEN_RUN, WITHIN_RUN, bootstrap_medians, case_interval, ci_kind,
-                                      expansion, hierarchical_log_ratios, median_interval, side_runs, t_975,
-                                      welch_df)
+from parity.compare.bootstrap import (BETWEEN_RUN, WITHIN_RUN, Medians, bootstrap_medians, case_interval,
+                                      ci_kind, expansion, hierarchical_log_ratios, median_interval, side_runs,
+                                      t_975, welch_df)
 from parity.compare.wording import NO_DIFFERENCE, claim, verdict
 from parity.model.figure import format_value, ratio_number, ratio_text
 
@@ -116,6 +116,33 @@ def test_seeded_and_fast_enough_for_a_real_comparison() -> None:
     again = hierarchical_log_ratios(side, side)
     assert np.array_equal(first.draws, again.draws)
     assert all(ci is not None and ci[0] <= 1.0 <= ci[1] for ci in (case_interval(first, i)[1] for i in range(40)))
+
+
+def test_a_headline_made_of_two_sets_medians_resamples_each() -> None:
+    """A latency slope: ``T = (m_long - m_short) / 2``. Hand values: short [1, 2, 3] and long
+    [5, 7, 9] give ``(7 - 2) / 2 = 2.5``; with one run a side its CI is within-run, from every
+    resampled pair of medians, and holds the point. Against a side whose short set can take a
+    median above the long one's (``T* <= 0``), the case has no CI rather than a log of a negative."""
+    slope = Medians(weights=(-0.5, 0.5), sets=(np.array([1.0, 2.0, 3.0]), np.array([5.0, 7.0, 9.0])))
+    assert slope.time() == 2.5
+    a = side_runs([[2.5]], [[slope]], higher_is_better=[False])
+    b = side_runs([[1.5]], [[Medians(weights=(-0.5, 0.5), sets=(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])))]],
+                  higher_is_better=[False])  # (5 - 2) / 2
+    d = hierarchical_log_ratios(a, b)
+    ratio, ci = case_interval(d, 0)
+    assert d.kind == WITHIN_RUN and ratio == pytest.approx(2.5 / 1.5) and ci is not None and ci[0] < ratio < ci[1]
+    # every resampled T_a is one of (m_long - m_short) / 2 over medians in {1,2,3} x {5,7,9}: 1 to 4
+    assert np.all(np.exp(d.sides[0]) >= 1 / 4 - 1e-12) and np.all(np.exp(d.sides[0]) <= 1.0 + 1e-12)
+    crossing = Medians(weights=(-0.5, 0.5), sets=(np.array([1.0, 2.0, 9.0]), np.array([3.0, 4.0, 5.0])))
+    c = side_runs([[1.0]], [[crossing]], higher_is_better=[False])
+    assert case_interval(hierarchical_log_ratios(a, c), 0)[1] is None
+
+
+def test_one_set_of_weight_one_draws_exactly_what_raw_times_draw() -> None:
+    times = np.random.default_rng(3).lognormal(0, 0.2, 50)
+    raw = side_runs([[float(np.median(times))]], [[times]], higher_is_better=[False])
+    one = side_runs([[float(np.median(times))]], [[Medians(weights=(1.0,), sets=(times,))]], higher_is_better=[False])
+    assert np.array_equal(hierarchical_log_ratios(raw, raw).draws, hierarchical_log_ratios(one, one).draws)
 
 
 def test_wording_follows_the_ci() -> None:

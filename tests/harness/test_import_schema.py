@@ -62,6 +62,8 @@ BAD = [  # (where, value, what the one-line refusal says)
     (("cases", 0, "metrics", "median_s"), -0.002, "is a negative time"),
     (("cases", 0, "metrics", "ci95_s"), [0.001, "x"], "is not a number"),
     (("cases", 0, "metrics", "headline_metric"), "nothing", "which is not one of its metrics"),
+    (("cases", 0, "metrics", "headline_medians"), {"main": "1"}, "not an object of sample sets and finite weights"),
+    (("cases", 0, "metrics", "headline_medians"), [1.0], "not an object of sample sets and finite weights"),
     (("cases", 0, "samples", "main", "values_s"), [0.001, -0.002], "not a time in seconds"),
     (("cases", 0, "samples", "main", "values_s"), [0.0, 0.0, 0.0], "median of 0 s"),
     (("cases", 0, "samples", "main", "values_s"), ["1"], "not a time in seconds"),

@@ -11,9 +11,12 @@ give the same ratio: ``s = log v`` for a rate, ``s = -log v`` for a time.
   draw for every case, so that a run that ran slow everywhere moves every case together, as it
   would in the summary); for each drawn run, one bootstrap median ``m*`` of its times (picked at
   random from ``W = 400`` bootstrap medians of them, :func:`bootstrap_medians`) replaces its
-  median ``m``: ``s* = s + log(m / m*)`` (no
-  change where the headline is not the median of raw times). The side's speed is the mean of
-  its drawn runs' ``s*``; the resample's log ratio is B's minus A's.
+  median ``m``: ``s* = s + log(m / m*)``. A headline made of several sets' medians (a latency
+  slope, a decode step: :class:`Medians`, ``T = Σ_k w_k·m_k``, the headline ``T`` for a time and
+  ``1 / T`` for a rate) resamples each set's median: ``s* = s + log(T / T*)``. No change where the
+  headline is neither, or where some ``T*`` is not above 0 (the case then has no within-run
+  spread). The side's speed is the mean of its drawn runs' ``s*``; the resample's log ratio is
+  B's minus A's.
 - Interval: the 2.5th and 97.5th percentiles ``(lo, hi)`` of the resampled log ratios, widened
   about the point ``p`` by ``c``: ``(p - c·(p - lo), p + c·(hi - p))``. With one run on either side
   nothing is known of run-to-run variation, ``c = 1`` and the CI is *within-run only*. With two or
@@ -100,14 +103,28 @@ def expansion(runs_a: int, runs_b: int, df: float | None = None) -> float:
     return math.sqrt(n / (n - 1)) * t_975(df if df is not None else runs_a + runs_b - 2) / Z_975
 
 
+@dataclass(frozen=True)
+class Medians:
+    """A headline's time as a weighted sum of sample sets' medians, ``T = Σ_k w_k·median(sets_k)``
+    (a time headline is ``T``, a rate headline ``1 / T``): one set of weight 1 for the median of
+    raw times, two for a latency slope, ``(t_long - t_short) / (N_long - N_short)``."""
+
+    weights: tuple[float, ...]
+    sets: tuple[np.ndarray, ...]
+
+    def time(self) -> float:
+        """``T`` from the sets' own medians."""
+        return float(sum(w * np.median(s) for w, s in zip(self.weights, self.sets)))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SideRuns:
     """One side's runs on the K compared cases: ``log_speed[c, r]`` (``log v`` for a rate,
-    ``-log v`` for a time), and ``times[c][r]``, the raw times whose median is run r's headline
-    on case c, or None where the headline is not such a median."""
+    ``-log v`` for a time), and ``times[c][r]``, the sample sets whose medians make run r's
+    headline on case c (:class:`Medians`), or None where the headline is not made of them."""
 
     log_speed: np.ndarray
-    times: tuple[tuple[np.ndarray | None, ...], ...]
+    times: tuple[tuple[Medians | None, ...], ...]
 
     @property
     def runs(self) -> int:
@@ -130,27 +147,39 @@ class RatioDraws:
         return ci_kind(*self.runs)
 
 
-def side_runs(values: Sequence[Sequence[float]], times: Sequence[Sequence[Sequence[float] | None]], *,
+def side_runs(values: Sequence[Sequence[float]], times: Sequence[Sequence[Medians | Sequence[float] | None]], *,
               higher_is_better: Sequence[bool]) -> SideRuns:
-    """A :class:`SideRuns` from per case, per run headline values (positive, SI) and raw times."""
+    """A :class:`SideRuns` from per case, per run headline values (positive, SI) and the sample
+    sets behind them: :class:`Medians`, raw times whose median is the headline, or None."""
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2 or v.size == 0 or np.any(v <= 0):
         raise ValueError("a side needs positive values, one row per case and one column per run")
     sign = np.where(np.asarray(higher_is_better, dtype=bool), 1.0, -1.0)[:, None]
-    arrays = tuple(tuple(None if t is None or len(t) == 0 else np.asarray(t, dtype=np.float64) for t in row)
-                   for row in times)
-    return SideRuns(log_speed=sign * np.log(v), times=arrays)
+    return SideRuns(log_speed=sign * np.log(v), times=tuple(tuple(_medians(t) for t in row) for row in times))
 
 
-def _within_deltas(side: SideRuns, rng: np.random.Generator, draws: int) -> np.ndarray:
-    """``log(m / m*)`` per case, run and within-run resample (zeros where no raw times)."""
+def _medians(times: Medians | Sequence[float] | None) -> Medians | None:
+    if times is None or isinstance(times, Medians):
+        return times if times is None or all(len(s) for s in times.sets) else None
+    return Medians(weights=(1.0,), sets=(np.asarray(times, dtype=np.float64),)) if len(times) else None
+
+
+def _within_deltas(side: SideRuns, rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log(T / T*)`` per case, run and within-run resample (zeros where no sample sets, or a
+    set of fewer than 2 positive times), and per case whether some ``T*`` was not above 0."""
     out = np.zeros((side.log_speed.shape[0], side.runs, draws))
+    failed = np.zeros(side.log_speed.shape[0], dtype=bool)
     for c, row in enumerate(side.times):
-        for r, times in enumerate(row):
-            if times is None or times.size < 2 or np.any(times <= 0):
+        for r, medians in enumerate(row):
+            if medians is None or any(s.size < 2 or np.any(s <= 0) for s in medians.sets):
                 continue
-            out[c, r] = np.log(np.median(times)) - np.log(bootstrap_medians(times, rng, draws))
-    return out
+            resampled = sum(w * bootstrap_medians(s, rng, draws) for w, s in zip(medians.weights, medians.sets))
+            time = medians.time()
+            if time <= 0 or np.any(resampled <= 0):
+                failed[c] = True
+                continue
+            out[c, r] = np.log(time) - np.log(resampled)
+    return out, failed
 
 
 def bootstrap_medians(times: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
@@ -174,13 +203,15 @@ def bootstrap_medians(times: np.ndarray, rng: np.random.Generator, draws: int) -
     return np.asarray((ordered[index] + ordered[np.minimum(index + 1, m - 1)]) / 2.0)
 
 
-def _side_draws(side: SideRuns, rng: np.random.Generator, resamples: int, within: int) -> np.ndarray:
-    """``(K, R)`` resampled mean log speeds of one side: runs drawn, then a within-run median each."""
+def _side_draws(side: SideRuns, rng: np.random.Generator, resamples: int,
+                within: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(K, R)`` resampled mean log speeds of one side (runs drawn, then a within-run median
+    each) and per case whether its within-run resampling failed (:func:`_within_deltas`)."""
     n = side.runs
     picks = rng.integers(0, n, size=(resamples, n)) if n > 1 else np.zeros((resamples, 1), dtype=np.int64)
-    deltas = _within_deltas(side, rng, within)
+    deltas, failed = _within_deltas(side, rng, within)
     inner = rng.integers(0, within, size=(resamples, n))
-    return (side.log_speed[:, picks] + deltas[:, picks, inner]).mean(axis=2)
+    return (side.log_speed[:, picks] + deltas[:, picks, inner]).mean(axis=2), failed
 
 
 def hierarchical_log_ratios(a: SideRuns, b: SideRuns, *, resamples: int = DEFAULT_BOOTSTRAP_RESAMPLES,
@@ -190,12 +221,12 @@ def hierarchical_log_ratios(a: SideRuns, b: SideRuns, *, resamples: int = DEFAUL
     if a.log_speed.shape[0] != b.log_speed.shape[0]:
         raise ValueError("both sides need the same cases")
     rng = np.random.default_rng(seed)
-    side_b = _side_draws(b, rng, resamples, within)
-    side_a = _side_draws(a, rng, resamples, within)
+    side_b, failed_b = _side_draws(b, rng, resamples, within)
+    side_a, failed_a = _side_draws(a, rng, resamples, within)
     draws = side_b - side_a
     point = b.log_speed.mean(axis=1) - a.log_speed.mean(axis=1)
-    timed = np.array([all(t is not None and t.size >= 1 for t in ra + rb) for ra, rb in zip(a.times, b.times)],
-                     dtype=bool)
+    timed = np.array([all(t is not None for t in ra + rb) for ra, rb in zip(a.times, b.times)], dtype=bool)
+    timed &= ~(failed_a | failed_b)
     sampled = timed | (min(a.runs, b.runs) >= 2)
     return RatioDraws(point=point, draws=draws, runs=(a.runs, b.runs), sampled=np.asarray(sampled),
                       sides=(side_a, side_b))

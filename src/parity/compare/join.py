@@ -4,7 +4,8 @@ collective, size and dtype for communication, the model config for decode), and 
 headline figure, the one number its ratio is taken of.
 
 The headline is the metric a case declares in its metrics (``headline_metric``, with
-``headline_from_samples`` true when it is derived from the median of the ``main`` samples),
+``headline_from_samples`` true when it is derived from the median of the ``main`` samples, or
+``headline_medians`` naming the sample sets whose medians make it),
 else the first of the harness's canonical metrics the case holds as a positive number:
 ``flop_per_s``, then ``bytes_per_s``, then ``median_s``. A metric's unit comes from its name
 (:func:`metric_unit`). Runs stored before cases declared a headline had it declared for them
@@ -13,13 +14,20 @@ when the store was migrated (``parity.store.headlines``).
 
 from __future__ import annotations
 
+import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from parity.compare.bootstrap import Medians
 from parity.model.errors import ParityError
 from parity.model.result import CaseResult
-from parity.store.headlines import CANONICAL, FROM_SAMPLES, HEADLINE_METRIC
+from parity.store.headlines import CANONICAL, FROM_SAMPLES, HEADLINE_METRIC, MEDIANS
 from parity.store.headlines import positive as _positive
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,10 +96,36 @@ def headline_value(case: CaseResult, chosen: Headline) -> float | None:
     return float(value) * chosen.scale
 
 
-def main_times(case: CaseResult) -> tuple[float, ...] | None:
-    """The raw per-call times behind a headline that is a median of one sample set (``main``)."""
-    samples = case.samples.get("main")
-    return samples.values_s if samples is not None and len(samples) else None
+def headline_medians(case: CaseResult, chosen: Headline) -> Medians | None:
+    """The sample sets whose medians make the case's headline, for its within-run CI: ``main``
+    alone, weight 1, for a headline that is its median; else the sets and weights the case
+    declares (``headline_medians``: ``Σ weight·median(set)`` is the headline for a time, its
+    reciprocal for a rate) when they give back the stored headline within 1e-9, else None (a
+    declaration that does not reproduce its own headline is logged, never resampled)."""
+    if chosen.from_main_samples:
+        samples = case.samples.get("main")
+        return Medians(weights=(1.0,), sets=(np.asarray(samples.values_s, dtype=np.float64),)) \
+            if samples is not None and len(samples) else None
+    declared = case.metrics.get(MEDIANS)
+    value = case.metrics.get(chosen.metric)
+    if not isinstance(declared, dict) or not declared or not _positive(value):
+        return None
+    sets = [case.samples.get(str(name)) for name in declared]
+    weights = list(declared.values())
+    if any(s is None or not len(s) for s in sets) or not all(_finite(w) for w in weights):
+        return None
+    medians = Medians(weights=tuple(float(w) for w in weights),
+                      sets=tuple(np.asarray(s.values_s, dtype=np.float64) for s in sets if s is not None))
+    time, expected = medians.time(), float(value) if not chosen.higher_is_better else 1.0 / float(value)
+    if not math.isclose(time, expected, rel_tol=1e-9):
+        log.warning("case %s/%s: its %s give %.6g, not the %.6g its %s makes; no within-run CI for it",
+                    case.suite, case.key, MEDIANS, time, expected, chosen.metric)
+        return None
+    return medians
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def byte_convention(case: CaseResult) -> str | None:

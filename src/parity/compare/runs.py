@@ -20,7 +20,7 @@ from typing import Any
 
 from parity.compare.audit import AuditEntry, audit_runs, run_mode
 from parity.compare.bootstrap import RatioDraws, case_interval, ci_kind, hierarchical_log_ratios, side_runs
-from parity.compare.join import Headline, JoinedCase, headline, headline_value, join_cases, main_times
+from parity.compare.join import Headline, JoinedCase, headline, headline_medians, headline_value, join_cases
 from parity.compare.ratio import speed_ratio
 from parity.compare.records import RatioRecord
 from parity.compare.sides import Side, describe_side, load_sides
@@ -182,7 +182,7 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
             "reason": reason,
             "ratios": [None] * len(sides), "ratios_ci95": [None] * len(sides),
             "ok": [all(c.ok for c in j.cases[start:start + len(s.runs)]) for start, s in zip(starts, sides)],
-            "marked": (j.suite, j.key) in marked, "_cases": j.cases}
+            "marked": (j.suite, j.key) in marked, "_cases": j.cases, "_headline": chosen}
 
 
 def not_compared_reason(j: JoinedCase, chosen: Headline | None, per_run: list[float | None],
@@ -220,8 +220,7 @@ def _pair_ratios(rows: list[dict[str, Any]], sides: list[Side], index: int,
     for side_index in (0, index):
         start, n = starts[side_index], len(sides[side_index].runs)
         values = [r["run_values"][side_index] for r in usable]
-        times = [[main_times(c) if r["from_main_samples"] else None for c in r["_cases"][start:start + n]]
-                 for r in usable]
+        times = [[headline_medians(c, r["_headline"]) for c in r["_cases"][start:start + n]] for r in usable]
         sided.append(side_runs(values, times, higher_is_better=[bool(r["higher_is_better"]) for r in usable]))
     draws = hierarchical_log_ratios(sided[0], sided[1])
     positions = {}

@@ -2,7 +2,7 @@
 
 - A ratio whose CI holds 1 is "no difference measured", never a speed-up or a slow-down.
 - A ratio with no CI is stated as a value, "no CI", saying that its noise is not measured (with
-  one run per side, a figure that is not a median of raw samples cannot show a difference).
+  one run per side, a figure made of no sample set's median cannot show a difference).
 - Otherwise B ran ``r``x the speed of A, with the CI.
 
 Every claim names its cases (how many, which subset, which dtype), the runs per side and the

@@ -5,7 +5,7 @@ renderable for its command and ``parity runs show``, and HTML charts for ``parit
 The report and compare call these and name no family; a family without a view is drawn by the
 generic view (its figures and cases as tables).
 
-    view = view_for("gemm")
+    view = view_for(suite)  # the suite a run stored its summary under
     print_view(console, view.terminal(summary))
     charts = view.charts([RunData(label=..., run=run, summary=..., figures=..., cases=...)])
 """

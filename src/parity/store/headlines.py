@@ -5,7 +5,8 @@ values, units and ratios.
 A case names its headline in its metrics: ``headline_metric`` (a metric whose name gives its
 unit: ``achieved_flops``, ``gbps``, ``ns_per_load``) and ``headline_from_samples`` (true when
 that metric is derived from the median of the case's ``main`` samples, which then give its
-ratio a CI); without a declaration compare takes the harness's canonical metrics
+ratio a CI) or ``headline_medians`` (the sample sets whose medians make it, with their weights);
+without a declaration compare takes the harness's canonical metrics
 (``flop_per_s``, ``bytes_per_s``, ``median_s``). Runs stored by schema 3 and older, and run
 exports of that time, declared nothing: until then compare chose the first metric of
 :data:`BEFORE_DECLARED` that the case held as a positive number. The migration to schema 4 and
@@ -22,6 +23,10 @@ from typing import Any, TypeGuard
 
 HEADLINE_METRIC = "headline_metric"
 FROM_SAMPLES = "headline_from_samples"
+# a headline made of several sample sets' medians declares how, ``{set: weight}``: its time is
+# ``Σ weight·median(set)``, the headline itself for a time, its reciprocal for a rate (a latency
+# slope, a decode step); compare then resamples each set within a run
+MEDIANS = "headline_medians"
 # a case with no headline may say why compare gives it no ratio (a GEMM ceiling's sentinels: their
 # rounds make the ceiling), in its own words
 NOT_COMPARED = "not_compared"

@@ -29,6 +29,7 @@ from typing import Any
 from parity.model.errors import ParityError
 from parity.model.findings import Severity
 from parity.model.ids import ID_RULE, is_id
+from parity.store.headlines import MEDIANS
 
 DOCUMENT_FIELDS = frozenset({"schema_version", "kind", "run", "cases", "figures"})
 RUN_FIELDS = frozenset({"run_id", "created_at", "config", "provenance", "status", "summary"})
@@ -137,6 +138,11 @@ def check_metrics(metrics: dict[str, Any], *, where: str, how: str) -> None:
             raise ParityError(f"{where} metric {name} = {_show(value)} is not a number; {how}")
         if name.endswith(TIME_SUFFIXES) and any(v is not None and v < 0 for v in values):
             raise ParityError(f"{where} metric {name} = {_show(value)} is a negative time; {how}")
+    medians = metrics.get(MEDIANS)
+    if medians is not None and (not isinstance(medians, dict) or not medians
+                                or not all(_number(w) for w in medians.values())):
+        raise ParityError(f"{where} metric {MEDIANS} = {_show(medians)} is not an object of sample sets and "
+                          f"finite weights; {how}")
     headline = metrics.get(HEADLINE)
     if headline is None:
         return

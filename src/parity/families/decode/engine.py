@@ -262,6 +262,8 @@ def batch_metrics(metrics: dict[str, Any], *, batch: int, options: EngineOptions
                            "call_output_method": CALL_OUTPUT_METHOD}
     if step > 0 and math.isfinite(step):
         tpot = offline_tpot_s(step, 1.0)
+        weight = options.cards / (batch * (options.output_tokens - options.short_tokens))
         out.update(tpot_s=tpot, tokens_per_s_per_card=tokens_per_s_per_card(batch, tpot, options.cards),
-                   headline_metric="tokens_per_s_per_card")  # compare's ratio, from the slope
+                   headline_metric="tokens_per_s_per_card",  # compare's ratio, from the slope
+                   headline_medians={"short": -weight, "long": weight})  # 1 / (cards·slope / batch)
     return out

@@ -148,6 +148,9 @@ class DecodeSuite(SuiteBase):
         metrics = {"step_s": step_s, "tpot_s": tpot_s, "cards": cards,
                    "tokens_per_s_per_card": tokens_per_s_per_card(batch, tpot_s, cards),
                    "headline_metric": "tokens_per_s_per_card",  # compare's ratio: from the step, not "main"
+                   # 1 / Σ_kind (total/run)·median · cards/(batch·accepted): each kind's samples resampled
+                   "headline_medians": {k: total / run * cards / (batch * float(p["accepted_tokens_per_step"]))
+                                        for k, (_, run, total) in medians.items()},
                    "memory_bytes": held, "memory_method": TENSOR_BYTES, "scaling": SCALING, "kinds": per_kind,
                    "flop_per_step": flop, "bytes_per_step": nbytes, "bytes_convention": BYTES_CONVENTION,
                    "arithmetic_intensity": arithmetic_intensity(flop, nbytes)}

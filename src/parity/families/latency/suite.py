@@ -214,6 +214,8 @@ class LatencySuite(SuiteBase):
         findings = list(timed.findings) + _page_findings(p["page"], huge)
         metrics = {
             "ns_per_load": ns, "headline_metric": "ns_per_load", "ns_per_load_min": ns_min, "short_loads": short_loads, "long_loads": long_loads,
+            # the slope from the two chains' medians: compare resamples each for the CI
+            "headline_medians": {"short": -1e9 / (long_loads - short_loads), "long": 1e9 / (long_loads - short_loads)},
             "short_median_s": m["short_median_s"], "long_median_s": m["long_median_s"],
             "page_label": rings.page_label, "huge_page_share": huge, "stride_bytes": rings.stride_bytes,
             "slots_per_block": rings.slots, "method": "slope between two chain lengths",
