@@ -13,12 +13,23 @@ def test_lines_carry_the_headline_stragglers_and_findings() -> None:
                          "comm_median_ns": 400_000, "busbw_median_bps": 12.5e9}]}
     summary = {"findings": {"p2p_not_matched": {"count": 4, "examples": []},
                             "clock_offset_suspected": {"count": 2, "examples": [{"rank": 3, "ops": 2}]}}}
-    lines = fleet_lines(headline, summary)
+    stragglers = [{"rank": 5, "node": "n0", "times_last": 900, "share_last": 0.75, "expected_share": 0.125,
+                   "median_lateness_ns": 1913, "step_cost_ns": 11_536, "step_ns": 215_769_424, "method": "replay"},
+                  {"rank": 3, "node": "", "times_last": 12, "share_last": 0.01, "expected_share": 0.125,
+                   "median_lateness_ns": 10, "step_cost_ns": 0, "step_ns": 215_769_424, "method": "first-order"},
+                  {"rank": 1021, "node": "", "times_last": 200, "share_last": 0.5, "expected_share": 0.125,
+                   "median_lateness_ns": 40_000, "step_cost_ns": 90_000, "step_ns": 215_769_424,
+                   "method": "first-order"}]
+    lines = fleet_lines(headline, summary, stragglers)
     assert lines[0] == ("8 ranks, 1,200 matched collectives; arrival skew median 20 us, p99 1.5 ms; "
                         "total wait 3 s")
     assert lines[1] == "  all_reduce: 1,200 collectives, skew median 20 us, comm median 400 us, busbw median 12.5 GB/s"
     assert lines[2] == "stragglers by arrival order: rank 5, rank 1021"
-    assert lines[3:] == ["finding clock_offset_suspected: 2 (rank 3, ops 2)", "finding p2p_not_matched: 4"]
+    # one line per named rank, in the vote's order; rank 3 is in the table but not named
+    assert lines[3] == ("  rank 5 (node n0): last in 900 collectives (75% of its collectives, 12.5% expected), "
+                        "median 1.913 us late; step cost 11.54 us of a 215.8 ms step (replay)")
+    assert lines[4].startswith("  rank 1021: last in 200 collectives (50% of its") and lines[4].endswith("(first-order)")
+    assert lines[5:] == ["finding clock_offset_suspected: 2 (rank 3, ops 2)", "finding p2p_not_matched: 4"]
 
 
 def test_no_straggler_is_said_plainly() -> None:

@@ -113,9 +113,10 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
                f"({executor} executor); reduced in {format_seconds(total_s - mapped_s)}: tables in {out_dir}",
                err=json_path == "-")
     from parity.report.fleet import fleet_lines
-    from parity.trace.fleet.folder import fleet_headline, read_fleet_folder
+    from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggler_rows
 
-    for line in fleet_lines(fleet_headline(read_fleet_folder(out_dir)), _document(summary)):
+    folder = read_fleet_folder(out_dir)
+    for line in fleet_lines(fleet_headline(folder), _document(summary), straggler_rows(folder)):
         click.echo(line, err=json_path == "-")
     stored = None
     if store_it:
