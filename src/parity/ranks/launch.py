@@ -47,7 +47,6 @@ from typing import Any
 
 from parity.model.errors import ParityError
 from parity.ranks.supervisor import LOOPBACK, RankFailure, mark_path, supervise
-from parity.timing.clock import Stopwatch
 
 log = logging.getLogger(__name__)
 
@@ -153,14 +152,14 @@ def _wait(
 ) -> str | None:
     """Poll for the supervisor's answer: None when it comes, else the message of the bound
     that ran out first (start, then run)."""
-    watch = Stopwatch()
+    begun = time.monotonic()
     all_started: float | None = None
     while not receive.poll(POLL_S):
-        now = watch()
+        now = time.monotonic()
         if all_started is None:
             if len(_marked(status, "started", nproc)) == nproc:
                 all_started = now
-            elif now > start_timeout_s:
+            elif now - begun > start_timeout_s:
                 return start_message(status, nproc=nproc, start_timeout_s=start_timeout_s)
         elif now - all_started > timeout_s:
             return hang_message(status, nproc=nproc, timeout_s=timeout_s)
@@ -189,10 +188,10 @@ def _end_group(process: Any, *, answered: bool) -> None:
 def _wait_gone(process: Any, wait_s: float) -> bool:
     """True once the supervisor has exited (and is reaped) and no process of its group is
     left, polling for at most ``wait_s`` seconds."""
-    watch = Stopwatch()
+    deadline = time.monotonic() + wait_s
     while True:
         gone = not process.is_alive() and not _group_alive(process.pid)
-        if gone or watch() >= wait_s:
+        if gone or time.monotonic() >= deadline:
             return gone
         time.sleep(0.05)
 
