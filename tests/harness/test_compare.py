@@ -208,16 +208,32 @@ def test_decode_cases_are_compared_by_tokens_per_second_per_card_and_a_case_with
     assert any(n.startswith("1 case not compared (no bytes_per_s in run") for n in doc["notes"]), doc["notes"]
 
 
-def _slope_case(short: tuple[float, ...], long: tuple[float, ...], *, weight: float = 1e9 / 3000) -> CaseResult:
+def _slope_case(short: tuple[float, ...], long: tuple[float, ...], *, weight: float | None = 1e9 / 3000,
+                ns: float | None = None) -> CaseResult:
     """A latency case as the suite stores it: ns per load from two chains' medians (1,000 and
-    4,000 loads), declared as their weighted sum."""
-    ns = (sorted(long)[len(long) // 2] - sorted(short)[len(short) // 2]) * 1e9 / 3000
+    4,000 loads), declared as their weighted sum (not declared: as stored before schema 6)."""
+    ns = ns or (sorted(long)[len(long) // 2] - sorted(short)[len(short) // 2]) * 1e9 / 3000
+    metrics = {"ns_per_load": ns, "headline_metric": "ns_per_load", "short_loads": 1000, "long_loads": 4000}
+    if weight is not None:
+        metrics["headline_medians"] = {"short": -weight, "long": weight}
     return CaseResult(suite="latency", key="size/base/16384", params={"curve": "size", "working_set_bytes": 16384},
-                      check={"passed": True},
+                      check={"passed": True}, metrics=metrics,
                       samples={"short": Samples(values_s=short, method="host-clock"),
-                               "long": Samples(values_s=long, method="host-clock")},
-                      metrics={"ns_per_load": ns, "headline_metric": "ns_per_load", "short_loads": 1000,
-                               "long_loads": 4000, "headline_medians": {"short": -weight, "long": weight}})
+                               "long": Samples(values_s=long, method="host-clock")})
+
+
+def _step_case(dense: tuple[float, ...], head: tuple[float, ...]) -> CaseResult:
+    """An offline decode case as stored before schema 6: 2 of 4 dense layers and the head timed,
+    batch 4 on one card: step = 4/2 x median(dense) + median(head), tokens/s per card = 4 / step."""
+    step = 2 * sorted(dense)[len(dense) // 2] + sorted(head)[len(head) // 2]
+    return CaseResult(suite="decode", key="batch=4", params={"config": "tiny", "batch": 4, "cards": 1},
+                      check={"passed": True},
+                      samples={"dense": Samples(values_s=dense, method="host-clock"),
+                               "head": Samples(values_s=head, method="host-clock")},
+                      metrics={"step_s": step, "tpot_s": step, "cards": 1, "tokens_per_s_per_card": 4 / step,
+                               "headline_metric": "tokens_per_s_per_card",
+                               "kinds": {"dense": {"layers_run": 2, "layers_total": 4},
+                                         "head": {"layers_run": 1, "layers_total": 1}}})
 
 
 def test_a_headline_made_of_several_sets_medians_gets_a_within_run_ci(tmp_path: Path, caplog) -> None:
@@ -237,6 +253,43 @@ def test_a_headline_made_of_several_sets_medians_gets_a_within_run_ci(tmp_path: 
     low, high = row["ratio_ci95"]
     assert low < 2.0 < high and row["verdict"] == "faster"
     assert unresampled["ratio_ci95"] is None and "no within-run CI" in caplog.text
+
+
+def test_a_version_5_store_names_the_sample_sets_of_its_slopes_and_steps(tmp_path: Path) -> None:
+    """Latency slopes and decode steps stored before schema 6 named no sample sets, so a
+    1-against-1 comparison gave them no CI; opening the store declares them where the case's
+    samples give its headline back (a case whose stored slope they do not give is left alone),
+    and the comparison then has a within-run CI for both."""
+    a_short, a_long = (9e-6, 10e-6, 11e-6), (39e-6, 40e-6, 41e-6)
+    b_short, b_long = (4.5e-6, 5e-6, 5.5e-6), (19.5e-6, 20e-6, 20.5e-6)
+    path = tmp_path / "v5.sqlite"
+    with Store.open(path) as store:
+        a = _run_of(store, [_slope_case(a_short, a_long, weight=None), _step_case((1e-3, 1.1e-3, 0.9e-3),
+                                                                                  (2e-4, 2.2e-4, 1.8e-4))])
+        b = _run_of(store, [_slope_case(b_short, b_long, weight=None), _step_case((0.5e-3, 0.55e-3, 0.45e-3),
+                                                                                  (1e-4, 1.1e-4, 0.9e-4))])
+        odd = _run_of(store, [_slope_case(b_short, b_long, weight=None, ns=7.0)])
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 5")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        declared = {c.suite: c.metrics.get("headline_medians") for c in store.cases(a)}
+        assert declared["latency"] == {"short": pytest.approx(-1e9 / 3000), "long": pytest.approx(1e9 / 3000)}
+        # per kind total/run / (batch x accepted / cards): dense 4/2/4, head 1/1/4
+        assert declared["decode"] == {"dense": pytest.approx(0.5), "head": pytest.approx(0.25)}
+        assert "headline_medians" not in store.cases(odd)[0].metrics
+        rows = {c["suite"]: c for c in compare_runs(store, [a, b]).to_dict()["cases"]}
+        exported = orjson.loads(store.export(a, "json", tmp_path / "a.json").read_bytes())
+    for case in exported["cases"]:  # an export made before schema 6 is declared on import too
+        del case["metrics"]["headline_medians"]
+    (tmp_path / "old.json").write_bytes(orjson.dumps(exported))
+    with Store.open(tmp_path / "new.sqlite") as store:
+        import_run(store, tmp_path / "old.json")
+        assert {c.suite: c.metrics.get("headline_medians") for c in store.cases(a)} == declared
+    for suite in ("latency", "decode"):
+        assert rows[suite]["ratio"] == pytest.approx(2.0) and rows[suite]["ci_kind"] == "within-run only"
+        assert rows[suite]["ratio_ci95"] is not None and rows[suite]["ratio_ci95"][0] < 2.0 < rows[suite]["ratio_ci95"][1]
 
 
 def test_a_version_4_store_declares_its_decode_cases_headline(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from parity.model import ParityError
 from parity.model.result import CaseResult
 from parity.model.samples import Samples
 from parity.store import Store
+from parity.store.headlines import declared_medians, medians_weights
 
 
 @pytest.mark.parametrize(("name", "unit"), [
@@ -59,3 +60,22 @@ def test_a_family_of_another_package_compares_on_its_declared_headline(tmp_path:
     assert row["metric"] == "probe_ns" and row["unit"] == "s" and row["higher_is_better"] is False
     assert row["values"] == [pytest.approx(4e-9), pytest.approx(2e-9)]
     assert row["ratio"] == pytest.approx(2.0) and row["ratio_ci95"] is None
+
+
+def test_the_sample_sets_a_case_stored_before_schema_6_is_made_of_by_hand() -> None:
+    """The engine's slope: batch 4 on 2 cards, t(2) = 30 ms, t(32) = 180 ms: 5 ms a step,
+    400 tok/s per card; ``c = 400 x 0.005 = 2`` (batch / cards), weights ``±1 / (2 x 30)``, and
+    ``1 / (180 - 30 ms) / 60`` gives back 400. Latency: 1,000 and 4,000 loads, ``±1e9 / 3000``.
+    A declaration whose medians do not give the stored headline back is not made."""
+    engine = {"headline_metric": "tokens_per_s_per_card", "tokens_per_s_per_card": 400.0, "step_s": 0.005,
+              "short": 2, "long": 32}
+    weights = medians_weights(engine)
+    assert weights == {"short": pytest.approx(-1 / 60), "long": pytest.approx(1 / 60)}
+    assert declared_medians(engine, {"short": 0.03, "long": 0.18}) == {"headline_medians": weights}
+    assert declared_medians(engine, {"short": 0.03, "long": 0.20}) == {}
+    assert declared_medians(engine, {"long": 0.18}) == {}
+    latency = {"headline_metric": "ns_per_load", "ns_per_load": 10.0, "short_loads": 1000, "long_loads": 4000}
+    assert declared_medians(latency, {"short": 10e-6, "long": 40e-6}) == {
+        "headline_medians": {"short": pytest.approx(-1e9 / 3000), "long": pytest.approx(1e9 / 3000)}}
+    assert medians_weights({**latency, "headline_medians": {"long": 1.0}}) == {}  # declared already
+    assert medians_weights({"headline_metric": "bytes_per_s", "bytes_per_s": 1e9}) == {}

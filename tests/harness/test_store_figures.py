@@ -127,7 +127,7 @@ def test_a_version_3_store_gets_its_figures_and_headlines(tmp_path: Path) -> Non
         assert heads["copy/1048576"] == ("gbps", True) and heads["size/16384"] == ("ns_per_load", None)
         assert heads["llama/b8"] == ("tokens_per_s", None) and heads["rmsnorm/1024"] == (None, None)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 6
     conn.close()
     with Store.open(path) as store:  # opening again migrates nothing twice
         assert len(store.figures(RUN_A)) == 27

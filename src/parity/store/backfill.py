@@ -4,13 +4,14 @@ parity wrote. Each runs inside the migration's transaction, after the step's sta
 from __future__ import annotations
 
 import sqlite3
+import statistics
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from parity.store.figures import INSERT_FIGURE, figure_row, summary_figures, with_case_findings
-from parity.store.headlines import declared_before, declared_decode
+from parity.store.headlines import declared_before, declared_decode, declared_medians, medians_weights
 from parity.store.rows import case_findings, dump_json
 
 
@@ -40,6 +41,29 @@ def decode_headlines(conn: sqlite3.Connection) -> None:
     _declare(conn, declared_decode)
 
 
+def sample_medians(conn: sqlite3.Connection) -> None:
+    """Schema 6: the sample sets and weights a latency slope or a decode step is made of
+    (``parity.store.headlines.declared_medians``), where the case's own samples give back its
+    headline; compare resamples them for a within-run CI."""
+    for case_id, metrics_text, samples_text in conn.execute("SELECT id, metrics, samples FROM cases").fetchall():
+        metrics, samples = _load(metrics_text), _load(samples_text)
+        if not isinstance(metrics, dict) or not isinstance(samples, dict) or not medians_weights(metrics):
+            continue
+        added = declared_medians(metrics, set_medians(samples))
+        if added:
+            conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
+
+
+def set_medians(samples: dict[str, Any]) -> dict[str, float]:
+    """The median of each stored sample set's ``values_s`` (sets without times left out)."""
+    out = {}
+    for name, data in samples.items():
+        values = data.get("values_s") if isinstance(data, dict) else None
+        if isinstance(values, list) and values and all(isinstance(v, (int, float)) for v in values):
+            out[str(name)] = float(statistics.median(values))
+    return out
+
+
 def _declare(conn: sqlite3.Connection, declared: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """Add to each case's metrics what ``declared`` gives for them (nothing: the row is left)."""
     for case_id, metrics_text in conn.execute("SELECT id, metrics FROM cases").fetchall():
@@ -50,4 +74,5 @@ def _declare(conn: sqlite3.Connection, declared: Callable[[dict[str, Any]], dict
 
 
 # After the statements of MIGRATIONS[n] (version n to n + 1): the data step, if any.
-BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {3: figures_from_summaries, 4: decode_headlines}
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {3: figures_from_summaries, 4: decode_headlines,
+                                                              5: sample_medians}

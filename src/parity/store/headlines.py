@@ -13,11 +13,15 @@ exports of that time, declared nothing: until then compare chose the first metri
 the import of an old export declare that choice where the canonical rule would not make it.
 Offline decode cases (``tokens_per_s_per_card``) declared nothing until schema 5, so compare
 gave them no ratio; the migration to schema 5 and the import of an export declare it for them
-(:func:`declared_decode`).
+(:func:`declared_decode`). Latency slopes and decode steps named the sample sets their headline
+is made of only from schema 6 (``headline_medians``), so compare gave them no within-run CI; the
+migration to schema 6 and the import of an export declare them where the case's own samples
+give back its headline (:func:`declared_medians`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
@@ -63,3 +67,46 @@ def declared_before(metrics: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     name, main = chosen
     return {HEADLINE_METRIC: name, **({FROM_SAMPLES: True} if main else {})}
+
+
+def medians_weights(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The ``headline_medians`` a latency slope or a decode step stored before schema 6 would
+    have declared, from its own metrics; empty for any other case (module docstring).
+
+    - latency (``ns_per_load`` from ``short_loads`` and ``long_loads``): ``±1e9 / (N_long - N_short)``;
+    - offline decode (``tokens_per_s_per_card`` and ``kinds``): per kind ``total / run / c`` with
+      ``c = tokens_per_s_per_card · step_s`` (``batch · accepted / cards``);
+    - the engine's slope (``tokens_per_s_per_card``, ``step_s`` and the lengths ``short``,
+      ``long``): ``±1 / (c · (long - short))``."""
+    if MEDIANS in metrics or not isinstance(metrics.get(HEADLINE_METRIC), str):
+        return {}
+    short, long = metrics.get("short_loads"), metrics.get("long_loads")
+    if metrics[HEADLINE_METRIC] == "ns_per_load" and positive(short) and positive(long) and long > short:
+        return {"short": -1e9 / (long - short), "long": 1e9 / (long - short)}
+    rate, step = metrics.get(DECODE_HEADLINE), metrics.get("step_s")
+    if metrics[HEADLINE_METRIC] != DECODE_HEADLINE or not positive(rate) or not positive(step):
+        return {}
+    per = rate * step
+    kinds = metrics.get("kinds")
+    if isinstance(kinds, dict) and kinds:
+        layers = [(str(k), v.get("layers_total"), v.get("layers_run")) for k, v in kinds.items() if isinstance(v, dict)]
+        if len(layers) == len(kinds) and all(positive(t) and positive(r) for _, t, r in layers):
+            return {k: t / r / per for k, t, r in layers}
+        return {}
+    short, long = metrics.get("short"), metrics.get("long")
+    if positive(short) and positive(long) and long > short:
+        return {"short": -1 / (per * (long - short)), "long": 1 / (per * (long - short))}
+    return {}
+
+
+def declared_medians(metrics: Mapping[str, Any], medians: Mapping[str, float]) -> dict[str, Any]:
+    """``{headline_medians: weights}`` (:func:`medians_weights`) when the case's sample sets'
+    ``medians`` give back its stored headline within 1e-9 (``Σ w·m`` for a time, its
+    reciprocal for a rate); empty otherwise: no declaration that compare would refuse."""
+    weights = medians_weights(metrics)
+    if not weights or any(k not in medians for k in weights):
+        return {}
+    time = sum(w * medians[k] for k, w in weights.items())
+    value = metrics[metrics[HEADLINE_METRIC]]
+    expected = value if metrics[HEADLINE_METRIC] == "ns_per_load" else 1.0 / value
+    return {MEDIANS: weights} if time > 0 and math.isclose(time, expected, rel_tol=1e-9) else {}

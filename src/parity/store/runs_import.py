@@ -18,6 +18,7 @@ them then (``parity.store.headlines``), as the migration does for a stored run.
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
 from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
 from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures, with_case_findings
-from parity.store.headlines import declared_before, declared_decode
+from parity.store.headlines import declared_before, declared_decode, declared_medians, medians_weights
 from parity.store.import_schema import check_document
 from parity.store.rows import INSERT_CASE, case_row, dump_json
 
@@ -89,9 +90,10 @@ def parse_export(raw: bytes, *, source: str) -> RunExport:
         cases = [CaseResult.from_dict(_object(c, "case")) for c in cases_data]
         if figures_data is None:  # written before the figures table
             figures = _legacy_figures(run, cases)
-            cases = [_declare_headline(c) for c in cases]
+            cases = [_declared(c, declared_before(c.metrics)) for c in cases]
         else:
             figures = [StoredFigure.from_dict(_object(f, "figure")) for f in figures_data]
+        cases = [_declare_since(c) for c in cases]
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise ParityError(f"{source}: malformed run export ({one_line(exc, 200)}); {HOW_TO_EXPORT}") from None
     _check_run(run, cases, source=source)
@@ -112,9 +114,18 @@ def _legacy_figures(run: RunRecord, cases: list[CaseResult]) -> list[StoredFigur
     return out
 
 
-def _declare_headline(case: CaseResult) -> CaseResult:
-    added = declared_before(case.metrics) or declared_decode(case.metrics)
+def _declared(case: CaseResult, added: dict[str, Any]) -> CaseResult:
     return replace(case, metrics={**case.metrics, **added}) if added else case
+
+
+def _declare_since(case: CaseResult) -> CaseResult:
+    """What a case exported before schemas 5 and 6 did not declare: an offline decode case's
+    headline, and the sample sets a latency slope or a decode step is made of."""
+    case = _declared(case, declared_decode(case.metrics))
+    if not medians_weights(case.metrics):
+        return case
+    medians = {name: float(statistics.median(s.values_s)) for name, s in case.samples.items() if len(s)}
+    return _declared(case, declared_medians(case.metrics, medians))
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:

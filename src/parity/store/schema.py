@@ -30,6 +30,9 @@ History:
        (``parity.store.figures``); ``case_key`` is NULL for a figure over a suite's cases.
     5: no new table: each offline decode case declares its headline, tokens/s per card
        (``parity.store.backfill.decode_headlines``); stored before, compare gave them no ratio.
+    6: no new table: each latency slope and decode step names the sample sets and weights its
+       headline is made of (``headline_medians``, ``parity.store.backfill.sample_medians``),
+       where its samples give the headline back; stored before, compare gave them no within-run CI.
        Version 3 files get their runs' figures from the copies inside the run summaries, and
        their cases the headline compare chose for them then (``parity.store.headlines``).
 """
@@ -44,7 +47,7 @@ from parity.store.backfill import BACKFILLS
 # "PRTY" as a big-endian 32-bit integer: identifies a parity results file (``file`` shows it).
 APPLICATION_ID = 0x50525459
 
-STORE_VERSION = 5
+STORE_VERSION = 6
 
 _V1 = [
     """
@@ -145,7 +148,7 @@ _V4 = [
     "CREATE INDEX figures_by_run ON figures (run_id, suite, name)",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: []}
+MIGRATIONS: dict[int, list[str]] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: [], 5: []}
 
 
 def read_header(conn: sqlite3.Connection) -> tuple[int, int, int]:
