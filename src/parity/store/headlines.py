@@ -89,10 +89,13 @@ def medians_weights(metrics: Mapping[str, Any]) -> dict[str, float]:
     per = rate * step
     kinds = metrics.get("kinds")
     if isinstance(kinds, dict) and kinds:
-        layers = [(str(k), v.get("layers_total"), v.get("layers_run")) for k, v in kinds.items() if isinstance(v, dict)]
-        if len(layers) == len(kinds) and all(positive(t) and positive(r) for _, t, r in layers):
-            return {k: t / r / per for k, t, r in layers}
-        return {}
+        weights = {}
+        for kind, layers in kinds.items():
+            total, run = (layers.get("layers_total"), layers.get("layers_run")) if isinstance(layers, dict) else (None, None)
+            if not (positive(total) and positive(run)):
+                return {}
+            weights[str(kind)] = total / run / per
+        return weights
     short, long = metrics.get("short"), metrics.get("long")
     if positive(short) and positive(long) and long > short:
         return {"short": -1 / (per * (long - short)), "long": 1 / (per * (long - short))}
