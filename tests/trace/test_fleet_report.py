@@ -102,7 +102,8 @@ def test_report_data_has_every_fleet_chart_with_findings_beside_them(small: Path
     assert stragglers[0]["over_expected"] == 4.0 and stragglers[0]["method"] == "first-order"
     assert stragglers[0]["median_lateness_s"] == pytest.approx(19.985e-6)
     figures = {r["figure"]: r["value"] for r in charts["fleet-0-summary"]["spec"]["datasets"]["figures"]}
-    assert figures["arrival skew, median"] == pytest.approx(20e-6) and figures["stragglers (ranks)"] == "3"
+    assert figures["arrival skew, median"] == pytest.approx(20e-6) and figures["stragglers named (rank 3)"] == 1
+    assert figures["ranks per node"] == 2
     html = render_data(data)
     assert "look at rank &lt;b&gt;host stalls&lt;/b&gt;" in html and "<b>host" not in html  # a hint is text
     assert 'data-code="straggler-by-arrival"' in html

@@ -52,14 +52,18 @@ def _ns_to_s(row: dict[str, Any], *names: str) -> dict[str, Any]:
 
 def summary_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findings: list[dict[str, Any]]) -> Chart:
     """Tables only: the headline figures and fleet.json's own keys, with the findings no chart claims."""
+    named = headline["straggler_ranks"]
     figures = [
         {"figure": "ranks", "value": headline["ranks"], "unit": "count"},
-        {"figure": "ranks per node", "value": headline["ranks_per_node"], "unit": "count"},
+        {"figure": "ranks per node" + ("" if headline["ranks_per_node"] else " (not given: --ranks-per-node)"),
+         "value": headline["ranks_per_node"], "unit": "count"},
         {"figure": "matched collectives", "value": headline["collectives"], "unit": "count"},
         {"figure": "arrival skew, median", "value": _s(headline["skew_median_ns"]), "unit": "s"},
         {"figure": "arrival skew, p99", "value": _s(headline["skew_p99_ns"]), "unit": "s"},
         {"figure": "wait, all ranks and collectives", "value": _s(headline["wait_total_ns"]), "unit": "s"},
-        {"figure": "stragglers (ranks)", "value": ", ".join(map(str, headline["straggler_ranks"])) or "none", "unit": ""},
+        # a count, so the column holds numbers only; the ranks are named in the figure
+        {"figure": "stragglers named" + (f" (rank{'s' if len(named) > 1 else ''} {', '.join(map(str, named))})"
+                                         if named else ""), "value": len(named), "unit": "count"},
     ]
     summary = {k: v for k, v in folder.summary.items() if k != "findings"}
     return Chart(id=f"fleet-{index}-summary", section=SECTION, title=f"Fleet: {Path(folder.out_dir).name}", draw=False,
@@ -258,7 +262,10 @@ def rank_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]]) 
     return Chart(
         id=f"fleet-{index}-ranks", section=SECTION, title=f"Every rank: {Path(folder.out_dir).name}", draw=False,
         spec=tables_only({"ranks": rows}), findings=tuple(findings),
-        note=("Per rank over the whole job: wait = sum over its collectives of last arrival - its arrival."
+        note=("Per rank. Collectives, times last, wait (sum over its collectives of last arrival - its arrival) and "
+              "median lateness: every matched collective of the job. Compute, communication and idle: in the rank's "
+              "own analysis window, as parity trace analyze prints them (with step markers, the first step is left "
+              "out as warm-up). Steps: the steps with device work in its trace."
               + (f" {more} more ranks (fewer times last, less wait) are in ranks.parquet." if more > 0 else "")),
         tables=(Table(dataset="ranks", title="per rank", columns=(
             Column(field="rank", title="rank", unit=NUMBER), Column(field="node", title="node"),
