@@ -146,9 +146,9 @@ def heatmap_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]
             Column(field="step_median_s", title="step time, median", unit="s"),
             Column(field="step_max_s", title="step time, max", unit="s"),
             Column(field="compute_max_s", title="compute, max", unit="s"),
-            Column(field="compute_max_rank", title="rank", unit=NUMBER),
+            Column(field="compute_max_rank", title="its rank", unit=NUMBER),
             Column(field="lateness_max_s", title="lateness, max", unit="s"),
-            Column(field="lateness_max_rank", title="rank", unit=NUMBER))),))
+            Column(field="lateness_max_rank", title="its rank", unit=NUMBER))),))
 
 
 def skew_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findings: list[dict[str, Any]]) -> Chart:
