@@ -140,11 +140,6 @@ def timing_method(case: CaseResult) -> str | None:
     return ", ".join(methods) if methods else (str(case.metrics["strategy"]) if case.metrics.get("strategy") else None)
 
 
-def identity_params(case: CaseResult) -> dict[str, Any]:
-    """The case's parameters without those in :data:`IGNORED_PARAMS`."""
-    return {k: v for k, v in case.params.items() if k not in IGNORED_PARAMS}
-
-
 @dataclass(frozen=True, kw_only=True)
 class JoinedCase:
     """One case present in every run, in run order."""
