@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from parity.metrics.links import SLOW_FRACTION, slow_links
+from parity.metrics.links import SLOW_FRACTION, one_way_bandwidth, slow_links
 from parity.model.result import CaseResult
 
 
@@ -120,7 +120,7 @@ def pair_rows(results: list[CaseResult]) -> list[PairRow]:
             if p["kind"] == "latency":
                 row["latency_s"] = round_trip / 2.0
             else:
-                row["bandwidth_bps"] = float(p["size_bytes"]) / (round_trip / 2.0)
+                row["bandwidth_bps"] = one_way_bandwidth(float(p["size_bytes"]), round_trip)
     return [PairRow.from_dict(row) for _, row in sorted(rows.items())]
 
 
