@@ -169,3 +169,17 @@ def test_a_bound_near_one_keeps_the_digits_that_say_which_side_of_one_it_is() ->
     assert format_value(5.7e-3, "s") == "5.7 ms" and format_value(None, "s") == "n/a"
     faster = claim(scope="these 4 cases", pair=("A", "B"), ratio=1.01, ci=(1.0004, 1.03), runs=(3, 3), kind=BETWEEN_RUN)
     assert "1.01x [1.0004, 1.03]" in faster and NO_DIFFERENCE not in faster
+
+
+def test_row_medians_are_numpys_to_the_bit() -> None:
+    """Hand rows: [3, 1, 2] -> 2; [4, 1, 3, 2] -> (2 + 3) / 2 = 2.5; then random rows of every
+    length up to the resampling limit, with ties, equal to numpy.median bit for bit."""
+    from parity.compare.bootstrap import EXACT_UP_TO, _row_medians
+
+    assert _row_medians(np.array([[3.0, 1.0, 2.0]])).tolist() == [2.0]
+    assert _row_medians(np.array([[4.0, 1.0, 3.0, 2.0]])).tolist() == [2.5]
+    rng = np.random.default_rng(1)
+    for m in range(1, EXACT_UP_TO + 1):
+        rows = rng.lognormal(0, 0.3, (20, m))
+        rows[:, : m // 3] = np.round(rows[:, : m // 3], 1)
+        assert np.array_equal(_row_medians(rows), np.median(rows, axis=1)), m
