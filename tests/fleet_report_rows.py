@@ -70,7 +70,8 @@ def fleet_tables(*, ranks: int = 4, steps: int = 3, late: int = 3, late_ns: int 
         median_lateness = int(np.median(lateness_of[r]))
         _append(tables["ranks"], rank=r, node=node[r], collectives=2 * steps, times_last=times_last,
                 wait_ns=int(wait_of[r]), compute_ns=compute * steps, communication_ns=2 * COMM_NS * steps,
-                idle_ns=(STEP_NS - compute - 2 * COMM_NS) * steps, median_lateness_ns=median_lateness, steps=steps)
+                idle_ns=(STEP_NS - compute - 2 * COMM_NS) * steps, median_lateness_ns=median_lateness, steps=steps,
+                window_ns=STEP_NS * steps)
     order = sorted(range(ranks), key=lambda r: (r != late, r))
     for r in order:
         _append(tables["stragglers"], rank=r, node=node[r], times_last=2 * steps if r == late else 0,

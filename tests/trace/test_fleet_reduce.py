@@ -38,7 +38,8 @@ def _hand_fleet(out: Path) -> None:
     for rank, coll in rows.items():
         write_rows(out, "collectives", rank, coll)
         write_rows(out, "rank_info", rank, [{"rank": rank, "node": f"host{rank}", "compute_ns": 100 + rank,
-                                             "communication_ns": 50 + rank, "device_idle_ns": 7 * rank, "steps": 2}])
+                                             "communication_ns": 50 + rank, "device_idle_ns": 7 * rank, "steps": 2,
+                                             "window_start_ns": 1000, "window_end_ns": 2000 + 10 * rank}])
         write_rows(out, "steps", rank, [{"rank": rank, "step": s, "start_ns": 1000 * s, "end_ns": 1000 * s + 900 + rank}
                                         for s in (2, 1)])
 
@@ -91,6 +92,7 @@ def test_ranks_and_stragglers_tables(hand: Path):
     assert r["median_lateness_ns"] == [-15, 15, 2]
     assert r["compute_ns"] == [100, 101, 102] and r["communication_ns"] == [50, 51, 52]
     assert r["idle_ns"] == [0, 7, 14] and r["steps"] == [2, 2, 2]
+    assert r["window_ns"] == [1000, 1010, 1020]  # what compute, communication and idle are in
     s = _table(hand, "stragglers")
     assert s["rank"] == [1, 2, 0] and s["times_last"] == [2, 1, 0]
     assert s["share_last"] == pytest.approx([2 / 3, 1 / 2, 0])

@@ -252,25 +252,28 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
 def rank_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]]) -> Chart:
     """Tables only: every rank's figures (the ranks most often last, then most waiting, past the cap)."""
     table = folder.table("ranks")
-    names = ("rank", "node", "collectives", "times_last", "wait_ns", "compute_ns", "communication_ns", "idle_ns",
-             "median_lateness_ns", "steps")
+    names: list[str] = [n for n in ("rank", "node", "collectives", "times_last", "wait_ns", "compute_ns", "communication_ns",
+                         "idle_ns", "median_lateness_ns", "steps", "window_ns")
+             if n in table]  # a folder reduced before ranks had window_ns
     rows = [{n: _plain(table[n][i]) for n in names} for i in range(folder.rows("ranks"))]
     if len(rows) > MAX_TABLE_RANKS:
         rows = sorted(rows, key=lambda r: (-r["times_last"], -r["wait_ns"], r["rank"]))[:MAX_TABLE_RANKS]
-    rows = [_ns_to_s(r, "wait", "compute", "communication", "idle", "median_lateness") for r in rows]
+    rows = [_ns_to_s(r, "wait", "compute", "communication", "idle", "median_lateness",
+                     *(("window",) if "window_ns" in table else ())) for r in rows]
     more = folder.rows("ranks") - len(rows)
     return Chart(
         id=f"fleet-{index}-ranks", section=SECTION, title=f"Every rank: {Path(folder.out_dir).name}", draw=False,
         spec=tables_only({"ranks": rows}), findings=tuple(findings),
         note=("Per rank. Collectives, times last, wait (sum over its collectives of last arrival - its arrival) and "
               "median lateness: every matched collective of the job. Compute, communication and idle: in the rank's "
-              "own analysis window, as parity trace analyze prints them (with step markers, the first step is left "
+              "own analysis window (its length in the window column), as parity trace analyze prints them (with step markers, the first step is left "
               "out as warm-up). Steps: the steps with device work in its trace."
               + (f" {more} more ranks (fewer times last, less wait) are in ranks.parquet." if more > 0 else "")),
         tables=(Table(dataset="ranks", title="per rank", columns=(
             Column(field="rank", title="rank", unit=NUMBER), Column(field="node", title="node"),
             Column(field="collectives", title="collectives", unit=NUMBER),
             Column(field="times_last", title="times last", unit=NUMBER), Column(field="wait_s", title="wait", unit="s"),
+            *((Column(field="window_s", title="window", unit="s"),) if "window_ns" in table else ()),
             Column(field="compute_s", title="compute", unit="s"),
             Column(field="communication_s", title="communication", unit="s"), Column(field="idle_s", title="idle", unit="s"),
             Column(field="median_lateness_s", title="median lateness", unit="s"),

@@ -224,7 +224,15 @@ def _write_ranks(root: Path, ranks: np.ndarray, nodes: np.ndarray, info, order: 
         "communication_ns": _info_column(info, ranks, "communication_ns"),
         "idle_ns": _info_column(info, ranks, "device_idle_ns"), "median_lateness_ns": order.median_lateness_ns,
         "steps": _info_column(info, ranks, "steps"),
+        "window_ns": _window_ns(info, ranks),
     })  # fmt: skip
+
+
+def _window_ns(info, ranks: np.ndarray) -> np.ndarray:
+    """Each rank's analysis window, ``end - start`` (ns; -1 for a rank without a rank_info row):
+    what its compute, communication and idle are measured in."""
+    start, end = _info_column(info, ranks, "window_start_ns"), _info_column(info, ranks, "window_end_ns")
+    return np.where((start >= 0) & (end >= start), end - start, -1)
 
 
 def median_step_ns(ranks: np.ndarray, steps: dict) -> np.ndarray:

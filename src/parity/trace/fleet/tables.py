@@ -72,6 +72,7 @@ FLEET_TABLES: dict[str, tuple[Column, ...]] = {
         ("rank", "int32", ""), ("node", "string", ""), ("collectives", "int64", ""), ("times_last", "int64", ""),
         ("wait_ns", "int64", "ns"), ("compute_ns", "int64", "ns"), ("communication_ns", "int64", "ns"),
         ("idle_ns", "int64", "ns"), ("median_lateness_ns", "int64", "ns"), ("steps", "int32", ""),
+        ("window_ns", "int64", "ns"),
     ),
     # one row per rank and step (the heatmap's cells)
     "steps": MAP_TABLES["steps"],
