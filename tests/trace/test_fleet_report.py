@@ -185,6 +185,13 @@ def test_columns_added_at_a_tables_end_are_optional_the_others_required(tmp_path
 
     rows = straggler_rows(read_fleet_folder(out))
     assert rows[0]["rank"] == 3 and "median_margin_ns" not in rows[0]
+    ranks = pq.read_table(out / "ranks.parquet")  # reduced before ranks had its window
+    pq.write_table(ranks.drop_columns(["window_ns"]), out / "ranks.parquet")
+    from parity.report.html import report_data
+
+    chart = next(c for c in report_data(fleets=[read_fleet_folder(out)])["charts"] if c["id"] == "fleet-0-ranks")
+    assert "window_s" not in chart["spec"]["datasets"]["ranks"][0]
+    assert "window_s" not in [c["field"] for c in chart["tables"][0]["columns"]]
     pq.write_table(older.drop_columns(["step_cost_ns"]), out / "stragglers.parquet")
     with pytest.raises(ParityError, match="lacks columns step_cost_ns; write it again"):
         read_fleet_folder(out)

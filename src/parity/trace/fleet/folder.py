@@ -31,7 +31,7 @@ READ_TABLES = ("collectives", "arrivals", "ranks", "steps", "stragglers")
 # the columns read where not all are needed (arrivals: one row per rank and collective)
 READ_COLUMNS = {"arrivals": ("group", "seq", "rank", "wait_ns", "lateness_ns")}
 # columns added at a table's end after its first version: shown where a folder has them
-OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns"})
+OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns", "window_ns"})
 HEADLINE_METHOD = ("median and p99 (numpy linear interpolation) of collectives.skew_ns; "
                    "wait = sum of arrivals.wait_ns; busbw: median of collectives.busbw_bps")
 
