@@ -71,11 +71,11 @@ def test_the_sample_sets_a_case_stored_before_schema_6_is_made_of_by_hand() -> N
               "short": 2, "long": 32}
     weights = medians_weights(engine)
     assert weights == {"short": pytest.approx(-1 / 60), "long": pytest.approx(1 / 60)}
-    assert declared_medians(engine, {"short": 0.03, "long": 0.18}) == {"headline_medians": weights}
-    assert declared_medians(engine, {"short": 0.03, "long": 0.20}) == {}
-    assert declared_medians(engine, {"long": 0.18}) == {}
+    assert declared_medians(engine, {"short": [0.03], "long": [0.18]}) == {"headline_medians": weights}
+    assert declared_medians(engine, {"short": [0.03], "long": [0.20]}) == {}
+    assert declared_medians(engine, {"long": [0.18]}) == {}
     latency = {"headline_metric": "ns_per_load", "ns_per_load": 10.0, "short_loads": 1000, "long_loads": 4000}
-    assert declared_medians(latency, {"short": 10e-6, "long": 40e-6}) == {
+    assert declared_medians(latency, {"short": [9e-6, 10e-6, 11e-6], "long": [40e-6]}) == {
         "headline_medians": {"short": pytest.approx(-1e9 / 3000), "long": pytest.approx(1e9 / 3000)}}
     assert medians_weights({**latency, "headline_medians": {"long": 1.0}}) == {}  # declared already
     assert medians_weights({"headline_metric": "bytes_per_s", "bytes_per_s": 1e9}) == {}

@@ -24,7 +24,7 @@ import numpy as np
 from parity.compare.bootstrap import Medians
 from parity.model.errors import ParityError
 from parity.model.result import CaseResult
-from parity.store.headlines import CANONICAL, FROM_SAMPLES, HEADLINE_METRIC, MEDIANS
+from parity.store.headlines import CANONICAL, FROM_SAMPLES, HEADLINE_METRIC, MEDIANS, gives_back
 from parity.store.headlines import positive as _positive
 
 log = logging.getLogger(__name__)
@@ -116,10 +116,10 @@ def headline_medians(case: CaseResult, chosen: Headline) -> Medians | None:
         return None
     medians = Medians(weights=tuple(float(w) for w in weights),
                       sets=tuple(np.asarray(s.values_s, dtype=np.float64) for s in sets if s is not None))
-    time, expected = medians.time(), float(value) if not chosen.higher_is_better else 1.0 / float(value)
-    if not math.isclose(time, expected, rel_tol=1e-9):
-        log.warning("case %s/%s: its %s give %.6g, not the %.6g its %s makes; no within-run CI for it",
-                    case.suite, case.key, MEDIANS, time, expected, chosen.metric)
+    time = medians.time()
+    if not gives_back(time, float(value), rate=chosen.higher_is_better):
+        log.warning("case %s/%s: its %s give %.6g, not what its %s %.6g makes; no within-run CI for it",
+                    case.suite, case.key, MEDIANS, time, chosen.metric, float(value))
         return None
     return medians
 

@@ -4,7 +4,6 @@ parity wrote. Each runs inside the migration's transaction, after the step's sta
 from __future__ import annotations
 
 import sqlite3
-import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -53,18 +52,18 @@ def sample_medians(conn: sqlite3.Connection) -> None:
         samples = _load(row[0]) if row else None
         if not isinstance(samples, dict):
             continue
-        added = declared_medians(metrics, set_medians(samples))
+        added = declared_medians(metrics, set_times(samples))
         if added:
             conn.execute("UPDATE cases SET metrics = ? WHERE id = ?", (dump_json({**metrics, **added}), case_id))
 
 
-def set_medians(samples: dict[str, Any]) -> dict[str, float]:
-    """The median of each stored sample set's ``values_s`` (sets without times left out)."""
+def set_times(samples: dict[str, Any]) -> dict[str, list[float]]:
+    """Each stored sample set's raw times (``values_s``; sets without numbers left out)."""
     out = {}
     for name, data in samples.items():
         values = data.get("values_s") if isinstance(data, dict) else None
-        if isinstance(values, list) and values and all(isinstance(v, (int, float)) for v in values):
-            out[str(name)] = float(statistics.median(values))
+        if isinstance(values, list) and all(isinstance(v, (int, float)) for v in values):
+            out[str(name)] = values
     return out
 
 

@@ -22,7 +22,8 @@ give back its headline (:func:`declared_medians`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 HEADLINE_METRIC = "headline_metric"
@@ -102,14 +103,20 @@ def medians_weights(metrics: Mapping[str, Any]) -> dict[str, float]:
     return {}
 
 
-def declared_medians(metrics: Mapping[str, Any], medians: Mapping[str, float]) -> dict[str, Any]:
-    """``{headline_medians: weights}`` (:func:`medians_weights`) when the case's sample sets'
-    ``medians`` give back its stored headline within 1e-9 (``Σ w·m`` for a time, its
-    reciprocal for a rate); empty otherwise: no declaration that compare would refuse."""
+def gives_back(time: float, value: float, *, rate: bool) -> bool:
+    """True when ``time = Σ w·median(set)`` is the stored headline ``value`` within 1e-9: the
+    value itself for a time, its reciprocal for a rate (what compare resamples, and what a
+    declaration must reproduce)."""
+    return time > 0 and math.isclose(time, 1.0 / value if rate else value, rel_tol=1e-9)
+
+
+def declared_medians(metrics: Mapping[str, Any], sets: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    """``{headline_medians: weights}`` (:func:`medians_weights`) when the medians of the case's
+    sample ``sets`` (raw times by set name) give back its stored headline (:func:`gives_back`);
+    empty otherwise: no declaration that compare would refuse."""
     weights = medians_weights(metrics)
-    if not weights or any(k not in medians for k in weights):
+    if not weights or any(not sets.get(k) for k in weights):
         return {}
-    time = sum(w * medians[k] for k, w in weights.items())
-    value = metrics[metrics[HEADLINE_METRIC]]
-    expected = value if metrics[HEADLINE_METRIC] == "ns_per_load" else 1.0 / value
-    return {MEDIANS: weights} if time > 0 and math.isclose(time, expected, rel_tol=1e-9) else {}
+    time = sum(w * statistics.median(sets[k]) for k, w in weights.items())
+    metric = metrics[HEADLINE_METRIC]
+    return {MEDIANS: weights} if gives_back(time, metrics[metric], rate=metric != "ns_per_load") else {}

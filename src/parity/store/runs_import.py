@@ -18,7 +18,6 @@ them then (``parity.store.headlines``), as the migration does for a stored run.
 from __future__ import annotations
 
 import os
-import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import check_version
 from parity.store.database import RUN_STATUSES, Store, now_utc, unused_run_id
 from parity.store.figures import INSERT_FIGURE, StoredFigure, figure_row, summary_figures, with_case_findings
-from parity.store.headlines import declared_before, declared_decode, declared_medians, medians_weights
+from parity.store.headlines import declared_before, declared_decode, declared_medians
 from parity.store.import_schema import check_document
 from parity.store.rows import INSERT_CASE, case_row, dump_json
 
@@ -122,10 +121,7 @@ def _declare_since(case: CaseResult) -> CaseResult:
     """What a case exported before schemas 5 and 6 did not declare: an offline decode case's
     headline, and the sample sets a latency slope or a decode step is made of."""
     case = _declared(case, declared_decode(case.metrics))
-    if not medians_weights(case.metrics):
-        return case
-    medians = {name: float(statistics.median(s.values_s)) for name, s in case.samples.items() if len(s)}
-    return _declared(case, declared_medians(case.metrics, medians))
+    return _declared(case, declared_medians(case.metrics, {name: s.values_s for name, s in case.samples.items()}))
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:
