@@ -159,9 +159,12 @@ def side_runs(values: Sequence[Sequence[float]], times: Sequence[Sequence[Median
 
 
 def _medians(times: Medians | Sequence[float] | None) -> Medians | None:
-    if times is None or isinstance(times, Medians):
-        return times if times is None or all(len(s) for s in times.sets) else None
-    return Medians(weights=(1.0,), sets=(np.asarray(times, dtype=np.float64),)) if len(times) else None
+    """``times`` as :class:`Medians` (raw times: one set of weight 1); None where a set is empty."""
+    if isinstance(times, Medians):
+        return times if all(len(s) for s in times.sets) else None
+    if times is None or not len(times):
+        return None
+    return Medians(weights=(1.0,), sets=(np.asarray(times, dtype=np.float64),))
 
 
 def _within_deltas(side: SideRuns, rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
