@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import pickle
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 KILL_GRACE_S = 3.0
 DEFAULT_START_TIMEOUT_S = 120.0
 POLL_S = 0.1
+GONE_POLL_S = 0.05  # between looks for a supervisor's exit
 # Filler torch puts in a failure without an error file; it says nothing about the failure.
 _NO_MESSAGE = "To enable traceback"
 _OWN_ERROR = "ParityError: "
@@ -151,17 +153,18 @@ def _wait(
     receive: Any, status: Path, *, nproc: int, timeout_s: float, start_timeout_s: float
 ) -> str | None:
     """Poll for the supervisor's answer: None when it comes, else the message of the bound
-    that ran out first (start, then run)."""
-    begun = time.monotonic()
-    all_started: float | None = None
+    that ran out first (start, then run). The bounds are counted in polls: a poll that returns
+    without an answer has waited ``POLL_S``, so ``n`` of them have waited at least ``n * POLL_S``
+    (a deadline is a bound, not a measurement: no clock is read)."""
+    polls, all_started = 0, None
     while not receive.poll(POLL_S):
-        now = time.monotonic()
+        polls += 1
         if all_started is None:
             if len(_marked(status, "started", nproc)) == nproc:
-                all_started = now
-            elif now - begun > start_timeout_s:
+                all_started = polls
+            elif polls * POLL_S > start_timeout_s:
                 return start_message(status, nproc=nproc, start_timeout_s=start_timeout_s)
-        elif now - all_started > timeout_s:
+        elif (polls - all_started) * POLL_S > timeout_s:
             return hang_message(status, nproc=nproc, timeout_s=timeout_s)
     return None
 
@@ -187,13 +190,13 @@ def _end_group(process: Any, *, answered: bool) -> None:
 
 def _wait_gone(process: Any, wait_s: float) -> bool:
     """True once the supervisor has exited (and is reaped) and no process of its group is
-    left, polling for at most ``wait_s`` seconds."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        gone = not process.is_alive() and not _group_alive(process.pid)
-        if gone or time.monotonic() >= deadline:
-            return gone
-        time.sleep(0.05)
+    left, looking every ``GONE_POLL_S`` for at most ``wait_s`` seconds (counted in looks)."""
+    for look in range(math.ceil(wait_s / GONE_POLL_S) + 1):
+        if look:
+            time.sleep(GONE_POLL_S)
+        if not process.is_alive() and not _group_alive(process.pid):
+            return True
+    return False
 
 
 def _group_alive(pgid: int) -> bool:
