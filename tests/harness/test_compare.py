@@ -296,3 +296,50 @@ def test_a_version_4_store_declares_its_decode_cases_headline(tmp_path: Path) ->
         assert store.cases(a)[0].metrics["headline_metric"] == "tokens_per_s_per_card"
         doc = compare_runs(store, [a, b]).to_dict()
     assert doc["cases"][0]["ratio"] == pytest.approx(1.25)
+
+
+def _copy_case(seconds: float, *, key: str, findings: tuple = ()) -> CaseResult:
+    return CaseResult(suite="membw", key=key, check={"passed": True}, params={"op": "copy"}, findings=findings,
+                      samples={"main": Samples(values_s=(seconds,) * 5, method="host-clock")},
+                      metrics={"median_s": seconds, "bytes_per_s": 1e-3 / seconds * 2e9})
+
+
+def test_a_case_a_side_could_not_vouch_for_is_named_in_its_row_its_summary_and_its_claim(tmp_path: Path) -> None:
+    """Three copy cases, B twice as fast; A's first case was timed while others used the
+    machine (``contended``), B's last one holds a figure that cannot be true (``invalid``): each
+    row names its side and reason, as the run's DOUBTFUL verdict counts them (a high-variance
+    finding is not one of them), and the suite's median and its claim say how many of their
+    cases each side could not vouch for."""
+    from parity.model.findings import Finding, Severity
+    from parity.report.comparison import case_cells
+
+    contended = Finding(code="contended", severity=Severity.WARNING, message="load 3.1 on 2 CPUs")
+    invalid = Finding(code="invalid", severity=Severity.INVALID, message="over the ceiling")
+    noisy = Finding(code="high-variance", severity=Severity.WARNING, message="cv 30%")
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _run_of(store, [_copy_case(2e-3, key="c1", findings=(contended,)), _copy_case(2e-3, key="c2"),
+                            _copy_case(2e-3, key="c3", findings=(noisy,))])
+        b = _run_of(store, [_copy_case(1e-3, key="c1"), _copy_case(1e-3, key="c2"),
+                            _copy_case(1e-3, key="c3", findings=(invalid, noisy))])
+        doc = compare_runs(store, [a, b]).to_dict()
+    rows = {c["key"]: c for c in doc["cases"]}
+    assert [rows[k]["doubts"] for k in ("c1", "c2", "c3")] == [[["contended"], []], [[], []], [[], ["invalid"]]]
+    assert rows["c1"]["ratio"] == pytest.approx(2.0)  # the ratio stays; its row says what it rests on
+    header, cells, _ = case_cells(doc)
+    marks = {row[1]: row[header.index("marked")] for row in cells}
+    assert marks == {"c1": "contended in A", "c2": "", "c3": "invalid in B"}
+    median = next(f for f in doc["summary"] if f["name"] == "compare.membw.median_ratio")
+    clause = ("A could not vouch for 1 of these 3 cases (contended); B could not vouch for 1 of these 3 cases "
+              "(invalid): figures that cannot be trusted")
+    assert clause in median["note"]
+    assert [c for c in doc["claims"] if c.startswith("on these 3 membw cases")][0].endswith(clause)
+
+
+def test_a_comparison_of_trusted_cases_says_nothing_of_doubts(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _run_of(store, [_copy_case(2e-3, key="c1"), _copy_case(2e-3, key="c2")])
+        b = _run_of(store, [_copy_case(1e-3, key="c1"), _copy_case(1e-3, key="c2")])
+        doc = compare_runs(store, [a, b]).to_dict()
+    assert all(c["doubts"] == [[], []] for c in doc["cases"])
+    assert not any("vouch" in c for c in doc["claims"]) and not any("vouch" in (f["note"] or "") for f in doc["summary"])
+

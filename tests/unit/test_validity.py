@@ -132,3 +132,20 @@ def test_untrusted_codes_are_invalid_and_contended() -> None:
                 Finding(code="invalid", severity=Severity.INVALID, message="m")]
     assert untrusted_codes(findings) == {"contended", "invalid"}
     assert Finding.from_dict(findings[2].to_dict()) == findings[2]
+
+
+def test_doubt_text_names_each_reason_with_its_sides() -> None:
+    from parity.model.findings import doubt_text
+
+    assert doubt_text([["contended"], []]) == "contended in A"
+    assert doubt_text([["contended"], ["contended", "invalid"]]) == "contended in A and B; invalid in B"
+    assert doubt_text([[], [], ["invalid"]]) == "invalid in C"
+    assert doubt_text(None) == "" and doubt_text([[], []]) == ""
+
+
+def test_untrusted_clause_hand_cases() -> None:
+    from parity.compare.wording import untrusted_clause
+
+    assert untrusted_clause({"A": (5, {"contended"}), "B": (0, set())}, 34) == (
+        "A could not vouch for 5 of these 34 cases (contended): figures that cannot be trusted")
+    assert untrusted_clause({"A": (0, set()), "B": (0, set())}, 3) == ""

@@ -25,15 +25,15 @@ from parity.compare.ratio import speed_ratio
 from parity.compare.records import RatioRecord
 from parity.compare.sides import Side, describe_side, load_sides
 from parity.compare.summary import PairData, pair_summaries
-from parity.compare.wording import verdict
+from parity.compare.wording import LETTERS, verdict
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
+from parity.model.findings import untrusted_codes
 from parity.model.result import RunRecord
 from parity.model.schema import SCHEMA_VERSION
 from parity.store.headlines import NOT_COMPARED
 from parity.store.database import Store
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RATIO_METHOD = ("speed of each side relative to the first (A): rate_B / rate_A for a rate, time_A / time_B for a "
                 "time; with several runs a side, the ratio of the geometric means of its runs' values; 95% CI "
                 "from a hierarchical bootstrap (runs, then raw samples within each drawn run), between-run with "
@@ -182,6 +182,8 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
             "reason": reason,
             "ratios": [None] * len(sides), "ratios_ci95": [None] * len(sides),
             "ok": [all(c.ok for c in j.cases[start:start + len(s.runs)]) for start, s in zip(starts, sides)],
+            "doubts": [sorted(set().union(*(untrusted_codes(c.findings) for c in j.cases[start:start + len(s.runs)])))
+                       for start, s in zip(starts, sides)],
             "marked": (j.suite, j.key) in marked, "_cases": j.cases, "_headline": chosen}
 
 

@@ -22,7 +22,7 @@ from parity.compare.join import headline
 from parity.compare.records import RatioRecord
 from parity.compare.scope import figure_comparability
 from parity.compare.sides import Side
-from parity.compare.wording import NO_DIFFERENCE, claim, scope_text, verdict
+from parity.compare.wording import LETTERS, NO_DIFFERENCE, claim, scope_text, untrusted_clause, verdict
 from parity.model.figure import Figure
 from parity.stats.summary import median
 from parity.store.figures import StoredFigure
@@ -119,6 +119,9 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
         note = NO_DIFFERENCE
     if marked:
         note = (note + "; " if note else "") + "marked: conventions differ between the runs"
+    untrusted = untrusted_clause(_doubted(usable, (0, data.index)), len(usable))
+    if untrusted:
+        note = (note + "; " if note else "") + untrusted
     scope = {"suite": name_base, "subset": subset, "cases": len(usable), "runs": list(data.pair),
              "runs_per_side": list(data.runs), "ci_kind": kind}
     figure = Figure(name=name, value=value, unit="x", ci95=ci, note=note, method=MEDIAN_METHOD, scope=scope)
@@ -129,7 +132,17 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
     dtypes = sorted({str(r["params"]["dtype"]) for r in usable if r["params"].get("dtype")})
     text = claim(scope=scope_text(len(usable), subset=subset, suite=suite, dtypes=dtypes, what=what),
                  pair=data.pair, ratio=value, ci=ci, runs=data.runs, kind=kind)
+    text += f"; {untrusted}" if untrusted else ""
     return figure, record, ("[marked: conventions differ] " + text) if marked else text
+
+
+def _doubted(rows: list[dict[str, Any]], sides: tuple[int, int]) -> dict[str, tuple[int, set[str]]]:
+    """Per side of the pair (by letter), how many of ``rows`` its runs could not vouch for and why."""
+    out = {}
+    for side in sides:
+        doubts = [set(r["doubts"][side]) for r in rows if r.get("doubts") and r["doubts"][side]]
+        out[LETTERS[side % 26]] = (len(doubts), set().union(*doubts))
+    return out
 
 
 def _compute_bound(suite: str, rows: list[dict[str, Any]], classes: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

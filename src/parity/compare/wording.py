@@ -8,6 +8,10 @@
 Every claim names its cases (how many, which subset, which dtype), the runs per side and the
 kind of CI: ``between-run`` (several runs per side) or ``within-run only`` (one run on a side:
 run-to-run variation not measured, and a CI that excludes 1 is no proof of a difference).
+
+A case whose figure a side's run could not vouch for (a finding ``contended`` or ``invalid``, as
+the run's DOUBTFUL verdict counts them) is named with its side, and a claim over cases says how
+many of them a side could not vouch for.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Sequence
 
 from parity.compare.bootstrap import BETWEEN_RUN, holds_one
 from parity.model.figure import ratio_text
+from parity.model.findings import SIDE_LETTERS as LETTERS
 
 NO_DIFFERENCE = "no difference measured"
 WITHIN_CAVEAT = "within-run CI only: a side has one run, run-to-run variation not measured"
@@ -60,3 +65,13 @@ def claim(*, scope: str, pair: tuple[str, str], ratio: float, ci: tuple[float, f
     if ci is not None:
         text += " (between-run CI)" if kind == BETWEEN_RUN else f" ({WITHIN_CAVEAT})"
     return text + "; not a ranking beyond these cases"
+
+
+def untrusted_clause(counts: dict[str, tuple[int, set[str]]], total: int) -> str:
+    """What a claim over ``total`` cases adds when a side could not vouch for some of them:
+    ``counts`` maps a side's letter to (cases doubted, their codes). ``{"A": (5, {"contended"})}``
+    and 34 -> ``A could not vouch for 5 of these 34 cases (contended): figures that cannot be
+    trusted``; '' when no side doubts any."""
+    parts = [f"{side} could not vouch for {n} of these {total} cases ({', '.join(sorted(codes))})"
+             for side, (n, codes) in counts.items() if n]
+    return "; ".join(parts) + ": figures that cannot be trusted" if parts else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -22,6 +22,7 @@ class Severity(str, Enum):
 INVALID = "invalid"  # the code of a finding that says a figure cannot be true
 CONTENDED = "contended"  # the code of a finding that says others used the machine while it was timed
 UNTRUSTED = (INVALID, CONTENDED)  # codes that make a figure one the run's verdict cannot vouch for
+SIDE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # a comparison's sides, in the order given
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,3 +60,15 @@ class Finding:
 def untrusted_codes(findings: Iterable[Finding]) -> set[str]:
     """The codes among ``findings`` that make a figure untrustworthy (:data:`UNTRUSTED`)."""
     return {f.code for f in findings if f.code in UNTRUSTED}
+
+
+def doubt_text(doubts: Sequence[Sequence[str]] | None) -> str:
+    """Which side could not vouch for a case's figure, and why: ``doubts`` holds per side the
+    untrusted finding codes of its runs' case. ``[["contended"], []]`` -> ``contended in A``;
+    ``[["contended"], ["contended", "invalid"]]`` -> ``contended in A and B; invalid in B``."""
+    sides: dict[str, list[str]] = {}
+    for index, codes in enumerate(doubts or []):
+        for code in codes:
+            sides.setdefault(code, []).append(SIDE_LETTERS[index % 26])
+    return "; ".join(f"{code} in {' and '.join(letters)}" for code, letters in sorted(sides.items()))
+

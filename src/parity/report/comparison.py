@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.model.figure import UNITS, format_seconds, format_value, ratio_text
+from parity.model.findings import doubt_text
 
 MAX_ROWS = 200
 
@@ -51,8 +52,9 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
         cells = [case["suite"], case["key"], *(_value(v, case.get("unit")) for v in case["values"])]
         if traces:
             cells += [_share(s) for s in case.get("shares") or []]
+        mark = "MARKED" if case.get("marked") else "not compared" if case.get("comparable") is False else ""
         cells += [_ratio(case.get("ratio"), case.get("ratio_ci95")),
-                  "MARKED" if case.get("marked") else "not compared" if case.get("comparable") is False else ""]
+                  "; ".join(m for m in (mark, doubt_text(case.get("doubts"))) if m)]
         rows.append(cells)
         marks.append(bool(case.get("marked")))
     return header, rows, marks
@@ -101,9 +103,10 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
     header, rows, marks = case_cells(doc, limit=limit)
     table = Table(title="cases" + (f" (first {limit} of {len(doc['cases'])})" if len(doc["cases"]) > limit else ""),
                   title_justify="left", box=box.SIMPLE_HEAD)
-    for name in header:
+    longest = max((len(row[1]) for row in rows), default=0)
+    for name in header:  # a case's key on its line where it fits; a longer one wraps, never cut to "..."
         table.add_column(name, justify="left" if name in ("suite", "kind", "case", "marked") else "right",
-                         overflow="fold")  # a long case key or figure name wraps, never cut to "..."
+                         overflow="fold", min_width=min(longest, NAME_WIDTH) if name == "case" else None)
     for row_cells, marked in zip(rows, marks):  # cells as Text: a name's "[...]" is not markup
         table.add_row(*map(Text, row_cells), style="yellow" if marked else None)
     parts.append(table)
