@@ -230,3 +230,19 @@ def test_a_sentinel_times_one_round_of_the_ceilings_shape_from_the_state(cpu: An
     assert (timed.params["m"], timed.params["n"], timed.params["k"]) == (48, 32, 16)
     assert len(timed.metrics["rounds_flops"]) == 1 and timed.metrics["rounds_flops"][0] > 0
     assert len(timed.metrics["own_flops"]) == 1 and timed.metrics["own_flops"][0] > 0
+
+
+def test_the_sweeps_ceiling_search_is_not_compared_as_a_case_and_a_kernels_ceiling_is(cpu: Any) -> None:
+    """The GEMM sweep's P is made after the search (its sentinels' rounds, or a raise), so the
+    search's case says it is not compared and where P is (the figure gemm.ceiling); the same
+    search in the kernels suite is that suite's P, compared as its case."""
+    from parity.families.gemm.measure_case import SEARCH_NOT_COMPARED, measure_ceiling
+
+    spec = CaseSpec(suite="gemm", key="ceiling/fp32",
+                    params={**QUICK_TIMING, "kind": "ceiling", "dtype": "fp32", "backend": "matmul",
+                            "ceiling_budget_s": 0.2, "rounds": 1, "flush": False})
+    searched = GemmSuite().measure(spec, device=cpu, options=GemmOptions(dtype="fp32"), state={})
+    assert searched.ok and searched.metrics["ceiling_flops"] > 0
+    assert searched.metrics["not_compared"] == SEARCH_NOT_COMPARED and "headline_metric" not in searched.metrics
+    final = measure_ceiling(spec, device=cpu, dtype=resolve_dtype("fp32"), unavailable=None)
+    assert final.metrics["headline_metric"] == "ceiling_flops" and "not_compared" not in final.metrics

@@ -343,3 +343,17 @@ def test_a_comparison_of_trusted_cases_says_nothing_of_doubts(tmp_path: Path) ->
     assert all(c["doubts"] == [[], []] for c in doc["cases"])
     assert not any("vouch" in c for c in doc["claims"]) and not any("vouch" in (f["note"] or "") for f in doc["summary"])
 
+
+def test_a_case_one_run_declares_not_compared_is_not_compared_whichever_side_it_is_on(tmp_path: Path) -> None:
+    """A GEMM sweep's ceiling search stored before its case said it is not compared (headline
+    ``ceiling_flops``) against one that says so: no ratio either way round, with the reason."""
+    reason = "the ceiling search's P: the run's P ... is compared as the figure gemm.ceiling"
+    old = CaseResult(suite="gemm", key="ceiling/bf16", params={"kind": "ceiling", "dtype": "bf16"},
+                     check={"passed": True}, metrics={"ceiling_flops": 1e12, "headline_metric": "ceiling_flops"})
+    new = CaseResult(suite="gemm", key="ceiling/bf16", params={"kind": "ceiling", "dtype": "bf16"},
+                     check={"passed": True}, metrics={"ceiling_flops": 2e12, "not_compared": reason})
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a, b = _run_of(store, [old]), _run_of(store, [new])
+        for pair in ([a, b], [b, a]):
+            row = compare_runs(store, pair).to_dict()["cases"][0]
+            assert row["ratio"] is None and not row["comparable"] and row["reason"] == reason

@@ -168,7 +168,7 @@ def _within_sides(sides: list[Side]) -> tuple[list[str], list[AuditEntry]]:
 
 
 def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[tuple[str, str]]) -> dict[str, Any]:
-    chosen = headline(j.cases[0])
+    chosen = None if _declared_not_compared(j) else headline(j.cases[0])
     per_run = [headline_value(c, chosen) if chosen else None for c in j.cases]
     per_side = [per_run[start:start + len(s.runs)] for start, s in zip(starts, sides)]
     values = [_geometric_mean(v) for v in per_side]
@@ -190,17 +190,21 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
 def not_compared_reason(j: JoinedCase, chosen: Headline | None, per_run: list[float | None],
                         run_ids: list[str]) -> str:
     """Why a joined case gets no ratio ('' when it gets one): no headline figure (in the case's
-    own words where it gives them, ``NOT_COMPARED``: a GEMM ceiling's sentinels), or a run
-    without a value (the case failed there)."""
+    own words where a run's case gives them, ``NOT_COMPARED``: a GEMM sweep's ceiling search and
+    sentinels), or a run without a value (the case failed there)."""
     if chosen is None:
-        declared = j.cases[0].metrics.get(NOT_COMPARED)
-        return str(declared) if isinstance(declared, str) and declared else "no headline figure among its metrics"
+        return _declared_not_compared(j) or "no headline figure among its metrics"
     missing = [i for i, v in enumerate(per_run) if v is None]
     if missing:
         error = next((j.cases[i].error for i in missing if j.cases[i].error), None)
         why = f"failed: {error.splitlines()[0][:80]}" if error else "not ok, or no positive value"
         return f"no {chosen.metric} in run {', '.join(run_ids[i] for i in missing)} ({why})"
     return ""
+
+
+def _declared_not_compared(j: JoinedCase) -> str:
+    """The first reason a run's case gives for not being compared (``NOT_COMPARED``), or ''."""
+    return next((str(r) for r in (c.metrics.get(NOT_COMPARED) for c in j.cases) if isinstance(r, str) and r), "")
 
 
 def _geometric_mean(values: list[float | None]) -> float | None:

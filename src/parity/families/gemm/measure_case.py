@@ -67,8 +67,15 @@ def unsupported_dtype_row(case: CaseSpec, reason: str, *, metrics: dict[str, Any
                      hint="choose another --dtype; see 'parity doctor' for what this device runs")
 
 
-def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:
-    """Search the compute ceiling ``P`` of ``dtype`` with the case's backend."""
+SEARCH_NOT_COMPARED = ("the ceiling search's P: the run's P (the median of the rounds timed through the sweep, "
+                       "or raised past it) is compared as the figure gemm.ceiling")
+
+
+def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None,
+                    final: bool = True) -> CaseResult:
+    """Search the compute ceiling ``P`` of ``dtype`` with the case's backend. ``final``: the
+    search's ``P`` is the one the suite quotes, and compare's ratio is of it; else (the GEMM
+    sweep, whose sentinels make ``P`` after it) the case says it is not compared, and why."""
     if unavailable:
         return unsupported_dtype_row(case, unavailable)
     backend = load_backend(case.params["backend"])
@@ -99,7 +106,8 @@ def measure_ceiling(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailabl
         samples={"winner": kept[result.dims]} if result.dims in kept else {},
         metrics={
             "ceiling_flops": rounds.median_flops,
-            "headline_metric": "ceiling_flops",  # compare's ratio is of P (its rounds, not "main")
+            **({"headline_metric": "ceiling_flops"} if final  # compare's ratio is of P (its rounds, not "main")
+               else {"not_compared": SEARCH_NOT_COMPARED}),
             "ceiling_best_flops": rounds.best_flops,
             "ceiling_statistic": "median of the winner's confirmation rounds",
             "ceiling_rounds": rounds.to_dict(),
@@ -176,7 +184,7 @@ def measure_ceiling_shape(case: CaseSpec, *, device: Any, dtype: GemmDtype, unav
                                "not_compared": ("a ceiling sentinel: its rounds make the ceiling P"
                                                 if p.get("kind") == "ceiling-sentinel" else
                                                 "the ceiling's shape timed as a sweep shape, beside P's rounds")
-                                               + ", compared as the ceiling's case"})
+                                               + ", compared as the figure gemm.ceiling"})
 
 
 def measure_ceiling_raise(case: CaseSpec, *, device: Any, dtype: GemmDtype, unavailable: str | None) -> CaseResult:

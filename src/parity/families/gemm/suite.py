@@ -191,7 +191,7 @@ class GemmSuite(SuiteBase):
             result = (stored_ceiling_row(case, stored=options.stored_ceiling, device_name=device.properties().name,
                                          given_peak_tflops=options.peak_tflops)
                       if options.stored_ceiling
-                      else measure_ceiling(case, device=device, dtype=dtype, unavailable=reason))
+                      else measure_ceiling(case, device=device, dtype=dtype, unavailable=reason, final=False))
             if result.error is None:
                 dims = result.metrics.get("ceiling_shape") or {}
                 state[(device.name, dtype.name)] = {
