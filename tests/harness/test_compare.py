@@ -328,6 +328,11 @@ def test_a_case_a_side_could_not_vouch_for_is_named_in_its_row_its_summary_and_i
     header, cells, _ = case_cells(doc)
     marks = {row[1]: row[header.index("marked")] for row in cells}
     assert marks == {"c1": "contended in A", "c2": "", "c3": "invalid in B"}
+    from parity.report.comparison import comparison_page
+    from parity.report.html.compare_charts import ratio_rows
+
+    drawn = {r["case"]: r for r in ratio_rows(comparison_page(doc))}  # the chart's label says it too
+    assert drawn["c1"]["text"] == "2x (contended in A)" and drawn["c2"]["text"] == "2x" and drawn["c2"]["doubt"] == ""
     median = next(f for f in doc["summary"] if f["name"] == "compare.membw.median_ratio")
     clause = ("A could not vouch for 1 of these 3 cases (contended); B could not vouch for 1 of these 3 cases "
               "(invalid): figures that cannot be trusted")

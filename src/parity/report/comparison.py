@@ -195,8 +195,9 @@ class ComparedRun(msgspec.Struct, frozen=True, kw_only=True):
 
 class CaseRatio(msgspec.Struct, frozen=True, kw_only=True):
     """One per-case ratio of run ``against`` to the first run, with its CI, the reading a reader
-    takes from it, and where it sorts (``order``: suite, the words that group its cases, then size
-    or intensity, then key)."""
+    takes from it, which of the two runs could not vouch for it and why (``doubt``: ``contended
+    in A``, '' when both could), and where it sorts (``order``: suite, the words that group its
+    cases, then size or intensity, then key)."""
 
     suite: str
     key: str
@@ -210,6 +211,7 @@ class CaseRatio(msgspec.Struct, frozen=True, kw_only=True):
     order: tuple[Any, ...]
     size_name: str
     size: float | None
+    doubt: str = ""
 
 
 class ComparisonPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -322,7 +324,8 @@ def _case_ratios(case: dict[str, Any], names: list[str], default_kind: str,
             reading=reading(ratio, ci, marked=bool(case.get("marked")), comparable=comparable),
             reason=str(case.get("reason") or ""), ci_kind=str(case.get("ci_kind") or default_kind),
             order=(str(case.get("suite")), group, size is None, size_name, size or 0.0, str(case.get("key"))),
-            size_name=size_name, size=size))
+            size_name=size_name, size=size,
+            doubt=doubt_text([d if i in (0, index) else [] for i, d in enumerate(case.get("doubts") or [])])))
     return out
 
 

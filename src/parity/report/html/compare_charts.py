@@ -109,7 +109,8 @@ def ratio_rows(page: ComparisonPage) -> list[dict[str, Any]]:
     order (a case without one is in the table only, read "no ratio")."""
     return [{"rank": i, "suite": r.suite, "case": r.key, "against": r.against, "ratio": r.ratio, "ratio_low": r.low,
              "ratio_high": r.high, "reading": r.reading, "size": r.size, "size_name": r.size_name,
-             "ci_kind": r.ci_kind, "text": "" if r.ratio is None else f"{ratio_number(r.ratio)}x",
+             "ci_kind": r.ci_kind, "doubt": r.doubt,
+             "text": "" if r.ratio is None else f"{ratio_number(r.ratio)}x" + (f" ({r.doubt})" if r.doubt else ""),
              "text_at": r.high if r.high is not None else r.ratio}
             for i, r in enumerate(r for r in page.ratios if r.ratio is not None)]
 
@@ -146,7 +147,8 @@ def ratio_spec(page: ComparisonPage, rows: list[dict[str, Any]]) -> dict[str, An
     shape = {"field": "reading", "type": "nominal", "title": "reading",
              "scale": {"domain": present, "range": [READING_SHAPES[r] for r in present]}, "legend": {"orient": "bottom"}}
     tooltip = [{"field": "suite"}, {"field": "case"}, {"field": "against"}, {"field": "ratio", "format": ".4g"},
-               {"field": "ratio_low", "format": ".4g"}, {"field": "ratio_high", "format": ".4g"}, {"field": "reading"}]
+               {"field": "ratio_low", "format": ".4g"}, {"field": "ratio_high", "format": ".4g"}, {"field": "reading"},
+               {"field": "doubt", "title": "could not vouch"}]
     one = {"datum": 1, **{k: v for k, v in x.items() if k != "field"}}
     layer: list[dict[str, Any]] = [
         {"mark": {"type": "rule", "color": "#888", "strokeDash": [3, 3]}, "encoding": {"x": one}},
