@@ -73,6 +73,22 @@ def test_collectives_on_four_gloo_ranks_have_zero_wrong_and_the_json_fields(tmp_
         assert "(B)" in done.stdout and "(GB/s)" in done.stdout
 
 
+@pytest.mark.torch
+def test_a_collective_on_one_rank_has_no_bus_bandwidth_and_each_case_says_why(tmp_path: Path) -> None:
+    """One rank moves no data across a link: every case carries a ``one-rank`` warning, no row
+    has a busbw and the suite quotes no bus figure, while algbw stays ``S / t``."""
+    out = tmp_path / "out.json"
+    done = _comm(["collectives", "--nproc", "1", "--backend", "gloo", "--device", "cpu", "--ops", "all_reduce,broadcast",
+                  "--min-bytes", "1KiB", "--max-bytes", "4KiB", "--factor", "4", "--iterations", "3", "--json", str(out)],
+                 tmp_path / "c.sqlite")
+    assert done.returncode == 0, done.stderr
+    doc = orjson.loads(out.read_bytes())
+    assert doc["summary"]["world_size"] == 1 and doc["figures"] == []
+    assert all(row["busbw_bps"] is None and row["algbw_bps"] > 0 for row in doc["summary"]["rows"])
+    assert all("one-rank" in {f["code"] for f in case["findings"]} for case in doc["cases"])
+    assert "# Avg bus bandwidth    : n/a GB/s" in done.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.torch
 def test_moe_on_two_gloo_ranks_checks_and_labels_every_convention(tmp_path: Path) -> None:

@@ -165,3 +165,21 @@ def test_the_collectives_table_has_nccl_tests_layout_units_and_footer() -> None:
     assert lines[-3:] == ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.01 GB/s", "OK"]
     failed = render_collectives({"rows": [{**row, "wrong": 3}], "wrong": 3, "ok": False})
     assert failed.splitlines()[-1] == "FAILED" and "3 FAILED" in failed
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+                                "sendrecv"])
+def test_one_rank_has_no_bus_bandwidth(op: str) -> None:
+    """On one rank nothing crosses a link: no busbw (nccl-tests' factor would give 0 for an
+    all_reduce and a copy's speed for a broadcast), while algbw stays S / t."""
+    assert busbw(1e6, 1e-3, op=op, world_size=1) is None and algbw(1e6, 1e-3) == pytest.approx(1e9)
+
+
+def test_one_rank_exchange_has_no_bus_figure_and_its_cases_say_why() -> None:
+    from parity.harness.work import ONE_RANK, one_rank_findings
+    from parity.metrics.moe import moe_busbw
+
+    assert moe_busbw(1e6, 1e-3, world_size=1) is None and moe_busbw(1e6, 1e-3, world_size=4) == pytest.approx(7.5e8)
+    (finding,) = one_rank_findings(1)
+    assert finding.code == ONE_RANK and "no data crosses a link" in finding.message and "--ranks 2" in finding.hint
+    assert one_rank_findings(2) == () and one_rank_findings(8) == ()

@@ -112,7 +112,7 @@ def measure_work(case: CaseSpec, work: Work, *, device: Any, group: Any = None) 
         metrics.update({"bytes": work.bytes, "bytes_per_s": rate_per_s(work.bytes, m.summary.median),
                         "bytes_convention": work.bytes_convention})
     metrics["strategy"] = samples["main"].method
-    findings = list(m.findings)
+    findings = list(m.findings) + list(work.findings)
     if not check["passed"]:
         findings.append(Finding(code="wrong-result", severity=Severity.ERROR,
                                 message=f"check failed: {check.get('error') or check.get('method', '')}",

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from parity.model.findings import Finding, Severity
+
 # Strategies the harness knows, by name (see parity.harness.measure.time_work): ``auto`` is the
 # device's events, or the host clock plus a synchronize where the device has none (the samples
 # say which); ``graph-replay`` times CUDA graph replays (eager, with a finding, elsewhere);
@@ -29,7 +31,8 @@ class Work:
     ``check`` returns the correctness verdict, a dict with at least ``passed`` (bool) and
     ``method`` (what was compared); ``flop`` and ``bytes`` are per call, ``bytes`` counted as
     ``bytes_convention`` says (``bytes read + written (STREAM)``). ``metrics`` are extra
-    per-case values in SI units; ``release`` frees the case's buffers after timing.
+    per-case values in SI units; ``release`` frees the case's buffers after timing; ``findings``
+    are what the suite knows of the work's conditions before it is timed (``one_rank_findings``).
     """
 
     call: Callable[..., Any]
@@ -46,6 +49,7 @@ class Work:
     max_samples: int = 1000
     metrics: dict[str, Any] = field(default_factory=dict)
     release: Callable[[], None] | None = None
+    findings: tuple[Finding, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.strategy, str) and self.strategy not in STRATEGIES:
@@ -54,3 +58,20 @@ class Work:
             raise ValueError("work must declare non-negative flop and bytes")
         if self.bytes and not self.bytes_convention:
             raise ValueError("work that declares bytes must name the convention that counts them")
+
+
+ONE_RANK = "one-rank"  # a communication case measured in a group of one rank
+
+
+def one_rank_findings(world_size: int) -> tuple[Finding, ...]:
+    """A communication case's finding when its group holds one rank: no data crosses a link, so
+    its time is the library's local path (a copy, or nothing) and it has no bus bandwidth; none
+    on two ranks or more."""
+    if world_size != 1:
+        return ()
+    return (Finding(code=ONE_RANK, severity=Severity.WARNING,
+                    message="one rank: no data crosses a link, so this times the library's local path (a copy "
+                            "or nothing), not communication, and gives no bus bandwidth",
+                    hint="measure communication on two ranks or more: parity run --ranks 2, or parity comm ... "
+                         "--nproc 2"),)
+

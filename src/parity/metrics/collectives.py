@@ -49,8 +49,11 @@ def algbw(size_bytes: float, seconds: float) -> float | None:
 
 
 def busbw(size_bytes: float, seconds: float, *, op: str, world_size: int) -> float | None:
-    """``busbw = (S / t) · f(op, n)`` in B/s; None when ``t`` is not positive.
+    """``busbw = (S / t) · f(op, n)`` in B/s; None when ``t`` is not positive, or on one rank:
+    no data crosses a link there, so no rate compares with a link's peak (nccl-tests prints 0 for
+    an all_reduce and ``algbw`` for a broadcast, a copy's speed, not a bus's).
 
     Example: all_reduce of 1 MB in 1 ms on 4 ranks is 1e9 · 2·3/4 = 1.5e9 B/s."""
     rate = algbw(size_bytes, seconds)
-    return None if rate is None else rate * bus_factor(op, world_size)
+    factor = bus_factor(op, world_size)
+    return None if rate is None or world_size == 1 else rate * factor

@@ -84,9 +84,10 @@ def cross_rank_bytes(counts: ExchangeCounts, *, row_bytes: int) -> int:
 
 
 def moe_busbw(logical: float, seconds: float, *, world_size: int) -> float | None:
-    """The nccl-tests-style bus figure of an exchange: ``(logical / t) · (n-1)/n`` in B/s.
+    """The nccl-tests-style bus figure of an exchange: ``(logical / t) · (n-1)/n`` in B/s; None
+    on one rank (nothing crosses a link) or when ``t`` is not positive.
     Example: 1e6 B in 1 ms on 4 ranks is 7.5e8 B/s."""
-    if seconds is None or seconds <= 0:
+    if seconds is None or seconds <= 0 or world_size == 1:
         return None
     return logical / seconds * bus_factor("all_to_all", world_size)
 

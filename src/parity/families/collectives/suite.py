@@ -22,7 +22,7 @@ from parity.families.collectives.options import CollectivesOptions
 from parity.families.collectives.summary import CollectivesSummary, summarize_collectives
 from parity.harness.strategies import ForDuration
 from parity.harness.suite import CaseSpec, SuiteBase
-from parity.harness.work import Work
+from parity.harness.work import Work, one_rank_findings
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
 from parity.ranks.gather import agree
@@ -116,13 +116,13 @@ class CollectivesSuite(SuiteBase):
             strategy = ForDuration(duration_s=float(p["duration_s"]), chunk_s=min(CHUNK_S, options.window / 4))
             return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
                         bytes_convention=CONVENTION, warmup_s=warmup_s, strategy=strategy,
-                        min_samples=3, flush_cache=False,
+                        min_samples=3, flush_cache=False, findings=one_rank_findings(size),
                         metrics={"world_size": size, "backend": state.backend,
                                  "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
         return Work(call=prepared.call, check=prepared.check, bytes=float(prepared.size_bytes),
                     bytes_convention=CONVENTION, warmup_s=options.warmup_s, budget_s=0.0,
                     min_samples=options.iterations, max_samples=options.iterations, flush_cache=False,
-                    metrics={"world_size": size, "backend": state.backend,
+                    findings=one_rank_findings(size), metrics={"world_size": size, "backend": state.backend,
                              "size_bytes": prepared.size_bytes, "count": prepared.count, **extra})
 
     def summarize(self, results: list[CaseResult], *, options: CollectivesOptions) -> CollectivesSummary:

@@ -13,7 +13,7 @@ dispatch bit for bit against the rows every rank can rebuild, combine against
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from parity.families.moe.case import combine_work, dispatch_work, exchange_bytes, exchange_metrics
@@ -23,7 +23,7 @@ from parity.families.moe.options import PRESETS, MoeOptions
 from parity.families.moe.routing import make_routing
 from parity.families.moe.summary import MoeSummary, summarize_moe
 from parity.harness.suite import CaseSpec, SuiteBase
-from parity.harness.work import Work
+from parity.harness.work import Work, one_rank_findings
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
 from parity.model.result import CaseResult
@@ -116,11 +116,13 @@ class MoeSuite(SuiteBase):
     def measure(self, case: CaseSpec, *, device: Any, options: MoeOptions, state: dict[str, Any]) -> Work:
         if case.params.get("library") == "deep_ep":
             direction = case.params["direction"]
-            return deepep_work(state, direction=direction, iterations=options.iterations, warmup_s=options.warmup_s,
+            work = deepep_work(state, direction=direction, iterations=options.iterations, warmup_s=options.warmup_s,
                                metrics=exchange_metrics(state, dtype="bf16", direction=direction))
-        build = dispatch_work if case.params["direction"] == "dispatch" else combine_work
-        return build(state, dtype=case.params["dtype"], seed=options.seed, iterations=options.iterations,
-                     warmup_s=options.warmup_s)
+        else:
+            build = dispatch_work if case.params["direction"] == "dispatch" else combine_work
+            work = build(state, dtype=case.params["dtype"], seed=options.seed, iterations=options.iterations,
+                         warmup_s=options.warmup_s)
+        return replace(work, findings=work.findings + one_rank_findings(state["group"].world_size))
 
     def summarize(self, results: list[CaseResult], *, options: MoeOptions) -> MoeSummary:
         return summarize_moe(results)

@@ -28,7 +28,7 @@ from parity.families.overlap.options import OverlapOptions
 from parity.families.overlap.summary import OverlapSummary, summarize_overlap
 from parity.harness.strategies import TogetherAndAlone
 from parity.harness.suite import CaseSpec, SuiteBase
-from parity.harness.work import Work
+from parity.harness.work import Work, one_rank_findings
 from parity.metrics.interference import overlap_achieved, slowdown
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
@@ -84,6 +84,7 @@ class OverlapSuite(SuiteBase):
         strategy = TogetherAndAlone(companion=kernel.call, iterations=options.iterations,
                                       names=("exchange", "kernel"), derive=interference)
         return Work(call=exchange.call, check=check, strategy=strategy, flush_cache=False,
+                    findings=one_rank_findings(state["group"].world_size),
                     metrics={**exchange.metrics, "kernel": kernel.name, **kernel.metrics})
 
     def summarize(self, results: list[CaseResult], *, options: OverlapOptions) -> OverlapSummary:
