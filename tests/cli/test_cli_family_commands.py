@@ -264,3 +264,13 @@ def test_the_family_view_draws_the_summary(db_path: Path) -> None:
     finally:
         unregister_family("tiny")
         registry.unregister("tiny")
+
+
+def test_a_family_command_lists_its_cases_warnings_by_code() -> None:
+    from parity.cli.family_view import warning_line
+
+    cases = [{"findings": [{"code": "one-rank", "severity": "warning"}, {"code": "outliers", "severity": "info"}]},
+             {"findings": [{"code": "one-rank", "severity": "warning"}, {"code": "high-variance", "severity": "warning"}]},
+             {"findings": []}]
+    assert warning_line(cases) == "warnings: one-rank x2, high-variance x1"
+    assert warning_line([{"findings": [{"code": "outliers", "severity": "info"}]}]) == ""

@@ -1,7 +1,7 @@
 """What a family command prints: a header naming the run, the family's view of its summary
 (``view_for(family).terminal(summary)``) or, for a family without a view, its figures as a
-table, then each figure's ``invalid`` finding, then one line with the case counts and OK,
-DOUBTFUL (figures that cannot be trusted) or FAILED."""
+table, then the cases' warnings by code and each figure's ``invalid`` finding, then one line
+with the case counts and OK, DOUBTFUL (figures that cannot be trusted) or FAILED."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ def print_family(console: Any, payload: dict[str, Any], *, db: str, extra: dict[
         console.print(f"summary failed: {payload['summary_error']}", style="red", markup=False)
     elif payload["summary"] or payload["figures"]:
         print_view(console, family_renderable(name, payload["summary"], payload["figures"], extra=extra))
+    warned = warning_line(payload.get("cases") or [])
+    if warned:
+        console.print(warned, style="yellow", markup=False)
     for line in invalid_lines(payload["figures"]):
         console.print(line, style="magenta", markup=False)
     counts = payload["counts"]
@@ -31,6 +34,15 @@ def print_family(console: Any, payload: dict[str, Any], *, db: str, extra: dict[
         verdict, style = doubtful_line(doubtful["figures"], doubtful["by_reason"]), "magenta"
     console.print(f"run {run_id}: {counts['cases']} cases, {counts['failed']} failed - {verdict}", style=style,
                   markup=False)
+
+
+def warning_line(cases: list[dict[str, Any]]) -> str:
+    """``warnings: one-rank x6, outliers x1``: the cases' warning findings by code, most first
+    (as ``parity run`` prints them); '' when there are none."""
+    from collections import Counter
+
+    codes = Counter(f.get("code") for c in cases for f in c.get("findings") or [] if f.get("severity") == "warning")
+    return "warnings: " + ", ".join(f"{code} x{n}" for code, n in codes.most_common()) if codes else ""
 
 
 def invalid_lines(figures: list[dict[str, Any]]) -> list[str]:
