@@ -9,8 +9,10 @@ import pytest
 
 from parity.compare.audit import audit_runs, contended_share
 from parity.device.load import (
+    host_cpu_ticks,
     host_snapshot,
     other_cpu_ticks,
+    own_cpu_ticks,
     own_pids,
     parse_smi_pids,
     parse_smi_use,
@@ -31,14 +33,18 @@ def _stat(pid: int, name: str, ppid: int, utime: int, stime: int) -> str:
     return f"{pid} ({name}) R {ppid} 1 1 0 -1 4194304 10 0 0 0 {utime} {stime} 0 0 20 0 1 0 5 0 0\n"
 
 
-def _write_proc(root: Path, processes: dict[int, tuple[str, int, int, int]], *, running: int) -> None:
+def _write_proc(root: Path, processes: dict[int, tuple[str, int, int, int]], *, running: int,
+                cpus: dict[int, tuple[int, int]] | None = None) -> None:
+    """A scripted /proc: processes (name, ppid, utime, stime), and per CPU (busy, steal) ticks
+    as user ticks and steal in its ``cpuN`` line (none by default, as a kernel without them)."""
     for child in root.glob("[0-9]*"):
         (child / "stat").unlink()
         child.rmdir()
     for pid, (name, ppid, utime, stime) in processes.items():
         (root / str(pid)).mkdir(parents=True)
         (root / str(pid) / "stat").write_text(_stat(pid, name, ppid, utime, stime))
-    (root / "stat").write_text(f"cpu  1 2 3 4\nprocs_running {running}\nprocs_blocked 0\n")
+    per_cpu = "".join(f"cpu{c} {busy} 0 0 1000 7 3 5 {steal} 0 0\n" for c, (busy, steal) in (cpus or {}).items())
+    (root / "stat").write_text(f"cpu  1 2 3 4\n{per_cpu}procs_running {running}\nprocs_blocked 0\n")
     (root / "loadavg").write_text("2.50 1.25 0.75 3/120 999\n")
 
 
@@ -195,3 +201,50 @@ def test_nvml_attributes_the_device_to_other_processes() -> None:
     reader.pynvml = _FakeNvml(listed=[4001, 4002], samples=[(4001, 50)])
     seen = reader.read({10})
     assert "other_share" not in seen and "another pid namespace" in reader.reason
+
+
+def test_the_cpus_count_the_processes_that_came_and_went_inside_the_window(tmp_path: Path) -> None:
+    """Per-CPU busy ticks less this run's own count what the per-process snapshots miss. On
+    CPUs 0 and 1 (CPU 2 is not this run's), 2 s: the CPUs were busy 150 + 130 = 280 ticks; this
+    run (pid 100, 120 ticks, and its child 101 reaped meanwhile, 40 ticks in its cutime) used
+    160; a shell used 10 and processes that started and ended in the window the rest (110,
+    unseen by the per-process count). Host-wide other = 280 - 160 = 120 ticks = 1.2 s over
+    2 s x 2 CPUs = 0.30; its lower bound takes one tick per CPU and per own process seen at the
+    end (2 + 1): 117 / 400 = 0.2925 > 0.25, contended; per process only 10 ticks: 0.025."""
+    _write_proc(tmp_path, {100: ("parity", 1, 0, 0), 101: ("child", 100, 0, 0), 200: ("shell", 1, 0, 0)},
+                running=1, cpus={0: (1000, 50), 1: (2000, 60), 2: (500, 0)})
+    start = host_snapshot(tmp_path)
+    _write_proc(tmp_path, {100: ("parity", 1, 100, 20), 200: ("shell", 1, 10, 0)},
+                running=1, cpus={0: (1150, 50), 1: (2130, 60), 2: (900, 0)})
+    (tmp_path / "100" / "stat").write_text(_stat(100, "parity", 1, 100, 20).replace(" 0 0 20 0", " 30 10 20 0", 1))
+    end = host_snapshot(tmp_path)
+    assert end.processes[100].child_ticks == 40 and end.cpus[1].busy == 2130 and end.cpus[0].steal == 50
+    assert host_cpu_ticks(start, end, cpu_ids={0, 1}) == (280, 0)
+    assert own_cpu_ticks(start, end, own={100, 101}) == 160
+    record = contention_record(start=start, end=end, exclude={100, 101}, window_s=2.0, cpus=2, hz=100, sampled={},
+                               cpu_ids={0, 1})
+    assert record["other_cpu_share"] == pytest.approx(0.025)
+    assert record["host_other_cpu_share"] == pytest.approx(0.30)
+    assert record["host_other_cpu_share_low"] == pytest.approx(0.2925)
+    assert record["contended"] and "counted on the CPUs (at least 29%)" in record["reasons"][0]
+    assert record["steal_share"] == 0.0
+
+
+def test_steal_above_the_limit_is_contended_and_a_kernel_without_cpu_lines_is_judged_as_before(
+        tmp_path: Path) -> None:
+    # 2 s on 2 CPUs, 140 steal ticks: 1.4 / 4 = 0.35, lower bound (140 - 2) / 400 = 0.345.
+    _write_proc(tmp_path, {100: ("parity", 1, 0, 0)}, running=1, cpus={0: (0, 0), 1: (0, 0)})
+    start = host_snapshot(tmp_path)
+    _write_proc(tmp_path, {100: ("parity", 1, 200, 0)}, running=1, cpus={0: (100, 70), 1: (100, 70)})
+    record = contention_record(start=start, end=host_snapshot(tmp_path), exclude={100}, window_s=2.0, cpus=2,
+                               hz=100, sampled={}, cpu_ids={0, 1})
+    assert record["steal_share"] == pytest.approx(0.35) and record["steal_share_low"] == pytest.approx(0.345)
+    assert record["host_other_cpu_share"] == 0.0 and record["contended"]
+    assert record["reasons"] == ["the hypervisor gave 35% of the CPUs' time to other guests (steal, at least 34%)"]
+    _write_proc(tmp_path, {100: ("parity", 1, 0, 0)}, running=1)
+    bare = host_snapshot(tmp_path)
+    assert bare.cpus == {} and host_cpu_ticks(bare, bare, cpu_ids={0, 1}) is None
+    quiet = contention_record(start=bare, end=bare, exclude={100}, window_s=2.0, cpus=2, hz=100, sampled={},
+                              cpu_ids={0, 1})
+    assert quiet["host_other_cpu_share"] is None and quiet["steal_share"] is None and not quiet["contended"]
+

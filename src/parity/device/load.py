@@ -6,6 +6,11 @@ Host, from ``/proc`` (no privileges, no extra packages):
   clock ticks, with its parent and name, so that a window's other-process CPU seconds are the
   difference of two snapshots (``other_cpu_seconds``) with this process, its children and, in
   a run of ranks, the launcher and its other ranks left out (``own_pids``);
+- each CPU's time from its ``cpuN`` line of ``/proc/stat``: busy (``user + nice + system``) and
+  ``steal`` (time the hypervisor gave to other guests), so that a window's busy time on the CPUs
+  this run may use, less this run's own processes' time (their reaped children's included:
+  ``cutime + cstime``), counts every other process, one that started and ended inside the
+  window too (``host_cpu_ticks``, ``own_cpu_ticks``);
 - the run queue: ``procs_running`` of ``/proc/stat`` (threads runnable now, this run's own
   included) and the load averages of ``/proc/loadavg``.
 
@@ -14,8 +19,9 @@ NVML (``pynvml``) attributes SM utilisation to processes, so the share the devic
 processes is known; ROCm SMI and npu-smi list the processes holding the device and its
 device-wide use, which cannot be split between this run and the others.
 
-A process that starts and ends between two snapshots is not seen (its time goes to its parent
-once reaped); a process already running is counted from the first snapshot.
+A process that starts and ends between two snapshots is not seen by the per-process count (its
+time goes to its parent once reaped), only by the per-CPU one; a process already running is
+counted from the first snapshot.
 """
 
 from __future__ import annotations
@@ -42,15 +48,26 @@ class ProcessTimes:
     ppid: int
     name: str
     ticks: int
+    child_ticks: int = 0  # cutime + cstime: its children's, once it has reaped them
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuTicks:
+    """One CPU's time in ``/proc/stat``, in clock ticks: ``busy`` (user + nice + system) and
+    ``steal`` (given by the hypervisor to other guests while this guest wanted the CPU)."""
+
+    busy: int
+    steal: int
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostSnapshot:
-    """The host's processes and run queue at one moment (``processes`` by pid)."""
+    """The host's processes, CPUs and run queue at one moment (``processes`` and ``cpus`` by id)."""
 
     processes: dict[int, ProcessTimes] = field(default_factory=dict)
     procs_running: int | None = None
     loadavg: tuple[float, float, float] | None = None
+    cpus: dict[int, CpuTicks] = field(default_factory=dict)
 
 
 def parse_stat(text: str) -> ProcessTimes:
@@ -59,8 +76,10 @@ def parse_stat(text: str) -> ProcessTimes:
     head, _, rest = text.rpartition(")")
     fields = rest.split()
     name = head.partition("(")[2]
-    # fields[0] is the state (field 3 of proc(5)); ppid is field 4, utime 14, stime 15.
-    return ProcessTimes(ppid=int(fields[1]), name=name, ticks=int(fields[11]) + int(fields[12]))
+    # fields[0] is the state (field 3 of proc(5)); ppid is field 4, utime 14, stime 15, cutime 16,
+    # cstime 17.
+    children = int(fields[13]) + int(fields[14]) if len(fields) > 14 else 0
+    return ProcessTimes(ppid=int(fields[1]), name=name, ticks=int(fields[11]) + int(fields[12]), child_ticks=children)
 
 
 def read_processes(proc: Path = PROC) -> dict[int, ProcessTimes]:
@@ -92,6 +111,27 @@ def read_procs_running(proc: Path = PROC) -> int | None:
     return None
 
 
+def read_cpu_ticks(proc: Path = PROC) -> dict[int, CpuTicks]:
+    """Each CPU's busy and steal ticks from the ``cpuN`` lines of ``/proc/stat`` (user nice
+    system idle iowait irq softirq steal ...); {} when unreadable. Interrupt time is left out of
+    busy: it is not a process's, and a run's own loopback traffic is served there."""
+    out: dict[int, CpuTicks] = {}
+    try:
+        lines = (proc / "stat").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit()):
+            continue
+        try:
+            values = [int(v) for v in rest.split()]
+            out[int(name[3:])] = CpuTicks(busy=sum(values[:3]), steal=values[7] if len(values) > 7 else 0)
+        except (ValueError, IndexError):
+            continue
+    return out
+
+
 def read_loadavg(proc: Path = PROC) -> tuple[float, float, float] | None:
     """The 1, 5 and 15 minute load averages of ``/proc/loadavg``; None if unreadable."""
     try:
@@ -104,7 +144,7 @@ def read_loadavg(proc: Path = PROC) -> tuple[float, float, float] | None:
 def host_snapshot(proc: Path = PROC) -> HostSnapshot:
     """Processes, run queue and load averages now."""
     return HostSnapshot(processes=read_processes(proc), procs_running=read_procs_running(proc),
-                        loadavg=read_loadavg(proc))
+                        loadavg=read_loadavg(proc), cpus=read_cpu_ticks(proc))
 
 
 def ticks_per_s() -> int:
@@ -145,6 +185,33 @@ def other_cpu_ticks(start: HostSnapshot, end: HostSnapshot, *, exclude: set[int]
         if delta > 0:
             used[pid] = delta
     return used
+
+
+def own_cpu_ticks(start: HostSnapshot, end: HostSnapshot, *, own: set[int]) -> int:
+    """Ticks this run's processes ``own`` used between two snapshots, with the children they
+    reaped meanwhile (``ticks + child_ticks``): ``end - start`` for a process in both, all of it
+    for one that started in between. A child alive at the start and reaped by the end is counted
+    whole (its time before the window too): the own time reads high, never low."""
+    total = 0
+    for pid in own:
+        times = end.processes.get(pid)
+        if times is None:
+            continue
+        now = times.ticks + times.child_ticks
+        before = start.processes.get(pid)
+        then = before.ticks + before.child_ticks if before is not None else 0
+        total += now - then if then <= now else now
+    return total
+
+
+def host_cpu_ticks(start: HostSnapshot, end: HostSnapshot, *, cpu_ids: set[int]) -> tuple[int, int] | None:
+    """Busy and steal ticks of the CPUs ``cpu_ids`` between two snapshots; None when either
+    snapshot lacks one of them (no per-CPU lines in ``/proc/stat``)."""
+    if not cpu_ids or any(c not in start.cpus or c not in end.cpus for c in cpu_ids):
+        return None
+    busy = sum(max(0, end.cpus[c].busy - start.cpus[c].busy) for c in cpu_ids)
+    steal = sum(max(0, end.cpus[c].steal - start.cpus[c].steal) for c in cpu_ids)
+    return busy, steal
 
 
 # --- the device's other processes ------------------------------------------------------------

@@ -13,9 +13,15 @@ Definitions (docs/definitions.md, Contention):
   may use (its affinity);
 - ``/proc`` counts CPU time in whole ticks (10 ms), so each process's reading may be one tick
   high: the share's lower bound takes one tick off each process that used any;
-- a case is ``contended`` when that lower bound exceeds ``CPU_SHARE_LIMIT`` (0.25), or when the
-  device's utilisation attributed to other processes (NVML) exceeds ``DEVICE_SHARE_LIMIT``
-  (0.25) at its median reading.
+- host-wide, from each usable CPU's busy ticks in ``/proc/stat`` less this run's own processes'
+  (with the children they reaped): ``host_other_cpu_share``, which counts the processes that
+  started and ended inside the window (a test suite's short subprocesses, a compiler's), which
+  the per-process count misses; its lower bound takes one tick off per CPU and per own process;
+- ``steal_share`` = the usable CPUs' steal ticks / ``(window_s * cpus)``: time a hypervisor gave
+  other guests while this one wanted the CPU, less one tick per CPU for its lower bound;
+- a case is ``contended`` when any of the three lower bounds exceeds ``CPU_SHARE_LIMIT`` (0.25),
+  or when the device's utilisation attributed to other processes (NVML) exceeds
+  ``DEVICE_SHARE_LIMIT`` (0.25) at its median reading.
 
 The window is the whole case (preparation, warm-up, timed calls, check): several families time
 more than one sample set per case, and contention in any of them moves the case's figures.
@@ -32,8 +38,10 @@ from parity.device.load import (
     PROC,
     HostSnapshot,
     device_load_reader,
+    host_cpu_ticks,
     host_snapshot,
     other_cpu_ticks,
+    own_cpu_ticks,
     own_pids,
     read_procs_running,
     ticks_per_s,
@@ -67,9 +75,12 @@ def other_cpu_share(*, other_cpu_s: float, window_s: float, cpus: int) -> float:
 
 def usable_cpus() -> int:
     """CPUs this process may run on (its affinity), else the online count."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(usable_cpu_ids()) or os.cpu_count() or 1
+
+
+def usable_cpu_ids() -> set[int]:
+    """The ids of the CPUs this process may run on (its affinity); empty where unknown."""
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
 
 
 class _LoadSource:
@@ -109,6 +120,7 @@ class LoadWindow:
                  proc: Path = PROC, cpus: int | None = None, interval_s: float = LOAD_INTERVAL_S) -> None:
         self.proc = proc
         self.rank_pids = set(rank_pids or ())
+        self.cpu_ids = usable_cpu_ids() if cpus is None else set()
         self.cpus = cpus if cpus is not None else usable_cpus()
         self.ranks = ranks
         self._device = device
@@ -145,14 +157,15 @@ class LoadWindow:
         record = contention_record(start=self._start, end=self._end, exclude=exclude,
                                    window_s=self._window_s, cpus=self.cpus, hz=ticks_per_s(),
                                    sampled=self._sampler.result(), other_device_pids=self._source.other_pids,
-                                   device_reader=self._source.device.name)
+                                   device_reader=self._source.device.name, cpu_ids=self.cpu_ids)
         return {"started_utc": self._started_utc, **record}
 
 
 def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[int], window_s: float,
                       cpus: int, hz: int, sampled: dict[str, Any], other_device_pids: set[int] | None = None,
-                      device_reader: str = "none") -> dict[str, Any]:
-    """The record one window leaves (see the module docstring for the share and the limits)."""
+                      device_reader: str = "none", cpu_ids: set[int] | None = None) -> dict[str, Any]:
+    """The record one window leaves (see the module docstring for the shares and the limits);
+    the host-wide share and the steal need ``cpu_ids``, the usable CPUs, in both snapshots."""
     used = other_cpu_ticks(start, end, exclude=exclude)
     other_s = sum(used.values()) / hz
     share = other_cpu_share(other_cpu_s=other_s, window_s=window_s, cpus=cpus) if window_s > 0 else 0.0
@@ -163,9 +176,17 @@ def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[in
     low = other_cpu_share(other_cpu_s=low_s, window_s=window_s, cpus=cpus) if window_s > 0 else 0.0
     top = sorted(used.items(), key=lambda kv: -kv[1])[:TOP_PROCESSES]
     device_share = (sampled.get("device_other_share") or {}).get("median")
+    host = _host_shares(start, end, exclude=exclude, cpu_ids=cpu_ids or set(), window_s=window_s, cpus=cpus, hz=hz)
     reasons = []
     if low > CPU_SHARE_LIMIT:
         reasons.append(f"other processes used {share:.0%} of {cpus} CPU(s) (at least {low:.0%})")
+    elif host and host["host_other_cpu_share_low"] > CPU_SHARE_LIMIT:
+        reasons.append(f"other processes used {host['host_other_cpu_share']:.0%} of {cpus} CPU(s) counted on the "
+                       f"CPUs (at least {host['host_other_cpu_share_low']:.0%}), most in processes that came and "
+                       "went inside the case")
+    if host and host["steal_share_low"] > CPU_SHARE_LIMIT:
+        reasons.append(f"the hypervisor gave {host['steal_share']:.0%} of the CPUs' time to other guests (steal, at "
+                       f"least {host['steal_share_low']:.0%})")
     if device_share is not None and device_share > DEVICE_SHARE_LIMIT:
         reasons.append(f"other processes used {device_share:.0%} of the device")
     return {
@@ -175,6 +196,8 @@ def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[in
         "other_cpu_share": share,
         "other_cpu_share_low": low,
         "cpu_share_limit": CPU_SHARE_LIMIT,
+        **(host or {"host_other_cpu_s": None, "host_other_cpu_share": None, "host_other_cpu_share_low": None,
+                    "steal_share": None, "steal_share_low": None}),
         "top_processes": [{"pid": pid, "name": end.processes[pid].name, "cpu_s": ticks / hz} for pid, ticks in top],
         "excluded_pids": len(exclude),
         "loadavg": {"start": list(start.loadavg) if start.loadavg else None,
@@ -187,6 +210,26 @@ def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[in
         "contended": bool(reasons),
         "reasons": reasons,
     }
+
+
+def _host_shares(start: HostSnapshot, end: HostSnapshot, *, exclude: set[int], cpu_ids: set[int], window_s: float,
+                 cpus: int, hz: int) -> dict[str, float] | None:
+    """The host-wide other-process share and the steal share with their lower bounds (module
+    docstring); None without per-CPU readings of ``cpu_ids`` or a window."""
+    ticks = host_cpu_ticks(start, end, cpu_ids=cpu_ids) if window_s > 0 else None
+    if ticks is None:
+        return None
+    busy, steal = ticks
+    own = own_cpu_ticks(start, end, own=exclude)
+    other = max(0, busy - own)
+    other_low = max(0, busy - len(cpu_ids) - own - sum(1 for pid in exclude if pid in end.processes))
+
+    def share(t: int) -> float:
+        return other_cpu_share(other_cpu_s=t / hz, window_s=window_s, cpus=cpus)
+
+    return {"host_other_cpu_s": other / hz, "host_other_cpu_share": share(other),
+            "host_other_cpu_share_low": share(other_low), "steal_share": share(steal),
+            "steal_share_low": share(max(0, steal - len(cpu_ids)))}
 
 
 def contended_finding(record: dict[str, Any]) -> Finding | None:
