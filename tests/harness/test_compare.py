@@ -328,7 +328,7 @@ def test_a_case_a_side_could_not_vouch_for_is_named_in_its_row_its_summary_and_i
     header, cells, _ = case_cells(doc)
     marks = {row[1]: row[header.index("marked")] for row in cells}
     assert marks == {"c1": "contended in A", "c2": "", "c3": "invalid in B"}
-    from parity.report.comparison import comparison_page
+    from parity.report.comparison_page import comparison_page
     from parity.report.html.compare_charts import ratio_rows
 
     drawn = {r["case"]: r for r in ratio_rows(comparison_page(doc))}  # the chart's label says it too

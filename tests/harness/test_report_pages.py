@@ -13,7 +13,7 @@ import pytest
 
 from parity.model.findings import Finding, Severity
 from parity.model.result import CaseResult, RunRecord
-from parity.report.comparison import comparison_page, reading, relabel_comparison, size_of
+from parity.report.comparison_page import comparison_page, reading, relabel_comparison, size_of
 from parity.report.html.chart import Chart, key_values, run_label, run_labels, vega_lite
 from parity.report.html.colours import colour_runs, run_shades
 from parity.report.html.compare_charts import comparison_charts, ratio_domain

@@ -12,8 +12,8 @@ from typing import Any
 
 from parity.model.figure import ratio_number
 from parity.model.findings import doubt_text
-from parity.report.comparison import READINGS, ComparisonPage, comparison_page
-from parity.report.comparison import compared_runs as _compared
+from parity.report.comparison_page import READINGS, ComparisonPage, comparison_page
+from parity.report.comparison_page import compared_runs as _compared
 from parity.report.html.chart import RATIO, Chart, Column, Table, key_values, tables_only, vega_lite
 from parity.report.html.colours import run_shades
 

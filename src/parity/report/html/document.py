@@ -18,7 +18,7 @@ from typing import Any
 from parity.model.findings import CONTENDED, INVALID, Severity
 from parity.model.result import CaseResult, RunRecord
 from parity.model.schema import envelope
-from parity.report.comparison import relabel_comparison
+from parity.report.comparison_page import relabel_comparison
 from parity.report.html.chart import Chart, Column, Table, flatten, key_values, run_labels, tables_only
 from parity.report.html.colours import colour_runs
 from parity.report.html.compare_charts import compared_runs, comparison_charts
