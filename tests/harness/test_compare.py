@@ -362,3 +362,24 @@ def test_a_case_one_run_declares_not_compared_is_not_compared_whichever_side_it_
         for pair in ([a, b], [b, a]):
             row = compare_runs(store, pair).to_dict()["cases"][0]
             assert row["ratio"] is None and not row["comparable"] and row["reason"] == reason
+
+
+def test_cases_measured_on_one_rank_say_so_in_their_rows_and_claims(tmp_path: Path) -> None:
+    """A one-rank finding is no doubt (the figure is what it says) but changes what it is of:
+    the rows name it with their sides and the claim over the cases counts them per side."""
+    from parity.model.findings import Finding, Severity
+    from parity.report.comparison import case_cells
+
+    one = (Finding(code="one-rank", severity=Severity.WARNING, message="one rank: no data crosses a link"),)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        a = _run_of(store, [_copy_case(2e-3, key="c1", findings=one), _copy_case(2e-3, key="c2", findings=one)])
+        b = _run_of(store, [_copy_case(1e-3, key="c1", findings=one), _copy_case(1e-3, key="c2")])
+        doc = compare_runs(store, [a, b]).to_dict()
+    rows = {c["key"]: c for c in doc["cases"]}
+    assert rows["c1"]["caveats"] == [["one-rank"], ["one-rank"]] and rows["c2"]["caveats"] == [["one-rank"], []]
+    assert rows["c1"]["doubts"] == [[], []]
+    header, cells, _ = case_cells(doc)
+    assert {row[1]: row[header.index("marked")] for row in cells} == {"c1": "one-rank in A and B", "c2": "one-rank in A"}
+    claim = next(c for c in doc["claims"] if c.startswith("on these 2 membw cases"))
+    assert claim.endswith("A measured 2 of these 2 cases on one rank, where no data crosses a link; B measured 1 of "
+                          "these 2 cases on one rank, where no data crosses a link")

@@ -149,3 +149,11 @@ def test_untrusted_clause_hand_cases() -> None:
     assert untrusted_clause({"A": (5, {"contended"}), "B": (0, set())}, 34) == (
         "A could not vouch for 5 of these 34 cases (contended): figures that cannot be trusted")
     assert untrusted_clause({"A": (0, set()), "B": (0, set())}, 3) == ""
+
+
+def test_caveat_clause_hand_cases() -> None:
+    from parity.compare.wording import caveat_clause
+
+    assert caveat_clause({"A": {"one-rank": 54}, "B": {}}, 54) == (
+        "A measured 54 of these 54 cases on one rank, where no data crosses a link")
+    assert caveat_clause({"A": {}, "B": {}}, 3) == ""

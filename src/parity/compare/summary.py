@@ -22,7 +22,8 @@ from parity.compare.join import headline
 from parity.compare.records import RatioRecord
 from parity.compare.scope import figure_comparability
 from parity.compare.sides import Side
-from parity.compare.wording import LETTERS, NO_DIFFERENCE, claim, scope_text, untrusted_clause, verdict
+from parity.compare.wording import (LETTERS, NO_DIFFERENCE, caveat_clause, claim, scope_text, untrusted_clause,
+                                    verdict)
 from parity.model.figure import Figure
 from parity.stats.summary import median
 from parity.store.figures import StoredFigure
@@ -120,8 +121,10 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
     if marked:
         note = (note + "; " if note else "") + "marked: conventions differ between the runs"
     untrusted = untrusted_clause(_doubted(usable, (0, data.index)), len(usable))
-    if untrusted:
-        note = (note + "; " if note else "") + untrusted
+    caveats = caveat_clause(_caveats(usable, (0, data.index)), len(usable))
+    for clause in (untrusted, caveats):
+        if clause:
+            note = (note + "; " if note else "") + clause
     scope = {"suite": name_base, "subset": subset, "cases": len(usable), "runs": list(data.pair),
              "runs_per_side": list(data.runs), "ci_kind": kind}
     figure = Figure(name=name, value=value, unit="x", ci95=ci, note=note, method=MEDIAN_METHOD, scope=scope)
@@ -132,8 +135,20 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
     dtypes = sorted({str(r["params"]["dtype"]) for r in usable if r["params"].get("dtype")})
     text = claim(scope=scope_text(len(usable), subset=subset, suite=suite, dtypes=dtypes, what=what),
                  pair=data.pair, ratio=value, ci=ci, runs=data.runs, kind=kind)
-    text += f"; {untrusted}" if untrusted else ""
+    text += "".join(f"; {clause}" for clause in (untrusted, caveats) if clause)
     return figure, record, ("[marked: conventions differ] " + text) if marked else text
+
+
+def _caveats(rows: list[dict[str, Any]], sides: tuple[int, int]) -> dict[str, dict[str, int]]:
+    """Per side of the pair (by letter), how many of ``rows`` its runs measured under each caveat."""
+    out: dict[str, dict[str, int]] = {}
+    for side in sides:
+        counts = out.setdefault(LETTERS[side % 26], {})
+        for row in rows:
+            caveats = row.get("caveats") or []
+            for code in caveats[side] if side < len(caveats) else []:
+                counts[code] = counts.get(code, 0) + 1
+    return out
 
 
 def _doubted(rows: list[dict[str, Any]], sides: tuple[int, int]) -> dict[str, tuple[int, set[str]]]:

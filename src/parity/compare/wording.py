@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from parity.compare.bootstrap import BETWEEN_RUN, holds_one
 from parity.model.figure import ratio_text
+from parity.model.findings import ONE_RANK
 from parity.model.findings import SIDE_LETTERS as LETTERS
 
 NO_DIFFERENCE = "no difference measured"
@@ -75,3 +76,15 @@ def untrusted_clause(counts: dict[str, tuple[int, set[str]]], total: int) -> str
     parts = [f"{side} could not vouch for {n} of these {total} cases ({', '.join(sorted(codes))})"
              for side, (n, codes) in counts.items() if n]
     return "; ".join(parts) + ": figures that cannot be trusted" if parts else ""
+
+
+CAVEAT_WORDS = {ONE_RANK: "on one rank, where no data crosses a link"}
+
+
+def caveat_clause(counts: dict[str, dict[str, int]], total: int) -> str:
+    """What a claim over ``total`` cases adds when a side measured some of them under a caveat
+    (``counts``: side letter -> {code: cases}). ``{"A": {"one-rank": 54}}`` and 54 -> ``A
+    measured 54 of these 54 cases on one rank, where no data crosses a link``; '' for none."""
+    return "; ".join(f"{side} measured {n} of these {total} cases {CAVEAT_WORDS.get(code, f'with {code}')}"
+                     for side, codes in counts.items() for code, n in sorted(codes.items()) if n)
+

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.model.findings import Finding, Severity
+from parity.model.findings import ONE_RANK, Finding, Severity
 
 # Strategies the harness knows, by name (see parity.harness.measure.time_work): ``auto`` is the
 # device's events, or the host clock plus a synchronize where the device has none (the samples
@@ -58,9 +58,6 @@ class Work:
             raise ValueError("work must declare non-negative flop and bytes")
         if self.bytes and not self.bytes_convention:
             raise ValueError("work that declares bytes must name the convention that counts them")
-
-
-ONE_RANK = "one-rank"  # a communication case measured in a group of one rank
 
 
 def one_rank_findings(world_size: int) -> tuple[Finding, ...]:

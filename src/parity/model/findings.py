@@ -23,6 +23,8 @@ INVALID = "invalid"  # the code of a finding that says a figure cannot be true
 CONTENDED = "contended"  # the code of a finding that says others used the machine while it was timed
 UNTRUSTED = (INVALID, CONTENDED)  # codes that make a figure one the run's verdict cannot vouch for
 SIDE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # a comparison's sides, in the order given
+ONE_RANK = "one-rank"  # a communication case measured in a group of one rank
+CAVEATS = (ONE_RANK,)  # codes that change what a figure is of without putting it in doubt
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -53,13 +53,15 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
             cells += [_share(s) for s in case.get("shares") or []]
         mark = "MARKED" if case.get("marked") else "not compared" if case.get("comparable") is False else ""
         cells += [_ratio(case.get("ratio"), case.get("ratio_ci95")),
-                  "; ".join(m for m in (mark, doubt_text(case.get("doubts"))) if m)]
+                  "; ".join(m for m in (mark, doubt_text(case.get("doubts")), doubt_text(case.get("caveats"))) if m)]
         rows.append(cells)
         marks.append(bool(case.get("marked")))
     return header, rows, marks
 
 
 NAME_WIDTH = 52  # the widest a figure's name or a condition is kept on one line
+CASE_WIDTH = 32  # the widest a case key is kept on one line, so the values, ratio and mark fit beside it
+MARK_WIDTH = 12  # the mark column never narrower (a narrow terminal wraps it, never hides it)
 
 
 def _summary_cells(doc: dict[str, Any]) -> list[list[str]]:
@@ -100,12 +102,15 @@ def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
             extra = f"{run.get('ranks')} ranks, {nodes}, {run.get('out_dir')}"
         parts.append(Text(f"{run['label']}  {run_ids(run)}  {extra}"))
     header, rows, marks = case_cells(doc, limit=limit)
+    labels = {r["label"]: r["label"].split(":", 1)[0] for r in doc["runs"]}  # named in full above the table
+    header = [labels.get(name, name) for name in header]
     table = Table(title="cases" + (f" (first {limit} of {len(doc['cases'])})" if len(doc["cases"]) > limit else ""),
                   title_justify="left", box=box.SIMPLE_HEAD)
     longest = max((len(row[1]) for row in rows), default=0)
     for name in header:  # a case's key on its line where it fits; a longer one wraps, never cut to "..."
         table.add_column(name, justify="left" if name in ("suite", "kind", "case", "marked") else "right",
-                         overflow="fold", min_width=min(longest, NAME_WIDTH) if name == "case" else None)
+                         overflow="fold", min_width=min(longest, CASE_WIDTH) if name == "case" else
+                         MARK_WIDTH if name == "marked" else None)
     for row_cells, marked in zip(rows, marks):  # cells as Text: a name's "[...]" is not markup
         table.add_row(*map(Text, row_cells), style="yellow" if marked else None)
     parts.append(table)

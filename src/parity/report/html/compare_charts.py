@@ -53,8 +53,8 @@ def comparison_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
         ci = case.get("ratio_ci95") or (None, None)
         row = {"suite": case.get("suite"), "key": case.get("key"), "unit": case.get("unit", "count"),
                "ratio": case.get("ratio"), "ratio_low": ci[0], "ratio_high": ci[1],
-               "marked": "; ".join(m for m in (FORCED_MARK if case.get("marked") else "",
-                                               doubt_text(case.get("doubts"))) if m),
+               "marked": "; ".join(m for m in (FORCED_MARK if case.get("marked") else "", doubt_text(case.get("doubts")),
+                                               doubt_text(case.get("caveats"))) if m),
                "reading": next((r.reading for r in page.ratios if (r.suite, r.key) == (str(case.get("suite")),
                                                                                         str(case.get("key")))), ""),
                "comparable": _comparable(case), "ci_kind": case.get("ci_kind") or page.ci_kind}
