@@ -28,7 +28,7 @@ from parity.compare.summary import PairData, pair_summaries
 from parity.compare.wording import LETTERS, verdict
 from parity.model.errors import ParityError
 from parity.model.figure import Figure
-from parity.model.findings import CAVEATS, untrusted_codes
+from parity.model.findings import CAVEATS, UNTRUSTED
 from parity.model.result import RunRecord
 from parity.model.schema import SCHEMA_VERSION
 from parity.store.headlines import NOT_COMPARED
@@ -182,11 +182,14 @@ def _case_row(j: JoinedCase, sides: list[Side], starts: list[int], marked: set[t
             "reason": reason,
             "ratios": [None] * len(sides), "ratios_ci95": [None] * len(sides),
             "ok": [all(c.ok for c in j.cases[start:start + len(s.runs)]) for start, s in zip(starts, sides)],
-            "doubts": [sorted(set().union(*(untrusted_codes(c.findings) for c in j.cases[start:start + len(s.runs)])))
-                       for start, s in zip(starts, sides)],
-            "caveats": [sorted({f.code for c in j.cases[start:start + len(s.runs)] for f in c.findings
-                                if f.code in CAVEATS}) for start, s in zip(starts, sides)],
+            "doubts": _side_codes(j, sides, starts, UNTRUSTED), "caveats": _side_codes(j, sides, starts, CAVEATS),
             "marked": (j.suite, j.key) in marked, "_cases": j.cases, "_headline": chosen}
+
+
+def _side_codes(j: JoinedCase, sides: list[Side], starts: list[int], codes: tuple[str, ...]) -> list[list[str]]:
+    """Per side, the finding codes among ``codes`` that any of its runs' case carries, sorted."""
+    return [sorted({f.code for c in j.cases[start:start + len(s.runs)] for f in c.findings if f.code in codes})
+            for start, s in zip(starts, sides)]
 
 
 def not_compared_reason(j: JoinedCase, chosen: Headline | None, per_run: list[float | None],

@@ -10,6 +10,7 @@ claim is about these cases, and the runs are what is uncertain.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +121,11 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
         note = NO_DIFFERENCE
     if marked:
         note = (note + "; " if note else "") + "marked: conventions differ between the runs"
-    untrusted = untrusted_clause(_doubted(usable, (0, data.index)), len(usable))
-    caveats = caveat_clause(_caveats(usable, (0, data.index)), len(usable))
+    doubted, caveated = _side_codes(usable, "doubts", (0, data.index)), _side_codes(usable, "caveats", (0, data.index))
+    untrusted = untrusted_clause({side: (len(sets), set().union(*sets)) for side, sets in doubted.items()},
+                                 len(usable))
+    caveats = caveat_clause({side: dict(Counter(code for codes in sets for code in codes))
+                             for side, sets in caveated.items()}, len(usable))
     for clause in (untrusted, caveats):
         if clause:
             note = (note + "; " if note else "") + clause
@@ -139,25 +143,11 @@ def _median(name_base: str, rows: list[dict[str, Any]], data: PairData, *,
     return figure, record, ("[marked: conventions differ] " + text) if marked else text
 
 
-def _caveats(rows: list[dict[str, Any]], sides: tuple[int, int]) -> dict[str, dict[str, int]]:
-    """Per side of the pair (by letter), how many of ``rows`` its runs measured under each caveat."""
-    out: dict[str, dict[str, int]] = {}
-    for side in sides:
-        counts = out.setdefault(LETTERS[side % 26], {})
-        for row in rows:
-            caveats = row.get("caveats") or []
-            for code in caveats[side] if side < len(caveats) else []:
-                counts[code] = counts.get(code, 0) + 1
-    return out
-
-
-def _doubted(rows: list[dict[str, Any]], sides: tuple[int, int]) -> dict[str, tuple[int, set[str]]]:
-    """Per side of the pair (by letter), how many of ``rows`` its runs could not vouch for and why."""
-    out = {}
-    for side in sides:
-        doubts = [set(r["doubts"][side]) for r in rows if r.get("doubts") and r["doubts"][side]]
-        out[LETTERS[side % 26]] = (len(doubts), set().union(*doubts))
-    return out
+def _side_codes(rows: list[dict[str, Any]], field: str, sides: tuple[int, int]) -> dict[str, list[set[str]]]:
+    """Per side of the pair (by letter), the codes ``field`` (``doubts`` or ``caveats``) gives
+    each of ``rows`` that has any on that side."""
+    return {LETTERS[side % 26]: [set(r[field][side]) for r in rows if r.get(field) and r[field][side]]
+            for side in sides}
 
 
 def _compute_bound(suite: str, rows: list[dict[str, Any]], classes: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

@@ -13,8 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.model.figure import UNITS, format_seconds, format_value, ratio_text
-from parity.model.findings import doubt_text
-from parity.report.comparison_page import run_ids
+from parity.report.comparison_page import case_marks, run_ids
 
 MAX_ROWS = 200
 
@@ -53,7 +52,7 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
             cells += [_share(s) for s in case.get("shares") or []]
         mark = "MARKED" if case.get("marked") else "not compared" if case.get("comparable") is False else ""
         cells += [_ratio(case.get("ratio"), case.get("ratio_ci95")),
-                  "; ".join(m for m in (mark, doubt_text(case.get("doubts")), doubt_text(case.get("caveats"))) if m)]
+                  case_marks(case, mark)]
         rows.append(cells)
         marks.append(bool(case.get("marked")))
     return header, rows, marks

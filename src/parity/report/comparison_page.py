@@ -70,6 +70,13 @@ def run_ids(run: dict[str, Any]) -> str:
     return str(run.get("id") or run.get("source"))
 
 
+def case_marks(case: dict[str, Any], *first: str) -> str:
+    """A case row's mark: ``first`` (its own marks: forced, not compared), then which side could
+    not vouch for it and which measured it under a caveat (``contended in A; one-rank in A and
+    B``), joined by "; "; '' when there is none."""
+    return "; ".join(m for m in (*first, doubt_text(case.get("doubts")), doubt_text(case.get("caveats"))) if m)
+
+
 def compared_runs(doc: dict[str, Any], labels: dict[str, str] | None = None) -> tuple[ComparedRun, ...]:
     """The runs of ``doc``, named by ``labels`` (run id to the report's label) where given, else
     by the user label the comparison carries, else its own label; never two alike."""

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.model.figure import ratio_number
-from parity.model.findings import doubt_text
-from parity.report.comparison_page import READINGS, ComparisonPage, comparison_page
+from parity.report.comparison_page import READINGS, ComparisonPage, case_marks, comparison_page
 from parity.report.comparison_page import compared_runs as _compared
 from parity.report.html.chart import RATIO, Chart, Column, Table, key_values, tables_only, vega_lite
 from parity.report.html.colours import run_shades
@@ -53,8 +52,7 @@ def comparison_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
         ci = case.get("ratio_ci95") or (None, None)
         row = {"suite": case.get("suite"), "key": case.get("key"), "unit": case.get("unit", "count"),
                "ratio": case.get("ratio"), "ratio_low": ci[0], "ratio_high": ci[1],
-               "marked": "; ".join(m for m in (FORCED_MARK if case.get("marked") else "", doubt_text(case.get("doubts")),
-                                               doubt_text(case.get("caveats"))) if m),
+               "marked": case_marks(case, FORCED_MARK if case.get("marked") else ""),
                "reading": next((r.reading for r in page.ratios if (r.suite, r.key) == (str(case.get("suite")),
                                                                                         str(case.get("key")))), ""),
                "comparable": _comparable(case), "ci_kind": case.get("ci_kind") or page.ci_kind}
