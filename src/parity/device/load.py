@@ -100,27 +100,33 @@ def read_processes(proc: Path = PROC) -> dict[int, ProcessTimes]:
     return out
 
 
-def read_procs_running(proc: Path = PROC) -> int | None:
-    """Threads runnable now, from the ``procs_running`` line of ``/proc/stat``; None if absent."""
+def _stat_lines(proc: Path) -> list[str]:
+    """The lines of ``/proc/stat``; [] when unreadable."""
     try:
-        for line in (proc / "stat").read_text().splitlines():
-            if line.startswith("procs_running"):
+        return (proc / "stat").read_text().splitlines()
+    except OSError:
+        return []
+
+
+def read_procs_running(proc: Path = PROC, lines: list[str] | None = None) -> int | None:
+    """Threads runnable now, from the ``procs_running`` line of ``/proc/stat`` (or its ``lines``,
+    read already); None if absent."""
+    for line in _stat_lines(proc) if lines is None else lines:
+        if line.startswith("procs_running"):
+            try:
                 return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+            except (ValueError, IndexError):
+                return None
     return None
 
 
-def read_cpu_ticks(proc: Path = PROC) -> dict[int, CpuTicks]:
-    """Each CPU's busy and steal ticks from the ``cpuN`` lines of ``/proc/stat`` (user nice
-    system idle iowait irq softirq steal ...); {} when unreadable. Interrupt time is left out of
-    busy: it is not a process's, and a run's own loopback traffic is served there."""
+def read_cpu_ticks(proc: Path = PROC, lines: list[str] | None = None) -> dict[int, CpuTicks]:
+    """Each CPU's busy and steal ticks from the ``cpuN`` lines of ``/proc/stat`` (or its
+    ``lines``, read already: user nice system idle iowait irq softirq steal ...); {} when
+    unreadable. Interrupt time is left out of busy: it is not a process's, and a run's own
+    loopback traffic is served there."""
     out: dict[int, CpuTicks] = {}
-    try:
-        lines = (proc / "stat").read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
+    for line in _stat_lines(proc) if lines is None else lines:
         name, _, rest = line.partition(" ")
         if not (name.startswith("cpu") and name[3:].isdigit()):
             continue
@@ -142,9 +148,10 @@ def read_loadavg(proc: Path = PROC) -> tuple[float, float, float] | None:
 
 
 def host_snapshot(proc: Path = PROC) -> HostSnapshot:
-    """Processes, run queue and load averages now."""
-    return HostSnapshot(processes=read_processes(proc), procs_running=read_procs_running(proc),
-                        loadavg=read_loadavg(proc), cpus=read_cpu_ticks(proc))
+    """Processes, run queue, load averages and CPU times now."""
+    lines = _stat_lines(proc)  # one read for the run queue and the CPUs
+    return HostSnapshot(processes=read_processes(proc), procs_running=read_procs_running(proc, lines),
+                        loadavg=read_loadavg(proc), cpus=read_cpu_ticks(proc, lines))
 
 
 def ticks_per_s() -> int:

@@ -55,5 +55,5 @@ def busbw(size_bytes: float, seconds: float, *, op: str, world_size: int) -> flo
 
     Example: all_reduce of 1 MB in 1 ms on 4 ranks is 1e9 · 2·3/4 = 1.5e9 B/s."""
     rate = algbw(size_bytes, seconds)
-    factor = bus_factor(op, world_size)
+    factor = bus_factor(op, world_size)  # refuses an unknown op or rank count, one rank included
     return None if rate is None or world_size == 1 else rate * factor

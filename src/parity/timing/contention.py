@@ -59,6 +59,8 @@ DEVICE_SHARE_LIMIT = 0.25
 # The run queue and the device are read on the telemetry thread this often; a vendor tool run
 # as a process (rocm-smi, npu-smi) costs tens of ms, so not faster.
 LOAD_INTERVAL_S = 0.5
+# The record's host-wide fields (None without per-CPU readings): ``_host_shares``.
+HOST_FIELDS = ("host_other_cpu_s", "host_other_cpu_share", "host_other_cpu_share_low", "steal_share", "steal_share_low")
 LOAD_METRICS = ("procs_running", "device_other_share", "device_use")
 TOP_PROCESSES = 5
 
@@ -121,7 +123,7 @@ class LoadWindow:
         self.proc = proc
         self.rank_pids = set(rank_pids or ())
         self.cpu_ids = usable_cpu_ids() if cpus is None else set()
-        self.cpus = cpus if cpus is not None else usable_cpus()
+        self.cpus = cpus if cpus is not None else len(self.cpu_ids) or usable_cpus()
         self.ranks = ranks
         self._device = device
         self._interval_s = interval_s
@@ -196,8 +198,7 @@ def contention_record(*, start: HostSnapshot, end: HostSnapshot, exclude: set[in
         "other_cpu_share": share,
         "other_cpu_share_low": low,
         "cpu_share_limit": CPU_SHARE_LIMIT,
-        **(host or {"host_other_cpu_s": None, "host_other_cpu_share": None, "host_other_cpu_share_low": None,
-                    "steal_share": None, "steal_share_low": None}),
+        **(host or dict.fromkeys(HOST_FIELDS)),
         "top_processes": [{"pid": pid, "name": end.processes[pid].name, "cpu_s": ticks / hz} for pid, ticks in top],
         "excluded_pids": len(exclude),
         "loadavg": {"start": list(start.loadavg) if start.loadavg else None,
@@ -227,9 +228,8 @@ def _host_shares(start: HostSnapshot, end: HostSnapshot, *, exclude: set[int], c
     def share(t: int) -> float:
         return other_cpu_share(other_cpu_s=t / hz, window_s=window_s, cpus=cpus)
 
-    return {"host_other_cpu_s": other / hz, "host_other_cpu_share": share(other),
-            "host_other_cpu_share_low": share(other_low), "steal_share": share(steal),
-            "steal_share_low": share(max(0, steal - len(cpu_ids)))}
+    return dict(zip(HOST_FIELDS, (other / hz, share(other), share(other_low), share(steal),
+                                  share(max(0, steal - len(cpu_ids))))))
 
 
 def contended_finding(record: dict[str, Any]) -> Finding | None:
