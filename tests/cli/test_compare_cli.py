@@ -116,18 +116,22 @@ def test_trace_compare_figures_equal_each_traces_own_analysis(capsys, tmp_path: 
     assert doc["kind"] == "traces"
     assert [r["window"] for r in doc["runs"]] == [o["ranks"][0]["window"] for o in own]
     rows = {(c["suite"], c["key"]): c for c in doc["cases"]}
+    # base's window is its one steady step, control's several: every time is compared per step
+    steps = [o["ranks"][0]["window"]["step_count"] for o in own]
+    assert doc["times"] == "per step" and doc["steps"] == steps and steps[0] != steps[1]
     for i, analysis in enumerate(own):
+        n = steps[i]
         for category in analysis["categories"]:
             row = rows[("category", category["category"])]
-            assert row["values"][i] == category["time_us"] and row["shares"][i] == category["share_of_busy"]
+            assert row["values"][i] == category["time_us"] / n and row["shares"][i] == category["share_of_busy"]
         first_rank = analysis["ranks"][0]["rank"]
         for stream in (s for s in analysis["streams"] if s["rank"] == first_rank):
             where = {"device": stream["device"], "stream": stream["stream"]}
             row = next(c for c in doc["cases"] if c["suite"] == "stream" and c["streams"][i] == where)
-            assert row["values"][i] == stream["busy_us"] and row["shares"][i] == stream["share_of_summed"]
+            assert row["values"][i] == stream["busy_us"] / n and row["shares"][i] == stream["share_of_summed"]
             assert row["busy_fraction"][i] == stream["busy_fraction"]
-        assert rows[("device", "all streams")]["values"][i] == analysis["device"]["busy_us"]
-        assert rows[("compute-communication", "compute")]["values"][i] == analysis["compute_communication"]["compute_us"]
+        assert rows[("device", "all streams")]["values"][i] == analysis["device"]["busy_us"] / n
+        assert rows[("compute-communication", "compute")]["values"][i] == analysis["compute_communication"]["compute_us"] / n
         busy = [f for f in doc["summary"] if f["name"] == "trace.device.busy_fraction"][i]
         assert busy["value"] == analysis["device"]["busy_fraction"]
     assert _markdown_tables((tmp_path / "t.md").read_text())
@@ -225,3 +229,6 @@ def test_traces_of_one_name_are_told_apart_by_their_folders() -> None:
                                    "C: rank0.json.gz"]
     stored = [TraceInput(label="base", analysis={}), TraceInput(label="base", analysis={})]  # no path to grow
     assert side_labels(stored) == ["A: base", "B: base"]
+    # one file analysed twice: the label grows to the whole path, written once ("/t/...", not "//t/...")
+    twice = [of("/t/base.json.gz"), of("/t/base.json.gz")]
+    assert side_labels(twice) == ["A: /t/base.json.gz", "B: /t/base.json.gz"]

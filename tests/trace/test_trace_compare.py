@@ -3,9 +3,11 @@ streams matched by role, the rank and workload audit, GPU against Ascend by cate
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from parity.compare.trace_match import (
     WORKLOAD_OVERLAP_MIN,
@@ -149,7 +151,6 @@ def test_gpu_against_ascend_compares_categories_only_with_a_caveat() -> None:
 def test_names_that_look_like_console_markup_are_printed_as_written() -> None:
     """A kernel named ``...[anon]...[bold]`` (rich's markup syntax) keeps its brackets in the
     terminal table, as in the JSON and Markdown."""
-    import io
 
     from rich.console import Console
 
@@ -175,3 +176,66 @@ def test_window_lengths_read_in_their_unit_in_the_claim_and_the_header() -> None
     assert "window 12.9 s (user-span)" in header and "window 1 ms (steps)" in header and "e+" not in header
     length = next(a for a in doc["audit"] if a["condition"] == "window length")
     assert length["values"] == ["12.9 s", "1 ms"]
+
+
+def test_windows_of_different_step_counts_are_compared_per_step() -> None:
+    # A's window holds 2 steps (800 us of matrix work, 400 a step), B's 1 step of 400 us: the same
+    # speed. Compared as totals B read 2x; per step it is 1x, and every time row says per step
+    two = _analysis(compute=800.0, comm=400.0, overlap=100.0, busy=1000.0)
+    two["ranks"][0]["window"] = {"length_us": 2000.0, "source": "steps", "steps": [3, 4], "step_count": 2}
+    two["ranks"][0]["device"] |= {"window_us": 2000.0, "idle_us": 1000.0, "busy_fraction": 0.5}
+    one = _analysis(compute=400.0, comm=200.0, overlap=50.0, busy=500.0)
+    one["ranks"][0]["window"] = {"length_us": 1000.0, "source": "user-steps", "steps": [5, 5]}  # stored before step_count
+    doc = _compare(two, one)
+    rows = _rows(doc)
+    assert doc["times"] == "per step" and doc["steps"] == [2, 1]
+    matrix = rows[("category", "matrix")]
+    assert matrix["values"] == [400.0, 400.0] and matrix["ratio"] == pytest.approx(1.0)
+    assert matrix["summed_us"] == [400.0, 400.0] and matrix["shares"] == [pytest.approx(0.8), pytest.approx(0.8)]
+    assert rows[("stream", "compute")]["values"] == [400.0, 400.0]
+    assert rows[("compute-communication", "exposed communication")]["values"] == [150.0, 150.0]
+    device = rows[("device", "all streams")]
+    assert device["values"] == [500.0, 500.0] and device["window_us"] == [1000.0, 1000.0]
+    assert device["shares"] == [0.5, 0.5]  # a busy fraction is the same per step as over the window
+    assert any("per step" in c and "A 2, B 1" in c for c in doc["claims"])
+    steps = next(a for a in doc["audit"] if a["condition"] == "steps in the window")
+    assert steps["values"] == [2, 1] and "per step" in steps["matters"]
+    # the summary keeps each trace's own figures over its window, as its analysis states them
+    exposed = [f["value"] for f in doc["summary"] if f["name"] == "trace.exposed_communication"]
+    assert exposed == [pytest.approx(300e-6), pytest.approx(150e-6)]
+    header = " ".join(str(t) for t in render_comparison(doc).renderables[:3])
+    assert "(steps, steps 3-4)" in header and "(user-steps, step 5)" in header
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(render_comparison(doc))
+    assert "A per step" in out.getvalue() and "B per step" in out.getvalue()
+
+
+def test_windows_of_equal_steps_or_without_a_count_keep_their_times() -> None:
+    # the same number of steps: each window's time, as stated (the ratio is the same either way)
+    a, b = _analysis(compute=800.0), _analysis(compute=400.0)
+    for doc_in in (a, b):
+        doc_in["ranks"][0]["window"] = {"length_us": 1000.0, "source": "steps", "steps": [2, 3], "step_count": 2}
+    doc = _compare(a, b)
+    assert doc["times"] == "in the window" and _rows(doc)[("category", "matrix")]["values"] == [800.0, 400.0]
+    assert not any(a["condition"] == "steps in the window" for a in doc["audit"])
+    # a span holds no known number of steps: times stay totals and the audit says what to do
+    span = _analysis(compute=800.0)
+    span["ranks"][0]["window"] = {"length_us": 5000.0, "source": "span", "steps": None}
+    doc = _compare(span, _analysis(compute=400.0) | {})
+    assert doc["times"] == "in the window" and doc["steps"] == [None, None]
+    stepped = _analysis(compute=400.0)
+    stepped["ranks"][0]["window"] = {"length_us": 1000.0, "source": "steps", "steps": [7, 7], "step_count": 1}
+    doc = _compare(span, stepped)
+    assert doc["times"] == "in the window" and _rows(doc)[("category", "matrix")]["ratio"] == pytest.approx(2.0)
+    steps = next(a for a in doc["audit"] if a["condition"] == "steps in the window")
+    assert steps["values"] == [None, 1] and "--steps" in steps["matters"]
+
+
+def test_window_step_count_hand_cases() -> None:
+    from parity.compare.traces import window_steps
+
+    assert window_steps({"step_count": 3, "steps": [1, 9]}) == 3  # the count, where recorded
+    assert window_steps({"steps": [1009, 1010]}) == 2  # stored before it was: from the step numbers
+    assert window_steps({"source": "detected", "step_count": None, "steps": None}) is None
+    assert window_steps({"source": "span", "steps": None}) is None
+    assert window_steps({"steps": [5, 2]}) is None and window_steps(None) is None

@@ -29,21 +29,21 @@ def test_markers_skip_first_step_and_follow_device_lag() -> None:
     steps = device_steps(table)
     assert steps[table.kind == Kind.KERNEL].tolist() == [1, 2, 3, 4]  # by launch, not by own time
     w = choose_window(table)
-    assert (w.start_ns, w.end_ns, w.source, w.steps) == (190, 410, "steps", (2, 4))
+    assert (w.start_ns, w.end_ns, w.source, w.steps, w.step_count) == (190, 410, "steps", (2, 4), 3)
     assert "step 1 skipped as warm-up" in w.detail
 
 
 def test_single_step_is_used_whole() -> None:
     w = choose_window(build_table(stepped_rows(n_steps=1)))
-    assert (w.start_ns, w.end_ns, w.steps) == (40, 60, (1, 1))
+    assert (w.start_ns, w.end_ns, w.steps, w.step_count) == (40, 60, (1, 1), 1)
 
 
 def test_user_steps_and_window() -> None:
     table = build_table(stepped_rows())
     w = choose_window(table, steps=(1, 2))
-    assert (w.start_ns, w.end_ns, w.source) == (40, 160, "user-steps")
+    assert (w.start_ns, w.end_ns, w.source, w.step_count) == (40, 160, "user-steps", 2)
     w = choose_window(table, window=(5, 50))
-    assert (w.start_ns, w.end_ns, w.source) == (5, 50, "user-window")
+    assert (w.start_ns, w.end_ns, w.source, w.step_count) == (5, 50, "user-window", None)  # a time counts no steps
     with pytest.raises(ParityError, match="steps 7-9 are not in the trace"):
         choose_window(table, steps=(7, 9))
     with pytest.raises(ParityError, match="either --window or --steps"):
@@ -71,13 +71,14 @@ def test_detected_from_repeating_kernels() -> None:
     w = choose_window(build_table(rows))
     assert w.source == "detected"
     assert (w.start_ns, w.end_ns) == (60, 60 * 5 - 2)  # second repetition's start to the last end
+    assert w.step_count is None and w.to_dict()["step_count"] is None  # a repeating block may be a layer, not a step
     assert "5 kernels repeats 5 times" in w.detail
 
 
 def test_whole_span_when_nothing_repeats() -> None:
     rows = [dict(stream=7, name=f"k{i}", start_ns=10 * i, end_ns=10 * i + 5) for i in range(8)]
     w = choose_window(build_table(rows))
-    assert (w.start_ns, w.end_ns, w.source) == (0, 75, "span")
+    assert (w.start_ns, w.end_ns, w.source, w.step_count) == (0, 75, "span", None)
 
 
 def test_find_repeats_prefers_the_block_that_explains_most() -> None:

@@ -84,12 +84,16 @@ class TraceComparison(SideBySide):
         "(> 1: this trace spends less time there), each inside its own window")
     workload: dict[str, Any]
     caveats: tuple[str, ...] = ()
+    times: str = "in the window"  # or "per step": each time over the steps its window holds
+    steps: tuple[int | None, ...] = ()  # the steps each window holds (None: it counts none)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["ratio_convention"] = "speed"
         out["workload"] = dict(self.workload)
         out["caveats"] = list(self.caveats)
+        out["times"] = self.times
+        out["steps"] = list(self.steps)
         return out
 
 
@@ -115,7 +119,7 @@ def side_labels(analyses: Sequence[TraceInput]) -> list[str]:
     while len(set(names)) < len(names) and depth < max(len(p) for p in parts):
         depth += 1
         repeated = {n for n in names if names.count(n) > 1}
-        names = ["/".join(p[-depth:]) if n in repeated and len(p) >= depth else n for n, p in zip(names, parts)]
+        names = [str(PurePath(*p[-depth:])) if n in repeated and len(p) >= depth else n for n, p in zip(names, parts)]
     letters = string.ascii_uppercase
     return [f"{letters[i % 26]}: {name}" for i, name in enumerate(names)]
 
@@ -190,13 +194,54 @@ def _compute_communication_rows(ranks: Sequence[dict[str, Any]]) -> list[dict[st
     return rows
 
 
+def window_steps(window: dict[str, Any] | None) -> int | None:
+    """How many steps a window holds: its ``step_count``, else (an analysis stored before it was
+    recorded) ``last - first + 1`` of its ``steps``; None for a window that counts no steps (a
+    span, a window given in time, a detected repeating block, which may be a layer)."""
+    window = window or {}
+    if isinstance(window.get("step_count"), int) and window["step_count"] > 0:
+        return window["step_count"]
+    steps = window.get("steps")
+    if isinstance(steps, list) and len(steps) == 2 and all(isinstance(s, int) for s in steps) and steps[1] >= steps[0]:
+        return steps[1] - steps[0] + 1
+    return None
+
+
+PER_STEP_TIMES = {"categories": ("time_us", "summed_us"), "streams": ("busy_us",),
+                  "compute_communication": ("compute_us", "communication_us", "overlap_us",
+                                            "exposed_communication_us", "peer_wait_us"),
+                  "device": ("busy_us", "idle_us", "window_us", "summed_busy_us")}  # fmt: skip
+
+
+def per_step(rank: dict[str, Any], steps: int) -> dict[str, Any]:
+    """A rank's analysis with every time the comparison lines up divided by the ``steps`` its
+    window holds (time per step = time in the window / steps); fractions and shares, the same
+    per step as over the window, unchanged."""
+    def divided(entry: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+        return {k: v / steps if k in fields and isinstance(v, (int, float)) else v for k, v in entry.items()}
+
+    out = dict(rank)
+    for section, fields in PER_STEP_TIMES.items():
+        value = rank.get(section)
+        if isinstance(value, dict):
+            out[section] = divided(value, fields)
+        elif isinstance(value, list):
+            out[section] = [divided(e, fields) if isinstance(e, dict) else e for e in value]
+    return out
+
+
 def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
-    """Per category, per stream role and for the device: busy and share side by side."""
+    """Per category, per stream role and for the device: busy and share side by side; times per
+    step when every window counts its steps and the counts differ (:func:`per_step`), each
+    window's time otherwise."""
     if len(analyses) < 2:
         raise ParityError("compare needs at least two traces or stored trace analyses")
     refuse_repeated(analyses)
-    ranks = [_rank_of(a) for a in analyses]
-    runs = tuple(_describe(a, r, label) for a, r, label in zip(analyses, ranks, side_labels(analyses)))
+    stated = [_rank_of(a) for a in analyses]
+    runs = tuple(_describe(a, r, label) for a, r, label in zip(analyses, stated, side_labels(analyses)))
+    counts = [window_steps(r.get("window")) for r in stated]
+    by_step = None not in counts and len(set(counts)) > 1
+    ranks = [per_step(r, n) for r, n in zip(stated, counts)] if by_step else stated  # type: ignore[arg-type]
     one_family = len({run["family"] for run in runs}) == 1
     rows = _category_rows(ranks)
     devices = [dict(r.get("device") or {}) for r in ranks]
@@ -209,12 +254,17 @@ def compare_traces(analyses: list[TraceInput]) -> TraceComparison:
                 "measure": "weighted Jaccard of normalised kernel names by share of summed kernel time, "
                            "against the first trace (over each analysis's listed kernels)"}
     caveats = () if one_family else (CROSS_FAMILY_CAVEAT,)
-    audit = _audit(runs, overlaps)
-    comm = [dict(r.get("compute_communication") or {}) for r in ranks]
-    claims = [_claim(runs, devices), *caveats]
+    audit = _audit(runs, overlaps, counts)
+    stated_devices = [dict(r.get("device") or {}) for r in stated]
+    comm = [dict(r.get("compute_communication") or {}) for r in stated]
+    claims = [_claim(runs, stated_devices), *caveats]
+    if by_step:
+        claims.insert(1, "the windows hold different numbers of steps ("
+                      + ", ".join(f"{run['label'].split(':', 1)[0]} {n}" for run, n in zip(runs, counts))
+                      + "), so every time is compared per step: the time in the window / its steps")
     return TraceComparison(runs=runs, cases=tuple(rows), audit=tuple(audit), claims=tuple(claims),
-                           summary=tuple(_figures(runs, devices, comm, overlaps)), workload=workload,
-                           caveats=caveats)
+                           summary=tuple(_figures(runs, stated_devices, comm, overlaps)), workload=workload,
+                           caveats=caveats, times="per step" if by_step else "in the window", steps=tuple(counts))
 
 
 def refuse_repeated(analyses: Sequence[TraceInput]) -> None:
@@ -260,7 +310,8 @@ def _figures(runs: tuple[dict[str, Any], ...], devices: list[dict[str, Any]],
     return out
 
 
-def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None]) -> list[AuditEntry]:
+def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None],
+           counts: list[int | None]) -> list[AuditEntry]:
     entries = []
     for condition, read, matters in (
         ("device family", lambda r: r["family"],
@@ -273,11 +324,19 @@ def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None]) -> li
         ("window choice", lambda r: (r["window"] or {}).get("source"),
          "a steady-state window and a whole span include different warm-up and idle time"),
         ("window length", lambda r: _length_text((r["window"] or {}).get("length_us")),
-         "busy fractions are over each trace's own window; times are not per step unless the windows are steps"),
+         "busy fractions are over each trace's own window; times are compared per step only where every "
+         "window counts its steps by their markers, else each is the time in its window"),
     ):
         values = tuple(read(r) for r in runs)
         if len({repr(v) for v in values}) > 1:
             entries.append(AuditEntry(condition=condition, values=values, matters=matters))
+    if len(set(counts)) > 1:
+        entries.append(AuditEntry(
+            condition="steps in the window", values=tuple(counts),
+            matters="times per step (time in the window / its steps)" if None not in counts else
+            "a window without step markers (a span, a window in time, a detected repeating block) holds an "
+            "unknown number of steps: its times are totals over other work than the others'; choose the same "
+            "steps (--steps A-B) on each"))
     low = [o for o in overlaps[1:] if o is not None and o < WORKLOAD_OVERLAP_MIN]
     if low:
         values = tuple("reference" if i == 0 else "-" if o is None else f"{o:.3f}" for i, o in enumerate(overlaps))

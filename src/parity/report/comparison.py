@@ -41,7 +41,8 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
     traces = doc["kind"] == "traces"
     # a trace's label can be a path: its columns go by its letter, the lines above name it
     labels = [r["label"].split(":", 1)[0] if traces else r["label"] for r in doc["runs"]]
-    header = ["kind" if traces else "suite", "case", *labels]
+    per = " per step" if doc.get("times") == "per step" else ""  # a trace comparison over windows of other steps
+    header = ["kind" if traces else "suite", "case", *(f"{label}{per}" for label in labels)]
     if traces:
         header += [f"share {label}" for label in labels]
     header += ["ratio" if not traces else f"speed {labels[1]} / {labels[0]}", "marked"]
@@ -88,12 +89,21 @@ def _audit_cells(doc: dict[str, Any]) -> list[list[str]]:
              "refused" if a["refused"] else ""] for a in doc.get("audit") or []]
 
 
+def _window_source(window: dict[str, Any]) -> str:
+    """How a trace's window was chosen, with its steps where it has them (``steps 1009-1010``)."""
+    steps = window.get("steps")
+    if isinstance(steps, list) and len(steps) == 2:
+        return f"{window.get('source')}, step {steps[0]}" if steps[0] == steps[1] else \
+            f"{window.get('source')}, steps {steps[0]}-{steps[1]}"
+    return str(window.get("source"))
+
+
 def render_comparison(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> Group:
     """The terminal form: runs, per-case table, summary, audit and claims."""
     parts: list[Any] = []
     for run in doc["runs"]:
         window = run.get("window")
-        extra = (f"window {format_seconds(window.get('length_us', 0) / 1e6)} ({window.get('source')}), rank {run.get('rank')}"
+        extra = (f"window {format_seconds(window.get('length_us', 0) / 1e6)} ({_window_source(window)}), rank {run.get('rank')}"
                  if window else f"{run.get('mode')}, {'quick' if run.get('quick') else 'full'}")
         if run.get("mode") == "fleet":
             per_node = run.get("ranks_per_node")

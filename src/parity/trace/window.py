@@ -48,6 +48,9 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
     source: str  # user-window | user-span | user-steps | steps | detected | span | empty
     detail: str  # one human sentence: which steps, what was skipped, what repeats
     steps: tuple[int, int] | None = None
+    # steps the window holds, by their markers; none for a detected block, which may be a layer
+    # rather than a step, nor for a span or a window in time
+    step_count: int | None = None
 
     def __post_init__(self) -> None:
         if self.end_ns < self.start_ns:
@@ -67,6 +70,7 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
             "source": self.source,
             "detail": self.detail,
             "steps": list(self.steps) if self.steps else None,
+            "step_count": self.step_count,
         }
 
 
@@ -199,7 +203,8 @@ def _window_of_steps(
         detail += " (no device activity tied to them; host marker span used)"
     else:
         start, end = _device_span(table, rows)
-    return Window(start_ns=start, end_ns=end, source=source, detail=detail, steps=(first, last))
+    return Window(start_ns=start, end_ns=end, source=source, detail=detail, steps=(first, last),
+                  step_count=last - first + 1)
 
 
 def _detected_window(table: ActivityTable) -> Window | None:

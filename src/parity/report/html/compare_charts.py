@@ -173,7 +173,8 @@ def comparison_charts(comparison: dict[str, Any], labels: dict[str, str] | None 
     base = names[0] if names else "the first run"
     rows = comparison_rows(comparison)
     ratios = ratio_rows(page)
-    value_columns = tuple(Column(field=f"value_{i}", title=name, unit_field="unit") for i, name in enumerate(names))
+    per = " per step" if comparison.get("times") == "per step" else ""  # traces whose windows hold other steps
+    value_columns = tuple(Column(field=f"value_{i}", title=f"{name}{per}", unit_field="unit") for i, name in enumerate(names))
     datasets = {"cases": rows, "ratios": ratios}
     spec = vega_lite(datasets, ratio_spec(page, ratios)) if ratios else tables_only(datasets)
     audit = tables_only({"audit": audit_rows(comparison), "summary": summary_rows(comparison)})
