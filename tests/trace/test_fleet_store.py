@@ -124,6 +124,9 @@ def test_compare_fleets_sets_skew_wait_busbw_and_stragglers_side_by_side(fleets:
     # b's waits per collective: rank 1 late by L, ranks 0, 2, 3 at +0, +20, +30 ns: 3L - 50
     wait_b = 2 * sum(3 * L - 50 for L in (20_000, 40_000, 60_000))
     assert rows[("fleet", "wait, all ranks")]["values"] == [pytest.approx(359_820e-9), pytest.approx(wait_b * 1e-9)]
+    # 6 matched collectives each (2 ops x 3): the wait per collective is the total / 6
+    assert rows[("fleet", "wait per collective")]["values"] == [pytest.approx(59_970e-9), pytest.approx(wait_b / 6e9)]
+    assert rows[("op all_gather", "wait per collective")]["values"][0] == pytest.approx(179_910e-9 / 3)
     assert rows[("op all_reduce", "busbw, median")]["values"] == [pytest.approx((1 << 20) / 50e-6 * 1.5)] * 2
     assert rows[("op all_gather", "wait")]["values"][0] == pytest.approx(179_910e-9)
     assert rows[("straggler", "rank 3: times last")]["values"] == [6, 0]
@@ -133,6 +136,27 @@ def test_compare_fleets_sets_skew_wait_busbw_and_stragglers_side_by_side(fleets:
     assert "a: 4 ranks, median skew 20 us, stragglers 3" in doc["claims"][0]
     with pytest.raises(ParityError, match="at least two fleet"):
         compare_fleets([_input(fleets[0])])
+
+
+def test_fleets_of_other_collective_counts_are_audited_and_compared_per_collective(fleets: tuple[Path, Path]) -> None:
+    # the same fleet with its traces holding a third of the collectives (one step where there were
+    # three) and a third of the wait: the total reads 3x less, the wait per collective the same
+    a = _input(fleets[0])
+    head = dict(a.headline, collectives=2, wait_total_ns=a.headline["wait_total_ns"] / 3)
+    doc = compare_fleets([a, FleetInput(label="short", headline=head, stragglers=a.stragglers)]).to_dict()
+    rows = {(c["suite"], c["key"]): c for c in doc["cases"]}
+    assert rows[("fleet", "wait, all ranks")]["ratio"] == pytest.approx(1 / 3)
+    assert rows[("fleet", "wait per collective")]["ratio"] == pytest.approx(1.0)
+    audit = next(e for e in doc["audit"] if e["condition"] == "matched collectives")
+    assert audit["values"] == [6, 2] and "wait per collective" in audit["matters"]
+
+
+def test_wait_per_collective_hand_cases() -> None:
+    from parity.compare.fleets import wait_per_collective
+
+    assert wait_per_collective(359_820, 6) == 59_970.0
+    assert wait_per_collective(0, 4) == 0.0
+    assert wait_per_collective(None, 6) is None and wait_per_collective(100, 0) is None
 
 
 def test_compare_cli_on_stored_fleets_and_on_folders(capsys: pytest.CaptureFixture[str], fleets: tuple[Path, Path],

@@ -4,9 +4,11 @@ bandwidth per op, and the stragglers.
 Each fleet's figures are taken as its stored headline states them
 (:func:`parity.trace.fleet.folder.fleet_headline`: median and p99 of the collectives' skew,
 the sum of the ranks' waits, the median busbw per op) and its straggler table, never
-recomputed. ``ratio`` is the value in the last fleet over the first (for skew and wait, lower is
-better; for busbw, higher). The audit lists what differs in how the fleets were made or what
-they hold: the rank count, ranks per node, the ops matched, the straggler step-cost method.
+recomputed (the wait per collective, :func:`wait_per_collective`, is the one figure derived
+from them). ``ratio`` is the value in the last fleet over the first (for skew and wait, lower
+is better; for busbw, higher). The audit lists what differs in how the fleets were made or what
+they hold: the rank count, the collectives matched, ranks per node, the ops matched, the
+straggler step-cost method.
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ def _row(suite: str, key: str, values: list[Any], unit: str) -> dict[str, Any]:
             "ratio_ci95": None, "marked": False}
 
 
+def wait_per_collective(wait_total_ns: Any, collectives: Any) -> float | None:
+    """The ranks' summed wait per matched collective, ``wait_total / collectives`` (ns): a total
+    grows with the collectives a fleet's traces hold (more steps traced, more of them), this
+    does not; None without a wait or a collective."""
+    if wait_total_ns is None or not collectives:
+        return None
+    return float(wait_total_ns) / float(collectives)
+
+
 def _ops(item: FleetInput) -> dict[str, dict[str, Any]]:
     return {o["op"]: o for o in item.headline.get("ops") or []}
 
@@ -63,6 +74,8 @@ def fleet_rows(fleets: list[FleetInput]) -> list[dict[str, Any]]:
             _row("fleet", "arrival skew, median", [_s(h.get("skew_median_ns")) for h in heads], "s"),
             _row("fleet", "arrival skew, p99", [_s(h.get("skew_p99_ns")) for h in heads], "s"),
             _row("fleet", "wait, all ranks", [_s(h.get("wait_total_ns")) for h in heads], "s"),
+            _row("fleet", "wait per collective", [_s(wait_per_collective(h.get("wait_total_ns"), h.get("collectives")))
+                                                  for h in heads], "s"),
             _row("fleet", "stragglers", [len(h.get("straggler_ranks") or []) for h in heads], "count")]
     ops = [_ops(f) for f in fleets]
     for op in sorted({name for table in ops for name in table}):
@@ -74,6 +87,9 @@ def fleet_rows(fleets: list[FleetInput]) -> list[dict[str, Any]]:
         ):
             values = [e.get(field_name) for e in entries]
             rows.append(_row(f"op {op}", key, [scale(v) if scale else v for v in values], unit))
+            if field_name == "wait_total_ns":
+                rows.append(_row(f"op {op}", "wait per collective", [
+                    _s(wait_per_collective(e.get("wait_total_ns"), e.get("collectives"))) for e in entries], "s"))
     tables = [{int(s["rank"]): s for s in f.stragglers} for f in fleets]
     flagged = sorted({int(r) for h in heads for r in h.get("straggler_ranks") or []})
     for rank in flagged:
@@ -102,6 +118,9 @@ def _audit(fleets: list[FleetInput]) -> list[AuditEntry]:
     entries = []
     for condition, read, matters in (
         ("ranks", lambda f: f.headline.get("ranks"), "skew and wait grow with the members of a collective"),
+        ("matched collectives", lambda f: f.headline.get("collectives"),
+         "a total (the wait of all ranks, per op too) grows with the collectives the traces hold, so with the "
+         "steps traced: compare the wait per collective"),
         ("ranks per node", lambda f: f.headline.get("ranks_per_node"),
          "which collectives are intra- or inter-node, and so their busbw"),
         ("ops matched", lambda f: ", ".join(sorted(_ops(f))), "an op in one fleet only has nothing to compare to"),
