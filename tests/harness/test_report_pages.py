@@ -288,3 +288,27 @@ def test_a_summary_figure_that_is_not_comparable_says_so_in_its_column() -> None
                 "scope": {"comparable": False}}]
     assert [r["comparable"] for r in summary_rows({"summary": summary})] == [
         "no: scope differs: cases: 13 vs 15", "yes", "no: dtype differs"]
+
+
+def test_a_trace_comparison_draws_without_a_ci_and_heads_its_columns_by_letter() -> None:
+    from parity.compare.traces import TraceInput as Analysed
+    from parity.compare.traces import compare_traces
+
+    def analysis(matrix_us: float, steps: list[int]) -> dict[str, Any]:
+        window = {"length_us": 1000.0 * (steps[1] - steps[0] + 1), "source": "steps", "steps": steps}
+        return {"format": "kineto", "rules": "default", "ranks": [{
+            "rank": 0, "window": window, "streams": [], "device": {"busy_us": matrix_us, "busy_fraction": 0.5},
+            "categories": [{"category": "matrix", "time_us": matrix_us, "share_of_busy": 1.0}],
+            "compute_communication": {}, "top_kernels": []}]}
+
+    doc = compare_traces([Analysed(label="/t/a/rank0.json.gz", analysis=analysis(800.0, [2, 3])),
+                          Analysed(label="/t/b/rank0.json.gz", analysis=analysis(400.0, [5, 5]))]).to_dict()
+    ratios, _ = comparison_charts(doc)
+    messages = [f["message"] for f in ratios.findings]
+    assert not any("within-run" in m for m in messages)  # one analysis per side: no CI of any kind
+    assert "none: one analysis per side" in ratios.note
+    assert any("steps in the window differs: 2 vs 1" in m for m in messages)
+    titles = [c.title for c in ratios.tables[0].columns]
+    assert "A per step" in titles and "B per step" in titles  # letters: the labels are paths, named in the header
+    row = ratios.spec["datasets"]["cases"][0]
+    assert (row["value_0"], row["value_1"], row["ratio"]) == (400.0, 400.0, 1.0)

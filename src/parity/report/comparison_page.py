@@ -17,6 +17,7 @@ from parity.model.findings import doubt_text
 NO_DIFFERENCE = "no difference measured"
 READINGS = ("faster", "slower", NO_DIFFERENCE, "no CI", "not comparable", "forced: conventions differ", "no ratio")
 WITHIN_RUN = "within-run"
+NO_CI = "none: one analysis per side, no samples to resample"  # traces and fleets
 
 
 class ComparedRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -188,7 +189,8 @@ def comparison_page(doc: dict[str, Any], labels: dict[str, str] | None = None) -
     runs = compared_runs(doc, labels)
     names = [r.label for r in runs]
     kinds = {str(c.get("ci_kind")) for c in doc.get("cases") or [] if c.get("ci_kind")}
-    ci_kind = str(doc.get("ci_kind") or (kinds.pop() if len(kinds) == 1 else "mixed" if kinds else WITHIN_RUN))
+    default = NO_CI if doc.get("kind") in ("traces", "fleets") else WITHIN_RUN  # an analysis per side has no samples
+    ci_kind = str(doc.get("ci_kind") or (kinds.pop() if len(kinds) == 1 else "mixed" if kinds else default))
     cases = [c for c in doc.get("cases") or [] if isinstance(c, dict)]
     varying = varying_params(cases)
     ratios = sorted((r for case in cases for r in _case_ratios(case, names, ci_kind, varying[str(case.get("suite"))])),

@@ -174,7 +174,9 @@ def comparison_charts(comparison: dict[str, Any], labels: dict[str, str] | None 
     rows = comparison_rows(comparison)
     ratios = ratio_rows(page)
     per = " per step" if comparison.get("times") == "per step" else ""  # traces whose windows hold other steps
-    value_columns = tuple(Column(field=f"value_{i}", title=f"{name}{per}", unit_field="unit") for i, name in enumerate(names))
+    # a trace's label can be a path: its column goes by its letter, named in full in the page's header
+    titles = [name.split(":", 1)[0] if comparison.get("kind") == "traces" else name for name in names]
+    value_columns = tuple(Column(field=f"value_{i}", title=f"{title}{per}", unit_field="unit") for i, title in enumerate(titles))
     datasets = {"cases": rows, "ratios": ratios}
     spec = vega_lite(datasets, ratio_spec(page, ratios)) if ratios else tables_only(datasets)
     audit = tables_only({"audit": audit_rows(comparison), "summary": summary_rows(comparison)})
