@@ -117,3 +117,12 @@ def test_a_layout_that_differs_from_parity_count_refuses_the_case() -> None:
     with pytest.raises(ValueError, match="is_token_in_rank|num_tokens_per_rank"):
         deepep_work(_state(FakeBuffer(wrong_layout=True)), direction="dispatch", iterations=2, warmup_s=0.0,
                     metrics={"logical_bytes": 1.0})
+
+
+def test_the_text_names_nodes_and_ranks_in_their_number() -> None:
+    from parity.families.moe.views import render_moe
+
+    one = render_moe({"world_size": 2, "backend": "gloo", "topology": {"nodes": 1, "ranks_per_node": 2}})
+    assert "2 ranks on 1 node of 2 ranks, backend gloo" in one.splitlines()[0]
+    two = render_moe({"world_size": 2, "backend": "gloo", "topology": {"nodes": 2, "ranks_per_node": 1}})
+    assert "on 2 nodes of 1 rank," in two.splitlines()[0]

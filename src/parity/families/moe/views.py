@@ -20,7 +20,8 @@ def render_moe(summary: dict[str, Any]) -> str:
     typed = MoeSummary.from_dict(summary)
     where = ""
     if typed.topology:
-        where = f" on {typed.topology.get('nodes')} nodes of {typed.topology.get('ranks_per_node')}"
+        nodes, per_node = typed.topology.get("nodes"), typed.topology.get("ranks_per_node")
+        where = f" on {nodes} node{'' if nodes == 1 else 's'} of {per_node} rank{'' if per_node == 1 else 's'}"
     out = [f"# parity moe: {typed.world_size} ranks{where}, backend {typed.backend}; "
            "time = max over ranks per iteration; bytes per rank (mean over ranks)"]
     for row in typed.rows:
