@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 from parity.device.fake import FakeDevice  # noqa: E402
 from parity.model.errors import ParityError  # noqa: E402
@@ -29,6 +29,7 @@ from parity.ranks import (  # noqa: E402
     launch_local_ranks,
     open_group,
 )
+from parity.ranks.supervisor import rank_threads  # noqa: E402
 from parity.timing.ranks import max_over_ranks, time_iterations_over_ranks  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -71,6 +72,7 @@ def healthy_rank(tag: str) -> dict:
             "timed": timed.to_dict(),
             "everyone": everyone,
             "ops": ops,
+            "threads": torch.get_num_threads(),
         }
 
 
@@ -154,6 +156,15 @@ def test_rank0_gathers_every_rank_provenance(healthy: list[dict]) -> None:
     assert all(p["environment"].get("TORCHELASTIC_RUN_ID") for p in provenance)
     # a rank other than 0 keeps only its own
     assert [p["rank"] for p in healthy[1]["record"]["provenance"]] == [1]
+
+
+def test_ranks_share_the_cpus_out_unless_the_user_set_their_threads(healthy: list[dict]) -> None:
+    # torch's default gives every rank every core: 2 ranks' threads would outnumber the CPUs
+    expected = os.environ.get("OMP_NUM_THREADS", str(rank_threads(2)))
+    assert [r["threads"] for r in healthy] == [int(expected)] * 2
+    assert all(p["environment"]["OMP_NUM_THREADS"] == expected for p in healthy[0]["record"]["provenance"])
+    assert rank_threads(2, cpus=2) == 1 and rank_threads(4, cpus=16) == 4 and rank_threads(3, cpus=8) == 2
+    assert rank_threads(8, cpus=2) == 1 and rank_threads(1, cpus=6) == 6
 
 
 def test_a_suite_measures_on_the_joined_group_and_ranks_must_agree(healthy: list[dict]) -> None:

@@ -49,12 +49,26 @@ def supervise(job: dict[str, Any], send: Any) -> None:
     _die_with_parent(job["parent"])
     os.environ[LOCAL_LAUNCH_VAR] = "1"
     os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_interface())
+    if job["nproc"] > 1:  # as torchrun does for several ranks on a node, unless the user chose
+        os.environ.setdefault("OMP_NUM_THREADS", str(rank_threads(job["nproc"])))
     try:
         send.send(_run_agent(job))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
         send.send(("error", f"{type(exc).__name__}: {one_line(exc, 300)}"))
     finally:
         send.close()
+
+
+def rank_threads(nproc: int, cpus: int | None = None) -> int:
+    """Intra-op threads for each of ``nproc`` ranks on this host: the usable CPUs (this
+    process's affinity) shared out, ``max(1, cpus // nproc)``, so that the ranks' threads
+    together never outnumber the CPUs. torchrun sets 1 for more than one rank per node; with
+    torch's default (every core in every rank) the ranks' threads contend, and a GEMM timed on 2
+    ranks of a 2-CPU host ran 2.9x slower alone than beside an exchange, which it waited for."""
+    if cpus is None:
+        getter = getattr(os, "sched_getaffinity", None)
+        cpus = len(getter(0)) if getter is not None else (os.cpu_count() or 1)
+    return max(1, cpus // max(1, nproc))
 
 
 def _run_agent(job: dict[str, Any]) -> tuple[str, Any]:
