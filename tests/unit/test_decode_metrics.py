@@ -47,4 +47,10 @@ def test_at_target_interpolates_inside_and_refuses_outside():
     assert below.value is None and below.status == "not reached" and "below" in below.reason
     assert above.value is None and above.status == "not reached" and "above" in above.reason
     assert above.to_dict()["value"] == "not reached"
+    # the front's last point is its highest throughput, which need not be the slowest point measured:
+    # batch 1 (4.23 ms, 236) is beaten by batch 2 (4.12 ms, 486); a 5 ms target is met by both
+    noisy = pareto_front([DecodePoint(0.00423, 236.0, label=1), DecodePoint(0.00412, 486.0, label=2)])
+    past = throughput_at_target(noisy, 0.005)
+    assert past.value is None and past.status == "not reached"
+    assert "at least 486 tok/s (batch 2, TPOT 4.12 ms)" in past.reason and "slowest measured" not in past.reason
     assert throughput_at_target([], 0.005).status == "not reached"

@@ -129,10 +129,13 @@ def throughput_at_target(front: Sequence[DecodePoint], target_s: float) -> AtTar
             target_s, None, "not reached",
             f"below the fastest measured TPOT ({lo.tpot_s * 1e3:.3g} ms); never extrapolated",
         )
-    if target_s > hi.tpot_s:
+    if target_s > hi.tpot_s:  # hi: the front's highest throughput, not always the slowest point measured
+        where = f"batch {hi.label}" if isinstance(hi.label, int) else str(hi.label) if hi.label is not None else ""
         return AtTarget(
             target_s, None, "not reached",
-            f"above the slowest measured TPOT ({hi.tpot_s * 1e3:.3g} ms): measure larger batches; never extrapolated",
+            f"above the front's slowest TPOT: every point of it meets the target, so the throughput there is at "
+            f"least {hi.throughput:.4g} tok/s ({where + ', ' if where else ''}TPOT {hi.tpot_s * 1e3:.3g} ms); "
+            "measure larger batches or concurrencies to find it; never extrapolated",
         )
     for left, right in zip(front, front[1:]):
         if left.tpot_s <= target_s <= right.tpot_s:
