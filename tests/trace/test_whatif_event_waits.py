@@ -53,6 +53,8 @@ def test_a_blocked_wait_is_matched_with_the_record_that_released_it() -> None:
     graph = build_graph(table, timeline)
     assert graph.edge_counts["event_wait"] == 1 and graph.edge_counts["event_waits_not_blocking"] == 1
     assert any("did not block and were given no edge" in a for a in graph.assumptions())
+    assert any(a.endswith("(1 edge)") for a in graph.assumptions())  # one edge, in its number
+    assert not any("(1 edges)" in a for a in graph.assumptions())
 
 
 def test_a_faster_collective_lets_the_waiting_stream_go_on_sooner() -> None:

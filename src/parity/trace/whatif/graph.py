@@ -125,7 +125,7 @@ class DependencyGraph:
         for kind, text in ASSUMED.items():
             count = self.edge_counts.get(kind.name.lower(), 0)
             if count:
-                out.append(f"{text} ({count} edges)")
+                out.append(f"{text} ({count} edge{'' if count == 1 else 's'})")
         if self.launch_latency_ns is not None:
             out.append(f"a device op starts no earlier than its launch call + "
                        f"{self.launch_latency_ns / 1e3:.2f} us (median latency of ops that waited "
