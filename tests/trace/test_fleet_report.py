@@ -5,6 +5,7 @@ figures by hand, the heatmap's binning and its maxima, findings beside their cha
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -195,3 +196,36 @@ def test_columns_added_at_a_tables_end_are_optional_the_others_required(tmp_path
     pq.write_table(older.drop_columns(["step_cost_ns"]), out / "stragglers.parquet")
     with pytest.raises(ParityError, match="lacks columns step_cost_ns; write it again"):
         read_fleet_folder(out)
+
+
+def test_a_folder_whose_values_are_not_what_the_reduce_writes_is_refused_in_one_line(tmp_path: Path) -> None:
+    # a null skew read back as NaN made the report's histogram and compare's median fail inside;
+    # a text rank, a float time, a fleet.json field of the wrong type were read as they were
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def damaged(name: str, table: str | None = None, column: str | None = None, values=None, summary=None) -> Path:
+        out = write_fleet_folder(tmp_path / name)
+        if table is not None:
+            t = pq.read_table(out / f"{table}.parquet")
+            t = t.set_column(t.schema.get_field_index(column), column, values(t))
+            pq.write_table(t, out / f"{table}.parquet")
+        if summary is not None:
+            doc = json.loads((out / "fleet.json").read_text())
+            (out / "fleet.json").write_text(json.dumps({**doc, **summary}))
+        return out
+
+    null_skew = damaged("null", "collectives", "skew_ns", lambda t: pa.array([None] * t.num_rows, pa.int64()))
+    text_rank = damaged("text", "stragglers", "rank", lambda t: pa.array([str(r) for r in t.column("rank").to_pylist()]))
+    float_time = damaged("float", "arrivals", "wait_ns", lambda t: pa.array([float(w) for w in t.column("wait_ns").to_pylist()]))
+    for out, expected in ((null_skew, "collectives.parquet: column skew_ns is null in row 0"),
+                          (text_rank, "stragglers.parquet: column rank holds string values where int32 belong"),
+                          (float_time, "arrivals.parquet: column wait_ns holds double values where int64 belong"),
+                          (damaged("ranks", summary={"ranks": "many"}), 'fleet.json: ranks is "many", not a rank count'),
+                          (damaged("counts", summary={"counts": [1, 2]}), "fleet.json: counts is [1, 2], not an object")):
+        with pytest.raises(ParityError, match=re.escape(expected)) as info:
+            read_fleet_folder(out)
+        assert "\n" not in str(info.value) and "parity trace fleet" in str(info.value)
+    # integers of another width and floats given as integers are what they declare
+    ok = damaged("widths", "ranks", "collectives", lambda t: pa.array(t.column("collectives").to_pylist(), pa.int32()))
+    assert read_fleet_folder(ok).rows("ranks") == 4

@@ -32,6 +32,11 @@ READ_TABLES = ("collectives", "arrivals", "ranks", "steps", "stragglers")
 READ_COLUMNS = {"arrivals": ("group", "seq", "rank", "wait_ns", "lateness_ns")}
 # columns added at a table's end after its first version: shown where a folder has them
 OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns", "window_ns"})
+# fleet.json's fields that are read, with their JSON type (null where absent is allowed)
+SUMMARY_FIELDS = (("ranks", int, "a rank count"), ("ranks_per_node", int, "a rank count"),
+                  ("counts", dict, "an object of counts"), ("stragglers", list, "a list of ranks"),
+                  ("findings", (dict, list), "an object of findings"), ("methods", dict, "an object"),
+                  ("vote", dict, "an object"), ("step_cost", dict, "an object"))
 HEADLINE_METHOD = ("median and p99 (numpy linear interpolation) of collectives.skew_ns; "
                    "wait = sum of arrivals.wait_ns; busbw: median of collectives.busbw_bps")
 
@@ -127,6 +132,11 @@ def read_fleet_folder(out_dir: str | Path) -> FleetFolder:
         raise ParityError(f"{summary_path}: cannot read it as JSON ({exc}); {hint}") from exc
     if not isinstance(summary, dict):
         raise ParityError(f"{summary_path} is not a JSON object; {hint}")
+    for key, kind, what in SUMMARY_FIELDS:
+        value = summary.get(key)
+        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise ParityError(f"{summary_path}: {key} is {json.dumps(value)[:60]}, not {what}; write the folder "
+                              "again with parity trace fleet")
     tables = {name: read_table(out / f"{name}.parquet", name) for name in READ_TABLES}
     return FleetFolder(out_dir=str(out.resolve()), summary=summary, tables=tables)
 
@@ -151,7 +161,31 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
         raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise ParityError(f"{path}: cannot read it as Parquet ({one_line(exc)}); run parity trace fleet again") from exc
-    return {c: table.column(c).to_numpy() for c in table.column_names}
+    check_columns(path, table, FLEET_TABLES[name])
+    return {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+
+
+def check_columns(path: Path, table: Any, columns: tuple) -> None:
+    """A ParityError naming the first declared column of ``table`` whose values are not of its
+    declared kind (an integer column of any width, a float column of floats or integers, text,
+    booleans) or that holds a null: the reduce writes neither, and a figure read from one would
+    be wrong (a null skew read back as NaN) rather than refused."""
+    import pyarrow.types as pat
+
+    kinds = {"int32": pat.is_integer, "int64": pat.is_integer, "bool": pat.is_boolean,
+             "float64": lambda t: pat.is_floating(t) or pat.is_integer(t),
+             "string": lambda t: pat.is_string(t) or pat.is_large_string(t)}
+    for column, kind, _ in columns:
+        if column not in table.column_names:
+            continue
+        values = table.column(column)
+        if not kinds[kind](values.type):
+            raise ParityError(f"{path}: column {column} holds {values.type} values where {kind} belong; "
+                              "write the folder again with parity trace fleet")
+        if values.null_count:
+            first = next(i for i, v in enumerate(values.is_null().to_pylist()) if v)
+            raise ParityError(f"{path}: column {column} is null in row {first} ({values.null_count} null of "
+                              f"{len(values)}); write the folder again with parity trace fleet")
 
 
 def percentile(values: np.ndarray, q: float) -> float | None:
