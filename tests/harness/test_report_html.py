@@ -259,6 +259,11 @@ def test_cli_draws_a_comparison_file_and_refuses_a_wrong_one(tmp_path: Path) -> 
     (("audit", 0, "values"), {"a": 1}, "$.audit[0].values"),
     (("summary", 0, "ci95"), [1, 2, 3], "$.summary[0].ci95"),
     (("claims",), [1], "$.claims[0]"),
+    # values no comparison writes: a ratio is a quotient of positive times, a CI runs low to high
+    (("cases", 0, "ratio"), -3.0, "$.cases[0].ratio is -3.0, not a ratio"),
+    (("cases", 1, "ratio"), 0.0, "$.cases[1].ratio is 0.0, not a ratio"),
+    (("cases", 0, "ratio_ci95"), [0.0, 1.5], "$.cases[0].ratio_ci95[0] is 0.0, not a ratio"),
+    (("cases", 0, "ratio_ci95"), [2.0, 1.0], "$.cases[0].ratio_ci95 runs from 2.0 down to 1.0"),
 ])  # fmt: skip
 def test_a_comparison_file_field_of_the_wrong_type_is_named(tmp_path: Path, path: tuple, value: object,
                                                             says: str) -> None:

@@ -97,8 +97,22 @@ class _Comparison(msgspec.Struct):
 
 def check_comparison(data: Any, *, source: str) -> None:
     """A ParityError naming ``source``, the field and what it holds when ``data`` does not hold
-    what the report reads (:class:`_Comparison`)."""
+    what the report reads (:class:`_Comparison`), or holds a ratio that no comparison writes:
+    one at or below 0 (a speed ratio is a quotient of positive times; the chart's axis is
+    logarithmic) or a CI whose low end is above its high end."""
     try:
-        msgspec.convert(data, _Comparison)
+        doc = msgspec.convert(data, _Comparison)
     except msgspec.ValidationError as exc:
         raise ParityError(f"--comparison {source}: {exc}; give a parity compare --json file") from None
+    for index, case in enumerate(doc.cases):
+        ratios = [("ratio", case.ratio), *((f"ratios[{i}]", r) for i, r in enumerate(case.ratios or []))]
+        intervals = [("ratio_ci95", case.ratio_ci95), *((f"ratios_ci95[{i}]", c) for i, c in enumerate(case.ratios_ci95 or []))]
+        bounds = [(f"{name}[{end}]", ci[end]) for name, ci in intervals if ci for end in (0, 1)]
+        for name, value in ratios + bounds:
+            if value is not None and not value > 0:
+                raise ParityError(f"--comparison {source}: $.cases[{index}].{name} is {value}, not a ratio (a ratio "
+                                  "is above 0); give a parity compare --json file")  # fmt: skip
+        for name, ci in intervals:
+            if ci and ci[0] is not None and ci[1] is not None and ci[0] > ci[1]:
+                raise ParityError(f"--comparison {source}: $.cases[{index}].{name} runs from {ci[0]} down to {ci[1]}; "
+                                  "give a parity compare --json file")  # fmt: skip
