@@ -64,7 +64,7 @@ def rank_threads(nproc: int, cpus: int | None = None) -> int:
     process's affinity) shared out, ``max(1, cpus // nproc)``, so that the ranks' threads
     together never outnumber the CPUs. torchrun sets 1 for more than one rank per node; with
     torch's default (every core in every rank) the ranks' threads contend, and a GEMM timed on 2
-    ranks of a 2-CPU host ran 2.9x slower alone than beside an exchange, which it waited for."""
+    ranks of a 2-CPU host ran 1.8-2.9x slower alone than beside an exchange, which it waited for."""
     if cpus is None:
         getter = getattr(os, "sched_getaffinity", None)
         cpus = len(getter(0)) if getter is not None else (os.cpu_count() or 1)

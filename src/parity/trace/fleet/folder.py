@@ -162,7 +162,7 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise ParityError(f"{path}: cannot read it as Parquet ({one_line(exc)}); run parity trace fleet again") from exc
     check_columns(path, table, FLEET_TABLES[name])
-    return {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+    return {c: table.column(c).to_numpy() for c in table.column_names}
 
 
 def check_columns(path: Path, table: Any, columns: tuple) -> None:
