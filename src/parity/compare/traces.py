@@ -322,7 +322,8 @@ def _audit(runs: tuple[dict[str, Any], ...], overlaps: list[float | None],
          "ranks of one job do different work (pipeline stages, the rank that waits) and a straggler's "
          "time is not its peers'; compare the same rank, or say why not"),
         ("window choice", lambda r: (r["window"] or {}).get("source"),
-         "a steady-state window and a whole span include different warm-up and idle time"),
+         "windows chosen differently hold different steps, warm-up and idle time (a whole span holds them all; "
+         "a steady-state window leaves the warm-up out)"),
         ("window length", lambda r: _length_text((r["window"] or {}).get("length_us")),
          "busy fractions are over each trace's own window; times are compared per step only where every "
          "window counts its steps by their markers, else each is the time in its window"),
