@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.model.figure import UNITS, format_seconds, format_value, ratio_text
-from parity.report.comparison_page import case_marks, run_ids
+from parity.report.comparison_page import case_marks, run_ids, value_titles
 
 MAX_ROWS = 200
 
@@ -41,8 +41,7 @@ def case_cells(doc: dict[str, Any], *, limit: int = MAX_ROWS) -> tuple[list[str]
     traces = doc["kind"] == "traces"
     # a trace's label can be a path: its columns go by its letter, the lines above name it
     labels = [r["label"].split(":", 1)[0] if traces else r["label"] for r in doc["runs"]]
-    per = " per step" if doc.get("times") == "per step" else ""  # a trace comparison over windows of other steps
-    header = ["kind" if traces else "suite", "case", *(f"{label}{per}" for label in labels)]
+    header = ["kind" if traces else "suite", "case", *value_titles(doc, [r["label"] for r in doc["runs"]])]
     if traces:
         header += [f"share {label}" for label in labels]
     header += ["ratio" if not traces else f"speed {labels[1]} / {labels[0]}", "marked"]

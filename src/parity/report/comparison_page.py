@@ -184,6 +184,15 @@ def _case_ratios(case: dict[str, Any], names: list[str], default_kind: str,
     return out
 
 
+def value_titles(doc: dict[str, Any], names: list[str]) -> list[str]:
+    """The titles of a comparison's value columns, one per run named in ``names``: a trace by its
+    letter (its label can be a path, named in full above the table), with ``per step`` where the
+    comparison lines up times per step."""
+    per = " per step" if doc.get("times") == "per step" else ""
+    traces = doc.get("kind") == "traces"
+    return [f"{name.split(':', 1)[0] if traces else name}{per}" for name in names]
+
+
 def comparison_page(doc: dict[str, Any], labels: dict[str, str] | None = None) -> ComparisonPage:
     """The comparison ``doc`` as the report draws it, sorted by suite then size or intensity."""
     runs = compared_runs(doc, labels)

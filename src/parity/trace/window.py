@@ -48,9 +48,6 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
     source: str  # user-window | user-span | user-steps | steps | detected | span | empty
     detail: str  # one human sentence: which steps, what was skipped, what repeats
     steps: tuple[int, int] | None = None
-    # steps the window holds, by their markers; none for a detected block, which may be a layer
-    # rather than a step, nor for a span or a window in time
-    step_count: int | None = None
 
     def __post_init__(self) -> None:
         if self.end_ns < self.start_ns:
@@ -59,6 +56,12 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def length_ns(self) -> int:
         return self.end_ns - self.start_ns
+
+    @property
+    def step_count(self) -> int | None:
+        """Steps the window holds by their markers, ``last - first + 1``; None for a detected
+        block (which may be a layer rather than a step), a span or a window in time."""
+        return self.steps[1] - self.steps[0] + 1 if self.steps else None
 
     def to_dict(self) -> dict:
         return {
@@ -203,8 +206,7 @@ def _window_of_steps(
         detail += " (no device activity tied to them; host marker span used)"
     else:
         start, end = _device_span(table, rows)
-    return Window(start_ns=start, end_ns=end, source=source, detail=detail, steps=(first, last),
-                  step_count=last - first + 1)
+    return Window(start_ns=start, end_ns=end, source=source, detail=detail, steps=(first, last))
 
 
 def _detected_window(table: ActivityTable) -> Window | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity.model.figure import ratio_number
-from parity.report.comparison_page import READINGS, ComparisonPage, case_marks, comparison_page
+from parity.report.comparison_page import READINGS, ComparisonPage, case_marks, comparison_page, value_titles
 from parity.report.comparison_page import compared_runs as _compared
 from parity.report.html.chart import RATIO, Chart, Column, Table, key_values, tables_only, vega_lite
 from parity.report.html.colours import run_shades
@@ -173,10 +173,8 @@ def comparison_charts(comparison: dict[str, Any], labels: dict[str, str] | None 
     base = names[0] if names else "the first run"
     rows = comparison_rows(comparison)
     ratios = ratio_rows(page)
-    per = " per step" if comparison.get("times") == "per step" else ""  # traces whose windows hold other steps
-    # a trace's label can be a path: its column goes by its letter, named in full in the page's header
-    titles = [name.split(":", 1)[0] if comparison.get("kind") == "traces" else name for name in names]
-    value_columns = tuple(Column(field=f"value_{i}", title=f"{title}{per}", unit_field="unit") for i, title in enumerate(titles))
+    value_columns = tuple(Column(field=f"value_{i}", title=title, unit_field="unit")
+                          for i, title in enumerate(value_titles(comparison, names)))
     datasets = {"cases": rows, "ratios": ratios}
     spec = vega_lite(datasets, ratio_spec(page, ratios)) if ratios else tables_only(datasets)
     audit = tables_only({"audit": audit_rows(comparison), "summary": summary_rows(comparison)})
