@@ -36,10 +36,13 @@ rounds, a first round of each left out). Both run from compiled bytecode, as ins
 do: pip compiled the other tool's modules when it installed them, and parity's are compiled
 first (``compileall``; a source checkout run with ``PYTHONDONTWRITEBYTECODE=1`` would compile
 every module in every process). The load average is printed before and after each job's rounds.
-msprof-analyze runs from its own environment::
+msprof-analyze runs from its own environment, and parity from one of its own with the fleet
+extra (the fleet analysis writes Parquet through pyarrow), named by ``--parity``::
 
     python -m venv /tmp/msprof && /tmp/msprof/bin/pip install msprof-analyze
-    python benchmarks/fleet_vs_msprof_slow_rank.py --msprof /tmp/msprof/bin/msprof-analyze --rounds 5
+    python -m venv /tmp/parity-venv && /tmp/parity-venv/bin/pip install -e '.[fast,fleet]'
+    python benchmarks/fleet_vs_msprof_slow_rank.py --msprof /tmp/msprof/bin/msprof-analyze --rounds 5 \
+        --parity "/tmp/parity-venv/bin/python -m parity"
 """
 
 from __future__ import annotations

@@ -66,13 +66,13 @@ def _trace_inputs(sources: tuple[str, ...], kinds: list[str], *, db_path: str | 
               help="Compare runs whose byte conventions, timing methods or offline/online mode differ, and "
                    "suite figures whose scopes differ; every affected line is marked.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Also write Markdown to PATH ('-' for stdout): the claims as sentences with their scope, "
+              help="Also write Markdown to FILE ('-' for stdout): the claims as sentences with their scope, "
                    "ready to paste, then the tables.")
 @click.option("--window", "window_text", metavar="START_US:END_US",
               help="For trace files: the window to analyse ('span' for the whole device span).")
 @click.option("--steps", "steps_text", metavar="A-B", help="For trace files: analyse steps A..B.")
-@click.option("--rank", type=int, default=None, help="For traces: the rank to compare (default: the first).")
-@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True,
+@click.option("--rank", type=int, default=None, metavar="N", help="For traces: the rank to compare (default: the first).")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", default=200, show_default=True,
               help="Case rows shown (all of them in --json).")
 @db_option
 @json_option

@@ -15,7 +15,7 @@ from parity.cli.runs import db_option
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["vllm", "inferencex"]), required=True,
               help="vllm: a vllm bench serve --save-result file; inferencex: an InferenceX agg_*.json result.")
-@click.option("--cards", type=click.IntRange(1), default=1, show_default=True,
+@click.option("--cards", type=click.IntRange(1), metavar="N", default=1, show_default=True,
               help="Cards that served a vllm result (for tok/s per card); InferenceX files state their own.")
 @click.option("--availability", type=AVAILABILITY_CHOICE, default=None, help=AVAILABILITY_HELP)
 @click.option("--label", default=None, metavar="TEXT", help=LABEL_HELP)

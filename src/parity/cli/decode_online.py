@@ -85,19 +85,19 @@ class Interrupted(Exception):
 @click.option("--request-rate", default=None, metavar="LIST", help="Request rates per second to sweep (inf: all at once), e.g. 2,8,inf.")
 @click.option("--burstiness", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="Gamma shape of the gaps between requests: 1 is Poisson, <1 burstier, >1 more even.")
-@click.option("--num-requests", type=click.IntRange(1), default=64, show_default=True, help="Requests per level.")
-@click.option("--output-tokens", type=click.IntRange(1), default=128, show_default=True, help="max_tokens of each request.")
+@click.option("--num-requests", type=click.IntRange(1), metavar="N", default=64, show_default=True, help="Requests per level.")
+@click.option("--output-tokens", type=click.IntRange(1), metavar="N", default=128, show_default=True, help="max_tokens of each request.")
 @click.option("--input-tokens", default="128", show_default=True, metavar="N|LO-HI",
               help="Random prompts of N words, or of a length drawn uniformly in LO-HI (fresh ones each level).")
 @click.option("--shared-prefix", type=click.IntRange(0), default=0, show_default=True, metavar="N",
               help="Start every prompt with the same N words, to measure the server's prefix cache on purpose.")
 @click.option("--dataset", type=click.Path(dir_okay=False), default=None, help="JSONL prompts ({\"prompt\": ...} or {\"messages\": [...]}) instead of random ones.")
-@click.option("--cards", type=click.IntRange(1), default=1, show_default=True, help="Cards serving the model (for tok/s per card).")
+@click.option("--cards", type=click.IntRange(1), metavar="N", default=1, show_default=True, help="Cards serving the model (for tok/s per card).")
 @click.option("--slo", default=None, metavar="ttft_ms=..,tpot_ms=..", help="Service-level objectives for goodput (also e2el_ms).")
 @click.option("--tpot-ms", default=None, metavar="LIST", help="TPOT targets: the largest throughput per card whose TPOT statistic meets each.")
 @click.option("--tpot-stat", type=click.Choice(["p50", "p90", "p99"]), default="p50", show_default=True, help="Which TPOT statistic the targets apply to.")
 @click.option("--search", is_flag=True, help="Measure levels until the highest concurrency (or, with one --request-rate, rate) meeting the first --tpot-ms target is found (bisection, within 10%).")
-@click.option("--client-procs", type=click.IntRange(1), default=1, show_default=True, help="Client processes (each one asyncio loop); requests and concurrency are split between them.")
+@click.option("--client-procs", type=click.IntRange(1), metavar="N", default=1, show_default=True, help="Client processes (each one asyncio loop); requests and concurrency are split between them.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the prompts and the arrival times.")
 @click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True, help="Ask the server (vLLM, SGLang) to generate the full output length.")
 @click.option("--request-timeout", "timeout_s", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds a request may wait for its next chunk.")

@@ -22,7 +22,7 @@ def json_option(function):
         type=click.Path(dir_okay=False, allow_dash=True),
         default=None,
         callback=_existing_folder,
-        help="Also write the result as JSON with a schema_version to PATH ('-' for stdout).",
+        help="Also write the result as JSON with a schema_version to FILE ('-' for stdout).",
     )(function)
 
 

@@ -94,7 +94,7 @@ def runs() -> None:
 @runs.command("list")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1), metavar="N",
     default=20,
     show_default=True,
     help="Show at most this many runs, newest first.",
@@ -164,7 +164,7 @@ def list_runs(limit: int, db_path: str | None, json_path: str | None) -> None:
 
 @runs.command("show")
 @click.argument("run_id")
-@click.option("--limit", type=click.IntRange(min=0), default=200, show_default=True,
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", default=200, show_default=True,
               help="Case rows shown (all of them in --json).")
 @db_option
 @json_option

@@ -43,7 +43,7 @@ def _progress_callback(renderer: ProgressRenderer, label: str):
 @click.option("--chrome-trace", "chrome_path", type=click.Path(dir_okay=False),
               help="Write an annotated Chrome trace (window and categories marked) for Perfetto.")
 @click.option("--all-ranks", is_flag=True, help="Show every rank in the terminal (default: first and slowest).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=click.IntRange(min=1), metavar="N", default=None,
               help="Processes that parse one Kineto JSON file (default: by its size; the result is the same).")
 @click.option("--store", "store_it", is_flag=True,
               help="Keep the analysis in the results store (paths, SHA-256, window, categories, streams) "

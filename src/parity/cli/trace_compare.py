@@ -67,10 +67,10 @@ def trace_inputs(sources: tuple[str, ...] | list[str], *, db_path: str | None, w
 @click.option("--window", "window_text", metavar="START_US:END_US",
               help="For trace files: the window to analyse ('span' for the whole device span).")
 @click.option("--steps", "steps_text", metavar="A-B", help="For trace files: analyse steps A..B.")
-@click.option("--rank", type=int, default=None, help="The rank to compare in every trace (default: each trace's first).")
+@click.option("--rank", type=int, default=None, metavar="N", help="The rank to compare in every trace (default: each trace's first).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Also write a GitHub Markdown table to PATH ('-' for stdout).")
-@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Also write a GitHub Markdown table to FILE ('-' for stdout).")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", default=200, show_default=True,
               help="Rows shown (all of them in --json).")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
               help="Results store holding stored trace analyses (default: $PARITY_DB, else the user data directory).")

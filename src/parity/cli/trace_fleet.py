@@ -66,10 +66,10 @@ def _document(summary: Any) -> Any:
               help="Run the tasks on a Dask distributed cluster: a scheduler address (tcp://HOST:8786; its workers "
                    "must see PATH and OUT), or 'local' for a LocalCluster on this machine. Default: a local "
                    "process pool. The tables are the same either way.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=click.IntRange(min=1), metavar="N", default=None,
               help="Processes (local pool or LocalCluster workers), one rank each at a time; the local pool has "
                    "min(N, ranks), and with 1 (or one rank) this process maps the ranks itself. Default: the CPUs.")
-@click.option("--ranks-per-node", type=click.IntRange(min=1), default=None,
+@click.option("--ranks-per-node", type=click.IntRange(min=1), metavar="N", default=None,
               help="Ranks on one node (node = rank // N): collectives are then intra- or inter-node.")
 @click.option("--rules", "rules_path", type=click.Path(exists=True, dir_okay=False),
               help="Category rules (TOML or YAML) tried before the defaults, as for parity trace analyze.")
