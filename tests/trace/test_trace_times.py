@@ -43,6 +43,12 @@ def test_missing_or_null_ts_names_the_event():
         _ns([b""])
 
 
+def test_a_number_no_double_holds_is_named_as_written():
+    # 1e400 is valid JSON text but no float64: the event has a ts, and the message says which
+    with pytest.raises(ParityError, match=r"event 1 has ts '1e400', not a time in microseconds"):
+        _ns([b"1.5", b"1e400"])
+
+
 def test_out_of_range_is_an_error():
     with pytest.raises(ParityError, match="event 0"):
         _ns([b"9999999999999999.000"])

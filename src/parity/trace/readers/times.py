@@ -157,14 +157,14 @@ def _one_by_one(values: list, *, path: Path, first: int, what: str, index) -> np
 def _one_time(value, *, path: Path, index: int, what: str) -> int:
     """One value to ns, or a ParityError naming event ``index``. JSON text is read as its
     decimal digits when it is a plain ``I.F`` number, else as the JSON value it holds (None for
-    no text, an absent key, or text that is not JSON)."""
+    no text or an absent key; the text itself when it is no JSON value)."""
     if isinstance(value, (bytes, msgspec.Raw)):
         text = bytes(value)
         try:
             value = (text.decode("ascii") if _POINT_NUMBER.fullmatch(text)
                      else msgspec.json.decode(text) if text else None)  # fmt: skip
-        except msgspec.DecodeError:
-            value = None
+        except msgspec.DecodeError:  # text no JSON value holds (1e400): named as it stands below
+            value = text.decode("utf-8", "replace")
     if value is None:
         raise ParityError(f"{path}: event {index} has no {what}; the trace is corrupt")
     try:
