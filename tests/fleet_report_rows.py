@@ -85,10 +85,13 @@ def fleet_tables(*, ranks: int = 4, steps: int = 3, late: int = 3, late_ns: int 
 def _added(late: bool, late_ns: int, ranks: int, steps: int, tables: dict[str, dict[str, list[Any]]]) -> dict[str, int]:
     """The columns the reduce added at the stragglers table's end, where the contract has them:
     the late rank's median margin over the latest other arrival when it was last
-    (L - 10 (ranks - 1) ns, L's median), and its mean step cost (2 margins a step)."""
+    (L - 10 (ranks - 1) ns, L's median), its mean step cost (2 margins a step), the time it kept
+    the collectives waiting (every margin: it is last at all) and every rank's fair share of that
+    time (each margin over the members)."""
     margins = [late_ns * (s + 1) - 10 * (ranks - 1) for s in range(steps)]
     values = {"median_margin_ns": int(np.median(margins)) if late and margins else 0,
-              "mean_step_cost_ns": int(np.mean(margins) * 2) if late and margins else 0}
+              "mean_step_cost_ns": int(np.mean(margins) * 2) if late and margins else 0,
+              "held_ns": 2 * sum(margins) if late else 0, "fair_held_ns": 2 * sum(margins) // ranks}
     return {k: v for k, v in values.items() if k in tables["stragglers"]}
 
 

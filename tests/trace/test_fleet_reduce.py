@@ -121,9 +121,10 @@ def test_fleet_json(hand: Path):
     assert doc["methods"]["step_cost_ns"].startswith("first-order")
     assert doc["step_cost"] == {"replay": "not used: fewer than two steps", "ranks": {}}
     assert doc["methods"]["comm_ns"].startswith("min over members")
-    # 3 ranks, and ranks 0 and 1 are in two groups: 4 (rank, group) cells more
-    assert doc["vote"]["voters"] == 3 and doc["vote"]["tests"] == 7
-    assert doc["vote"]["threshold"] == pytest.approx(math.log(700)) and doc["vote"]["named_by"] == {}
+    # 3 ranks, two tests each (counts and time), and ranks 0 and 1 are in two groups: 4 (rank,
+    # group) cells more
+    assert doc["vote"]["voters"] == 3 and doc["vote"]["tests"] == 10
+    assert doc["vote"]["threshold"] == pytest.approx(math.log(1000)) and doc["vote"]["named_by"] == {}
     assert doc["counts"]["groups"] == 2 and doc["counts"]["arrivals"] == 8
     assert not {"executor", "time", "seconds"} & set(doc)
 

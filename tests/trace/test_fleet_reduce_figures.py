@@ -86,22 +86,25 @@ def test_vote_arithmetic():
     assert st.vote_threshold(8) == pytest.approx(math.log(800))
 
 
-def _order(times_last, voted, expected, margin):
+def _order(times_last, voted, expected, margin, held=None, fair=None, margin_sq=None):
     n = len(times_last)
     z = np.zeros(n, dtype=np.int64)
     return st.RankOrder(ranks=np.arange(n), collectives=np.array(voted), voted=np.array(voted),
                         times_last=np.array(times_last), wait_ns=z, median_lateness_ns=z,
                         expected_share=np.array(expected, dtype=float), median_margin_ns=np.array(margin),
-                        step_cost_ns=z, mean_step_cost_ns=z)
+                        step_cost_ns=z, mean_step_cost_ns=z, held_ns=np.array(held if held else z),
+                        fair_held_ns=np.array(fair if fair else z, dtype=float),
+                        margin_sq_sum=np.array(margin_sq if margin_sq else z, dtype=float))
 
 
 def test_vote_rule_each_condition():
     # rank 0: 50 of 100 at p = 1/4 (exponent 14.4 > ln(4/0.01) = 6.0), margin 5 us: straggler
     # rank 1: same but margin 500 ns (below the 1 us floor); rank 2: 45 of 100 at p = 1/4 but
     # with expected 0.25 and share 0.45 < 2 x 0.25; rank 3: 3 of 4 (exponent 2.1, too few)
+    # (threshold ln(8 / 0.01) = 6.7: two tests a rank, counts and time; no time held here)
     order = _order([50, 50, 45, 3], [100, 100, 100, 4], [0.25] * 4, [5_000, 500, 5_000, 5_000])
     straggler, named_by, tests = st.straggler_vote(order)
-    assert straggler.tolist() == [True, False, False, False] and named_by == {0: [-1]} and tests == 4
+    assert straggler.tolist() == [True, False, False, False] and named_by == {0: [-1]} and tests == 8
 
 
 def test_step_cost_first_order():
@@ -172,13 +175,49 @@ def test_vote_cells_per_rank_and_group():
 
 def test_a_rank_late_in_one_group_is_named_by_that_group():
     # 19 ranks, 120 ops each at p = 1/8; rank 0 last in 30: share 0.25 = 2 p, but the exponent
-    # 120 KL(0.25 | 0.125) = 6.9 < ln(19 / 0.01) = 7.55. All 30 in its group of 4 members (40 of
-    # its ops): 40 KL(0.75 | 0.25) = 22.0 >= ln(21 / 0.01) = 7.65 (two cells more)
+    # 120 KL(0.25 | 0.125) = 6.9 < ln(38 / 0.01) = 8.24 (two tests a rank). All 30 in its group
+    # of 4 members (40 of its ops): 40 KL(0.75 | 0.25) = 22.0 >= ln(40 / 0.01) = 8.29 (two
+    # cells more)
     order = _order([30] + [0] * 18, [120] * 19, [0.125] * 19, [50_000] + [0] * 18)
     pooled, _, tests = st.straggler_vote(order)
-    assert not pooled[0] and tests == 19
+    assert not pooled[0] and tests == 38
     cells = st.VoteCells(rank=np.array([0, 0]), group=np.array([1, 0]), voted=np.array([40, 80]),
                          times_last=np.array([30, 0]), expected_share=np.array([0.25, 1 / 16]),
                          median_margin_ns=np.array([50_000, 0]))
     both, named_by, tests = st.straggler_vote(order, cells)
-    assert both.tolist() == [True] + [False] * 18 and named_by == {0: [1]} and tests == 21
+    assert both.tolist() == [True] + [False] * 18 and named_by == {0: [1]} and tests == 40
+
+
+def test_time_vote_arithmetic():
+    # margins 120 us in a 4-member collective and 30 us in a 24-member one: fair 31.25 us
+    fair = st.fair_held_ns(np.array([0, 0]), np.array([120_000, 30_000]), np.array([4, 24]), 1)
+    assert fair.tolist() == [31_250.0]
+    # held 480, fair 120, four margins of 120: 2 x 360^2 / (4 x 120^2) = 4.5; held at or below fair: 0
+    assert st.hoeffding_exponent(np.array([480]), np.array([120.0]), np.array([57_600.0]))[0] == pytest.approx(4.5)
+    assert st.hoeffding_exponent(np.array([100, 5]), np.array([120.0, 0.0]), np.array([57_600.0, 0.0])).tolist() == [0, 0]
+
+
+def test_time_vote_rule_each_condition():
+    # threshold ln(16 / 0.01) = 7.38 (8 ranks, two tests each). Ranks 0, 1, 4-7: 300 collectives
+    # of 4 members, 100 with a margin of 120 us and 200 of 1 us: fair = (100 x 120 + 200) / 4
+    # = 3,050 us, Σ m² = 100 x 120² + 200 = 1,440,200 us².
+    # rank 0: last at the 100 big ones and 6 small: held 12,006 us >= 2 x fair, exponent
+    #   2 x 8,956² / 1,440,200 = 111: named by time alone (last in 106 of 300 at p = 1/4: the
+    #   counts fail, 0.35 < 2 p);
+    # rank 1: held 6,000 us: exponent 2 x 2,950² / 1,440,200 = 12.1, but held < 2 x fair;
+    # rank 2: 3,000 collectives of 0.5 us (a clock offset), last at 1,500: held 750 >= 2 x 375,
+    #   exponent 2 x 375² / 750 = 375, but a mean margin of 0.5 us, below the 1 us floor (its
+    #   counts pass the first two tests and stop at the same floor);
+    # rank 3: last at 2 of 4 collectives of 120 us: held 240 >= 2 x 60, exponent 2 x 180² /
+    #   57,600 = 1.1: too few.
+    us = 1_000
+    fair, sq = 3_050 * us, (100 * 120**2 + 200) * us * us
+    order = _order([106, 90, 1_500, 2] + [0] * 4, [300, 300, 3_000, 4] + [300] * 4, [0.25] * 8,
+                   [120 * us, 120 * us, 500, 120 * us] + [0] * 4,
+                   held=[12_006 * us, 6_000 * us, 750 * us, 240 * us] + [0] * 4,
+                   fair=[fair, fair, 375 * us, 60 * us] + [fair] * 4,
+                   margin_sq=[sq, sq, 750 * us * us, 4 * (120 * us) ** 2] + [sq] * 4)  # fmt: skip
+    straggler, named_by, tests = st.straggler_vote(order)
+    assert tests == 16 and straggler.tolist() == [True] + [False] * 7 and named_by == {0: [st.TIME_VOTE]}
+    exponent = st.hoeffding_exponent(order.held_ns, order.fair_held_ns, order.margin_sq_sum)
+    assert exponent[:4] == pytest.approx([111.38, 12.08, 375.0, 1.125], abs=0.01)

@@ -237,11 +237,35 @@ def test_a_rank_late_in_its_sub_group_is_named_by_that_group(tmp_path: Path):
     """Rank 2 is 200 µs late at its sub-group's collective every second step; the world
     collectives after it are last-arrived by its group's other members (the delay it passed
     on), so over all its collectives it is last in 24% against a fair 12.5%: too little. In
-    group "1" it is last in most: the vote names it there."""
+    group "1" it is last in most: the vote names it there, and by the time it kept its
+    collectives waiting (200 µs each time, where its group's others pass on a few µs)."""
     truth = truth_of(simulate(**LATE_IN_GROUP), stragglers=(2, 9))
     write_maps(tmp_path, truth.simulation)
     summary = reduce_fleet(str(tmp_path))
     _compare(tmp_path, truth)
     assert summary.stragglers == (2, 9)
-    assert summary.vote["named_by"]["2"] == ["1"] and "all" in summary.vote["named_by"]["9"]
-    assert summary.vote["tests"] == 16 + 16 * 2  # every rank is in the world group and one sub-group
+    assert summary.vote["named_by"]["2"] == ["time", "1"] and "all" in summary.vote["named_by"]["9"]
+    # every rank: counts and time over all its collectives, and counts in the world group and
+    # in its sub-group
+    assert summary.vote["tests"] == 16 * 2 + 16 * 2
+
+
+INTERMITTENT = dict(ranks=16, steps=60, segments=3, group_size=4, slow_rank=3, late_rank=6, late_every=3, seed=1)
+
+
+def test_a_rank_late_by_far_at_one_collective_in_nine_is_named_by_the_time_it_held(tmp_path: Path):
+    """Rank 6 stalls 120 µs before its sub-group's all_gather in one step of three (one of its
+    nine collectives): last in too small a share for any count, over all its collectives or its
+    group's, but it kept its collectives waiting far beyond its fair share of that time."""
+    truth = truth_of(simulate(**INTERMITTENT), stragglers=(3, 6))
+    write_maps(tmp_path, truth.simulation)
+    summary = reduce_fleet(str(tmp_path))
+    _compare(tmp_path, truth)
+    assert summary.stragglers == truth.stragglers == (3, 6)
+    assert summary.vote["named_by"]["6"] == ["time"] and "all" in summary.vote["named_by"]["3"]
+    s = {r["rank"]: r for r in pq.read_table(tmp_path / "stragglers.parquet").to_pylist()}
+    # 20 stalls of about 120 µs less the group's others' jitter: held near 20 x 120 µs
+    assert 2_200_000 <= s[6]["held_ns"] <= 2_450_000 and s[6]["held_ns"] >= 2 * s[6]["fair_held_ns"]
+    assert s[6]["share_last"] < 2 * s[6]["expected_share"] and s[6]["step_cost_ns"] == 0
+    # no fair rank holds twice its fair share
+    assert all(r["held_ns"] < 2 * r["fair_held_ns"] for k, r in s.items() if k not in (3, 6))

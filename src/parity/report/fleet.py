@@ -43,10 +43,17 @@ def fleet_lines(headline: dict[str, Any], summary: dict[str, Any],
 
 def _straggler_line(row: dict[str, Any]) -> str:
     """``rank 5: last in 21 collectives (100% of its collectives, 12.5% expected), median 1.913 us
-    late; step cost 11.54 us of a 215.8 ms step (replay)``."""
+    late; kept its collectives waiting 40.17 us in all (5.021 us its fair share); step cost 11.54 us
+    in the median step, 13.39 us on average, of a 215.8 ms step (replay)``; the mean only where it
+    differs from the median."""
     node = f" (node {row['node']})" if row.get("node") else ""
     share, expected = row.get("share_last"), row.get("expected_share")
     shares = f" ({share:.0%} of its collectives, {expected:.1%} expected)" if share is not None and expected else ""
+    held, fair = row.get("held_ns"), row.get("fair_held_ns")
+    mean = (f" in the median step, {_us(row['mean_step_cost_ns'])} on average,"
+            if row.get("mean_step_cost_ns") not in (None, row.get("step_cost_ns")) else "")
+    kept = (f"; kept its collectives waiting {_us(held)} in all ({_us(fair)} its fair share)"
+            if held is not None and fair is not None else "")
     return (f"  rank {row['rank']}{node}: last in {row.get('times_last', 0):,} collectives{shares}, median "
-            f"{_us(row.get('median_lateness_ns'))} late; step cost {_us(row.get('step_cost_ns'))} of a "
+            f"{_us(row.get('median_lateness_ns'))} late{kept}; step cost {_us(row.get('step_cost_ns'))}{mean} of a "
             f"{_us(row.get('step_ns'))} step ({row.get('method') or 'method not recorded'})")

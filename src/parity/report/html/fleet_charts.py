@@ -19,7 +19,8 @@ MAX_TABLE_RANKS = 1024  # rows of the per-rank and straggler tables (the rest st
 MAX_BARS = 32  # ranks in the straggler chart, most often last first
 SECTION = "fleet"
 # columns the reduce added at the stragglers table's end (shown where the table has them)
-OPTIONAL_STRAGGLER_COLUMNS = {"median_margin": "median margin", "mean_step_cost": "step cost, mean"}
+OPTIONAL_STRAGGLER_COLUMNS = {"median_margin": "median margin", "mean_step_cost": "step cost, mean",
+                              "held": "time held", "fair_held": "fair time held"}
 # where a finding is shown: the first chart whose words occur in its code (else the summary)
 FINDING_ROUTES = (("stragglers", ("straggl", "last", "slow-rank", "vote")),
                   ("skew", ("skew", "wait", "collective", "busbw", "p2p", "match", "link", "scope", "imbalance",
@@ -231,6 +232,9 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
         draw=bool(bars),
         note=(f"Bars: the {len(bars)} ranks most often last; tick: the share expected by chance (1/members). "
               f"Step cost: what the rank's late arrivals cost a step, median over steps (method: {method})."
+              + (" Time held: the sum of its margins over the collectives it was last at (how long it kept them "
+                 "waiting); fair: what it would hold if every member were equally likely last. A rank late by far "
+                 "at a few collectives is named by it with a short bar." if "held" in present else "")
               + (f" Straggler rule: {rule}." if rule else "") + (f" Step cost {cost_note}." if cost_note else "")),
         findings=tuple(findings),
         tables=(Table(dataset="stragglers", title="straggler table", columns=(
@@ -241,7 +245,7 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             Column(field="over_expected", title="share / expected", unit=RATIO),
             Column(field="median_lateness_s", title="median lateness", unit="s"),
             *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
-              if n == "median_margin" and n in present),
+              if n in ("median_margin", "held", "fair_held") and n in present),
             Column(field="step_cost_s", title="step cost", unit="s"),
             *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
               if n == "mean_step_cost" and n in present),

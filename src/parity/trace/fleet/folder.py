@@ -31,7 +31,7 @@ READ_TABLES = ("collectives", "arrivals", "ranks", "steps", "stragglers")
 # the columns read where not all are needed (arrivals: one row per rank and collective)
 READ_COLUMNS = {"arrivals": ("group", "seq", "rank", "wait_ns", "lateness_ns")}
 # columns added at a table's end after its first version: shown where a folder has them
-OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns", "window_ns"})
+OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns", "window_ns", "held_ns", "fair_held_ns"})
 # fleet.json's fields that are read, with their JSON type (null where absent is allowed)
 SUMMARY_FIELDS = (("ranks", int, "a rank count"), ("ranks_per_node", int, "a rank count"),
                   ("counts", dict, "an object of counts"), ("stragglers", list, "a list of ranks"),

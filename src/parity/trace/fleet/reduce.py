@@ -22,7 +22,7 @@ from parity.model.errors import ParityError
 from parity.trace.fleet import figures as fig
 from parity.trace.fleet.matching import Matched, match_collectives
 from parity.trace.fleet.replay import MAX_COLLECTIVES, REPLAY, CollectiveGraph, replay_step_cost_ns, reproduces
-from parity.trace.fleet.stragglers import (FIRST_ORDER, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
+from parity.trace.fleet.stragglers import (FIRST_ORDER, TIME_VOTE, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
                                            RankOrder, VoteCells, rank_order, share_last, straggler_vote,
                                            vote_threshold)
 from parity.trace.fleet.tables import FLEET_TABLES, MAP_TABLES
@@ -41,7 +41,12 @@ METHODS = {
     "scope": "node of every member (rank // ranks_per_node, else the map's node name)",
     "size_imbalance": "max / mean of the members' bytes",
     "straggler": "arrival-order vote over all of a rank's collectives or one group's: share last >= 2x "
-                 "expected, Chernoff bound at fleet error 0.01, median margin when last >= 1 us",
+                 "expected, Chernoff bound at fleet error 0.01, median margin when last >= 1 us; or by the time "
+                 "it kept its collectives waiting: held >= 2x fair, Hoeffding bound at the same error, mean "
+                 "margin when last >= 1 us",
+    "held_ns": "sum over the collectives the rank was last at of its margin (last arrival - the one before)",
+    "fair_held_ns": "sum over the rank's collectives of margin / members: held if every member were equally "
+                    "likely to be last",
     "step_cost_ns": f"{FIRST_ORDER} (sum of margins when last, median over steps); {REPLAY} where the "
                     "collective graph reproduces the trace (each row's method column says which)",
     "mean_step_cost_ns": "as step_cost_ns, the mean over steps",
@@ -111,12 +116,18 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
         findings=m.findings | _clock_finding(m, ranks, per_row), stragglers=tuple(ranks[straggler].tolist()),
         vote={"alpha": VOTE_ALPHA, "share_ratio": VOTE_SHARE_RATIO, "floor_ns": VOTE_FLOOR_NS,
               "voters": voters, "tests": tests, "threshold": vote_threshold(tests),
-              "named_by": {str(int(ranks[i])): ["all" if g < 0 else m.groups[g] for g in gs]
+              "named_by": {str(int(ranks[i])): [_vote_name(g, m.groups) for g in gs]
                            for i, gs in sorted(named_by.items())}},
         step_cost=replay_note,
     )  # fmt: skip
     (root / "fleet.json").write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def _vote_name(code: int, groups: list[str]) -> str:
+    """What named a straggler, as ``fleet.json`` says it: ``all`` (the counts over all its
+    collectives), ``time`` (the time it kept them waiting) or a process group's name."""
+    return "all" if code == -1 else "time" if code == TIME_VOTE else groups[code]
 
 
 def _release_arrow_memory() -> None:
@@ -293,7 +304,8 @@ def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: R
         "median_lateness_ns": order.median_lateness_ns[sort], "step_cost_ns": order.step_cost_ns[sort],
         "step_ns": median_step_ns(ranks, steps)[sort], "method": method[sort].tolist(),
         "straggler": straggler[sort], "median_margin_ns": order.median_margin_ns[sort],
-        "mean_step_cost_ns": order.mean_step_cost_ns[sort],
+        "mean_step_cost_ns": order.mean_step_cost_ns[sort], "held_ns": order.held_ns[sort],
+        "fair_held_ns": np.floor(order.fair_held_ns[sort]).astype(np.int64),
     })  # fmt: skip
 
 

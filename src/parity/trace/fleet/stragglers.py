@@ -8,6 +8,15 @@ a rank is a straggler when its count is far beyond what luck gives one rank in t
 :data:`VOTE_SHARE_RATIO` times its fair share, and when last it typically kept the others
 waiting at least :data:`VOTE_FLOOR_NS` (so a clock offset or launch jitter of a few hundred ns
 names no one).
+
+The count misses a rank that is late only at some of its collectives but by far (a host stall
+every few steps, at the first of a step's several collectives): last in a share hardly above
+its fair one, it holds up the job more than any rank that is last by jitter. So the vote also
+weighs each collective by its margin (the last arrival minus the one before it): the time a
+rank kept its collectives waiting, ``held``, against its fair share of that time. Without a
+straggler the members of a collective are exchangeable, so whatever the margins, each member
+is last with chance ``1/members``: a Hoeffding bound on the weighted sum tests it at the same
+fleet-wide error.
 """
 
 from __future__ import annotations
@@ -38,6 +47,9 @@ class RankOrder:
     median_margin_ns: np.ndarray
     step_cost_ns: np.ndarray  # median over steps
     mean_step_cost_ns: np.ndarray
+    held_ns: np.ndarray  # Σ margin over the collectives it was last at
+    fair_held_ns: np.ndarray  # Σ margin / members over its voted collectives (float)
+    margin_sq_sum: np.ndarray  # Σ margin² over its voted collectives (ns², float)
 
 
 def share_last(times_last: np.ndarray, voted: np.ndarray) -> np.ndarray:
@@ -67,6 +79,28 @@ def chernoff_exponent(voted: np.ndarray, share: np.ndarray, expected: np.ndarray
         head = np.where(a > 0, a * np.log(a / p), 0.0)
         tail = np.where(a < 1, (1 - a) * np.log((1 - a) / (1 - p)), 0.0)
     return np.where(a > p, voted * (head + tail), 0.0)
+
+
+def fair_held_ns(rank_idx: np.ndarray, margin_ns: np.ndarray, members: np.ndarray, ranks: int) -> np.ndarray:
+    """Per rank, ``fair = Σ_c m_c / members_c`` over its voted collectives (one row each:
+    ``rank_idx``, the collective's margin ``m_c``, its member count): the time the rank would
+    keep its collectives waiting if every member were equally likely to be last (float ns).
+    Example: margins 120 us in a 4-member collective and 30 us in a 24-member one -> 30 + 1.25
+    = 31.25 us."""
+    return np.bincount(rank_idx, weights=np.asarray(margin_ns, dtype=np.float64) / members, minlength=ranks)
+
+
+def hoeffding_exponent(held: np.ndarray, fair: np.ndarray, margin_sq_sum: np.ndarray) -> np.ndarray:
+    """``2 (held - fair)² / Σ_c m_c²`` for ``held > fair`` (else 0). Without a straggler,
+    ``held = Σ_c m_c X_c`` with ``X_c`` the rank being last at ``c``, independent, of mean
+    ``1/members_c`` whatever the margins (the members are exchangeable) and ``m_c X_c`` in
+    ``[0, m_c]``: by Hoeffding's inequality ``P(held - fair >= t) <= exp(-2 t² / Σ m_c²)``.
+    Example: held 480, fair 120, margins 4 x 120 -> 2 · 360² / 57,600 = 4.5."""
+    held = np.asarray(held, dtype=np.float64)
+    fair = np.asarray(fair, dtype=np.float64)
+    sq = np.asarray(margin_sq_sum, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((held > fair) & (sq > 0), 2 * (held - fair) ** 2 / np.where(sq > 0, sq, 1), 0.0)
 
 
 def vote_threshold(ranks_voted: int, alpha: float = VOTE_ALPHA) -> float:
@@ -120,23 +154,44 @@ def vote_passes(voted: np.ndarray, times_last: np.ndarray, expected: np.ndarray,
             & (margin_ns >= floor_ns))
 
 
+def time_vote_passes(held: np.ndarray, fair: np.ndarray, margin_sq_sum: np.ndarray, times_last: np.ndarray,
+                     threshold: float, *, ratio: float = VOTE_SHARE_RATIO, floor_ns: int = VOTE_FLOOR_NS) -> np.ndarray:
+    """The vote's three tests on the time a rank kept its collectives waiting: ``held >= ratio
+    · fair``; :func:`hoeffding_exponent` ``>= threshold``; the mean margin when last, ``held /
+    times_last``, ``>= floor_ns`` (a clock offset makes a rank last by the same few hundred ns
+    every time)."""
+    held = np.asarray(held, dtype=np.float64)
+    exponent = hoeffding_exponent(held, fair, margin_sq_sum)
+    return ((times_last > 0) & (held >= ratio * np.asarray(fair, dtype=np.float64)) & (exponent >= threshold)
+            & (held >= floor_ns * np.maximum(times_last, 1)))
+
+
+TIME_VOTE = -2  # named_by's code for the time test (-1: the counts over all collectives; >= 0: a group's)
+
+
 def straggler_vote(order: RankOrder, cells: VoteCells | None = None, *, alpha: float = VOTE_ALPHA,
                    ratio: float = VOTE_SHARE_RATIO, floor_ns: int = VOTE_FLOOR_NS):
     """The stragglers: ranks whose counts pass :func:`vote_passes` over all their collectives,
-    or over one group's for a rank in several groups (``cells``). Threshold ``ln(T / α)``, ``T``
-    the tests made (ranks with a voted collective, plus the cells), so the fleet's chance of
-    naming any fair rank stays below ``α``. Returns ``(straggler per rank, named_by: rank index
-    -> group codes whose test named it (-1: all its collectives), T)``."""
+    or over one group's for a rank in several groups (``cells``), or whose time held passes
+    :func:`time_vote_passes`. Threshold ``ln(T / α)``, ``T`` the tests made (two per rank with
+    a voted collective, counts and time, plus the cells), so the fleet's chance of naming any
+    fair rank stays below ``α``. Returns ``(straggler per rank, named_by: rank index -> codes of
+    the tests that named it (-1: the counts over all its collectives, :data:`TIME_VOTE`: the
+    time held, a group code: that group's counts), T)``."""
     cells = cells or VoteCells(*(np.zeros(0, np.int64),) * 4, np.zeros(0), np.zeros(0, np.int64))
-    tests = int((order.voted > 0).sum()) + int((cells.voted > 0).sum())
+    tests = 2 * int((order.voted > 0).sum()) + int((cells.voted > 0).sum())
     threshold = vote_threshold(tests, alpha)
     pooled = vote_passes(order.voted, order.times_last, order.expected_share, order.median_margin_ns,
                          threshold, ratio=ratio, floor_ns=floor_ns)
+    timed = time_vote_passes(order.held_ns, order.fair_held_ns, order.margin_sq_sum, order.times_last,
+                             threshold, ratio=ratio, floor_ns=floor_ns) & (order.voted > 0)
     by_group = vote_passes(cells.voted, cells.times_last, cells.expected_share, cells.median_margin_ns,
                            threshold, ratio=ratio, floor_ns=floor_ns)
-    straggler = pooled.copy()
+    straggler = pooled | timed
     straggler[cells.rank[by_group]] = True
     named_by: dict[int, list[int]] = {int(i): [-1] for i in np.flatnonzero(pooled)}
+    for i in np.flatnonzero(timed).tolist():
+        named_by.setdefault(i, []).append(TIME_VOTE)
     for i, g in zip(cells.rank[by_group].tolist(), cells.group[by_group].tolist()):
         named_by.setdefault(i, []).append(g)
     return straggler, named_by, tests
@@ -179,6 +234,10 @@ def rank_order(ranks: np.ndarray, row_rank_idx: np.ndarray, members_per_row: np.
     late = grouped_median_ns(idx[voted_row], lateness[voted_row], n)
     margin = grouped_median_ns(idx[is_last], margin_per_row[is_last], n)
     cost, mean = step_costs_ns(idx[voted_row], step[voted_row], np.where(is_last, margin_per_row, 0)[voted_row], n)
+    m = margin_per_row[voted_row].astype(np.float64)  # every member's row carries its collective's margin
     return RankOrder(ranks=ranks, collectives=count, voted=voted, times_last=last, wait_ns=waits,
                      median_lateness_ns=late, expected_share=expected_share(inv, voted),
-                     median_margin_ns=margin, step_cost_ns=cost, mean_step_cost_ns=mean)
+                     median_margin_ns=margin, step_cost_ns=cost, mean_step_cost_ns=mean,
+                     held_ns=grouped_sum_ns(idx[is_last], margin_per_row[is_last], n),
+                     fair_held_ns=fair_held_ns(idx[voted_row], m, members_per_row[voted_row], n),
+                     margin_sq_sum=np.bincount(idx[voted_row], weights=m * m, minlength=n))  # fmt: skip

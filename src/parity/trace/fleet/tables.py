@@ -84,6 +84,8 @@ FLEET_TABLES: dict[str, tuple[Column, ...]] = {
         ("step_ns", "int64", "ns"), ("method", "string", ""), ("straggler", "bool", ""),
         # added by the reduce: the vote's third test; the step cost's mean over steps
         ("median_margin_ns", "int64", "ns"), ("mean_step_cost_ns", "int64", "ns"),
+        # added later: the time test (the time it kept its collectives waiting, and its fair share)
+        ("held_ns", "int64", "ns"), ("fair_held_ns", "int64", "ns"),
     ),
 }
 
