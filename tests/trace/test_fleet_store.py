@@ -132,6 +132,9 @@ def test_compare_fleets_sets_skew_wait_busbw_and_stragglers_side_by_side(fleets:
     assert rows[("straggler", "rank 3: times last")]["values"] == [6, 0]
     assert rows[("straggler", "rank 1: times last")]["values"] == [0, 6]
     assert rows[("straggler", "rank 1: step cost")]["values"][1] == pytest.approx(2 * (40_000 - 30) * 1e-9)
+    # the time it kept its collectives waiting: its margin L - 30 ns at both ops of each step
+    held = 2 * sum(L - 30 for L in (20_000, 40_000, 60_000))
+    assert rows[("straggler", "rank 1: time held")]["values"] == [0, pytest.approx(held * 1e-9)]
     assert doc["audit"] == []  # same ranks, nodes, ops and method
     assert "a: 4 ranks, median skew 20 us, stragglers 3" in doc["claims"][0]
     with pytest.raises(ParityError, match="at least two fleet"):

@@ -96,6 +96,8 @@ def fleet_rows(fleets: list[FleetInput]) -> list[dict[str, Any]]:
         entries = [t.get(rank) or {} for t in tables]
         rows.append(_row("straggler", f"rank {rank}: times last", [e.get("times_last") for e in entries], "count"))
         rows.append(_row("straggler", f"rank {rank}: step cost", [_s(e.get("step_cost_ns")) for e in entries], "s"))
+        if any("held_ns" in e for e in entries):  # a folder reduced before the time test has no such column
+            rows.append(_row("straggler", f"rank {rank}: time held", [_s(e.get("held_ns")) for e in entries], "s"))
     return rows
 
 
