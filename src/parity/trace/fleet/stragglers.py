@@ -184,7 +184,7 @@ def straggler_vote(order: RankOrder, cells: VoteCells | None = None, *, alpha: f
     pooled = vote_passes(order.voted, order.times_last, order.expected_share, order.median_margin_ns,
                          threshold, ratio=ratio, floor_ns=floor_ns)
     timed = time_vote_passes(order.held_ns, order.fair_held_ns, order.margin_sq_sum, order.times_last,
-                             threshold, ratio=ratio, floor_ns=floor_ns) & (order.voted > 0)
+                             threshold, ratio=ratio, floor_ns=floor_ns)
     by_group = vote_passes(cells.voted, cells.times_last, cells.expected_share, cells.median_margin_ns,
                            threshold, ratio=ratio, floor_ns=floor_ns)
     straggler = pooled | timed
