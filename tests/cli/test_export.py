@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,37 @@ def test_fit_predicts_the_sizes_left_out(stored: tuple[str, str], tmp_path: Path
     inter = fits[("all_reduce", "inter")]
     assert inter["beta_bps"] == pytest.approx(1.25e8, rel=1e-6)
     assert inter["check"]["within"] is True and len(inter["check"]["predictions"]) == 2  # 4 and 16 MiB
+
+
+def test_a_fit_on_contended_points_says_so(tmp_path: Path) -> None:
+    """Cases measured while others used the machine carry a ``contended`` finding: the fit and
+    the files built on it say how many of their points are in doubt."""
+    from parity.model.findings import Finding, Severity
+
+    db = tmp_path / "runs.sqlite"
+    busy = Finding(code="contended", severity=Severity.WARNING, message="other processes used 40% of a CPU")
+    with Store.open(db) as store:
+        run = store.create_run(config={"suites": ["collectives"], "device": "cpu"},
+                               provenance={"topology": {"nodes": 2, "ranks_per_node": 1, "source": "launcher"}})
+        for i, size in enumerate(SIZES):
+            case = _case("all_reduce", "inter", size, 2)
+            store.add_case(run.run_id, case if i % 3 else replace(case, findings=(busy,)))
+        store.finish_run(run.run_id, status="complete", summary={})
+    out = tmp_path / "fit.json"
+    result = CliRunner().invoke(cli, ["export", "fit", run.run_id, "--db", str(db), "--fit-max-bytes", "1MiB",
+                                      "--json", str(out)], catch_exceptions=False)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # sizes 4 KiB .. 16 MiB by 4x: the 1st, 4th and 7th are contended; 1 MiB and below fit (5 points)
+    assert "; 2 of its 5 points contended; predicts 2 left-out points" in result.stdout
+    assert "1 of them in doubt" in result.stdout
+    assert "fit rests on 2 of 5 points measured contended" in result.stderr
+    (fit,) = json.loads(out.read_text())["fits"]
+    assert fit["doubtful_points"] == 2 and fit["doubts"] == ["contended"]
+    assert [p["doubts"] for p in fit["check"]["predictions"]] == [[], ["contended"]]
+    files = CliRunner().invoke(cli, ["export", "astra-sim", run.run_id, "--db", str(db), "--out", str(tmp_path / "a")])
+    assert files.exit_code == 0 and "fit rests on 3 of 7 points measured contended" in files.stderr
+    provenance = json.loads((tmp_path / "a" / "provenance.json").read_text())
+    assert provenance["fits"][0]["doubtful_points"] == 3
 
 
 def test_a_run_without_collectives_is_refused_in_one_line(tmp_path: Path) -> None:

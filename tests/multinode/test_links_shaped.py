@@ -2,7 +2,9 @@
 1 Gbit/s with tc tbf: the preflight names that link and the comm run after it records the
 preflight; the inter-node busbw of all_reduce at 16 MiB is within 15% of the shaped rate's bus
 equivalent and the intra-node figure is not; the α-β fit from sizes up to 4 MiB predicts the
-16 MiB and 64 MiB times within 15%; a duration run shows a shaping change mid-run as drift.
+16 MiB and 64 MiB times within 15% (judged when its points are clean: measured under contention,
+which parity flags, a miss is a skip with the reason); a duration run shows a shaping change
+mid-run as drift.
 
 The bus equivalent of the shaped rate ``R`` (B/s each way) for an inter-node group: all_reduce on
 ``n = 2`` ranks sends ``S·2(n-1)/n = S`` bytes each way, so busbw = S/t tends to ``R`` for one
@@ -105,6 +107,13 @@ def test_the_fit_up_to_4_mib_predicts_16_and_64_mib(shaped: tuple[Nodes, Path], 
     fit = fit_alpha_beta([p for p in inter if p.size_bytes <= 4 * MIB])
     check = check_predictions(fit, [p for p in inter if p.size_bytes in (16 * MIB, 64 * MIB)], tolerance=0.15)
     assert len(check.predictions) == 2
+    if not check.within and fit.doubtful_points + check.doubtful_points:
+        # the model is judged on clean measurements; on these parity said they are not (a
+        # busy CI host once slowed the small sizes: beta 28% low, the run DOUBTFUL, contended)
+        codes = sorted(set(fit.doubts) | {c for p in check.predictions for c in p.doubts})
+        pytest.skip(f"{fit.doubtful_points} of the fit's {fit.points} points and {check.doubtful_points} of the 2 "
+                    f"predicted were measured {' or '.join(codes)}, as parity flagged them: the fit's "
+                    f"accuracy is not judged on them (max error {check.max_abs_error:.1%})")
     assert check.within, check.to_dict()
 
 

@@ -49,6 +49,19 @@ def test_the_check_reports_relative_errors_by_hand() -> None:
     assert check_predictions(fit, held, tolerance=0.10).within is True
 
 
+def test_a_fit_and_a_check_count_the_points_in_doubt() -> None:
+    clean = _points(0.0, 1e9, [2**20, 2**22, 2**24])
+    doubtful = [Point(op="all_reduce", dimension="inter", world_size=4, size_bytes=2**26, time_s=0.1, doubts=("contended",)),
+                Point(op="all_reduce", dimension="inter", world_size=4, size_bytes=2**27, time_s=0.2,
+                      doubts=("contended", "invalid"))]  # fmt: skip
+    fit = fit_alpha_beta(clean + doubtful[:1])
+    assert fit.doubtful_points == 1 and fit.doubts == ("contended",)
+    assert fit.to_dict()["doubtful_points"] == 1 and fit.to_dict()["doubts"] == ["contended"]
+    assert fit_alpha_beta(clean).doubtful_points == 0 and fit_alpha_beta(clean).doubts == ()
+    check = check_predictions(fit_alpha_beta(clean), doubtful[1:] + clean[:1])
+    assert check.doubtful_points == 1 and check.to_dict()["predictions"][0]["doubts"] == ["contended", "invalid"]
+
+
 def test_bad_inputs_are_refused_in_one_line() -> None:
     with pytest.raises(ParityError, match="two or more sizes"):
         weighted_line([1.0, 1.0], [1.0, 2.0])

@@ -87,8 +87,18 @@ def _provenance(runs: list[Any], fits: list[Any], *, files: list[str], fmt: str)
                      for r in runs]}
 
 
+def _doubt_line(fit: Any) -> str | None:
+    """What a fit resting on points its runs could not vouch for says on stderr, or None."""
+    if not fit.doubtful_points:
+        return None
+    return (f"parity: the {fit.op} {fit.dimension} fit rests on {fit.doubtful_points} of {fit.points} points measured "
+            f"{' or '.join(fit.doubts)} (their run could not vouch for them); measure them again on a quiet machine")
+
+
 def _write(out: str, files: dict[str, str], runs: list[Any], fits: list[Any], fmt: str,
            extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    for line in filter(None, map(_doubt_line, fits)):
+        click.echo(line, err=True)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -242,8 +252,13 @@ def fit(run_ids: tuple[str, ...], fit_max: str | None, tolerance: float, db_path
         line = f"{f.op} {f.dimension}: alpha {f.alpha_s * 1e6:.1f} us, beta {f.beta_bps / 1e9:.3f} GB/s"
         if f.beta_ci_bps:
             line += f" (95% CI {f.beta_ci_bps[0] / 1e9:.3f}-{f.beta_ci_bps[1] / 1e9:.3f})"
+        if f.doubtful_points:
+            line += f"; {f.doubtful_points} of its {f.points} points {' or '.join(f.doubts)}"
         if check:
             line += (f"; predicts {len(held)} left-out points within {check.max_abs_error:.1%} "
-                     f"({'within' if check.within else 'NOT within'} {tolerance:.0%})")
+                     f"({'within' if check.within else 'NOT within'} {tolerance:.0%}"
+                     + (f", {check.doubtful_points} of them in doubt" if check.doubtful_points else "") + ")")
         click.echo(line)
+        if f.doubtful_points:
+            click.echo(_doubt_line(f), err=True)
     write_json(json_path, "export", payload)

@@ -2,7 +2,8 @@
 
 A collectives case gives one point (its op, ``S``, ranks, the median of its per-iteration max
 over ranks); a preflight bandwidth or latency case gives a ``sendrecv`` point (one-way time =
-round trip / 2). Duration cases and failed cases give none. The dimension is the case's own
+round trip / 2). Each point keeps its case's untrusted finding codes (``contended``,
+``invalid``). Duration cases and failed cases give none. The dimension is the case's own
 (``params["dimension"]`` where a run measured per-dimension groups, a preflight pair's scope),
 else the run's topology (one node: intra; one rank per node: inter), else ``world``.
 """
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from parity.metrics.alphabeta import Point
+from parity.model.findings import untrusted_codes
 from parity.model.result import CaseResult, RunRecord
 
 
@@ -37,9 +39,10 @@ def case_point(run: RunRecord, case: CaseResult) -> Point | None:
         return None
     params, metrics = case.params, case.metrics
     median = statistics.median(case.samples["main"].values_s)
+    doubts = tuple(sorted(untrusted_codes(case.findings)))
     if case.suite == "preflight":
         return Point(op="sendrecv", dimension=SCOPES.get(str(metrics.get("scope")), run_dimension(run)), world_size=2,
-                     size_bytes=float(params["size_bytes"]), time_s=median / 2.0, run_id=run.run_id)
+                     size_bytes=float(params["size_bytes"]), time_s=median / 2.0, run_id=run.run_id, doubts=doubts)
     if case.suite != "collectives":
         return None
     dimension = str(params.get("dimension") or "world")
@@ -48,7 +51,7 @@ def case_point(run: RunRecord, case: CaseResult) -> Point | None:
     return Point(op=str(params["op"]), dimension=dimension,
                  world_size=int(metrics.get("world_size") or 1), size_bytes=float(metrics.get("size_bytes",
                                                                                               params["size_bytes"])),
-                 time_s=median, run_id=run.run_id)
+                 time_s=median, run_id=run.run_id, doubts=doubts)
 
 
 def stored_points(store: Any, run_ids: Iterable[str]) -> tuple[list[RunRecord], list[Point]]:

@@ -19,6 +19,10 @@ points (seeded; resamples with fewer than two distinct sizes are skipped).
 
 Check: each left-out point's relative error ``e = t_pred / t_meas - 1``; the fit predicts them
 "within q" when ``max |e| <= q``.
+
+Doubt: a point keeps the codes of its case's findings that put it in doubt (``contended``:
+others used the machine while it was timed; ``invalid``), and a fit and a check count the
+points that carry any, so what rests on such points says so.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class Point:
     size_bytes: float
     time_s: float
     run_id: str = ""
+    doubts: tuple[str, ...] = ()  # the case's untrusted finding codes (contended, invalid)
 
     @property
     def bus_bytes(self) -> float:
@@ -70,6 +75,8 @@ class AlphaBetaFit:
     world_sizes: tuple[int, ...] = ()
     runs: tuple[str, ...] = ()
     method: str = "least squares weighted by 1/t; bootstrap CIs over points"
+    doubtful_points: int = 0  # points whose case carries an untrusted finding
+    doubts: tuple[str, ...] = ()  # those findings' codes
 
     def predict(self, *, op: str, size_bytes: float, world_size: int) -> float:
         """``α + S·f(op, n)/β`` in seconds."""
@@ -81,7 +88,8 @@ class AlphaBetaFit:
                 "beta_ci_bps": list(self.beta_ci_bps) if self.beta_ci_bps else None,
                 "points": self.points, "min_size_bytes": self.min_size_bytes,
                 "max_size_bytes": self.max_size_bytes, "world_sizes": list(self.world_sizes),
-                "runs": list(self.runs), "method": self.method}
+                "runs": list(self.runs), "method": self.method, "doubtful_points": self.doubtful_points,
+                "doubts": list(self.doubts)}
 
 
 def weighted_line(xs: Sequence[float], ts: Sequence[float]) -> tuple[float, float]:
@@ -121,7 +129,9 @@ def fit_alpha_beta(points: Sequence[Point], *, resamples: int = RESAMPLES, seed:
                         min_size_bytes=min(p.size_bytes for p in points),
                         max_size_bytes=max(p.size_bytes for p in points),
                         world_sizes=tuple(sorted({p.world_size for p in points})),
-                        runs=tuple(sorted({p.run_id for p in points if p.run_id})))
+                        runs=tuple(sorted({p.run_id for p in points if p.run_id})),
+                        doubtful_points=sum(1 for p in points if p.doubts),
+                        doubts=tuple(sorted({c for p in points for c in p.doubts})))
 
 
 def _bootstrap(xs: list[float], ts: list[float], *, resamples: int,
@@ -157,6 +167,7 @@ class Prediction:
     measured_s: float
     predicted_s: float
     relative_error: float
+    doubts: tuple[str, ...] = ()  # the measured point's untrusted finding codes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,7 +184,12 @@ class PredictionCheck:
     def to_dict(self) -> dict[str, object]:
         return {"tolerance": self.tolerance, "max_abs_error": self.max_abs_error,
                 "median_abs_error": self.median_abs_error, "within": self.within,
-                "predictions": [vars(p) for p in self.predictions]}
+                "predictions": [{**vars(p), "doubts": list(p.doubts)} for p in self.predictions]}
+
+    @property
+    def doubtful_points(self) -> int:
+        """Left-out points whose case carries an untrusted finding."""
+        return sum(1 for p in self.predictions if p.doubts)
 
 
 def check_predictions(fit: AlphaBetaFit, held_out: Sequence[Point], *, tolerance: float = 0.15) -> PredictionCheck:
@@ -185,7 +201,8 @@ def check_predictions(fit: AlphaBetaFit, held_out: Sequence[Point], *, tolerance
     for p in held_out:
         predicted = fit.predict(op=p.op, size_bytes=p.size_bytes, world_size=p.world_size)
         predictions.append(Prediction(size_bytes=p.size_bytes, world_size=p.world_size, measured_s=p.time_s,
-                                      predicted_s=predicted, relative_error=predicted / p.time_s - 1.0))
+                                      predicted_s=predicted, relative_error=predicted / p.time_s - 1.0,
+                                      doubts=p.doubts))
     errors = [abs(p.relative_error) for p in predictions]
     return PredictionCheck(tolerance=tolerance, predictions=tuple(predictions), max_abs_error=max(errors),
                            median_abs_error=statistics.median(errors), within=max(errors) <= tolerance)
