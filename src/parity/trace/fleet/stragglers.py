@@ -163,7 +163,7 @@ def time_vote_passes(held: np.ndarray, fair: np.ndarray, margin_sq_sum: np.ndarr
     held = np.asarray(held, dtype=np.float64)
     exponent = hoeffding_exponent(held, fair, margin_sq_sum)
     return ((times_last > 0) & (held >= ratio * np.asarray(fair, dtype=np.float64)) & (exponent >= threshold)
-            & (held >= floor_ns * np.maximum(times_last, 1)))
+            & (held >= floor_ns * times_last))
 
 
 TIME_VOTE = -2  # named_by's code for the time test (-1: the counts over all collectives; >= 0: a group's)
