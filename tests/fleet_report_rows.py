@@ -87,11 +87,13 @@ def _added(late: bool, late_ns: int, ranks: int, steps: int, tables: dict[str, d
     the late rank's median margin over the latest other arrival when it was last
     (L - 10 (ranks - 1) ns, L's median), its mean step cost (2 margins a step), the time it kept
     the collectives waiting (every margin: it is last at all) and every rank's fair share of that
-    time (each margin over the members)."""
+    time (each margin over the members); one clock, so no collective is clock-suspect and no
+    straggler in doubt."""
     margins = [late_ns * (s + 1) - 10 * (ranks - 1) for s in range(steps)]
     values = {"median_margin_ns": int(np.median(margins)) if late and margins else 0,
               "mean_step_cost_ns": int(np.mean(margins) * 2) if late and margins else 0,
-              "held_ns": 2 * sum(margins) if late else 0, "fair_held_ns": 2 * sum(margins) // ranks}
+              "held_ns": 2 * sum(margins) if late else 0, "fair_held_ns": 2 * sum(margins) // ranks,
+              "clock_suspect_last": 0, "in_doubt": False}
     return {k: v for k, v in values.items() if k in tables["stragglers"]}
 
 

@@ -149,6 +149,18 @@ def test_early_end_measures_a_clock_offset():
     assert fig.early_end_ns(np.array([100, 35]), np.array([40, 40])).tolist() == [0, 5]
 
 
+def test_clock_suspect_collectives_and_the_lasts_at_them():
+    # collectives 0 (rows 0, 1) and 1 (rows 2, 3): a member of 0 ended 5 us before the last
+    # arrival, one of 1 only 400 ns (under the 1 us floor)
+    seg = np.array([0, 0, 1, 1])
+    suspect = st.clock_suspect_rows(np.array([0, 5_000, 0, 400]), seg, 2)
+    assert suspect.tolist() == [True, True, False, False]
+    # rank 1 last at both collectives, rank 0 at none: one of rank 1's lasts is clock-suspect
+    rank, last = np.array([0, 1, 0, 1]), np.array([False, True, False, True])
+    assert st.clock_suspect_lasts(rank, last, suspect, 2).tolist() == [0, 1]
+    assert st.clock_suspect_rows(np.zeros(0, np.int64), np.zeros(0, np.int64), 0).tolist() == []
+
+
 def test_codes_unify_each_files_dictionary():
     import pyarrow as pa
 

@@ -111,6 +111,29 @@ def test_report_data_has_every_fleet_chart_with_findings_beside_them(small: Path
     assert data["fleets"] == [{"path": str(small.resolve()), "ranks": 4, "ranks_per_node": 2}]
 
 
+def test_a_straggler_in_doubt_is_marked_in_the_chart_table_and_headline(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from parity.report.html import report_data
+
+    out = write_fleet_folder(tmp_path / "out")
+    table = pq.read_table(out / "stragglers.parquet")
+    doubted = table.column("rank").to_numpy() == 3
+    table = table.set_column(table.column_names.index("in_doubt"), table.schema.field("in_doubt"), pa.array(doubted))
+    table = table.set_column(table.column_names.index("clock_suspect_last"), table.schema.field("clock_suspect_last"),
+                             pa.array(doubted.astype("int64") * 6))
+    pq.write_table(table, out / "stragglers.parquet")
+    charts = {c["id"]: c for c in report_data(fleets=[read_fleet_folder(out)])["charts"]}
+    chart = charts["fleet-0-stragglers"]
+    rows = {r["rank"]: r for r in chart["spec"]["datasets"]["stragglers"]}
+    assert rows[3]["straggler"] == "yes, in doubt" and rows[3]["clock_suspect_last"] == 6 and rows[0]["straggler"] == "no"
+    assert "clock-suspect lasts" in [c["title"] for c in chart["tables"][0]["columns"]]
+    assert "In doubt (rank 3)" in chart["note"]
+    figures = {r["figure"] for r in charts["fleet-0-summary"]["spec"]["datasets"]["figures"]}
+    assert "stragglers named (rank 3 in doubt)" in figures
+
+
 def test_a_1024_rank_fleet_is_binned_and_the_page_stays_small(large: Path, tmp_path: Path) -> None:
     pytest.importorskip("vl_convert")
     from parity.cli.report import build_report
@@ -180,12 +203,14 @@ def test_columns_added_at_a_tables_end_are_optional_the_others_required(tmp_path
 
     out = write_fleet_folder(tmp_path / "out")
     table = pq.read_table(out / "stragglers.parquet")
-    older = table.drop_columns([c for c in ("median_margin_ns", "mean_step_cost_ns") if c in table.column_names])
+    older = table.drop_columns([c for c in ("median_margin_ns", "mean_step_cost_ns", "clock_suspect_last", "in_doubt")
+                                if c in table.column_names])
     pq.write_table(older, out / "stragglers.parquet")
     from parity.trace.fleet.folder import straggler_rows
 
     rows = straggler_rows(read_fleet_folder(out))
-    assert rows[0]["rank"] == 3 and "median_margin_ns" not in rows[0]
+    assert rows[0]["rank"] == 3 and "median_margin_ns" not in rows[0] and "in_doubt" not in rows[0]
+    assert fleet_headline(read_fleet_folder(out))["straggler_ranks_in_doubt"] == []
     ranks = pq.read_table(out / "ranks.parquet")  # reduced before ranks had its window
     pq.write_table(ranks.drop_columns(["window_ns"]), out / "ranks.parquet")
     from parity.report.html import report_data

@@ -47,3 +47,18 @@ def test_one_rank_is_counted_in_the_singular() -> None:
     headline = {"ranks": 1, "collectives": 0, "skew_median_ns": None, "skew_p99_ns": None, "wait_total_ns": 0,
                 "straggler_ranks": [], "ops": []}
     assert fleet_lines(headline, {})[0] == "1 rank, 0 matched collectives; arrival skew median -, p99 -; total wait 0 us"
+
+
+def test_a_straggler_in_doubt_says_why() -> None:
+    headline = {"ranks": 2, "collectives": 60, "skew_median_ns": 5e14, "skew_p99_ns": 5e14, "wait_total_ns": 3e16,
+                "straggler_ranks": [1], "straggler_ranks_in_doubt": [1], "ops": []}
+    row = {"rank": 1, "node": "", "times_last": 60, "share_last": 1.0, "expected_share": 0.5,
+           "median_lateness_ns": 3.6e14, "step_cost_ns": 7e15, "step_ns": 161_900_000, "method": "first-order",
+           "clock_suspect_last": 58, "in_doubt": True}
+    lines = fleet_lines(headline, {}, [row])
+    assert lines[1] == "stragglers by arrival order: rank 1 (in doubt: clock offset)"
+    assert lines[2].endswith("(first-order); IN DOUBT: at 58 of the 60 collectives it was last at, another member's "
+                             "op ended more than 1 us before it arrived, impossible on one clock (finding "
+                             "clock_offset_suspected), and without them the vote does not name it: its lateness may "
+                             "be a clock offset between ranks")
+    assert "IN DOUBT" not in fleet_lines(dict(headline, straggler_ranks_in_doubt=[]), {}, [dict(row, in_doubt=False)])[2]

@@ -154,6 +154,17 @@ def test_fleets_of_other_collective_counts_are_audited_and_compared_per_collecti
     assert audit["values"] == [6, 2] and "wait per collective" in audit["matters"]
 
 
+def test_a_fleet_with_clock_suspect_ops_is_audited_and_its_doubted_straggler_marked(fleets: tuple[Path, Path]) -> None:
+    a = _input(fleets[0])
+    summary = dict(a.summary, findings={"clock_offset_suspected": {"count": 6, "ranks": 3, "examples": []}})
+    head = dict(a.headline, straggler_ranks_in_doubt=[3])
+    doc = compare_fleets([a, FleetInput(label="offset", headline=head, stragglers=a.stragglers,
+                                        summary=summary)]).to_dict()
+    audit = next(e for e in doc["audit"] if e["condition"] == "clock-suspect ops")
+    assert audit["values"] == [0, 6] and "clock offset" in audit["matters"]
+    assert "offset: 4 ranks, median skew 20 us, stragglers 3 (in doubt: clock offset)" in doc["claims"][0]
+
+
 def test_wait_per_collective_hand_cases() -> None:
     from parity.compare.fleets import wait_per_collective
 

@@ -213,6 +213,41 @@ def test_a_rank_with_a_clock_behind_is_a_finding(tmp_path: Path):
     assert summary.stragglers == ()
 
 
+def test_a_rank_with_a_clock_ahead_is_named_in_doubt(tmp_path: Path):
+    """Rank 3's clock runs 50 µs ahead: it seems last at every collective by about 50 µs, so
+    the vote names it; but the others' ops seem to end before it arrived (impossible on one
+    clock), and without those collectives the vote names no one: the straggler is in doubt, in
+    fleet.json, the stragglers table and the terminal line. A slow rank on one clock is not."""
+    from parity.report.fleet import fleet_lines
+    from parity.trace.fleet.folder import fleet_headline, read_fleet_folder, straggler_rows
+    from parity.trace.fleet.mapper import summarize_rank
+
+    truth = write_fleet(tmp_path / "traces", ranks=4, steps=10, segments=1, clock_offsets={3: 50_000}, seed=1)
+    for path in truth.paths:
+        summarize_rank(path, str(tmp_path / "out"))
+    summary = reduce_fleet(str(tmp_path / "out"))
+    assert summary.stragglers == (3,) and summary.vote["in_doubt"] == [3]
+    assert summary.findings["clock_offset_suspected"]["count"] == 30  # ranks 0, 1 and 2 at each of 10
+    folder = read_fleet_folder(tmp_path / "out")
+    rows = {r["rank"]: r for r in straggler_rows(folder)}
+    assert rows[3]["in_doubt"] and rows[3]["clock_suspect_last"] == rows[3]["times_last"] == 10
+    assert not any(r["in_doubt"] for k, r in rows.items() if k != 3)
+    headline = fleet_headline(folder)
+    assert headline["straggler_ranks_in_doubt"] == [3]
+    lines = fleet_lines(headline, summary.to_json(), straggler_rows(folder))
+    assert "stragglers by arrival order: rank 3 (in doubt: clock offset)" in lines
+    line = next(x for x in lines if x.startswith("  rank 3:"))
+    assert "IN DOUBT: at 10 of the 10 collectives it was last at" in line and "clock offset" in line
+
+    slow = write_fleet(tmp_path / "slow", ranks=4, steps=10, segments=1, slow_rank=2, seed=1)
+    for path in slow.paths:
+        summarize_rank(path, str(tmp_path / "slow-out"))
+    fine = reduce_fleet(str(tmp_path / "slow-out"))
+    assert fine.stragglers == (2,) and fine.vote["in_doubt"] == []
+    assert "clock_offset_suspected" not in fine.findings
+    assert not any(r["in_doubt"] or r["clock_suspect_last"] for r in straggler_rows(read_fleet_folder(tmp_path / "slow-out")))
+
+
 def test_a_group_of_more_than_30_ranks_as_kineto_records_it(tmp_path: Path):
     """Kineto cuts "Process Group Ranks" after 30 entries; the reduce still matches all 40."""
     from parity.trace.fleet.mapper import summarize_rank

@@ -8,7 +8,7 @@ recomputed (the wait per collective, :func:`wait_per_collective`, is the one fig
 from them). ``ratio`` is the value in the last fleet over the first (for skew and wait, lower
 is better; for busbw, higher). The audit lists what differs in how the fleets were made or what
 they hold: the rank count, the collectives matched, ranks per node, the ops matched, the
-straggler step-cost method.
+straggler step-cost method, the ops a clock offset between ranks shows in.
 """
 
 from __future__ import annotations
@@ -127,11 +127,25 @@ def _audit(fleets: list[FleetInput]) -> list[AuditEntry]:
          "which collectives are intra- or inter-node, and so their busbw"),
         ("ops matched", lambda f: ", ".join(sorted(_ops(f))), "an op in one fleet only has nothing to compare to"),
         ("step cost method", _methods, "first-order and replay costs are different estimates"),
+        ("clock-suspect ops", _clock_ops,
+         "ops that ended before their collective's last member arrived (impossible on one clock): that fleet's "
+         "arrival figures (skew, wait, times last) carry a clock offset between ranks, and a straggler named "
+         "only with such collectives is in doubt"),
     ):
         values = tuple(read(f) for f in fleets)
         if len({repr(v) for v in values}) > 1:
             entries.append(AuditEntry(condition=condition, values=values, matters=matters))
     return entries
+
+
+def _clock_ops(item: FleetInput) -> int:
+    """The ops ``fleet.json`` counts under ``clock_offset_suspected`` (0 when it names none)."""
+    found = item.summary.get("findings") or {}
+    if isinstance(found, list):  # findings already as finding dicts: their count is not kept apart
+        return sum(1 for f in found if isinstance(f, dict) and f.get("code") == "clock_offset_suspected")
+    entry = found.get("clock_offset_suspected") if isinstance(found, dict) else None
+    count = entry.get("count") if isinstance(entry, dict) else entry
+    return int(count) if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
 def _figures(fleets: list[FleetInput]) -> list[Figure]:
@@ -149,7 +163,9 @@ def _claim(fleets: list[FleetInput]) -> str:
     parts = []
     for f in fleets:
         skew = _s(f.headline.get("skew_median_ns"))
-        ranks = ", ".join(map(str, f.headline.get("straggler_ranks") or [])) or "none"
+        doubted = set(f.headline.get("straggler_ranks_in_doubt") or [])
+        ranks = ", ".join(f"{r} (in doubt: clock offset)" if r in doubted else str(r)
+                          for r in f.headline.get("straggler_ranks") or []) or "none"
         parts.append(f"{f.label}: {f.headline.get('ranks')} ranks, median skew {format_value(skew, 's')}, "
                      f"stragglers {ranks}")
     return ("over each fleet's matched collectives; " + "; ".join(parts)

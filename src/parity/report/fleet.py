@@ -30,8 +30,10 @@ def fleet_lines(headline: dict[str, Any], summary: dict[str, Any],
         lines.append(f"  {op['op']}: {op['collectives']:,} collectives, skew median {_us(op['skew_median_ns'])}, "
                      f"comm median {_us(op['comm_median_ns'])}"
                      + (f", busbw median {busbw / 1e9:.3g} GB/s" if busbw else ""))
-    named = headline.get("straggler_ranks") or []
-    lines.append("stragglers by arrival order: " + (", ".join(f"rank {r}" for r in named) if named else "none named"))
+    named, doubted = headline.get("straggler_ranks") or [], set(headline.get("straggler_ranks_in_doubt") or [])
+    lines.append("stragglers by arrival order: " + (", ".join(f"rank {r}" + (" (in doubt: clock offset)" if r in doubted
+                                                                             else "") for r in named)
+                                                    if named else "none named"))
     rows = {int(row["rank"]): row for row in stragglers if row.get("rank") is not None}
     lines += [_straggler_line(rows[r]) for r in named if r in rows]
     for code, finding in sorted((summary.get("findings") or {}).items()):
@@ -56,4 +58,14 @@ def _straggler_line(row: dict[str, Any]) -> str:
             if held is not None and fair is not None else "")
     return (f"  rank {row['rank']}{node}: last in {row.get('times_last', 0):,} collectives{shares}, median "
             f"{_us(row.get('median_lateness_ns'))} late{kept}; step cost {_us(row.get('step_cost_ns'))}{mean} of a "
-            f"{_us(row.get('step_ns'))} step ({row.get('method') or 'method not recorded'})")
+            f"{_us(row.get('step_ns'))} step ({row.get('method') or 'method not recorded'})" + _doubt(row))
+
+
+def _doubt(row: dict[str, Any]) -> str:
+    """Why a straggler is in doubt (its row's ``in_doubt``), else nothing."""
+    if not row.get("in_doubt"):
+        return ""
+    return (f"; IN DOUBT: at {row.get('clock_suspect_last', 0):,} of the {row.get('times_last', 0):,} collectives "
+            "it was last at, another member's op ended more than 1 us before it arrived, impossible on one clock "
+            "(finding clock_offset_suspected), and without them the vote does not name it: its lateness may be "
+            "a clock offset between ranks")

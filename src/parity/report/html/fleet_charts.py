@@ -53,7 +53,7 @@ def _ns_to_s(row: dict[str, Any], *names: str) -> dict[str, Any]:
 
 def summary_chart(index: int, folder: FleetFolder, headline: dict[str, Any], findings: list[dict[str, Any]]) -> Chart:
     """Tables only: the headline figures and fleet.json's own keys, with the findings no chart claims."""
-    named = headline["straggler_ranks"]
+    named, doubted = headline["straggler_ranks"], set(headline.get("straggler_ranks_in_doubt") or ())
     figures = [
         {"figure": "ranks", "value": headline["ranks"], "unit": "count"},
         {"figure": "ranks per node" + ("" if headline["ranks_per_node"] else " (not given: --ranks-per-node)"),
@@ -63,7 +63,8 @@ def summary_chart(index: int, folder: FleetFolder, headline: dict[str, Any], fin
         {"figure": "arrival skew, p99", "value": _s(headline["skew_p99_ns"]), "unit": "s"},
         {"figure": "wait, all ranks and collectives", "value": _s(headline["wait_total_ns"]), "unit": "s"},
         # a count, so the column holds numbers only; the ranks are named in the figure
-        {"figure": "stragglers named" + (f" (rank{'s' if len(named) > 1 else ''} {', '.join(map(str, named))})"
+        {"figure": "stragglers named" + (f" (rank{'s' if len(named) > 1 else ''} "
+                                         f"{', '.join(f'{r} in doubt' if r in doubted else str(r) for r in named)})"
                                          if named else ""), "value": len(named), "unit": "count"},
     ]
     summary = {k: v for k, v in folder.summary.items() if k != "findings"}
@@ -194,7 +195,7 @@ def _straggler_table_rows(folder: FleetFolder) -> list[dict[str, Any]]:
         row = _ns_to_s(r, *(n for n in ("median_lateness", "step_cost", "step", *OPTIONAL_STRAGGLER_COLUMNS)
                             if f"{n}_ns" in r))
         row["over_expected"] = r["share_last"] / r["expected_share"] if r["expected_share"] else None
-        row["straggler"] = "yes" if r["straggler"] else "no"
+        row["straggler"] = ("yes, in doubt" if r.get("in_doubt") else "yes") if r["straggler"] else "no"
         row["label"] = f"rank {r['rank']}"
         rows.append(row)
     return rows
@@ -213,7 +214,8 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
              "encoding": {"x": x, "y": {"field": "share_last", "type": "quantitative",
                                         "title": "share of its collectives where last", "axis": {"format": "%"}},
                           "color": {"field": "straggler", "type": "nominal", "title": "straggler",
-                                    "scale": {"domain": ["yes", "no"], "range": ["#e45756", "#9d9d9d"]},
+                                    "scale": {"domain": ["yes", "yes, in doubt", "no"],
+                                              "range": ["#e45756", "#f2a541", "#9d9d9d"]},
                                     "legend": {"orient": "bottom"}},
                           "tooltip": [{"field": "label"}, {"field": "times_last", "title": "times last"},
                                       {"field": "share_last", "format": ".1%"},
@@ -222,6 +224,7 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
              "encoding": {"x": x, "y": {"field": "expected_share", "type": "quantitative"}}}]})
     method = ", ".join(sorted({r["method"] for r in rows if r["method"]})) or "none"
     present = {n for n in OPTIONAL_STRAGGLER_COLUMNS if any(f"{n}_s" in r for r in rows)}
+    doubted = [r["label"] for r in rows if r["straggler"] == "yes, in doubt"]
     rule = str((folder.summary.get("methods") or {}).get("straggler") or "")
     cost = folder.summary.get("step_cost")
     # the replay's word on where it ran (the per-rank costs are the table's columns, not prose)
@@ -235,7 +238,11 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
               + (" Time held: the sum of its margins over the collectives it was last at (how long it kept them "
                  "waiting); fair: what it would hold if every member were equally likely last. A rank late by far "
                  "at a few collectives is named by it with a short bar." if "held" in present else "")
-              + (f" Straggler rule: {rule}." if rule else "") + (f" Step cost {cost_note}." if cost_note else "")),
+              + (f" Straggler rule: {rule}." if rule else "") + (f" Step cost {cost_note}." if cost_note else "")
+              + (f" In doubt ({', '.join(doubted)}): named only with collectives where another member's op ended "
+                 "more than 1 us before the rank arrived, impossible on one clock; without them the vote does not "
+                 "name it, so its lateness may be a clock offset between ranks (clock-suspect lasts: such "
+                 "collectives it was last at)." if doubted else "")),
         findings=tuple(findings),
         tables=(Table(dataset="stragglers", title="straggler table", columns=(
             Column(field="rank", title="rank", unit=NUMBER), Column(field="node", title="node"),
@@ -250,7 +257,10 @@ def straggler_chart(index: int, folder: FleetFolder, findings: list[dict[str, An
             *(Column(field=f"{n}_s", title=title, unit="s") for n, title in OPTIONAL_STRAGGLER_COLUMNS.items()
               if n == "mean_step_cost" and n in present),
             Column(field="step_s", title="step time", unit="s"),
-            Column(field="method", title="method"), Column(field="straggler", title="straggler"))),))
+            Column(field="method", title="method"),
+            *((Column(field="clock_suspect_last", title="clock-suspect lasts", unit=NUMBER),)
+              if any("clock_suspect_last" in r for r in rows) else ()),
+            Column(field="straggler", title="straggler"))),))
 
 
 def rank_chart(index: int, folder: FleetFolder, findings: list[dict[str, Any]]) -> Chart:

@@ -8,7 +8,9 @@ figure, it only summarises the tables' own columns:
   over every matched collective (numpy's linear interpolation between order statistics);
 - ``wait_total_ns``: the sum of ``arrivals.wait_ns`` over every rank and collective;
 - per op: the same for its collectives, with the median ``comm_ns``, ``busbw_bps`` and ``bytes``;
-- ``straggler_ranks``: the ranks whose ``stragglers.straggler`` is true, most often last first.
+- ``straggler_ranks``: the ranks whose ``stragglers.straggler`` is true, most often last first;
+- ``straggler_ranks_in_doubt``: those of them whose ``stragglers.in_doubt`` is true (named only
+  with collectives a clock offset can explain; none for a folder written without the column).
 
 pyarrow is imported inside the functions that read Parquet (the ``fleet`` extra), so this module
 imports without it.
@@ -31,7 +33,8 @@ READ_TABLES = ("collectives", "arrivals", "ranks", "steps", "stragglers")
 # the columns read where not all are needed (arrivals: one row per rank and collective)
 READ_COLUMNS = {"arrivals": ("group", "seq", "rank", "wait_ns", "lateness_ns")}
 # columns added at a table's end after its first version: shown where a folder has them
-OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns", "window_ns", "held_ns", "fair_held_ns"})
+OPTIONAL_COLUMNS = frozenset({"median_margin_ns", "mean_step_cost_ns", "window_ns", "held_ns", "fair_held_ns",
+                              "clock_suspect_last", "in_doubt"})
 # fleet.json's fields that are read, with their JSON type (null where absent is allowed)
 SUMMARY_FIELDS = (("ranks", int, "a rank count"), ("ranks_per_node", int, "a rank count"),
                   ("counts", dict, "an object of counts"), ("stragglers", list, "a list of ranks"),
@@ -263,10 +266,12 @@ def fleet_headline(folder: FleetFolder) -> dict[str, Any]:
     skew = coll["skew_ns"].astype(np.float64)
     stragglers = folder.table("stragglers")
     flagged = stragglers["straggler"].astype(bool)
+    doubted = flagged & stragglers["in_doubt"].astype(bool) if "in_doubt" in stragglers else np.zeros_like(flagged)
     return {"ranks": folder.ranks, "ranks_per_node": folder.ranks_per_node, "collectives": int(len(skew)),
             "skew_median_ns": median(skew), "skew_p99_ns": percentile(skew, 99.0),
             "wait_total_ns": int(folder.table("arrivals")["wait_ns"].astype(np.int64).sum()),
             "straggler_ranks": [int(r) for r in stragglers["rank"][flagged]],
+            "straggler_ranks_in_doubt": [int(r) for r in stragglers["rank"][doubted]],
             "ops": op_rows(folder), "method": HEADLINE_METHOD}
 
 

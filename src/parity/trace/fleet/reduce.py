@@ -22,8 +22,9 @@ from parity.model.errors import ParityError
 from parity.trace.fleet import figures as fig
 from parity.trace.fleet.matching import Matched, match_collectives
 from parity.trace.fleet.replay import MAX_COLLECTIVES, REPLAY, CollectiveGraph, replay_step_cost_ns, reproduces
-from parity.trace.fleet.stragglers import (FIRST_ORDER, TIME_VOTE, VOTE_ALPHA, VOTE_FLOOR_NS, VOTE_SHARE_RATIO,
-                                           RankOrder, VoteCells, rank_order, share_last, straggler_vote,
+from parity.trace.fleet.stragglers import (CLOCK_FLOOR_NS, FIRST_ORDER, TIME_VOTE, VOTE_ALPHA, VOTE_FLOOR_NS,
+                                           VOTE_SHARE_RATIO, RankOrder, VoteCells, clock_suspect_lasts,
+                                           clock_suspect_rows, rank_order, share_last, straggler_vote,
                                            vote_threshold)
 from parity.trace.fleet.tables import FLEET_TABLES, MAP_TABLES
 from parity.trace.fleet.writing import read_map_table, write_table
@@ -51,6 +52,10 @@ METHODS = {
                     "collective graph reproduces the trace (each row's method column says which)",
     "mean_step_cost_ns": "as step_cost_ns, the mean over steps",
     "clock_offset_suspected": "ops ending more than 1 us before the last member arrived",
+    "clock_suspect_last": "collectives the rank was last at where a member's op ended more than 1 us before the "
+                          "last member arrived (impossible on one shared clock)",
+    "in_doubt": "a straggler the vote no longer names without the clock-suspect collectives: its naming rests on "
+                "arrivals a clock offset between ranks can explain",
 }  # fmt: skip
 
 
@@ -94,17 +99,18 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     del coll  # the matched arrays hold what the figures need
     _release_arrow_memory()
     per_row, per_coll = _collective_figures(m, ranks, nodes)
-    order = rank_order(ranks, np.searchsorted(ranks, m.rank), per_coll["members"][m.seg], per_row["last"],
-                       per_row["wait_ns"], per_row["lateness_ns"], per_coll["margin"][m.seg], m.step)
-    cells = VoteCells.of(np.searchsorted(ranks, m.rank), m.group, per_coll["members"][m.seg], per_row["last"],
-                         per_coll["margin"][m.seg])
-    straggler, named_by, tests = straggler_vote(order, cells)
+    order, (straggler, named_by, tests) = _vote(m, ranks, per_row, per_coll)
+    suspect = clock_suspect_rows(per_row["early_end_ns"], m.seg, m.segments)
+    clock_last = clock_suspect_lasts(np.searchsorted(ranks, m.rank), per_row["last"], suspect, len(ranks))
+    in_doubt = np.zeros(len(ranks), dtype=bool)
+    if suspect.any():  # a straggler the vote names only with the clock-suspect collectives is in doubt
+        in_doubt = straggler & ~_vote(m, ranks, per_row, per_coll, ~suspect)[1][0]
     order, method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
     step_rows = _sorted_steps(steps)
     _write_collectives(root, m, per_coll)
     _write_arrivals(root, m, per_row)
     _write_ranks(root, ranks, nodes, info, order, step_rows)
-    _write_stragglers(root, ranks, nodes, order, straggler, step_rows, method)
+    _write_stragglers(root, ranks, nodes, order, straggler, step_rows, method, clock_last, in_doubt)
     write_table(root / "steps.parquet", FLEET_TABLES["steps"], step_rows)
     voters = int((order.voted > 0).sum())
     summary = FleetSummary(
@@ -117,11 +123,25 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
         vote={"alpha": VOTE_ALPHA, "share_ratio": VOTE_SHARE_RATIO, "floor_ns": VOTE_FLOOR_NS,
               "voters": voters, "tests": tests, "threshold": vote_threshold(tests),
               "named_by": {str(int(ranks[i])): [_vote_name(g, m.groups) for g in gs]
-                           for i, gs in sorted(named_by.items())}},
+                           for i, gs in sorted(named_by.items())},
+              "in_doubt": ranks[in_doubt].tolist()},
         step_cost=replay_note,
     )  # fmt: skip
     (root / "fleet.json").write_text(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def _vote(m: Matched, ranks: np.ndarray, per_row: dict, per_coll: dict, rows: np.ndarray | None = None):
+    """The per-rank figures and the straggler vote over the matched rows (``rows``: a mask of
+    the rows to count, whole collectives; all of them by default): ``(order, (straggler,
+    named_by, tests))``."""
+    keep = np.ones(len(m.rank), dtype=bool) if rows is None else rows
+    idx = np.searchsorted(ranks, m.rank)[keep]
+    members, margin = per_coll["members"][m.seg][keep], per_coll["margin"][m.seg][keep]
+    order = rank_order(ranks, idx, members, per_row["last"][keep], per_row["wait_ns"][keep],
+                       per_row["lateness_ns"][keep], margin, m.step[keep])
+    cells = VoteCells.of(idx, m.group[keep], members, per_row["last"][keep], margin)
+    return order, straggler_vote(order, cells)
 
 
 def _vote_name(code: int, groups: list[str]) -> str:
@@ -181,7 +201,7 @@ def _clock_finding(m: Matched, ranks: np.ndarray, per_row: dict) -> dict:
     """``clock_offset_suspected``: ops that ended before the last member arrived
     (:func:`figures.early_end_ns` > 1 µs), with the ranks that have most of them and each one's
     largest early end: arrival figures of those ranks carry their clock's offset."""
-    early = per_row["early_end_ns"] > 1_000
+    early = per_row["early_end_ns"] > CLOCK_FLOOR_NS
     if not early.any():
         return {}
     idx = np.searchsorted(ranks, m.rank[early])
@@ -292,7 +312,7 @@ def _replay_costs(m: Matched, ranks: np.ndarray, order: RankOrder, straggler: np
 
 
 def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: RankOrder, straggler: np.ndarray,
-                      steps: dict, method: np.ndarray) -> None:
+                      steps: dict, method: np.ndarray, clock_last: np.ndarray, in_doubt: np.ndarray) -> None:
     """One row per rank with a voted collective: most often last first (times last, then
     median lateness, descending; rank ascending)."""
     keep = np.flatnonzero(order.voted > 0)
@@ -306,6 +326,7 @@ def _write_stragglers(root: Path, ranks: np.ndarray, nodes: np.ndarray, order: R
         "straggler": straggler[sort], "median_margin_ns": order.median_margin_ns[sort],
         "mean_step_cost_ns": order.mean_step_cost_ns[sort], "held_ns": order.held_ns[sort],
         "fair_held_ns": np.floor(order.fair_held_ns[sort]).astype(np.int64),
+        "clock_suspect_last": clock_last[sort], "in_doubt": in_doubt[sort],
     })  # fmt: skip
 
 

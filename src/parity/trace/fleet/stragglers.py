@@ -30,6 +30,7 @@ from parity.trace.fleet.figures import grouped_median_ns, grouped_sum_ns
 VOTE_ALPHA = 0.01  # chance that the whole fleet names any fair rank a straggler
 VOTE_SHARE_RATIO = 2.0  # a straggler is last at least twice as often as its fair share
 VOTE_FLOOR_NS = 1_000  # ... and when last, by a median margin of at least 1 µs
+CLOCK_FLOOR_NS = 1_000  # an op ending more than this before its collective's last arrival: a clock offset
 FIRST_ORDER = "first-order"
 
 
@@ -164,6 +165,22 @@ def time_vote_passes(held: np.ndarray, fair: np.ndarray, margin_sq_sum: np.ndarr
     exponent = hoeffding_exponent(held, fair, margin_sq_sum)
     return ((times_last > 0) & (held >= ratio * np.asarray(fair, dtype=np.float64)) & (exponent >= threshold)
             & (held >= floor_ns * times_last))
+
+
+def clock_suspect_rows(early_end_ns: np.ndarray, seg: np.ndarray, segments: int,
+                       floor_ns: int = CLOCK_FLOOR_NS) -> np.ndarray:
+    """Per matched row, whether its collective is clock-suspect: some member's op ended more than
+    ``floor_ns`` before the last member arrived (:func:`parity.trace.fleet.figures.early_end_ns`),
+    impossible on one shared clock, so the collective's arrival order may be a clock offset's.
+    Example: collectives 0, 0, 1, 1 with early ends 0, 5,000, 0, 400 ns -> True, True, False, False."""
+    flagged = np.bincount(seg[np.asarray(early_end_ns) > floor_ns], minlength=segments) > 0
+    return flagged[seg]
+
+
+def clock_suspect_lasts(rank_idx: np.ndarray, is_last: np.ndarray, suspect: np.ndarray, ranks: int) -> np.ndarray:
+    """Per rank, the clock-suspect collectives (:func:`clock_suspect_rows`) it arrived at last.
+    Example: rank 1 last at collectives 0 (suspect) and 1 (not) -> 1."""
+    return np.bincount(rank_idx[is_last & suspect], minlength=ranks)
 
 
 TIME_VOTE = -2  # named_by's code for the time test (-1: the counts over all collectives; >= 0: a group's)

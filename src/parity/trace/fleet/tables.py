@@ -86,6 +86,8 @@ FLEET_TABLES: dict[str, tuple[Column, ...]] = {
         ("median_margin_ns", "int64", "ns"), ("mean_step_cost_ns", "int64", "ns"),
         # added later: the time test (the time it kept its collectives waiting, and its fair share)
         ("held_ns", "int64", "ns"), ("fair_held_ns", "int64", "ns"),
+        # added later: the collectives it was last at that a clock offset can explain; a straggler named on them
+        ("clock_suspect_last", "int64", ""), ("in_doubt", "bool", ""),
     ),
 }
 
