@@ -99,12 +99,13 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     del coll  # the matched arrays hold what the figures need
     _release_arrow_memory()
     per_row, per_coll = _collective_figures(m, ranks, nodes)
-    order, (straggler, named_by, tests) = _vote(m, ranks, per_row, per_coll)
+    rank_idx = np.searchsorted(ranks, m.rank)
+    order, (straggler, named_by, tests) = _vote(m, ranks, rank_idx, per_row, per_coll)
     suspect = clock_suspect_rows(per_row["early_end_ns"], m.seg, m.segments)
-    clock_last = clock_suspect_lasts(np.searchsorted(ranks, m.rank), per_row["last"], suspect, len(ranks))
+    clock_last = clock_suspect_lasts(rank_idx, per_row["last"], suspect, len(ranks))
     in_doubt = np.zeros(len(ranks), dtype=bool)
     if suspect.any():  # a straggler the vote names only with the clock-suspect collectives is in doubt
-        in_doubt = straggler & ~_vote(m, ranks, per_row, per_coll, ~suspect)[1][0]
+        in_doubt = straggler & ~_vote(m, ranks, rank_idx, per_row, per_coll, ~suspect)[1][0]
     order, method, replay_note = _replay_costs(m, ranks, order, straggler, per_row)
     step_rows = _sorted_steps(steps)
     _write_collectives(root, m, per_coll)
@@ -131,12 +132,13 @@ def reduce_fleet(out: str, *, ranks_per_node: int | None = None) -> FleetSummary
     return summary
 
 
-def _vote(m: Matched, ranks: np.ndarray, per_row: dict, per_coll: dict, rows: np.ndarray | None = None):
-    """The per-rank figures and the straggler vote over the matched rows (``rows``: a mask of
-    the rows to count, whole collectives; all of them by default): ``(order, (straggler,
-    named_by, tests))``."""
-    keep = np.ones(len(m.rank), dtype=bool) if rows is None else rows
-    idx = np.searchsorted(ranks, m.rank)[keep]
+def _vote(m: Matched, ranks: np.ndarray, rank_idx: np.ndarray, per_row: dict, per_coll: dict,
+          rows: np.ndarray | None = None):
+    """The per-rank figures and the straggler vote over the matched rows (``rank_idx``: each
+    row's index in ``ranks``; ``rows``: a mask of the rows to count, whole collectives; all of
+    them, uncopied, by default): ``(order, (straggler, named_by, tests))``."""
+    keep = slice(None) if rows is None else rows
+    idx = rank_idx[keep]
     members, margin = per_coll["members"][m.seg][keep], per_coll["margin"][m.seg][keep]
     order = rank_order(ranks, idx, members, per_row["last"][keep], per_row["wait_ns"][keep],
                        per_row["lateness_ns"][keep], margin, m.step[keep])
