@@ -299,6 +299,31 @@ def test_base_memory_is_memory_even_when_its_span_starts_where_huge_pages_climb(
     assert [p.level for p in named] == ["DRAM+page-walks"] and named[0].memory
 
 
+def test_a_climb_inside_a_levels_region_is_never_the_level() -> None:
+    """A 2-vCPU VM on an AMD EPYC (Zen 4) reporting a 32 MiB L3, base pages, as measured: 12-15 ns
+    from 1 to 4 MiB, then 105-158 ns from 5.7 to 45 MiB, memory 198 ns past 64 MiB (1.32x the
+    stretch: outside the near-memory rule, so it stays a plateau). Both plateaus sit in the L3's
+    region; the stretch is the wider, and named the level by width L3 was 150 ns in two runs of
+    six, 12-15 ns in the others, and two identical runs compared L3 0.48x. A plateau 4x the
+    region's lowest or more is the climb past a share of the cache, so it is ``L3-part1``: L3 is
+    13 ns, with its capacity where the curve leaves it (4.5 MiB), not where the climb ends."""
+    sizes = [4096, 8192, 16384, 20480, 32768, 45056, 65536, 90112, 131072, 184320, 262144, 368640, 524288, 741376,
+             1048576, 1482752, 2097152, 2965504, 4194304, 5931008, 8388608, 11862016, 16777216, 23724032, 33554432,
+             47452160, 67108864, 94904320, 134217728]
+    lat = [1.1, 1.1, 1.1, 1.1, 1.2, 3.9, 4.0, 3.9, 3.9, 4.1, 4.4, 4.8, 5.2, 6.3, 9.2, 11.7, 13.4, 14.4, 15.1, 105.0,
+           137.5, 125.3, 144.0, 155.9, 158.3, 169.2, 192.5, 197.7, 225.2]
+    caches = [("L1", 32 * KIB), ("L2", 1 * MIB), ("L3", 32 * MIB)]
+    named = name_plateaus(sizes, lat, caches=caches)
+    assert [p.level for p in named] == ["L1", "L2", "L3", "L3-part1", "DRAM"]
+    assert named[2].latency_ns == pytest.approx(13.4) and named[2].reported_bytes == 32 * MIB
+    assert 4 * MIB < named[2].capacity_bytes < 5931008
+    assert named[3].latency_ns > 100 and named[3].reported_bytes is None
+    # a step under 4x inside the region (a spill at 9 ns, then 14 ns): the widest is the level
+    spill = [1.1 if s <= 32 * KIB else 4.0 if s <= 512 * KIB else 9.0 if s <= 2 * MIB else 14.0 if s <= 32 * MIB
+             else 110.0 for s in sizes]
+    assert [p.level for p in name_plateaus(sizes, spill, caches=caches)] == ["L1", "L2", "L3-part1", "L3", "DRAM"]
+
+
 def test_the_climb_to_memory_past_a_cache_that_holds_far_less_is_memory() -> None:
     """A 2-vCPU VM on an AMD EPYC that reports a 32 MiB L3 (its 2 MiB-page curve as measured):
     13.6 ns to 5.7 MiB, then 103-146 ns from 8 MiB, memory 147 ns past 64 MiB. The 131 ns stretch

@@ -16,7 +16,8 @@ sits in the reported hierarchy, the same way on every run and on resume:
   geometric mid-size (:func:`level_index`); neighbouring plateaus in one region that agree in
   latency are one level split by noise and are merged; when they disagree, the widest takes the
   name, with the capacity where the curve leaves the region's last plateau, and the others are
-  ``<level>-part<k>``;
+  ``<level>-part<k>``; a plateau ``MEMORY_STEP`` times the region's lowest or more is the climb
+  past a cache that holds less than reported, neither the level nor where its capacity is read;
 - a plateau past the last cache on a sweep that did not leave it is ``past-<last level>``, never
   memory; with no reported caches, plateaus are ``level-1``, ``level-2``, ... and none is memory.
 """
@@ -252,26 +253,43 @@ def _region_names(runs: Sequence[Run], regions: Sequence[int],
     ``end/start``; on a tie, one ending within the reported size before one past it, then the
     one ending nearest it, ``|log2(end/reported)|``, then the first) is the level: a level spans
     the sizes between the cache below and its own and ends near its own, not past it, while a
-    partly evicted stretch or one paying TLB misses spans less. The region's other plateaus are ``<level>-part<k>``, ``k`` from 1 in size order."""
+    partly evicted stretch or one paying TLB misses spans less. A plateau ``MEMORY_STEP`` times
+    the region's lowest or more is never the level, however wide: no cache level holds such a
+    step, it is the climb past a cache that holds less than reported (a VM's share of an L3:
+    13 ns to 4 MiB, then 150 ns to 32 MiB, where the widest rule named L3 150 ns in two runs of
+    six). The region's other plateaus are ``<level>-part<k>``, ``k`` from 1 in size order."""
     names: list[tuple[str, int | None]] = [("", None)] * len(regions)
+    climbs = _climbs(runs, regions)
     for k in dict.fromkeys(regions):
         members = [i for i, r in enumerate(regions) if r == k]
         name, reported = (f"past-{levels[-1][0]}", None) if k == len(levels) else levels[k]
-        best = max(members, key=lambda i: (runs[i][1] / runs[i][0], _nearness(runs[i][1], reported), -i))
+        candidates = [i for i in members if i not in climbs]
+        best = max(candidates, key=lambda i: (runs[i][1] / runs[i][0], _nearness(runs[i][1], reported), -i))
         others = iter(range(1, len(members)))
         for i in members:
             names[i] = (name, reported) if i == best else (f"{name}-part{next(others)}", None)
     return names
 
 
-def _level_capacities(regions: Sequence[int], names: Sequence[tuple[str, int | None]],
+def _climbs(runs: Sequence[Run], regions: Sequence[int]) -> set[int]:
+    """The plateaus ``MEMORY_STEP`` times their region's lowest or more (indices): the climb past
+    a cache that holds less than reported, never its level (:func:`_region_names`)."""
+    lowest: dict[int, float] = {}
+    for i, k in enumerate(regions):
+        lowest[k] = min(lowest.get(k, math.inf), runs[i][2])
+    return {i for i, k in enumerate(regions) if runs[i][2] >= MEMORY_STEP * lowest[k]}
+
+
+def _level_capacities(runs: Sequence[Run], regions: Sequence[int], names: Sequence[tuple[str, int | None]],
                       caps: Sequence[int | None]) -> list[int | None]:
     """Each cache plateau's capacity; the one named after a level (``reported`` set) takes the
-    capacity of its region's last plateau, where the curve leaves the level for good."""
+    capacity of its region's last plateau short of a climb (:func:`_climbs`), where the curve
+    leaves the level for good."""
     out = list(caps[: len(regions)])
+    climbs = _climbs(runs, regions)
     for i, k in enumerate(regions):
         if names[i][1] is not None:
-            out[i] = caps[max(j for j, r in enumerate(regions) if r == k)]
+            out[i] = caps[max(j for j, r in enumerate(regions) if r == k and j not in climbs)]
     return out
 
 
@@ -312,7 +330,7 @@ def name_plateaus(
     runs = [r for r, _ in merged] + ([memory] if memory else [])
     regions = [k for _, k in merged]
     names = _region_names(runs, regions, levels)
-    caps = _level_capacities(regions, names, plateau_capacities(sizes, lat, runs))
+    caps = _level_capacities(runs, regions, names, plateau_capacities(sizes, lat, runs))
     named = [Plateau(level=names[i][0], size_bytes=e, start_bytes=s, latency_ns=m, points=n,
                      reported_bytes=names[i][1], capacity_bytes=caps[i])
              for i, ((s, e, m, n), _) in enumerate(merged)]
