@@ -85,6 +85,8 @@ def fleet(paths: tuple[str, ...], out_dir: str, scheduler: str | None, workers: 
     parity trace analyze would, and summarised as Parquet under OUT/map (streams, categories,
     steps and one row per collective); the reduce then matches collectives by process group and
     sequence and writes the fleet's tables and OUT/fleet.json. Progress and an ETA go to stderr.
+    Arrival order assumes one clock: a straggler named only at collectives a clock offset
+    between ranks can explain (an op that ended before the last member arrived) is marked in doubt.
 
     \b
     Example:
