@@ -24,6 +24,11 @@ def test_lines_carry_the_headline_stragglers_and_findings() -> None:
     lines = fleet_lines(headline, summary, stragglers)
     assert lines[0] == ("8 ranks, 1,200 matched collectives; arrival skew median 20 us, p99 1.5 ms; "
                         "total wait 3 s")
+    # the clock finding's caveat beside the figures it concerns, then again with the findings
+    assert lines[1] == ("  clock offset suspected: 2 ops ended more than 1 us before their collective's last member "
+                        "arrived, so the skew, waits and arrival order here carry an offset between the ranks' clocks "
+                        "(finding below)")
+    lines = lines[:1] + lines[2:]
     assert lines[1] == "  all_reduce: 1,200 collectives, skew median 20 us, comm median 400 us, busbw median 12.5 GB/s"
     assert lines[2] == "stragglers by arrival order: rank 5, rank 1021"
     # one line per named rank, in the vote's order; rank 3 is in the table but not named

@@ -25,6 +25,12 @@ def fleet_lines(headline: dict[str, Any], summary: dict[str, Any],
     lines = [f"{ranks} rank{'' if ranks == 1 else 's'}, {headline['collectives']:,} matched collectives; arrival skew median "
              f"{_us(headline['skew_median_ns'])}, p99 {_us(headline['skew_p99_ns'])}; total wait "
              f"{_us(headline['wait_total_ns'])}"]
+    clock = (summary.get("findings") or {}).get("clock_offset_suspected")
+    if clock:
+        count = clock.get("count") if isinstance(clock, dict) else clock
+        lines.append(f"  clock offset suspected: {count} ops ended more than 1 us before their collective's last "
+                     "member arrived, so the skew, waits and arrival order here carry an offset between the ranks' "
+                     "clocks (finding below)")
     for op in headline.get("ops") or []:
         busbw = op.get("busbw_median_bps")
         lines.append(f"  {op['op']}: {op['collectives']:,} collectives, skew median {_us(op['skew_median_ns'])}, "
