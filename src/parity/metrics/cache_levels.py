@@ -256,7 +256,7 @@ def _region_names(runs: Sequence[Run], regions: Sequence[int],
     partly evicted stretch or one paying TLB misses spans less. A plateau ``MEMORY_STEP`` times
     the region's lowest or more is never the level, however wide: no cache level holds such a
     step, it is the climb past a cache that holds less than reported (a VM's share of an L3:
-    13 ns to 4 MiB, then 150 ns to 32 MiB, where the widest rule named L3 150 ns in two runs of
+    13 ns to 4 MiB, then 150 ns to 45 MiB, where the widest rule named L3 150 ns in two runs of
     six). The region's other plateaus are ``<level>-part<k>``, ``k`` from 1 in size order."""
     names: list[tuple[str, int | None]] = [("", None)] * len(regions)
     climbs = _climbs(runs, regions)
