@@ -163,6 +163,10 @@ def test_a_fleet_with_clock_suspect_ops_is_audited_and_its_doubted_straggler_mar
     audit = next(e for e in doc["audit"] if e["condition"] == "clock-suspect ops")
     assert audit["values"] == [0, 6] and "clock offset" in audit["matters"]
     assert "offset: 4 ranks, median skew 20 us, stragglers 3 (in doubt: clock offset)" in doc["claims"][0]
+    # two fleets with the same offsets: still listed, as contention is for runs
+    same = FleetInput(label="again", headline=head, stragglers=a.stragglers, summary=summary)
+    doc = compare_fleets([same, same]).to_dict()
+    assert [(e["condition"], e["values"]) for e in doc["audit"]] == [("clock-suspect ops", [6, 6])]
 
 
 def test_wait_per_collective_hand_cases() -> None:

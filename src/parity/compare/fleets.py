@@ -8,7 +8,7 @@ recomputed (the wait per collective, :func:`wait_per_collective`, is the one fig
 from them). ``ratio`` is the value in the last fleet over the first (for skew and wait, lower
 is better; for busbw, higher). The audit lists what differs in how the fleets were made or what
 they hold: the rank count, the collectives matched, ranks per node, the ops matched, the
-straggler step-cost method, the ops a clock offset between ranks shows in.
+straggler step-cost method; and, whenever a fleet has any, the ops a clock offset shows in.
 """
 
 from __future__ import annotations
@@ -127,14 +127,16 @@ def _audit(fleets: list[FleetInput]) -> list[AuditEntry]:
          "which collectives are intra- or inter-node, and so their busbw"),
         ("ops matched", lambda f: ", ".join(sorted(_ops(f))), "an op in one fleet only has nothing to compare to"),
         ("step cost method", _methods, "first-order and replay costs are different estimates"),
-        ("clock-suspect ops", _clock_ops,
-         "ops that ended before their collective's last member arrived (impossible on one clock): that fleet's "
-         "arrival figures (skew, wait, times last) carry a clock offset between ranks, and a straggler named "
-         "only with such collectives is in doubt"),
     ):
         values = tuple(read(f) for f in fleets)
         if len({repr(v) for v in values}) > 1:
             entries.append(AuditEntry(condition=condition, values=values, matters=matters))
+    clocks = tuple(_clock_ops(f) for f in fleets)
+    if any(clocks):  # listed even when the counts are equal: an offset matters on its own, as contention does
+        entries.append(AuditEntry(condition="clock-suspect ops", values=clocks, matters=(
+            "ops that ended before their collective's last member arrived (impossible on one clock): that fleet's "
+            "arrival figures (skew, wait, times last) carry a clock offset between ranks, and a straggler named "
+            "only with such collectives is in doubt")))
     return entries
 
 
