@@ -247,8 +247,8 @@ def _nearness(end_bytes: int, reported_bytes: int | None) -> tuple[bool, float]:
     return (end_bytes <= reported_bytes, -abs(math.log2(end_bytes / reported_bytes)))
 
 
-def _region_names(runs: Sequence[Run], regions: Sequence[int],
-                  levels: Sequence[tuple[str, int]]) -> list[tuple[str, int | None]]:
+def _region_names(runs: Sequence[Run], regions: Sequence[int], levels: Sequence[tuple[str, int]],
+                  climbs: set[int]) -> list[tuple[str, int | None]]:
     """``(name, reported bytes)`` per cache plateau. In each region the widest plateau (largest
     ``end/start``; on a tie, one ending within the reported size before one past it, then the
     one ending nearest it, ``|log2(end/reported)|``, then the first) is the level: a level spans
@@ -257,9 +257,9 @@ def _region_names(runs: Sequence[Run], regions: Sequence[int],
     the region's lowest or more is never the level, however wide: no cache level holds such a
     step, it is the climb past a cache that holds less than reported (a VM's share of an L3:
     13 ns to 4 MiB, then 150 ns to 45 MiB, where the widest rule named L3 150 ns in two runs of
-    six). The region's other plateaus are ``<level>-part<k>``, ``k`` from 1 in size order."""
+    six; ``climbs``: :func:`_climbs`). The region's other plateaus are ``<level>-part<k>``,
+    ``k`` from 1 in size order."""
     names: list[tuple[str, int | None]] = [("", None)] * len(regions)
-    climbs = _climbs(runs, regions)
     for k in dict.fromkeys(regions):
         members = [i for i, r in enumerate(regions) if r == k]
         name, reported = (f"past-{levels[-1][0]}", None) if k == len(levels) else levels[k]
@@ -280,13 +280,12 @@ def _climbs(runs: Sequence[Run], regions: Sequence[int]) -> set[int]:
     return {i for i, k in enumerate(regions) if runs[i][2] >= MEMORY_STEP * lowest[k]}
 
 
-def _level_capacities(runs: Sequence[Run], regions: Sequence[int], names: Sequence[tuple[str, int | None]],
-                      caps: Sequence[int | None]) -> list[int | None]:
+def _level_capacities(regions: Sequence[int], names: Sequence[tuple[str, int | None]],
+                      caps: Sequence[int | None], climbs: set[int]) -> list[int | None]:
     """Each cache plateau's capacity; the one named after a level (``reported`` set) takes the
     capacity of its region's last plateau short of a climb (:func:`_climbs`), where the curve
     leaves the level for good."""
     out = list(caps[: len(regions)])
-    climbs = _climbs(runs, regions)
     for i, k in enumerate(regions):
         if names[i][1] is not None:
             out[i] = caps[max(j for j, r in enumerate(regions) if r == k and j not in climbs)]
@@ -329,8 +328,9 @@ def name_plateaus(
     merged = _merge_regions([(r, level_index(r[0], r[1], bounds)) for r in inner], sizes, lat, tolerance)
     runs = [r for r, _ in merged] + ([memory] if memory else [])
     regions = [k for _, k in merged]
-    names = _region_names(runs, regions, levels)
-    caps = _level_capacities(runs, regions, names, plateau_capacities(sizes, lat, runs))
+    climbs = _climbs(runs, regions)
+    names = _region_names(runs, regions, levels, climbs)
+    caps = _level_capacities(regions, names, plateau_capacities(sizes, lat, runs), climbs)
     named = [Plateau(level=names[i][0], size_bytes=e, start_bytes=s, latency_ns=m, points=n,
                      reported_bytes=names[i][1], capacity_bytes=caps[i])
              for i, ((s, e, m, n), _) in enumerate(merged)]
