@@ -259,6 +259,7 @@ def fit(run_ids: tuple[str, ...], fit_max: str | None, tolerance: float, db_path
                      f"({'within' if check.within else 'NOT within'} {tolerance:.0%}"
                      + (f", {check.doubtful_points} of them in doubt" if check.doubtful_points else "") + ")")
         click.echo(line)
-        if f.doubtful_points:
-            click.echo(_doubt_line(f), err=True)
+        doubt = _doubt_line(f)
+        if doubt:
+            click.echo(doubt, err=True)
     write_json(json_path, "export", payload)
